@@ -1,0 +1,1 @@
+"""The long-running side of wheelpin: settings, logging, and (later) the service."""

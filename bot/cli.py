@@ -1,0 +1,130 @@
+"""The `wheelpin` command: parses arguments, sets up logging, maps errors to exit codes.
+
+Exit codes (DESIGN.md §3): 0 ok · 1 a check failed · 2 usage, config or credentials
+error · 3 refused by a guard · 4 transient outside failure. Errors are one sentence on
+stderr; logs go to stderr too, so `--json` output on stdout stays one clean document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+
+from . import __version__
+from .app.logging import configure_logging
+from .app.settings import Settings
+from .commands import demo, wheel
+from .core.errors import WheelpinError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"wheelpin: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="wheelpin", description="Keeps ROCm wheels in container images current.")
+    parser.add_argument("--version", action="version", version=f"wheelpin {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    wheel_parser = commands.add_parser("wheel", help="inspect and compare wheel files")
+    wheel_commands = wheel_parser.add_subparsers(dest="wheel_command", required=True)
+
+    inspect = wheel_commands.add_parser("inspect", help="read and check one wheel")
+    inspect.add_argument("wheel", type=Path)
+    inspect.add_argument("--require-arch", action="append", default=[], metavar="ARCH",
+                         help="every ELF with HIP code must carry this GPU target (repeatable)")
+    inspect.add_argument("--expect-name", metavar="NAME", help="the distribution name")
+    inspect.add_argument("--expect-commit", metavar="SHA",
+                         help="the local version must carry g + the commit's first 8+ hex digits")
+    inspect.add_argument("--require-needed", action="append", default=[], metavar="GLOB",
+                         help="some ELF must need a library matching GLOB (repeatable)")
+    inspect.add_argument("--forbid-needed", action="append", default=[], metavar="GLOB",
+                         help="no ELF may need a library matching GLOB (repeatable)")
+    inspect.add_argument("--no-rocm-check", dest="rocm", action="store_false",
+                         help="allow CUDA libraries and CUDA device code")
+    inspect.add_argument("--json", action="store_true")
+
+    diff = wheel_commands.add_parser("diff", help="compare the Requires-Dist of two wheels")
+    diff.add_argument("old")
+    diff.add_argument("new")
+    diff.add_argument("--constraint", action="append", default=[], metavar="SPEC",
+                      help="a pin of the consuming image, e.g. numpy==2.3.5 (repeatable)")
+    diff.add_argument("--constraints", type=Path, metavar="FILE", help="a constraints file")
+    diff.add_argument("--python-version", default="3.12", help="target Python (default 3.12)")
+    diff.add_argument("--platform", default="linux_x86_64", help="target platform (default linux_x86_64)")
+    diff.add_argument("--extra", action="append", default=[], help="extras the image installs")
+    diff.add_argument("--json", action="store_true")
+
+    demo_parser = commands.add_parser("demo", help="show wheelpin's checks on wheels it builds")
+    demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
+    demo_parser.add_argument("--json", action="store_true")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "wheel" and args.wheel_command == "inspect":
+        return wheel.inspect_command(
+            wheel.InspectOptions(
+                wheel=args.wheel,
+                require_archs=tuple(args.require_arch),
+                expect_name=args.expect_name,
+                expect_commit=args.expect_commit,
+                rocm=args.rocm,
+                require_needed=tuple(args.require_needed),
+                forbid_needed=tuple(args.forbid_needed),
+                json=args.json,
+            )
+        )
+    if args.command == "wheel" and args.wheel_command == "diff":
+        return wheel.diff_command(
+            wheel.DiffOptions(
+                old=args.old,
+                new=args.new,
+                constraints=tuple(args.constraint),
+                constraints_file=args.constraints,
+                python_version=args.python_version,
+                platform=args.platform,
+                extras=tuple(args.extra),
+                json=args.json,
+            )
+        )
+    if args.command == "demo":
+        return demo.demo_command(workdir=args.workdir, json=args.json)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except Exception as exc:  # pydantic's ValidationError, with the variable named
+        sys.stderr.write(f"wheelpin: bad WHEELPIN_ setting: {exc}\n".replace("\n\n", "\n"))
+        return 2
+    configure_logging(level=settings.log_level, fmt=settings.log_format)
+    log = structlog.get_logger("wheelpin")
+    try:
+        return run(args)
+    except WheelpinError as exc:
+        sys.stderr.write(f"wheelpin: {exc.message}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("wheelpin: interrupted\n")
+        return 130
+    except Exception as exc:  # a bug: say so in one sentence, the trace goes to debug logs
+        log.debug("internal_error", exc_info=True)
+        sys.stderr.write(
+            f"wheelpin: internal error ({type(exc).__name__}: {exc}); "
+            "WHEELPIN_LOG_LEVEL=debug shows the trace\n"
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

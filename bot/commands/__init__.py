@@ -1,0 +1,1 @@
+"""The handlers of `wheelpin` subcommands: parse nothing, print results, return exit codes."""

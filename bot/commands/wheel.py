@@ -1,0 +1,181 @@
+"""`wheelpin wheel inspect` and `wheelpin wheel diff`: the verify and diff steps, by hand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from ..core.amdgpu import TargetId
+from ..core.checks import WheelRules, problems
+from ..core.errors import InputError, UsageError
+from ..core.inspect import WheelReport, inspect_wheel, read_wheel_metadata
+from ..core.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
+from .output import emit_json, emit_text, human_size
+
+log = structlog.get_logger("wheelpin.wheel")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InspectOptions:
+    wheel: Path
+    require_archs: tuple[str, ...] = ()
+    expect_name: str | None = None
+    expect_commit: str | None = None
+    rocm: bool = True
+    require_needed: tuple[str, ...] = ()
+    forbid_needed: tuple[str, ...] = ()
+    json: bool = False
+
+
+def rules_from(options: InspectOptions) -> WheelRules:
+    try:
+        archs = tuple(TargetId.parse(arch) for arch in options.require_archs)
+        return WheelRules(
+            require_archs=archs,
+            expect_name=options.expect_name,
+            expect_commit=options.expect_commit,
+            rocm=options.rocm,
+            require_needed=options.require_needed,
+            forbid_needed=options.forbid_needed,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def report_json(report: WheelReport, found: list[str]) -> dict[str, object]:
+    version = report.version_parsed
+    return {
+        "file": report.filename,
+        "path": report.path,
+        "name": report.name,
+        "normalized_name": str(report.wheel_name.name),
+        "version": report.version,
+        "version_base": version.public,
+        "local": version.local,
+        "build": report.build,
+        "tags": list(report.tags),
+        "sha256": report.sha256,
+        "size": report.size,
+        "requires_python": report.requires_python,
+        "requires_dist": list(report.requires_dist),
+        "archs": report.archs,
+        "cuda_archs": report.cuda_archs,
+        "elf": [elf.to_json() for elf in report.elf],
+        "notes": list(report.notes),
+        "problems": found,
+    }
+
+
+def report_text(report: WheelReport, found: list[str]) -> str:
+    hip = [elf for elf in report.elf if elf.gpu == "hip"]
+    cuda = [elf for elf in report.elf if elf.gpu == "cuda"]
+    lines = [
+        report.filename,
+        f"  name      {report.name}",
+        f"  version   {report.version}",
+        f"  tags      {', '.join(report.tags)}",
+        f"  sha256    {report.sha256}",
+        f"  size      {human_size(report.size)} ({report.size} bytes)",
+        f"  archs     {' '.join(report.archs) or '-'}",
+        f"  ELF files {len(report.elf)} ({len(hip)} with HIP code, {len(cuda)} with CUDA code)",
+    ]
+    for elf in report.elf:
+        code = f"{elf.gpu} {' '.join(elf.archs)}" if elf.gpu else "no device code"
+        lines.append(f"    {elf.path}: {code}; needs {', '.join(elf.needed) or 'nothing'}")
+    lines.append(f"  requires  {len(report.requires_dist)}")
+    lines += [f"    {requirement}" for requirement in report.requires_dist]
+    lines += [f"  note: {note}" for note in report.notes]
+    if found:
+        lines.append(f"  problems  {len(found)}")
+        lines += [f"    - {problem}" for problem in found]
+    else:
+        lines.append("  problems  none")
+    return "\n".join(lines)
+
+
+def inspect_command(options: InspectOptions) -> int:
+    rules = rules_from(options)
+    report = inspect_wheel(options.wheel)
+    found = problems(report, rules)
+    log.info("wheel.inspected", wheel=report.filename, problems=len(found), elf=len(report.elf))
+    if options.json:
+        emit_json(report_json(report, found))
+    else:
+        emit_text(report_text(report, found))
+    return 1 if found else 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffOptions:
+    old: str
+    new: str
+    constraints: tuple[str, ...] = ()
+    constraints_file: Path | None = None
+    python_version: str = "3.12"
+    platform: str = "linux_x86_64"
+    extras: tuple[str, ...] = ()
+    json: bool = False
+
+
+def read_constraints_file(path: Path) -> list[str]:
+    """A pip-style constraints file: one requirement a line, `#` comments."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the constraints file ({exc.strerror})") from None
+    found: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("-"):
+            raise UsageError(f"{path}:{number}: pip options such as {line.split()[0]} are not supported")
+        found.append(line)
+    return found
+
+
+def requires_dist_of(reference: str) -> tuple[str, list[str]]:
+    """The Requires-Dist of a wheel file (image references come with the registry)."""
+    path = Path(reference)
+    if not path.exists():
+        raise InputError(f"{reference}: no such wheel file")
+    return path.name, list(read_wheel_metadata(path).requires_dist)
+
+
+def diff_command(options: DiffOptions) -> int:
+    old_name, old = requires_dist_of(options.old)
+    new_name, new = requires_dist_of(options.new)
+    constraints = list(options.constraints)
+    if options.constraints_file is not None:
+        constraints += read_constraints_file(options.constraints_file)
+    environment = TargetEnvironment(
+        python_version=options.python_version, platform=options.platform, extras=options.extras
+    )
+    try:
+        diff = diff_requirements(old, new, old_source=old_name, new_source=new_name)
+        conflicts = find_conflicts(new, constraints, environment=environment, source=new_name)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    diff = RequirementsDiff(diff.added, diff.removed, diff.changed, tuple(conflicts))
+    if options.json:
+        emit_json({"old": old_name, "new": new_name, **diff.to_json()})
+    else:
+        emit_text(diff_text(old_name, new_name, diff))
+    return 1 if diff.conflicts else 0
+
+
+def diff_text(old_name: str, new_name: str, diff: RequirementsDiff) -> str:
+    lines = [f"Requires-Dist {old_name} → {new_name}"]
+    if diff.empty:
+        lines.append("  no change")
+    for change in diff.added:
+        lines.append(f"  + {' | '.join(change.new or ())}")
+    for change in diff.removed:
+        lines.append(f"  - {' | '.join(change.old or ())}")
+    for change in diff.changed:
+        lines.append(f"  ~ {' | '.join(change.old or ())}  →  {' | '.join(change.new or ())}")
+    for conflict in diff.conflicts:
+        lines.append(f"  CONFLICT {conflict.requirement} vs the image's {conflict.constraint}")
+    return "\n".join(lines)

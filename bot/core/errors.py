@@ -1,0 +1,61 @@
+"""The error hierarchy of wheelpin (DESIGN.md §2) and the exit code each one maps to.
+
+Every failure a user can meet is one of these, carrying one clear sentence that names
+the file or reference at fault. The command line prints that sentence and exits with
+the class's code; the loop decides from the class whether to retry.
+"""
+
+from __future__ import annotations
+
+
+class WheelpinError(Exception):
+    """Base of every error wheelpin reports on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(WheelpinError):
+    """The user must fix something: an argument, a file, a credential. Never retried."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A configuration file is wrong."""
+
+
+class InputError(UsageError):
+    """An input file cannot be read as what it claims to be (a wheel, an ELF, a bundle)."""
+
+
+class CredentialsError(UsageError):
+    """Credentials are missing or refused."""
+
+
+class VerificationError(WheelpinError):
+    """An artifact was read but is wrong: nothing may be published or proposed from it."""
+
+    exit_code = 1
+
+
+class RefusedError(WheelpinError):
+    """A guard said no (a tag holding other content, a branch a human pushed to)."""
+
+    exit_code = 3
+
+
+class TransientError(WheelpinError):
+    """An outside system failed in a way that may pass: retry with backoff."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,257 @@
+"""Reading one wheel into a `WheelReport`: the facts the verify step judges.
+
+One pass over the archive, member by member in the order their data lies: every
+member's sha256 is checked against RECORD, and every ELF member is spooled to a
+temporary file (never the whole wheel, never in memory) to read its DT_NEEDED list and
+device code. The report holds facts only; `checks` turns them into problems.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .amdgpu import sorted_processors
+from .archive import (
+    ArchiveLimits,
+    open_archive,
+    read_member,
+    read_small_member,
+    members_in_order,
+)
+from .elf import ELF_MAGIC, ElfError, ElfReport, read_elf
+from .errors import InputError
+from .wheelmeta import (
+    Metadata,
+    RecordEntry,
+    WheelName,
+    dist_info_matches,
+    parse_metadata,
+    parse_record,
+    parse_wheel_tags,
+)
+
+
+@dataclass(frozen=True)
+class WheelReport:
+    """Everything `wheel inspect` reports about one wheel, before any rule is applied."""
+
+    path: str
+    filename: str
+    name: str
+    version: str
+    build: str | None
+    tags: tuple[str, ...]
+    sha256: str
+    size: int
+    requires_dist: tuple[str, ...]
+    requires_python: str | None
+    elf: tuple[ElfReport, ...]
+    integrity: tuple[str, ...] = field(default=())  # facts that are always problems
+    notes: tuple[str, ...] = field(default=())  # oddities real wheels have; not problems
+
+    @property
+    def archs(self) -> list[str]:
+        """Sorted union of the HIP processors in the wheel, without feature suffixes."""
+        return sorted_processors(
+            {arch for report in self.elf if report.gpu == "hip" for arch in report.archs}
+        )
+
+    @property
+    def cuda_archs(self) -> list[str]:
+        archs = {arch for report in self.elf if report.gpu == "cuda" for arch in report.archs}
+        return sorted(archs, key=lambda arch: (int(arch.rpartition("_")[2]), arch))
+
+    @property
+    def wheel_name(self) -> WheelName:
+        return WheelName.parse(self.filename)
+
+    @property
+    def version_parsed(self) -> Version:
+        return Version(self.version)
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> WheelReport:
+    """Read a wheel file; InputError (exit 2) when it cannot be read as a wheel at all."""
+    _require_file(path)
+    try:
+        wheel_name = WheelName.parse(path.name)
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    with open_archive(path, limits) as archive:
+        dist_info, metadata = _read_metadata(path, archive)
+        integrity, notes = _check_dist_info(path, archive, dist_info, wheel_name, metadata)
+        record = _read_record(path, archive, dist_info, integrity)
+        elf_reports = _read_members(path, archive, record, dist_info, integrity)
+    sha256, size = file_sha256(path)
+    build = "".join(str(part) for part in wheel_name.build) or None
+    return WheelReport(
+        path=str(path),
+        filename=path.name,
+        name=metadata.name,
+        version=metadata.version,
+        build=build,
+        tags=tuple(wheel_name.tag_strings),
+        sha256=sha256,
+        size=size,
+        requires_dist=metadata.requires_dist,
+        requires_python=metadata.requires_python,
+        elf=tuple(elf_reports),
+        integrity=tuple(integrity),
+        notes=tuple(notes),
+    )
+
+
+def read_wheel_metadata(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> Metadata:
+    """Only METADATA, for a Requires-Dist diff: no member but METADATA is inflated."""
+    _require_file(path)
+    try:
+        WheelName.parse(path.name)
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    with open_archive(path, limits) as archive:
+        return _read_metadata(path, archive)[1]
+
+
+def _require_file(path: Path) -> None:
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if not path.is_file():
+        raise InputError(f"{path}: is not a file")
+
+
+def _read_metadata(path: Path, archive: zipfile.ZipFile) -> tuple[str, Metadata]:
+    candidates = [
+        info
+        for info in archive.infolist()
+        if info.filename.count("/") == 1
+        and info.filename.endswith("/METADATA")
+        and info.filename.split("/")[0].endswith(".dist-info")
+    ]
+    if not candidates:
+        raise InputError(f"{path}: has no *.dist-info/METADATA, so it is not a wheel")
+    if len(candidates) > 1:
+        names = ", ".join(sorted(info.filename for info in candidates))
+        raise InputError(f"{path}: has several *.dist-info/METADATA ({names})")
+    info = candidates[0]
+    try:
+        metadata = parse_metadata(read_small_member(path, archive, info))
+        Version(metadata.version)
+    except (ValueError, InvalidVersion) as exc:
+        raise InputError(f"{path}: {info.filename} is malformed ({exc})") from None
+    return info.filename.split("/")[0], metadata
+
+
+def _check_dist_info(
+    path: Path, archive: zipfile.ZipFile, dist_info: str, name: WheelName, metadata: Metadata
+) -> tuple[list[str], list[str]]:
+    """Problems of the dist-info folder, and notes (auditwheel renames the file's
+    platform tag without always rewriting WHEEL: cupy's wheels do this)."""
+    problems: list[str] = []
+    if canonicalize_name(metadata.name) != name.name:
+        problems.append(
+            f"METADATA names {metadata.name!r} but the file name says {name.name!r}"
+        )
+    if Version(metadata.version) != name.version:
+        problems.append(
+            f"METADATA has version {metadata.version} but the file name says {name.version}"
+        )
+    if not dist_info_matches(dist_info, name):
+        problems.append(f"{dist_info} does not match the file name")
+    try:
+        wheel_info = archive.getinfo(f"{dist_info}/WHEEL")
+    except KeyError:
+        problems.append(f"{dist_info}/WHEEL is missing")
+        return problems, []
+    declared = set(parse_wheel_tags(read_small_member(path, archive, wheel_info)))
+    notes = []
+    if declared != set(name.tag_strings):
+        notes.append(
+            f"WHEEL declares tags {sorted(declared)} but the file name says {name.tag_strings}"
+        )
+    return problems, notes
+
+
+def _read_record(
+    path: Path, archive: zipfile.ZipFile, dist_info: str, problems: list[str]
+) -> dict[str, RecordEntry] | None:
+    try:
+        info = archive.getinfo(f"{dist_info}/RECORD")
+    except KeyError:
+        problems.append(f"{dist_info}/RECORD is missing: member hashes cannot be checked")
+        return None
+    try:
+        return parse_record(read_small_member(path, archive, info, limit=256 << 20))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: {dist_info}/RECORD is malformed ({exc})") from None
+
+
+def _read_members(
+    path: Path,
+    archive: zipfile.ZipFile,
+    record: dict[str, RecordEntry] | None,
+    dist_info: str,
+    problems: list[str],
+) -> list[ElfReport]:
+    unsigned = {f"{dist_info}/RECORD", f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s"}
+    reports: list[ElfReport] = []
+    seen: set[str] = set()
+    for info in members_in_order(archive):
+        seen.add(info.filename)
+        digest, elf = _read_one_member(path, archive, info)
+        if elf is not None:
+            reports.append(elf)
+        if record is None or info.filename in unsigned:
+            continue
+        entry = record.get(info.filename)
+        if entry is None:
+            problems.append(f"{info.filename} is not listed in RECORD")
+        elif entry.algorithm != "sha256" or entry.digest is None:
+            problems.append(f"{info.filename} has no sha256 in RECORD")
+        elif entry.digest != digest or (entry.size is not None and entry.size != info.file_size):
+            problems.append(f"{info.filename} does not match its RECORD hash or size")
+    if record is not None:
+        for missing in sorted(set(record) - seen - unsigned):
+            problems.append(f"RECORD lists {missing}, which the archive does not hold")
+    return sorted(reports, key=lambda report: report.path)
+
+
+def _read_one_member(
+    path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo
+) -> tuple[bytes, ElfReport | None]:
+    """Hash one member; if it is an ELF, spool it to a temporary file and read it."""
+    digest = hashlib.sha256()
+    chunks = read_member(path, archive, info)
+    first = next(chunks, b"")
+    digest.update(first)
+    if not first.startswith(ELF_MAGIC):
+        for chunk in chunks:
+            digest.update(chunk)
+        return digest.digest(), None
+    with tempfile.TemporaryFile(prefix="wheelpin-elf-") as spool:
+        spool.write(first)
+        for chunk in chunks:
+            digest.update(chunk)
+            spool.write(chunk)
+        spool.flush()
+        try:
+            report = read_elf(spool, info.file_size, info.filename)  # type: ignore[arg-type]
+        except ElfError as exc:
+            raise InputError(f"{path}: {exc}") from None
+    return digest.digest(), report
