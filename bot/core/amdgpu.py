@@ -77,7 +77,7 @@ class TargetId:
 def processor_sort_key(processor: str) -> tuple[int, int, int, str]:
     """Order processors by generation, as AMD lists them: gfx908 < gfx90a < gfx942 < gfx1030.
 
-    Generic processors sort after the specific processors of their generation.
+    Generic processors sort after every specific processor of their generation.
     """
     specific = _SPECIFIC.match(processor)
     if specific:
@@ -86,7 +86,7 @@ def processor_sort_key(processor: str) -> tuple[int, int, int, str]:
     generic = _GENERIC.match(processor)
     if generic:
         major, minor = generic.groups()
-        return (int(major), int(minor or "0"), 16, processor)
+        return (int(major), 16, int(minor or "0"), processor)
     return (999, 0, 0, processor)
 
 

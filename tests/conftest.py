@@ -1,0 +1,82 @@
+"""Fixtures shared by every test folder: real HIP libraries and real PyPI wheels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.core.wheelbuild import build_wheel
+from tests.fixtures import hip, pypi
+
+
+@dataclass(frozen=True)
+class HipArtifacts:
+    folder: Path
+    plain_objects: dict[str, Path]  # name -> single-source object, plain bundle
+    compressed_objects: dict[str, Path]  # name -> single-source object, CCOB bundle
+    plain_library: Path  # three sources, plain bundles
+    compressed_library: Path  # three sources, CCOB bundles
+    mixed_library: Path  # plain and CCOB bundles in one section
+    generic_library: Path  # a gfx11-generic object linked with a gfx942 one
+
+
+SOURCES = {
+    "k942": ["gfx942"],
+    "k90a": ["gfx90a:xnack-", "gfx942"],
+    "k1100": ["gfx1100", "gfx942", "gfx90a:sramecc+:xnack-"],
+}
+
+
+@pytest.fixture(scope="session")
+def hip_artifacts(tmp_path_factory: pytest.TempPathFactory) -> HipArtifacts:
+    folder = tmp_path_factory.mktemp("hip")
+    plain = {name: hip.compile_object(folder, name, archs, value=i)
+             for i, (name, archs) in enumerate(SOURCES.items())}
+    compressed = {name: hip.compile_object(folder, f"{name}c", archs, compress=True, value=i)
+                  for i, (name, archs) in enumerate(SOURCES.items())}
+    generic = hip.compile_object(folder, "kgen", ["gfx11-generic"], value=7)
+    return HipArtifacts(
+        folder=folder,
+        plain_objects=plain,
+        compressed_objects=compressed,
+        plain_library=hip.link_shared(folder, list(plain.values()), "libplain.so"),
+        compressed_library=hip.link_shared(folder, list(compressed.values()), "libcompressed.so"),
+        mixed_library=hip.link_shared(
+            folder, [plain["k942"], compressed["k90a"], plain["k1100"]], "libmixed.so"
+        ),
+        generic_library=hip.link_shared(folder, [generic, plain["k942"]], "libgeneric.so"),
+    )
+
+
+@pytest.fixture(scope="session")
+def rocm_wheel(hip_artifacts: HipArtifacts, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel like LMCache's ROCm build: two HIP libraries and a Python module."""
+    return build_wheel(
+        tmp_path_factory.mktemp("wheels"),
+        name="lmcache",
+        version="0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1",
+        tag="cp312-cp312-manylinux_2_39_x86_64",
+        files={
+            "lmcache/__init__.py": b"__version__ = '0.5.6'\n",
+            "lmcache/c_ops.so": hip_artifacts.plain_library.read_bytes(),
+            "lmcache/c_ops_compressed.so": hip_artifacts.compressed_library.read_bytes(),
+        },
+        requires_dist=["numpy<=2.2.6", "torch==2.10.0a0+git3d3aa83", "redis; extra == 'redis'"],
+    )
+
+
+@pytest.fixture(scope="session")
+def cupy_wheel() -> Path:
+    return pypi.fetch(pypi.CUPY)
+
+
+@pytest.fixture(scope="session")
+def mooncake_wheel() -> Path:
+    return pypi.fetch(pypi.MOONCAKE)
+
+
+@pytest.fixture(scope="session")
+def lmcache_cuda_wheel() -> Path:
+    return pypi.fetch(pypi.LMCACHE)
