@@ -16,7 +16,7 @@ import structlog
 
 from . import __version__
 from .app.logging import configure_logging
-from .app.settings import Settings
+from .app.settings import load_settings
 from .commands import demo, wheel
 from .core.errors import WheelpinError
 
@@ -103,10 +103,10 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        settings = Settings()
-    except Exception as exc:  # pydantic's ValidationError, with the variable named
-        sys.stderr.write(f"wheelpin: bad WHEELPIN_ setting: {exc}\n".replace("\n\n", "\n"))
-        return 2
+        settings = load_settings()
+    except WheelpinError as exc:
+        sys.stderr.write(f"wheelpin: {exc.message}\n")
+        return exc.exit_code
     configure_logging(level=settings.log_level, fmt=settings.log_format)
     log = structlog.get_logger("wheelpin")
     try:

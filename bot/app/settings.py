@@ -23,3 +23,20 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     log_format: Literal["auto", "json", "console"] = "auto"
     cache_dir: Path = Field(default_factory=_default_cache)
+
+
+def load_settings() -> Settings:
+    """The settings, or ConfigError naming each bad variable in one sentence."""
+    from pydantic import ValidationError
+
+    from ..core.errors import ConfigError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        faults = "; ".join(
+            f"WHEELPIN_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
+            f" (got {error.get('input')!r})"
+            for error in exc.errors()
+        )
+        raise ConfigError(f"bad setting in the environment: {faults}") from None

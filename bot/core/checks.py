@@ -48,7 +48,7 @@ class WheelRules:
 
     @property
     def forbidden(self) -> tuple[str, ...]:
-        return (CUDA_LIBRARIES if self.rocm else ()) + self.forbid_needed
+        return (CUDA_LIBRARIES if self.rocm else ()) + tuple(self.forbid_needed)
 
 
 def problems(report: WheelReport, rules: WheelRules) -> list[str]:

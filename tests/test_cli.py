@@ -1,0 +1,123 @@
+"""The command-line contract: exit codes, one clean JSON document, one-sentence errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.core.wheelbuild import build_wheel
+from tests.cli import wheelpin
+
+
+@pytest.fixture()
+def wheels(tmp_path: Path) -> tuple[Path, Path]:
+    old = build_wheel(tmp_path, name="demo", version="1.0+g05fc77a0",
+                      files={"demo/__init__.py": b""}, requires_dist=["numpy>=2.3", "msgspec"])
+    new = build_wheel(tmp_path, name="demo", version="1.1+g3d3aa833",
+                      files={"demo/__init__.py": b""},
+                      requires_dist=["numpy<=2.2.6", "redis; extra == 'redis'"])
+    return old, new
+
+
+def test_inspect_json_is_one_clean_document(wheels: tuple[Path, Path]) -> None:
+    result = wheelpin("wheel", "inspect", str(wheels[1]), "--json",
+                      env={"WHEELPIN_LOG_LEVEL": "info"})
+    assert result.code == 0
+    report = result.json()
+    for key in ("name", "version", "tags", "sha256", "size", "requires_dist", "elf", "archs",
+                "problems"):
+        assert key in report
+    assert report["requires_dist"] == ["numpy<=2.2.6", "redis; extra == 'redis'"]
+    # logs go to stderr, as JSON since stderr is not a terminal
+    events = [json.loads(line) for line in result.stderr.splitlines()]
+    assert any(event["event"] == "wheel.inspected" for event in events)
+
+
+def test_inspect_human_text(wheels: tuple[Path, Path]) -> None:
+    result = wheelpin("wheel", "inspect", str(wheels[1]), "--expect-commit", "3d3aa833")
+    assert result.code == 0
+    assert "problems  none" in result.stdout and "1.1+g3d3aa833" in result.stdout
+
+
+def test_inspect_problem_exits_1(wheels: tuple[Path, Path]) -> None:
+    result = wheelpin("wheel", "inspect", str(wheels[1]), "--json", "--expect-commit", "05fc77a0")
+    assert result.code == 1
+    assert result.json()["problems"] == ["version 1.1+g3d3aa833 does not carry commit g05fc77a0"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--require-arch", "sm_90"], "is not an AMDGPU processor name"),
+        (["--expect-commit", "xyz"], "is not 8 to 40 hex digits"),
+    ],
+)
+def test_bad_options_exit_2(wheels: tuple[Path, Path], args: list[str], message: str) -> None:
+    result = wheelpin("wheel", "inspect", str(wheels[1]), *args)
+    assert result.code == 2 and message in result.stderr and result.stdout == ""
+
+
+def test_unreadable_wheel_exits_2_with_one_sentence(tmp_path: Path) -> None:
+    bad = tmp_path / "demo-1.0-py3-none-any.whl"
+    bad.write_bytes(b"PK\x03\x04 not really")
+    result = wheelpin("wheel", "inspect", str(bad), "--json")
+    assert result.code == 2 and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("wheelpin:")]
+    assert len(lines) == 1 and str(bad) in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_diff_json_and_conflict_exit(wheels: tuple[Path, Path], tmp_path: Path) -> None:
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("# the image's pins\nnumpy==2.3.5  # ships with torch\n\n")
+    result = wheelpin("wheel", "diff", str(wheels[0]), str(wheels[1]), "--json",
+                      "--constraints", str(constraints))
+    assert result.code == 1
+    diff = result.json()
+    assert [c["name"] for c in diff["added"]] == ["redis"]
+    assert [c["name"] for c in diff["removed"]] == ["msgspec"]
+    assert diff["changed"] == [{"name": "numpy", "old": "numpy>=2.3", "new": "numpy<=2.2.6",
+                                "old_entries": ["numpy>=2.3"], "new_entries": ["numpy<=2.2.6"]}]
+    assert diff["conflicts"] == [{"requirement": "numpy<=2.2.6", "constraint": "numpy==2.3.5"}]
+
+
+def test_diff_without_conflict_exits_0(wheels: tuple[Path, Path]) -> None:
+    result = wheelpin("wheel", "diff", str(wheels[0]), str(wheels[1]), "--constraint", "numpy==2.2.0")
+    assert result.code == 0 and "~ numpy>=2.3  →  numpy<=2.2.6" in result.stdout
+
+
+def test_diff_of_a_wheel_with_itself(wheels: tuple[Path, Path]) -> None:
+    result = wheelpin("wheel", "diff", str(wheels[0]), str(wheels[0]), "--json")
+    assert result.code == 0
+    assert result.json() | {"old": None, "new": None} == {
+        "old": None, "new": None, "added": [], "removed": [], "changed": [], "conflicts": []}
+
+
+def test_diff_bad_constraints_file(wheels: tuple[Path, Path], tmp_path: Path) -> None:
+    constraints = tmp_path / "c.txt"
+    constraints.write_text("-r other.txt\n")
+    result = wheelpin("wheel", "diff", str(wheels[0]), str(wheels[1]), "--constraints", str(constraints))
+    assert result.code == 2 and f"{constraints}:1" in result.stderr
+    missing = wheelpin("wheel", "diff", str(wheels[0]), str(tmp_path / "nope-1.0-py3-none-any.whl"))
+    assert missing.code == 2 and "no such wheel file" in missing.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    assert wheelpin().code == 2
+    assert wheelpin("wheel", "frobnicate").code == 2
+
+
+def test_bad_setting_exits_2(wheels: tuple[Path, Path]) -> None:
+    result = wheelpin("wheel", "inspect", str(wheels[0]), env={"WHEELPIN_LOG_LEVEL": "loud"})
+    assert result.code == 2 and "WHEELPIN_" in result.stderr
+
+
+def test_demo_runs_without_network(tmp_path: Path) -> None:
+    result = wheelpin("demo", "--workdir", str(tmp_path), "--json")
+    assert result.code == 0
+    demo = result.json()
+    assert demo["inspect"]["problems"] == []
+    assert demo["diff"]["conflicts"] == [{"requirement": "numpy<=2.2.6", "constraint": "numpy==2.3.5"}]
+    assert all(path.is_relative_to(tmp_path) for path in tmp_path.rglob("*"))
