@@ -115,5 +115,9 @@ def read_elf(stream: BinaryIO, size: int, path: str) -> ElfReport:
 def _needed(elf: ELFFile) -> list[str]:
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
-            return [tag.needed for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+            return [
+                str(getattr(tag, "needed"))
+                for tag in section.iter_tags()
+                if tag.entry.d_tag == "DT_NEEDED"
+            ]
     return []

@@ -251,7 +251,7 @@ def _read_one_member(
             spool.write(chunk)
         spool.flush()
         try:
-            report = read_elf(spool, info.file_size, info.filename)  # type: ignore[arg-type]
+            report = read_elf(spool, info.file_size, info.filename)
         except ElfError as exc:
             raise InputError(f"{path}: {exc}") from None
     return digest.digest(), report

@@ -28,6 +28,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import IO, cast
 
 import zstandard
 
@@ -224,7 +225,7 @@ def _inflate_zstd(data: Window, limit: int, where: str) -> _Inflated:
     head = bytearray()
     produced = 0
     reader = zstandard.ZstdDecompressor().stream_reader(
-        _WindowReader(data.sub(0, consumed)), read_across_frames=False
+        cast("IO[bytes]", _WindowReader(data.sub(0, consumed))), read_across_frames=False
     )
     try:
         while True:

@@ -31,7 +31,7 @@ def parse_requirement(text: str, *, source: str) -> Requirement:
 
 def canonical_entry(requirement: Requirement) -> str:
     """One requirement written canonically: name normalised, extras and specifiers sorted."""
-    text = canonicalize_name(requirement.name)
+    text: str = canonicalize_name(requirement.name)
     if requirement.extras:
         text += "[" + ",".join(sorted(canonicalize_name(e) for e in requirement.extras)) + "]"
     if requirement.url:
@@ -160,7 +160,7 @@ class TargetEnvironment:
         if marker is None:
             return True
         extras = ("", *(canonicalize_name(e) for e in self.extras))
-        return any(marker.evaluate(self.markers(extra)) for extra in extras)  # type: ignore[arg-type]
+        return any(marker.evaluate(self.markers(extra)) for extra in extras)
 
 
 def find_conflicts(
@@ -175,7 +175,7 @@ def find_conflicts(
     for text in constraints:
         constraint = parse_requirement(text, source="constraints")
         if environment.applies(constraint.marker):
-            by_name[canonicalize_name(constraint.name)].append(constraint)  # type: ignore[index]
+            by_name[canonicalize_name(constraint.name)].append(constraint)
     conflicts: list[Conflict] = []
     for text in requirements:
         requirement = parse_requirement(text, source=source)
