@@ -181,3 +181,23 @@ def test_compressed_bundle_lying_about_its_size(tmp_path: Path, hip_artifacts) -
     path = build_wheel(tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64",
                        files={"demo/_c.so": library})
     fails(path, "inflates past")
+
+
+def test_member_that_does_not_match_record_is_a_problem(tmp_path: Path) -> None:
+    """A readable wheel whose member was swapped after RECORD was written: exit 1, not 2."""
+    good = build_wheel(tmp_path / "g", name="demo", version="1.0", files={"demo/a.py": b"a = 1\n"})
+    with zipfile.ZipFile(good) as archive:
+        members = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    swapped = [(name, b"a = 2\n" if name == "demo/a.py" else data) for name, data in members]
+    swapped.append(("demo/extra.py", b""))
+    report = inspect_wheel(raw_zip(tmp_path / good.name, swapped))
+    assert report.integrity == (
+        "demo/a.py does not match its RECORD hash or size",
+        "demo/extra.py is not listed in RECORD",
+    )
+
+
+def test_wheel_with_mismatched_metadata_name(tmp_path: Path) -> None:
+    path = raw_zip(tmp_path / "other-1.0-py3-none-any.whl", good_members())
+    report = inspect_wheel(path)
+    assert "METADATA names 'demo' but the file name says 'other'" in report.integrity
