@@ -31,7 +31,7 @@ class InspectOptions:
 
 def rules_from(options: InspectOptions) -> WheelRules:
     try:
-        archs = tuple(TargetId.parse(arch) for arch in options.require_archs)
+        archs = tuple(TargetId.parse_known(arch) for arch in options.require_archs)
         return WheelRules(
             require_archs=archs,
             expect_name=options.expect_name,

@@ -27,6 +27,15 @@ GENERIC_FAMILIES: dict[str, frozenset[str]] = {
     "gfx12-5-generic": frozenset({"gfx1250", "gfx1251"}),
 }
 
+# Every processor of LLVM's AMDGPUUsage "Processors" table (LLVM 22), for catching typos.
+KNOWN_PROCESSORS: frozenset[str] = frozenset(
+    """gfx600 gfx601 gfx602 gfx700 gfx701 gfx702 gfx703 gfx704 gfx705 gfx801 gfx802 gfx803
+    gfx805 gfx810 gfx900 gfx902 gfx904 gfx906 gfx908 gfx909 gfx90a gfx90c gfx940 gfx941 gfx942
+    gfx950 gfx1010 gfx1011 gfx1012 gfx1013 gfx1030 gfx1031 gfx1032 gfx1033 gfx1034 gfx1035
+    gfx1036 gfx1100 gfx1101 gfx1102 gfx1103 gfx1150 gfx1151 gfx1152 gfx1153 gfx1200 gfx1201
+    gfx1250 gfx1251""".split()
+) | frozenset(GENERIC_FAMILIES)
+
 _PROCESSOR = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]+)?-generic)$")
 _FEATURE = re.compile(r"^[a-z][a-z0-9_-]*[+-]$")
 _SPECIFIC = re.compile(r"^gfx([0-9]{1,2})([0-9a-f])([0-9a-f])$")
@@ -50,6 +59,14 @@ class TargetId:
             if not _FEATURE.match(feature):
                 raise ValueError(f"{text!r} has a malformed feature {feature!r} (want e.g. xnack-)")
         return cls(processor, tuple(features))
+
+    @classmethod
+    def parse_known(cls, text: str) -> TargetId:
+        """Parse, and refuse processors LLVM does not know (a typo such as gfx9500)."""
+        target = cls.parse(text)
+        if target.processor not in KNOWN_PROCESSORS:
+            raise ValueError(f"{target.processor!r} is not an AMDGPU processor LLVM knows")
+        return target
 
     @property
     def is_generic(self) -> bool:

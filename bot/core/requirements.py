@@ -26,7 +26,8 @@ def parse_requirement(text: str, *, source: str) -> Requirement:
     try:
         return Requirement(text)
     except InvalidRequirement as exc:
-        raise ValueError(f"{source}: requirement {text!r} is malformed ({exc})") from None
+        reason = str(exc).splitlines()[0]
+        raise ValueError(f"{source}: requirement {text!r} is malformed ({reason})") from None
 
 
 def canonical_entry(requirement: Requirement) -> str:

@@ -1,0 +1,274 @@
+"""The model of a repository's components: which upstream feeds which wheel into which pins.
+
+Read from `.github/wheelpin.toml` (or `wheelpin.toml`, or `--config`). The key names of
+DESIGN.md §3 are a contract; everything is checked here, before any pass runs, and
+`loader` reports each error with the file, the key path and the line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .amdgpu import TargetId
+from .imageref import ImageRefError, parse_repository
+from .requirements import parse_requirement
+from .templates import (
+    COMMAND_FIELDS,
+    COMMIT_FIELDS,
+    INPUT_FIELDS,
+    TemplateError,
+    check_fields,
+    fields_of,
+    validate_tag_template,
+)
+
+_NAME = r"^[a-z0-9][a-z0-9._-]*$"
+_ARG = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_DISTRIBUTION = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_PYTHON_TAG = re.compile(r"^(?:cp|pp|py)[0-9]{1,3}t?$")
+_INTERVAL = re.compile(r"^([0-9]+)\s*(m|h|d)$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def check_schedule(value: str) -> str:
+    """A 5-field crontab line (`*/30 * * * *`) or an interval (`30m`, `6h`, `1d`)."""
+    if _INTERVAL.match(value.strip()):
+        return value
+    from apscheduler.triggers.cron import CronTrigger
+
+    try:
+        CronTrigger.from_crontab(value)
+    except ValueError as exc:
+        raise ValueError(f"schedule {value!r} is neither an interval (30m, 6h) nor a crontab line: {exc}") from None
+    return value
+
+
+def interval_minutes(schedule: str) -> int | None:
+    match = _INTERVAL.match(schedule.strip())
+    if not match:
+        return None
+    return int(match.group(1)) * {"m": 1, "h": 60, "d": 1440}[match.group(2)]
+
+
+class Author(_Model):
+    name: str = "wheelpin[bot]"
+    email: str = "wheelpin@users.noreply.github.com"
+
+
+class Defaults(_Model):
+    """Repository-wide settings; a component may override labels, schedule, quiet period."""
+
+    base_branch: str = "main"
+    branch_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+/$")] = "wheelpin/"
+    labels: list[str] = ["wheelpin"]
+    schedule: str = "30m"
+    quiet_minutes: Annotated[int, Field(ge=0)] = 0
+    author: Author = Author()
+    signoff: bool = False
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str) -> str:
+        return check_schedule(value)
+
+
+class Upstream(_Model):
+    """Any git URL (https, ssh, file://, a local path) and a branch or a tag pattern."""
+
+    repo: Annotated[str, Field(min_length=1)]
+    branch: str | None = None
+    tags: str | None = Field(default=None, description="a glob such as v* : the newest match")
+
+    @model_validator(mode="after")
+    def _one_ref(self) -> Upstream:
+        if (self.branch is None) == (self.tags is None):
+            raise ValueError("give exactly one of upstream.branch or upstream.tags")
+        return self
+
+
+class Wheel(_Model):
+    distribution: str
+    archs: list[str] = []
+    require_needed: list[str] = []
+    forbid_needed: list[str] = []
+    rocm: bool = Field(default=True, description="refuse CUDA libraries and CUDA device code")
+    python_tags: list[str] = Field(default=[], description="one wheel per tag, e.g. cp310…cp313")
+    version_carries_commit: bool = Field(
+        default=True, description="the version's local part holds g<sha8> (LMCache yes, Mooncake no)"
+    )
+
+    @field_validator("distribution")
+    @classmethod
+    def _distribution(cls, value: str) -> str:
+        if not _DISTRIBUTION.match(value):
+            raise ValueError(f"{value!r} is not a distribution name")
+        return value
+
+    @field_validator("archs")
+    @classmethod
+    def _archs(cls, value: list[str]) -> list[str]:
+        for arch in value:
+            TargetId.parse_known(arch)
+        return value
+
+    @field_validator("python_tags")
+    @classmethod
+    def _python_tags(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not _PYTHON_TAG.match(tag):
+                raise ValueError(f"{tag!r} is not a python tag such as cp312")
+        if len(set(value)) != len(value):
+            raise ValueError("python_tags lists a tag twice")
+        return value
+
+
+class Build(_Model):
+    """A local `command`, or a GitHub Actions `workflow` dispatched with `inputs`."""
+
+    command: str | list[str] | None = None
+    workflow: str | None = None
+    inputs: dict[str, str] = {}
+    ref: str | None = Field(default=None, description="the downstream ref to dispatch on")
+    timeout_minutes: Annotated[int, Field(gt=0)] = 180
+
+    @model_validator(mode="after")
+    def _one_builder(self) -> Build:
+        if (self.command is None) == (self.workflow is None):
+            raise ValueError("give exactly one of build.command or build.workflow")
+        if self.inputs and self.workflow is None:
+            raise ValueError("build.inputs go with build.workflow")
+        parts = [self.command] if isinstance(self.command, str) else list(self.command or [])
+        for part in parts:
+            _fields(part, COMMAND_FIELDS, "command")
+        for key, value in self.inputs.items():
+            _fields(value, INPUT_FIELDS, f"inputs.{key}")
+        return self
+
+
+def _fields(template: str, allowed: frozenset[str], where: str) -> list[str]:
+    try:
+        return check_fields(template, allowed)
+    except TemplateError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+class Image(_Model):
+    repository: str = Field(description="host/path, or oci:/folder for an OCI layout folder")
+    tag: str = Field(description="template of {sha} {sha8} {version} {version_base} {component}")
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        if value.startswith("oci:"):
+            if len(value) == 4:
+                raise ValueError("oci: needs a folder (oci:/path/to/layout)")
+            return value
+        try:
+            parse_repository(value)
+        except ImageRefError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def is_layout(self) -> bool:
+        return self.repository.startswith("oci:")
+
+
+class Pin(_Model):
+    """One place a Dockerfile pins the component: an ARG (+ its sha256 ARG) or a FROM."""
+
+    file: str
+    image_arg: Annotated[str, Field(pattern=_ARG)] | None = None
+    sha256_arg: Annotated[str, Field(pattern=_ARG)] | None = None
+    from_stage: str | None = Field(default=None, description="pin the FROM line `AS <stage>`")
+    python_tag: str | None = Field(default=None, description="which wheel sha256_arg names")
+
+    @field_validator("file")
+    @classmethod
+    def _file(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if not value or path.is_absolute() or ".." in path.parts or "\\" in value:
+            raise ValueError(f"{value!r} must be a path inside the repository, from its root")
+        return value
+
+    @model_validator(mode="after")
+    def _one_site(self) -> Pin:
+        if (self.image_arg is None) == (self.from_stage is None):
+            raise ValueError("give exactly one of image_arg or from_stage")
+        if self.python_tag is not None and self.sha256_arg is None:
+            raise ValueError("python_tag names the wheel of sha256_arg: give sha256_arg too")
+        return self
+
+
+class Component(_Model):
+    name: Annotated[str, Field(pattern=_NAME, max_length=64)]
+    upstream: Upstream
+    wheel: Wheel
+    build: Build
+    image: Image
+    constraints: list[str] = []
+    constraints_file: str | None = None
+    pins: Annotated[list[Pin], Field(min_length=1)]
+    labels: list[str] | None = None
+    schedule: str | None = None
+    quiet_minutes: Annotated[int, Field(ge=0)] | None = None
+
+    @field_validator("constraints")
+    @classmethod
+    def _constraints(cls, value: list[str]) -> list[str]:
+        for index, text in enumerate(value):
+            parse_requirement(text, source=f"constraints[{index}]")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str | None) -> str | None:
+        return None if value is None else check_schedule(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Component:
+        try:
+            validate_tag_template(self.image.tag, component=self.name)
+        except TemplateError as exc:
+            raise ValueError(f"image.tag: {exc}") from None
+        names = set(fields_of(self.image.tag))
+        if not names & COMMIT_FIELDS and not ("version" in names and self.wheel.version_carries_commit):
+            raise ValueError(
+                "image.tag: must carry the commit ({sha} or {sha8}), or {version} when the "
+                "version carries g<sha8>: an image must be found from its commit alone"
+            )
+        tags = self.wheel.python_tags
+        for index, pin in enumerate(self.pins):
+            if pin.python_tag is not None and tags and pin.python_tag not in tags:
+                raise ValueError(
+                    f"pins[{index}].python_tag: {pin.python_tag!r} is not in wheel.python_tags"
+                )
+            if pin.sha256_arg and len(tags) > 1 and pin.python_tag is None:
+                raise ValueError(
+                    f"pins[{index}].sha256_arg: the image holds {len(tags)} wheels, so it needs "
+                    "a python_tag naming its wheel"
+                )
+        return self
+
+
+class Config(_Model):
+    """A repository's `wheelpin.toml`."""
+
+    version: Literal[1] = 1
+    defaults: Defaults = Defaults()
+    component: Annotated[list[Component], Field(min_length=1)]
+    # Unique component names are checked by `configfile`, which can name the line.
+
+    @property
+    def components(self) -> list[Component]:
+        return self.component
+
+    def get(self, name: str) -> Component | None:
+        return next((c for c in self.component if c.name == name), None)

@@ -1,0 +1,175 @@
+"""Finding and loading a repository's config, with every error located in the file.
+
+`--config FILE`, else `.github/wheelpin.toml`, else `wheelpin.toml` at the repository
+root. TOML 1.1 (tomli), so inline tables may span lines as in DESIGN.md's sketch. Each
+problem reads `FILE:LINE: key.path: message`; all of them are reported at
+once, and the checks that need the repository (pin files exist) run here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import re
+
+import tomli
+from pydantic import ValidationError
+
+from .config import Config
+from .errors import ConfigError
+from .tomlpos import key_lines, line_of
+
+CANDIDATES = (".github/wheelpin.toml", "wheelpin.toml")
+
+
+class ConfigInvalid(ConfigError):
+    """A config with one or more problems; `problems` lists each, located."""
+
+    def __init__(self, path: Path, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"{self.problems[0]}{more}")
+        self.path = path
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: Config
+    path: Path
+    root: Path  # the repository the pins' paths start from
+
+
+def find_config(root: Path, explicit: Path | None = None) -> Path:
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"{explicit}: no such config file")
+        return explicit
+    for candidate in CANDIDATES:
+        if (root / candidate).is_file():
+            return root / candidate
+    raise ConfigError(
+        f"{root}: no config found (looked for {' and '.join(CANDIDATES)}; or pass --config FILE)"
+    )
+
+
+def root_for(path: Path, repo: Path | None) -> Path:
+    """The repository a config belongs to: --repo, else above `.github/`, else its folder."""
+    if repo is not None:
+        return repo
+    folder = path.resolve().parent
+    return folder.parent if folder.name == ".github" else folder
+
+
+def _where(loc: Sequence[str | int]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedConfig:
+    """Parse and validate; ConfigInvalid listing every problem with its line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc})") from None
+    try:
+        raw: dict[str, Any] = tomli.loads(text)
+    except tomli.TOMLDecodeError as exc:
+        raise ConfigInvalid(path, [f"{path}: not valid TOML ({exc})"]) from None
+    positions = key_lines(text)
+
+    def located(loc: Sequence[str | int], message: str) -> str:
+        line = line_of(positions, loc)
+        return f"{path}:{line if line else 1}: {_where(loc)}: {message}"
+
+    problems = _repository_problems(raw, root, located) if check_files else []
+    problems += _duplicate_names(raw, located)
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
+            message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                message = "unknown key"
+            problems.append(located(*_refine(loc, message)))
+        raise ConfigInvalid(path, sorted(problems, key=_line_number)) from None
+    if problems:
+        raise ConfigInvalid(path, sorted(problems, key=_line_number))
+    return LoadedConfig(config, path, root)
+
+
+Locate = Callable[[Sequence[str | int], str], str]
+
+
+def _line_number(problem: str) -> int:
+    parts = problem.split(":")
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+
+
+def _components(raw: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    listed = raw.get("component")
+    if not isinstance(listed, list):
+        return []
+    return [(index, item) for index, item in enumerate(listed) if isinstance(item, dict)]
+
+
+def _duplicate_names(raw: dict[str, Any], located: Locate) -> list[str]:
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for index, component in _components(raw):
+        name = component.get("name")
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            problems.append(located(("component", index, "name"),
+                                    f"component name {name!r} is used twice "
+                                    f"(first as component[{seen[name]}])"))
+        seen.setdefault(name, index)
+    return problems
+
+
+def _repository_problems(raw: dict[str, Any], root: Path, located: Locate) -> list[str]:
+    """Files the config names that the repository does not hold."""
+    problems: list[str] = []
+    for index, component in _components(raw):
+        pins = component.get("pins")
+        for number, pin in enumerate(pins if isinstance(pins, list) else []):
+            file = pin.get("file") if isinstance(pin, dict) else None
+            if isinstance(file, str) and _inside(file) and not (root / file).is_file():
+                problems.append(located(("component", index, "pins", number, "file"),
+                                        f"pin file {file} does not exist in {root}"))
+        constraints = component.get("constraints_file")
+        if isinstance(constraints, str) and _inside(constraints) and not (root / constraints).is_file():
+            problems.append(located(("component", index, "constraints_file"),
+                                    f"constraints file {constraints} does not exist in {root}"))
+    return problems
+
+
+def _inside(file: str) -> bool:
+    return bool(file) and not file.startswith("/") and ".." not in Path(file).parts
+
+
+_KEY_PATH = re.compile(r"^([a-z_]+(?:\.[a-z_0-9]+|\[[0-9]+\])*): (.*)$", re.S)
+
+
+def _refine(loc: list[str | int], message: str) -> tuple[list[str | int], str]:
+    """`image.tag: …` raised by a model validator names a deeper key: follow it."""
+    match = _KEY_PATH.match(message)
+    if not match:
+        return loc, message
+    deeper: list[str | int] = []
+    for name, index in re.findall(r"([a-z_0-9]+)|\[([0-9]+)\]", match.group(1)):
+        deeper.append(int(index) if index else name)
+    if loc and deeper and deeper[0] == loc[-1]:
+        deeper = deeper[1:]
+    return loc + deeper, match.group(2)
+
+
+def _is_internal(part: str) -> bool:
+    """pydantic's names for union branches and validators, which are not config keys."""
+    return "[" in part or part in {"str", "list[str]", "int", "bool"} or part.startswith("function-")

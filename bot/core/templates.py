@@ -1,0 +1,112 @@
+"""Placeholder templates of the config: image tags, build commands, workflow inputs.
+
+`{sha}` the full commit, `{sha8}` its first 8 digits, `{version}` the wheel's version
+with `+` written as `-` (OCI tags allow no `+`), `{version_base}` the public version
+without its local part, `{out}` the folder a build leaves its wheels in, `{component}`
+the component's name. Each field allows only the placeholders it can fill.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from .imageref import TAG
+
+TAG_FIELDS = frozenset({"sha", "sha8", "version", "version_base", "component"})
+COMMAND_FIELDS = frozenset({"sha", "sha8", "out", "component"})
+INPUT_FIELDS = frozenset({"sha", "sha8", "component"})
+COMMIT_FIELDS = frozenset({"sha", "sha8"})
+
+_PATTERNS = {
+    "sha": "[0-9a-f]{40}",
+    "sha8": "[0-9a-f]{8}",
+    "version": "[A-Za-z0-9._-]+",
+    "version_base": "[A-Za-z0-9.]+",
+    "component": "[A-Za-z0-9._-]+",
+}
+# A long, real version (LMCache's ROCm builds), to prove a tag template fits 128 chars.
+SAMPLE_VERSION = "0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1"
+SAMPLE_SHA = "05fc77a0" + "c" * 32
+
+
+class TemplateError(ValueError):
+    pass
+
+
+def fields_of(template: str) -> list[str]:
+    """The placeholder names of a template; TemplateError on `{` misuse or format specs."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise TemplateError(f"template {template!r} is malformed ({exc})") from None
+    names: list[str] = []
+    for _literal, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if spec or conversion or not name.isidentifier():
+            raise TemplateError(f"template {template!r}: placeholder {{{name}}} takes no format")
+        names.append(name)
+    return names
+
+
+def check_fields(template: str, allowed: frozenset[str]) -> list[str]:
+    names = fields_of(template)
+    unknown = sorted(set(names) - allowed)
+    if unknown:
+        raise TemplateError(
+            f"placeholder {{{unknown[0]}}} cannot be filled here (allowed: "
+            + ", ".join(f"{{{n}}}" for n in sorted(allowed))
+            + ")"
+        )
+    return names
+
+
+@dataclass(frozen=True, kw_only=True)
+class TagValues:
+    sha: str
+    component: str
+    version: str | None = None
+
+    def as_mapping(self) -> dict[str, str]:
+        values = {"sha": self.sha, "sha8": self.sha[:8], "component": self.component}
+        if self.version is not None:
+            parsed = Version(self.version)
+            values["version"] = str(parsed).replace("+", "-")
+            values["version_base"] = parsed.public
+        return values
+
+
+def render(template: str, values: Mapping[str, str]) -> str:
+    return template.format_map(dict(values))
+
+
+def render_tag(template: str, values: TagValues) -> str:
+    """The OCI tag a template gives; TemplateError when it is not a valid tag."""
+    tag = render(template, values.as_mapping())
+    if not TAG.match(tag):
+        raise TemplateError(
+            f"tag template {template!r} gives {tag!r}, which is not a valid OCI tag "
+            "([A-Za-z0-9_][A-Za-z0-9._-]{0,127})"
+        )
+    return tag
+
+
+def validate_tag_template(template: str, *, component: str) -> None:
+    """A tag template must always yield a valid OCI tag: check it on a long real version."""
+    check_fields(template, TAG_FIELDS)
+    render_tag(template, TagValues(sha=SAMPLE_SHA, component=component, version=SAMPLE_VERSION))
+
+
+def tag_pattern(template: str, *, component: str) -> re.Pattern[str]:
+    """A regex that the tags this template can give match (for `pins bump` and lookups)."""
+    parts: list[str] = []
+    for literal, name, _spec, _conversion in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name is not None:
+            parts.append(re.escape(component) if name == "component" else f"({_PATTERNS[name]})")
+    return re.compile("^" + "".join(parts) + "$")
