@@ -17,7 +17,7 @@ import structlog
 from . import __version__
 from .app.logging import configure_logging
 from .app.settings import load_settings
-from .commands import demo, wheel
+from .commands import config_cmd, demo, pins_cmd, wheel
 from .core.errors import WheelpinError
 
 
@@ -62,6 +62,28 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--extra", action="append", default=[], help="extras the image installs")
     diff.add_argument("--json", action="store_true")
 
+    config_parser = commands.add_parser("config", help="check a config; print its schema")
+    config_commands = config_parser.add_subparsers(dest="config_command", required=True)
+    validate = config_commands.add_parser("validate", help="check a config file")
+    validate.add_argument("file", nargs="?", type=Path,
+                          help="default: .github/wheelpin.toml or wheelpin.toml in --repo")
+    validate.add_argument("--repo", type=Path, help="the repository pin paths start from")
+    validate.add_argument("--json", action="store_true")
+    config_commands.add_parser("schema", help="print the config's JSON Schema")
+
+    pins_parser = commands.add_parser("pins", help="read and move the configured pins")
+    pins_commands = pins_parser.add_subparsers(dest="pins_command", required=True)
+    for name, text in (("list", "list every configured pin"), ("bump", "move one component's pins")):
+        sub = pins_commands.add_parser(name, help=text)
+        sub.add_argument("--config", type=Path, metavar="FILE")
+        sub.add_argument("--repo", type=Path, metavar="DIR", help="default: the current folder")
+        sub.add_argument("--json", action="store_true")
+        if name == "bump":
+            sub.add_argument("--component", required=True)
+            sub.add_argument("--image", required=True, metavar="REF@sha256:DIGEST")
+            sub.add_argument("--sha256", action="append", default=[], metavar="[PYTAG=]HEX",
+                             help="the wheel's sha256 (per python tag for multi-wheel images)")
+
     demo_parser = commands.add_parser("demo", help="show wheelpin's checks on wheels it builds")
     demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
     demo_parser.add_argument("--json", action="store_true")
@@ -95,6 +117,16 @@ def run(args: argparse.Namespace) -> int:
                 json=args.json,
             )
         )
+    if args.command == "config":
+        if args.config_command == "schema":
+            return config_cmd.schema_command()
+        return config_cmd.validate_command(file=args.file, repo=args.repo, as_json=args.json)
+    if args.command == "pins" and args.pins_command == "list":
+        return pins_cmd.list_command(config=args.config, repo=args.repo, as_json=args.json)
+    if args.command == "pins":
+        return pins_cmd.bump_command(component_name=args.component, image=args.image,
+                                     sha256=args.sha256, config=args.config, repo=args.repo,
+                                     as_json=args.json)
     if args.command == "demo":
         return demo.demo_command(workdir=args.workdir, json=args.json)
     raise AssertionError(f"unhandled command {args.command}")

@@ -1,0 +1,64 @@
+"""`wheelpin pins list` and `wheelpin pins bump`: read and move a repository's pins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import structlog
+
+from ..adapters.worktree import read_texts, write_texts_atomically
+from ..core.errors import UsageError
+from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins
+from .output import emit_json, emit_text
+from .repo import load
+
+log = structlog.get_logger("wheelpin.pins")
+
+
+def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> int:
+    loaded = load(config=config, repo=repo)
+    states: list[PinState] = []
+    for component in loaded.config.components:
+        texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
+        states += read_pins(component, texts)
+    if as_json:
+        emit_json({"root": str(loaded.root), "pins": [state.to_json() for state in states]})
+        return 0
+    for state in states:
+        ref = state.ref
+        where = state.pin.image_arg or f"FROM … AS {state.pin.from_stage}"
+        emit_text(f"{state.component}  {state.file}:{state.line}  {where}")
+        emit_text(f"    image   {state.image}")
+        emit_text(f"    digest  {ref.digest if ref and ref.digest else '(none: pinned by tag only)'}")
+        if state.pin.sha256_arg:
+            tag = f" [{state.pin.python_tag}]" if state.pin.python_tag else ""
+            emit_text(f"    sha256  {state.sha256}{tag}  ({state.pin.sha256_arg})")
+    return 0
+
+
+def bump_command(*, component_name: str, image: str, sha256: list[str], config: Path | None,
+                 repo: Path | None, as_json: bool) -> int:
+    loaded = load(config=config, repo=repo)
+    component = loaded.config.get(component_name)
+    if component is None:
+        names = ", ".join(c.name for c in loaded.config.components)
+        raise UsageError(f"{loaded.path}: no component {component_name!r} (there are: {names})")
+    wheel_sha256 = parse_sha256_options(sha256)
+    texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
+    plan = plan_bump(component, texts, image, wheel_sha256)
+    if not plan.changes_nothing:
+        write_texts_atomically(loaded.root, plan.new_texts)
+    log.info("pins.bumped", component=component.name, files=len(plan.new_texts),
+             edits=len(plan.edits))
+    if as_json:
+        emit_json({"component": component.name, "image": image, "changed": not plan.changes_nothing,
+                   "files": sorted(plan.new_texts),
+                   "edits": [{"file": e.file, "line": e.line, "what": e.what, "old": e.old,
+                              "new": e.new} for e in plan.edits]})
+    elif plan.changes_nothing:
+        emit_text(f"{component.name}: every pin already holds {image}; nothing changed")
+    else:
+        for edit in plan.edits:
+            emit_text(f"{edit.file}:{edit.line}: {edit.what} {edit.old} → {edit.new}")
+        emit_text(f"{component.name}: {len(plan.edits)} value(s) moved in {len(plan.new_texts)} file(s)")
+    return 0

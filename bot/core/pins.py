@@ -1,0 +1,221 @@
+"""Reading a component's pins and planning their bump (DESIGN.md §1.6), all pure.
+
+A pin is an ARG holding `ref@sha256:digest` (with an optional ARG holding the wheel's
+sha256) or a `FROM … AS stage` line. Reading finds every place each one is written; an
+ARG declared in several stages has all its defaults moved together, and defaults that
+disagree are an error. A bump is planned for every file before anything is written:
+the caller writes all new texts or none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .config import Component, Pin
+from .dockerpins import DockerfileError, ParsedDockerfile, ValueSite, parse
+from .errors import UsageError
+from .imageref import ImageRef, ImageRefError, parse_pinned
+from .templates import tag_pattern
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class PinError(UsageError):
+    """A pin cannot be read or moved; the message names the file."""
+
+
+@dataclass(frozen=True)
+class PinState:
+    """What one configured pin holds today, and every site it is written at."""
+
+    component: str
+    file: str
+    pin: Pin
+    image_sites: tuple[ValueSite, ...]
+    sha256_sites: tuple[ValueSite, ...]
+
+    @property
+    def line(self) -> int:
+        return self.image_sites[0].line
+
+    @property
+    def image(self) -> str:
+        return self.image_sites[0].value
+
+    @property
+    def ref(self) -> ImageRef | None:
+        try:
+            return ImageRef.parse(self.image)
+        except ImageRefError:
+            return None
+
+    @property
+    def sha256(self) -> str | None:
+        return self.sha256_sites[0].value if self.sha256_sites else None
+
+    def to_json(self) -> dict[str, object]:
+        ref = self.ref
+        return {
+            "component": self.component,
+            "file": self.file,
+            "line": self.line,
+            "arg": self.pin.image_arg,
+            "from_stage": self.pin.from_stage,
+            "image": self.image,
+            "repository": ref.repository if ref else None,
+            "tag": ref.tag if ref else None,
+            "digest": ref.digest if ref else None,
+            "sha256_arg": self.pin.sha256_arg,
+            "sha256": self.sha256,
+            "sha256_line": self.sha256_sites[0].line if self.sha256_sites else None,
+            "python_tag": self.pin.python_tag,
+        }
+
+
+def parse_file(text: str, file: str) -> ParsedDockerfile:
+    try:
+        return parse(text, where=file)
+    except DockerfileError as exc:
+        raise PinError(str(exc)) from None
+
+
+def _arg_sites(parsed: ParsedDockerfile, name: str, file: str) -> tuple[ValueSite, ...]:
+    declarations = parsed.declarations(name)
+    if not declarations:
+        raise PinError(f"{file}: ARG {name} is not declared")
+    sites = tuple(d.default for d in declarations if d.default is not None)
+    if not sites:
+        raise PinError(f"{file}:{declarations[0].line}: ARG {name} has no default value to pin")
+    values = {site.value for site in sites}
+    if len(values) > 1:
+        lines = ", ".join(str(site.line) for site in sites)
+        raise PinError(f"{file}: ARG {name} has defaults that disagree (lines {lines})")
+    return sites
+
+
+def read_pin(component: Component, pin: Pin, parsed: ParsedDockerfile) -> PinState:
+    if pin.image_arg is not None:
+        image_sites = _arg_sites(parsed, pin.image_arg, pin.file)
+    else:
+        stage = parsed.stage(pin.from_stage or "")
+        if stage is None:
+            raise PinError(f"{pin.file}: no FROM … AS {pin.from_stage} stage")
+        if "$" in stage.image.value:
+            raise PinError(
+                f"{pin.file}:{stage.line}: FROM {stage.image.value} uses a variable: pin that ARG "
+                "with image_arg instead"
+            )
+        image_sites = (stage.image,)
+    if "$" in image_sites[0].value:
+        raise PinError(f"{pin.file}:{image_sites[0].line}: the pinned value "
+                       f"{image_sites[0].value!r} uses a variable; wheelpin pins literal values")
+    sha_sites = _arg_sites(parsed, pin.sha256_arg, pin.file) if pin.sha256_arg else ()
+    return PinState(component.name, pin.file, pin, image_sites, sha_sites)
+
+
+def read_pins(component: Component, texts: Mapping[str, str]) -> list[PinState]:
+    """Every pin of `component`; `texts` maps each pin file to its text."""
+    parsed: dict[str, ParsedDockerfile] = {}
+    states = []
+    for pin in component.pins:
+        if pin.file not in parsed:
+            parsed[pin.file] = parse_file(texts[pin.file], pin.file)
+        states.append(read_pin(component, pin, parsed[pin.file]))
+    return states
+
+
+@dataclass(frozen=True)
+class Edit:
+    file: str
+    line: int
+    old: str
+    new: str
+    what: str  # "image" | "sha256"
+
+
+@dataclass(frozen=True)
+class BumpPlan:
+    component: str
+    new_texts: dict[str, str]  # only files that change
+    edits: tuple[Edit, ...]
+
+    @property
+    def changes_nothing(self) -> bool:
+        return not self.edits
+
+
+def parse_sha256_options(values: list[str]) -> dict[str | None, str]:
+    """`--sha256 HEX` (pins with no python_tag) and `--sha256 cp312=HEX`."""
+    found: dict[str | None, str] = {}
+    for value in values:
+        tag, _, digest = value.rpartition("=")
+        digest = digest.lower()
+        if not SHA256_HEX.match(digest):
+            raise UsageError(f"--sha256 {value!r}: a wheel sha256 is 64 hex digits")
+        found[tag or None] = digest
+    return found
+
+
+def plan_bump(
+    component: Component,
+    texts: Mapping[str, str],
+    image: str,
+    sha256: Mapping[str | None, str],
+) -> BumpPlan:
+    """Plan moving every pin of `component` to `image` (+ wheel sha256s); PinError if any
+    pin cannot move, before anything is written."""
+    try:
+        new_ref = parse_pinned(image)
+    except ImageRefError as exc:
+        raise UsageError(str(exc)) from None
+    if new_ref.tag is not None:
+        if not tag_pattern(component.image.tag, component=component.name).match(new_ref.tag):
+            raise UsageError(
+                f"tag {new_ref.tag!r} does not fit the tag template {component.image.tag!r} "
+                f"of component {component.name}"
+            )
+    configured = None if component.image.is_layout else ImageRef.parse(component.image.repository)
+    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str]]] = {}
+    for state in read_pins(component, texts):
+        current = state.ref
+        if current is None:
+            raise PinError(f"{state.file}:{state.line}: {state.image!r} is not an image reference")
+        if not current.same_repository(new_ref):
+            raise UsageError(
+                f"{image} is in {new_ref.normalized_repository}, but {state.file}:{state.line} "
+                f"pins {current.normalized_repository}"
+            )
+        if configured is not None and not configured.same_repository(new_ref):
+            raise UsageError(f"{image} is not in the component's repository {component.image.repository}")
+        written = str(current.with_(tag=new_ref.tag, digest=new_ref.digest))
+        sites = edits_by_file.setdefault(state.file, {})
+        for site in state.image_sites:
+            sites[site.start] = (site, written, "image")
+        if state.pin.sha256_arg:
+            wanted = sha256.get(state.pin.python_tag)
+            if wanted is None:
+                option = f"{state.pin.python_tag}=HEX" if state.pin.python_tag else "HEX"
+                raise UsageError(
+                    f"{state.file}: {state.pin.sha256_arg} needs the wheel's sha256: pass "
+                    f"--sha256 {option} (reading it from the image comes with the registry)"
+                )
+            for site in state.sha256_sites:
+                sites[site.start] = (site, wanted, "sha256")
+    new_texts: dict[str, str] = {}
+    edits: list[Edit] = []
+    for file, sites in edits_by_file.items():
+        text = texts[file]
+        changed = False
+        for start in sorted(sites, reverse=True):
+            site, value, what = sites[start]
+            if site.value == value:
+                continue
+            text = text[: site.start] + value + text[site.end :]
+            edits.append(Edit(file, site.line, site.value, value, what))
+            changed = True
+        if changed:
+            new_texts[file] = text
+    edits.sort(key=lambda edit: (edit.file, edit.line))
+    return BumpPlan(component.name, new_texts, tuple(edits))
