@@ -89,7 +89,8 @@ def parse(text: str, *, where: str) -> ParsedDockerfile:
         finish = starts[command.end_line] if command.end_line < len(starts) else len(text)
         scanner = _Scanner(text, begin, finish, escape, starts)
         stage = len(stages) - 1 if stages else None
-        if command.cmd == "ARG":
+        instruction = command.cmd.upper()
+        if instruction == "ARG":
             found = scanner.arg_tokens()
             expected = [value.split("=", 1)[0] for value in command.value]
             if [name for name, _site, _line in found] != expected:
@@ -99,7 +100,7 @@ def parse(text: str, *, where: str) -> ParsedDockerfile:
                 )
             for name, site, line in found:
                 args.append(ArgDeclaration(name, line, stage, _at_stage(site, stage)))
-        elif command.cmd == "FROM":
+        elif instruction == "FROM":
             image, stage_name = scanner.from_tokens()
             if image is None or image.value != command.value[0]:
                 raise DockerfileError(

@@ -1,0 +1,151 @@
+"""The config model: the contract's key names, the examples, and every mistake located."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.core.configfile import ConfigInvalid, find_config, load_config
+from tests.cli import wheelpin
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = [ROOT / "config/atom-lmcache/.github/wheelpin.toml", ROOT / "config/mooncake/.github/wheelpin.toml",
+            ROOT / "config/demo/wheelpin.toml"]
+
+GOOD = """\
+[[component]]
+name = "lmcache"
+upstream = { repo = "https://github.com/LMCache/LMCache", branch = "dev" }
+wheel = { distribution = "lmcache", archs = ["gfx942", "gfx950"],
+          forbid_needed = ["libcudart*", "libcuda.so*"], require_needed = ["libamdhip64*"] }
+build = { workflow = "lmcache-rocm-wheel.yaml", inputs = { lmcache_commit = "{sha}" } }
+image = { repository = "docker.io/rocm/atom-dev", tag = "lmcache-v{version_base}-g{sha8}-rocm-torch210" }
+constraints = ["numpy==2.3.5"]
+pins = [
+  { file = "docker/Dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },
+  { file = "docker/atom_release.dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },
+]
+"""
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker/Dockerfile").write_text("FROM a\n")
+    (tmp_path / "docker/atom_release.dockerfile").write_text("FROM a\n")
+    return tmp_path
+
+
+def problems_of(repo: Path, text: str) -> list[str]:
+    path = repo / "wheelpin.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigInvalid) as caught:
+        load_config(path, root=repo)
+    return caught.value.problems
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.parent.name if p.parent.name != ".github" else p.parent.parent.name)
+def test_examples_validate(example: Path) -> None:
+    result = wheelpin("config", "validate", str(example), "--json")
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.json()["valid"] is True
+
+
+def test_the_design_sketch_loads_as_written(repo: Path) -> None:
+    (repo / "wheelpin.toml").write_text(GOOD)
+    loaded = load_config(repo / "wheelpin.toml", root=repo)
+    component = loaded.config.components[0]
+    assert component.wheel.archs == ["gfx942", "gfx950"]
+    assert component.build.inputs == {"lmcache_commit": "{sha}"}
+    assert [pin.file for pin in component.pins] == ["docker/Dockerfile", "docker/atom_release.dockerfile"]
+    assert loaded.config.defaults.branch_prefix == "wheelpin/"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('name = "lmcache"', 'name = "lmcache"\ncolour = "red"', ":3: component[0].colour: unknown key"),
+        ('"gfx950"]', '"gfx9500"]', ":4: component[0].wheel.archs: 'gfx9500' is not an AMDGPU processor"),
+        ('branch = "dev"', 'branch = "dev", tags = "v*"', ":3: component[0].upstream: give exactly one of"),
+        ('{ lmcache_commit = "{sha}" }', '{ lmcache_commit = "{version}" }',
+         ":6: component[0].build.inputs.lmcache_commit: placeholder {version} cannot be filled"),
+        ('{ lmcache_commit = "{sha}" }', '{ c = "{nope}" }', ":6: component[0].build.inputs.c: placeholder {nope}"),
+        ('-g{sha8}-rocm', '+g{sha8}-rocm', ":7: component[0].image.tag: tag template"),
+        ('-g{sha8}-rocm-torch210', '-rocm-torch210', ":7: component[0].image.tag: must carry the commit"),
+        ('"lmcache-v{version_base}', '"{sha}{sha}{sha}{version_base}', ":7: component[0].image.tag: tag template"),
+        ('"docker.io/rocm/atom-dev"', '"docker.io/ROCm/atom-dev:latest"', ":7: component[0].image.repository"),
+        ('["numpy==2.3.5"]', '["numpy >>= 2"]', ":8: component[0].constraints[0]: requirement 'numpy >>= 2' is malformed"),
+        ('docker/atom_release.dockerfile', 'docker/missing.dockerfile',
+         ":11: component[0].pins[1].file: pin file docker/missing.dockerfile does not exist"),
+        ('docker/atom_release.dockerfile', '../outside', ":11: component[0].pins[1].file: '../outside' must be a path inside"),
+        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
+         'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', ":11: component[0].pins[1]: give exactly one of image_arg or from_stage"),
+        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg', 'image_arg = "1BAD", sha256_arg', ":10: component[0].pins[0].image_arg"),
+        ('name = "lmcache"', 'name = "LMCache Wheel"', ":2: component[0].name"),
+    ],
+)
+def test_mistakes_are_located(repo: Path, old: str, new: str, expected: str) -> None:
+    assert old in GOOD
+    problems = problems_of(repo, GOOD.replace(old, new, 1))
+    assert any(expected in problem for problem in problems), problems
+    assert all(problem.startswith(str(repo / "wheelpin.toml") + ":") for problem in problems)
+
+
+def test_every_problem_is_listed(repo: Path) -> None:
+    text = GOOD.replace('"gfx950"]', '"gfx9500"]').replace('name = "lmcache"', 'name = "lmcache"\nx = 1')
+    text += "\n" + GOOD.replace("docker/Dockerfile", "docker/nope")
+    problems = problems_of(repo, "[defaults]\nschedule = \"every now and then\"\n\n" + text)
+    joined = "\n".join(problems)
+    for fragment in ("defaults.schedule", "wheel.archs", "component[0].x: unknown key",
+                     "component[1].name: component name 'lmcache' is used twice",
+                     "component[1].pins[0].file: pin file docker/nope"):
+        assert fragment in joined
+    lines = [int(problem.split(":")[1]) for problem in problems]
+    assert lines == sorted(lines)
+
+
+def test_multi_wheel_images_need_python_tags(repo: Path) -> None:
+    text = GOOD.replace('distribution = "lmcache",', 'distribution = "lmcache", python_tags = ["cp310", "cp312"],')
+    problems = problems_of(repo, text)
+    assert any("pins[0].sha256_arg: the image holds 2 wheels" in p for p in problems)
+
+
+def test_not_toml(repo: Path) -> None:
+    (problem,) = problems_of(repo, "[[component]\nname = ")
+    assert "not valid TOML" in problem
+
+
+def test_discovery(repo: Path) -> None:
+    (repo / ".github").mkdir()
+    (repo / "wheelpin.toml").write_text(GOOD)
+    assert find_config(repo) == repo / "wheelpin.toml"
+    (repo / ".github/wheelpin.toml").write_text(GOOD)
+    assert find_config(repo) == repo / ".github/wheelpin.toml"
+
+
+def test_validate_command(repo: Path) -> None:
+    (repo / ".github").mkdir()
+    (repo / ".github/wheelpin.toml").write_text(GOOD.replace('"gfx950"]', '"gfx9500"]'))
+    result = wheelpin("config", "validate", "--repo", str(repo))
+    assert result.code == 2 and ".github/wheelpin.toml:4: component[0].wheel.archs" in result.stderr
+    (repo / ".github/wheelpin.toml").write_text(GOOD)
+    assert wheelpin("config", "validate", "--repo", str(repo)).code == 0
+    # a file given by path finds its repository above .github/
+    assert wheelpin("config", "validate", str(repo / ".github/wheelpin.toml")).code == 0
+    missing = wheelpin("config", "validate", "--repo", str(repo / "nowhere"))
+    assert missing.code == 2 and "no such repository folder" in missing.stderr
+
+
+def test_schema_names_the_contract_keys() -> None:
+    result = wheelpin("config", "schema")
+    assert result.code == 0
+    schema = json.loads(result.stdout)
+    component = schema["$defs"]["Component"]["properties"]
+    for key in ("name", "upstream", "wheel", "build", "image", "constraints", "pins"):
+        assert key in component
+    assert {"file", "image_arg", "sha256_arg"} <= set(schema["$defs"]["Pin"]["properties"])
+    assert {"distribution", "archs", "require_needed", "forbid_needed"} <= set(schema["$defs"]["Wheel"]["properties"])
+    assert {"repo", "branch", "tags"} <= set(schema["$defs"]["Upstream"]["properties"])
+    assert {"command", "workflow", "inputs"} <= set(schema["$defs"]["Build"]["properties"])
