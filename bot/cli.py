@@ -16,8 +16,8 @@ import structlog
 
 from . import __version__
 from .app.logging import configure_logging
-from .app.settings import load_settings
-from .commands import config_cmd, demo, pins_cmd, wheel
+from .app.settings import Settings, load_settings
+from .commands import config_cmd, demo, image_cmd, pins_cmd, wheel
 from .core.errors import WheelpinError
 
 
@@ -52,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true")
 
     diff = wheel_commands.add_parser("diff", help="compare the Requires-Dist of two wheels")
-    diff.add_argument("old")
-    diff.add_argument("new")
+    diff.add_argument("old", help="a wheel file or an image reference")
+    diff.add_argument("new", help="a wheel file or an image reference")
     diff.add_argument("--constraint", action="append", default=[], metavar="SPEC",
                       help="a pin of the consuming image, e.g. numpy==2.3.5 (repeatable)")
     diff.add_argument("--constraints", type=Path, metavar="FILE", help="a constraints file")
@@ -61,6 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--platform", default="linux_x86_64", help="target platform (default linux_x86_64)")
     diff.add_argument("--extra", action="append", default=[], help="extras the image installs")
     diff.add_argument("--json", action="store_true")
+
+    image_parser = commands.add_parser("image", help="publish wheels as images; read images")
+    image_commands = image_parser.add_subparsers(dest="image_command", required=True)
+    publish = image_commands.add_parser("publish", help="verify wheels and push them as one image")
+    publish.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    publish.add_argument("--to", required=True, metavar="REF", help="host/repo:tag or oci:FOLDER:tag")
+    publish.add_argument("--component", help="verify with this component's rules (from the config)")
+    publish.add_argument("--config", type=Path, metavar="FILE")
+    publish.add_argument("--repo", type=Path, metavar="DIR")
+    publish.add_argument("--revision", metavar="SHA", help="the upstream commit the wheels were built from")
+    publish.add_argument("--source", metavar="URL", help="the upstream repository")
+    publish.add_argument("--require-arch", action="append", default=[], metavar="ARCH")
+    publish.add_argument("--json", action="store_true")
+    show = image_commands.add_parser("show", help="what an image holds")
+    show.add_argument("ref", metavar="REF")
+    show.add_argument("--json", action="store_true")
 
     config_parser = commands.add_parser("config", help="check a config; print its schema")
     config_commands = config_parser.add_subparsers(dest="config_command", required=True)
@@ -90,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "wheel" and args.wheel_command == "inspect":
         return wheel.inspect_command(
             wheel.InspectOptions(
@@ -115,8 +131,16 @@ def run(args: argparse.Namespace) -> int:
                 platform=args.platform,
                 extras=tuple(args.extra),
                 json=args.json,
-            )
+            ),
+            settings,
         )
+    if args.command == "image" and args.image_command == "publish":
+        return image_cmd.publish_command(image_cmd.PublishOptions(
+            wheels=tuple(args.wheels), to=args.to, component=args.component, config=args.config,
+            repo=args.repo, revision=args.revision, source=args.source,
+            require_archs=tuple(args.require_arch), json=args.json), settings)
+    if args.command == "image":
+        return image_cmd.show_command(ref=args.ref, json=args.json, settings=settings)
     if args.command == "config":
         if args.config_command == "schema":
             return config_cmd.schema_command()
@@ -126,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "pins":
         return pins_cmd.bump_command(component_name=args.component, image=args.image,
                                      sha256=args.sha256, config=args.config, repo=args.repo,
-                                     as_json=args.json)
+                                     as_json=args.json, settings=settings)
     if args.command == "demo":
         return demo.demo_command(workdir=args.workdir, json=args.json)
     raise AssertionError(f"unhandled command {args.command}")
@@ -142,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(level=settings.log_level, fmt=settings.log_format)
     log = structlog.get_logger("wheelpin")
     try:
-        return run(args)
+        return run(args, settings)
     except WheelpinError as exc:
         sys.stderr.write(f"wheelpin: {exc.message}\n")
         return exc.exit_code

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -23,6 +23,25 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     log_format: Literal["auto", "json", "console"] = "auto"
     cache_dir: Path = Field(default_factory=_default_cache)
+
+    # registries: credentials beyond ~/.docker/config.json, plain-HTTP hosts, retries
+    registry_username: str | None = None
+    registry_password: SecretStr | None = None
+    registry_password_file: Path | None = None
+    insecure_registries: str = Field(default="", description="comma-separated host[:port]s")
+    registry_attempts: int = Field(default=5, ge=1, le=20)
+    registry_backoff: float = Field(default=0.5, ge=0)
+    registry_timeout: float = Field(default=120.0, gt=0)
+    registry_connect_timeout: float = Field(default=10.0, gt=0)
+
+    @property
+    def insecure_hosts(self) -> list[str]:
+        return [host.strip() for host in self.insecure_registries.split(",") if host.strip()]
+
+    def registry_secret(self) -> str | None:
+        if self.registry_password_file is not None:
+            return self.registry_password_file.read_text(encoding="utf-8").strip()
+        return self.registry_password.get_secret_value() if self.registry_password else None
 
 
 def load_settings() -> Settings:

@@ -9,10 +9,29 @@ import structlog
 from ..adapters.worktree import read_texts, write_texts_atomically
 from ..core.errors import UsageError
 from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins
+from ..adapters.imageread import read_image
+from ..app.settings import Settings
+from ..app.wiring import Registries, target_of
+from ..core.verify import python_tags_of
 from .output import emit_json, emit_text
 from .repo import load
 
 log = structlog.get_logger("wheelpin.pins")
+
+
+def sha256_from_image(image: str, settings: Settings) -> dict[str | None, str]:
+    """The sha256 of each wheel in the image, keyed by python tag (None: the only wheel)."""
+    target = target_of(image)
+    if target.digest is None:
+        raise UsageError(f"{image} is not pinned by digest: give REF@sha256:<64 hex> (a tag can move)")
+    info = read_image(Registries(settings).store(target), target.digest)
+    found: dict[str | None, str] = {}
+    for wheel in info.wheels:
+        for tag in python_tags_of(wheel.file):
+            found[tag] = wheel.sha256
+    if len(info.wheels) == 1:
+        found[None] = info.wheels[0].sha256
+    return found
 
 
 def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> int:
@@ -37,13 +56,13 @@ def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> in
 
 
 def bump_command(*, component_name: str, image: str, sha256: list[str], config: Path | None,
-                 repo: Path | None, as_json: bool) -> int:
+                 repo: Path | None, as_json: bool, settings: Settings) -> int:
     loaded = load(config=config, repo=repo)
     component = loaded.config.get(component_name)
     if component is None:
         names = ", ".join(c.name for c in loaded.config.components)
         raise UsageError(f"{loaded.path}: no component {component_name!r} (there are: {names})")
-    wheel_sha256 = parse_sha256_options(sha256)
+    wheel_sha256 = parse_sha256_options(sha256) if sha256 else sha256_from_image(image, settings)
     texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
     plan = plan_bump(component, texts, image, wheel_sha256)
     if not plan.changes_nothing:

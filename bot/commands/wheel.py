@@ -12,6 +12,10 @@ from ..core.checks import WheelRules, problems
 from ..core.errors import InputError, UsageError
 from ..core.inspect import WheelReport, inspect_wheel, read_wheel_metadata
 from ..core.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
+from ..adapters.imageread import read_image
+from ..adapters.imagestore import reference_of
+from ..app.settings import Settings
+from ..app.wiring import Registries, target_of
 from .output import emit_json, emit_text, human_size
 
 log = structlog.get_logger("wheelpin.wheel")
@@ -136,17 +140,30 @@ def read_constraints_file(path: Path) -> list[str]:
     return found
 
 
-def requires_dist_of(reference: str) -> tuple[str, list[str]]:
-    """The Requires-Dist of a wheel file (image references come with the registry)."""
+def requires_dist_of(reference: str, settings: Settings) -> tuple[str, list[str]]:
+    """The Requires-Dist of a wheel file, or of the wheel(s) in an image (from its
+    annotations when wheelpin wrote it: no layer is fetched)."""
     path = Path(reference)
-    if not path.exists():
-        raise InputError(f"{reference}: no such wheel file")
-    return path.name, list(read_wheel_metadata(path).requires_dist)
+    if path.exists() or reference.endswith(".whl"):
+        if not path.exists():
+            raise InputError(f"{reference}: no such wheel file")
+        return path.name, list(read_wheel_metadata(path).requires_dist)
+    target = target_of(reference)
+    pointer = reference_of(target)
+    if pointer is None:
+        raise UsageError(f"{reference}: name the image by tag or digest")
+    info = read_image(Registries(settings).store(target), pointer)
+    if not info.wheels:
+        raise InputError(f"{reference}: the image holds no wheel")
+    merged: list[str] = []
+    for wheel in info.wheels:
+        merged += [r for r in wheel.requires_dist if r not in merged]
+    return reference, merged
 
 
-def diff_command(options: DiffOptions) -> int:
-    old_name, old = requires_dist_of(options.old)
-    new_name, new = requires_dist_of(options.new)
+def diff_command(options: DiffOptions, settings: Settings) -> int:
+    old_name, old = requires_dist_of(options.old, settings)
+    new_name, new = requires_dist_of(options.new, settings)
     constraints = list(options.constraints)
     if options.constraints_file is not None:
         constraints += read_constraints_file(options.constraints_file)

@@ -122,3 +122,39 @@ def parse_pinned(text: str) -> ImageRef:
             f"{text!r} is not pinned by digest: give REF@sha256:<64 hex> (a tag can move)"
         )
     return ref
+
+
+@dataclass(frozen=True)
+class LayoutTarget:
+    """`oci:FOLDER:tag` (or `oci:FOLDER@sha256:…`): an OCI image-layout folder."""
+
+    folder: str
+    tag: str | None = None
+    digest: str | None = None
+
+    def __str__(self) -> str:
+        text = f"oci:{self.folder}"
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{self.digest}"
+        return text
+
+
+def parse_target(text: str) -> ImageRef | LayoutTarget:
+    """A registry reference, or an OCI layout folder reference."""
+    if not text.startswith("oci:"):
+        return ImageRef.parse(text)
+    rest, digest = text[4:], None
+    if "@" in rest:
+        rest, digest = rest.rsplit("@", 1)
+        if not SHA256_DIGEST.match(digest):
+            raise ImageRefError(f"{text!r} has a malformed digest {digest!r}")
+    folder, tag = rest, None
+    if ":" in rest:
+        folder, tag = rest.rsplit(":", 1)
+        if not TAG.match(tag):
+            raise ImageRefError(f"{text!r} has an invalid tag {tag!r}")
+    if not folder:
+        raise ImageRefError(f"{text!r} names no folder (oci:FOLDER:tag)")
+    return LayoutTarget(folder, tag, digest)

@@ -198,8 +198,9 @@ def plan_bump(
             if wanted is None:
                 option = f"{state.pin.python_tag}=HEX" if state.pin.python_tag else "HEX"
                 raise UsageError(
-                    f"{state.file}: {state.pin.sha256_arg} needs the wheel's sha256: pass "
-                    f"--sha256 {option} (reading it from the image comes with the registry)"
+                    f"{state.file}: {state.pin.sha256_arg} needs the sha256 of the "
+                    f"{state.pin.python_tag or 'one'} wheel, which the image does not say: "
+                    f"pass --sha256 {option}"
                 )
             for site in state.sha256_sites:
                 sites[site.start] = (site, wanted, "sha256")

@@ -1,0 +1,240 @@
+"""Where wheel images live: a repository of a registry, or an OCI image-layout folder.
+
+Both stand behind `ImageStore`, so publishing, the tag guard and reading images back are
+written once. Content is addressed by digest and never changes, so manifests and
+configs read by digest are kept in a cache folder and never fetched twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from ..core.errors import InputError, VerificationError
+from ..core.imageref import SHA256_DIGEST, ImageRef, LayoutTarget
+from ..core.ociimage import INDEX_TYPE, canonical_json
+from .registry import RegistryClient, Traffic
+
+REF_NAME = "org.opencontainers.image.ref.name"
+
+
+class ImageStore(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def traffic(self) -> Traffic: ...
+    def tag_digest(self, tag: str) -> str | None: ...
+    def has_blob(self, digest: str) -> bool: ...
+    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]]) -> int: ...
+    def put_manifest(self, tag: str, data: bytes, media_type: str) -> str: ...
+    def get_manifest(self, reference: str) -> bytes: ...
+    def get_blob(self, digest: str) -> Iterator[bytes]: ...
+
+
+class DigestCache:
+    """Small content-addressed blobs (manifests, configs) on disk."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+
+    def _path(self, digest: str) -> Path | None:
+        if self.folder is None or not SHA256_DIGEST.match(digest):
+            return None
+        return self.folder / "sha256" / digest.split(":", 1)[1]
+
+    def get(self, digest: str) -> bytes | None:
+        path = self._path(digest)
+        if path is None or not path.is_file():
+            return None
+        data = path.read_bytes()
+        return data if "sha256:" + hashlib.sha256(data).hexdigest() == digest else None
+
+    def put(self, digest: str, data: bytes) -> None:
+        path = self._path(digest)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, data)
+        except OSError:
+            pass  # a cache that cannot be written costs a fetch, never a wrong result
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(data)
+    os.replace(name, path)
+
+
+class RegistryRepository:
+    """One repository of a registry."""
+
+    def __init__(self, client: RegistryClient, repository: str, *, cache: DigestCache | None = None) -> None:
+        self.client = client
+        self.repository = repository
+        self.cache = cache or DigestCache(None)
+
+    @property
+    def name(self) -> str:
+        return f"{self.client.host}/{self.repository}"
+
+    @property
+    def traffic(self) -> Traffic:
+        return self.client.traffic
+
+    def tag_digest(self, tag: str) -> str | None:
+        return self.client.manifest_digest(self.repository, tag, push=False)
+
+    def has_blob(self, digest: str) -> bool:
+        return self.client.blob_exists(self.repository, digest)
+
+    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]]) -> int:
+        return self.client.upload_blob(self.repository, digest, chunks)
+
+    def put_manifest(self, tag: str, data: bytes, media_type: str) -> str:
+        return self.client.put_manifest(self.repository, tag, data, media_type)
+
+    def get_manifest(self, reference: str) -> bytes:
+        digest = reference if reference.startswith("sha256:") else None
+        if digest is None:
+            digest = self.client.manifest_digest(self.repository, reference)
+            if digest is None:
+                raise VerificationError(f"{self.name}:{reference}: no such tag")
+        cached = self.cache.get(digest)
+        if cached is not None:
+            return cached
+        data, _media_type = self.client.get_manifest(self.repository, digest)
+        self.cache.put(digest, data)
+        return data
+
+    def get_blob(self, digest: str) -> Iterator[bytes]:
+        return self.client.get_blob(self.repository, digest)
+
+
+class LayoutStore:
+    """An OCI image-layout folder: `oci-layout`, `index.json`, `blobs/sha256/…`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._traffic = Traffic()
+
+    @property
+    def name(self) -> str:
+        return f"oci:{self.folder}"
+
+    @property
+    def traffic(self) -> Traffic:
+        return self._traffic
+
+    def _blob(self, digest: str) -> Path:
+        if not SHA256_DIGEST.match(digest):
+            raise InputError(f"{digest!r} is not a sha256 digest")
+        return self.folder / "blobs" / "sha256" / digest.split(":", 1)[1]
+
+    def _index(self) -> dict[str, object]:
+        path = self.folder / "index.json"
+        if not path.exists():
+            return {"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": []}
+        try:
+            index = json.loads(path.read_text(encoding="utf-8"))
+            assert isinstance(index, dict) and isinstance(index.get("manifests"), list)
+            return index
+        except (OSError, ValueError, AssertionError):
+            raise InputError(f"{path}: not an OCI image index") from None
+
+    def _manifests(self) -> list[dict[str, object]]:
+        listed = self._index()["manifests"]
+        return [m for m in listed if isinstance(m, dict)] if isinstance(listed, list) else []
+
+    def tag_digest(self, tag: str) -> str | None:
+        for entry in self._manifests():
+            if _ref_name(entry) == tag:
+                return str(entry.get("digest"))
+        return None
+
+    def has_blob(self, digest: str) -> bool:
+        return self._blob(digest).is_file()
+
+    def _ensure_layout(self) -> None:
+        (self.folder / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+        marker = self.folder / "oci-layout"
+        if not marker.exists():
+            _atomic_write(marker, b'{"imageLayoutVersion":"1.0.0"}')
+
+    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]]) -> int:
+        self._ensure_layout()
+        target = self._blob(digest)
+        handle, name = tempfile.mkstemp(prefix=".upload.", dir=target.parent)
+        hashed = hashlib.sha256()
+        written = 0
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                for chunk in chunks():
+                    hashed.update(chunk)
+                    written += len(chunk)
+                    stream.write(chunk)
+            if "sha256:" + hashed.hexdigest() != digest or written != size:
+                raise VerificationError(f"the bytes written for {digest} do not match it")
+            os.replace(name, target)
+        finally:
+            Path(name).unlink(missing_ok=True)
+        self._traffic.bytes_uploaded += written
+        return written
+
+    def put_manifest(self, tag: str, data: bytes, media_type: str) -> str:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        self.put_blob(digest, len(data), lambda: [data])
+        index = self._index()
+        manifests = [m for m in self._manifests() if _ref_name(m) != tag]
+        manifests.append({"mediaType": media_type, "digest": digest, "size": len(data),
+                          "annotations": {REF_NAME: tag}})
+        index["manifests"] = manifests
+        _atomic_write(self.folder / "index.json", canonical_json(index))
+        return digest
+
+    def get_manifest(self, reference: str) -> bytes:
+        digest = reference if reference.startswith("sha256:") else self.tag_digest(reference)
+        if digest is None:
+            raise VerificationError(f"{self.name}:{reference}: no such tag")
+        return b"".join(self.get_blob(digest))
+
+    def get_blob(self, digest: str) -> Iterator[bytes]:
+        path = self._blob(digest)
+        if not path.is_file():
+            raise VerificationError(f"{self.name}: blob {digest} is missing")
+        hashed = hashlib.sha256()
+        with path.open("rb") as stream:
+            while chunk := stream.read(1 << 20):
+                hashed.update(chunk)
+                self._traffic.bytes_downloaded += len(chunk)
+                yield chunk
+        if "sha256:" + hashed.hexdigest() != digest:
+            raise VerificationError(f"{self.name}: blob {digest} does not match its digest")
+
+
+def _ref_name(entry: dict[str, object]) -> object:
+    annotations = entry.get("annotations")
+    return annotations.get(REF_NAME) if isinstance(annotations, dict) else None
+
+
+def open_store(target: ImageRef | LayoutTarget, *, client_for: Callable[[str], RegistryClient],
+               cache: DigestCache | None = None) -> ImageStore:
+    if isinstance(target, LayoutTarget):
+        return LayoutStore(Path(target.folder))
+    host = target.registry or "docker.io"
+    hub = host in ("docker.io", "index.docker.io", "registry-1.docker.io")
+    path = f"library/{target.path}" if hub and "/" not in target.path else target.path
+    return RegistryRepository(client_for(host), path, cache=cache)
+
+
+def reference_of(target: ImageRef | LayoutTarget) -> str | None:
+    """The tag or digest a target names (digest first: it cannot move)."""
+    return target.digest or target.tag
+
+

@@ -1,0 +1,124 @@
+"""The publish step (DESIGN.md §1.4): verified wheels → a wheel image under a guarded tag.
+
+The tag guard: a tag that does not exist (404) may be written; a tag that holds our
+digest is success with nothing to do; a tag that holds another digest is refused; any
+other answer is an error, never "free". The Distribution API has no conditional PUT, so
+wheelpin must be the only writer of its tags: the tag is read again right before the
+manifest is written, and read back after, with the manifest fetched by digest and
+checked to hold exactly the wheels published.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from ..core.errors import RefusedError, VerificationError
+from ..core.inspect import WheelReport
+from ..core.ociimage import (
+    MANIFEST_TYPE,
+    WheelEntry,
+    architecture_of,
+    build_image,
+    layer_chunks,
+    layer_digest,
+    wheels_from_annotations,
+)
+from .imagestore import ImageStore
+
+log = structlog.get_logger("wheelpin.publish")
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    store: str
+    tag: str
+    digest: str
+    status: str  # "published" | "unchanged"
+    wheels: tuple[WheelEntry, ...]
+    bytes_uploaded: int
+
+    @property
+    def ref(self) -> str:
+        return f"{self.store}:{self.tag}@{self.digest}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"ref": self.ref, "digest": self.digest, "status": self.status,
+                "wheels": [{"file": w.file, "sha256": w.sha256} for w in self.wheels],
+                "bytes_uploaded": self.bytes_uploaded}
+
+
+def entry_of(report: WheelReport) -> WheelEntry:
+    return WheelEntry(report.filename, report.sha256, report.size, report.name, report.version,
+                      report.requires_dist)
+
+
+def _guard(store: ImageStore, tag: str, ours: str) -> bool:
+    """True when the tag already holds our image; RefusedError when it holds another."""
+    existing = store.tag_digest(tag)
+    if existing is None:
+        return False
+    if existing == ours:
+        return True
+    raise RefusedError(
+        f"{store.name}:{tag} already holds {existing}, not {ours}: wheelpin never overwrites a "
+        "tag with other content"
+    )
+
+
+def publish(
+    store: ImageStore,
+    tag: str,
+    wheels: Sequence[Path],
+    reports: Sequence[WheelReport],
+    *,
+    source: str | None = None,
+    revision: str | None = None,
+    component: str | None = None,
+    reader: ImageStore | None = None,
+) -> PublishResult:
+    """Push (or find already there) the image of `wheels`; `reports` are their inspections."""
+    entries = tuple(sorted((entry_of(r) for r in reports), key=lambda e: e.file))
+    digest, size = layer_digest(wheels)
+    image = build_image(entries, layer_digest=digest, layer_size=size,
+                        architecture=architecture_of([w.name for w in wheels]),
+                        source=source, revision=revision, component=component)
+    if _guard(store, tag, image.manifest_digest):
+        log.info("image.unchanged", store=store.name, tag=tag, digest=image.manifest_digest)
+        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, 0)
+    uploaded = 0
+    if not store.has_blob(digest):
+        uploaded += store.put_blob(digest, size, lambda: layer_chunks(wheels))
+    if not store.has_blob(image.config_digest):
+        uploaded += store.put_blob(image.config_digest, len(image.config), lambda: [image.config])
+    if _guard(store, tag, image.manifest_digest):  # another writer finished first, with our bytes
+        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, uploaded)
+    written = store.put_manifest(tag, image.manifest, MANIFEST_TYPE)
+    uploaded += len(image.manifest)
+    if written != image.manifest_digest:
+        raise VerificationError(f"{store.name}:{tag}: the registry stored {written}, not {image.manifest_digest}")
+    verify_published(reader or store, tag, image.manifest_digest, entries, digest)
+    log.info("image.published", store=store.name, tag=tag, digest=image.manifest_digest,
+             bytes_uploaded=uploaded)
+    return PublishResult(store.name, tag, image.manifest_digest, "published", entries, uploaded)
+
+
+def verify_published(store: ImageStore, tag: str, digest: str, entries: Sequence[WheelEntry],
+                     layer: str) -> None:
+    """Read the tag and the manifest back: the tag names our digest, the manifest holds
+    our layer, and its annotations name exactly our wheels with their sha256."""
+    now = store.tag_digest(tag)
+    if now != digest:
+        raise RefusedError(f"{store.name}:{tag} names {now} right after wheelpin wrote {digest}: "
+                           "another writer is using this tag")
+    manifest = json.loads(store.get_manifest(digest))
+    layers = [item.get("digest") for item in manifest.get("layers", [])]
+    listed = wheels_from_annotations(manifest.get("annotations", {})) or []
+    if layers != [layer] or sorted(listed, key=lambda e: e.file) != list(entries):
+        raise VerificationError(f"{store.name}@{digest}: what was read back is not what was published")
+    if not store.has_blob(layer):
+        raise VerificationError(f"{store.name}@{digest}: the layer {layer} is missing after the push")

@@ -1,0 +1,347 @@
+"""The OCI Distribution API over `requests`: the registry adapter of the publish step.
+
+Auth as the ecosystem does it: anonymous first; on a 401, the challenge says Basic (send
+the credential) or Bearer (get a token from its realm for the scope, cache it per scope
+until it expires). Loopback registries and those named insecure are spoken to over plain
+HTTP, every other over HTTPS. 429, 5xx, resets and timeouts are retried with backoff
+(honouring Retry-After) and then raise TransientError; 401/403 raise CredentialsError;
+nothing else is ever read as "not found". Secrets never appear in logs or errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlencode, urljoin, urlsplit
+
+import requests
+import structlog
+
+from ..core.errors import CredentialsError, TransientError, VerificationError
+from ..core.ociimage import ACCEPT_MANIFESTS
+from .credentials import Credential, CredentialStore
+
+log = structlog.get_logger("wheelpin.registry")
+_CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    attempts: int = 5
+    backoff: float = 0.5
+    max_backoff: float = 30.0
+    max_retry_after: float = 120.0
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_retry_after)
+        return float(min(self.backoff * 2.0**attempt, self.max_backoff))
+
+
+@dataclass
+class Traffic:
+    """What a client sent and fetched, for `--json` reports and benchmarks."""
+
+    requests: int = 0
+    bytes_uploaded: int = 0
+    bytes_downloaded: int = 0
+    by_method: dict[str, int] = field(default_factory=dict)
+
+
+def hostname(host: str) -> str:
+    """`host[:port]` without its port (`[::1]:5000` gives `::1`)."""
+    if host.startswith("["):
+        return host[1 : host.index("]")]
+    return host.split(":")[0] if host.count(":") <= 1 else host
+
+
+def is_loopback(host: str) -> bool:
+    name = hostname(host)
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
+    scheme, _, rest = header.strip().partition(" ")
+    return scheme.lower(), dict(_CHALLENGE.findall(rest))
+
+
+class RegistryClient:
+    """One registry host. Methods take the repository path (`rocm/atom-dev`)."""
+
+    def __init__(self, host: str, *, credentials: CredentialStore | None = None,
+                 insecure: Iterable[str] = (), retry: RetryPolicy = RetryPolicy(),
+                 anonymous: bool = False, session: requests.Session | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.host = host
+        api_host = "registry-1.docker.io" if host in ("docker.io", "index.docker.io") else host
+        scheme = "http" if is_loopback(host) or host in set(insecure) else "https"
+        self.base = f"{scheme}://{api_host}"
+        self.retry = retry
+        self.traffic = Traffic()
+        self._credentials = credentials or CredentialStore()
+        self._anonymous = anonymous
+        self._session = session or requests.Session()
+        self._session.headers["User-Agent"] = "wheelpin"
+        self._tokens: dict[str, tuple[str, float]] = {}
+        self._basic = False
+        self._sleep = sleep
+
+    # -- the request loop ---------------------------------------------------------------
+
+    def _credential(self) -> Credential | None:
+        return None if self._anonymous else self._credentials.get(self.host)
+
+    def _auth_header(self, scope: str) -> dict[str, str]:
+        token = self._tokens.get(scope)
+        if token and token[1] > time.time() + 10:
+            return {"Authorization": f"Bearer {token[0]}"}
+        return {}  # Basic credentials go through `auth=`
+
+    def request(self, method: str, url: str, *, scope: str, headers: dict[str, str] | None = None,
+                data: Any = None, stream: bool = False, replayable: bool = True) -> requests.Response:
+        """Send with auth and retries; return any answer but 401/403/429/5xx."""
+        full = url if url.startswith("http") else self.base + url
+        authenticated = False
+        attempt = 0
+        while True:
+            body = data() if callable(data) else data
+            merged = {**(headers or {}), **self._auth_header(scope)}
+            credential = self._credential()
+            auth = (credential.username, credential.secret) if (
+                self._basic and credential is not None and not credential.identity_token) else None
+            self.traffic.requests += 1
+            self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
+            try:
+                response = self._session.request(
+                    method, full, headers=merged, data=body, stream=stream, auth=auth,
+                    timeout=(self.retry.connect_timeout, self.retry.read_timeout),
+                    allow_redirects=method in ("GET", "HEAD"))
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                kind = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
+                if not replayable or attempt + 1 >= self.retry.attempts:
+                    raise TransientError(f"{self.host}: {method} {urlsplit(full).path} {kind}") from None
+                self._wait(attempt, None, f"{kind}")
+                attempt += 1
+                continue
+            if response.status_code == 401:
+                challenge = response.headers.get("WWW-Authenticate", "")
+                response.close()
+                if authenticated:
+                    raise CredentialsError(self._refused(scope, 401))
+                self._authenticate(challenge, scope)
+                authenticated = True
+                continue
+            if response.status_code == 403:
+                response.close()
+                raise CredentialsError(self._refused(scope, 403))
+            if response.status_code == 429 or response.status_code >= 500:
+                wait = _retry_after(response)
+                status = response.status_code
+                response.close()
+                if not replayable or attempt + 1 >= self.retry.attempts:
+                    raise TransientError(
+                        f"{self.host}: {method} {urlsplit(full).path} answered {status} "
+                        f"after {attempt + 1} attempt(s)", retry_after=wait) from None
+                self._wait(attempt, wait, str(status))
+                attempt += 1
+                continue
+            return response
+
+    def _wait(self, attempt: int, retry_after: float | None, reason: str) -> None:
+        delay = self.retry.delay(attempt, retry_after)
+        log.info("registry.retry", host=self.host, reason=reason, attempt=attempt + 1, delay=delay)
+        self._sleep(delay)
+
+    def _refused(self, scope: str, status: int) -> str:
+        who = "anonymous access" if self._credential() is None else "the credentials"
+        return f"{self.host} refused {who} for {scope} ({status}); log in (docker login) or set WHEELPIN_REGISTRY_USERNAME/_PASSWORD"
+
+    def _authenticate(self, challenge: str, scope: str) -> None:
+        scheme, params = parse_challenge(challenge)
+        credential = self._credential()
+        if scheme == "basic":
+            if credential is None:
+                raise CredentialsError(f"{self.host} needs credentials for {scope} (Basic auth); none are configured")
+            self._basic = True
+            return
+        if scheme != "bearer" or "realm" not in params:
+            raise CredentialsError(f"{self.host} answered 401 with no usable challenge for {scope}")
+        query = {"scope": scope, **({"service": params["service"]} if "service" in params else {})}
+        try:
+            if credential is not None and credential.identity_token:
+                answer = self._session.post(params["realm"], data={
+                    **query, "grant_type": "refresh_token", "refresh_token": credential.secret,
+                    "client_id": "wheelpin"}, timeout=(self.retry.connect_timeout, 60))
+            else:
+                auth = (credential.username, credential.secret) if credential else None
+                answer = self._session.get(params["realm"], params=query, auth=auth,
+                                           timeout=(self.retry.connect_timeout, 60))
+        except (requests.ConnectionError, requests.Timeout):
+            raise TransientError(f"{self.host}: the token service {urlsplit(params['realm']).netloc} did not answer") from None
+        self.traffic.requests += 1
+        if answer.status_code in (401, 403):
+            raise CredentialsError(f"the token service of {self.host} refused {scope} ({answer.status_code})")
+        if answer.status_code != 200:
+            raise TransientError(f"the token service of {self.host} answered {answer.status_code}")
+        try:
+            body = answer.json()
+            token = str(body.get("token") or body["access_token"])
+            lifetime = float(body.get("expires_in") or 60)
+        except (ValueError, KeyError, TypeError):
+            raise TransientError(f"the token service of {self.host} gave no token") from None
+        self._tokens[scope] = (token, time.time() + lifetime)
+
+    # -- the Distribution API -----------------------------------------------------------
+
+    @staticmethod
+    def scope(repository: str, *, push: bool = False) -> str:
+        return f"repository:{repository}:{'pull,push' if push else 'pull'}"
+
+    def manifest_digest(self, repository: str, reference: str, *, push: bool = False) -> str | None:
+        """The digest a tag (or digest) names, by HEAD; None only for a 404 (free)."""
+        response = self.request("HEAD", f"/v2/{repository}/manifests/{reference}",
+                                scope=self.scope(repository, push=push),
+                                headers={"Accept": ACCEPT_MANIFESTS})
+        response.close()
+        if response.status_code == 404:
+            return None  # MANIFEST_UNKNOWN, NAME_UNKNOWN, NOT_FOUND: a HEAD has no body to tell
+        if response.status_code != 200:
+            raise TransientError(f"{self.host}/{repository}:{reference}: HEAD answered {response.status_code}")
+        digest = response.headers.get("Docker-Content-Digest")
+        if digest:
+            return digest
+        return "sha256:" + hashlib.sha256(self.get_manifest(repository, reference)[0]).hexdigest()
+
+    def get_manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
+        response = self.request("GET", f"/v2/{repository}/manifests/{reference}",
+                                scope=self.scope(repository), headers={"Accept": ACCEPT_MANIFESTS})
+        if response.status_code == 404:
+            raise VerificationError(f"{self.host}/{repository}@{reference}: no such manifest")
+        if response.status_code != 200:
+            raise TransientError(f"{self.host}/{repository}: manifest GET answered {response.status_code}")
+        data = response.content
+        self.traffic.bytes_downloaded += len(data)
+        if reference.startswith("sha256:") and "sha256:" + hashlib.sha256(data).hexdigest() != reference:
+            raise VerificationError(f"{self.host}/{repository}@{reference}: the manifest does not match its digest")
+        return data, response.headers.get("Content-Type", "")
+
+    def put_manifest(self, repository: str, reference: str, data: bytes, media_type: str) -> str:
+        response = self.request("PUT", f"/v2/{repository}/manifests/{reference}",
+                                scope=self.scope(repository, push=True),
+                                headers={"Content-Type": media_type}, data=data)
+        response.close()
+        if response.status_code not in (200, 201):
+            raise TransientError(f"{self.host}/{repository}:{reference}: manifest PUT answered {response.status_code}")
+        self.traffic.bytes_uploaded += len(data)
+        return response.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(data).hexdigest()
+
+    def blob_exists(self, repository: str, digest: str, *, push: bool = False) -> bool:
+        response = self.request("HEAD", f"/v2/{repository}/blobs/{digest}",
+                                scope=self.scope(repository, push=push))
+        response.close()
+        if response.status_code == 404:
+            return False
+        if response.status_code == 200:
+            return True
+        raise TransientError(f"{self.host}/{repository}: blob HEAD answered {response.status_code}")
+
+    def get_blob(self, repository: str, digest: str) -> Iterator[bytes]:
+        """The blob's bytes in chunks, checked against its digest at the end."""
+        response = self.request("GET", f"/v2/{repository}/blobs/{digest}",
+                                scope=self.scope(repository), stream=True)
+        if response.status_code != 200:
+            response.close()
+            raise TransientError(f"{self.host}/{repository}: blob GET {digest} answered {response.status_code}")
+        hashed = hashlib.sha256()
+        try:
+            for chunk in response.iter_content(_CHUNK):
+                hashed.update(chunk)
+                self.traffic.bytes_downloaded += len(chunk)
+                yield chunk
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise TransientError(f"{self.host}/{repository}: blob {digest} download broke ({type(exc).__name__})") from None
+        finally:
+            response.close()
+        if "sha256:" + hashed.hexdigest() != digest:
+            raise VerificationError(f"{self.host}/{repository}: blob {digest} does not match its digest")
+
+    def upload_blob(self, repository: str, digest: str, chunks: Callable[[], Iterable[bytes]],
+                    *, mount_from: str | None = None) -> int:
+        """Upload a blob streamed from `chunks()` (called again on a retry); bytes sent."""
+        scope = self.scope(repository, push=True)
+        if mount_from:
+            mounted = self.request("POST", f"/v2/{repository}/blobs/uploads/?"
+                                   + urlencode({"mount": digest, "from": mount_from}), scope=scope)
+            mounted.close()
+            if mounted.status_code == 201:
+                return 0
+        last: TransientError | None = None
+        for attempt in range(self.retry.attempts):
+            try:
+                return self._upload_once(repository, digest, chunks, scope)
+            except TransientError as exc:
+                last = exc
+                self._wait(attempt, exc.retry_after, "upload failed")
+        assert last is not None
+        raise last
+
+    def _upload_once(self, repository: str, digest: str,
+                     chunks: Callable[[], Iterable[bytes]], scope: str) -> int:
+        started = self.request("POST", f"/v2/{repository}/blobs/uploads/", scope=scope)
+        started.close()
+        if started.status_code != 202 or "Location" not in started.headers:
+            raise TransientError(f"{self.host}/{repository}: starting an upload answered {started.status_code}")
+        location = urljoin(self.base + "/", started.headers["Location"])
+        hashed = hashlib.sha256()
+        sent = 0
+
+        def body() -> Iterator[bytes]:
+            nonlocal sent
+            for chunk in chunks():
+                hashed.update(chunk)
+                sent += len(chunk)
+                yield chunk
+
+        patched = self.request("PATCH", location, scope=scope, replayable=False,
+                               headers={"Content-Type": "application/octet-stream"}, data=body())
+        patched.close()
+        if patched.status_code != 202:
+            raise TransientError(f"{self.host}/{repository}: uploading {digest} answered {patched.status_code}")
+        if "sha256:" + hashed.hexdigest() != digest:
+            raise VerificationError(f"the bytes streamed for {digest} changed while they were uploaded")
+        location = urljoin(self.base + "/", patched.headers.get("Location", location))
+        separator = "&" if urlsplit(location).query else "?"
+        done = self.request("PUT", location + separator + urlencode({"digest": digest}), scope=scope,
+                            replayable=False, headers={"Content-Length": "0"}, data=b"")
+        done.close()
+        if done.status_code != 201:
+            raise TransientError(f"{self.host}/{repository}: finishing the upload of {digest} answered {done.status_code}")
+        self.traffic.bytes_uploaded += sent
+        return sent

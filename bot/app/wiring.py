@@ -1,0 +1,42 @@
+"""Building adapters from the process's settings: one place that knows both."""
+
+from __future__ import annotations
+
+from ..adapters.credentials import CredentialStore
+from ..adapters.imagestore import DigestCache, ImageStore, open_store
+from ..adapters.registry import RegistryClient, RetryPolicy
+from ..core.errors import UsageError
+from ..core.imageref import ImageRef, ImageRefError, LayoutTarget, parse_target
+from .settings import Settings
+
+
+class Registries:
+    """One client per registry host (tokens are cached per client), for one process."""
+
+    def __init__(self, settings: Settings, *, anonymous: bool = False) -> None:
+        self.settings = settings
+        self.anonymous = anonymous
+        self.credentials = CredentialStore(username=settings.registry_username,
+                                           password=settings.registry_secret())
+        self.retry = RetryPolicy(attempts=settings.registry_attempts, backoff=settings.registry_backoff,
+                                 read_timeout=settings.registry_timeout,
+                                 connect_timeout=settings.registry_connect_timeout)
+        self.cache = DigestCache(settings.cache_dir / "content")
+        self._clients: dict[str, RegistryClient] = {}
+
+    def client(self, host: str) -> RegistryClient:
+        if host not in self._clients:
+            self._clients[host] = RegistryClient(host, credentials=self.credentials,
+                                                 insecure=self.settings.insecure_hosts,
+                                                 retry=self.retry, anonymous=self.anonymous)
+        return self._clients[host]
+
+    def store(self, target: ImageRef | LayoutTarget) -> ImageStore:
+        return open_store(target, client_for=self.client, cache=self.cache)
+
+
+def target_of(text: str) -> ImageRef | LayoutTarget:
+    try:
+        return parse_target(text)
+    except ImageRefError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,113 @@
+"""`wheelpin image publish WHEEL… --to REF` and `wheelpin image show REF`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from ..adapters.imageread import ImageInfo, read_image
+from ..adapters.imagestore import ImageStore, reference_of
+from ..adapters.publisher import publish
+from ..app.settings import Settings
+from ..app.wiring import Registries, target_of
+from ..core.amdgpu import TargetId
+from ..core.checks import WheelRules
+from ..core.errors import UsageError, VerificationError, WheelpinError
+from ..core.imageref import ImageRef, LayoutTarget
+from ..core.inspect import inspect_wheel
+from ..core.verify import component_rules, verify_wheels
+from .output import emit_json, emit_text, human_size
+from .repo import load
+
+log = structlog.get_logger("wheelpin.image")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishOptions:
+    wheels: tuple[Path, ...]
+    to: str
+    component: str | None = None
+    config: Path | None = None
+    repo: Path | None = None
+    revision: str | None = None
+    source: str | None = None
+    require_archs: tuple[str, ...] = ()
+    json: bool = False
+
+
+def publish_command(options: PublishOptions, settings: Settings) -> int:
+    target = target_of(options.to)
+    tag = getattr(target, "tag", None)
+    if tag is None or getattr(target, "digest", None):
+        raise UsageError(f"{options.to}: publish to a tag (REF:tag), not a digest")
+    component = None
+    source = options.source
+    if options.component is not None:
+        loaded = load(config=options.config, repo=options.repo, check_files=False)
+        component = loaded.config.get(options.component)
+        if component is None:
+            raise UsageError(f"{loaded.path}: no component {options.component!r}")
+        rules = component_rules(component, commit=options.revision)
+        source = source or component.upstream.repo
+    else:
+        try:
+            rules = WheelRules(require_archs=tuple(TargetId.parse_known(a) for a in options.require_archs),
+                               expect_commit=options.revision)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    reports = [inspect_wheel(wheel) for wheel in options.wheels]
+    found = verify_wheels(component, reports, rules)
+    if found:
+        raise VerificationError(f"nothing published: {'; '.join(found)}")
+    registries = Registries(settings)
+    readers = Registries(settings, anonymous=True)
+    result = publish(registries.store(target), tag, list(options.wheels), reports,
+                     source=source, revision=options.revision,
+                     component=component.name if component else None,
+                     reader=_anonymous_if_public(readers, target))
+    if options.json:
+        emit_json(result.to_json())
+    else:
+        emit_text(result.ref)
+        emit_text(f"{result.status}: {len(result.wheels)} wheel(s), {human_size(result.bytes_uploaded)} uploaded")
+    return 0
+
+
+def _anonymous_if_public(readers: Registries, target: ImageRef | LayoutTarget) -> ImageStore | None:
+    """A reader that reads back anonymously, if the repository lets it (else None)."""
+    if not isinstance(target, ImageRef):
+        return None
+    store = readers.store(target)
+    try:
+        store.tag_digest(target.tag or "latest")
+    except WheelpinError:  # private, or not readable anonymously: read back with credentials
+        return None
+    return store
+
+
+def show_command(*, ref: str, json: bool, settings: Settings) -> int:
+    target = target_of(ref)
+    reference = reference_of(target)
+    if reference is None:
+        raise UsageError(f"{ref}: name a tag or a digest (REF:tag or REF@sha256:…)")
+    info = read_image(Registries(settings).store(target), reference)
+    if json:
+        emit_json(info.to_json())
+    else:
+        emit_text(show_text(info))
+    return 0
+
+
+def show_text(info: ImageInfo) -> str:
+    lines = [f"{info.name}@{info.digest}", f"  metadata from {info.metadata_from} "
+             f"({human_size(info.bytes_fetched)} fetched)"]
+    for key, value in sorted({**info.labels, **info.annotations}.items()):
+        if key != "io.wheelpin.wheels":
+            lines.append(f"  {key} = {value}")
+    for wheel in info.wheels:
+        lines.append(f"  {wheel.file}")
+        lines.append(f"    sha256 {wheel.sha256}  size {human_size(wheel.size)}")
+        lines += [f"    requires {requirement}" for requirement in wheel.requires_dist]
+    return "\n".join(lines)
