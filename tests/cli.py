@@ -20,8 +20,15 @@ class Result:
         return json.loads(self.stdout)
 
 
+# Any request to a host that is not loopback goes to a closed loopback port and fails at
+# once: a test can never reach out of this machine, even by mistake.
+OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+           "NO_PROXY": "127.0.0.1,localhost,::1", "https_proxy": "http://127.0.0.1:9",
+           "http_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.1,localhost,::1"}
+
+
 def wheelpin(*args: str, env: dict[str, str] | None = None) -> Result:
-    environment = {**os.environ, **(env or {})}
+    environment = {**os.environ, **OFFLINE, **(env or {})}
     done = subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True,
                           text=True, env=environment, timeout=600)
     return Result(done.returncode, done.stdout, done.stderr)

@@ -78,7 +78,6 @@ def atom(tmp_path: Path) -> Path:
         ("rocm/atom-dev:latest@sha256:" + "a" * 64, [NEW["sha256"][0]], "does not fit the tag template"),
         ("rocm/other:lmcache-v0.5.7-g3d3aa833-rocm-torch210@sha256:" + "a" * 64, [NEW["sha256"][0]],
          "pins docker.io/rocm/atom-dev"),
-        (NEW["image"], [], "needs the wheel's sha256"),
         (NEW["image"], ["abc"], "64 hex digits"),
         ("Rocm/Atom:x@sha256:" + "a" * 64, [NEW["sha256"][0]], "invalid repository path"),
     ],

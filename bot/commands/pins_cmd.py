@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -62,7 +63,11 @@ def bump_command(*, component_name: str, image: str, sha256: list[str], config: 
     if component is None:
         names = ", ".join(c.name for c in loaded.config.components)
         raise UsageError(f"{loaded.path}: no component {component_name!r} (there are: {names})")
-    wheel_sha256 = parse_sha256_options(sha256) if sha256 else sha256_from_image(image, settings)
+    wheel_sha256: dict[str | None, str] | Callable[[], dict[str | None, str]]
+    if sha256:
+        wheel_sha256 = parse_sha256_options(sha256)
+    else:
+        wheel_sha256 = lambda: sha256_from_image(image, settings)  # noqa: E731
     texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
     plan = plan_bump(component, texts, image, wheel_sha256)
     if not plan.changes_nothing:

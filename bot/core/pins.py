@@ -10,7 +10,7 @@ the caller writes all new texts or none.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .config import Component, Pin
@@ -162,10 +162,11 @@ def plan_bump(
     component: Component,
     texts: Mapping[str, str],
     image: str,
-    sha256: Mapping[str | None, str],
+    sha256: Mapping[str | None, str] | Callable[[], Mapping[str | None, str]],
 ) -> BumpPlan:
     """Plan moving every pin of `component` to `image` (+ wheel sha256s); PinError if any
-    pin cannot move, before anything is written."""
+    pin cannot move, before anything is written. `sha256` may be a function (reading the
+    image), called only once every reference has been checked and only if a pin needs it."""
     try:
         new_ref = parse_pinned(image)
     except ImageRefError as exc:
@@ -177,8 +178,8 @@ def plan_bump(
                 f"of component {component.name}"
             )
     configured = None if component.image.is_layout else ImageRef.parse(component.image.repository)
-    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str]]] = {}
-    for state in read_pins(component, texts):
+    states = read_pins(component, texts)
+    for state in states:
         current = state.ref
         if current is None:
             raise PinError(f"{state.file}:{state.line}: {state.image!r} is not an image reference")
@@ -187,14 +188,20 @@ def plan_bump(
                 f"{image} is in {new_ref.normalized_repository}, but {state.file}:{state.line} "
                 f"pins {current.normalized_repository}"
             )
-        if configured is not None and not configured.same_repository(new_ref):
-            raise UsageError(f"{image} is not in the component's repository {component.image.repository}")
+    if configured is not None and not configured.same_repository(new_ref):
+        raise UsageError(f"{image} is not in the component's repository {component.image.repository}")
+    if callable(sha256) and any(state.pin.sha256_arg for state in states):
+        sha256 = sha256()
+    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str]]] = {}
+    for state in states:
+        current = state.ref
+        assert current is not None
         written = str(current.with_(tag=new_ref.tag, digest=new_ref.digest))
         sites = edits_by_file.setdefault(state.file, {})
         for site in state.image_sites:
             sites[site.start] = (site, written, "image")
         if state.pin.sha256_arg:
-            wanted = sha256.get(state.pin.python_tag)
+            wanted = None if callable(sha256) else sha256.get(state.pin.python_tag)
             if wanted is None:
                 option = f"{state.pin.python_tag}=HEX" if state.pin.python_tag else "HEX"
                 raise UsageError(
