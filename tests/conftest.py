@@ -80,3 +80,61 @@ def mooncake_wheel() -> Path:
 @pytest.fixture(scope="session")
 def lmcache_cuda_wheel() -> Path:
     return pypi.fetch(pypi.LMCACHE)
+
+
+# -- registries ---------------------------------------------------------------------------
+
+from collections.abc import Iterator  # noqa: E402
+
+from tests.fixtures.servers import Registry, TokenServer  # noqa: E402
+
+USERS = {"alice": "s3cret-Pa55"}
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    server = Registry(tmp_path_factory.mktemp("registry-plain"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def basic_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    server = Registry(tmp_path_factory.mktemp("registry-basic"), auth="htpasswd", users=USERS)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TokenServer]:
+    server = TokenServer(tmp_path_factory.mktemp("token"), USERS)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def token_registry(tmp_path_factory: pytest.TempPathFactory, token_server: TokenServer) -> Iterator[Registry]:
+    server = Registry(tmp_path_factory.mktemp("registry-token"), auth="token", token=token_server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> dict[str, str]:
+    """Settings for a CLI run: its own cache and an empty docker config, quick retries."""
+    docker = tmp_path / "docker-config"
+    docker.mkdir()
+    return {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(docker),
+            "WHEELPIN_REGISTRY_BACKOFF": "0.05", "WHEELPIN_LOG_LEVEL": "info"}
+
+
+@pytest.fixture(scope="session")
+def small_wheels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two pure-Python wheels of one package, two commits apart."""
+    folder = tmp_path_factory.mktemp("small-wheels")
+    old = build_wheel(folder, name="demo-cache", version="0.1.0+g05fc77a0",
+                      files={"demo_cache/__init__.py": b"v = 1\n"}, requires_dist=["numpy>=2.3"])
+    new = build_wheel(folder, name="demo-cache", version="0.1.1+g3d3aa833",
+                      files={"demo_cache/__init__.py": b"v = 2\n"},
+                      requires_dist=["numpy<=2.2.6", "msgspec"])
+    return old, new

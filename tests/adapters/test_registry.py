@@ -1,0 +1,168 @@
+"""Publishing to a real registry (Debian's docker-registry 2.8) and reading it back,
+checked with Debian's skopeo: no auth, basic auth, the bearer-token flow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli import wheelpin
+from tests.conftest import USERS
+from tests.fixtures.servers import Registry, TokenServer
+
+
+def skopeo_inspect(ref: str, *extra: str, raw: bool = False) -> dict:  # type: ignore[type-arg]
+    args = ["skopeo", "inspect", "--tls-verify=false", *extra, *(["--raw"] if raw else []), ref]
+    done = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+def test_publish_then_unchanged_then_refused(registry: Registry, rocm_wheel: Path,
+                                             small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    to = f"{registry.host}/rocm/atom-dev:lmcache-test-1"
+    first = wheelpin("image", "publish", str(rocm_wheel), "--to", to, "--json",
+                     "--require-arch", "gfx942", env=env)
+    assert first.code == 0, first.stderr
+    result = first.json()
+    assert result["status"] == "published" and result["bytes_uploaded"] > rocm_wheel.stat().st_size
+    digest = result["digest"]
+    assert result["ref"] == f"{to}@{digest}"
+    # skopeo sees exactly what we pushed (skopeo refuses repo:tag@digest: give repo@digest)
+    manifest = skopeo_inspect(f"docker://{registry.host}/rocm/atom-dev@{digest}", raw=True)
+    assert manifest["mediaType"] == "application/vnd.oci.image.manifest.v1+json"
+    assert [layer["mediaType"] for layer in manifest["layers"]] == ["application/vnd.oci.image.layer.v1.tar"]
+    config = skopeo_inspect(f"docker://{registry.host}/rocm/atom-dev@{digest}", "--config")
+    assert config["os"] == "linux" and config["architecture"] == "amd64"
+    assert config["rootfs"] == {"type": "layers", "diff_ids": [manifest["layers"][0]["digest"]]}
+    wheels = json.loads(manifest["annotations"]["io.wheelpin.wheels"])
+    assert [w["file"] for w in wheels] == [rocm_wheel.name]
+    # the same wheel again: nothing uploaded
+    again = wheelpin("image", "publish", str(rocm_wheel), "--to", to, "--json", env=env)
+    assert again.code == 0 and again.json()["status"] == "unchanged"
+    assert again.json()["bytes_uploaded"] == 0 and again.json()["digest"] == digest
+    # other content under the same tag: refused, and the tag still holds the first image
+    other = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, env=env)
+    assert other.code == 3 and "never overwrites a tag" in other.stderr
+    assert skopeo_inspect(f"docker://{to}")["Digest"] == digest
+
+
+def test_same_wheel_same_digest_anywhere(registry: Registry, small_wheels: tuple[Path, Path],
+                                         tmp_path: Path, env: dict[str, str]) -> None:
+    copy = tmp_path / "elsewhere" / small_wheels[1].name
+    copy.parent.mkdir()
+    shutil.copyfile(small_wheels[1], copy)  # another mtime, another owner's umask
+    copy.chmod(0o600)
+    to_registry = wheelpin("image", "publish", str(small_wheels[1]), "--to",
+                           f"{registry.host}/repro/demo:a", "--json", env=env)
+    to_layout = wheelpin("image", "publish", str(copy), "--to", f"oci:{tmp_path / 'layout'}:b",
+                         "--json", env=env)
+    assert to_registry.code == 0 and to_layout.code == 0, to_layout.stderr
+    assert to_registry.json()["digest"] == to_layout.json()["digest"]
+    # skopeo reads the layout folder, and copies it into the registry unchanged
+    assert skopeo_inspect(f"oci:{tmp_path / 'layout'}:b", raw=True)["schemaVersion"] == 2
+    subprocess.run(["skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", f"oci:{tmp_path / 'layout'}:b",
+                    f"docker://{registry.host}/repro/copied:b"], check=True, capture_output=True)
+    assert skopeo_inspect(f"docker://{registry.host}/repro/copied:b")["Digest"] == to_layout.json()["digest"]
+
+
+def test_image_show_reads_annotations_only(registry: Registry, rocm_wheel: Path, env: dict[str, str]) -> None:
+    to = f"{registry.host}/show/lmcache:t1"
+    assert wheelpin("image", "publish", str(rocm_wheel), "--to", to, env=env).code == 0
+    shown = wheelpin("image", "show", to, "--json", env=env)
+    assert shown.code == 0, shown.stderr
+    info = shown.json()
+    assert info["metadata_from"] == "annotations" and info["bytes_fetched"] < 64 * 1024
+    (wheel,) = info["wheels"]
+    import hashlib
+    assert wheel["sha256"] == hashlib.sha256(rocm_wheel.read_bytes()).hexdigest()
+    assert wheel["requires_dist"][0] == "numpy<=2.2.6"
+    text = wheelpin("image", "show", to, env=env)
+    assert text.code == 0 and rocm_wheel.name in text.stdout
+
+
+def test_wheel_diff_between_images(registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    old, new = (f"{registry.host}/diff/demo:{t}" for t in ("old", "new"))
+    assert wheelpin("image", "publish", str(small_wheels[0]), "--to", old, env=env).code == 0
+    assert wheelpin("image", "publish", str(small_wheels[1]), "--to", new, env=env).code == 0
+    result = wheelpin("wheel", "diff", old, new, "--constraint", "numpy==2.3.5", "--json", env=env)
+    assert result.code == 1
+    diff = result.json()
+    assert [c["name"] for c in diff["added"]] == ["msgspec"]
+    assert diff["conflicts"] == [{"requirement": "numpy<=2.2.6", "constraint": "numpy==2.3.5"}]
+
+
+def test_missing_tag_and_bad_refs(registry: Registry, env: dict[str, str], small_wheels: tuple[Path, Path]) -> None:
+    missing = wheelpin("image", "show", f"{registry.host}/nothing/here:v1", env=env)
+    assert missing.code == 1 and "no such tag" in missing.stderr
+    bad = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/Bad:x", env=env)
+    assert bad.code == 2 and "invalid repository path" in bad.stderr
+    digest_target = wheelpin("image", "publish", str(small_wheels[0]), "--to",
+                             f"{registry.host}/a/b@sha256:" + "a" * 64, env=env)
+    assert digest_target.code == 2 and "not a digest" in digest_target.stderr
+
+
+def test_verification_failure_publishes_nothing(registry: Registry, small_wheels: tuple[Path, Path],
+                                                env: dict[str, str]) -> None:
+    to = f"{registry.host}/verify/demo:v1"
+    result = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--require-arch", "gfx942", env=env)
+    assert result.code == 1 and "nothing published" in result.stderr
+    assert wheelpin("image", "show", to, env=env).code == 1  # no such tag
+
+
+def test_basic_auth(basic_registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str],
+                    tmp_path: Path) -> None:
+    to = f"{basic_registry.host}/private/demo:v1"
+    anonymous = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, env=env)
+    assert anonymous.code == 2 and "needs credentials" in anonymous.stderr
+    wrong = wheelpin("image", "publish", str(small_wheels[0]), "--to", to,
+                     env={**env, "WHEELPIN_REGISTRY_USERNAME": "alice", "WHEELPIN_REGISTRY_PASSWORD": "nope-Wr0ng"})
+    assert wrong.code == 2 and "refused" in wrong.stderr and "nope-Wr0ng" not in wrong.stderr
+    # credentials from $DOCKER_CONFIG/config.json, as docker login writes them
+    import base64
+    auth = base64.b64encode(f"alice:{USERS['alice']}".encode()).decode()
+    (Path(env["DOCKER_CONFIG"]) / "config.json").write_text(json.dumps({"auths": {basic_registry.host: {"auth": auth}}}))
+    good = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--json", env=env)
+    assert good.code == 0, good.stderr
+    assert USERS["alice"] not in good.stderr + good.stdout
+    shown = wheelpin("image", "show", to, "--json", env=env)
+    assert shown.code == 0 and shown.json()["wheels"][0]["file"] == small_wheels[0].name
+
+
+def test_credential_helper(basic_registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str],
+                           tmp_path: Path) -> None:
+    helpers = tmp_path / "bin"
+    helpers.mkdir()
+    helper = helpers / "docker-credential-wheelpintest"
+    helper.write_text("#!/bin/sh\nread host\n"
+                      f"echo '{{\"ServerURL\":\"'$host'\",\"Username\":\"alice\",\"Secret\":\"{USERS['alice']}\"}}'\n")
+    helper.chmod(0o755)
+    (Path(env["DOCKER_CONFIG"]) / "config.json").write_text(
+        json.dumps({"credHelpers": {basic_registry.host: "wheelpintest"}}))
+    import os
+    result = wheelpin("image", "publish", str(small_wheels[1]), "--to", f"{basic_registry.host}/helper/demo:v1",
+                      env={**env, "PATH": f"{helpers}:{os.environ['PATH']}"})
+    assert result.code == 0, result.stderr
+    missing = wheelpin("image", "show", f"{basic_registry.host}/helper/demo:v1",
+                       env={**env, "PATH": "/usr/bin:/bin"})
+    assert missing.code == 2 and "docker-credential-wheelpintest" in missing.stderr
+
+
+def test_bearer_token_flow(token_registry: Registry, token_server: TokenServer,
+                           small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    to = f"{token_registry.host}/tokens/demo:v1"
+    login = {**env, "WHEELPIN_REGISTRY_USERNAME": "alice", "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"]}
+    issued = len(token_server.issued)
+    result = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--json", env=login)
+    assert result.code == 0, result.stderr
+    # one token per scope, cached for the whole push (pull,push; and pull for reading back)
+    scopes = [claims["access"][0]["actions"] for claims in token_server.issued[issued:]]
+    assert len(scopes) <= 3 and ["pull", "push"] in scopes
+    # anonymous users get pull-only tokens: reading works, pushing is refused
+    shown = wheelpin("image", "show", to, "--json", env=env)
+    assert shown.code == 0, shown.stderr
+    push = wheelpin("image", "publish", str(small_wheels[1]), "--to", f"{token_registry.host}/tokens/demo:v2", env=env)
+    assert push.code == 2 and "refused" in push.stderr
