@@ -1,0 +1,97 @@
+"""The tag guard and the retries under every fault a loopback proxy throws."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli import wheelpin
+from tests.fixtures.faultproxy import Fault, FaultProxy
+from tests.fixtures.servers import Registry
+
+
+@pytest.fixture()
+def proxy(registry: Registry) -> Iterator[FaultProxy]:
+    server = FaultProxy(registry.host)
+    yield server
+    server.stop()
+
+
+def publish(proxy: FaultProxy, wheel: Path, repo: str, env: dict[str, str], **extra: str):  # type: ignore[no-untyped-def]
+    return wheelpin("image", "publish", str(wheel), "--to", f"{proxy.host}/{repo}:v1", "--json",
+                    env={**env, **extra})
+
+
+def tag_in_registry(registry: Registry, repo: str) -> bool:
+    import requests
+    answer = requests.head(f"http://{registry.host}/v2/{repo}/manifests/v1",
+                           headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+                           proxies={"http": "", "https": ""})
+    return answer.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("fault", "repo"),
+    [
+        (Fault("HEAD", r"/manifests/", "429", times=2, retry_after="0"), "faults/head429"),
+        (Fault("HEAD", r"/manifests/", "503", times=2), "faults/head503"),
+        (Fault("HEAD", r"/blobs/", "500", times=1), "faults/blob500"),
+        (Fault("POST", r"/blobs/uploads/", "503", times=1), "faults/post503"),
+        (Fault("PATCH", r"/blobs/uploads/", "reset", times=1), "faults/patchreset"),
+        (Fault("PUT", r"/manifests/", "500", times=1), "faults/put500"),
+        (Fault("HEAD", r"/manifests/", "reset", times=1), "faults/headreset"),
+        (Fault("HEAD", r"/manifests/", "stall", times=1, stall_seconds=3), "faults/headstall"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else f"{value.method}-{value.action}",
+)
+def test_passing_faults_are_retried(proxy: FaultProxy, registry: Registry, small_wheels: tuple[Path, Path],
+                                    env: dict[str, str], fault: Fault, repo: str) -> None:
+    proxy.faults.append(fault)
+    result = publish(proxy, small_wheels[0], repo, env, WHEELPIN_REGISTRY_TIMEOUT="1")
+    assert result.code == 0, result.stderr
+    assert fault.hits == fault.times
+    assert result.json()["status"] == "published"
+    assert tag_in_registry(registry, repo)
+
+
+@pytest.mark.parametrize("action", ["500", "503", "429", "reset"])
+def test_a_guard_that_cannot_read_the_tag_never_writes(proxy: FaultProxy, registry: Registry,
+                                                        small_wheels: tuple[Path, Path], env: dict[str, str],
+                                                        action: str) -> None:
+    """Only a 404 means free: an answer that keeps failing is exit 4, and no tag appears."""
+    repo = f"faults/never{action}"
+    proxy.faults.append(Fault("HEAD", r"/manifests/", action, times=None, retry_after="0"))
+    result = publish(proxy, small_wheels[0], repo, env, WHEELPIN_REGISTRY_ATTEMPTS="3")
+    assert result.code == 4, result.stderr
+    assert result.stdout == ""
+    assert "after 3 attempt" in result.stderr or "connection failed" in result.stderr
+    assert not tag_in_registry(registry, repo)
+    assert not any(method == "PUT" for method, _path, _status in proxy.seen)
+
+
+def test_retry_after_is_honoured(proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    import time
+    proxy.faults.append(Fault("HEAD", r"/manifests/", "429", times=1, retry_after="2"))
+    started = time.monotonic()
+    result = publish(proxy, small_wheels[0], "faults/retryafter", env)
+    assert result.code == 0, result.stderr
+    assert time.monotonic() - started >= 2.0
+    assert '"delay": 2.0' in result.stderr  # the log says why it waited
+
+
+def test_a_401_from_a_registry_without_a_challenge_is_a_credentials_error(
+        proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    proxy.faults.append(Fault("HEAD", r"/manifests/", "401", times=None))
+    result = publish(proxy, small_wheels[0], "faults/unauthorized", env)
+    assert result.code == 2 and "401" in result.stderr
+
+
+def test_a_second_publish_through_faults_uploads_nothing(proxy: FaultProxy, small_wheels: tuple[Path, Path],
+                                                         env: dict[str, str]) -> None:
+    assert publish(proxy, small_wheels[1], "faults/twice", env).code == 0
+    proxy.faults.append(Fault("HEAD", r"/manifests/", "503", times=1))
+    again = publish(proxy, small_wheels[1], "faults/twice", env)
+    assert again.code == 0, again.stderr
+    assert again.json()["status"] == "unchanged" and again.json()["bytes_uploaded"] == 0
