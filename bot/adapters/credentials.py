@@ -90,7 +90,7 @@ def _from_auth_entry(entry: dict[str, object], host: str, path: Path) -> Credent
     username, password = entry.get("username"), entry.get("password")
     if isinstance(auth, str) and auth:
         try:
-            decoded = base64.b64decode(auth).decode("utf-8")
+            decoded = base64.b64decode(auth, validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             raise CredentialsError(f"{path}: the auth entry for {host} is not base64 of user:password") from None
         username, _, password = decoded.partition(":")

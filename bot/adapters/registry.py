@@ -332,6 +332,8 @@ class RegistryClient:
         patched = self.request("PATCH", location, scope=scope, replayable=False,
                                headers={"Content-Type": "application/octet-stream"}, data=body())
         patched.close()
+        if patched.status_code in (400, 404, 405, 416, 501):  # no streamed PATCH: one PUT
+            return self._upload_monolithic(location, digest, chunks, scope)
         if patched.status_code != 202:
             raise TransientError(f"{self.host}/{repository}: uploading {digest} answered {patched.status_code}")
         if "sha256:" + hashed.hexdigest() != digest:
@@ -343,5 +345,29 @@ class RegistryClient:
         done.close()
         if done.status_code != 201:
             raise TransientError(f"{self.host}/{repository}: finishing the upload of {digest} answered {done.status_code}")
+        self.traffic.bytes_uploaded += sent
+        return sent
+
+    def _upload_monolithic(self, location: str, digest: str,
+                           chunks: Callable[[], Iterable[bytes]], scope: str) -> int:
+        hashed = hashlib.sha256()
+        sent = 0
+
+        def body() -> Iterator[bytes]:
+            nonlocal sent
+            for chunk in chunks():
+                hashed.update(chunk)
+                sent += len(chunk)
+                yield chunk
+
+        separator = "&" if urlsplit(location).query else "?"
+        done = self.request("PUT", location + separator + urlencode({"digest": digest}), scope=scope,
+                            replayable=False, headers={"Content-Type": "application/octet-stream"},
+                            data=body())
+        done.close()
+        if done.status_code != 201:
+            raise TransientError(f"{self.host}: uploading {digest} in one PUT answered {done.status_code}")
+        if "sha256:" + hashed.hexdigest() != digest:
+            raise VerificationError(f"the bytes streamed for {digest} changed while they were uploaded")
         self.traffic.bytes_uploaded += sent
         return sent

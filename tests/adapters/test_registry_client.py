@@ -1,0 +1,103 @@
+"""Small pieces of the registry client: schemes, challenges, Retry-After, a PATCH-less
+registry (through the fault proxy), credentials files."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.credentials import CredentialStore
+from bot.adapters.registry import RegistryClient, is_loopback, parse_challenge
+from bot.core.errors import CredentialsError
+from tests.cli import wheelpin
+from tests.fixtures.faultproxy import Fault, FaultProxy
+from tests.fixtures.servers import Registry
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1:5000", True), ("localhost:5000", True), ("localhost", True), ("[::1]:5000", True),
+    ("127.1.2.3", True), ("registry.example:5000", False), ("docker.io", False), ("10.0.0.1:5000", False)])
+def test_loopback_hosts_use_plain_http(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+    assert RegistryClient(host).base.startswith("http://" if loopback else "https://")
+
+
+def test_insecure_setting_and_docker_hub_host() -> None:
+    assert RegistryClient("registry.lan:5000", insecure=["registry.lan:5000"]).base == "http://registry.lan:5000"
+    assert RegistryClient("docker.io").base == "https://registry-1.docker.io"
+
+
+def test_challenges() -> None:
+    scheme, params = parse_challenge('Bearer realm="https://auth.docker.io/token",service="registry.docker.io",'
+                                     'scope="repository:rocm/atom-dev:pull,push",error="insufficient_scope"')
+    assert scheme == "bearer" and params["scope"] == "repository:rocm/atom-dev:pull,push"
+    assert params["realm"] == "https://auth.docker.io/token" and params["error"] == "insufficient_scope"
+    assert parse_challenge('Basic realm="Registry Realm"') == ("basic", {"realm": "Registry Realm"})
+
+
+def config(tmp_path: Path, document: dict) -> CredentialStore:  # type: ignore[type-arg]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(document))
+    return CredentialStore(config_path=path)
+
+
+def test_docker_config_entries(tmp_path: Path) -> None:
+    auth = base64.b64encode(b"alice:pa:ss").decode()
+    store = config(tmp_path, {"auths": {"https://index.docker.io/v1/": {"auth": auth},
+                                        "ghcr.io": {"username": "bob", "password": "pw"},
+                                        "quay.io": {"identitytoken": "refresh"}}})
+    hub = store.get("docker.io")
+    assert hub is not None and (hub.username, hub.secret) == ("alice", "pa:ss")
+    assert "pa:ss" not in repr(hub)
+    assert store.get("ghcr.io").username == "bob"  # type: ignore[union-attr]
+    assert store.get("quay.io").identity_token  # type: ignore[union-attr]
+    assert store.get("127.0.0.1:5000") is None
+
+
+def test_broken_docker_config(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(CredentialsError, match="config.json"):
+        CredentialStore(config_path=tmp_path / "config.json").get("ghcr.io")
+    bad = config(tmp_path, {"auths": {"ghcr.io": {"auth": "!!!"}}})
+    with pytest.raises(CredentialsError, match="not base64"):
+        bad.get("ghcr.io")
+
+
+@pytest.fixture()
+def proxy(registry: Registry) -> Iterator[FaultProxy]:
+    server = FaultProxy(registry.host)
+    yield server
+    server.stop()
+
+
+def test_registry_without_streamed_patch_gets_one_put(proxy: FaultProxy, small_wheels: tuple[Path, Path],
+                                                      env: dict[str, str]) -> None:
+    proxy.faults.append(Fault("PATCH", r"/blobs/uploads/", "405", times=None))
+    result = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{proxy.host}/nopatch/demo:v1",
+                      "--json", env=env)
+    assert result.code == 0, result.stderr
+    puts = [path for method, path, status in proxy.seen if method == "PUT" and "/blobs/uploads/" in path]
+    assert len(puts) >= 2  # layer and config, each in one PUT
+
+
+def test_publish_with_a_component_uses_its_rules(registry: Registry, small_wheels: tuple[Path, Path],
+                                                 env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "wheelpin.toml").write_text(f"""
+[[component]]
+name = "demo"
+upstream = {{ repo = "../upstream", branch = "main" }}
+wheel = {{ distribution = "demo-cache-rocm" }}
+build = {{ command = "true" }}
+image = {{ repository = "{registry.host}/component/demo", tag = "v{{version_base}}-g{{sha8}}" }}
+pins = [{{ file = "wheelpin.toml", image_arg = "X" }}]
+""")
+    refused = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/component/demo:v1",
+                       "--component", "demo", "--repo", str(tmp_path), "--revision", "05fc77a0" * 5, env=env)
+    assert refused.code == 1 and "expected 'demo-cache-rocm'" in refused.stderr
+    wrong_commit = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/component/demo:v1",
+                            "--revision", "3d3aa833" * 5, env=env)
+    assert wrong_commit.code == 1 and "does not carry commit g3d3aa833" in wrong_commit.stderr
