@@ -23,7 +23,7 @@ def skopeo_inspect(ref: str, *extra: str, raw: bool = False) -> dict:  # type: i
 
 def test_publish_then_unchanged_then_refused(registry: Registry, rocm_wheel: Path,
                                              small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
-    to = f"{registry.host}/rocm/atom-dev:lmcache-test-1"
+    to = f"{registry.host}/publish/atom-dev:lmcache-test-1"  # a repository no other test uses
     first = wheelpin("image", "publish", str(rocm_wheel), "--to", to, "--json",
                      "--require-arch", "gfx942", env=env)
     assert first.code == 0, first.stderr
@@ -32,10 +32,10 @@ def test_publish_then_unchanged_then_refused(registry: Registry, rocm_wheel: Pat
     digest = result["digest"]
     assert result["ref"] == f"{to}@{digest}"
     # skopeo sees exactly what we pushed (skopeo refuses repo:tag@digest: give repo@digest)
-    manifest = skopeo_inspect(f"docker://{registry.host}/rocm/atom-dev@{digest}", raw=True)
+    manifest = skopeo_inspect(f"docker://{registry.host}/publish/atom-dev@{digest}", raw=True)
     assert manifest["mediaType"] == "application/vnd.oci.image.manifest.v1+json"
     assert [layer["mediaType"] for layer in manifest["layers"]] == ["application/vnd.oci.image.layer.v1.tar"]
-    config = skopeo_inspect(f"docker://{registry.host}/rocm/atom-dev@{digest}", "--config")
+    config = skopeo_inspect(f"docker://{registry.host}/publish/atom-dev@{digest}", "--config")
     assert config["os"] == "linux" and config["architecture"] == "amd64"
     assert config["rootfs"] == {"type": "layers", "diff_ids": [manifest["layers"][0]["digest"]]}
     wheels = json.loads(manifest["annotations"]["io.wheelpin.wheels"])
