@@ -17,7 +17,7 @@ import structlog
 from . import __version__
 from .app.logging import configure_logging
 from .app.settings import Settings, load_settings
-from .commands import config_cmd, demo, image_cmd, pins_cmd, wheel
+from .commands import config_cmd, demo, image_cmd, pins_cmd, reconcile_cmd, wheel
 from .core.errors import WheelpinError
 
 
@@ -100,7 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--sha256", action="append", default=[], metavar="[PYTAG=]HEX",
                              help="the wheel's sha256 (per python tag for multi-wheel images)")
 
-    demo_parser = commands.add_parser("demo", help="show wheelpin's checks on wheels it builds")
+    reconcile = commands.add_parser("reconcile", help="one pass (or a loop) over the components")
+    reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
+    reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
+    reconcile.add_argument("--platform", choices=["local", "github"], default="local")
+    reconcile.add_argument("--repo", type=Path, metavar="DIR", help="the downstream checkout (default: here)")
+    reconcile.add_argument("--config", type=Path, metavar="FILE")
+    reconcile.add_argument("--component", help="only this component")
+    reconcile.add_argument("--retry-failed", action="store_true", help="retry failed builds now")
+    reconcile.add_argument("--json", action="store_true")
+
+    demo_parser = commands.add_parser("demo", help="the whole loop in a scratch folder, all local")
     demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
     demo_parser.add_argument("--json", action="store_true")
     return parser
@@ -151,8 +161,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return pins_cmd.bump_command(component_name=args.component, image=args.image,
                                      sha256=args.sha256, config=args.config, repo=args.repo,
                                      as_json=args.json, settings=settings)
+    if args.command == "reconcile":
+        return reconcile_cmd.reconcile_command(
+            repo=args.repo, config=args.config, platform=args.platform, once=args.once,
+            dry_run=args.dry_run, as_json=args.json, retry_failed=args.retry_failed,
+            component=args.component, settings=settings)
     if args.command == "demo":
-        return demo.demo_command(workdir=args.workdir, json=args.json)
+        return demo.demo_command(workdir=args.workdir, json=args.json, settings=settings)
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -114,10 +114,18 @@ def test_bad_setting_exits_2(wheels: tuple[Path, Path]) -> None:
     assert result.code == 2 and "WHEELPIN_" in result.stderr
 
 
-def test_demo_runs_without_network(tmp_path: Path) -> None:
-    result = wheelpin("demo", "--workdir", str(tmp_path), "--json")
-    assert result.code == 0
+def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
+    result = wheelpin("demo", "--workdir", str(tmp_path), "--json", env={"HOME": str(tmp_path / "home")})
+    assert result.code == 0, result.stderr
     demo = result.json()
-    assert demo["inspect"]["problems"] == []
-    assert demo["diff"]["conflicts"] == [{"requirement": "numpy<=2.2.6", "constraint": "numpy==2.3.5"}]
-    assert all(path.is_relative_to(tmp_path) for path in tmp_path.rglob("*"))
+    first, second, third = (p["components"][0] for p in demo["passes"])
+    assert [a["kind"] for a in first["actions"]] == ["build", "publish", "propose"]
+    assert [a["kind"] for a in second["actions"]] == ["build", "publish", "propose"]
+    assert "updated wheelpin/demo-cache" in second["messages"][-1]
+    assert third["status"] == "nothing" and third["actions"] == []
+    proposal = demo["proposal"]
+    assert demo["commits"][2][:8] in proposal.splitlines()[0]
+    assert "changed `numpy>=2.3` → `numpy<=2.2.6`" in proposal and "added `msgspec>=0.18`" in proposal
+    assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5`" in proposal
+    # nothing written outside the scratch folder (HOME points inside it, and stays empty)
+    assert not (tmp_path / "home").exists()

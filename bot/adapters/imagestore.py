@@ -29,6 +29,7 @@ class ImageStore(Protocol):
     @property
     def traffic(self) -> Traffic: ...
     def tag_digest(self, tag: str) -> str | None: ...
+    def list_tags(self) -> list[str]: ...
     def has_blob(self, digest: str) -> bool: ...
     def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]]) -> int: ...
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str: ...
@@ -90,6 +91,9 @@ class RegistryRepository:
 
     def tag_digest(self, tag: str) -> str | None:
         return self.client.manifest_digest(self.repository, tag, push=False)
+
+    def list_tags(self) -> list[str]:
+        return self.client.list_tags(self.repository)
 
     def has_blob(self, digest: str) -> bool:
         return self.client.blob_exists(self.repository, digest)
@@ -157,6 +161,9 @@ class LayoutStore:
             if _ref_name(entry) == tag:
                 return str(entry.get("digest"))
         return None
+
+    def list_tags(self) -> list[str]:
+        return sorted(str(name) for entry in self._manifests() if (name := _ref_name(entry)))
 
     def has_blob(self, digest: str) -> bool:
         return self._blob(digest).is_file()

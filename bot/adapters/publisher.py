@@ -54,7 +54,7 @@ class PublishResult:
 
 def entry_of(report: WheelReport) -> WheelEntry:
     return WheelEntry(report.filename, report.sha256, report.size, report.name, report.version,
-                      report.requires_dist)
+                      report.requires_dist, tuple(report.archs), report.tags)
 
 
 def _guard(store: ImageStore, tag: str, ours: str) -> bool:

@@ -239,6 +239,22 @@ class RegistryClient:
             return digest
         return "sha256:" + hashlib.sha256(self.get_manifest(repository, reference)[0]).hexdigest()
 
+    def list_tags(self, repository: str) -> list[str]:
+        """Every tag of a repository, following `Link: <…>; rel="next"` pages."""
+        tags: list[str] = []
+        url = f"/v2/{repository}/tags/list?n=1000"
+        while url:
+            response = self.request("GET", url, scope=self.scope(repository))
+            if response.status_code == 404:
+                return tags  # NAME_UNKNOWN: no repository yet, so no tags
+            if response.status_code != 200:
+                raise TransientError(f"{self.host}/{repository}: tags/list answered {response.status_code}")
+            self.traffic.bytes_downloaded += len(response.content)
+            tags += response.json().get("tags") or []
+            link = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', response.headers.get("Link", ""))
+            url = link.group(1) if link else ""
+        return tags
+
     def get_manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
         response = self.request("GET", f"/v2/{repository}/manifests/{reference}",
                                 scope=self.scope(repository), headers={"Accept": ACCEPT_MANIFESTS})

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     registry_timeout: float = Field(default=120.0, gt=0)
     registry_connect_timeout: float = Field(default=10.0, gt=0)
 
+    # a test hook: the process exits after this many actions (kill between any two steps)
+    crash_after_actions: int | None = Field(default=None, ge=1)
+
     @property
     def insecure_hosts(self) -> list[str]:
         return [host.strip() for host in self.insecure_registries.split(",") if host.strip()]

@@ -1,72 +1,186 @@
-"""`wheelpin demo`: wheelpin's checks, shown on wheels the command builds itself.
+"""`wheelpin demo`: the whole loop on one laptop — no account, no network, no Docker.
 
-No network, no credentials: in a scratch folder it writes the wheel pinned today and a
-new build of the same package whose requirements changed, inspects the new one the way
-the bot does before publishing, and diffs its Requires-Dist against the pinned one with
-the consuming image's constraints. (The full loop joins this demo with the reconciler.)
+In a scratch folder it makes an upstream git repository holding a small real Python
+package (with its own wheel build script), a downstream repository whose Dockerfile pins
+that package's wheel image the way ATOM pins LMCache, and a config using the local
+platform, a local build command and an OCI layout folder. It runs a pass (a proposal
+appears), adds an upstream commit that changes the requirements, runs again (the same
+proposal is updated, its Requires-Dist diff shows the change), and says where to look.
+Nothing is written outside the scratch folder.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
-from ..core.checks import WheelRules, problems
+from ..adapters.git import git
+from ..adapters.imagestore import LayoutStore
+from ..adapters.publisher import publish
+from ..app.reconciler import PassResult
+from ..app.settings import Settings
 from ..core.inspect import inspect_wheel
-from ..core.requirements import RequirementsDiff, diff_requirements, find_conflicts
-from ..core.wheelbuild import build_wheel
 from .output import emit_json, emit_text
-from .wheel import diff_text, report_json, report_text
+from .reconcile_cmd import make_reconciler, pass_text
 
-PINNED_COMMIT = "05fc77a0d1c2b3a4e5f60718293a4b5c6d7e8f90"
-NEW_COMMIT = "3d3aa833bbf1e2d3c4b5a69788796a5b4c3d2e1f"
-IMAGE_CONSTRAINTS = ("numpy==2.3.5", "torch==2.10.0a0+git3d3aa83")
+PEOPLE = {"GIT_AUTHOR_NAME": "Upstream Dev", "GIT_AUTHOR_EMAIL": "dev@upstream.example",
+          "GIT_COMMITTER_NAME": "Upstream Dev", "GIT_COMMITTER_EMAIL": "dev@upstream.example"}
+MAINTAINER = {"GIT_AUTHOR_NAME": "Image Maintainer", "GIT_AUTHOR_EMAIL": "maintainer@downstream.example",
+              "GIT_COMMITTER_NAME": "Image Maintainer", "GIT_COMMITTER_EMAIL": "maintainer@downstream.example"}
+
+# The upstream's own build script: what `python -m build` would make, with the version's
+# local part from the commit (as setuptools-scm writes `+g<sha8>`), and no dependency.
+BUILD_SCRIPT = '''\
+"""Builds this package's wheel into the folder given as the first argument."""
+import base64, hashlib, os, sys, zipfile
+
+out = sys.argv[1]
+version = open("VERSION").read().strip() + "+g" + os.environ["WHEELPIN_SHA8"] + ".rocm7.2.4"
+requires = [line.strip() for line in open("requirements.txt") if line.strip()]
+dist = f"demo_cache-{version}.dist-info"
+files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}
+files[f"{dist}/METADATA"] = ("Metadata-Version: 2.1\\nName: demo-cache\\nVersion: " + version + "\\n"
+                             + "".join(f"Requires-Dist: {r}\\n" for r in requires)).encode()
+files[f"{dist}/WHEEL"] = b"Wheel-Version: 1.0\\nGenerator: build_wheel.py\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+def digest(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+record = "".join(f"{p},{digest(d)},{len(d)}\\n" for p, d in files.items()) + f"{dist}/RECORD,,\\n"
+files[f"{dist}/RECORD"] = record.encode()
+with zipfile.ZipFile(os.path.join(out, f"demo_cache-{version}-py3-none-any.whl"), "w", zipfile.ZIP_DEFLATED) as whl:
+    for path, data in files.items():
+        info = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        whl.writestr(info, data)
+print("built", version)
+'''
+
+CONFIG = """\
+# wheelpin's config for this downstream repository (written by `wheelpin demo`)
+[defaults]
+base_branch = "main"
+labels = ["wheelpin"]
+
+[[component]]
+name = "demo-cache"
+upstream = {{ repo = "../upstream", branch = "main" }}
+wheel = {{ distribution = "demo-cache" }}
+build = {{ command = ["{python}", "build_wheel.py", "{{out}}"] }}
+image = {{ repository = "oci:../images", tag = "demo-cache-v{{version_base}}-g{{sha8}}" }}
+constraints = ["numpy==2.3.5"]
+pins = [
+  {{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256" }},
+]
+"""
+
+DOCKERFILE = """\
+# The inference image: takes the demo-cache wheel from its FROM-scratch image, by digest.
+ARG DEMO_WHEEL_IMAGE="{image}"
+ARG DEMO_WHEEL_SHA256={sha256}
+FROM ${{DEMO_WHEEL_IMAGE}} AS demo_wheel
+
+FROM python:3.12-slim
+ARG DEMO_WHEEL_SHA256
+COPY --from=demo_wheel / /tmp/demo-wheel/
+RUN echo "${{DEMO_WHEEL_SHA256}}  $(ls /tmp/demo-wheel/*.whl)" | sha256sum -c - \\
+    && pip install --no-deps /tmp/demo-wheel/*.whl
+"""
 
 
-def _package(version: str, requires: list[str], out: Path) -> Path:
-    source = f'"""A tiny stand-in for an LMCache-like package."""\n__version__ = "{version}"\n'
-    return build_wheel(
-        out,
-        name="demo-cache",
-        version=version,
-        files={"demo_cache/__init__.py": source.encode()},
-        requires_dist=requires,
-        summary="wheelpin demo package",
-    )
+def _commit(repo: Path, message: str, people: dict[str, str]) -> str:
+    git(["add", "-A"], cwd=repo)
+    git(["commit", "--quiet", "-m", message], cwd=repo, env=people)
+    return git(["rev-parse", "HEAD"], cwd=repo).strip()
 
 
-def demo_command(*, workdir: Path | None, json: bool) -> int:
-    root = workdir or Path(tempfile.mkdtemp(prefix="wheelpin-demo-"))
-    wheels = root / "wheels"
-    pinned = _package(
-        f"0.5.6.dev97+g{PINNED_COMMIT[:8]}.rocm7.2.4",
-        ["numpy>=2.3", "torch>=2.9", "msgspec"],
-        wheels,
-    )
-    new = _package(
-        f"0.5.6.dev98+g{NEW_COMMIT[:8]}.rocm7.2.4",
-        ["numpy<=2.2.6", "torch>=2.9", "redis>=5; extra == 'redis'", "nvtx; sys_platform == 'win32'"],
-        wheels,
-    )
-    report = inspect_wheel(new)
-    found = problems(report, WheelRules(expect_name="demo-cache", expect_commit=NEW_COMMIT))
-    base = diff_requirements(
-        inspect_wheel(pinned).requires_dist, report.requires_dist,
-        old_source=pinned.name, new_source=new.name,
-    )
-    conflicts = find_conflicts(report.requires_dist, IMAGE_CONSTRAINTS, source=new.name)
-    diff = RequirementsDiff(base.added, base.removed, base.changed, tuple(conflicts))
+def _write(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def make_upstream(root: Path) -> tuple[Path, str]:
+    upstream = root / "upstream"
+    upstream.mkdir(parents=True)
+    git(["init", "--quiet", "-b", "main"], cwd=upstream)
+    _write(upstream, {"VERSION": "0.1.0\n", "requirements.txt": "numpy>=2.3\ntorch>=2.9\n",
+                      "demo_cache/__init__.py": '"""A tiny stand-in for LMCache."""\n__version__ = "0.1.0"\n',
+                      "build_wheel.py": BUILD_SCRIPT})
+    return upstream, _commit(upstream, "Initial import", PEOPLE)
+
+
+def make_downstream(root: Path, first_commit: str, settings: Settings) -> Path:
+    """The downstream as a maintainer has it today: the first build pinned by hand."""
+    import subprocess
+
+    from ..adapters.upstream import UpstreamRepo
+    from ..core.config import Upstream
+    upstream = UpstreamRepo(Upstream(repo=str(root / "upstream"), branch="main"), cache=settings.cache_dir, root=root)
+    checkout = upstream.checkout(first_commit, settings.cache_dir / "demo-first-build")
+    out = root / "first-build"
+    out.mkdir()
+    subprocess.run([sys.executable, "build_wheel.py", str(out)], cwd=checkout, check=True, capture_output=True,
+                   env={"WHEELPIN_SHA8": first_commit[:8], "PATH": "/usr/bin:/bin"})
+    upstream.remove_checkout(checkout)
+    wheels = sorted(out.glob("*.whl"))
+    reports = [inspect_wheel(w) for w in wheels]
+    tag = f"demo-cache-v{reports[0].version.split('+')[0]}-g{first_commit[:8]}"
+    published = publish(LayoutStore(root / "images"), tag, wheels, reports, source="../upstream",
+                        revision=first_commit, component="demo-cache")
+    downstream = root / "downstream"
+    downstream.mkdir()
+    git(["init", "--quiet", "-b", "main"], cwd=downstream)
+    _write(downstream, {
+        "wheelpin.toml": CONFIG.format(python=sys.executable),
+        "docker/Dockerfile": DOCKERFILE.format(image=f"localhost/demo-cache:{tag}@{published.digest}",
+                                               sha256=reports[0].sha256),
+        "README.md": "An inference image that pins demo-cache.\n"})
+    _commit(downstream, "Pin demo-cache by digest", MAINTAINER)
+    return downstream
+
+
+def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int:
+    root = (workdir or Path(tempfile.mkdtemp(prefix="wheelpin-demo-"))).resolve()
+    if root.exists() and any(root.iterdir()):
+        root = Path(tempfile.mkdtemp(prefix="wheelpin-demo-", dir=root))
+    local = settings.model_copy(update={"cache_dir": root / "cache"})
+    say = (lambda text: None) if json else emit_text
+    say(f"wheelpin demo in {root}\n")
+    upstream, first = make_upstream(root)
+    downstream = make_downstream(root, first, local)
+    say(f"1. An upstream ({upstream}) at {first[:8]}, and a downstream ({downstream}) whose\n"
+        f"   docker/Dockerfile pins that commit's wheel image by digest.\n")
+    (upstream / "demo_cache/__init__.py").write_text('"""A tiny stand-in for LMCache."""\n__version__ = "0.1.1"\n')
+    (upstream / "VERSION").write_text("0.1.1\n")
+    second = _commit(upstream, "Faster cache lookups", PEOPLE)
+    say(f"2. Upstream moves to {second[:8]}. A pass builds, verifies, publishes and proposes:")
+    passes: list[PassResult] = []
+    passes.append(_pass(downstream, local, say))
+    (upstream / "requirements.txt").write_text("numpy<=2.2.6\ntorch>=2.9\nmsgspec>=0.18\n")
+    third = _commit(upstream, "Pin numpy for the new kernels; use msgspec", PEOPLE)
+    say(f"3. Upstream moves to {third[:8]}, changing its requirements. The same proposal is updated:")
+    passes.append(_pass(downstream, local, say))
+    say("4. Nothing new upstream: a pass changes nothing.")
+    passes.append(_pass(downstream, local, say))
+    branch = "wheelpin/demo-cache"
+    message = git(["log", "-1", "--format=%B", branch], cwd=downstream)
     if json:
-        emit_json({"workdir": str(root), "inspect": report_json(report, found),
-                   "diff": diff.to_json(), "constraints": list(IMAGE_CONSTRAINTS)})
-        return 0
-    emit_text(f"wheelpin demo in {root}\n")
-    emit_text("1. The new build, checked as the bot checks it before publishing:")
-    emit_text(f"   wheelpin wheel inspect {new} --expect-name demo-cache --expect-commit {NEW_COMMIT[:12]}")
-    emit_text(report_text(report, found) + "\n")
-    emit_text("2. Its requirements against the wheel pinned today, and the image's pins:")
-    emit_text(f"   wheelpin wheel diff {pinned} {new} " + " ".join(f"--constraint '{c}'" for c in IMAGE_CONSTRAINTS))
-    emit_text(diff_text(pinned.name, new.name, diff) + "\n")
-    emit_text("The conflict above is what a proposal would flag loudly: the new build asks for "
-              "numpy<=2.2.6 while the image ships numpy==2.3.5.")
-    return 0
+        emit_json({"workdir": str(root), "upstream": str(upstream), "downstream": str(downstream),
+                   "branch": branch, "commits": [first, second, third],
+                   "passes": [p.to_json() for p in passes], "proposal": message})
+        return 1 if any(p.failed for p in passes) else 0
+    say("The proposal (the branch's commit message is its title and body):\n")
+    say("\n".join("    " + line for line in message.splitlines()[:40]) + "\n    …\n")
+    say("Where to look:\n"
+        f"  git -C {downstream} log -1 {branch}          # the proposal\n"
+        f"  git -C {downstream} diff main {branch}       # the pins it moves\n"
+        f"  wheelpin image show oci:{root / 'images'}:demo-cache-v0.1.1-g{third[:8]}\n"
+        f"  wheelpin reconcile --once --repo {downstream} --dry-run   (with WHEELPIN_CACHE_DIR={root / 'cache'})")
+    return 1 if any(p.failed for p in passes) else 0
+
+
+def _pass(downstream: Path, settings: Settings, say) -> PassResult:  # type: ignore[no-untyped-def]
+    result = make_reconciler(repo=downstream, config=None, settings=settings, retry_failed=False).run()
+    say("\n".join("   " + line for line in pass_text(result).splitlines()) + "\n")
+    return result

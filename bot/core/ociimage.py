@@ -62,15 +62,19 @@ class WheelEntry:
     name: str
     version: str
     requires_dist: tuple[str, ...]
+    archs: tuple[str, ...] = ()  # HIP processors found by the verify step (not for foreign images)
+    tags: tuple[str, ...] = ()  # python-abi-platform tags of the file name
 
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "sha256": self.sha256, "size": self.size, "name": self.name,
-                "version": self.version, "requires_dist": list(self.requires_dist)}
+                "version": self.version, "requires_dist": list(self.requires_dist),
+                "archs": list(self.archs), "tags": list(self.tags)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
         return cls(str(data["file"]), str(data["sha256"]), int(data["size"]), str(data["name"]),
-                   str(data["version"]), tuple(str(r) for r in data.get("requires_dist", [])))
+                   str(data["version"]), tuple(str(r) for r in data.get("requires_dist", [])),
+                   tuple(str(a) for a in data.get("archs", [])), tuple(str(t) for t in data.get("tags", [])))
 
 
 def architecture_of(filenames: Sequence[str]) -> str:

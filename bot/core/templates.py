@@ -102,11 +102,20 @@ def validate_tag_template(template: str, *, component: str) -> None:
     render_tag(template, TagValues(sha=SAMPLE_SHA, component=component, version=SAMPLE_VERSION))
 
 
-def tag_pattern(template: str, *, component: str) -> re.Pattern[str]:
-    """A regex that the tags this template can give match (for `pins bump` and lookups)."""
+def tag_pattern(template: str, *, component: str, sha: str | None = None) -> re.Pattern[str]:
+    """A regex that the tags this template can give match (for `pins bump` and lookups);
+    with `sha`, only the tags of that commit: the version is the only wildcard."""
+    fixed = {"component": component}
+    if sha is not None:
+        fixed |= {"sha": sha, "sha8": sha[:8]}
     parts: list[str] = []
     for literal, name, _spec, _conversion in string.Formatter().parse(template):
         parts.append(re.escape(literal))
         if name is not None:
-            parts.append(re.escape(component) if name == "component" else f"({_PATTERNS[name]})")
+            parts.append(re.escape(fixed[name]) if name in fixed else f"({_PATTERNS[name]})")
     return re.compile("^" + "".join(parts) + "$")
+
+
+def commit_only(template: str) -> bool:
+    """Whether the tag follows from the commit alone (no version placeholder)."""
+    return not {"version", "version_base"} & set(fields_of(template))

@@ -1,0 +1,77 @@
+"""The local builder (DESIGN.md §1.2): `build.command` run in a clean checkout of the
+upstream at the commit, with `{sha}`, `{sha8}`, `{out}` filled and the same values in
+`WHEELPIN_*` variables. Output and exit status are kept in a log beside the wheels; a
+`.complete` marker is written only after success, so a killed build is never taken
+for a finished one."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.config import Component
+from ..core.templates import render
+from .upstream import UpstreamRepo
+
+COMPLETE = ".complete"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    ok: bool
+    wheels: tuple[Path, ...]
+    log: Path
+    message: str
+
+
+def build_folder(cache: Path, component: str, commit: str) -> Path:
+    return cache / "builds" / component / commit
+
+
+def built_wheels(cache: Path, component: str, commit: str) -> list[Path] | None:
+    out = build_folder(cache, component, commit) / "out"
+    if not (out / COMPLETE).exists():
+        return None
+    return sorted(out.glob("*.whl"))
+
+
+def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo, cache: Path) -> BuildResult:
+    folder = build_folder(cache, component.name, commit)
+    out = folder / "out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    log = folder / "build.log"
+    checkout = upstream.checkout(commit, cache / "checkouts" / component.name / commit[:12])
+    values = {"sha": commit, "sha8": commit[:8], "out": str(out), "component": component.name}
+    command = component.build.command
+    assert command is not None
+    # a list is run as it is; a string through the shell, with the values quoted
+    run: list[str] | str = ([render(part, values) for part in command] if isinstance(command, list)
+                            else render(command, {k: shlex.quote(v) for k, v in values.items()}))
+    environment = {**os.environ, **{f"WHEELPIN_{k.upper()}": v for k, v in values.items()}}
+    try:
+        with log.open("wb") as stream:
+            done = subprocess.run(run, shell=isinstance(run, str), cwd=checkout,  # noqa: S602
+                                  stdout=stream, stderr=subprocess.STDOUT, env=environment,
+                                  timeout=component.build.timeout_minutes * 60)
+        code = done.returncode
+    except subprocess.TimeoutExpired:
+        code = -1
+    except OSError as exc:
+        log.write_text(f"cannot run the build command: {exc}\n")
+        code = -2
+    finally:
+        upstream.remove_checkout(checkout)
+    wheels = tuple(sorted(out.glob("*.whl")))
+    if code != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        return BuildResult(False, wheels, log, f"build of {commit[:8]} failed (exit {code}): "
+                           + " / ".join(tail)[-300:])
+    if not wheels:
+        return BuildResult(False, wheels, log, f"build of {commit[:8]} left no wheel in {{out}}")
+    (out / COMPLETE).write_text(commit + "\n")
+    return BuildResult(True, wheels, log, f"built {len(wheels)} wheel(s)")

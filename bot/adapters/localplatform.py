@@ -1,0 +1,112 @@
+"""The local platform (issue 5): the downstream repository is a local git checkout, and a
+proposal is the branch `wheelpin/<component>` holding one bot commit on the base, whose
+message carries the title and body (with the hidden state marker).
+
+Only plumbing is used (a private index file, hash-object, commit-tree, update-ref), so
+the user's working tree, index and current branch are never touched. Branches move by
+compare-and-swap (`git update-ref REF NEW OLD`): a branch that moved under us is left
+alone. Commits carry the bot's own identity, never the user's git config.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.config import Author
+from ..core.errors import RefusedError, UsageError
+from .git import ZERO, GitError, git
+
+
+@dataclass(frozen=True)
+class BranchCommit:
+    sha: str
+    author_email: str
+    message: str
+
+
+class LocalPlatform:
+    def __init__(self, repo: Path, *, author: Author, branch_prefix: str = "wheelpin/",
+                 signoff: bool = False) -> None:
+        if not (repo / ".git").exists() and not (repo / "HEAD").exists():
+            raise UsageError(f"{repo}: not a git repository")
+        self.repo = repo
+        self.author = author
+        self.prefix = branch_prefix
+        self.signoff = signoff
+        self.writes = 0
+
+    def _git(self, *args: str, **kwargs: object) -> str:
+        return git(args, cwd=self.repo, **kwargs)  # type: ignore[arg-type]
+
+    def resolve(self, ref: str) -> str | None:
+        out = git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=self.repo, check=False)
+        return out.strip() or None
+
+    def read_file(self, commit: str, path: str) -> str | None:
+        try:
+            return self._git("cat-file", "blob", f"{commit}:{path}")
+        except GitError:
+            return None
+
+    def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
+        """The commits on `branch` that `base` does not have, oldest first."""
+        out = self._git("log", "--reverse", "--format=%H%x1f%ae%x1f%B%x1e", f"{base}..refs/heads/{branch}")
+        commits = []
+        for record in out.split("\x1e"):
+            if record.strip():
+                sha, email, message = record.strip("\n").split("\x1f", 2)
+                commits.append(BranchCommit(sha, email, message))
+        return commits
+
+    def is_bot_commit(self, commit: BranchCommit) -> bool:
+        return commit.author_email == self.author.email and "<!-- wheelpin: " in commit.message
+
+    def _check_branch(self, branch: str) -> None:
+        if not branch.startswith(self.prefix):
+            raise RefusedError(f"wheelpin writes only branches under {self.prefix}, not {branch}")
+
+    def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
+                     expected: str | None) -> str:
+        """Point `branch` at one new commit on `base` holding `files`; CAS on `expected`."""
+        self._check_branch(branch)
+        identity = {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email,
+                    "GIT_COMMITTER_NAME": self.author.name, "GIT_COMMITTER_EMAIL": self.author.email}
+        if self.signoff:
+            message = f"{message.rstrip()}\n\nSigned-off-by: {self.author.name} <{self.author.email}>\n"
+        with tempfile.TemporaryDirectory(prefix="wheelpin-index-") as folder:
+            index = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
+            git(["read-tree", base], cwd=self.repo, env=index)
+            for path, text in sorted(files.items()):
+                blob = git(["hash-object", "-w", "--stdin"], cwd=self.repo, input=text.encode()).strip()
+                mode = git(["ls-tree", base, "--", path], cwd=self.repo).split(" ", 1)[0] or "100644"
+                git(["update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}"], cwd=self.repo, env=index)
+            tree = git(["write-tree"], cwd=self.repo, env=index).strip()
+        commit = git(["commit-tree", tree, "-p", base, "-F", "-"], cwd=self.repo, input=message,
+                     env=identity).strip()
+        try:
+            git(["update-ref", "-m", "wheelpin: propose", f"refs/heads/{branch}", commit, expected or ZERO],
+                cwd=self.repo)
+        except GitError:
+            raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone") from None
+        self.writes += 1
+        return commit
+
+    def close(self, branch: str, *, expected: str, reason: str) -> None:
+        """Retire a proposal: the branch goes, `refs/wheelpin/closed/…` keeps it and why."""
+        self._check_branch(branch)
+        tree = self._git("rev-parse", f"{expected}^{{tree}}").strip()
+        identity = {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email,
+                    "GIT_COMMITTER_NAME": self.author.name, "GIT_COMMITTER_EMAIL": self.author.email}
+        record = git(["commit-tree", tree, "-p", expected, "-F", "-"], cwd=self.repo,
+                     input=f"wheelpin: closed {branch}\n\n{reason}\n", env=identity).strip()
+        name = branch.removeprefix(self.prefix)
+        git(["update-ref", f"refs/wheelpin/closed/{name}", record], cwd=self.repo)
+        try:
+            git(["update-ref", "-d", f"refs/heads/{branch}", expected], cwd=self.repo)
+        except GitError:
+            raise RefusedError(f"{branch} moved while wheelpin was closing it; left alone") from None
+        self.writes += 1

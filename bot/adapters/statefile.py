@@ -1,0 +1,61 @@
+"""The small state file (DESIGN.md §2): what the world cannot tell cheaply — local build
+and verification failures and their backoff. Losing it costs a repeated attempt, never a
+wrong result."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BACKOFF_SECONDS = 600  # doubled per failure of the same commit, up to a day
+MAX_BACKOFF = 86_400
+
+
+@dataclass(frozen=True)
+class Failure:
+    component: str
+    commit: str
+    kind: str  # "build" | "verify"
+    message: str
+    attempts: int
+    at: float
+
+    @property
+    def retry_at(self) -> float:
+        if self.kind == "verify":
+            return float("inf")  # the same commit gives the same wheel: wait for a new one
+        return float(self.at + min(BACKOFF_SECONDS * 2 ** (self.attempts - 1), MAX_BACKOFF))
+
+
+class StateFile:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path)
+        self.db.execute("create table if not exists failures (component text, commit_sha text, kind text,"
+                        " message text, attempts integer, at real, primary key (component, commit_sha))")
+        self.db.commit()
+
+    def failure(self, component: str, commit: str) -> Failure | None:
+        row = self.db.execute("select component, commit_sha, kind, message, attempts, at from failures"
+                              " where component = ? and commit_sha = ?", (component, commit)).fetchone()
+        return Failure(*row) if row else None
+
+    def record(self, component: str, commit: str, kind: str, message: str) -> Failure:
+        previous = self.failure(component, commit)
+        attempts = previous.attempts + 1 if previous else 1
+        self.db.execute("insert or replace into failures values (?, ?, ?, ?, ?, ?)",
+                        (component, commit, kind, message, attempts, time.time()))
+        self.db.commit()
+        return Failure(component, commit, kind, message, attempts, time.time())
+
+    def forget(self, component: str, commit: str | None = None) -> None:
+        if commit is None:
+            self.db.execute("delete from failures where component = ?", (component,))
+        else:
+            self.db.execute("delete from failures where component = ? and commit_sha = ?", (component, commit))
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()

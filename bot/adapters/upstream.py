@@ -1,0 +1,126 @@
+"""Observing an upstream (DESIGN.md §1.1): `git ls-remote` for the head of a branch or the
+newest matching tag (any git URL, local paths included, no API quota), and a mirror in
+the cache folder for the few commits a pass needs (committer date, commit list, builds).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from ..core.config import Upstream
+from ..core.errors import TransientError
+from ..core.proposal import Commit
+from .git import GitError, git, git_ok
+
+
+@dataclass
+class UpstreamCalls:
+    ls_remote: int = 0
+    fetches: int = 0
+
+
+def _tag_key(tag: str) -> tuple[int, Version | str]:
+    try:
+        return (1, Version(tag.removeprefix("v")))
+    except InvalidVersion:
+        return (0, tag)
+
+
+class UpstreamRepo:
+    def __init__(self, upstream: Upstream, *, cache: Path, root: Path) -> None:
+        self.upstream = upstream
+        url = upstream.repo
+        if "://" not in url and not url.startswith("git@") and not Path(url).is_absolute():
+            url = str((root / url).resolve())  # a local path, from the repository root
+        self.url = url
+        self.mirror = cache / "upstream" / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
+        self.calls = UpstreamCalls()
+
+    def head(self) -> str:
+        """The commit to follow: the branch head, or the commit of the newest matching tag."""
+        self.calls.ls_remote += 1
+        try:
+            if self.upstream.branch is not None:
+                out = git(["ls-remote", "--heads", self.url, f"refs/heads/{self.upstream.branch}"], timeout=120)
+                for line in out.splitlines():
+                    sha, ref = line.split("\t")
+                    if ref == f"refs/heads/{self.upstream.branch}":
+                        return sha
+                raise TransientError(f"{self.url}: no branch {self.upstream.branch}")
+            out = git(["ls-remote", "--tags", self.url], timeout=120)
+        except GitError as exc:
+            raise TransientError(f"{self.url}: git ls-remote failed ({exc.stderr.strip()[:200]})") from None
+        tags: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, ref = line.split("\t")
+            name = ref.removeprefix("refs/tags/")
+            peeled = name.endswith("^{}")
+            name = name.removesuffix("^{}")
+            if fnmatch.fnmatchcase(name, self.upstream.tags or "*") and (peeled or name not in tags):
+                tags[name] = sha
+        if not tags:
+            raise TransientError(f"{self.url}: no tag matches {self.upstream.tags}")
+        return tags[max(tags, key=_tag_key)]
+
+    def _ensure_mirror(self) -> None:
+        if not (self.mirror / "HEAD").exists():
+            self.mirror.parent.mkdir(parents=True, exist_ok=True)
+            git(["init", "--bare", "--quiet", str(self.mirror)])
+
+    def fetch(self, commit: str, *, depth: int | None = None) -> None:
+        """Have `commit` in the mirror (only it, with `depth=1`)."""
+        self._ensure_mirror()
+        if git(["cat-file", "-t", commit], cwd=self.mirror, check=False).strip() == "commit":
+            return
+        self.calls.fetches += 1
+        args = ["fetch", "--quiet", "--no-tags", *([f"--depth={depth}"] if depth else []), self.url, commit]
+        try:
+            git(args, cwd=self.mirror, timeout=1800)
+        except GitError as exc:
+            raise TransientError(f"{self.url}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})") from None
+
+    def committed_at(self, commit: str) -> int:
+        self.fetch(commit, depth=1)
+        return int(git(["show", "-s", "--format=%ct", commit], cwd=self.mirror).strip())
+
+    def commits_between(self, old: str | None, new: str, *, limit: int = 500) -> list[Commit]:
+        """Commits after `old` up to `new`, newest first (just `new` when unknown)."""
+        self.fetch(new)
+        if old is not None:
+            try:
+                self.fetch(old)
+                out = git(["log", f"--max-count={limit}", "--format=%H%x09%s", f"{old}..{new}"], cwd=self.mirror)
+                return [Commit(*line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
+            except (GitError, TransientError):
+                pass
+        out = git(["log", "-1", "--format=%H%x09%s", new], cwd=self.mirror)
+        return [Commit(*line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        try:
+            self.fetch(newer)
+            self.fetch(older)
+        except TransientError:
+            return False
+        return git_ok(["merge-base", "--is-ancestor", older, newer], cwd=self.mirror)
+
+    def checkout(self, commit: str, folder: Path) -> Path:
+        """A clean checkout of `commit` in `folder` (a fresh worktree of the mirror)."""
+        self.fetch(commit)
+        if folder.exists():
+            git(["worktree", "remove", "--force", str(folder)], cwd=self.mirror, check=False)
+            shutil.rmtree(folder, ignore_errors=True)
+        git(["worktree", "prune"], cwd=self.mirror, check=False)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        git(["worktree", "add", "--force", "--detach", str(folder), commit], cwd=self.mirror)
+        return folder
+
+    def remove_checkout(self, folder: Path) -> None:
+        git(["worktree", "remove", "--force", str(folder)], cwd=self.mirror, check=False)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,363 @@
+"""The loop of DESIGN.md §1 for one repository: observe → plan → act, per component,
+until the plan is empty. Components are independent: one failing does not stop the
+others. The planner is `core.plan`; this module only observes and executes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from ..adapters.builders import built_wheels, run_local_build
+from ..adapters.imageread import ImageInfo, read_image
+from ..adapters.imagestore import ImageStore, LayoutStore
+from ..adapters.localplatform import LocalPlatform
+from ..adapters.publisher import publish
+from ..adapters.statefile import StateFile
+from ..adapters.upstream import UpstreamRepo
+from ..core.config import Component, Config
+from ..core.configfile import LoadedConfig
+from ..core.errors import RefusedError, WheelpinError
+from ..core.imageref import ImageRef
+from ..core.inspect import inspect_wheel
+from ..core.pins import PinState, plan_bump, read_pins
+from ..core.plan import (BUILD, CLOSE, PROPOSE, PUBLISH, REPORT, WAIT, Action, ImageFound,
+                         Observed, ProposalSeen, desired_state, plan)
+from ..core.proposal import ProposalFacts, body, read_marker, title
+from ..core.requirements import RequirementsDiff, diff_requirements, find_conflicts
+from ..core.templates import TagValues, commit_only, render_tag, tag_pattern
+from ..core.verify import component_rules, python_tags_of, verify_wheels
+from .wiring import Registries
+
+log = structlog.get_logger("wheelpin.reconcile")
+MAX_STEPS = 8
+
+
+@dataclass
+class ComponentResult:
+    name: str
+    status: str = "nothing"  # nothing | done | failed | waiting | left-alone | planned
+    head: str | None = None
+    actions: list[Action] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"component": self.name, "status": self.status, "head": self.head,
+                "actions": [a.to_json() for a in self.actions], "messages": self.messages}
+
+
+@dataclass
+class PassResult:
+    components: list[ComponentResult]
+    dry_run: bool
+
+    @property
+    def failed(self) -> bool:
+        return any(c.status == "failed" for c in self.components)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "failed": self.failed,
+                "components": [c.to_json() for c in self.components]}
+
+
+class CrashForTest(Exception):
+    pass
+
+
+@dataclass
+class _Context:
+    component: Component
+    upstream: UpstreamRepo
+    store: ImageStore
+    branch: str
+    pins: list[PinState] = field(default_factory=list)
+    pinned_info: ImageInfo | None = None
+    texts: dict[str, str] = field(default_factory=dict)
+
+
+class Reconciler:
+    def __init__(self, loaded: LoadedConfig, *, platform: LocalPlatform, registries: Registries,
+                 cache: Path, retry_failed: bool = False, crash_after: int | None = None) -> None:
+        self.loaded = loaded
+        self.config: Config = loaded.config
+        self.platform = platform
+        self.registries = registries
+        self.cache = cache
+        self.state = StateFile(cache / "state.sqlite")
+        self.retry_failed = retry_failed
+        self.crash_after = crash_after
+        self.executed = 0
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def _store(self, component: Component) -> ImageStore:
+        if component.image.is_layout:
+            folder = Path(component.image.repository[4:])
+            return LayoutStore(folder if folder.is_absolute() else (self.loaded.root / folder).resolve())
+        return self.registries.store(ImageRef.parse(component.image.repository))
+
+    def _context(self, component: Component) -> _Context:
+        return _Context(component, UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root),
+                        self._store(component), self.config.defaults.branch_prefix + component.name)
+
+    # -- a pass ---------------------------------------------------------------------------
+
+    def run(self, *, dry_run: bool = False, only: str | None = None) -> PassResult:
+        results = []
+        for component in self.config.components:
+            if only is None or component.name == only:
+                results.append(self.reconcile(component, dry_run=dry_run))
+        return PassResult(results, dry_run)
+
+    def reconcile(self, component: Component, *, dry_run: bool) -> ComponentResult:
+        result = ComponentResult(component.name)
+        context = self._context(component)
+        bound = log.bind(component=component.name)
+        for _step in range(MAX_STEPS):
+            observed = self.observe(context)
+            result.head = observed.head
+            actions = plan(observed)
+            if not actions:
+                if result.status not in ("failed",):
+                    result.status = "done" if result.actions else "nothing"
+                return result
+            if dry_run:
+                result.actions += actions
+                result.status = "planned"
+                return result
+            action = actions[0]
+            bound.info("action", kind=action.kind, commit=action.commit)
+            result.actions.append(action)
+            try:
+                terminal = self.execute(context, observed, action, result)
+            except CrashForTest:
+                raise
+            except WheelpinError as exc:
+                result.status = "failed"
+                result.messages.append(exc.message)
+                bound.warning("action.failed", kind=action.kind, error=exc.message)
+                return result
+            self.executed += 1
+            if self.crash_after is not None and self.executed >= self.crash_after:
+                os._exit(70)  # a test hook: the process is killed between two actions
+            if terminal:
+                return result
+        result.status = "failed"
+        result.messages.append(f"no steady state after {MAX_STEPS} steps")
+        return result
+
+    # -- observe --------------------------------------------------------------------------
+
+    def observe(self, context: _Context) -> Observed:
+        component = context.component
+        name = component.name
+        try:
+            head = context.upstream.head()
+        except WheelpinError as exc:
+            return Observed(component=name, head=None, error=exc.message)
+        base_name = self.config.defaults.base_branch
+        base = self.platform.resolve(f"refs/heads/{base_name}")
+        if base is None:
+            return Observed(component=name, head=head, error=f"{self.loaded.root}: no base branch {base_name}")
+        try:
+            context.texts = {pin.file: self._read(base, pin.file) for pin in component.pins}
+            context.pins = read_pins(component, context.texts)
+        except WheelpinError as exc:
+            return Observed(component=name, head=head, error=exc.message)
+        base_files = hashlib.sha256(json.dumps(context.texts, sort_keys=True).encode()).hexdigest()
+        context.pinned_info = self._pinned_info(context)
+        pinned_commit = (context.pinned_info.annotations.get("org.opencontainers.image.revision")
+                         if context.pinned_info else None)
+        base_has_head = pinned_commit is not None and (
+            pinned_commit == head or context.upstream.is_ancestor(head, pinned_commit))
+        proposal = self._proposal(context.branch, base)
+        common: dict[str, Any] = dict(component=name, head=head, pinned_commit=pinned_commit,
+                                      base_has_head=base_has_head, base=base, base_files=base_files,
+                                      proposal=proposal)
+        if base_has_head:
+            return Observed(**common)
+        quiet = component.quiet_minutes if component.quiet_minutes is not None else self.config.defaults.quiet_minutes
+        if quiet:
+            try:
+                age = time.time() - context.upstream.committed_at(head)
+            except WheelpinError as exc:
+                return Observed(**common, error=exc.message)
+            if age < quiet * 60:
+                return Observed(**common, waiting=f"in its quiet period ({int(age // 60)} of {quiet} minutes)")
+        try:
+            image = self._find_image(context, head)
+        except WheelpinError as exc:
+            return Observed(**common, error=exc.message)
+        failure = None
+        recorded = self.state.failure(name, head)
+        if recorded is not None and not self.retry_failed and recorded.retry_at > time.time():
+            failure = recorded.message
+        built = built_wheels(self.cache, name, head) is not None
+        return Observed(**common, image=image, built=built, failure=failure)
+
+    def _read(self, base: str, path: str) -> str:
+        text = self.platform.read_file(base, path)
+        if text is None:
+            raise WheelpinError(f"{path} does not exist on the base branch")
+        return text
+
+    def _pinned_info(self, context: _Context) -> ImageInfo | None:
+        ref = context.pins[0].ref if context.pins else None
+        if ref is None or ref.digest is None:
+            return None
+        store = context.store if context.component.image.is_layout else self.registries.store(ref)
+        try:
+            return read_image(store, ref.digest)
+        except WheelpinError:
+            return None  # a pinned image we cannot read: the proposal says "unknown"
+
+    def _proposal(self, branch: str, base: str) -> ProposalSeen | None:
+        head = self.platform.resolve(f"refs/heads/{branch}")
+        if head is None:
+            return None
+        commits = self.platform.branch_commits(branch, base)
+        foreign = tuple(c.sha for c in commits if not self.platform.is_bot_commit(c))
+        mine = [c for c in commits if self.platform.is_bot_commit(c)]
+        state = read_marker(mine[-1].message) if mine else None
+        return ProposalSeen(branch, head, state, foreign)
+
+    def _pin_repository(self, context: _Context) -> str:
+        if context.component.image.is_layout and context.pins and context.pins[0].ref:
+            return context.pins[0].ref.repository
+        return context.component.image.repository
+
+    def _find_image(self, context: _Context, head: str) -> ImageFound | None:
+        """The image of `head`, found from the commit alone (DESIGN.md §2)."""
+        component = context.component
+        if commit_only(component.image.tag):
+            tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name))
+            candidates = [tag]
+        else:
+            pattern = tag_pattern(component.image.tag, component=component.name, sha=head)
+            candidates = sorted(t for t in context.store.list_tags() if pattern.match(t))
+        for tag in reversed(candidates):
+            digest = context.store.tag_digest(tag)
+            if digest is not None:
+                return ImageFound(tag, digest, f"{self._pin_repository(context)}:{tag}@{digest}")
+        return None
+
+    # -- act ------------------------------------------------------------------------------
+
+    def execute(self, context: _Context, observed: Observed, action: Action, result: ComponentResult) -> bool:
+        """Run one action; True when the pass of this component ends with it."""
+        component = context.component
+        head = observed.head
+        assert head is not None or action.kind == REPORT
+        if action.kind == REPORT:
+            result.messages.append(action.detail)
+            result.status = "left-alone" if "left alone" in action.detail else "failed"
+            return True
+        if action.kind == WAIT:
+            result.messages.append(action.detail)
+            result.status = "waiting"
+            return True
+        assert head is not None
+        if action.kind == BUILD:
+            if component.build.command is None:
+                raise WheelpinError(f"{component.name}: the local platform runs build.command; "
+                                    "this component builds on GitHub Actions")
+            built = run_local_build(component, head, upstream=context.upstream, cache=self.cache)
+            if not built.ok:
+                self.state.record(component.name, head, "build", built.message)
+                raise WheelpinError(f"{built.message} (log: {built.log})")
+            result.messages.append(built.message)
+            return False
+        if action.kind == PUBLISH:
+            return self._publish(context, head, result)
+        if action.kind == PROPOSE:
+            self._propose(context, observed, result)
+            return False
+        if action.kind == CLOSE:
+            assert observed.proposal is not None
+            self.platform.close(observed.proposal.branch, expected=observed.proposal.head, reason=action.detail)
+            result.messages.append(f"closed {observed.proposal.branch}: {action.detail}")
+            return False
+        raise AssertionError(action.kind)
+
+    def _publish(self, context: _Context, head: str, result: ComponentResult) -> bool:
+        component = context.component
+        wheels = built_wheels(self.cache, component.name, head) or []
+        reports = [inspect_wheel(wheel) for wheel in wheels]
+        problems = verify_wheels(component, reports, component_rules(component, commit=head))
+        if problems:
+            message = f"verification of {head[:8]} failed, nothing published: " + "; ".join(problems)
+            self.state.record(component.name, head, "verify", message)
+            raise WheelpinError(message)
+        tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
+                                                        version=reports[0].version))
+        try:
+            published = publish(context.store, tag, wheels, reports, source=context.upstream.upstream.repo,
+                                revision=head, component=component.name)
+        except RefusedError as exc:
+            self.state.record(component.name, head, "verify", exc.message)
+            raise
+        result.messages.append(f"{published.status} {published.ref}")
+        return False
+
+    def _propose(self, context: _Context, observed: Observed, result: ComponentResult) -> None:
+        component = context.component
+        assert observed.image is not None and observed.head is not None
+        info = read_image(context.store, observed.image.digest)
+        sha256: dict[str | None, str] = {}
+        for wheel in info.wheels:
+            sha256.update({tag: wheel.sha256 for tag in python_tags_of(wheel.file)})
+        if len(info.wheels) == 1:
+            sha256[None] = info.wheels[0].sha256
+        bump = plan_bump(component, context.texts, observed.image.ref, sha256)
+        old_requires = [r for w in (context.pinned_info.wheels if context.pinned_info else ()) for r in w.requires_dist]
+        new_requires = [r for w in info.wheels for r in w.requires_dist]
+        constraints = list(component.constraints)
+        if component.constraints_file:
+            constraints += _constraint_lines(self._read(observed.base, component.constraints_file))
+        diff = diff_requirements(old_requires, new_requires, old_source="pinned", new_source="new")
+        diff = RequirementsDiff(diff.added, diff.removed, diff.changed,
+                                tuple(find_conflicts(new_requires, constraints, source="new")))
+        commits = context.upstream.commits_between(observed.pinned_commit, observed.head)
+        reports_line = [f"distribution {component.wheel.distribution}",
+                        f"version carries g{observed.head[:8]}" if component.wheel.version_carries_commit
+                        else "version carries no commit; the tag does"]
+        if component.wheel.archs:
+            reports_line.append("HIP code for " + ", ".join(component.wheel.archs) + " in every GPU library")
+        if component.wheel.rocm:
+            reports_line.append("no CUDA library or CUDA device code")
+        reports_line += [f"needs {glob}" for glob in component.wheel.require_needed]
+        facts = ProposalFacts(
+            component=component.name, upstream=context.upstream.upstream.repo,
+            old_commit=observed.pinned_commit, new_commit=observed.head,
+            version=info.wheels[0].version if info.wheels else "?", image=observed.image.ref,
+            wheels=info.wheels, commits=tuple(commits), diff=diff, verification=tuple(reports_line),
+            files=tuple(sorted(bump.new_texts)), state=desired_state(observed),
+            check_refs=self._check_refs(context, observed.image))
+        message = title(facts) + "\n\n" + body(facts)
+        files = bump.new_texts or {}
+        expected = observed.proposal.head if observed.proposal else None
+        self.platform.write_branch(context.branch, base=observed.base, files=files, message=message,
+                                   expected=expected)
+        result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(facts)}")
+
+
+    def _check_refs(self, context: _Context, image: ImageFound) -> tuple[str, ...]:
+        if isinstance(context.store, LayoutStore):
+            return (f"oci:{context.store.folder}:{image.tag}",)
+        return (f"{context.component.image.repository}@{image.digest}",)
+
+
+def _constraint_lines(text: str) -> list[str]:
+    lines = []
+    for line in text.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if line and not line.startswith(("#", "-")):
+            lines.append(line)
+    return lines
