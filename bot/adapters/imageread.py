@@ -108,7 +108,15 @@ def read_image(store: ImageStore, reference: str) -> ImageInfo:
                      store.traffic.bytes_downloaded - before, tuple(manifest.get("layers", [])))
 
 
-def _wheels_in_layer(store: ImageStore, layer: dict[str, Any]) -> list[WheelEntry]:
+def extract_wheels(store: ImageStore, info: ImageInfo, folder: Path) -> list[Path]:
+    """Stream the image's layers and keep its wheel files in `folder` (for adoption)."""
+    paths: list[Path] = []
+    for layer in info.layers:
+        paths += [folder / entry.file for entry in _wheels_in_layer(store, layer, keep=folder)]
+    return paths
+
+
+def _wheels_in_layer(store: ImageStore, layer: dict[str, Any], *, keep: Path | None = None) -> list[WheelEntry]:
     stream: io.RawIOBase | gzip.GzipFile = _ChunkReader(store.get_blob(str(layer["digest"])))
     if layer.get("mediaType") in LAYER_TYPES_GZIP:
         stream = gzip.GzipFile(fileobj=stream)
@@ -121,7 +129,7 @@ def _wheels_in_layer(store: ImageStore, layer: dict[str, Any]) -> list[WheelEntr
             source = archive.extractfile(member)
             assert source is not None
             with tempfile.TemporaryDirectory(prefix="wheelpin-layer-") as folder:
-                path = Path(folder) / Path(name).name
+                path = (keep or Path(folder)) / Path(name).name
                 hashed = hashlib.sha256()
                 with path.open("wb") as spool:
                     while chunk := source.read(1 << 20):

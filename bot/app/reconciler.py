@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import structlog
 
 from ..adapters.builders import built_wheels, run_local_build
-from ..adapters.imageread import ImageInfo, read_image
+from ..adapters.imageread import ImageInfo, extract_wheels, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.localplatform import LocalPlatform
 from ..adapters.publisher import publish
@@ -94,6 +95,7 @@ class Reconciler:
         self.retry_failed = retry_failed
         self.crash_after = crash_after
         self.executed = 0
+        self._verified: set[str] = set()  # image digests checked this process
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -193,8 +195,11 @@ class Reconciler:
                 return Observed(**common, waiting=f"in its quiet period ({int(age // 60)} of {quiet} minutes)")
         try:
             image = self._find_image(context, head)
+            problem = self._check_found(context, head, image) if image else None
         except WheelpinError as exc:
             return Observed(**common, error=exc.message)
+        if problem:
+            return Observed(**common, error=problem)
         failure = None
         recorded = self.state.failure(name, head)
         if recorded is not None and not self.retry_failed and recorded.retry_at > time.time():
@@ -246,6 +251,34 @@ class Reconciler:
             digest = context.store.tag_digest(tag)
             if digest is not None:
                 return ImageFound(tag, digest, f"{self._pin_repository(context)}:{tag}@{digest}")
+        return None
+
+    def _check_found(self, context: _Context, head: str, image: ImageFound) -> str | None:
+        """An image found under the commit's tag is proposed only if it is that commit's
+        verified build: its own (annotated by wheelpin with this commit), or adopted —
+        pushed by another workflow, its wheels fetched and verified like a build."""
+        if image.digest in self._verified:
+            return None
+        component = context.component
+        info = read_image(context.store, image.digest)
+        if not info.wheels:
+            return f"{context.store.name}:{image.tag} holds no wheel; it is not a build of {head[:8]}"
+        expected = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
+                                                             version=info.wheels[0].version))
+        revision = info.annotations.get("org.opencontainers.image.revision")
+        if expected != image.tag or (revision is not None and revision != head):
+            return (f"{context.store.name}:{image.tag} holds {info.wheels[0].file} "
+                    f"(revision {(revision or 'unknown')[:8]}), not the build of {head[:8]}; "
+                    "wheelpin never overwrites a tag with other content")
+        ours = revision == head and info.annotations.get("io.wheelpin.component") == component.name
+        if not ours:
+            with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:
+                wheels = extract_wheels(context.store, info, Path(folder))
+                reports = [inspect_wheel(wheel) for wheel in wheels]
+                problems = verify_wheels(component, reports, component_rules(component, commit=head))
+            if problems:
+                return f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: " + "; ".join(problems)
+        self._verified.add(image.digest)
         return None
 
     # -- act ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..adapters.git import git
-from ..adapters.imagestore import LayoutStore
+from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.publisher import publish
 from ..app.reconciler import PassResult
 from ..app.settings import Settings
@@ -110,8 +110,9 @@ def make_upstream(root: Path) -> tuple[Path, str]:
     return upstream, _commit(upstream, "Initial import", PEOPLE)
 
 
-def make_downstream(root: Path, first_commit: str, settings: Settings) -> Path:
-    """The downstream as a maintainer has it today: the first build pinned by hand."""
+def make_downstream(root: Path, first_commit: str, settings: Settings, *, registry: str | None = None) -> Path:
+    """The downstream as a maintainer has it today: the first build pinned by hand (in
+    the OCI layout folder, or in the repository `registry` names: `host:port/path`)."""
     import subprocess
 
     from ..adapters.upstream import UpstreamRepo
@@ -126,14 +127,24 @@ def make_downstream(root: Path, first_commit: str, settings: Settings) -> Path:
     wheels = sorted(out.glob("*.whl"))
     reports = [inspect_wheel(w) for w in wheels]
     tag = f"demo-cache-v{reports[0].version.split('+')[0]}-g{first_commit[:8]}"
-    published = publish(LayoutStore(root / "images"), tag, wheels, reports, source="../upstream",
+    if registry is None:
+        store: ImageStore = LayoutStore(root / "images")
+        repository, config = "localhost/demo-cache", CONFIG.format(python=sys.executable)
+    else:
+        from ..adapters.imagestore import RegistryRepository
+        from ..adapters.registry import RegistryClient
+        host, _, path = registry.partition("/")
+        store = RegistryRepository(RegistryClient(host), path)
+        repository = registry
+        config = CONFIG.format(python=sys.executable).replace('"oci:../images"', f'"{registry}"')
+    published = publish(store, tag, wheels, reports, source="../upstream",
                         revision=first_commit, component="demo-cache")
     downstream = root / "downstream"
     downstream.mkdir()
     git(["init", "--quiet", "-b", "main"], cwd=downstream)
     _write(downstream, {
-        "wheelpin.toml": CONFIG.format(python=sys.executable),
-        "docker/Dockerfile": DOCKERFILE.format(image=f"localhost/demo-cache:{tag}@{published.digest}",
+        "wheelpin.toml": config,
+        "docker/Dockerfile": DOCKERFILE.format(image=f"{repository}:{tag}@{published.digest}",
                                                sha256=reports[0].sha256),
         "README.md": "An inference image that pins demo-cache.\n"})
     _commit(downstream, "Pin demo-cache by digest", MAINTAINER)

@@ -1,0 +1,293 @@
+"""The reconciler end to end on the local platform: real git repositories, a real build
+command, an OCI layout folder or the real registry; each scenario of issue 5."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.git import git
+from bot.app.settings import Settings
+from bot.commands.demo import PEOPLE, make_downstream, make_upstream
+from tests.cli import Result, wheelpin
+from tests.fixtures.servers import Registry
+
+BRANCH = "wheelpin/demo-cache"
+HUMAN = {"GIT_AUTHOR_NAME": "A Human", "GIT_AUTHOR_EMAIL": "human@example.org",
+         "GIT_COMMITTER_NAME": "A Human", "GIT_COMMITTER_EMAIL": "human@example.org"}
+
+
+@dataclass
+class World:
+    root: Path
+    upstream: Path
+    downstream: Path
+    env: dict[str, str]
+
+    def commit_upstream(self, message: str, files: dict[str, str]) -> str:
+        for name, text in files.items():
+            (self.upstream / name).write_text(text)
+        git(["add", "-A"], cwd=self.upstream)
+        git(["commit", "--quiet", "-m", message], cwd=self.upstream, env=PEOPLE)
+        return git(["rev-parse", "HEAD"], cwd=self.upstream).strip()
+
+    def reconcile(self, *args: str, **env: str) -> Result:
+        return wheelpin("reconcile", "--once", "--repo", str(self.downstream), "--json", *args,
+                        env={**self.env, **env})
+
+    def branch(self) -> str | None:
+        out = git(["rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"], cwd=self.downstream, check=False)
+        return out.strip() or None
+
+    def branch_file(self, path: str = "docker/Dockerfile") -> str:
+        return git(["show", f"{BRANCH}:{path}"], cwd=self.downstream)
+
+    def layout_tags(self) -> list[str]:
+        index = json.loads((self.root / "images" / "index.json").read_text())
+        return sorted(m["annotations"]["org.opencontainers.image.ref.name"] for m in index["manifests"])
+
+    def set_config(self, old: str, new: str) -> None:
+        path = self.downstream / "wheelpin.toml"
+        path.write_text(path.read_text().replace(old, new))
+        git(["commit", "--quiet", "-am", "config"], cwd=self.downstream, env=HUMAN)
+
+
+def make_world(tmp_path: Path, *, registry: str | None = None) -> World:
+    root = tmp_path / "world"
+    root.mkdir()
+    settings = Settings(cache_dir=tmp_path / "cache")
+    upstream, first = make_upstream(root)
+    downstream = make_downstream(root, first, settings, registry=registry)
+    env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(tmp_path / "docker"),
+           "WHEELPIN_REGISTRY_BACKOFF": "0.05"}
+    return World(root, upstream, downstream, env)
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> World:
+    return make_world(tmp_path)
+
+
+def component(result: Result) -> dict:  # type: ignore[type-arg]
+    return result.json()["components"][0]
+
+
+NEW_VERSION = {"VERSION": "0.1.1\n"}
+
+
+def test_first_proposal_then_nothing(world: World) -> None:
+    head = world.commit_upstream("work", NEW_VERSION)
+    first = world.reconcile()
+    assert first.code == 0, first.stderr
+    assert [a["kind"] for a in component(first)["actions"]] == ["build", "publish", "propose"]
+    branch = world.branch()
+    assert branch is not None and f"g{head[:8]}@sha256:" in world.branch_file()
+    assert f"demo-cache-v0.1.1-g{head[:8]}" in world.layout_tags()
+    index_before = (world.root / "images" / "index.json").read_bytes()
+    again = world.reconcile()
+    assert again.code == 0 and component(again)["status"] == "nothing"
+    assert world.branch() == branch  # a second pass writes nothing at all
+    assert (world.root / "images" / "index.json").read_bytes() == index_before
+
+
+def test_dry_run_changes_nothing(world: World) -> None:
+    world.commit_upstream("work", NEW_VERSION)
+    planned = world.reconcile("--dry-run")
+    assert planned.code == 0, planned.stderr
+    assert planned.json()["dry_run"] is True
+    (action,) = component(planned)["actions"]
+    assert action["kind"] == "build" and action["then"] == ["publish", "propose"]
+    assert world.branch() is None and len(world.layout_tags()) == 1
+    assert not (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").exists()
+    text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert "would build" in text.stdout
+
+
+def test_update_in_place_and_the_working_tree_is_untouched(world: World) -> None:
+    world.commit_upstream("one", NEW_VERSION)
+    (world.downstream / "README.md").write_text("a local edit\n")  # dirty tree, staged change too
+    (world.downstream / "notes.txt").write_text("staged\n")
+    git(["add", "notes.txt"], cwd=world.downstream)
+    status = git(["status", "--porcelain"], cwd=world.downstream)
+    assert world.reconcile().code == 0
+    first = world.branch()
+    head = world.commit_upstream("two", {"requirements.txt": "numpy<=2.2.6\nmsgspec\n"})
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    assert world.branch() != first
+    commits = git(["log", "--format=%H", f"main..{BRANCH}"], cwd=world.downstream).split()
+    assert len(commits) == 1  # the same proposal, rewritten: one bot commit on the base
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert head[:8] in message.splitlines()[0]
+    assert "changed `numpy>=2.3` → `numpy<=2.2.6`" in message and "numpy==2.3.5" in message
+    assert git(["status", "--porcelain"], cwd=world.downstream) == status
+    assert git(["symbolic-ref", "HEAD"], cwd=world.downstream).strip() == "refs/heads/main"
+    author = git(["log", "-1", "--format=%an <%ae>", BRANCH], cwd=world.downstream).strip()
+    assert author == "wheelpin[bot] <wheelpin@users.noreply.github.com>"
+
+
+def test_closed_when_the_base_catches_up(world: World) -> None:
+    world.commit_upstream("one", NEW_VERSION)
+    assert world.reconcile().code == 0
+    proposal = world.branch()
+    git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    assert [a["kind"] for a in component(result)["actions"]] == ["close"]
+    assert world.branch() is None
+    record = git(["log", "-1", "--format=%B", "refs/wheelpin/closed/demo-cache"], cwd=world.downstream)
+    assert "the base already pins" in record
+    assert git(["rev-parse", "refs/wheelpin/closed/demo-cache^"], cwd=world.downstream).strip() == proposal
+    assert component(world.reconcile())["status"] == "nothing"
+
+
+def test_a_human_commit_on_the_bot_branch_is_left_alone(world: World) -> None:
+    world.commit_upstream("one", NEW_VERSION)
+    assert world.reconcile().code == 0
+    worktree = world.root / "human"
+    git(["worktree", "add", "--quiet", str(worktree), BRANCH], cwd=world.downstream)
+    (worktree / "README.md").write_text("a human was here\n")
+    git(["commit", "--quiet", "-am", "tweak"], cwd=worktree, env=HUMAN)
+    touched = world.branch()
+    world.commit_upstream("two", {"requirements.txt": "numpy>=2.3\nredis\n"})
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    assert component(result)["status"] == "left-alone"
+    assert "carries commits the bot did not make" in component(result)["messages"][0]
+    assert world.branch() == touched
+
+
+def test_build_failure_is_reported_and_backed_off(world: World) -> None:
+    world.commit_upstream("broken", {"build_wheel.py": "import sys\nprint('compiler error')\nsys.exit(3)\n"})
+    failed = world.reconcile()
+    assert failed.code == 1
+    assert "failed (exit 3)" in component(failed)["messages"][0] and "compiler error" in component(failed)["messages"][0]
+    assert world.branch() is None and len(world.layout_tags()) == 1
+    again = world.reconcile()
+    assert again.code == 1 and [a["kind"] for a in component(again)["actions"]] == ["report"]  # no rebuild
+    retried = world.reconcile("--retry-failed")
+    assert [a["kind"] for a in component(retried)["actions"]] == ["build"]
+
+
+@pytest.mark.parametrize(
+    ("config", "files", "problem"),
+    [
+        (('distribution = "demo-cache"', 'distribution = "demo-cache-rocm"'), NEW_VERSION,
+         "expected 'demo-cache-rocm'"),
+        (('distribution = "demo-cache"', 'distribution = "demo-cache", archs = ["gfx942"]'), NEW_VERSION,
+         "no HIP device code found, but gfx942 is required"),
+        (None, {"VERSION": "0.1.1\n", "build_wheel.py": None}, "does not carry commit"),
+    ],
+    ids=["wrong-name", "missing-arch", "commit-mismatch"],
+)
+def test_verification_failure_publishes_and_proposes_nothing(world: World, config, files, problem) -> None:  # type: ignore[no-untyped-def]
+    if config:
+        world.set_config(*config)
+    if files.get("build_wheel.py", "") is None:
+        script = (world.upstream / "build_wheel.py").read_text()
+        files = {**files, "build_wheel.py": script.replace('os.environ["WHEELPIN_SHA8"]', '"deadbeef"')}
+    world.commit_upstream("release", files)
+    result = world.reconcile()
+    assert result.code == 1
+    message = component(result)["messages"][-1]
+    assert "nothing published" in message and problem in message
+    assert world.branch() is None and len(world.layout_tags()) == 1
+    pins = (world.downstream / "docker/Dockerfile").read_text()
+    assert git(["show", "main:docker/Dockerfile"], cwd=world.downstream) == pins
+
+
+def test_a_cuda_wheel_is_refused(world: World, tmp_path: Path) -> None:
+    """The build links against libcudart.so.13: the ROCm check refuses it."""
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "cudart.c").write_text("int cudaMalloc(void **p, unsigned long n) { return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcudart.so.13", str(stub / "cudart.c"),
+                    "-o", str(stub / "libcudart.so")], check=True)
+    (stub / "ops.c").write_text("int cudaMalloc(void **p, unsigned long n);\nint f(void) { return cudaMalloc(0, 0); }\n")
+    library = world.upstream / "demo_cache" / "_ops.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(stub / "ops.c"), "-L", str(stub), "-Wl,--no-as-needed",
+                    "-lcudart", "-o", str(library)], check=True)
+    script = (world.upstream / "build_wheel.py").read_text().replace(
+        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}',
+        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read(), '
+        '"demo_cache/_ops.so": open("demo_cache/_ops.so", "rb").read()}')
+    world.commit_upstream("cuda ops", {"VERSION": "0.1.1\n", "build_wheel.py": script})
+    result = world.reconcile()
+    assert result.code == 1
+    assert "needs libcudart.so.13, a CUDA library" in component(result)["messages"][-1]
+    assert world.branch() is None and len(world.layout_tags()) == 1
+
+
+def test_a_tag_holding_other_content_is_refused(world: World, tmp_path: Path) -> None:
+    """The commit's tag already holds some other wheel: nothing is built over it, nothing proposed."""
+    head = world.commit_upstream("work", NEW_VERSION)
+    tag = f"demo-cache-v0.1.1-g{head[:8]}"
+    from bot.core.wheelbuild import build_wheel
+    other = build_wheel(tmp_path / "other", name="demo-cache", version=f"0.0.9+g{head[:8]}", files={"x.py": b"other"})
+    published = wheelpin("image", "publish", str(other), "--to", f"oci:{world.root / 'images'}:{tag}", env=world.env)
+    assert published.code == 0, published.stderr
+    before = (world.root / "images" / "index.json").read_bytes()
+    result = world.reconcile()
+    assert result.code == 1
+    assert "never overwrites a tag" in component(result)["messages"][-1]
+    assert world.branch() is None
+    assert (world.root / "images" / "index.json").read_bytes() == before
+
+
+def test_an_image_another_workflow_pushed_is_adopted(world: World, tmp_path: Path) -> None:
+    """The right wheel under the commit's tag, pushed by someone else: verified, then
+    proposed, with no build and no push."""
+    head = world.commit_upstream("work", NEW_VERSION)
+    from bot.core.wheelbuild import build_wheel
+    wheel = build_wheel(tmp_path / "theirs", name="demo-cache", version=f"0.1.1+g{head[:8]}.rocm7.2.4",
+                        files={"demo_cache/__init__.py": b"x = 1\n"}, requires_dist=["numpy>=2.3"])
+    tag = f"demo-cache-v0.1.1-g{head[:8]}"
+    assert wheelpin("image", "publish", str(wheel), "--to", f"oci:{world.root / 'images'}:{tag}",
+                    env=world.env).code == 0
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    assert [a["kind"] for a in component(result)["actions"]] == ["propose"]
+    assert f"{tag}@sha256:" in world.branch_file()
+
+
+@pytest.mark.parametrize("crash_after", [1, 2, 3])
+def test_killed_between_actions_converges(world: World, crash_after: int) -> None:
+    head = world.commit_upstream("work", NEW_VERSION)
+    killed = world.reconcile(WHEELPIN_CRASH_AFTER_ACTIONS=str(crash_after))
+    assert killed.code == 70
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    assert component(world.reconcile())["status"] == "nothing"
+    tags = [t for t in world.layout_tags() if head[:8] in t]
+    assert tags == [f"demo-cache-v0.1.1-g{head[:8]}"]  # exactly one image
+    assert len(git(["log", "--format=%H", f"main..{BRANCH}"], cwd=world.downstream).split()) == 1
+    assert f"g{head[:8]}@sha256:" in world.branch_file()
+
+
+def test_components_are_independent(world: World) -> None:
+    config = (world.downstream / "wheelpin.toml").read_text()
+    broken = config.split("[[component]]", 1)[1].replace('name = "demo-cache"', 'name = "broken"').replace(
+        'repo = "../upstream"', 'repo = "../no-such-upstream"')
+    (world.downstream / "wheelpin.toml").write_text(config + "\n[[component]]" + broken)
+    git(["commit", "--quiet", "-am", "second component"], cwd=world.downstream, env=HUMAN)
+    world.commit_upstream("work", NEW_VERSION)
+    result = world.reconcile()
+    assert result.code == 1
+    statuses = {c["component"]: c["status"] for c in result.json()["components"]}
+    assert statuses == {"demo-cache": "done", "broken": "failed"}
+    assert world.branch() is not None
+
+
+def test_with_the_real_registry(registry: Registry, tmp_path: Path) -> None:
+    world = make_world(tmp_path, registry=f"{registry.host}/e2e/demo-cache")
+    head = world.commit_upstream("work", {"VERSION": "0.2.0\n", "requirements.txt": "numpy>=2.3\nredis\n"})
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    assert f"{registry.host}/e2e/demo-cache:demo-cache-v0.2.0-g{head[:8]}@sha256:" in world.branch_file()
+    assert component(world.reconcile())["status"] == "nothing"
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert "added `redis`" in message and f"skopeo inspect docker://{registry.host}/e2e/demo-cache@sha256:" in message
