@@ -58,13 +58,14 @@ class ComponentResult:
 class PassResult:
     components: list[ComponentResult]
     dry_run: bool
+    requests: dict[str, int] = field(default_factory=dict)  # outside requests the pass made
 
     @property
     def failed(self) -> bool:
         return any(c.status == "failed" for c in self.components)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "failed": self.failed,
+        return {"dry_run": self.dry_run, "failed": self.failed, "requests": self.requests,
                 "components": [c.to_json() for c in self.components]}
 
 
@@ -96,27 +97,56 @@ class Reconciler:
         self.crash_after = crash_after
         self.executed = 0
         self._verified: set[str] = set()  # image digests checked this process
+        self._stores: dict[str, ImageStore] = {}
+        self._heads: dict[tuple[str, str | None, str | None], str] = {}
+        self._calls: dict[str, int] = {"git_ls_remote": 0, "git_fetch": 0}
 
     # -- wiring ---------------------------------------------------------------------------
 
     def _store(self, component: Component) -> ImageStore:
-        if component.image.is_layout:
-            folder = Path(component.image.repository[4:])
-            return LayoutStore(folder if folder.is_absolute() else (self.loaded.root / folder).resolve())
-        return self.registries.store(ImageRef.parse(component.image.repository))
+        if component.image.repository not in self._stores:
+            if component.image.is_layout:
+                folder = Path(component.image.repository[4:])
+                store: ImageStore = LayoutStore(folder if folder.is_absolute() else (self.loaded.root / folder).resolve())
+            else:
+                store = self.registries.store(ImageRef.parse(component.image.repository))
+            self._stores[component.image.repository] = store
+        return self._stores[component.image.repository]
 
     def _context(self, component: Component) -> _Context:
-        return _Context(component, UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root),
-                        self._store(component), self.config.defaults.branch_prefix + component.name)
+        upstream = UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root)
+        self._upstreams.append(upstream)
+        return _Context(component, upstream, self._store(component),
+                        self.config.defaults.branch_prefix + component.name)
+
+    def _head(self, upstream: UpstreamRepo) -> str:
+        key = (upstream.url, upstream.upstream.branch, upstream.upstream.tags)
+        if key not in self._heads:
+            self._heads[key] = upstream.head()
+            self._calls["git_ls_remote"] += 1
+        return self._heads[key]
 
     # -- a pass ---------------------------------------------------------------------------
 
     def run(self, *, dry_run: bool = False, only: str | None = None) -> PassResult:
+        self._heads = {}  # one ls-remote per upstream and pass
+        self._calls = {"git_ls_remote": 0, "git_fetch": 0}
+        self._upstreams: list[UpstreamRepo] = []
+        stores_before = {id(s): (s.traffic.requests, s.traffic.bytes_uploaded) for s in self._stores.values()}
+        writes_before = self.platform.writes
         results = []
         for component in self.config.components:
             if only is None or component.name == only:
                 results.append(self.reconcile(component, dry_run=dry_run))
-        return PassResult(results, dry_run)
+        self._calls["git_fetch"] = sum(upstream.calls.fetches for upstream in self._upstreams)
+        registry = uploaded = 0
+        for store in self._stores.values():
+            requests, sent = stores_before.get(id(store), (0, 0))
+            registry += store.traffic.requests - requests
+            uploaded += store.traffic.bytes_uploaded - sent
+        return PassResult(results, dry_run, {**self._calls, "registry": registry,
+                                             "registry_bytes_uploaded": uploaded,
+                                             "branch_writes": self.platform.writes - writes_before})
 
     def reconcile(self, component: Component, *, dry_run: bool) -> ComponentResult:
         result = ComponentResult(component.name)
@@ -161,7 +191,7 @@ class Reconciler:
         component = context.component
         name = component.name
         try:
-            head = context.upstream.head()
+            head = self._head(context.upstream)
         except WheelpinError as exc:
             return Observed(component=name, head=None, error=exc.message)
         base_name = self.config.defaults.base_branch
@@ -194,7 +224,7 @@ class Reconciler:
             if age < quiet * 60:
                 return Observed(**common, waiting=f"in its quiet period ({int(age // 60)} of {quiet} minutes)")
         try:
-            image = self._find_image(context, head)
+            image = self._find_image(context, head, proposal)
             problem = self._check_found(context, head, image) if image else None
         except WheelpinError as exc:
             return Observed(**common, error=exc.message)
@@ -238,9 +268,18 @@ class Reconciler:
             return context.pins[0].ref.repository
         return context.component.image.repository
 
-    def _find_image(self, context: _Context, head: str) -> ImageFound | None:
-        """The image of `head`, found from the commit alone (DESIGN.md §2)."""
+    def _find_image(self, context: _Context, head: str, proposal: ProposalSeen | None) -> ImageFound | None:
+        """The image of `head`, found from the commit alone (DESIGN.md §2): the tag the
+        open proposal names (one HEAD), the tag the template gives, or the repository's
+        tags matched against the template with the version as the only wildcard."""
         component = context.component
+        state = proposal.state if proposal else None
+        if state and state.get("commit") == head and state.get("tag"):
+            digest = context.store.tag_digest(str(state["tag"]))
+            if digest is not None and digest == state.get("digest"):
+                self._verified.add(digest)  # verified when it was proposed
+                return ImageFound(str(state["tag"]), digest,
+                                  f"{self._pin_repository(context)}:{state['tag']}@{digest}")
         if commit_only(component.image.tag):
             tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name))
             candidates = [tag]

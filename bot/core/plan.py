@@ -66,7 +66,7 @@ BUILD, PUBLISH, PROPOSE, CLOSE, REPORT, WAIT = (
 
 def desired_state(observed: Observed) -> dict[str, Any]:
     assert observed.image is not None and observed.head is not None
-    return {"component": observed.component, "commit": observed.head,
+    return {"component": observed.component, "commit": observed.head, "tag": observed.image.tag,
             "digest": observed.image.digest, "base_files": observed.base_files}
 
 
