@@ -98,6 +98,7 @@ class Reconciler:
         self.executed = 0
         self._verified: set[str] = set()  # image digests checked this process
         self._stores: dict[str, ImageStore] = {}
+        self._files: dict[tuple[str, str], str] = {}
         self._heads: dict[tuple[str, str | None, str | None], str] = {}
         self._calls: dict[str, int] = {"git_ls_remote": 0, "git_fetch": 0}
 
@@ -130,6 +131,7 @@ class Reconciler:
 
     def run(self, *, dry_run: bool = False, only: str | None = None) -> PassResult:
         self._heads = {}  # one ls-remote per upstream and pass
+        self._files = {}
         self._calls = {"git_ls_remote": 0, "git_fetch": 0}
         self._upstreams: list[UpstreamRepo] = []
         stores_before = {id(s): (s.traffic.requests, s.traffic.bytes_uploaded) for s in self._stores.values()}
@@ -238,10 +240,13 @@ class Reconciler:
         return Observed(**common, image=image, built=built, failure=failure)
 
     def _read(self, base: str, path: str) -> str:
-        text = self.platform.read_file(base, path)
-        if text is None:
-            raise WheelpinError(f"{path} does not exist on the base branch")
-        return text
+        key = (base, path)  # a commit's files never change: read each once
+        if key not in self._files:
+            text = self.platform.read_file(base, path)
+            if text is None:
+                raise WheelpinError(f"{path} does not exist on the base branch")
+            self._files[key] = text
+        return self._files[key]
 
     def _pinned_info(self, context: _Context) -> ImageInfo | None:
         ref = context.pins[0].ref if context.pins else None

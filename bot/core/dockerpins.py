@@ -10,6 +10,7 @@ BOM, comments and everything else stay as they were.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -75,7 +76,9 @@ def escape_character(text: str) -> str:
     return "\\"
 
 
+@functools.lru_cache(maxsize=64)
 def parse(text: str, *, where: str) -> ParsedDockerfile:
+    """Parse once per text: many components often pin in one Dockerfile."""
     try:
         commands = dockerfile.parse_string(text)
     except dockerfile.GoParseError as exc:
