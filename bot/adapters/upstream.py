@@ -74,12 +74,16 @@ class UpstreamRepo:
             git(["init", "--bare", "--quiet", str(self.mirror)])
 
     def fetch(self, commit: str, *, depth: int | None = None) -> None:
-        """Have `commit` in the mirror (only it, with `depth=1`)."""
+        """Have `commit` in the mirror: only it with `depth=1` (for its date), else with its
+        history (for commit lists, ancestry and builds; a shallow mirror is deepened)."""
         self._ensure_mirror()
-        if git(["cat-file", "-t", commit], cwd=self.mirror, check=False).strip() == "commit":
+        present = git(["cat-file", "-t", commit], cwd=self.mirror, check=False).strip() == "commit"
+        shallow = (self.mirror / "shallow").exists()
+        if present and (depth is not None or not shallow):
             return
         self.calls.fetches += 1
-        args = ["fetch", "--quiet", "--no-tags", *([f"--depth={depth}"] if depth else []), self.url, commit]
+        extra = [f"--depth={depth}"] if depth else (["--unshallow"] if shallow else [])
+        args = ["fetch", "--quiet", "--no-tags", *extra, self.url, commit]
         try:
             git(args, cwd=self.mirror, timeout=1800)
         except GitError as exc:

@@ -291,3 +291,15 @@ def test_with_the_real_registry(registry: Registry, tmp_path: Path) -> None:
     assert component(world.reconcile())["status"] == "nothing"
     message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
     assert "added `redis`" in message and f"skopeo inspect docker://{registry.host}/e2e/demo-cache@sha256:" in message
+
+
+def test_quiet_period(world: World) -> None:
+    world.set_config('base_branch = "main"', 'base_branch = "main"\nquiet_minutes = 60')
+    world.commit_upstream("fresh", NEW_VERSION)
+    waiting = world.reconcile()
+    assert waiting.code == 0 and component(waiting)["status"] == "waiting"
+    assert "quiet period" in component(waiting)["messages"][0] and world.branch() is None
+    (world.upstream / "VERSION").write_text("0.1.2\n")
+    git(["commit", "--quiet", "-am", "old enough"], cwd=world.upstream,
+        env={**PEOPLE, "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"})
+    assert world.reconcile().code == 0 and world.branch() is not None

@@ -1,0 +1,77 @@
+"""Observing upstreams with real git repositories: branch heads, the newest matching tag,
+commit dates for the quiet period, commit lists, clean checkouts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.git import git
+from bot.adapters.upstream import UpstreamRepo
+from bot.core.config import Upstream
+from bot.core.errors import TransientError
+
+WHO = {"GIT_AUTHOR_NAME": "d", "GIT_AUTHOR_EMAIL": "d@example.org", "GIT_COMMITTER_NAME": "d",
+       "GIT_COMMITTER_EMAIL": "d@example.org"}
+
+
+def commit(repo: Path, message: str, date: str | None = None) -> str:
+    (repo / "f.txt").write_text(message)
+    git(["add", "-A"], cwd=repo)
+    env = {**WHO, **({"GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date} if date else {})}
+    git(["commit", "--quiet", "-m", message], cwd=repo, env=env)
+    return git(["rev-parse", "HEAD"], cwd=repo).strip()
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "up"
+    path.mkdir()
+    git(["init", "--quiet", "-b", "dev"], cwd=path)
+    return path
+
+
+def upstream(repo: Path, tmp_path: Path, **kwargs: str) -> UpstreamRepo:
+    return UpstreamRepo(Upstream(repo=f"file://{repo}", **kwargs), cache=tmp_path / "cache", root=tmp_path)  # type: ignore[arg-type]
+
+
+def test_branch_head(repo: Path, tmp_path: Path) -> None:
+    first = commit(repo, "one")
+    assert upstream(repo, tmp_path, branch="dev").head() == first
+    with pytest.raises(TransientError, match="no branch main"):
+        upstream(repo, tmp_path, branch="main").head()
+
+
+def test_newest_matching_tag_by_version(repo: Path, tmp_path: Path) -> None:
+    commits = {}
+    for tag in ("v0.2.0", "v0.10.0", "v0.9.1"):
+        commits[tag] = commit(repo, tag)
+        git(["tag", "-a", "-m", tag, tag], cwd=repo, env=WHO)  # annotated: ls-remote peels it
+    commit(repo, "later")
+    git(["tag", "nightly"], cwd=repo)
+    assert upstream(repo, tmp_path, tags="v*").head() == commits["v0.10.0"]
+    with pytest.raises(TransientError, match="no tag matches"):
+        upstream(repo, tmp_path, tags="release-*").head()
+
+
+def test_commit_date_fetches_one_commit(repo: Path, tmp_path: Path) -> None:
+    old = commit(repo, "old", date="2026-01-01T00:00:00Z")
+    new = commit(repo, "new")
+    observed = upstream(repo, tmp_path, branch="dev")
+    assert observed.committed_at(old) == 1767225600
+    assert observed.committed_at(new) > observed.committed_at(old)
+    commits = observed.commits_between(old, new)
+    assert [c.subject for c in commits] == ["new"]
+    assert observed.is_ancestor(old, new) and not observed.is_ancestor(new, old)
+
+
+def test_clean_checkout(repo: Path, tmp_path: Path) -> None:
+    first = commit(repo, "one")
+    observed = upstream(repo, tmp_path, branch="dev")
+    folder = observed.checkout(first, tmp_path / "co")
+    (folder / "junk").write_text("left by a build")
+    again = observed.checkout(first, tmp_path / "co")
+    assert not (again / "junk").exists() and (again / "f.txt").read_text() == "one"
+    observed.remove_checkout(again)
+    assert not again.exists()
