@@ -335,55 +335,47 @@ class RegistryClient:
         if started.status_code != 202 or "Location" not in started.headers:
             raise TransientError(f"{self.host}/{repository}: starting an upload answered {started.status_code}")
         location = urljoin(self.base + "/", started.headers["Location"])
-        hashed = hashlib.sha256()
-        sent = 0
-
-        def body() -> Iterator[bytes]:
-            nonlocal sent
-            for chunk in chunks():
-                hashed.update(chunk)
-                sent += len(chunk)
-                yield chunk
-
+        body = _HashedBody(chunks)
         patched = self.request("PATCH", location, scope=scope, replayable=False,
-                               headers={"Content-Type": "application/octet-stream"}, data=body())
+                               headers={"Content-Type": "application/octet-stream"}, data=iter(body))
         patched.close()
         if patched.status_code in (400, 404, 405, 416, 501):  # no streamed PATCH: one PUT
-            return self._upload_monolithic(location, digest, chunks, scope)
-        if patched.status_code != 202:
+            body = _HashedBody(chunks)
+            done = self.request("PUT", _with_digest(location, digest), scope=scope, replayable=False,
+                                headers={"Content-Type": "application/octet-stream"}, data=iter(body))
+        elif patched.status_code == 202:
+            body.check(digest)
+            location = urljoin(self.base + "/", patched.headers.get("Location", location))
+            done = self.request("PUT", _with_digest(location, digest), scope=scope, replayable=False,
+                                headers={"Content-Length": "0"}, data=b"")
+        else:
             raise TransientError(f"{self.host}/{repository}: uploading {digest} answered {patched.status_code}")
-        if "sha256:" + hashed.hexdigest() != digest:
-            raise VerificationError(f"the bytes streamed for {digest} changed while they were uploaded")
-        location = urljoin(self.base + "/", patched.headers.get("Location", location))
-        separator = "&" if urlsplit(location).query else "?"
-        done = self.request("PUT", location + separator + urlencode({"digest": digest}), scope=scope,
-                            replayable=False, headers={"Content-Length": "0"}, data=b"")
         done.close()
         if done.status_code != 201:
             raise TransientError(f"{self.host}/{repository}: finishing the upload of {digest} answered {done.status_code}")
-        self.traffic.bytes_uploaded += sent
-        return sent
+        body.check(digest)
+        self.traffic.bytes_uploaded += body.sent
+        return body.sent
 
-    def _upload_monolithic(self, location: str, digest: str,
-                           chunks: Callable[[], Iterable[bytes]], scope: str) -> int:
-        hashed = hashlib.sha256()
-        sent = 0
 
-        def body() -> Iterator[bytes]:
-            nonlocal sent
-            for chunk in chunks():
-                hashed.update(chunk)
-                sent += len(chunk)
-                yield chunk
+def _with_digest(location: str, digest: str) -> str:
+    return location + ("&" if urlsplit(location).query else "?") + urlencode({"digest": digest})
 
-        separator = "&" if urlsplit(location).query else "?"
-        done = self.request("PUT", location + separator + urlencode({"digest": digest}), scope=scope,
-                            replayable=False, headers={"Content-Type": "application/octet-stream"},
-                            data=body())
-        done.close()
-        if done.status_code != 201:
-            raise TransientError(f"{self.host}: uploading {digest} in one PUT answered {done.status_code}")
-        if "sha256:" + hashed.hexdigest() != digest:
+
+class _HashedBody:
+    """An upload body streamed from `chunks()`, hashed and counted as it goes."""
+
+    def __init__(self, chunks: Callable[[], Iterable[bytes]]) -> None:
+        self._chunks = chunks
+        self._hash = hashlib.sha256()
+        self.sent = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._chunks():
+            self._hash.update(chunk)
+            self.sent += len(chunk)
+            yield chunk
+
+    def check(self, digest: str) -> None:
+        if "sha256:" + self._hash.hexdigest() != digest:
             raise VerificationError(f"the bytes streamed for {digest} changed while they were uploaded")
-        self.traffic.bytes_uploaded += sent
-        return sent

@@ -30,6 +30,13 @@ class ImageRefError(ValueError):
     """The text is not an image reference; the message says what is wrong."""
 
 
+def _check_digest(text: str, digest: str) -> None:
+    if not _DIGEST.match(digest):
+        raise ImageRefError(f"{text!r} has a malformed digest {digest!r}")
+    if digest.startswith("sha256:") and not SHA256_DIGEST.match(digest):
+        raise ImageRefError(f"{text!r}: a sha256 digest is 64 lowercase hex digits")
+
+
 @dataclass(frozen=True)
 class ImageRef:
     """A parsed reference; `registry` is None when the text named none (Docker Hub)."""
@@ -46,10 +53,7 @@ class ImageRef:
         rest, digest = text, None
         if "@" in rest:
             rest, digest = rest.split("@", 1)
-            if not _DIGEST.match(digest):
-                raise ImageRefError(f"{text!r} has a malformed digest {digest!r}")
-            if digest.startswith("sha256:") and not SHA256_DIGEST.match(digest):
-                raise ImageRefError(f"{text!r}: a sha256 digest is 64 lowercase hex digits")
+            _check_digest(text, digest)
         tag = None
         slash = rest.rfind("/")
         colon = rest.rfind(":")
@@ -148,8 +152,7 @@ def parse_target(text: str) -> ImageRef | LayoutTarget:
     rest, digest = text[4:], None
     if "@" in rest:
         rest, digest = rest.rsplit("@", 1)
-        if not SHA256_DIGEST.match(digest):
-            raise ImageRefError(f"{text!r} has a malformed digest {digest!r}")
+        _check_digest(text, digest)
     folder, tag = rest, None
     if ":" in rest:
         folder, tag = rest.rsplit(":", 1)
