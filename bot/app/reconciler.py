@@ -19,7 +19,7 @@ import structlog
 from ..adapters.builders import built_wheels, run_local_build
 from ..adapters.imageread import ImageInfo, extract_wheels, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore
-from ..adapters.localplatform import LocalPlatform
+from ..adapters.platform import Platform
 from ..adapters.publisher import publish
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
@@ -85,7 +85,7 @@ class _Context:
 
 
 class Reconciler:
-    def __init__(self, loaded: LoadedConfig, *, platform: LocalPlatform, registries: Registries,
+    def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Registries,
                  cache: Path, retry_failed: bool = False, crash_after: int | None = None) -> None:
         self.loaded = loaded
         self.config: Config = loaded.config

@@ -1,0 +1,37 @@
+"""The platform seam (DESIGN.md §2, Renovate's `platform`): where proposals live.
+
+Idempotent verbs the reconciler needs of a downstream repository. `LocalPlatform` (a
+local git checkout, proposals as branches) implements it today; the GitHub platform
+(draft pull requests opened by an App) will implement the same verbs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from .localplatform import BranchCommit
+
+
+class Platform(Protocol):
+    writes: int
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit a ref names, or None."""
+
+    def read_file(self, commit: str, path: str) -> str | None:
+        """A file's text at a commit, or None when it has no such file."""
+
+    def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
+        """The commits on `branch` that `base` lacks, oldest first (a proposal's history)."""
+
+    def is_bot_commit(self, commit: BranchCommit) -> bool:
+        """Whether the bot made this commit (its identity, and its state marker)."""
+
+    def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
+                     expected: str | None) -> str:
+        """Ensure the proposal: `branch` = one bot commit on `base` with `files` and
+        `message` (title + body); compare-and-swap on `expected`. Returns the commit."""
+
+    def close(self, branch: str, *, expected: str, reason: str) -> None:
+        """Close the proposal with a reason."""

@@ -1,0 +1,85 @@
+"""The local platform's verbs on a real git repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.git import git
+from bot.adapters.localplatform import LocalPlatform
+from bot.core.config import Author
+from bot.core.errors import RefusedError, UsageError
+
+WHO = {"GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.org", "GIT_COMMITTER_NAME": "m",
+       "GIT_COMMITTER_EMAIL": "m@example.org"}
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    git(["init", "--quiet", "-b", "main"], cwd=tmp_path)
+    (tmp_path / "Dockerfile").write_text("ARG X=1\n")
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    (tmp_path / "run.sh").chmod(0o755)
+    git(["add", "-A"], cwd=tmp_path)
+    git(["commit", "--quiet", "-m", "base"], cwd=tmp_path, env=WHO)
+    return tmp_path
+
+
+def platform(repo: Path, **kwargs: object) -> LocalPlatform:
+    return LocalPlatform(repo, author=Author(name="bot", email="bot@example.org"), **kwargs)  # type: ignore[arg-type]
+
+
+def test_write_read_and_close(repo: Path) -> None:
+    local = platform(repo)
+    base = local.resolve("refs/heads/main")
+    assert base is not None
+    first = local.write_branch("wheelpin/x", base=base, files={"Dockerfile": "ARG X=2\n"},
+                               message="Bump x\n\n<!-- wheelpin: {} -->\n", expected=None)
+    assert local.read_file(first, "Dockerfile") == "ARG X=2\n"
+    assert local.read_file(first, "missing") is None
+    (commit,) = local.branch_commits("wheelpin/x", base)
+    assert local.is_bot_commit(commit) and commit.message.startswith("Bump x")
+    second = local.write_branch("wheelpin/x", base=base, files={"Dockerfile": "ARG X=3\n", "run.sh": "#!/bin/sh\necho\n"},
+                                message="Bump x again\n\n<!-- wheelpin: {} -->\n", expected=first)
+    assert git(["ls-tree", second, "run.sh"], cwd=repo).startswith("100755")  # modes kept
+    local.close("wheelpin/x", expected=second, reason="superseded")
+    assert local.resolve("refs/heads/wheelpin/x") is None
+    assert "superseded" in git(["log", "-1", "--format=%B", "refs/wheelpin/closed/x"], cwd=repo)
+
+
+def test_compare_and_swap(repo: Path) -> None:
+    local = platform(repo)
+    base = local.resolve("refs/heads/main")
+    assert base is not None
+    first = local.write_branch("wheelpin/x", base=base, files={}, message="a", expected=None)
+    with pytest.raises(RefusedError, match="moved"):
+        local.write_branch("wheelpin/x", base=base, files={}, message="b", expected=base)  # stale
+    with pytest.raises(RefusedError, match="moved"):
+        local.write_branch("wheelpin/x", base=base, files={}, message="c", expected=None)  # exists
+    assert local.resolve("refs/heads/wheelpin/x") == first
+
+
+def test_only_its_own_prefix(repo: Path) -> None:
+    local = platform(repo)
+    base = local.resolve("refs/heads/main")
+    assert base is not None
+    with pytest.raises(RefusedError, match="only branches under wheelpin/"):
+        local.write_branch("main", base=base, files={}, message="x", expected=base)
+    with pytest.raises(RefusedError):
+        local.close("release", expected=base, reason="x")
+    assert git(["tag"], cwd=repo) == ""  # and never a tag
+
+
+def test_signoff_and_identity(repo: Path) -> None:
+    local = platform(repo, signoff=True)
+    base = local.resolve("refs/heads/main")
+    assert base is not None
+    commit = local.write_branch("wheelpin/x", base=base, files={}, message="Bump", expected=None)
+    assert "Signed-off-by: bot <bot@example.org>" in git(["log", "-1", "--format=%B", commit], cwd=repo)
+    assert git(["log", "-1", "--format=%an %ae %cn %ce", commit], cwd=repo).split() == ["bot", "bot@example.org"] * 2
+
+
+def test_not_a_repository(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not a git repository"):
+        platform(tmp_path)
