@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--revision", metavar="SHA", help="the upstream commit the wheels were built from")
     publish.add_argument("--source", metavar="URL", help="the upstream repository")
     publish.add_argument("--require-arch", action="append", default=[], metavar="ARCH")
+    publish.add_argument("--mount-from", metavar="REPO",
+                         help="a repository of the same registry that may hold the layer already")
     publish.add_argument("--json", action="store_true")
     show = image_commands.add_parser("show", help="what an image holds")
     show.add_argument("ref", metavar="REF")
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return image_cmd.publish_command(image_cmd.PublishOptions(
             wheels=tuple(args.wheels), to=args.to, component=args.component, config=args.config,
             repo=args.repo, revision=args.revision, source=args.source,
-            require_archs=tuple(args.require_arch), json=args.json), settings)
+            require_archs=tuple(args.require_arch), mount_from=args.mount_from, json=args.json), settings)
     if args.command == "image":
         return image_cmd.show_command(ref=args.ref, json=args.json, settings=settings)
     if args.command == "config":

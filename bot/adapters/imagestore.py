@@ -31,7 +31,8 @@ class ImageStore(Protocol):
     def tag_digest(self, tag: str) -> str | None: ...
     def list_tags(self) -> list[str]: ...
     def has_blob(self, digest: str) -> bool: ...
-    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]]) -> int: ...
+    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *,
+                 mount_from: str | None = None) -> int: ...
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str: ...
     def get_manifest(self, reference: str) -> bytes: ...
     def get_blob(self, digest: str) -> Iterator[bytes]: ...
@@ -98,8 +99,9 @@ class RegistryRepository:
     def has_blob(self, digest: str) -> bool:
         return self.client.blob_exists(self.repository, digest)
 
-    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]]) -> int:
-        return self.client.upload_blob(self.repository, digest, chunks)
+    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *,
+                 mount_from: str | None = None) -> int:
+        return self.client.upload_blob(self.repository, digest, chunks, mount_from=mount_from)
 
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str:
         return self.client.put_manifest(self.repository, tag, data, media_type)
@@ -174,7 +176,9 @@ class LayoutStore:
         if not marker.exists():
             _atomic_write(marker, b'{"imageLayoutVersion":"1.0.0"}')
 
-    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]]) -> int:
+    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *,
+                 mount_from: str | None = None) -> int:
+        del mount_from  # one folder holds every blob: nothing to mount from
         self._ensure_layout()
         target = self._blob(digest)
         handle, name = tempfile.mkstemp(prefix=".upload.", dir=target.parent)

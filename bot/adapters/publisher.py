@@ -80,8 +80,11 @@ def publish(
     revision: str | None = None,
     component: str | None = None,
     reader: ImageStore | None = None,
+    mount_from: str | None = None,
 ) -> PublishResult:
-    """Push (or find already there) the image of `wheels`; `reports` are their inspections."""
+    """Push (or find already there) the image of `wheels`; `reports` are their inspections.
+    `mount_from` names another repository of the same registry that may hold the layer
+    (a cross-repository mount then costs no upload)."""
     entries = tuple(sorted((entry_of(r) for r in reports), key=lambda e: e.file))
     digest, size = layer_digest(wheels)
     image = build_image(entries, layer_digest=digest, layer_size=size,
@@ -92,7 +95,7 @@ def publish(
         return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, 0)
     uploaded = 0
     if not store.has_blob(digest):
-        uploaded += store.put_blob(digest, size, lambda: layer_chunks(wheels))
+        uploaded += store.put_blob(digest, size, lambda: layer_chunks(wheels), mount_from=mount_from)
     if not store.has_blob(image.config_digest):
         uploaded += store.put_blob(image.config_digest, len(image.config), lambda: [image.config])
     if _guard(store, tag, image.manifest_digest):  # another writer finished first, with our bytes

@@ -34,6 +34,7 @@ class PublishOptions:
     revision: str | None = None
     source: str | None = None
     require_archs: tuple[str, ...] = ()
+    mount_from: str | None = None
     json: bool = False
 
 
@@ -66,7 +67,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     result = publish(registries.store(target), tag, list(options.wheels), reports,
                      source=source, revision=options.revision,
                      component=component.name if component else None,
-                     reader=_anonymous_if_public(readers, target))
+                     reader=_anonymous_if_public(readers, target), mount_from=options.mount_from)
     if options.json:
         emit_json(result.to_json())
     else:

@@ -166,3 +166,14 @@ def test_bearer_token_flow(token_registry: Registry, token_server: TokenServer,
     assert shown.code == 0, shown.stderr
     push = wheelpin("image", "publish", str(small_wheels[1]), "--to", f"{token_registry.host}/tokens/demo:v2", env=env)
     assert push.code == 2 and "refused" in push.stderr
+
+
+def test_cross_repository_mount(registry: Registry, rocm_wheel: Path, env: dict[str, str]) -> None:
+    first = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{registry.host}/staging/lmcache:m1",
+                     "--json", env=env)
+    assert first.code == 0, first.stderr
+    mounted = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{registry.host}/release/lmcache:m1",
+                       "--mount-from", "staging/lmcache", "--json", env=env)
+    assert mounted.code == 0, mounted.stderr
+    assert mounted.json()["bytes_uploaded"] < 4096  # config and manifest only: the layer was mounted
+    assert mounted.json()["digest"] == first.json()["digest"]
