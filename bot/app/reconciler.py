@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from ..adapters.builders import built_wheels, run_local_build
+from ..adapters.builders import build_folder, built_wheels, run_local_build
 from ..adapters.imageread import ImageInfo, extract_wheels, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.platform import Platform
@@ -381,6 +382,8 @@ class Reconciler:
             self.state.record(component.name, head, "verify", exc.message)
             raise
         result.messages.append(f"{published.status} {published.ref}")
+        # the image holds the wheels now: the build folder would only fill the cache
+        shutil.rmtree(build_folder(self.cache, component.name, head), ignore_errors=True)
         return False
 
     def _propose(self, context: _Context, observed: Observed, result: ComponentResult) -> None:
