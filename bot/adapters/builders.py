@@ -7,7 +7,9 @@ for a finished one."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import signal
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -26,6 +28,16 @@ class BuildResult:
     wheels: tuple[Path, ...]
     log: Path
     message: str
+
+
+_SECRET_NAMES = re.compile(r"PASSWORD|TOKEN|SECRET|CREDENTIAL|PRIVATE_KEY|AUTH", re.I)
+
+
+def build_environment() -> dict[str, str]:
+    """The environment a build runs in: the process's, less wheelpin's own settings and
+    anything that looks like a secret — a build runs upstream code."""
+    return {key: value for key, value in os.environ.items()
+            if not key.startswith("WHEELPIN_") and key != "DOCKER_CONFIG" and not _SECRET_NAMES.search(key)}
 
 
 def build_folder(cache: Path, component: str, commit: str) -> Path:
@@ -52,15 +64,18 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
     # a list is run as it is; a string through the shell, with the values quoted
     run: list[str] | str = ([render(part, values) for part in command] if isinstance(command, list)
                             else render(command, {k: shlex.quote(v) for k, v in values.items()}))
-    environment = {**os.environ, **{f"WHEELPIN_{k.upper()}": v for k, v in values.items()}}
+    environment = {**build_environment(), **{f"WHEELPIN_{k.upper()}": v for k, v in values.items()}}
     try:
         with log.open("wb") as stream:
-            done = subprocess.run(run, shell=isinstance(run, str), cwd=checkout,  # noqa: S602
-                                  stdout=stream, stderr=subprocess.STDOUT, env=environment,
-                                  timeout=component.build.timeout_minutes * 60)
-        code = done.returncode
-    except subprocess.TimeoutExpired:
-        code = -1
+            process = subprocess.Popen(run, shell=isinstance(run, str), cwd=checkout,  # noqa: S602
+                                       stdout=stream, stderr=subprocess.STDOUT, env=environment,
+                                       start_new_session=True)
+            try:
+                code = process.wait(timeout=component.build.timeout_minutes * 60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)  # the build and every child it started
+                process.wait()
+                code = -1
     except OSError as exc:
         log.write_text(f"cannot run the build command: {exc}\n")
         code = -2

@@ -3,7 +3,8 @@
 `$DOCKER_CONFIG/config.json` (default `~/.docker/config.json`): `auths` entries
 (`auth` = base64 of `user:password`, or `username`/`password`, or `identitytoken`),
 `credHelpers` per host and `credsStore` for all, through `docker-credential-<helper> get`.
-Settings (`WHEELPIN_REGISTRY_USERNAME`/`_PASSWORD`) serve any host the file does not name.
+Settings (`WHEELPIN_REGISTRY_USERNAME`/`_PASSWORD`) serve the one host
+`WHEELPIN_REGISTRY_HOST` names (every host only when it is unset).
 Secrets never reach a log line or an error message.
 """
 
@@ -39,10 +40,11 @@ class CredentialStore:
     """Finds the credential for a registry host; None means anonymous."""
 
     def __init__(self, *, config_path: Path | None = None, username: str | None = None,
-                 password: str | None = None) -> None:
+                 password: str | None = None, host: str | None = None) -> None:
         folder = os.environ.get("DOCKER_CONFIG")
         self.config_path = config_path or (Path(folder) if folder else Path.home() / ".docker") / "config.json"
         self._fallback = Credential(username, password) if username and password else None
+        self._fallback_host = host  # settings' credentials go to this registry only
         self._cache: dict[str, Credential | None] = {}
 
     def _config(self) -> dict[str, object]:
@@ -81,7 +83,9 @@ class CredentialStore:
                 found = _from_helper(store, key, host, missing_ok=True)
                 if found is not None:
                     return found
-        return self._fallback
+        if self._fallback is not None and self._fallback_host in (None, host):
+            return self._fallback
+        return None
 
 
 def _from_auth_entry(entry: dict[str, object], host: str, path: Path) -> Credential | None:

@@ -11,13 +11,14 @@ checked to hold exactly the wheels published.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 
-from ..core.errors import RefusedError, VerificationError
+from ..core.errors import RefusedError, TransientError, VerificationError
 from ..core.inspect import WheelReport
 from ..core.ociimage import (
     MANIFEST_TYPE,
@@ -115,6 +116,13 @@ def verify_published(store: ImageStore, tag: str, digest: str, entries: Sequence
     """Read the tag and the manifest back: the tag names our digest, the manifest holds
     our layer, and its annotations name exactly our wheels with their sha256."""
     now = store.tag_digest(tag)
+    for wait in (0.2, 0.5, 1.0, 2.0):  # a replica or a cache may not have seen the write yet
+        if now is not None:
+            break
+        time.sleep(wait)
+        now = store.tag_digest(tag)
+    if now is None:
+        raise TransientError(f"{store.name}:{tag} cannot be read back after the push; the next pass checks again")
     if now != digest:
         raise RefusedError(f"{store.name}:{tag} names {now} right after wheelpin wrote {digest}: "
                            "another writer is using this tag")

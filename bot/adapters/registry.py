@@ -110,6 +110,7 @@ class RegistryClient:
         self._session = session or requests.Session()
         self._session.headers["User-Agent"] = "wheelpin"
         self._tokens: dict[str, tuple[str, float]] = {}
+        self._insecure = set(insecure)
         self._basic = False
         self._sleep = sleep
 
@@ -143,7 +144,7 @@ class RegistryClient:
                     method, full, headers=merged, data=body, stream=stream, auth=auth,
                     timeout=(self.retry.connect_timeout, self.retry.read_timeout),
                     allow_redirects=method in ("GET", "HEAD"))
-            except (requests.ConnectionError, requests.Timeout) as exc:
+            except requests.RequestException as exc:  # never its text: it may hold a header
                 kind = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
                 if not replayable or attempt + 1 >= self.retry.attempts:
                     raise TransientError(f"{self.host}: {method} {urlsplit(full).path} {kind}") from None
@@ -157,6 +158,8 @@ class RegistryClient:
                     raise CredentialsError(self._refused(scope, 401))
                 self._authenticate(challenge, scope)
                 authenticated = True
+                if not replayable:  # its body is spent: the caller starts over, now authorised
+                    raise TransientError(f"{self.host}: {method} needed fresh credentials; starting again")
                 continue
             if response.status_code == 403:
                 response.close()
@@ -194,28 +197,42 @@ class RegistryClient:
         if scheme != "bearer" or "realm" not in params:
             raise CredentialsError(f"{self.host} answered 401 with no usable challenge for {scope}")
         query = {"scope": scope, **({"service": params["service"]} if "service" in params else {})}
-        try:
-            if credential is not None and credential.identity_token:
-                answer = self._session.post(params["realm"], data={
-                    **query, "grant_type": "refresh_token", "refresh_token": credential.secret,
-                    "client_id": "wheelpin"}, timeout=(self.retry.connect_timeout, 60))
-            else:
-                auth = (credential.username, credential.secret) if credential else None
-                answer = self._session.get(params["realm"], params=query, auth=auth,
-                                           timeout=(self.retry.connect_timeout, 60))
-        except (requests.ConnectionError, requests.Timeout):
-            raise TransientError(f"{self.host}: the token service {urlsplit(params['realm']).netloc} did not answer") from None
-        self.traffic.requests += 1
+        realm = urlsplit(params["realm"])
+        if credential is not None and realm.scheme != "https" and not (
+                is_loopback(realm.netloc) or realm.netloc in self._insecure):
+            raise CredentialsError(f"{self.host} asks for credentials at a plain-http token service "
+                                   f"{realm.netloc}; refusing to send them")
+        answer = None
+        for attempt in range(self.retry.attempts):
+            try:
+                if credential is not None and credential.identity_token:
+                    answer = self._session.post(params["realm"], data={
+                        **query, "grant_type": "refresh_token", "refresh_token": credential.secret,
+                        "client_id": "wheelpin"}, timeout=(self.retry.connect_timeout, 60))
+                else:
+                    auth = (credential.username, credential.secret) if credential else None
+                    answer = self._session.get(params["realm"], params=query, auth=auth,
+                                               timeout=(self.retry.connect_timeout, 60))
+            except requests.RequestException:
+                answer = None
+            self.traffic.requests += 1
+            if answer is not None and answer.status_code < 500 and answer.status_code != 429:
+                break
+            self._wait(attempt, _retry_after(answer) if answer is not None else None, "token service")
+        if answer is None or answer.status_code >= 500 or answer.status_code == 429:
+            raise TransientError(f"the token service of {self.host} ({realm.netloc}) did not answer")
         if answer.status_code in (401, 403):
             raise CredentialsError(f"the token service of {self.host} refused {scope} ({answer.status_code})")
         if answer.status_code != 200:
             raise TransientError(f"the token service of {self.host} answered {answer.status_code}")
         try:
             body = answer.json()
-            token = str(body.get("token") or body["access_token"])
+            token = str(body.get("token") or body["access_token"]).strip()
             lifetime = float(body.get("expires_in") or 60)
         except (ValueError, KeyError, TypeError):
             raise TransientError(f"the token service of {self.host} gave no token") from None
+        if not token or any(c.isspace() for c in token):
+            raise TransientError(f"the token service of {self.host} gave a malformed token")
         self._tokens[scope] = (token, time.time() + lifetime)
 
     # -- the Distribution API -----------------------------------------------------------
@@ -301,7 +318,7 @@ class RegistryClient:
                 hashed.update(chunk)
                 self.traffic.bytes_downloaded += len(chunk)
                 yield chunk
-        except (requests.ConnectionError, requests.Timeout) as exc:
+        except requests.RequestException as exc:
             raise TransientError(f"{self.host}/{repository}: blob {digest} download broke ({type(exc).__name__})") from None
         finally:
             response.close()

@@ -25,6 +25,7 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(default_factory=_default_cache)
 
     # registries: credentials beyond ~/.docker/config.json, plain-HTTP hosts, retries
+    registry_host: str | None = Field(default=None, description="the registry the username/password are for")
     registry_username: str | None = None
     registry_password: SecretStr | None = None
     registry_password_file: Path | None = None
@@ -43,7 +44,13 @@ class Settings(BaseSettings):
 
     def registry_secret(self) -> str | None:
         if self.registry_password_file is not None:
-            return self.registry_password_file.read_text(encoding="utf-8").strip()
+            from ..core.errors import ConfigError
+
+            try:
+                return self.registry_password_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(f"{self.registry_password_file}: cannot read WHEELPIN_REGISTRY_PASSWORD_FILE "
+                                  f"({exc.strerror})") from None
         return self.registry_password.get_secret_value() if self.registry_password else None
 
 

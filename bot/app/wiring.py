@@ -17,7 +17,7 @@ class Registries:
         self.settings = settings
         self.anonymous = anonymous
         self.credentials = CredentialStore(username=settings.registry_username,
-                                           password=settings.registry_secret())
+                                           password=settings.registry_secret(), host=settings.registry_host)
         self.retry = RetryPolicy(attempts=settings.registry_attempts, backoff=settings.registry_backoff,
                                  read_timeout=settings.registry_timeout,
                                  connect_timeout=settings.registry_connect_timeout)
