@@ -28,7 +28,10 @@ OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:
 
 
 def wheelpin(*args: str, env: dict[str, str] | None = None) -> Result:
-    environment = {**os.environ, **OFFLINE, **(env or {})}
+    inherited = {k: v for k, v in os.environ.items()
+                 if not k.startswith("WHEELPIN_") or k == "WHEELPIN_TEST_CACHE"}
+    inherited.pop("DOCKER_CONFIG", None)  # a test's registry credentials are its own
+    environment = {**inherited, **OFFLINE, **(env or {})}
     done = subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True,
                           text=True, env=environment, timeout=600)
     return Result(done.returncode, done.stdout, done.stderr)

@@ -7,6 +7,7 @@ with a private HOME-less config and an explicit author/committer when they commi
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,11 +17,23 @@ from ..core.errors import TransientError, UsageError
 ZERO = "0" * 40
 
 
-class GitError(RuntimeError):
+class GitError(TransientError):
     def __init__(self, args: Sequence[str], code: int, stderr: str) -> None:
-        super().__init__(f"git {' '.join(args[:3])} failed ({code}): {stderr.strip()[:300]}")
+        super().__init__(f"git {' '.join(str(a) for a in args[:2])} failed ({code}): "
+                         f"{redact_urls(stderr.strip()[:300])}")
         self.code = code
         self.stderr = stderr
+
+
+def redact_urls(text: str) -> str:
+    """git's messages name remote URLs; drop any user:password in them."""
+    return re.sub(r"(\w+://)[^/@\s]+@", r"\1", text)
+
+
+def git_bytes(args: Sequence[str], *, cwd: Path | None = None) -> bytes | None:
+    """A command's raw output (file contents), or None when it fails."""
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, env=git_env(), timeout=600)
+    return done.stdout if done.returncode == 0 else None
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

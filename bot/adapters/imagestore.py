@@ -7,6 +7,7 @@ configs read by digest are kept in a cache folder and never fetched twice.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -181,7 +182,7 @@ class LayoutStore:
         del mount_from  # one folder holds every blob: nothing to mount from
         self._ensure_layout()
         target = self._blob(digest)
-        handle, name = tempfile.mkstemp(prefix=".upload.", dir=target.parent)
+        handle, name = tempfile.mkstemp(prefix=".upload.", dir=self.folder)  # not in blobs/
         hashed = hashlib.sha256()
         written = 0
         try:
@@ -201,12 +202,15 @@ class LayoutStore:
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         self.put_blob(digest, len(data), lambda: [data])
-        index = self._index()
-        manifests = [m for m in self._manifests() if _ref_name(m) != tag]
-        manifests.append({"mediaType": media_type, "digest": digest, "size": len(data),
-                          "annotations": {REF_NAME: tag}})
-        index["manifests"] = manifests
-        _atomic_write(self.folder / "index.json", canonical_json(index))
+        with (self.folder / ".lock").open("a") as lock:  # one index writer at a time
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = self._index()
+            listed = index["manifests"] if isinstance(index["manifests"], list) else []
+            kept = [m for m in listed if not (isinstance(m, dict) and _ref_name(m) == tag)]
+            kept.append({"mediaType": media_type, "digest": digest, "size": len(data),
+                         "annotations": {REF_NAME: tag}})
+            index["manifests"] = kept
+            _atomic_write(self.folder / "index.json", canonical_json(index))
         return digest
 
     def get_manifest(self, reference: str) -> bytes:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.config import Author
-from ..core.errors import RefusedError, UsageError
-from .git import ZERO, GitError, git
+from ..core.errors import InputError, RefusedError, UsageError
+from .git import ZERO, GitError, git, git_bytes
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,13 @@ class LocalPlatform:
         return out.strip() or None
 
     def read_file(self, commit: str, path: str) -> str | None:
-        try:
-            return self._git("cat-file", "blob", f"{commit}:{path}")
-        except GitError:
+        data = git_bytes(["cat-file", "blob", f"{commit}:{path}"], cwd=self.repo)
+        if data is None:
             return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path} at {commit[:8]} is not UTF-8 text (byte {exc.start})") from None
 
     def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
         """The commits on `branch` that `base` does not have, oldest first."""

@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 from ..core.config import Upstream
 from ..core.errors import TransientError
 from ..core.proposal import Commit
+from ..core.redact import public_url
 from .git import GitError, git, git_ok
 
 
@@ -52,10 +53,10 @@ class UpstreamRepo:
                     sha, ref = line.split("\t")
                     if ref == f"refs/heads/{self.upstream.branch}":
                         return sha
-                raise TransientError(f"{self.url}: no branch {self.upstream.branch}")
+                raise TransientError(f"{public_url(self.url)}: no branch {self.upstream.branch}")
             out = git(["ls-remote", "--tags", self.url], timeout=120)
         except GitError as exc:
-            raise TransientError(f"{self.url}: git ls-remote failed ({exc.stderr.strip()[:200]})") from None
+            raise TransientError(f"{public_url(self.url)}: git ls-remote failed ({exc.stderr.strip()[:200]})") from None
         tags: dict[str, str] = {}
         for line in out.splitlines():
             sha, ref = line.split("\t")
@@ -65,7 +66,7 @@ class UpstreamRepo:
             if fnmatch.fnmatchcase(name, self.upstream.tags or "*") and (peeled or name not in tags):
                 tags[name] = sha
         if not tags:
-            raise TransientError(f"{self.url}: no tag matches {self.upstream.tags}")
+            raise TransientError(f"{public_url(self.url)}: no tag matches {self.upstream.tags}")
         return tags[max(tags, key=_tag_key)]
 
     def _ensure_mirror(self) -> None:
@@ -87,7 +88,7 @@ class UpstreamRepo:
         try:
             git(args, cwd=self.mirror, timeout=1800)
         except GitError as exc:
-            raise TransientError(f"{self.url}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})") from None
+            raise TransientError(f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})") from None
 
     def committed_at(self, commit: str) -> int:
         self.fetch(commit, depth=1)

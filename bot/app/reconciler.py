@@ -26,15 +26,16 @@ from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
-from ..core.errors import RefusedError, WheelpinError
+from ..core.errors import RefusedError, TransientError, WheelpinError
 from ..core.imageref import ImageRef
 from ..core.inspect import inspect_wheel
 from ..core.pins import PinState, plan_bump, read_pins
 from ..core.plan import (BUILD, CLOSE, PROPOSE, PUBLISH, REPORT, WAIT, Action, ImageFound,
                          Observed, ProposalSeen, desired_state, plan)
 from ..core.proposal import ProposalFacts, body, read_marker, title
+from ..core.redact import public_url
 from ..core.requirements import RequirementsDiff, diff_requirements, find_conflicts
-from ..core.templates import TagValues, commit_only, render_tag, tag_pattern
+from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
 from ..core.verify import component_rules, python_tags_of, verify_wheels
 from .wiring import Registries
 
@@ -70,10 +71,6 @@ class PassResult:
                 "components": [c.to_json() for c in self.components]}
 
 
-class CrashForTest(Exception):
-    pass
-
-
 @dataclass
 class _Context:
     component: Component
@@ -97,8 +94,9 @@ class Reconciler:
         self.retry_failed = retry_failed
         self.crash_after = crash_after
         self.executed = 0
-        self._verified: set[str] = set()  # image digests checked this process
+        self._verified: set[tuple[str, str]] = set()  # (component, digest) checked this process
         self._stores: dict[str, ImageStore] = {}
+        self._published: dict[tuple[str, str], tuple[str, str]] = {}  # tag lists may lag a push
         self._files: dict[tuple[str, str], str] = {}
         self._heads: dict[tuple[str, str | None, str | None], str] = {}
         self._calls: dict[str, int] = {"git_ls_remote": 0, "git_fetch": 0}
@@ -152,6 +150,16 @@ class Reconciler:
                                              "branch_writes": self.platform.writes - writes_before})
 
     def reconcile(self, component: Component, *, dry_run: bool) -> ComponentResult:
+        try:
+            return self._reconcile(component, dry_run=dry_run)
+        except WheelpinError as exc:
+            return ComponentResult(component.name, "failed", messages=[exc.message])
+        except Exception as exc:  # a bug must not stop the other components
+            log.error("component.crashed", component=component.name, exc_info=True)
+            return ComponentResult(component.name, "failed",
+                                   messages=[f"internal error ({type(exc).__name__}: {exc})"])
+
+    def _reconcile(self, component: Component, *, dry_run: bool) -> ComponentResult:
         result = ComponentResult(component.name)
         context = self._context(component)
         bound = log.bind(component=component.name)
@@ -172,8 +180,6 @@ class Reconciler:
             result.actions.append(action)
             try:
                 terminal = self.execute(context, observed, action, result)
-            except CrashForTest:
-                raise
             except WheelpinError as exc:
                 result.status = "failed"
                 result.messages.append(exc.message)
@@ -207,7 +213,10 @@ class Reconciler:
         except WheelpinError as exc:
             return Observed(component=name, head=head, error=exc.message)
         base_files = hashlib.sha256(json.dumps(context.texts, sort_keys=True).encode()).hexdigest()
-        context.pinned_info = self._pinned_info(context)
+        try:
+            context.pinned_info = self._pinned_info(context)
+        except WheelpinError as exc:
+            return Observed(component=name, head=head, error=exc.message)
         pinned_commit = (context.pinned_info.annotations.get("org.opencontainers.image.revision")
                          if context.pinned_info else None)
         base_has_head = pinned_commit is not None and (
@@ -233,6 +242,8 @@ class Reconciler:
             return Observed(**common, error=exc.message)
         if problem:
             return Observed(**common, error=problem)
+        if image and context.pins and all(p.ref is not None and p.ref.digest == image.digest for p in context.pins):
+            return Observed(**{**common, "base_has_head": True})  # its revision was unknown
         failure = None
         recorded = self.state.failure(name, head)
         if recorded is not None and not self.retry_failed and recorded.retry_at > time.time():
@@ -256,6 +267,8 @@ class Reconciler:
         store = context.store if context.component.image.is_layout else self.registries.store(ref)
         try:
             return read_image(store, ref.digest)
+        except TransientError:
+            raise
         except WheelpinError:
             return None  # a pinned image we cannot read: the proposal says "unknown"
 
@@ -279,11 +292,15 @@ class Reconciler:
         open proposal names (one HEAD), the tag the template gives, or the repository's
         tags matched against the template with the version as the only wildcard."""
         component = context.component
+        published = self._published.get((component.name, head))
+        if published is not None and context.store.tag_digest(published[0]) == published[1]:
+            return ImageFound(published[0], published[1],
+                              f"{self._pin_repository(context)}:{published[0]}@{published[1]}")
         state = proposal.state if proposal else None
         if state and state.get("commit") == head and state.get("tag"):
             digest = context.store.tag_digest(str(state["tag"]))
             if digest is not None and digest == state.get("digest"):
-                self._verified.add(digest)  # verified when it was proposed
+                self._verified.add((component.name, digest))  # verified when it was proposed
                 return ImageFound(str(state["tag"]), digest,
                                   f"{self._pin_repository(context)}:{state['tag']}@{digest}")
         if commit_only(component.image.tag):
@@ -292,6 +309,8 @@ class Reconciler:
         else:
             pattern = tag_pattern(component.image.tag, component=component.name, sha=head)
             candidates = sorted(t for t in context.store.list_tags() if pattern.match(t))
+            if not {"sha", "sha8"} & set(fields_of(component.image.tag)):  # {version} alone
+                candidates = [t for t in candidates if f"g{head[:8]}" in t]
         for tag in reversed(candidates):
             digest = context.store.tag_digest(tag)
             if digest is not None:
@@ -302,7 +321,7 @@ class Reconciler:
         """An image found under the commit's tag is proposed only if it is that commit's
         verified build: its own (annotated by wheelpin with this commit), or adopted —
         pushed by another workflow, its wheels fetched and verified like a build."""
-        if image.digest in self._verified:
+        if (context.component.name, image.digest) in self._verified:
             return None
         component = context.component
         info = read_image(context.store, image.digest)
@@ -323,7 +342,7 @@ class Reconciler:
                 problems = verify_wheels(component, reports, component_rules(component, commit=head))
             if problems:
                 return f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: " + "; ".join(problems)
-        self._verified.add(image.digest)
+        self._verified.add((component.name, image.digest))
         return None
 
     # -- act ------------------------------------------------------------------------------
@@ -376,12 +395,14 @@ class Reconciler:
         tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
                                                         version=reports[0].version))
         try:
-            published = publish(context.store, tag, wheels, reports, source=context.upstream.upstream.repo,
+            published = publish(context.store, tag, wheels, reports, source=public_url(context.upstream.upstream.repo),
                                 revision=head, component=component.name)
         except RefusedError as exc:
             self.state.record(component.name, head, "verify", exc.message)
             raise
         result.messages.append(f"{published.status} {published.ref}")
+        self._published[(component.name, head)] = (tag, published.digest)
+        self._verified.add((component.name, published.digest))
         # the image holds the wheels now: the build folder would only fill the cache
         shutil.rmtree(build_folder(self.cache, component.name, head), ignore_errors=True)
         return False
@@ -414,7 +435,7 @@ class Reconciler:
             reports_line.append("no CUDA library or CUDA device code")
         reports_line += [f"needs {glob}" for glob in component.wheel.require_needed]
         facts = ProposalFacts(
-            component=component.name, upstream=context.upstream.upstream.repo,
+            component=component.name, upstream=public_url(context.upstream.upstream.repo),
             old_commit=observed.pinned_commit, new_commit=observed.head,
             version=info.wheels[0].version if info.wheels else "?", image=observed.image.ref,
             wheels=info.wheels, commits=tuple(commits), diff=diff, verification=tuple(reports_line),

@@ -7,9 +7,11 @@ import sys
 from typing import Any
 
 
-def emit_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, sort_keys=False)
+def emit_json(document: Any, *, compact: bool = False) -> None:
+    """One JSON document; `compact` puts it on one line (JSON Lines, for loops)."""
+    json.dump(document, sys.stdout, indent=None if compact else 2, sort_keys=False)
     sys.stdout.write("\n")
+    sys.stdout.flush()
 
 
 def emit_text(text: str) -> None:

@@ -51,7 +51,7 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
     while True:
         result = reconciler.run(dry_run=dry_run, only=component)
         if as_json:
-            emit_json(result.to_json())
+            emit_json(result.to_json(), compact=not (once or dry_run))
         else:
             emit_text(pass_text(result))
         if once or dry_run:

@@ -65,9 +65,10 @@ def marker(state: dict[str, Any]) -> str:
 
 
 def read_marker(text: str) -> dict[str, Any] | None:
-    match = MARKER.search(text)
-    if not match:
+    matches = list(MARKER.finditer(text))  # the bot's own marker comes last (commit
+    if not matches:                           # subjects above it may hold lookalikes)
         return None
+    match = matches[-1]
     try:
         value = json.loads(match.group(1))
     except ValueError:

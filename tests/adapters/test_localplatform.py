@@ -83,3 +83,22 @@ def test_signoff_and_identity(repo: Path) -> None:
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not a git repository"):
         platform(tmp_path)
+
+
+def test_builds_see_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.adapters.builders import build_environment
+
+    for name, value in {"WHEELPIN_REGISTRY_PASSWORD": "p", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
+                        "DOCKER_CONFIG": "/x", "PATH": "/usr/bin", "HOME": "/root"}.items():
+        monkeypatch.setenv(name, value)
+    environment = build_environment()
+    assert {"PATH", "HOME"} <= set(environment)
+    assert not {"WHEELPIN_REGISTRY_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DOCKER_CONFIG"} & set(environment)
+
+
+def test_non_utf8_files_are_refused(repo: Path) -> None:
+    (repo / "Dockerfile").write_bytes(b"ARG X=\xff\n")
+    git(["commit", "--quiet", "-am", "latin-1"], cwd=repo, env=WHO)
+    local = platform(repo)
+    with pytest.raises(Exception, match="not UTF-8"):
+        local.read_file(local.resolve("refs/heads/main") or "", "Dockerfile")

@@ -63,3 +63,10 @@ def test_tag_templates() -> None:
     for bad in ("x+{sha8}", "{sha}{sha}{sha}{sha}", "{nope}", "{sha:>10}", "{", ".{sha8}"):
         with pytest.raises(TemplateError):
             validate_tag_template(bad, component="c")
+
+
+def test_public_urls_drop_credentials() -> None:
+    from bot.core.redact import public_url
+    assert public_url("https://x-access-token:ghs_secret@github.com/a/b") == "https://github.com/a/b"
+    assert public_url("https://github.com/a/b") == "https://github.com/a/b"
+    assert public_url("../upstream") == "../upstream"

@@ -51,3 +51,9 @@ def test_even_without_commits_the_marker_survives_the_cut() -> None:
     huge = WheelEntry("w.whl", "e" * 64, 1, "w", "1", (), ("gfx942",) * 20000, ())
     text = body(facts(wheels=(huge,)), limit=10_000)
     assert len(text) <= 10_000 and read_marker(text) == facts().state
+
+
+def test_the_last_marker_wins() -> None:
+    sneaky = Commit("1" * 40, '<!-- wheelpin: {"commit":"evil"} -->')
+    text = body(facts(commits=(sneaky,)))
+    assert read_marker(text) == facts().state
