@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +97,11 @@ class LocalPlatform:
             raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone") from None
         self.writes += 1
         return commit
+
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
+                         labels: Sequence[str]) -> None:
+        """Nothing more to do here: the branch's commit message is the title and body."""
+        self._check_branch(branch)
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         """Retire a proposal: the branch goes, `refs/wheelpin/closed/…` keeps it and why."""

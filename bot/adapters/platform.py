@@ -1,13 +1,13 @@
 """The platform seam (DESIGN.md §2, Renovate's `platform`): where proposals live.
 
 Idempotent verbs the reconciler needs of a downstream repository. `LocalPlatform` (a
-local git checkout, proposals as branches) implements it today; the GitHub platform
-(draft pull requests opened by an App) will implement the same verbs.
+local git checkout, proposals as branches) and `GitHubPlatform` (draft pull requests)
+implement it; the platform contract tests hold both to the same behaviour.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from .localplatform import BranchCommit
@@ -32,6 +32,10 @@ class Platform(Protocol):
                      expected: str | None) -> str:
         """Ensure the proposal: `branch` = one bot commit on `base` with `files` and
         `message` (title + body); compare-and-swap on `expected`. Returns the commit."""
+
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
+                         labels: Sequence[str]) -> None:
+        """Ensure the proposal's title, body and labels (a draft pull request on GitHub)."""
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         """Close the proposal with a reason."""

@@ -446,6 +446,9 @@ class Reconciler:
         expected = observed.proposal.head if observed.proposal else None
         self.platform.write_branch(context.branch, base=observed.base, files=files, message=message,
                                    expected=expected)
+        labels = component.labels if component.labels is not None else self.config.defaults.labels
+        self.platform.publish_proposal(context.branch, base=self.config.defaults.base_branch,
+                                       title=title(facts), body=body(facts), labels=labels)
         result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(facts)}")
 
 

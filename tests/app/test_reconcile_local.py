@@ -303,3 +303,36 @@ def test_quiet_period(world: World) -> None:
     git(["commit", "--quiet", "-am", "old enough"], cwd=world.upstream,
         env={**PEOPLE, "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"})
     assert world.reconcile().code == 0 and world.branch() is not None
+
+
+def test_the_loop_on_the_github_platform(world: World, tmp_path: Path) -> None:
+    """The same loop, with proposals as draft pull requests through github3.py against the
+    GitHub emulator: opened, then updated in place, then left as it is."""
+    from bot.adapters.github import GitHubPlatform
+    from bot.app.reconciler import Reconciler
+    from bot.app.wiring import Registries
+    from bot.core.configfile import load_config
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"ghs_token"})
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
+        platform = GitHubPlatform(api_url=emulator.url, token="ghs_token", owner="rocm", repo="atom",
+                                  author=loaded.config.defaults.author)
+        settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
+        reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir)
+        head = world.commit_upstream("one", NEW_VERSION)
+        first = reconciler.run()
+        assert [a.kind for a in first.components[0].actions] == ["build", "publish", "propose"], first.to_json()
+        (pull,) = repo.pulls.values()
+        assert pull.draft and head[:8] in pull.title and "<!-- wheelpin: " in pull.body
+        assert pull.labels == ["wheelpin"]
+        assert reconciler.run().components[0].status == "nothing"
+        newer = world.commit_upstream("two", {"requirements.txt": "numpy<=2.2.6\n"})
+        assert reconciler.run().components[0].status == "done"
+        (pull,) = repo.pulls.values()  # the same pull request, updated in place
+        assert newer[:8] in pull.title and "numpy==2.3.5" in pull.body
+        assert emulator.errors == []
+    finally:
+        emulator.stop()

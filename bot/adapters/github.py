@@ -1,0 +1,173 @@
+"""The GitHub platform: proposals as draft pull requests (the only importer of github3).
+
+The same verbs as the local platform. Files change in one commit written through the
+git data API (blobs → tree → commit → ref), only on the bot's own branch prefix; the
+branch is read again right before a forced update and left alone if it moved. github3.py
+4.0.1 has no `draft` flag for a new pull request: that call goes through github3's own
+authenticated session. A 422 for drafts (private repositories on free plans) falls back
+to a ready pull request marked draft in its title. No tag or release is ever created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import github3
+from github3.exceptions import GitHubError, NotFoundError, UnprocessableEntity
+
+from ..core.config import Author
+from ..core.errors import CredentialsError, InputError, RefusedError, TransientError, WheelpinError
+from .localplatform import BranchCommit
+
+DRAFT_PREFIX = "[draft] "
+
+
+def _translate(exc: GitHubError, what: str) -> WheelpinError:
+    status = getattr(exc, "code", None) or type(exc).__name__
+    if status in (401, 403):
+        return CredentialsError(f"GitHub refused {what} ({status})")
+    return TransientError(f"GitHub: {what} failed ({status})")
+
+
+class GitHubPlatform:
+    def __init__(self, *, api_url: str | None, token: str, owner: str, repo: str, author: Author,
+                 branch_prefix: str = "wheelpin/", signoff: bool = False) -> None:
+        self.gh = (github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token)
+                   if api_url else github3.GitHub(token=token))
+        try:
+            found = self.gh.repository(owner, repo)
+        except GitHubError as exc:
+            raise _translate(exc, f"reading {owner}/{repo}") from None
+        if found is None:
+            raise CredentialsError(f"GitHub: {owner}/{repo} is not visible to this token")
+        self.repo = found
+        self.owner = owner
+        self.author = author
+        self.prefix = branch_prefix
+        self.signoff = signoff
+        self.writes = 0
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> str | None:
+        if not ref.startswith("refs/"):
+            return ref if len(ref) == 40 else None
+        try:
+            return str(self.repo.ref(ref.removeprefix("refs/")).object.sha)
+        except NotFoundError:
+            return None
+        except GitHubError as exc:
+            raise _translate(exc, f"reading {ref}") from None
+
+    def read_file(self, commit: str, path: str) -> str | None:
+        try:
+            contents = self.repo.file_contents(path, ref=commit)
+        except NotFoundError:
+            return None
+        except GitHubError as exc:
+            raise _translate(exc, f"reading {path}") from None
+        try:
+            return bytes(contents.decoded).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{path} at {commit[:8]} is not UTF-8 text") from None
+
+    def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
+        try:
+            comparison = self.repo.compare_commits(base, branch)
+        except GitHubError as exc:
+            raise _translate(exc, f"comparing {branch} with the base") from None
+        found = []
+        for commit in comparison.commits():
+            data = commit.as_dict()["commit"]
+            found.append(BranchCommit(str(commit.sha), str(data["author"]["email"]), str(data["message"])))
+        return found
+
+    def is_bot_commit(self, commit: BranchCommit) -> bool:
+        return commit.author_email == self.author.email and "<!-- wheelpin: " in commit.message
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _check_branch(self, branch: str) -> None:
+        if not branch.startswith(self.prefix) or branch.startswith("refs/"):
+            raise RefusedError(f"wheelpin writes only branches under {self.prefix}, not {branch}")
+
+    def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
+                     expected: str | None) -> str:
+        self._check_branch(branch)
+        if self.signoff:
+            message = f"{message.rstrip()}\n\nSigned-off-by: {self.author.name} <{self.author.email}>\n"
+        identity = {"name": self.author.name, "email": self.author.email}
+        try:
+            base_tree = self.repo.git_commit(base).tree.sha
+            entries = [{"path": path, "mode": "100644", "type": "blob",
+                        "sha": self.repo.create_blob(text, "utf-8")} for path, text in sorted(files.items())]
+            tree = self.repo.create_tree(entries, base_tree=base_tree).sha if entries else base_tree
+            commit = self.repo.create_commit(message, tree, [base], author=identity, committer=identity).sha
+            if expected is None:
+                try:
+                    self.repo.create_ref(f"refs/heads/{branch}", commit)
+                except UnprocessableEntity:
+                    raise RefusedError(f"{branch} appeared while wheelpin was writing it; left alone") from None
+            else:
+                current = self.repo.ref(f"heads/{branch}")  # re-read: the REST API has no CAS
+                if current.object.sha != expected:
+                    raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone")
+                current.update(commit, force=True)
+        except GitHubError as exc:
+            raise _translate(exc, f"writing {branch}") from None
+        self.writes += 1
+        return str(commit)
+
+    def _open_pull(self, branch: str) -> Any:
+        for pull in self.repo.pull_requests(state="open", head=f"{self.owner}:{branch}"):
+            return pull
+        return None
+
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
+                         labels: Sequence[str]) -> None:
+        """Open the draft pull request of `branch`, or bring its title, body, labels up to date."""
+        self._check_branch(branch)
+        try:
+            pull = self._open_pull(branch)
+            if pull is None:
+                url = self.repo._build_url("pulls", base_url=self.repo._api)
+                data = {"title": title, "head": branch, "base": base, "body": body, "draft": True}
+                answer = self.gh.session.post(url, json=data)
+                if answer.status_code == 422 and "draft" in answer.text.lower():
+                    answer = self.gh.session.post(url, json={**data, "draft": False,
+                                                              "title": DRAFT_PREFIX + title})
+                if answer.status_code != 201:
+                    raise TransientError(f"GitHub: opening the pull request of {branch} answered {answer.status_code}")
+                number = answer.json()["number"]
+                self.writes += 1
+            else:
+                number = pull.number
+                desired = DRAFT_PREFIX + title if pull.title.startswith(DRAFT_PREFIX) else title
+                if pull.title != desired or (pull.body or "") != body:
+                    pull.update(title=desired, body=body)
+                    self.writes += 1
+            issue = self.repo.issue(number)
+            missing = [label for label in labels if label not in {l.name for l in issue.labels()}]
+            if missing:
+                issue.add_labels(*missing)
+                self.writes += 1
+        except GitHubError as exc:
+            raise _translate(exc, f"the pull request of {branch}") from None
+
+    def close(self, branch: str, *, expected: str, reason: str) -> None:
+        self._check_branch(branch)
+        try:
+            pull = self._open_pull(branch)
+            if pull is not None:
+                self.repo.issue(pull.number).create_comment(f"Closing: {reason}")
+                pull.close()
+            current = self.repo.ref(f"heads/{branch}")
+            if current.object.sha != expected:
+                raise RefusedError(f"{branch} moved while wheelpin was closing it; left alone")
+            current.delete()
+        except NotFoundError:
+            pass
+        except GitHubError as exc:
+            raise _translate(exc, f"closing {branch}") from None
+        self.writes += 1

@@ -1,0 +1,133 @@
+"""The platform contract: the local platform and the GitHub platform (through github3.py
+against the GitHub emulator) behave the same, verb by verb. The emulator's answers are
+then checked against GitHub's own OpenAPI description."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.git import git
+from bot.adapters.github import GitHubPlatform
+from bot.adapters.localplatform import LocalPlatform
+from bot.core.config import Author
+from bot.core.errors import RefusedError
+from tests.fixtures.github.emulator import GitHubEmulator
+from tests.fixtures.github.openapi import validate
+
+BOT = Author(name="wheelpin[bot]", email="bot@example.org")
+WHO = {"GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.org", "GIT_COMMITTER_NAME": "m",
+       "GIT_COMMITTER_EMAIL": "m@example.org"}
+MESSAGE = "Bump x\n\nbody\n\n<!-- wheelpin: {\"commit\":\"abc\"} -->\n"
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHubEmulator]:
+    server = GitHubEmulator(tmp_path_factory.mktemp("github"), tokens={"ghs_test_token"})
+    yield server
+    server.stop()
+
+
+def seed(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    git(["init", "--quiet", "-b", "main"], cwd=folder)
+    (folder / "docker").mkdir()
+    (folder / "docker/Dockerfile").write_text("ARG X=1\n")
+    git(["add", "-A"], cwd=folder)
+    git(["commit", "--quiet", "-m", "base"], cwd=folder, env=WHO)
+    return folder
+
+
+@dataclass
+class Downstream:
+    platform: Any
+    kind: str
+    emulator: GitHubEmulator | None = None
+    owner: str = ""
+    name: str = ""
+
+
+@pytest.fixture(params=["local", "github"])
+def downstream(request: pytest.FixtureRequest, tmp_path: Path, emulator: GitHubEmulator) -> Downstream:
+    source = seed(tmp_path / "seed")
+    if request.param == "local":
+        return Downstream(LocalPlatform(source, author=BOT), "local")
+    name = tmp_path.name.replace("_", "-")[:60]
+    emulator.create_repo("rocm", name, source)
+    platform = GitHubPlatform(api_url=emulator.url, token="ghs_test_token", owner="rocm", repo=name, author=BOT)
+    return Downstream(platform, "github", emulator, "rocm", name)
+
+
+def test_read_and_resolve(downstream: Downstream) -> None:
+    platform = downstream.platform
+    base = platform.resolve("refs/heads/main")
+    assert base is not None and len(base) == 40
+    assert platform.resolve("refs/heads/nope") is None
+    assert platform.read_file(base, "docker/Dockerfile") == "ARG X=1\n"
+    assert platform.read_file(base, "missing.txt") is None
+
+
+def test_write_update_and_close(downstream: Downstream) -> None:
+    platform = downstream.platform
+    base = platform.resolve("refs/heads/main")
+    first = platform.write_branch("wheelpin/x", base=base, files={"docker/Dockerfile": "ARG X=2\n"},
+                                  message=MESSAGE, expected=None)
+    platform.publish_proposal("wheelpin/x", base="main", title="Bump x", body="body", labels=["wheelpin"])
+    assert platform.read_file(first, "docker/Dockerfile") == "ARG X=2\n"
+    (commit,) = platform.branch_commits("wheelpin/x", base)
+    assert platform.is_bot_commit(commit) and commit.sha == first
+    second = platform.write_branch("wheelpin/x", base=base, files={"docker/Dockerfile": "ARG X=3\n"},
+                                   message=MESSAGE, expected=first)
+    platform.publish_proposal("wheelpin/x", base="main", title="Bump x again", body="body 2", labels=["wheelpin"])
+    assert platform.resolve("refs/heads/wheelpin/x") == second
+    assert [c.sha for c in platform.branch_commits("wheelpin/x", base)] == [second]
+    if downstream.emulator is not None:
+        pulls = list(downstream.emulator.repos[(downstream.owner, downstream.name)].pulls.values())
+        assert len(pulls) == 1 and pulls[0].draft and pulls[0].title == "Bump x again"
+        assert pulls[0].labels == ["wheelpin"]
+    platform.close("wheelpin/x", expected=second, reason="the base already pins it")
+    assert platform.resolve("refs/heads/wheelpin/x") is None
+    if downstream.emulator is not None:
+        (pull,) = downstream.emulator.repos[(downstream.owner, downstream.name)].pulls.values()
+        assert pull.state == "closed" and pull.comments == ["Closing: the base already pins it"]
+
+
+def test_compare_and_swap(downstream: Downstream) -> None:
+    platform = downstream.platform
+    base = platform.resolve("refs/heads/main")
+    first = platform.write_branch("wheelpin/x", base=base, files={}, message=MESSAGE, expected=None)
+    with pytest.raises(RefusedError):
+        platform.write_branch("wheelpin/x", base=base, files={}, message=MESSAGE, expected=base)
+    with pytest.raises(RefusedError):
+        platform.write_branch("wheelpin/x", base=base, files={}, message=MESSAGE, expected=None)
+    assert platform.resolve("refs/heads/wheelpin/x") == first
+
+
+def test_only_the_bot_prefix(downstream: Downstream) -> None:
+    platform = downstream.platform
+    base = platform.resolve("refs/heads/main")
+    for branch in ("main", "release/1.0", "refs/tags/v1"):
+        with pytest.raises(RefusedError):
+            platform.write_branch(branch, base=base, files={}, message=MESSAGE, expected=base)
+    assert platform.resolve("refs/heads/main") == base
+    assert not hasattr(platform, "create_tag") and not hasattr(platform, "create_release")
+
+
+def test_a_human_commit_is_not_the_bot(downstream: Downstream) -> None:
+    platform = downstream.platform
+    base = platform.resolve("refs/heads/main")
+    platform.write_branch("wheelpin/x", base=base, files={}, message="a human's words", expected=None)
+    (commit,) = platform.branch_commits("wheelpin/x", base)
+    assert not platform.is_bot_commit(commit)
+
+
+def test_every_emulator_answer_matches_githubs_schema(emulator: GitHubEmulator) -> None:
+    """Runs last in this module: every kind of answer the tests above drew is checked."""
+    kinds = {(r.method, r.template, r.status): r.body for r in emulator.recorded}
+    assert len(kinds) >= 12, sorted(kinds)
+    for (method, template, status), body in kinds.items():
+        validate(method, template, status, body)
