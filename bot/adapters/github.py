@@ -10,7 +10,9 @@ to a ready pull request marked draft in its title. No tag or release is ever cre
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import github3
@@ -30,11 +32,28 @@ def _translate(exc: GitHubError, what: str) -> WheelpinError:
     return TransientError(f"GitHub: {what} failed ({status})")
 
 
+@dataclass(frozen=True)
+class AppCredentials:
+    """A GitHub App's identity: installation tokens are made from it, and renewed."""
+
+    app_id: int
+    private_key: bytes = field(repr=False)
+    installation_id: int
+
+
+RENEW_BEFORE = datetime.timedelta(minutes=5)  # installation tokens live an hour
+
+
 class GitHubPlatform:
-    def __init__(self, *, api_url: str | None, token: str, owner: str, repo: str, author: Author,
+    def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
+                 token: str | None = None, app: AppCredentials | None = None,
                  branch_prefix: str = "wheelpin/", signoff: bool = False) -> None:
+        if (token is None) == (app is None):
+            raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
+        self.app = app
         self.gh = (github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token)
                    if api_url else github3.GitHub(token=token))
+        self._fresh()
         try:
             found = self.gh.repository(owner, repo)
         except GitHubError as exc:
@@ -48,9 +67,25 @@ class GitHubPlatform:
         self.signoff = signoff
         self.writes = 0
 
+    def _fresh(self) -> None:
+        """With App credentials, an installation token that lives a while longer."""
+        if self.app is None:
+            return
+        auth = getattr(self.gh.session, "auth", None)
+        expires = getattr(auth, "expires_at", None)
+        if expires is not None and expires - datetime.datetime.now(datetime.timezone.utc) > RENEW_BEFORE:
+            return
+        try:
+            # PyJWT 2.10+ wants a string `iss`: github3.py 4.0.1 would pass the int through
+            self.gh.login_as_app_installation(self.app.private_key, str(self.app.app_id),
+                                              self.app.installation_id, expire_in=60)
+        except GitHubError as exc:
+            raise _translate(exc, f"an installation token for installation {self.app.installation_id}") from None
+
     # -- reading ----------------------------------------------------------------------------
 
     def resolve(self, ref: str) -> str | None:
+        self._fresh()
         if not ref.startswith("refs/"):
             return ref if len(ref) == 40 else None
         try:
@@ -61,6 +96,7 @@ class GitHubPlatform:
             raise _translate(exc, f"reading {ref}") from None
 
     def read_file(self, commit: str, path: str) -> str | None:
+        self._fresh()
         try:
             contents = self.repo.file_contents(path, ref=commit)
         except NotFoundError:
@@ -73,6 +109,7 @@ class GitHubPlatform:
             raise InputError(f"{path} at {commit[:8]} is not UTF-8 text") from None
 
     def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
+        self._fresh()
         try:
             comparison = self.repo.compare_commits(base, branch)
         except GitHubError as exc:
@@ -95,6 +132,7 @@ class GitHubPlatform:
     def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
                      expected: str | None) -> str:
         self._check_branch(branch)
+        self._fresh()
         if self.signoff:
             message = f"{message.rstrip()}\n\nSigned-off-by: {self.author.name} <{self.author.email}>\n"
         identity = {"name": self.author.name, "email": self.author.email}
@@ -128,6 +166,7 @@ class GitHubPlatform:
                          labels: Sequence[str]) -> None:
         """Open the draft pull request of `branch`, or bring its title, body, labels up to date."""
         self._check_branch(branch)
+        self._fresh()
         try:
             pull = self._open_pull(branch)
             if pull is None:
@@ -157,6 +196,7 @@ class GitHubPlatform:
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         self._check_branch(branch)
+        self._fresh()
         try:
             pull = self._open_pull(branch)
             if pull is not None:

@@ -131,3 +131,46 @@ def test_every_emulator_answer_matches_githubs_schema(emulator: GitHubEmulator) 
     assert len(kinds) >= 12, sorted(kinds)
     for (method, template, status), body in kinds.items():
         validate(method, template, status, body)
+
+
+def test_app_installation_tokens_are_made_and_renewed(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from bot.adapters.github import AppCredentials
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    # tokens that live four minutes: inside the renewal margin, so each use renews
+    server = GitHubEmulator(tmp_path / "gh", tokens=set(), app_id=4242, app_public_key=public, token_lifetime=240)
+    try:
+        server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
+        platform = GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT,
+                                  app=AppCredentials(4242, private, 7))
+        assert platform.resolve("refs/heads/main") is not None
+        assert len(server.issued_tokens) >= 2 and server.issued_tokens[0].startswith("ghs_7_")
+        wrong = AppCredentials(999, private, 7)
+        with pytest.raises(Exception, match="installation token"):
+            GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT, app=wrong)
+        validate("POST", "/app/installations/{installation_id}/access_tokens", 201,
+                 next(r.body for r in server.recorded if r.template.startswith("/app/")))
+    finally:
+        server.stop()
+
+
+def test_draft_refused_falls_back_to_a_marked_title(tmp_path: Path) -> None:
+    server = GitHubEmulator(tmp_path / "gh", tokens={"t"}, drafts=False)
+    try:
+        repo = server.create_repo("rocm", "private", seed(tmp_path / "seed"))
+        platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="private", author=BOT)
+        base = platform.resolve("refs/heads/main")
+        platform.write_branch("wheelpin/x", base=base, files={}, message=MESSAGE, expected=None)
+        platform.publish_proposal("wheelpin/x", base="main", title="Bump x", body="b", labels=[])
+        (pull,) = repo.pulls.values()
+        assert pull.title == "[draft] Bump x" and not pull.draft
+        platform.publish_proposal("wheelpin/x", base="main", title="Bump x to 2", body="b", labels=[])
+        assert pull.title == "[draft] Bump x to 2"  # the mark stays on updates
+    finally:
+        server.stop()
