@@ -35,6 +35,18 @@ class StateFile:
         self.db = sqlite3.connect(path)
         self.db.execute("create table if not exists failures (component text, commit_sha text, kind text,"
                         " message text, attempts integer, at real, primary key (component, commit_sha))")
+        self.db.execute("create table if not exists runs (component text, commit_sha text, run_id integer,"
+                        " primary key (component, commit_sha))")
+        self.db.commit()
+
+    def run_of(self, component: str, commit: str) -> int | None:
+        """The Actions run started for this build (the world knows it too: the run's title)."""
+        row = self.db.execute("select run_id from runs where component = ? and commit_sha = ?",
+                              (component, commit)).fetchone()
+        return int(row[0]) if row else None
+
+    def record_run(self, component: str, commit: str, run_id: int) -> None:
+        self.db.execute("insert or replace into runs values (?, ?, ?)", (component, commit, run_id))
         self.db.commit()
 
     def failure(self, component: str, commit: str) -> Failure | None:

@@ -17,7 +17,8 @@ from typing import Any
 
 import structlog
 
-from ..adapters.builders import build_folder, built_wheels, run_local_build
+from ..adapters.actions import ActionsBuilder
+from ..adapters.builders import COMPLETE, build_folder, built_wheels, run_local_build
 from ..adapters.imageread import ImageInfo, extract_wheels, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.platform import Platform
@@ -30,12 +31,12 @@ from ..core.errors import RefusedError, TransientError, WheelpinError
 from ..core.imageref import ImageRef
 from ..core.inspect import inspect_wheel
 from ..core.pins import PinState, plan_bump, read_pins
-from ..core.plan import (BUILD, CLOSE, PROPOSE, PUBLISH, REPORT, WAIT, Action, ImageFound,
+from ..core.plan import (BUILD, CLOSE, FETCH, PROPOSE, PUBLISH, REPORT, WAIT, Action, ImageFound,
                          Observed, ProposalSeen, desired_state, plan)
 from ..core.proposal import ProposalFacts, body, read_marker, title
 from ..core.redact import public_url
 from ..core.requirements import RequirementsDiff, diff_requirements, find_conflicts
-from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
+from ..core.templates import TagValues, commit_only, fields_of, render, render_tag, tag_pattern
 from ..core.verify import component_rules, python_tags_of, verify_wheels
 from .wiring import Registries
 
@@ -84,7 +85,9 @@ class _Context:
 
 class Reconciler:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Registries,
-                 cache: Path, retry_failed: bool = False, crash_after: int | None = None) -> None:
+                 cache: Path, retry_failed: bool = False, crash_after: int | None = None,
+                 actions: ActionsBuilder | None = None) -> None:
+        self.actions = actions
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
@@ -249,7 +252,31 @@ class Reconciler:
         if recorded is not None and not self.retry_failed and recorded.retry_at > time.time():
             failure = recorded.message
         built = built_wheels(self.cache, name, head) is not None
-        return Observed(**common, image=image, built=built, failure=failure)
+        workflow = component.build.workflow is not None
+        run, run_detail = None, ""
+        if workflow and image is None and not built and failure is None:
+            try:
+                run, run_detail = self._run_state(component, head)
+            except WheelpinError as exc:
+                return Observed(**common, error=exc.message)
+        return Observed(**common, image=image, built=built, failure=failure, workflow=workflow,
+                        run=run, run_detail=run_detail)
+
+    def _run_state(self, component: Component, head: str) -> tuple[str | None, str]:
+        """Where the Actions build of `head` stands: None (not started), running, success, failure."""
+        run_id = self.state.run_of(component.name, head)
+        if run_id is None:
+            return None, ""
+        if self.actions is None:
+            raise WheelpinError(f"{component.name}: builds on GitHub Actions need the GitHub platform")
+        seen = self.actions.run(run_id)
+        if not seen.done:
+            return "running", f"build run {seen.url} is {seen.status}"
+        if seen.conclusion == "success":
+            return "success", f"build run {seen.url} succeeded"
+        message = f"build run {seen.url} of {head[:8]} ended: {seen.conclusion}"
+        self.state.record(component.name, head, "build", message)
+        return "failure", message
 
     def _read(self, base: str, path: str) -> str:
         key = (base, path)  # a commit's files never change: read each once
@@ -361,6 +388,31 @@ class Reconciler:
             result.status = "waiting"
             return True
         assert head is not None
+        if action.kind == BUILD and component.build.workflow is not None:
+            if self.actions is None:
+                raise WheelpinError(f"{component.name}: builds on GitHub Actions need the GitHub platform")
+            values = {"sha": head, "sha8": head[:8], "component": component.name}
+            inputs = {key: render(value, values) for key, value in component.build.inputs.items()}
+            run_id = self.actions.dispatch(component.build.workflow, commit=head, inputs=inputs,
+                                           ref=component.build.ref or self.config.defaults.base_branch)
+            if run_id is None:
+                raise TransientError(f"{component.name}: the dispatched run of {head[:8]} was not found yet")
+            self.state.record_run(component.name, head, run_id)
+            result.messages.append(f"dispatched {component.build.workflow} for {head[:8]} (run {run_id})")
+            return False
+        if action.kind == FETCH:
+            assert self.actions is not None
+            run_id = self.state.run_of(component.name, head)
+            assert run_id is not None
+            out = build_folder(self.cache, component.name, head) / "out"
+            shutil.rmtree(out, ignore_errors=True)
+            wheels = self.actions.download(run_id, out)
+            if not wheels:
+                self.state.record(component.name, head, "build", f"build run {run_id} left no wheel in its artifacts")
+                raise WheelpinError(f"build run {run_id} of {head[:8]} left no wheel in its artifacts")
+            (out / COMPLETE).write_text(head + "\n")
+            result.messages.append(f"fetched {len(wheels)} wheel(s) from run {run_id}")
+            return False
         if action.kind == BUILD:
             if component.build.command is None:
                 raise WheelpinError(f"{component.name}: the local platform runs build.command; "

@@ -40,6 +40,9 @@ class Observed:
     base: str = ""  # the base commit the proposal would start from
     base_files: str = ""  # a hash of the pin files at `base`
     proposal: ProposalSeen | None = None
+    workflow: bool = False  # built by a GitHub Actions workflow rather than a local command
+    run: str | None = None  # that build's run: None (none yet), "running", "success", "failure"
+    run_detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,8 @@ class Action:
         return f"{self.component}: {self.kind}{commit} {self.detail}".rstrip() + then
 
 
-BUILD, PUBLISH, PROPOSE, CLOSE, REPORT, WAIT = (
-    "build", "publish", "propose", "close", "report", "wait")
+BUILD, FETCH, PUBLISH, PROPOSE, CLOSE, REPORT, WAIT = (
+    "build", "fetch", "publish", "propose", "close", "report", "wait")
 
 
 def desired_state(observed: Observed) -> dict[str, Any]:
@@ -90,9 +93,16 @@ def plan(observed: Observed) -> list[Action]:
     if observed.image is None:
         if observed.failure:
             return [Action(REPORT, name, head, observed.failure)]
-        if not observed.built:
-            return [Action(BUILD, name, head, then=(PUBLISH, PROPOSE))]
-        return [Action(PUBLISH, name, head, then=(PROPOSE,))]
+        if observed.built:
+            return [Action(PUBLISH, name, head, then=(PROPOSE,))]
+        if observed.workflow and observed.run == "running":
+            return [Action(WAIT, name, head, observed.run_detail)]
+        if observed.workflow and observed.run == "success":
+            return [Action(FETCH, name, head, observed.run_detail, then=(PUBLISH, PROPOSE))]
+        if observed.workflow and observed.run == "failure":
+            return [Action(REPORT, name, head, observed.run_detail)]
+        then = (FETCH, PUBLISH, PROPOSE) if observed.workflow else (PUBLISH, PROPOSE)
+        return [Action(BUILD, name, head, "on GitHub Actions" if observed.workflow else "", then=then)]
     if proposal is not None and proposal.state == desired_state(observed):
         return []
     verb = "update" if proposal is not None else "open"

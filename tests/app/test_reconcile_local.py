@@ -336,3 +336,67 @@ def test_the_loop_on_the_github_platform(world: World, tmp_path: Path) -> None:
         assert emulator.errors == []
     finally:
         emulator.stop()
+
+
+def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
+    """A workflow build: dispatched with the full commit, followed across passes (queued →
+    in progress → completed), its artifact's wheel verified, published and proposed."""
+    from bot.adapters.actions import ActionsBuilder
+    from bot.adapters.github import GitHubPlatform
+    from bot.app.reconciler import Reconciler
+    from bot.app.wiring import Registries
+    from bot.core.configfile import load_config
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    world.set_config('build = { command = [', 'build = { workflow = "demo-wheel.yaml", inputs = { commit = "{sha}" } }\n# was: [')
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"ghs_token"})
+    built_for: list[str] = []
+
+    def actions(repo, run):  # type: ignore[no-untyped-def]
+        """The workflow: builds the upstream at the commit it was given."""
+        commit = run.inputs["commit"]
+        built_for.append(commit)
+        checkout = tmp_path / f"runner-{commit[:8]}"
+        git(["clone", "--quiet", str(world.upstream), str(checkout)])
+        git(["checkout", "--quiet", commit], cwd=checkout)
+        out = tmp_path / f"out-{commit[:8]}"
+        out.mkdir()
+        subprocess.run(["python3", "build_wheel.py", str(out)], cwd=checkout, check=True,
+                       env={"WHEELPIN_SHA8": commit[:8], "PATH": "/usr/bin:/bin"})
+        return {p.name: p.read_bytes() for p in out.glob("*.whl")}
+
+    emulator.actions = actions
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
+        platform = GitHubPlatform(api_url=emulator.url, token="ghs_token", owner="rocm", repo="atom",
+                                  author=loaded.config.defaults.author)
+        settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
+        reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
+                                cache=settings.cache_dir, actions=ActionsBuilder(platform))
+        head = world.commit_upstream("one", NEW_VERSION)
+        first = reconciler.run().components[0]
+        assert [a.kind for a in first.actions] == ["build", "wait"], first.to_json()
+        (run,) = repo.runs.values()
+        assert run.inputs == {"commit": head} and run.ref == "main"  # the full 40-hex commit
+        second = reconciler.run().components[0]
+        assert [a.kind for a in second.actions] == ["fetch", "publish", "propose"], second.to_json()
+        assert built_for == [head]  # built once
+        (pull,) = repo.pulls.values()
+        assert head[:8] in pull.title
+        assert reconciler.run().components[0].status == "nothing"
+        # a run that fails is reported, and not dispatched again within its backoff
+        emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("compiler error"))
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        reconciler.run()
+        failed = reconciler.run().components[0]
+        assert failed.status == "failed" and "ended: failure" in failed.messages[-1]
+        assert len(repo.runs) == 2 and reconciler.run().components[0].actions[0].kind == "report"
+        assert emulator.errors == []
+        from tests.fixtures.github.openapi import validate
+        kinds = {(r.method, r.template, r.status): r.body for r in emulator.recorded}
+        assert any("/actions/" in template for _method, template, _status in kinds)
+        for (method, template, status), answer in kinds.items():  # held to GitHub's own schema
+            validate(method, template, status, answer)
+    finally:
+        emulator.stop()
