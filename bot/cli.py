@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
     reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
     reconcile.add_argument("--platform", choices=["local", "github"], default="local")
+    reconcile.add_argument("--github-repo", metavar="OWNER/NAME", help="with --platform github")
     reconcile.add_argument("--repo", type=Path, metavar="DIR", help="the downstream checkout (default: here)")
     reconcile.add_argument("--config", type=Path, metavar="FILE")
     reconcile.add_argument("--component", help="only this component")
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return reconcile_cmd.reconcile_command(
             repo=args.repo, config=args.config, platform=args.platform, once=args.once,
             dry_run=args.dry_run, as_json=args.json, retry_failed=args.retry_failed,
-            component=args.component, settings=settings)
+            component=args.component, settings=settings, github_repo=args.github_repo)
     if args.command == "demo":
         return demo.demo_command(workdir=args.workdir, json=args.json, settings=settings)
     raise AssertionError(f"unhandled command {args.command}")

@@ -86,8 +86,9 @@ class _Context:
 class Reconciler:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Registries,
                  cache: Path, retry_failed: bool = False, crash_after: int | None = None,
-                 actions: ActionsBuilder | None = None) -> None:
+                 actions: ActionsBuilder | None = None, local_builds: bool = True) -> None:
         self.actions = actions
+        self.local_builds = local_builds  # never on GitHub: a config's command is the repository's code
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
@@ -414,6 +415,9 @@ class Reconciler:
             result.messages.append(f"fetched {len(wheels)} wheel(s) from run {run_id}")
             return False
         if action.kind == BUILD:
+            if not self.local_builds:
+                raise WheelpinError(f"{component.name}: build.command is not run for a repository on GitHub "
+                                    "(it would run the repository's code on the bot's host); use build.workflow")
             if component.build.command is None:
                 raise WheelpinError(f"{component.name}: the local platform runs build.command; "
                                     "this component builds on GitHub Actions")

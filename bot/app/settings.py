@@ -35,6 +35,13 @@ class Settings(BaseSettings):
     registry_timeout: float = Field(default=120.0, gt=0)
     registry_connect_timeout: float = Field(default=10.0, gt=0)
 
+    # GitHub: a token (personal or installation), or an App (id, private key, installation)
+    github_api_url: str | None = Field(default=None, description="GitHub Enterprise Server, or an emulator")
+    github_token: SecretStr | None = None
+    github_app_id: int | None = None
+    github_private_key_file: Path | None = None
+    github_installation_id: int | None = None
+
     # a test hook: the process exits after this many actions (kill between any two steps)
     crash_after_actions: int | None = Field(default=None, ge=1)
 

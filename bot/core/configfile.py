@@ -71,11 +71,19 @@ def _where(loc: Sequence[str | int]) -> str:
 
 
 def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedConfig:
-    """Parse and validate; ConfigInvalid listing every problem with its line."""
+    """Parse and validate a config file; ConfigInvalid listing every problem with its line."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the config ({exc})") from None
+    exists = (lambda file: (root / file).is_file()) if check_files else None
+    return load_config_text(text, path=path, root=root, exists=exists)
+
+
+def load_config_text(text: str, *, path: Path, root: Path,
+                     exists: Callable[[str], bool] | None) -> LoadedConfig:
+    """Parse and validate config text read from anywhere (a file, a repository on GitHub);
+    `exists` says whether the repository holds a file (None: do not check)."""
     try:
         raw: dict[str, Any] = tomli.loads(text)
     except tomli.TOMLDecodeError as exc:
@@ -86,7 +94,7 @@ def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedCo
         line = line_of(positions, loc)
         return f"{path}:{line if line else 1}: {_where(loc)}: {message}"
 
-    problems = _repository_problems(raw, root, located) if check_files else []
+    problems = _repository_problems(raw, root, located, exists) if exists else []
     problems += _duplicate_names(raw, located)
     try:
         config = Config.model_validate(raw)
@@ -133,18 +141,19 @@ def _duplicate_names(raw: dict[str, Any], located: Locate) -> list[str]:
     return problems
 
 
-def _repository_problems(raw: dict[str, Any], root: Path, located: Locate) -> list[str]:
+def _repository_problems(raw: dict[str, Any], root: Path, located: Locate,
+                         exists: Callable[[str], bool]) -> list[str]:
     """Files the config names that the repository does not hold."""
     problems: list[str] = []
     for index, component in _components(raw):
         pins = component.get("pins")
         for number, pin in enumerate(pins if isinstance(pins, list) else []):
             file = pin.get("file") if isinstance(pin, dict) else None
-            if isinstance(file, str) and _inside(file) and not (root / file).is_file():
+            if isinstance(file, str) and _inside(file) and not exists(file):
                 problems.append(located(("component", index, "pins", number, "file"),
                                         f"pin file {file} does not exist in {root}"))
         constraints = component.get("constraints_file")
-        if isinstance(constraints, str) and _inside(constraints) and not (root / constraints).is_file():
+        if isinstance(constraints, str) and _inside(constraints) and not exists(constraints):
             problems.append(located(("component", index, "constraints_file"),
                                     f"constraints file {constraints} does not exist in {root}"))
     return problems

@@ -400,3 +400,47 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
             validate(method, template, status, answer)
     finally:
         emulator.stop()
+
+
+def test_reconcile_command_on_github(world: World, tmp_path: Path) -> None:
+    """`wheelpin reconcile --platform github`: the config is read from the repository on
+    GitHub, builds run on Actions, a build command is never run on the bot's host."""
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    world.set_config('repo = "../upstream"', f'repo = "file://{world.upstream}"')
+    world.set_config('"oci:../images"', f'"oci:{world.root / "images"}"')
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"ghs_cli"})
+    try:
+        emulator.create_repo("rocm", "atom", world.downstream)
+        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "ghs_cli"}
+        world.commit_upstream("one", NEW_VERSION)
+        args = ["reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json"]
+        refused = wheelpin(*args, env=env)
+        assert refused.code == 1 and "build.command is not run for a repository on GitHub" in refused.stdout
+        assert wheelpin("reconcile", "--once", "--platform", "github", env=env).code == 2  # no --github-repo
+        no_token = wheelpin(*args, env={**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url})
+        assert no_token.code == 2 and "WHEELPIN_GITHUB_TOKEN" in no_token.stderr
+        assert not any(r.workflow for r in emulator.repos[("rocm", "atom")].runs.values())
+        # with a workflow build: dispatched, then fetched, verified, published, proposed
+        world.set_config('build = { command = [', 'build = { workflow = "w.yaml", inputs = { c = "{sha}" } }\n# was: [')
+        repo = emulator.create_repo("rocm", "atom2", world.downstream)
+
+        def actions(repo, run):  # type: ignore[no-untyped-def]
+            checkout = tmp_path / "runner"
+            git(["clone", "--quiet", str(world.upstream), str(checkout)])
+            git(["checkout", "--quiet", run.inputs["c"]], cwd=checkout)
+            subprocess.run(["python3", "build_wheel.py", str(tmp_path)], cwd=checkout, check=True,
+                           env={"WHEELPIN_SHA8": run.inputs["c"][:8], "PATH": "/usr/bin:/bin"})
+            return {p.name: p.read_bytes() for p in tmp_path.glob("*.whl")}
+
+        emulator.actions = actions
+        args[args.index("rocm/atom")] = "rocm/atom2"
+        first = wheelpin(*args, env=env)
+        assert first.code == 0, first.stdout + first.stderr
+        second = wheelpin(*args, env=env)
+        assert second.code == 0, second.stdout + second.stderr
+        assert [a["kind"] for a in component(second)["actions"]] == ["fetch", "publish", "propose"]
+        (pull,) = repo.pulls.values()
+        assert pull.draft and "<!-- wheelpin: " in pull.body
+    finally:
+        emulator.stop()
