@@ -20,6 +20,7 @@ from github3.exceptions import GitHubError, NotFoundError, UnprocessableEntity
 
 from ..core.config import Author
 from ..core.errors import CredentialsError, InputError, RefusedError, TransientError, WheelpinError
+from .githubhttp import GitHubHTTP
 from .localplatform import BranchCommit
 
 DRAFT_PREFIX = "[draft] "
@@ -47,12 +48,16 @@ RENEW_BEFORE = datetime.timedelta(minutes=5)  # installation tokens live an hour
 class GitHubPlatform:
     def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
                  token: str | None = None, app: AppCredentials | None = None,
-                 branch_prefix: str = "wheelpin/", signoff: bool = False) -> None:
+                 branch_prefix: str = "wheelpin/", signoff: bool = False,
+                 http: GitHubHTTP | None = None) -> None:
         if (token is None) == (app is None):
             raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
         self.app = app
         self.gh = (github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token)
                    if api_url else github3.GitHub(token=token))
+        self.http = http or GitHubHTTP()
+        for scheme in ("http://", "https://"):
+            self.gh.session.mount(scheme, self.http)
         self._fresh()
         try:
             found = self.gh.repository(owner, repo)

@@ -174,3 +174,31 @@ def test_draft_refused_falls_back_to_a_marked_title(tmp_path: Path) -> None:
         assert pull.title == "[draft] Bump x to 2"  # the mark stays on updates
     finally:
         server.stop()
+
+
+def test_conditional_requests_and_retries(tmp_path: Path) -> None:
+    from bot.adapters.githubhttp import GitHubHTTP
+
+    server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
+    try:
+        server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
+        http = GitHubHTTP(backoff=0.01)
+        platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT, http=http)
+        base = platform.resolve("refs/heads/main")
+        assert platform.read_file(base, "docker/Dockerfile") == "ARG X=1\n"
+        counted = server.counted
+        for _ in range(3):  # the same reads again: answered 304, free against the rate limit
+            assert platform.resolve("refs/heads/main") == base
+            assert platform.read_file(base, "docker/Dockerfile") == "ARG X=1\n"
+        assert server.counted == counted and server.free == 6 and http.traffic.free == 6
+        # a 502 and a secondary rate limit are waited out and retried
+        server.faults += [("GET", r"/git/ref/", 502, 1), ("POST", r"/git/blobs", 403, 1)]
+        assert platform.resolve("refs/heads/main") == base
+        platform.write_branch("wheelpin/x", base=base, files={"a.txt": "a"}, message=MESSAGE, expected=None)
+        assert http.traffic.retried == 2
+        # a fault that does not pass ends in a transient error, not a wrong answer
+        server.faults.append(("GET", r"/git/ref/", 500, 99))
+        with pytest.raises(Exception, match="500"):
+            platform.resolve("refs/heads/wheelpin/x")
+    finally:
+        server.stop()
