@@ -71,6 +71,7 @@ class GitHubPlatform:
         self.prefix = branch_prefix
         self.signoff = signoff
         self.writes = 0
+        self._bot_refs: dict[str, str] | None = None
 
     def _fresh(self) -> None:
         """With App credentials, an installation token that lives a while longer."""
@@ -89,10 +90,27 @@ class GitHubPlatform:
 
     # -- reading ----------------------------------------------------------------------------
 
+    def begin_pass(self) -> None:
+        """A pass starts: the bot's branches are listed afresh, once (one request, 304 when
+        nothing moved), instead of one lookup per component."""
+        self._bot_refs = None
+
+    def _bot_branches(self) -> dict[str, str]:
+        if self._bot_refs is None:
+            url = self.repo._build_url("git", "matching-refs", "heads", self.prefix.rstrip("/"), base_url=self.repo._api)
+            answer = self.gh.session.get(url)
+            if answer.status_code != 200:
+                raise TransientError(f"GitHub: listing the {self.prefix} branches answered {answer.status_code}")
+            self._bot_refs = {item["ref"]: item["object"]["sha"] for item in answer.json()}
+        assert self._bot_refs is not None
+        return self._bot_refs
+
     def resolve(self, ref: str) -> str | None:
         self._fresh()
         if not ref.startswith("refs/"):
             return ref if len(ref) == 40 else None
+        if ref.startswith(f"refs/heads/{self.prefix}"):
+            return self._bot_branches().get(ref)
         try:
             return str(self.repo.ref(ref.removeprefix("refs/")).object.sha)
         except NotFoundError:
@@ -160,6 +178,7 @@ class GitHubPlatform:
         except GitHubError as exc:
             raise _translate(exc, f"writing {branch}") from None
         self.writes += 1
+        self._bot_refs = None
         return str(commit)
 
     def _open_pull(self, branch: str) -> Any:
@@ -211,6 +230,7 @@ class GitHubPlatform:
             if current.object.sha != expected:
                 raise RefusedError(f"{branch} moved while wheelpin was closing it; left alone")
             current.delete()
+            self._bot_refs = None
         except NotFoundError:
             pass
         except GitHubError as exc:

@@ -98,6 +98,9 @@ class LocalPlatform:
         self.writes += 1
         return commit
 
+    def begin_pass(self) -> None:
+        """Nothing to prepare: every look is a local git command."""
+
     def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
                          labels: Sequence[str]) -> None:
         """Nothing more to do here: the branch's commit message is the title and body."""

@@ -16,6 +16,9 @@ from .localplatform import BranchCommit
 class Platform(Protocol):
     writes: int
 
+    def begin_pass(self) -> None:
+        """A pass starts: drop whatever was remembered of the last one."""
+
     def resolve(self, ref: str) -> str | None:
         """The commit a ref names, or None."""
 

@@ -102,6 +102,7 @@ class Reconciler:
         self._stores: dict[str, ImageStore] = {}
         self._published: dict[tuple[str, str], tuple[str, str]] = {}  # tag lists may lag a push
         self._files: dict[tuple[str, str], str] = {}
+        self._bases: dict[str, str | None] = {}
         self._heads: dict[tuple[str, str | None, str | None], str] = {}
         self._calls: dict[str, int] = {"git_ls_remote": 0, "git_fetch": 0}
 
@@ -133,6 +134,8 @@ class Reconciler:
     # -- a pass ---------------------------------------------------------------------------
 
     def run(self, *, dry_run: bool = False, only: str | None = None) -> PassResult:
+        self.platform.begin_pass()
+        self._bases = {}
         self._heads = {}  # one ls-remote per upstream and pass
         self._files = {}
         self._calls = {"git_ls_remote": 0, "git_fetch": 0}
@@ -208,7 +211,9 @@ class Reconciler:
         except WheelpinError as exc:
             return Observed(component=name, head=None, error=exc.message)
         base_name = self.config.defaults.base_branch
-        base = self.platform.resolve(f"refs/heads/{base_name}")
+        if base_name not in self._bases:  # once per pass: every component starts from it
+            self._bases[base_name] = self.platform.resolve(f"refs/heads/{base_name}")
+        base = self._bases[base_name]
         if base is None:
             return Observed(component=name, head=head, error=f"{self.loaded.root}: no base branch {base_name}")
         try:

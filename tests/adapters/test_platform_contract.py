@@ -197,7 +197,7 @@ def test_conditional_requests_and_retries(tmp_path: Path) -> None:
         platform.write_branch("wheelpin/x", base=base, files={"a.txt": "a"}, message=MESSAGE, expected=None)
         assert http.traffic.retried == 2
         # a fault that does not pass ends in a transient error, not a wrong answer
-        server.faults.append(("GET", r"/git/ref/", 500, 99))
+        server.faults.append(("GET", r"/git/(ref|matching-refs)/", 500, 99))
         with pytest.raises(Exception, match="500"):
             platform.resolve("refs/heads/wheelpin/x")
     finally:
