@@ -19,6 +19,7 @@ import github3
 from github3.exceptions import GitHubError, NotFoundError, UnprocessableEntity
 
 from ..core.config import Author
+from ..core.proposal import read_marker
 from ..core.errors import CredentialsError, InputError, RefusedError, TransientError, WheelpinError
 from .githubhttp import GitHubHTTP
 from .localplatform import BranchCommit
@@ -217,6 +218,18 @@ class GitHubPlatform:
                 self.writes += 1
         except GitHubError as exc:
             raise _translate(exc, f"the pull request of {branch}") from None
+
+    def skipped_commits(self, branch: str) -> set[str]:
+        skipped: set[str] = set()
+        try:
+            for pull in self.repo.pull_requests(state="closed", head=f"{self.owner}:{branch}"):
+                if pull.merged_at is None:
+                    state = read_marker(pull.body or "")
+                    if state and isinstance(state.get("commit"), str):
+                        skipped.add(state["commit"])
+        except GitHubError as exc:
+            raise _translate(exc, f"the closed pull requests of {branch}") from None
+        return skipped
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         self._check_branch(branch)

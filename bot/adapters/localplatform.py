@@ -101,6 +101,13 @@ class LocalPlatform:
     def begin_pass(self) -> None:
         """Nothing to prepare: every look is a local git command."""
 
+    def skipped_commits(self, branch: str) -> set[str]:
+        """A human skips a commit locally by deleting the bot's branch and keeping a note:
+        `git update-ref refs/wheelpin/skip/<component>/<commit> <any commit>`."""
+        name = branch.removeprefix(self.prefix)
+        out = git(["for-each-ref", "--format=%(refname)", f"refs/wheelpin/skip/{name}/"], cwd=self.repo)
+        return {line.rsplit("/", 1)[1] for line in out.splitlines() if line.strip()}
+
     def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
                          labels: Sequence[str]) -> None:
         """Nothing more to do here: the branch's commit message is the title and body."""

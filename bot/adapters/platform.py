@@ -40,5 +40,8 @@ class Platform(Protocol):
                          labels: Sequence[str]) -> None:
         """Ensure the proposal's title, body and labels (a draft pull request on GitHub)."""
 
+    def skipped_commits(self, branch: str) -> set[str]:
+        """Commits whose proposal a human closed without merging: skip those, not later ones."""
+
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         """Close the proposal with a reason."""

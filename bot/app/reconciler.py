@@ -236,6 +236,11 @@ class Reconciler:
                                       proposal=proposal)
         if base_has_head:
             return Observed(**common)
+        if proposal is None:  # only then can a declined proposal matter
+            try:
+                common["skipped"] = head in self.platform.skipped_commits(context.branch)
+            except WheelpinError as exc:
+                return Observed(**common, error=exc.message)
         quiet = component.quiet_minutes if component.quiet_minutes is not None else self.config.defaults.quiet_minutes
         if quiet:
             try:

@@ -40,6 +40,7 @@ class Observed:
     base: str = ""  # the base commit the proposal would start from
     base_files: str = ""  # a hash of the pin files at `base`
     proposal: ProposalSeen | None = None
+    skipped: bool = False  # a human closed this commit's proposal without merging it
     workflow: bool = False  # built by a GitHub Actions workflow rather than a local command
     run: str | None = None  # that build's run: None (none yet), "running", "success", "failure"
     run_detail: str = ""
@@ -88,6 +89,8 @@ def plan(observed: Observed) -> list[Action]:
         if proposal is not None:
             return [Action(CLOSE, name, head, f"the base already pins {(observed.pinned_commit or head)[:8]}")]
         return []
+    if observed.skipped and proposal is None:
+        return []  # that commit was declined; a newer one gets a new proposal
     if observed.waiting:
         return [Action(WAIT, name, head, observed.waiting)]
     if observed.image is None:

@@ -444,3 +444,32 @@ def test_reconcile_command_on_github(world: World, tmp_path: Path) -> None:
         assert pull.draft and "<!-- wheelpin: " in pull.body
     finally:
         emulator.stop()
+
+
+def test_a_declined_pull_request_skips_that_commit_only(world: World, tmp_path: Path) -> None:
+    from bot.adapters.github import GitHubPlatform
+    from bot.app.reconciler import Reconciler
+    from bot.app.wiring import Registries
+    from bot.core.configfile import load_config
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
+        platform = GitHubPlatform(api_url=emulator.url, token="t", owner="rocm", repo="atom",
+                                  author=loaded.config.defaults.author)
+        settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
+        reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir)
+        world.commit_upstream("one", NEW_VERSION)
+        reconciler.run()
+        (pull,) = repo.pulls.values()
+        pull.state = "closed"  # a maintainer declines it, and deletes the branch
+        git(["update-ref", "-d", "refs/heads/wheelpin/demo-cache"], cwd=repo.path)
+        again = reconciler.run().components[0]
+        assert again.status == "nothing" and len(repo.pulls) == 1  # that commit is skipped
+        newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        assert reconciler.run().components[0].status == "done"  # a later one is proposed
+        assert len(repo.pulls) == 2 and newer[:8] in repo.pulls[2].title and repo.pulls[2].state == "open"
+    finally:
+        emulator.stop()
