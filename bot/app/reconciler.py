@@ -268,10 +268,15 @@ class Reconciler:
         if workflow and image is None and not built and failure is None:
             try:
                 run, run_detail = self._run_state(component, head)
+                if run == "success" and component.build.publishes_image:
+                    image = self._find_image(context, head, proposal)  # the run has just pushed it
+                    problem = self._check_found(context, head, image) if image else None
+                    if problem:
+                        return Observed(**common, error=problem)
             except WheelpinError as exc:
                 return Observed(**common, error=exc.message)
         return Observed(**common, image=image, built=built, failure=failure, workflow=workflow,
-                        run=run, run_detail=run_detail)
+                        run=run, run_detail=run_detail, adopts=component.build.publishes_image)
 
     def _run_state(self, component: Component, head: str) -> tuple[str | None, str]:
         """Where the Actions build of `head` stands: None (not started), running, success, failure."""

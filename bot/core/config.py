@@ -136,14 +136,16 @@ class Build(_Model):
     workflow: str | None = None
     inputs: dict[str, str] = {}
     ref: str | None = Field(default=None, description="the downstream ref to dispatch on")
+    publishes_image: bool = Field(default=False, description="the workflow pushes the image itself "
+                                  "(as ATOM's does): wheelpin adopts it, verified, and never re-pushes")
     timeout_minutes: Annotated[int, Field(gt=0)] = 180
 
     @model_validator(mode="after")
     def _one_builder(self) -> Build:
         if (self.command is None) == (self.workflow is None):
             raise ValueError("give exactly one of build.command or build.workflow")
-        if self.inputs and self.workflow is None:
-            raise ValueError("build.inputs go with build.workflow")
+        if (self.inputs or self.publishes_image) and self.workflow is None:
+            raise ValueError("build.inputs and build.publishes_image go with build.workflow")
         parts = [self.command] if isinstance(self.command, str) else list(self.command or [])
         for part in parts:
             _fields(part, COMMAND_FIELDS, "command")

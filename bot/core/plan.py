@@ -44,6 +44,7 @@ class Observed:
     workflow: bool = False  # built by a GitHub Actions workflow rather than a local command
     run: str | None = None  # that build's run: None (none yet), "running", "success", "failure"
     run_detail: str = ""
+    adopts: bool = False  # the workflow pushes the image itself: nothing to fetch or push
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,15 @@ def plan(observed: Observed) -> list[Action]:
             return [Action(PUBLISH, name, head, then=(PROPOSE,))]
         if observed.workflow and observed.run == "running":
             return [Action(WAIT, name, head, observed.run_detail)]
+        if observed.workflow and observed.run == "success" and observed.adopts:
+            return [Action(REPORT, name, head, f"{observed.run_detail}, but no image of {head[:8]} "
+                           "is under its tag (the workflow was to push it)")]
         if observed.workflow and observed.run == "success":
             return [Action(FETCH, name, head, observed.run_detail, then=(PUBLISH, PROPOSE))]
         if observed.workflow and observed.run == "failure":
             return [Action(REPORT, name, head, observed.run_detail)]
-        then = (FETCH, PUBLISH, PROPOSE) if observed.workflow else (PUBLISH, PROPOSE)
+        then = ((PROPOSE,) if observed.adopts else (FETCH, PUBLISH, PROPOSE)) if observed.workflow \
+            else (PUBLISH, PROPOSE)
         return [Action(BUILD, name, head, "on GitHub Actions" if observed.workflow else "", then=then)]
     if proposal is not None and proposal.state == desired_state(observed):
         return []

@@ -473,3 +473,59 @@ def test_a_declined_pull_request_skips_that_commit_only(world: World, tmp_path: 
         assert len(repo.pulls) == 2 and newer[:8] in repo.pulls[2].title and repo.pulls[2].state == "open"
     finally:
         emulator.stop()
+
+
+def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -> None:
+    """ATOM's workflow pushes the image itself: the bot dispatches, then finds the image by
+    its tag, verifies the wheel inside, and proposes it — it never pushes."""
+    from bot.adapters.actions import ActionsBuilder
+    from bot.adapters.github import GitHubPlatform
+    from bot.adapters.imagestore import LayoutStore
+    from bot.adapters.publisher import publish
+    from bot.app.reconciler import Reconciler
+    from bot.app.wiring import Registries
+    from bot.core.configfile import load_config
+    from bot.core.inspect import inspect_wheel
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    world.set_config('build = { command = [',
+                     'build = { workflow = "w.yaml", inputs = { c = "{sha}", publish = "true" }, publishes_image = true }\n# was: [')
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    pushed: list[str] = []
+
+    def workflow(repo, run):  # type: ignore[no-untyped-def]
+        commit = run.inputs["c"]
+        checkout = tmp_path / "runner"
+        git(["clone", "--quiet", str(world.upstream), str(checkout)])
+        git(["checkout", "--quiet", commit], cwd=checkout)
+        out = tmp_path / "out"
+        out.mkdir()
+        subprocess.run(["python3", "build_wheel.py", str(out)], cwd=checkout, check=True,
+                       env={"WHEELPIN_SHA8": commit[:8], "PATH": "/usr/bin:/bin"})
+        wheels = sorted(out.glob("*.whl"))
+        reports = [inspect_wheel(w) for w in wheels]
+        result = publish(LayoutStore(world.root / "images"), f"demo-cache-v0.1.1-g{commit[:8]}", wheels, reports)
+        pushed.append(result.digest)
+        return {}  # no artifact: the image is the build
+
+    emulator.actions = workflow
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
+        platform = GitHubPlatform(api_url=emulator.url, token="t", owner="rocm", repo="atom",
+                                  author=loaded.config.defaults.author)
+        settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
+        reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
+                                cache=settings.cache_dir, actions=ActionsBuilder(platform), local_builds=False)
+        world.commit_upstream("one", NEW_VERSION)
+        first = reconciler.run().components[0]
+        assert [a.kind for a in first.actions] == ["build", "wait"]
+        second = reconciler.run().components[0]
+        assert [a.kind for a in second.actions] == ["propose"], second.to_json()
+        (pull,) = repo.pulls.values()
+        assert pushed and pushed[0] in pull.body  # the workflow's own image, adopted
+        assert len(world.layout_tags()) == 2  # the first pin's and the workflow's: the bot pushed nothing
+        assert not (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").exists() or not any(
+            (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").rglob("*.whl"))
+    finally:
+        emulator.stop()
