@@ -529,3 +529,46 @@ def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -
             (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").rglob("*.whl"))
     finally:
         emulator.stop()
+
+
+def test_github_merged_superseded_and_human_edits(world: World, tmp_path: Path) -> None:
+    from bot.adapters.github import GitHubPlatform
+    from bot.app.reconciler import Reconciler
+    from bot.app.wiring import Registries
+    from bot.core.configfile import load_config
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
+        platform = GitHubPlatform(api_url=emulator.url, token="t", owner="rocm", repo="atom",
+                                  author=loaded.config.defaults.author)
+        settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
+        reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir)
+        world.commit_upstream("one", NEW_VERSION)
+        reconciler.run()
+        # a human pushes to the bot's branch: left alone, and said so
+        branch = git(["rev-parse", "refs/heads/wheelpin/demo-cache"], cwd=repo.path).strip()
+        tree = git(["rev-parse", f"{branch}^{{tree}}"], cwd=repo.path).strip()
+        human = git(["commit-tree", tree, "-p", branch, "-m", "tweak"], cwd=repo.path, env=HUMAN).strip()
+        git(["update-ref", "refs/heads/wheelpin/demo-cache", human], cwd=repo.path)
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        touched = reconciler.run().components[0]
+        assert touched.status == "left-alone" and "did not make" in touched.messages[0]
+        assert git(["rev-parse", "refs/heads/wheelpin/demo-cache"], cwd=repo.path).strip() == human
+        # the maintainer drops the human commit; the bot updates, then the PR is merged
+        git(["update-ref", "refs/heads/wheelpin/demo-cache", branch], cwd=repo.path)
+        assert reconciler.run().components[0].status == "done"
+        (pull,) = repo.pulls.values()
+        head = git(["rev-parse", "refs/heads/wheelpin/demo-cache"], cwd=repo.path).strip()
+        git(["update-ref", "refs/heads/main", head], cwd=repo.path)  # merged (fast-forward)
+        pull.state, pull.merged = "closed", True
+        after = reconciler.run().components[0]
+        assert [a.kind for a in after.actions] == ["close"]  # the branch is tidied away
+        assert git(["rev-parse", "--verify", "--quiet", "refs/heads/wheelpin/demo-cache"], cwd=repo.path,
+                   check=False).strip() == ""
+        assert reconciler.run().components[0].status == "nothing"  # merged: a no-op from now on
+        assert git(["tag"], cwd=repo.path) == ""  # and never a tag
+    finally:
+        emulator.stop()
