@@ -409,8 +409,12 @@ class Reconciler:
                 raise WheelpinError(f"{component.name}: builds on GitHub Actions need the GitHub platform")
             values = {"sha": head, "sha8": head[:8], "component": component.name}
             inputs = {key: render(value, values) for key, value in component.build.inputs.items()}
-            run_id = self.actions.dispatch(component.build.workflow, commit=head, inputs=inputs,
-                                           ref=component.build.ref or self.config.defaults.base_branch)
+            # a run of this commit started by a pass that was killed before noting it: follow
+            # that one (its title carries the commit) instead of building twice
+            existing = self.actions.find_run(component.build.workflow, head)
+            run_id = existing.id if existing else self.actions.dispatch(
+                component.build.workflow, commit=head, inputs=inputs,
+                ref=component.build.ref or self.config.defaults.base_branch)
             if run_id is None:
                 raise TransientError(f"{component.name}: the dispatched run of {head[:8]} was not found yet")
             self.state.record_run(component.name, head, run_id)

@@ -572,3 +572,45 @@ def test_github_merged_superseded_and_human_edits(world: World, tmp_path: Path) 
         assert git(["tag"], cwd=repo.path) == ""  # and never a tag
     finally:
         emulator.stop()
+
+
+@pytest.mark.parametrize("crash_after", [1, 2, 3, 4])
+def test_killed_between_actions_on_github_converges(world: World, tmp_path: Path, crash_after: int) -> None:
+    """`wheelpin reconcile --platform github` killed after each action in turn: the next
+    passes converge to one run, one image, one branch, one pull request."""
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    world.set_config('repo = "../upstream"', f'repo = "file://{world.upstream}"')
+    world.set_config('"oci:../images"', f'"oci:{world.root / "images"}"')
+    world.set_config('build = { command = [', 'build = { workflow = "w.yaml", inputs = { c = "{sha}" } }\n# was: [')
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+
+    def actions(repo, run):  # type: ignore[no-untyped-def]
+        checkout = tmp_path / f"runner-{run.id}"
+        git(["clone", "--quiet", str(world.upstream), str(checkout)])
+        git(["checkout", "--quiet", run.inputs["c"]], cwd=checkout)
+        out = tmp_path / f"out-{run.id}"
+        out.mkdir()
+        subprocess.run(["python3", "build_wheel.py", str(out)], cwd=checkout, check=True,
+                       env={"WHEELPIN_SHA8": run.inputs["c"][:8], "PATH": "/usr/bin:/bin"})
+        return {p.name: p.read_bytes() for p in out.glob("*.whl")}
+
+    emulator.actions = actions
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "t"}
+        head = world.commit_upstream("one", NEW_VERSION)
+        args = ["reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json"]
+        killed = wheelpin(*args, env={**env, "WHEELPIN_CRASH_AFTER_ACTIONS": str(crash_after)})
+        assert killed.code in (0, 70), killed.stderr
+        for _ in range(4):
+            result = wheelpin(*args, env=env)
+            assert result.code == 0, result.stdout + result.stderr
+        assert component(result)["status"] == "nothing"
+        assert len(repo.runs) == 1  # built once
+        assert [t for t in world.layout_tags() if head[:8] in t] == [f"demo-cache-v0.1.1-g{head[:8]}"]
+        (pull,) = repo.pulls.values()
+        assert head[:8] in pull.title and pull.state == "open"
+        assert len(git(["log", "--format=%H", "main..wheelpin/demo-cache"], cwd=repo.path).split()) == 1
+    finally:
+        emulator.stop()
