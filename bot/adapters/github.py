@@ -46,6 +46,16 @@ class AppCredentials:
 RENEW_BEFORE = datetime.timedelta(minutes=5)  # installation tokens live an hour
 
 
+def app_installations(*, api_url: str | None, app: AppCredentials) -> list[tuple[int, str]]:
+    """The installations of a GitHub App, as (installation id, account login): what it watches."""
+    gh = github3.GitHubEnterprise(api_url.rstrip("/") + "/") if api_url else github3.GitHub()
+    try:
+        gh.login_as_app(app.private_key, str(app.app_id), expire_in=60)
+        return [(int(found.id), str(found.account["login"])) for found in gh.app_installations()]
+    except GitHubError as exc:
+        raise _translate(exc, "listing the App's installations") from None
+
+
 class GitHubPlatform:
     def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
                  token: str | None = None, app: AppCredentials | None = None,
@@ -72,6 +82,7 @@ class GitHubPlatform:
         self.prefix = branch_prefix
         self.signoff = signoff
         self.writes = 0
+        self.page_size = 100
         self._bot_refs: dict[str, str] | None = None
 
     def _fresh(self) -> None:
@@ -98,11 +109,16 @@ class GitHubPlatform:
 
     def _bot_branches(self) -> dict[str, str]:
         if self._bot_refs is None:
-            url = self.repo._build_url("git", "matching-refs", "heads", self.prefix.rstrip("/"), base_url=self.repo._api)
-            answer = self.gh.session.get(url)
-            if answer.status_code != 200:
-                raise TransientError(f"GitHub: listing the {self.prefix} branches answered {answer.status_code}")
-            self._bot_refs = {item["ref"]: item["object"]["sha"] for item in answer.json()}
+            url: str | None = self.repo._build_url("git", "matching-refs", "heads", self.prefix.rstrip("/"),
+                                                   base_url=self.repo._api) + f"?per_page={self.page_size}"
+            found: dict[str, str] = {}
+            while url:  # every page: GitHub answers 30 a page unless asked
+                answer = self.gh.session.get(url)
+                if answer.status_code != 200:
+                    raise TransientError(f"GitHub: listing the {self.prefix} branches answered {answer.status_code}")
+                found.update({item["ref"]: item["object"]["sha"] for item in answer.json()})
+                url = answer.links.get("next", {}).get("url")
+            self._bot_refs = found
         assert self._bot_refs is not None
         return self._bot_refs
 

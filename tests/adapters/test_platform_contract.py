@@ -151,6 +151,8 @@ def test_app_installation_tokens_are_made_and_renewed(tmp_path: Path) -> None:
                                   app=AppCredentials(4242, private, 7))
         assert platform.resolve("refs/heads/main") is not None
         assert len(server.issued_tokens) >= 2 and server.issued_tokens[0].startswith("ghs_7_")
+        from bot.adapters.github import app_installations
+        assert app_installations(api_url=server.url, app=AppCredentials(4242, private, 0)) == [(7, "rocm")]
         wrong = AppCredentials(999, private, 7)
         with pytest.raises(Exception, match="installation token"):
             GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT, app=wrong)
@@ -200,5 +202,39 @@ def test_conditional_requests_and_retries(tmp_path: Path) -> None:
         server.faults.append(("GET", r"/git/(ref|matching-refs)/", 500, 99))
         with pytest.raises(Exception, match="500"):
             platform.resolve("refs/heads/wheelpin/x")
+    finally:
+        server.stop()
+
+
+def test_many_bot_branches_are_read_across_pages(tmp_path: Path) -> None:
+    server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
+    try:
+        server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
+        platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT)
+        platform.page_size = 2
+        base = platform.resolve("refs/heads/main")
+        made = {f"wheelpin/c{i}": platform.write_branch(f"wheelpin/c{i}", base=base, files={}, message=MESSAGE,
+                                                        expected=None) for i in range(5)}
+        platform.begin_pass()
+        assert {b: platform.resolve(f"refs/heads/{b}") for b in made} == made
+    finally:
+        server.stop()
+
+
+def test_run_found_by_its_commit_when_the_dispatch_says_nothing(tmp_path: Path) -> None:
+    """GitHub Enterprise Server answers a dispatch with 204 only: the run is found by the
+    commit its title carries."""
+    from bot.adapters.actions import ActionsBuilder
+
+    server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
+    server.run_details = False
+    try:
+        server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
+        platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT)
+        builder = ActionsBuilder(platform)
+        commit = "3d3aa833" + "0" * 32
+        run_id = builder.dispatch("w.yaml", ref="main", inputs={"commit": commit}, commit=commit)
+        assert run_id is not None and builder.run(run_id).status in ("in_progress", "queued")
+        assert builder.find_run("w.yaml", "f" * 40) is None
     finally:
         server.stop()
