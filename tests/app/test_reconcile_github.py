@@ -1,0 +1,205 @@
+"""The loop on the GitHub platform: draft pull requests through github3.py, builds on
+GitHub Actions, all against the GitHub emulator (held to GitHub's OpenAPI description)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.git import git
+from bot.adapters.imagestore import LayoutStore
+from bot.adapters.publisher import publish
+from bot.core.inspect import inspect_wheel
+from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github, runner_build
+from tests.cli import wheelpin
+from tests.fixtures.github.emulator import GitHubEmulator
+from tests.fixtures.github.openapi import validate
+
+WORKFLOW = 'build = { workflow = "w.yaml", inputs = { c = "{sha}" } }\n# was: ['
+
+
+def workflow_build(world: World, folder: Path):  # type: ignore[no-untyped-def]
+    """GitHub Actions, played: the run builds the commit it was given; its wheels are the artifact."""
+    def run(repo, run):  # type: ignore[no-untyped-def]
+        return {w.name: w.read_bytes() for w in runner_build(world, folder, run.inputs["c"])}
+    return run
+
+
+def branch_sha(repo_path: Path, ref: str = "refs/heads/wheelpin/demo-cache") -> str:
+    return git(["rev-parse", "--verify", "--quiet", ref], cwd=repo_path, check=False).strip()
+
+
+def test_open_update_and_leave_as_is(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path) as gh:
+        head = world.commit_upstream("one", NEW_VERSION)
+        first = gh.reconciler.run()
+        assert [a.kind for a in first.components[0].actions] == ["build", "publish", "propose"], first.to_json()
+        (pull,) = gh.repo.pulls.values()
+        assert pull.draft and head[:8] in pull.title and "<!-- wheelpin: " in pull.body
+        assert pull.labels == ["wheelpin"]
+        assert gh.reconciler.run().components[0].status == "nothing"
+        newer = world.commit_upstream("two", {"requirements.txt": "numpy<=2.2.6\n"})
+        assert gh.reconciler.run().components[0].status == "done"
+        (pull,) = gh.repo.pulls.values()  # the same pull request, updated in place
+        assert newer[:8] in pull.title and "numpy==2.3.5" in pull.body
+
+
+def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
+    """Dispatched with the full commit, followed across passes (queued → in progress →
+    completed), its artifact's wheel verified, published and proposed."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True) as gh:
+        built: list[str] = []
+        play = workflow_build(world, tmp_path)
+        gh.emulator.actions = lambda repo, run: (built.append(run.inputs["c"]), play(repo, run))[1]
+        head = world.commit_upstream("one", NEW_VERSION)
+        first = gh.reconciler.run().components[0]
+        assert [a.kind for a in first.actions] == ["build", "wait"], first.to_json()
+        (run,) = gh.repo.runs.values()
+        assert run.inputs == {"c": head} and run.ref == "main"  # the full 40-hex commit
+        second = gh.reconciler.run().components[0]
+        assert [a.kind for a in second.actions] == ["fetch", "publish", "propose"], second.to_json()
+        assert built == [head]
+        (pull,) = gh.repo.pulls.values()
+        assert head[:8] in pull.title
+        assert gh.reconciler.run().components[0].status == "nothing"
+        # a run that fails is reported, and not dispatched again within its backoff
+        gh.emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("compiler error"))
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        gh.reconciler.run()
+        failed = gh.reconciler.run().components[0]
+        assert failed.status == "failed" and "ended: failure" in failed.messages[-1]
+        assert len(gh.repo.runs) == 2 and gh.reconciler.run().components[0].actions[0].kind == "report"
+        kinds = {(r.method, r.template, r.status): r.body for r in gh.emulator.recorded}
+        assert any("/actions/" in template for _method, template, _status in kinds)
+        for (method, template, status), answer in kinds.items():  # held to GitHub's own schema
+            validate(method, template, status, answer)
+
+
+def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -> None:
+    """ATOM's workflow pushes the image itself: the bot dispatches, then finds the image by
+    its tag, verifies the wheel inside, and proposes it — it never pushes."""
+    world.set_config("build = { command = [", WORKFLOW.replace("} }", "}, publishes_image = true }", 1))
+    pushed: list[str] = []
+
+    def push_itself(repo, run):  # type: ignore[no-untyped-def]
+        wheels = runner_build(world, tmp_path, run.inputs["c"])
+        result = publish(LayoutStore(world.root / "images"), f"demo-cache-v0.1.1-g{run.inputs['c'][:8]}",
+                         wheels, [inspect_wheel(w) for w in wheels])
+        pushed.append(result.digest)
+        return {}  # no artifact: the image is the build
+
+    with on_github(world, tmp_path, actions=True, local_builds=False) as gh:
+        gh.emulator.actions = push_itself
+        world.commit_upstream("one", NEW_VERSION)
+        assert [a.kind for a in gh.reconciler.run().components[0].actions] == ["build", "wait"]
+        second = gh.reconciler.run().components[0]
+        assert [a.kind for a in second.actions] == ["propose"], second.to_json()
+        (pull,) = gh.repo.pulls.values()
+        assert pushed and pushed[0] in pull.body  # the workflow's own image, adopted
+        assert len(world.layout_tags()) == 2  # the first pin's and the workflow's: the bot pushed nothing
+
+
+def test_a_declined_pull_request_skips_that_commit_only(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (pull,) = gh.repo.pulls.values()
+        pull.state = "closed"  # a maintainer declines it, and deletes the branch
+        git(["update-ref", "-d", "refs/heads/wheelpin/demo-cache"], cwd=gh.repo.path)
+        again = gh.reconciler.run().components[0]
+        assert again.status == "nothing" and len(gh.repo.pulls) == 1  # that commit is skipped
+        newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        assert gh.reconciler.run().components[0].status == "done"  # a later one is proposed
+        assert len(gh.repo.pulls) == 2 and newer[:8] in gh.repo.pulls[2].title and gh.repo.pulls[2].state == "open"
+
+
+def test_merged_superseded_and_human_edits(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        # a human pushes to the bot's branch: left alone, and said so
+        branch = branch_sha(gh.repo.path)
+        tree = git(["rev-parse", f"{branch}^{{tree}}"], cwd=gh.repo.path).strip()
+        human = git(["commit-tree", tree, "-p", branch, "-m", "tweak"], cwd=gh.repo.path, env=HUMAN).strip()
+        git(["update-ref", "refs/heads/wheelpin/demo-cache", human], cwd=gh.repo.path)
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        touched = gh.reconciler.run().components[0]
+        assert touched.status == "left-alone" and "did not make" in touched.messages[0]
+        assert branch_sha(gh.repo.path) == human
+        # the maintainer drops the human commit; the bot updates, then the PR is merged
+        git(["update-ref", "refs/heads/wheelpin/demo-cache", branch], cwd=gh.repo.path)
+        assert gh.reconciler.run().components[0].status == "done"
+        (pull,) = gh.repo.pulls.values()
+        git(["update-ref", "refs/heads/main", branch_sha(gh.repo.path)], cwd=gh.repo.path)  # merged
+        pull.state, pull.merged = "closed", True
+        after = gh.reconciler.run().components[0]
+        assert [a.kind for a in after.actions] == ["close"]  # the branch is tidied away
+        assert branch_sha(gh.repo.path) == ""
+        assert gh.reconciler.run().components[0].status == "nothing"  # merged: a no-op from now on
+        assert git(["tag"], cwd=gh.repo.path) == ""  # and never a tag
+
+
+def cli_world(world: World) -> None:
+    """Absolute paths: the command reads the config from GitHub, not from a checkout."""
+    world.set_config('repo = "../upstream"', f'repo = "file://{world.upstream}"')
+    world.set_config('"oci:../images"', f'"oci:{world.root / "images"}"')
+
+
+def test_reconcile_command_on_github(world: World, tmp_path: Path) -> None:
+    """`wheelpin reconcile --platform github`: the config read from the repository on GitHub,
+    builds on Actions, and a build command never run on the bot's host."""
+    cli_world(world)
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"ghs_cli"})
+    try:
+        emulator.create_repo("rocm", "atom", world.downstream)
+        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "ghs_cli"}
+        world.commit_upstream("one", NEW_VERSION)
+        args = ["reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json"]
+        refused = wheelpin(*args, env=env)
+        assert refused.code == 1 and "build.command is not run for a repository on GitHub" in refused.stdout
+        assert wheelpin("reconcile", "--once", "--platform", "github", env=env).code == 2  # no --github-repo
+        no_token = wheelpin(*args, env={**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url})
+        assert no_token.code == 2 and "WHEELPIN_GITHUB_TOKEN" in no_token.stderr
+        assert not emulator.repos[("rocm", "atom")].runs
+        world.set_config("build = { command = [", WORKFLOW)
+        repo = emulator.create_repo("rocm", "atom2", world.downstream)
+        emulator.actions = workflow_build(world, tmp_path)
+        args[args.index("rocm/atom")] = "rocm/atom2"
+        assert wheelpin(*args, env=env).code == 0
+        second = wheelpin(*args, env=env)
+        assert second.code == 0, second.stdout + second.stderr
+        assert [a["kind"] for a in component(second)["actions"]] == ["fetch", "publish", "propose"]
+        (pull,) = repo.pulls.values()
+        assert pull.draft and "<!-- wheelpin: " in pull.body
+    finally:
+        emulator.stop()
+
+
+@pytest.mark.parametrize("crash_after", [1, 2, 3, 4])
+def test_killed_between_actions_converges(world: World, tmp_path: Path, crash_after: int) -> None:
+    """`wheelpin reconcile --platform github` killed after each action in turn: the next
+    passes converge to one run, one image, one branch, one pull request."""
+    cli_world(world)
+    world.set_config("build = { command = [", WORKFLOW)
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    emulator.actions = workflow_build(world, tmp_path)
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "t"}
+        head = world.commit_upstream("one", NEW_VERSION)
+        args = ["reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json"]
+        killed = wheelpin(*args, env={**env, "WHEELPIN_CRASH_AFTER_ACTIONS": str(crash_after)})
+        assert killed.code in (0, 70), killed.stderr
+        for _ in range(4):
+            result = wheelpin(*args, env=env)
+            assert result.code == 0, result.stdout + result.stderr
+        assert component(result)["status"] == "nothing"
+        assert len(repo.runs) == 1  # built once
+        assert [t for t in world.layout_tags() if head[:8] in t] == [f"demo-cache-v0.1.1-g{head[:8]}"]
+        (pull,) = repo.pulls.values()
+        assert head[:8] in pull.title and pull.state == "open"
+        assert len(git(["log", "--format=%H", "main..wheelpin/demo-cache"], cwd=repo.path).split()) == 1
+    finally:
+        emulator.stop()

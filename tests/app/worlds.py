@@ -1,0 +1,121 @@
+"""Worlds for end-to-end reconcile tests: a real upstream git repository with a small
+package and its build script, a downstream one pinning its wheel image, and — for the
+GitHub platform — the GitHub emulator serving that downstream, with a runner that builds
+like a workflow would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.adapters.actions import ActionsBuilder
+from bot.adapters.git import git
+from bot.adapters.github import GitHubPlatform
+from bot.app.reconciler import Reconciler
+from bot.app.settings import Settings
+from bot.app.wiring import Registries
+from bot.commands.demo import PEOPLE, make_downstream, make_upstream
+from bot.core.configfile import load_config
+from tests.cli import Result, wheelpin
+from tests.fixtures.github.emulator import GitHubEmulator
+from tests.fixtures.github.emulator import Repo as EmulatedRepo
+
+BRANCH = "wheelpin/demo-cache"
+HUMAN = {"GIT_AUTHOR_NAME": "A Human", "GIT_AUTHOR_EMAIL": "human@example.org",
+         "GIT_COMMITTER_NAME": "A Human", "GIT_COMMITTER_EMAIL": "human@example.org"}
+
+
+@dataclass
+class World:
+    root: Path
+    upstream: Path
+    downstream: Path
+    env: dict[str, str]
+
+    def commit_upstream(self, message: str, files: dict[str, str]) -> str:
+        for name, text in files.items():
+            (self.upstream / name).write_text(text)
+        git(["add", "-A"], cwd=self.upstream)
+        git(["commit", "--quiet", "-m", message], cwd=self.upstream, env=PEOPLE)
+        return git(["rev-parse", "HEAD"], cwd=self.upstream).strip()
+
+    def reconcile(self, *args: str, **env: str) -> Result:
+        return wheelpin("reconcile", "--once", "--repo", str(self.downstream), "--json", *args,
+                        env={**self.env, **env})
+
+    def branch(self) -> str | None:
+        out = git(["rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"], cwd=self.downstream, check=False)
+        return out.strip() or None
+
+    def branch_file(self, path: str = "docker/Dockerfile") -> str:
+        return git(["show", f"{BRANCH}:{path}"], cwd=self.downstream)
+
+    def layout_tags(self) -> list[str]:
+        index = json.loads((self.root / "images" / "index.json").read_text())
+        return sorted(m["annotations"]["org.opencontainers.image.ref.name"] for m in index["manifests"])
+
+    def set_config(self, old: str, new: str) -> None:
+        path = self.downstream / "wheelpin.toml"
+        path.write_text(path.read_text().replace(old, new))
+        git(["commit", "--quiet", "-am", "config"], cwd=self.downstream, env=HUMAN)
+
+
+def make_world(tmp_path: Path, *, registry: str | None = None) -> World:
+    root = tmp_path / "world"
+    root.mkdir()
+    settings = Settings(cache_dir=tmp_path / "cache")
+    upstream, first = make_upstream(root)
+    downstream = make_downstream(root, first, settings, registry=registry)
+    env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(tmp_path / "docker"),
+           "WHEELPIN_REGISTRY_BACKOFF": "0.05"}
+    return World(root, upstream, downstream, env)
+
+
+def component(result: Result) -> dict:  # type: ignore[type-arg]
+    return result.json()["components"][0]
+
+
+NEW_VERSION = {"VERSION": "0.1.1\n"}
+
+
+def runner_build(world: World, folder: Path, commit: str) -> list[Path]:
+    """What a CI runner does: a checkout of the upstream at `commit`, its build script run."""
+    checkout = folder / f"runner-{commit[:8]}-{len(list(folder.glob('runner-*')))}"
+    git(["clone", "--quiet", str(world.upstream), str(checkout)])
+    git(["checkout", "--quiet", commit], cwd=checkout)
+    out = checkout / "dist"
+    out.mkdir()
+    subprocess.run(["python3", "build_wheel.py", str(out)], cwd=checkout, check=True, capture_output=True,
+                   env={"WHEELPIN_SHA8": commit[:8], "PATH": "/usr/bin:/bin"})
+    return sorted(out.glob("*.whl"))
+
+
+@dataclass
+class OnGitHub:
+    emulator: GitHubEmulator
+    repo: EmulatedRepo
+    reconciler: Reconciler
+
+
+@contextmanager
+def on_github(world: World, folder: Path, *, actions: bool = False, local_builds: bool = True,
+              name: str = "atom") -> Iterator[OnGitHub]:
+    """The world's downstream served by the GitHub emulator, and a reconciler using it."""
+    emulator = GitHubEmulator(folder / "github", tokens={"t"})
+    try:
+        repo = emulator.create_repo("rocm", name, world.downstream)
+        loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
+        platform = GitHubPlatform(api_url=emulator.url, token="t", owner="rocm", repo=name,
+                                  author=loaded.config.defaults.author)
+        settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
+        reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
+                                cache=settings.cache_dir, actions=ActionsBuilder(platform) if actions else None,
+                                local_builds=local_builds)
+        yield OnGitHub(emulator, repo, reconciler)
+        assert emulator.errors == []
+    finally:
+        emulator.stop()
