@@ -115,7 +115,7 @@ def read_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> 
             while chunk := stream.read(CHUNK):
                 produced += len(chunk)
                 yield chunk
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError) as exc:  # unsupported methods too
         raise InputError(f"{path}: member {info.filename!r} is corrupt ({exc})") from None
     if produced != info.file_size:
         raise InputError(
