@@ -56,6 +56,24 @@ def app_installations(*, api_url: str | None, app: AppCredentials) -> list[tuple
         raise _translate(exc, "listing the App's installations") from None
 
 
+def installation_repositories(*, api_url: str | None, app: AppCredentials) -> list[str]:
+    """`owner/name` of every repository the installation may see: the repositories to watch."""
+    gh = github3.GitHubEnterprise(api_url.rstrip("/") + "/") if api_url else github3.GitHub()
+    try:
+        gh.login_as_app_installation(app.private_key, str(app.app_id), app.installation_id, expire_in=60)
+        url: str | None = gh._build_url("installation", "repositories") + "?per_page=100"
+        names: list[str] = []
+        while url:
+            answer = gh.session.get(url)
+            if answer.status_code != 200:
+                raise TransientError(f"GitHub: listing the installation's repositories answered {answer.status_code}")
+            names += [str(repo["full_name"]) for repo in answer.json().get("repositories", [])]
+            url = answer.links.get("next", {}).get("url")
+        return names
+    except GitHubError as exc:
+        raise _translate(exc, "listing the installation's repositories") from None
+
+
 class GitHubPlatform:
     def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
                  token: str | None = None, app: AppCredentials | None = None,
@@ -234,6 +252,21 @@ class GitHubPlatform:
                 self.writes += 1
         except GitHubError as exc:
             raise _translate(exc, f"the pull request of {branch}") from None
+
+    def say_once(self, branch: str, *, key: str, text: str) -> None:
+        self._fresh()
+        tag = f"<!-- wheelpin-note: {key} -->"
+        try:
+            pull = self._open_pull(branch)
+            if pull is None:
+                return
+            issue = self.repo.issue(pull.number)
+            if any(tag in (comment.body or "") for comment in issue.comments()):
+                return
+            issue.create_comment(f"{text}\n\n{tag}")
+            self.writes += 1
+        except GitHubError as exc:
+            raise _translate(exc, f"commenting on the pull request of {branch}") from None
 
     def skipped_commits(self, branch: str) -> set[str]:
         skipped: set[str] = set()

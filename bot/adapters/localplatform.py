@@ -108,6 +108,9 @@ class LocalPlatform:
         out = git(["for-each-ref", "--format=%(refname)", f"refs/wheelpin/skip/{name}/"], cwd=self.repo)
         return {line.rsplit("/", 1)[1] for line in out.splitlines() if line.strip()}
 
+    def say_once(self, branch: str, *, key: str, text: str) -> None:
+        """Nothing to comment on locally: the pass's report says it."""
+
     def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
                          labels: Sequence[str]) -> None:
         """Nothing more to do here: the branch's commit message is the title and body."""

@@ -43,5 +43,8 @@ class Platform(Protocol):
     def skipped_commits(self, branch: str) -> set[str]:
         """Commits whose proposal a human closed without merging: skip those, not later ones."""
 
+    def say_once(self, branch: str, *, key: str, text: str) -> None:
+        """Tell the proposal's readers something, once per `key` (a pull request comment)."""
+
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         """Close the proposal with a reason."""

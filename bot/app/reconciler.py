@@ -141,6 +141,8 @@ class Reconciler:
         self._calls = {"git_ls_remote": 0, "git_fetch": 0}
         self._upstreams: list[UpstreamRepo] = []
         stores_before = {id(s): (s.traffic.requests, s.traffic.bytes_uploaded) for s in self._stores.values()}
+        http = getattr(self.platform, "http", None)
+        github_before = (http.traffic.counted, http.traffic.free) if http is not None else (0, 0)
         writes_before = self.platform.writes
         results = []
         for component in self.config.components:
@@ -149,12 +151,15 @@ class Reconciler:
         self._calls["git_fetch"] = sum(upstream.calls.fetches for upstream in self._upstreams)
         registry = uploaded = 0
         for store in self._stores.values():
-            requests, sent = stores_before.get(id(store), (0, 0))
-            registry += store.traffic.requests - requests
+            asked, sent = stores_before.get(id(store), (0, 0))
+            registry += store.traffic.requests - asked
             uploaded += store.traffic.bytes_uploaded - sent
-        return PassResult(results, dry_run, {**self._calls, "registry": registry,
-                                             "registry_bytes_uploaded": uploaded,
-                                             "branch_writes": self.platform.writes - writes_before})
+        requests = {**self._calls, "registry": registry, "registry_bytes_uploaded": uploaded,
+                    "branch_writes": self.platform.writes - writes_before}
+        if http is not None:
+            requests["github_counted"] = http.traffic.counted - github_before[0]
+            requests["github_free"] = http.traffic.free - github_before[1]
+        return PassResult(results, dry_run, requests)
 
     def reconcile(self, component: Component, *, dry_run: bool) -> ComponentResult:
         try:
@@ -398,6 +403,10 @@ class Reconciler:
         if action.kind == REPORT:
             result.messages.append(action.detail)
             result.status = "left-alone" if "left alone" in action.detail else "failed"
+            if observed.proposal is not None and observed.proposal.foreign:
+                self.platform.say_once(observed.proposal.branch, key=f"foreign-{observed.proposal.head}",
+                                       text=f"wheelpin leaves this branch alone: {action.detail}. Delete the "
+                                       "branch (or drop those commits) to let wheelpin propose again.")
             return True
         if action.kind == WAIT:
             result.messages.append(action.detail)

@@ -128,10 +128,12 @@ def test_merged_superseded_and_human_edits(world: World, tmp_path: Path) -> None
         touched = gh.reconciler.run().components[0]
         assert touched.status == "left-alone" and "did not make" in touched.messages[0]
         assert branch_sha(gh.repo.path) == human
+        gh.reconciler.run()  # said on the pull request once, not once a pass
+        (pull,) = gh.repo.pulls.values()
+        assert [c for c in pull.comments if "leaves this branch alone" in c] and len(pull.comments) == 1
         # the maintainer drops the human commit; the bot updates, then the PR is merged
         git(["update-ref", "refs/heads/wheelpin/demo-cache", branch], cwd=gh.repo.path)
         assert gh.reconciler.run().components[0].status == "done"
-        (pull,) = gh.repo.pulls.values()
         git(["update-ref", "refs/heads/main", branch_sha(gh.repo.path)], cwd=gh.repo.path)  # merged
         pull.state, pull.merged = "closed", True
         after = gh.reconciler.run().components[0]
@@ -203,3 +205,36 @@ def test_killed_between_actions_converges(world: World, tmp_path: Path, crash_af
         assert len(git(["log", "--format=%H", "main..wheelpin/demo-cache"], cwd=repo.path).split()) == 1
     finally:
         emulator.stop()
+
+
+def test_verification_failure_on_github_opens_nothing(world: World, tmp_path: Path) -> None:
+    world.set_config('distribution = "demo-cache"', 'distribution = "demo-cache-rocm"')
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        result = gh.reconciler.run()
+        assert result.failed and "expected 'demo-cache-rocm'" in result.components[0].messages[-1]
+        assert gh.repo.pulls == {} and branch_sha(gh.repo.path) == "" and len(world.layout_tags()) == 1
+        assert result.requests["github_counted"] >= 1  # the pass counts its GitHub requests
+
+
+def test_installation_repositories(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from bot.adapters.github import AppCredentials, installation_repositories
+    from tests.adapters.test_platform_contract import seed
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    server = GitHubEmulator(tmp_path / "gh", tokens=set(), app_id=11, app_public_key=public)
+    try:
+        for name in ("atom", "sglang"):
+            server.create_repo("rocm", name, seed(tmp_path / f"seed-{name}"))
+        found = installation_repositories(api_url=server.url, app=AppCredentials(11, private, 3))
+        assert found == ["rocm/atom", "rocm/sglang"]
+        for record in server.recorded:
+            validate(record.method, record.template, record.status, record.body)
+    finally:
+        server.stop()
