@@ -238,3 +238,23 @@ def test_run_found_by_its_commit_when_the_dispatch_says_nothing(tmp_path: Path) 
         assert builder.find_run("w.yaml", "f" * 40) is None
     finally:
         server.stop()
+
+
+def test_a_409_on_a_stale_ref_changes_nothing(tmp_path: Path) -> None:
+    from bot.core.errors import TransientError
+
+    server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
+    try:
+        server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
+        platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT)
+        base = platform.resolve("refs/heads/main")
+        first = platform.write_branch("wheelpin/x", base=base, files={"a": "1"}, message=MESSAGE, expected=None)
+        server.faults.append(("PATCH", r"/git/refs/heads/wheelpin/x", 409, 1))
+        with pytest.raises(TransientError, match="409"):
+            platform.write_branch("wheelpin/x", base=base, files={"a": "2"}, message=MESSAGE, expected=first)
+        platform.begin_pass()
+        assert platform.resolve("refs/heads/wheelpin/x") == first  # nothing moved
+        second = platform.write_branch("wheelpin/x", base=base, files={"a": "2"}, message=MESSAGE, expected=first)
+        assert second != first  # the next pass gets through
+    finally:
+        server.stop()
