@@ -1,0 +1,91 @@
+"""GitHub webhooks, the pure part (issue 7): the signature check, and what a delivery asks
+the loop to look at again.
+
+A delivery never reconciles anything itself: it names work keys (a repository, and a
+component when the event is about one), which the service's queue coalesces. The loop
+is level-triggered, so redeliveries need no de-duplication. Commands in comments
+(`/wheelpin rebase|recheck|skip`) are parsed here; who may give them is the service's
+check (write access), since that needs the API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from typing import Any
+
+MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+COMMANDS = ("rebase", "recheck", "skip")
+CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")
+
+
+def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
+    """`X-Hub-Signature-256: sha256=<hex>`, compared in constant time."""
+    if not header or not header.startswith("sha256="):
+        return False
+    expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), header.strip().encode())
+
+
+@dataclass(frozen=True)
+class WorkKey:
+    """What to reconcile again: a repository (`owner/name`), one component or all (None).
+    `refresh` asks for the list of watched repositories to be read again."""
+
+    repository: str
+    component: str | None = None
+    refresh: bool = False
+    command: str | None = None  # rebase | recheck | skip, from a comment
+    sender: str | None = None  # who gave the command (the service checks their access)
+
+
+def _repository(payload: dict[str, Any]) -> str | None:
+    repo = payload.get("repository")
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _component_of(branch: Any, prefix: str) -> str | None:
+    if isinstance(branch, str) and branch.startswith(prefix) and len(branch) > len(prefix):
+        return branch[len(prefix):]
+    return None
+
+
+def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
+             base_branches: frozenset[str] = frozenset({"main"}), workflows: frozenset[str] = frozenset()) -> list[WorkKey]:
+    """The work one delivery asks for; [] for events the bot ignores (answered 2xx all the same)."""
+    repository = _repository(payload)
+    action = payload.get("action")
+    if event in ("installation", "installation_repositories"):
+        account = (payload.get("installation") or {}).get("account") or {}
+        return [WorkKey(repository or str(account.get("login", "")), refresh=True)]
+    if repository is None:
+        return []
+    if event == "push":
+        ref = payload.get("ref")
+        touched = {path for commit in payload.get("commits") or [] if isinstance(commit, dict)
+                   for field in ("added", "modified", "removed") for path in commit.get(field) or []}
+        on_base = isinstance(ref, str) and ref.removeprefix("refs/heads/") in base_branches
+        if on_base or touched & set(CONFIG_FILES):
+            return [WorkKey(repository)]
+        return []
+    if event == "pull_request" and action in ("closed", "edited", "reopened", "synchronize"):
+        head = ((payload.get("pull_request") or {}).get("head") or {}).get("ref")
+        component = _component_of(head, prefix)
+        return [WorkKey(repository, component)] if component else []
+    if event == "workflow_run" and action == "completed":
+        run = payload.get("workflow_run") or {}
+        path = str(run.get("path") or "")
+        if not workflows or path.rsplit("/", 1)[-1] in workflows or str(run.get("name")) in workflows:
+            return [WorkKey(repository)]
+        return []
+    if event == "issue_comment" and action == "created":
+        issue = payload.get("issue") or {}
+        body = str((payload.get("comment") or {}).get("body") or "").strip()
+        words = body.split()
+        if not issue.get("pull_request") or len(words) < 2 or words[0] != "/wheelpin" or words[1] not in COMMANDS:
+            return []
+        sender = (payload.get("sender") or {}).get("login")
+        return [WorkKey(repository, command=words[1], sender=str(sender) if sender else None)]
+    return []

@@ -1,0 +1,81 @@
+"""Webhook parsing on every payload of npm @octokit/webhooks-examples, and signatures."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.core.webhooks import WorkKey, signature_ok, work_for
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "node_modules/@octokit/webhooks-examples/api.github.com/index.json"
+
+
+def examples() -> list[tuple[str, dict[str, Any]]]:
+    assert EXAMPLES.exists(), f"{EXAMPLES} is missing: run `npm install --prefix tests` (.ci/run does)"
+    return [(entry["name"], payload) for entry in json.loads(EXAMPLES.read_text()) for payload in entry["examples"]]
+
+
+ALL = examples()
+
+
+def test_every_example_payload_is_read_without_error() -> None:
+    kinds = set()
+    for event, payload in ALL:
+        for key in work_for(event, payload, base_branches=frozenset({"main", "master", "simple-tag"})):
+            assert isinstance(key, WorkKey) and "/" in key.repository or key.refresh
+            kinds.add(event)
+    assert {"installation", "installation_repositories", "push", "workflow_run"} <= kinds
+    assert len(ALL) > 300
+
+
+@pytest.mark.parametrize("event", ["star", "watch", "fork", "release", "issues", "label", "check_run"])
+def test_other_events_ask_for_nothing(event: str) -> None:
+    assert all(work_for(name, payload) == [] for name, payload in ALL if name == event)
+
+
+def test_pull_requests_of_the_bot_name_their_component() -> None:
+    payload = next(p for name, p in ALL if name == "pull_request" and p.get("action") == "closed")
+    payload = json.loads(json.dumps(payload))
+    payload["pull_request"]["head"]["ref"] = "wheelpin/lmcache"
+    (key,) = work_for("pull_request", payload)
+    assert key.component == "lmcache" and key.repository == payload["repository"]["full_name"]
+    payload["pull_request"]["head"]["ref"] = "feature/x"
+    assert work_for("pull_request", payload) == []
+
+
+def test_comment_commands() -> None:
+    base = next(p for name, p in ALL if name == "issue_comment" and p.get("action") == "created")
+    for body, command in (("/wheelpin recheck", "recheck"), ("/wheelpin skip please", "skip"),
+                          ("/wheelpin frobnicate", None), ("looks good", None)):
+        payload = json.loads(json.dumps(base))
+        payload["issue"]["pull_request"] = {"url": "x"}
+        payload["comment"]["body"] = body
+        keys = work_for("issue_comment", payload)
+        assert [k.command for k in keys] == ([command] if command else [])
+        if command:
+            assert keys[0].sender == payload["sender"]["login"]
+
+
+def test_push_to_the_base_or_the_config() -> None:
+    payload = json.loads(json.dumps(next(p for name, p in ALL if name == "push")))
+    payload["ref"], payload["commits"] = "refs/heads/feature", []
+    assert work_for("push", payload) == []
+    payload["commits"] = [{"added": [], "modified": [".github/wheelpin.toml"], "removed": []}]
+    assert len(work_for("push", payload)) == 1
+    payload["ref"], payload["commits"] = "refs/heads/main", []
+    assert len(work_for("push", payload)) == 1
+
+
+def test_signatures() -> None:
+    body = b'{"zen": "Keep it logically awesome."}'
+    good = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+    assert signature_ok(b"s3cret", body, good)
+    assert not signature_ok(b"s3cret", body + b" ", good)  # tampered
+    assert not signature_ok(b"other", body, good)
+    assert not signature_ok(b"s3cret", body, None)  # unsigned
+    assert not signature_ok(b"s3cret", body, "sha1=" + "0" * 40)
