@@ -17,7 +17,7 @@ import structlog
 from . import __version__
 from .app.logging import configure_logging
 from .app.settings import Settings, load_settings
-from .commands import config_cmd, demo, image_cmd, pins_cmd, reconcile_cmd, wheel
+from .commands import config_cmd, demo, image_cmd, pins_cmd, reconcile_cmd, serve_cmd, wheel
 from .core.errors import WheelpinError
 
 
@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_argument("--retry-failed", action="store_true", help="retry failed builds now")
     reconcile.add_argument("--json", action="store_true")
 
+    serve = commands.add_parser("serve", help="the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
+
     demo_parser = commands.add_parser("demo", help="the whole loop in a scratch folder, all local")
     demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
     demo_parser.add_argument("--json", action="store_true")
@@ -169,6 +173,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             repo=args.repo, config=args.config, platform=args.platform, once=args.once,
             dry_run=args.dry_run, as_json=args.json, retry_failed=args.retry_failed,
             component=args.component, settings=settings, github_repo=args.github_repo)
+    if args.command == "serve":
+        return serve_cmd.serve_command(host=args.host, port=args.port, settings=settings)
     if args.command == "demo":
         return demo.demo_command(workdir=args.workdir, json=args.json, settings=settings)
     raise AssertionError(f"unhandled command {args.command}")

@@ -298,3 +298,59 @@ class GitHubPlatform:
         except GitHubError as exc:
             raise _translate(exc, f"closing {branch}") from None
         self.writes += 1
+
+    # -- the service's needs ----------------------------------------------------------------
+
+    def permission_of(self, user: str) -> str:
+        """`admin`, `maintain`, `write`, `triage`, `read` or `none`: may `user` command the bot?"""
+        self._fresh()
+        url = self.repo._build_url("collaborators", user, "permission", base_url=self.repo._api)
+        answer = self.gh.session.get(url)
+        if answer.status_code == 404:
+            return "none"
+        if answer.status_code != 200:
+            raise TransientError(f"GitHub: reading the permission of {user} answered {answer.status_code}")
+        data = answer.json()
+        role = str(data.get("role_name") or "")
+        return role if role in ("maintain", "triage") else str(data.get("permission") or "none")
+
+    def pull_branch(self, number: int) -> str | None:
+        """The head branch of pull request `number` (None if it is an issue, or gone)."""
+        self._fresh()
+        try:
+            pull = self.repo.pull_request(number)
+        except NotFoundError:
+            return None
+        except GitHubError as exc:
+            raise _translate(exc, f"reading pull request #{number}") from None
+        return str(pull.head.ref) if pull is not None else None
+
+    def open_proposals(self) -> dict[str, str]:
+        """branch → web address of each open pull request of the bot (one listing)."""
+        self._fresh()
+        try:
+            return {str(pull.head.ref): str(pull.html_url) for pull in self.repo.pull_requests(state="open")
+                    if str(pull.head.ref).startswith(self.prefix)}
+        except GitHubError as exc:
+            raise _translate(exc, "listing pull requests") from None
+
+    def keep_issue(self, *, marker: str, label: str, title: str, body: str) -> int:
+        """The one issue that carries `marker` (found by its label, open or closed), its
+        body brought up to date; opened when there is none. Returns its number."""
+        self._fresh()
+        try:
+            found = None
+            for issue in self.repo.issues(state="all", labels=label):
+                if getattr(issue, "pull_request_urls", None) is None and marker in (issue.body or ""):
+                    if found is None or issue.number < found.number:  # the oldest, if a human copied it
+                        found = issue
+            if found is None:
+                created = self.repo.create_issue(title, body=body, labels=[label])
+                self.writes += 1
+                return int(created.number)
+            if (found.body or "") != body or found.title != title:
+                found.edit(title=title, body=body)
+                self.writes += 1
+            return int(found.number)
+        except GitHubError as exc:
+            raise _translate(exc, "the dashboard issue") from None

@@ -28,6 +28,7 @@ class GitHubTraffic:
     counted: int = 0
     free: int = 0  # 304 Not Modified
     retried: int = 0
+    rate_remaining: int | None = None  # X-RateLimit-Remaining, as last answered
     by_method: dict[str, int] = field(default_factory=dict)
 
 
@@ -64,6 +65,9 @@ class GitHubHTTP(HTTPAdapter):
                 self.traffic.free += 1
                 return self._from_cache(request, cached)
             self.traffic.counted += 1
+            remaining = response.headers.get("x-ratelimit-remaining")
+            if remaining is not None and remaining.isdigit():
+                self.traffic.rate_remaining = int(remaining)
             wait = self._wait_for(response, attempt)
             if wait is None or attempt + 1 == self.attempts:
                 if request.method == "GET" and response.status_code == 200 and response.headers.get("ETag"):

@@ -27,7 +27,7 @@ from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
-from ..core.errors import RefusedError, TransientError, WheelpinError
+from ..core.errors import RefusedError, TransientError, WheelpinError, kind_of
 from ..core.imageref import ImageRef
 from ..core.inspect import inspect_wheel
 from ..core.pins import PinState, plan_bump, read_pins
@@ -51,10 +51,25 @@ class ComponentResult:
     head: str | None = None
     actions: list[Action] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    error_kind: str | None = None  # when failed: config | verification | refused | transient | … | reported
+    pinned: str | None = None  # the upstream commit the base pins today
+    image: str | None = None  # the image of `head`, when there is one
+    proposal: str | None = None  # the bot's branch, when it exists
+    build: str = ""  # where the build of `head` stands
 
     def to_json(self) -> dict[str, Any]:
         return {"component": self.name, "status": self.status, "head": self.head,
-                "actions": [a.to_json() for a in self.actions], "messages": self.messages}
+                "actions": [a.to_json() for a in self.actions], "messages": self.messages,
+                "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
+                "proposal": self.proposal, "build": self.build}
+
+    def seen(self, observed: Observed) -> None:
+        self.head = observed.head
+        self.pinned = observed.pinned_commit
+        self.image = observed.image.ref if observed.image else None
+        self.proposal = observed.proposal.branch if observed.proposal else None
+        self.build = (observed.failure or observed.run_detail or
+                      ("built" if observed.built else "image found" if observed.image else ""))
 
 
 @dataclass
@@ -105,6 +120,8 @@ class Reconciler:
         self._bases: dict[str, str | None] = {}
         self._heads: dict[tuple[str, str | None, str | None], str] = {}
         self._calls: dict[str, int] = {"git_ls_remote": 0, "git_fetch": 0}
+        self._rebase: set[str] = set()  # `/wheelpin rebase`: rewrite the branch once, foreign commits or not
+        self._recheck: set[str] = set()  # `/wheelpin recheck`: failures of the head retried, images verified again
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -133,7 +150,34 @@ class Reconciler:
 
     # -- a pass ---------------------------------------------------------------------------
 
-    def run(self, *, dry_run: bool = False, only: str | None = None) -> PassResult:
+    def run(self, *, dry_run: bool = False, only: str | None = None, rebase: bool = False,
+            recheck: bool = False) -> PassResult:
+        """One pass over the components (or `only` one). `rebase` rewrites the proposal on
+        the current base even if someone else pushed to it; `recheck` retries the head's
+        recorded failures and verifies found images again."""
+        names = {c.name for c in self.config.components if only is None or c.name == only}
+        self._rebase = set(names) if rebase else set()
+        self._recheck = set(names) if recheck else set()
+        if recheck:
+            self._verified = {(name, digest) for name, digest in self._verified if name not in names}
+        try:
+            return self._run(dry_run=dry_run, only=only)
+        finally:
+            self._rebase, self._recheck = set(), set()
+
+    def skip(self, component: Component, *, by: str) -> str:
+        """`/wheelpin skip`: close the component's proposal unmerged, so that its commit is
+        never proposed again (a newer upstream commit gets a new proposal)."""
+        self.platform.begin_pass()
+        branch = self.config.defaults.branch_prefix + component.name
+        head = self.platform.resolve(f"refs/heads/{branch}")
+        if head is None:
+            return f"{component.name}: no proposal to skip"
+        self.platform.close(branch, expected=head, reason=f"@{by} asked to skip this commit; wheelpin will "
+                            "propose the next upstream commit instead")
+        return f"{component.name}: skipped at the request of @{by}"
+
+    def _run(self, *, dry_run: bool, only: str | None) -> PassResult:
         self.platform.begin_pass()
         self._bases = {}
         self._heads = {}  # one ls-remote per upstream and pass
@@ -162,14 +206,17 @@ class Reconciler:
         return PassResult(results, dry_run, requests)
 
     def reconcile(self, component: Component, *, dry_run: bool) -> ComponentResult:
-        try:
-            return self._reconcile(component, dry_run=dry_run)
-        except WheelpinError as exc:
-            return ComponentResult(component.name, "failed", messages=[exc.message])
-        except Exception as exc:  # a bug must not stop the other components
-            log.error("component.crashed", component=component.name, exc_info=True)
-            return ComponentResult(component.name, "failed",
-                                   messages=[f"internal error ({type(exc).__name__}: {exc})"])
+        with structlog.contextvars.bound_contextvars(component=component.name):
+            try:
+                return self._reconcile(component, dry_run=dry_run)
+            except WheelpinError as exc:
+                return ComponentResult(component.name, "failed", messages=[exc.message], error_kind=kind_of(exc))
+            except Exception as exc:  # a bug must not stop the other components
+                log.error("component.crashed", exc_info=True)
+                return ComponentResult(component.name, "failed", error_kind="internal",
+                                       messages=[f"internal error ({type(exc).__name__}: {exc})"])
+            finally:
+                structlog.contextvars.unbind_contextvars("commit")
 
     def _reconcile(self, component: Component, *, dry_run: bool) -> ComponentResult:
         result = ComponentResult(component.name)
@@ -177,7 +224,8 @@ class Reconciler:
         bound = log.bind(component=component.name)
         for _step in range(MAX_STEPS):
             observed = self.observe(context)
-            result.head = observed.head
+            result.seen(observed)
+            structlog.contextvars.bind_contextvars(commit=observed.head)
             actions = plan(observed)
             if not actions:
                 if result.status not in ("failed",):
@@ -188,15 +236,18 @@ class Reconciler:
                 result.status = "planned"
                 return result
             action = actions[0]
-            bound.info("action", kind=action.kind, commit=action.commit)
+            bound.info("action", kind=action.kind)
             result.actions.append(action)
             try:
                 terminal = self.execute(context, observed, action, result)
             except WheelpinError as exc:
                 result.status = "failed"
+                result.error_kind = kind_of(exc)
                 result.messages.append(exc.message)
                 bound.warning("action.failed", kind=action.kind, error=exc.message)
                 return result
+            if action.kind == PROPOSE:
+                self._rebase.discard(component.name)
             self.executed += 1
             if self.crash_after is not None and self.executed >= self.crash_after:
                 os._exit(70)  # a test hook: the process is killed between two actions
@@ -236,6 +287,8 @@ class Reconciler:
         base_has_head = pinned_commit is not None and (
             pinned_commit == head or context.upstream.is_ancestor(head, pinned_commit))
         proposal = self._proposal(context.branch, base)
+        if proposal is not None and name in self._rebase:  # rewritten from the base, whoever pushed
+            proposal = ProposalSeen(proposal.branch, proposal.head, None)
         common: dict[str, Any] = dict(component=name, head=head, pinned_commit=pinned_commit,
                                       base_has_head=base_has_head, base=base, base_files=base_files,
                                       proposal=proposal)
@@ -265,7 +318,7 @@ class Reconciler:
             return Observed(**{**common, "base_has_head": True})  # its revision was unknown
         failure = None
         recorded = self.state.failure(name, head)
-        if recorded is not None and not self.retry_failed and recorded.retry_at > time.time():
+        if recorded is not None and not self.retry_failed and name not in self._recheck and recorded.retry_at > time.time():
             failure = recorded.message
         built = built_wheels(self.cache, name, head) is not None
         workflow = component.build.workflow is not None
@@ -403,6 +456,7 @@ class Reconciler:
         if action.kind == REPORT:
             result.messages.append(action.detail)
             result.status = "left-alone" if "left alone" in action.detail else "failed"
+            result.error_kind = None if result.status == "left-alone" else "reported"
             if observed.proposal is not None and observed.proposal.foreign:
                 self.platform.say_once(observed.proposal.branch, key=f"foreign-{observed.proposal.head}",
                                        text=f"wheelpin leaves this branch alone: {action.detail}. Delete the "

@@ -42,12 +42,37 @@ class Settings(BaseSettings):
     github_private_key_file: Path | None = None
     github_installation_id: int | None = None
 
+    # the service (`wheelpin serve`)
+    webhook_secret: SecretStr | None = None
+    webhook_secret_file: Path | None = None
+    repositories: str = Field(default="", description="with a token instead of an App: comma-separated OWNER/NAMEs to watch")
+    schedule_jitter: int = Field(default=120, ge=0, description="seconds of random delay added to each scheduled poll")
+    refresh_minutes: int = Field(default=60, ge=1, description="how often installations and configs are read again")
+    stuck_after: int = Field(default=900, ge=1, description="seconds a key may wait, or a job run ×4, before /readyz fails")
+    shutdown_grace: float = Field(default=25.0, ge=0, description="seconds a running job may finish on shutdown")
+    queue_backoff: float = Field(default=30.0, ge=0, description="first wait of a failing key, doubled per failure")
+
     # a test hook: the process exits after this many actions (kill between any two steps)
     crash_after_actions: int | None = Field(default=None, ge=1)
 
     @property
     def insecure_hosts(self) -> list[str]:
         return [host.strip() for host in self.insecure_registries.split(",") if host.strip()]
+
+    @property
+    def watched_repositories(self) -> list[str]:
+        return [name.strip() for name in self.repositories.split(",") if name.strip()]
+
+    def webhook_key(self) -> bytes | None:
+        if self.webhook_secret_file is not None:
+            from ..core.errors import ConfigError
+
+            try:
+                return self.webhook_secret_file.read_bytes().strip()
+            except OSError as exc:
+                raise ConfigError(f"{self.webhook_secret_file}: cannot read WHEELPIN_WEBHOOK_SECRET_FILE "
+                                  f"({exc.strerror})") from None
+        return self.webhook_secret.get_secret_value().encode() if self.webhook_secret else None
 
     def registry_secret(self) -> str | None:
         if self.registry_password_file is not None:

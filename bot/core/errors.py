@@ -59,3 +59,13 @@ class TransientError(WheelpinError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+def kind_of(error: WheelpinError) -> str:
+    """A short name for the kind of an error, for metrics and dashboards."""
+    for cls, name in ((CredentialsError, "credentials"), (ConfigError, "config"), (InputError, "input"),
+                      (UsageError, "usage"), (VerificationError, "verification"), (RefusedError, "refused"),
+                      (TransientError, "transient")):
+        if isinstance(error, cls):
+            return name
+    return "failed"

@@ -38,6 +38,7 @@ class WorkKey:
     refresh: bool = False
     command: str | None = None  # rebase | recheck | skip, from a comment
     sender: str | None = None  # who gave the command (the service checks their access)
+    number: int | None = None  # the pull request the command was given on
 
 
 def _repository(payload: dict[str, Any]) -> str | None:
@@ -87,5 +88,7 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         if not issue.get("pull_request") or len(words) < 2 or words[0] != "/wheelpin" or words[1] not in COMMANDS:
             return []
         sender = (payload.get("sender") or {}).get("login")
-        return [WorkKey(repository, command=words[1], sender=str(sender) if sender else None)]
+        number = issue.get("number")
+        return [WorkKey(repository, command=words[1], sender=str(sender) if sender else None,
+                        number=number if isinstance(number, int) else None)]
     return []

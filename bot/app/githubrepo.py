@@ -1,0 +1,120 @@
+"""A repository on GitHub, wired for the loop: the credentials the settings give (a token,
+or a GitHub App and one of its installations), the platform for one repository, and a
+reconciler built from the config on its default branch. Shared by `reconcile --platform
+github` and the service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..adapters.actions import ActionsBuilder
+from ..adapters.github import AppCredentials, GitHubPlatform, app_installations, installation_repositories
+from ..core.config import Author
+from ..core.configfile import CANDIDATES, LoadedConfig, load_config_text
+from ..core.errors import ConfigError, CredentialsError, UsageError
+from .reconciler import Reconciler
+from .settings import Settings
+from .wiring import Registries
+
+
+@dataclass(frozen=True)
+class GitHubAccess:
+    """How to speak to GitHub: exactly one of a token or an App (id + private key)."""
+
+    api_url: str | None
+    token: str | None = field(default=None, repr=False)
+    app_id: int | None = None
+    private_key: bytes | None = field(default=None, repr=False)
+    installation_id: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GitHubAccess:
+        if settings.github_app_id is not None:
+            if settings.github_private_key_file is None:
+                raise UsageError("a GitHub App needs WHEELPIN_GITHUB_PRIVATE_KEY_FILE")
+            try:
+                key = settings.github_private_key_file.read_bytes()
+            except OSError as exc:
+                raise UsageError(f"{settings.github_private_key_file}: cannot read the App's private key "
+                                 f"({exc.strerror})") from None
+            return cls(settings.github_api_url, app_id=settings.github_app_id, private_key=key,
+                       installation_id=settings.github_installation_id)
+        if settings.github_token is None:
+            raise UsageError("GitHub needs WHEELPIN_GITHUB_TOKEN, or a GitHub App (WHEELPIN_GITHUB_APP_ID, "
+                             "WHEELPIN_GITHUB_PRIVATE_KEY_FILE)")
+        return cls(settings.github_api_url, token=settings.github_token.get_secret_value())
+
+    @property
+    def is_app(self) -> bool:
+        return self.app_id is not None
+
+    def app(self, installation_id: int | None = None) -> AppCredentials:
+        chosen = installation_id if installation_id is not None else self.installation_id
+        if self.app_id is None or self.private_key is None:
+            raise CredentialsError("this needs GitHub App credentials")
+        if chosen is None:
+            raise UsageError("a GitHub App needs WHEELPIN_GITHUB_INSTALLATION_ID here")
+        return AppCredentials(self.app_id, self.private_key, chosen)
+
+    def for_installation(self, installation_id: int) -> GitHubAccess:
+        return replace(self, installation_id=installation_id)
+
+    def installations(self) -> list[tuple[int, str]]:
+        """(installation id, account) of every installation of the App."""
+        return app_installations(api_url=self.api_url, app=self.app(0))
+
+    def repositories(self) -> list[str]:
+        """`owner/name` of every repository this installation may see."""
+        return installation_repositories(api_url=self.api_url, app=self.app())
+
+
+def github_platform(access: GitHubAccess, repository: str, author: Author | None = None) -> GitHubPlatform:
+    owner, _, name = repository.partition("/")
+    if not owner or not name or "/" in name:
+        raise UsageError(f"{repository!r}: give OWNER/NAME")
+    app = access.app() if access.is_app else None
+    return GitHubPlatform(api_url=access.api_url, owner=owner, repo=name, token=None if app else access.token,
+                          app=app, author=author or Author())
+
+
+@dataclass(frozen=True)
+class RepositoryConfig:
+    text: str
+    path: str  # the candidate file found
+    base: str  # the commit it was read at
+
+
+def read_repository_config(platform: GitHubPlatform, repository: str) -> RepositoryConfig:
+    """The repository's config file, from its default branch."""
+    base_name = str(platform.repo.default_branch)
+    base = platform.resolve(f"refs/heads/{base_name}")
+    if base is None:
+        raise ConfigError(f"{repository}: no branch {base_name}")
+    for candidate in CANDIDATES:
+        text = platform.read_file(base, candidate)
+        if text is not None:
+            return RepositoryConfig(text, candidate, base)
+    raise ConfigError(f"{repository}: no {' or '.join(CANDIDATES)} on {base_name}")
+
+
+def load_repository_config(platform: GitHubPlatform, repository: str, found: RepositoryConfig) -> LoadedConfig:
+    return load_config_text(found.text, path=Path(f"{repository}/{found.path}"), root=Path.cwd(),
+                            exists=lambda file: platform.read_file(found.base, file) is not None)
+
+
+def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settings, retry_failed: bool = False,
+                      registries: Registries | None = None,
+                      found: RepositoryConfig | None = None) -> Reconciler:
+    """A reconciler for `repository`, its config read from its default branch on GitHub.
+    A config's `build.command` is never run for it (that would run the repository's code)."""
+    probe = github_platform(access, repository)
+    found = found or read_repository_config(probe, repository)
+    loaded = load_repository_config(probe, repository, found)
+    defaults = loaded.config.defaults
+    platform = probe
+    platform.author = defaults.author
+    platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
+    return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),
+                      cache=settings.cache_dir, retry_failed=retry_failed, crash_after=settings.crash_after_actions,
+                      actions=ActionsBuilder(platform), local_builds=False)

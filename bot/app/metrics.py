@@ -1,0 +1,70 @@
+"""What the service tells its operators on `/metrics` (Prometheus text format,
+prometheus-client). One registry per service, so that tests can run several."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .reconciler import PassResult
+
+
+class Metrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.deliveries = Counter("wheelpin_webhook_deliveries", "Webhook deliveries, by event and outcome",
+                                  ["event", "outcome"], registry=r)
+        self.passes = Counter("wheelpin_passes", "Reconcile passes of one component, by result",
+                              ["result"], registry=r)
+        self.pass_seconds = Histogram("wheelpin_pass_duration_seconds", "How long a component's pass took",
+                                      registry=r, buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600))
+        self.actions = Counter("wheelpin_actions", "Actions executed, by kind", ["kind"], registry=r)
+        self.failures = Counter("wheelpin_failures", "Failed passes and jobs, by kind of error", ["kind"],
+                                registry=r)
+        self.jobs = Counter("wheelpin_jobs", "Jobs taken from the queue, by kind", ["kind"], registry=r)
+        self.queue_depth = Gauge("wheelpin_queue_depth", "Keys waiting in the work queue", registry=r)
+        self.queue_running = Gauge("wheelpin_queue_running", "Jobs running now", registry=r)
+        self.github_requests = Counter("wheelpin_github_requests",
+                                       "GitHub API requests: counted against the rate limit, or free (304)",
+                                       ["kind"], registry=r)
+        self.github_remaining = Gauge("wheelpin_github_rate_limit_remaining",
+                                      "Requests left in GitHub's rate-limit window, as last answered",
+                                      ["repository"], registry=r)
+        self.registry_requests = Counter("wheelpin_registry_requests", "Registry requests", registry=r)
+        self.registry_bytes = Counter("wheelpin_registry_bytes_uploaded", "Bytes uploaded to registries",
+                                      registry=r)
+        self.git_requests = Counter("wheelpin_git_requests", "git ls-remote and fetch calls", ["kind"],
+                                    registry=r)
+        self.watched = Gauge("wheelpin_watched_repositories", "Repositories watched", registry=r)
+        self.ready = Gauge("wheelpin_ready", "1 when /readyz answers 200", registry=r)
+
+    def track_queue(self, depth: Callable[[], float], running: Callable[[], float]) -> None:
+        self.queue_depth.set_function(depth)
+        self.queue_running.set_function(running)
+
+    def record_pass(self, result: PassResult, seconds: float, repository: str,
+                    rate_remaining: int | None) -> None:
+        for component in result.components:
+            self.passes.labels(result=component.status).inc()
+            for action in component.actions:
+                self.actions.labels(kind=action.kind).inc()
+            if component.status == "failed":
+                self.failures.labels(kind=component.error_kind or "other").inc()
+        self.pass_seconds.observe(seconds)
+        requests = result.requests
+        self.github_requests.labels(kind="counted").inc(requests.get("github_counted", 0))
+        self.github_requests.labels(kind="free").inc(requests.get("github_free", 0))
+        self.registry_requests.inc(requests.get("registry", 0))
+        self.registry_bytes.inc(requests.get("registry_bytes_uploaded", 0))
+        self.git_requests.labels(kind="ls_remote").inc(requests.get("git_ls_remote", 0))
+        self.git_requests.labels(kind="fetch").inc(requests.get("git_fetch", 0))
+        if rate_remaining is not None:
+            self.github_remaining.labels(repository=repository).set(rate_remaining)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

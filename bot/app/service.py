@@ -1,0 +1,385 @@
+"""The long-running service behind `wheelpin serve` (DESIGN.md §2, app/).
+
+Webhook deliveries and the schedule only put jobs on the work queue; one worker thread
+takes them one at a time, so a repository's reconciler, its state file and the cache's
+git mirrors are only ever used by one thread (builds run on GitHub Actions runners, so
+a pass is short). Jobs:
+
+- `installations`: which repositories to watch (the App's installations, or
+  WHEELPIN_REPOSITORIES with a token); run at start, on installation events and hourly.
+- `repository`: read its config again (an unchanged config keeps the reconciler and its
+  caches), schedule its components, queue a pass of each.
+- `component`: one reconcile pass of one component.
+- `command`: `/wheelpin rebase|recheck|skip` on a bot pull request, from a user with
+  write access.
+- `dashboard`: bring the repository's dashboard issue up to date (coalesced, written
+  only when it changed).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import structlog
+
+from ..adapters.github import GitHubPlatform
+from ..core.config import Config, interval_minutes
+from ..core.dashboard import LABEL, MARKER, TITLE, Row, render
+from ..core.errors import ConfigError, CredentialsError, WheelpinError, kind_of
+from ..core.webhooks import WorkKey, work_for
+from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
+from .metrics import Metrics
+from .reconciler import ComponentResult, Reconciler
+from .settings import Settings
+from .wiring import Registries
+from .workqueue import WorkQueue
+
+log = structlog.get_logger("wheelpin.serve")
+WRITERS = ("admin", "maintain", "write")
+INSTALLATIONS, REPOSITORY, COMPONENT, COMMAND, DASHBOARD = (
+    "installations", "repository", "component", "command", "dashboard")
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: str
+    repository: str = "*"
+    component: str | None = None
+    command: str | None = None
+    number: int | None = None
+    sender: str | None = None
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What a delivery for a repository is matched against (read by the webhook threads)."""
+
+    prefix: str = "wheelpin/"
+    bases: frozenset[str] = frozenset({"main"})
+    workflows: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, config: Config) -> Routing:
+        return cls(config.defaults.branch_prefix, frozenset({config.defaults.base_branch}),
+                   frozenset(c.build.workflow for c in config.components if c.build.workflow))
+
+
+@dataclass
+class Watched:
+    repository: str
+    access: GitHubAccess
+    reconciler: Reconciler | None = None
+    config_text: str | None = None
+    config_error: str | None = None
+    rows: dict[str, Row] = field(default_factory=dict)
+    dashboard_body: str | None = None
+
+
+def jobs_for(key: WorkKey) -> list[Job]:
+    if key.refresh:
+        return [Job(INSTALLATIONS)]
+    if key.command:
+        return [Job(COMMAND, key.repository, command=key.command, number=key.number, sender=key.sender)]
+    if key.component:
+        return [Job(COMPONENT, key.repository, key.component)]
+    return [Job(REPOSITORY, key.repository)]
+
+
+def trigger_of(schedule: str, jitter: int) -> Any:
+    """An APScheduler trigger for a config's schedule (`30m`, `6h`, or a crontab line)."""
+    from apscheduler.triggers.cron import CronTrigger
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    minutes = interval_minutes(schedule)
+    if minutes is not None:
+        return IntervalTrigger(minutes=minutes, jitter=jitter or None, timezone="UTC")
+    trigger = CronTrigger.from_crontab(schedule, timezone="UTC")
+    trigger.jitter = jitter or None
+    return trigger
+
+
+class Service:
+    def __init__(self, settings: Settings, *, access: GitHubAccess | None, secret: bytes | None,
+                 metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self.settings = settings
+        self.access = access
+        self.secret = secret
+        self.metrics = metrics or Metrics()
+        self.queue: WorkQueue[Job] = WorkQueue(backoff=settings.queue_backoff, clock=clock)
+        self.metrics.track_queue(lambda: self.queue.stats().waiting, lambda: self.queue.stats().running)
+        self.scheduler = BackgroundScheduler(timezone="UTC")
+        self.registries = Registries(settings)
+        self.watched: dict[str, Watched] = {}
+        self._routing: dict[str, Routing] = {}
+        self._lock = threading.Lock()
+        self.github_ok: bool | None = None  # None until GitHub was first asked
+        self.github_error: str | None = None
+        self._worker: threading.Thread | None = None
+        self.passes: dict[tuple[str, str], int] = {}  # (repository, component) → passes run (tests, metrics)
+
+    # -- life -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._worker = threading.Thread(target=self._work, name="wheelpin-worker", daemon=True)
+        self._worker.start()
+        if self.access is not None:
+            self.scheduler.add_job(self.queue.put, trigger=trigger_of(f"{self.settings.refresh_minutes}m",
+                                                                      self.settings.schedule_jitter),
+                                   args=[Job(INSTALLATIONS)], kwargs={"note": "schedule"}, id="installations")
+            self.queue.put(Job(INSTALLATIONS), note="start")
+        self.scheduler.start()
+        log.info("serve.started", github=self.access is not None, webhooks=self.secret is not None)
+
+    def stop(self, grace: float | None = None) -> bool:
+        """Take no more jobs; let the running one finish within `grace` seconds. True if it did.
+        An abandoned job is repaired by the next start (the loop is level-triggered)."""
+        self.queue.close()
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        if self._worker is None:
+            return True
+        self._worker.join(self.settings.shutdown_grace if grace is None else grace)
+        finished = not self._worker.is_alive()
+        log.info("serve.stopped", finished=finished)
+        return finished
+
+    def ready(self) -> tuple[bool, str]:
+        """For /readyz: GitHub answered the bot's credentials, and the queue moves."""
+        reason = ""
+        stats = self.queue.stats()
+        if self.access is None:
+            reason = "no GitHub credentials (WHEELPIN_GITHUB_APP_ID and WHEELPIN_GITHUB_PRIVATE_KEY_FILE, or WHEELPIN_GITHUB_TOKEN)"
+        elif self.secret is None:
+            reason = "no webhook secret (WHEELPIN_WEBHOOK_SECRET or WHEELPIN_WEBHOOK_SECRET_FILE)"
+        elif self.github_ok is None:
+            reason = "GitHub not reached yet"
+        elif not self.github_ok:
+            reason = f"GitHub refused the bot: {self.github_error}"
+        elif self._worker is None or not self._worker.is_alive():
+            reason = "the worker is not running"
+        elif stats.oldest_wait > self.settings.stuck_after:
+            reason = f"the queue is stuck: a job has waited {stats.oldest_wait:.0f} s"
+        elif stats.longest_run > 4 * self.settings.stuck_after:
+            reason = f"the queue is stuck: a job has run {stats.longest_run:.0f} s"
+        self.metrics.ready.set(0 if reason else 1)
+        return (not reason, reason or "ready")
+
+    # -- deliveries (webhook threads) --------------------------------------------------------
+
+    def deliver(self, event: str, delivery: str, payload: dict[str, Any]) -> list[Job]:
+        """The jobs one verified delivery asks for, queued. Never does the work itself."""
+        repository = (payload.get("repository") or {}).get("full_name") if isinstance(payload.get("repository"), dict) else None
+        with self._lock:
+            routing = self._routing.get(str(repository), Routing())
+        keys = work_for(event, payload, prefix=routing.prefix, base_branches=routing.bases,
+                        workflows=routing.workflows)
+        jobs = [job for key in keys for job in jobs_for(key)]
+        for job in jobs:
+            self.queue.put(job, note=delivery)
+        self.metrics.deliveries.labels(event=event, outcome="queued" if jobs else "ignored").inc()
+        log.info("webhook.delivery", delivery=delivery, event=event, action=payload.get("action"),
+                 repository=repository, queued=[job.kind for job in jobs])
+        return jobs
+
+    # -- the worker --------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            taken = self.queue.get()
+            if taken is None:
+                return
+            job, notes = taken
+            ok = False
+            with structlog.contextvars.bound_contextvars(repository=job.repository, job=job.kind,
+                                                         component=job.component,
+                                                         delivery=notes[-1] if notes else None):
+                try:
+                    ok = self.run_job(job)
+                except WheelpinError as exc:
+                    self.metrics.failures.labels(kind=kind_of(exc)).inc()
+                    log.warning("job.failed", error=exc.message)
+                except Exception as exc:  # a bug must not stop the worker
+                    self.metrics.failures.labels(kind="internal").inc()
+                    log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
+                finally:
+                    self.queue.done(job, ok=ok)
+
+    def run_job(self, job: Job) -> bool:
+        """Run one job; False when it should back off before running again."""
+        self.metrics.jobs.labels(kind=job.kind).inc()
+        if job.kind == INSTALLATIONS:
+            return self._installations()
+        watched = self.watched.get(job.repository)
+        if watched is None:
+            log.info("job.unwatched")  # not (or no longer) installed: nothing to do
+            return True
+        if job.kind == REPOSITORY:
+            return self._repository(watched)
+        if job.kind == COMPONENT:
+            return self._component(watched, str(job.component))
+        if job.kind == COMMAND:
+            return self._command(watched, job)
+        if job.kind == DASHBOARD:
+            return self._dashboard(watched)
+        raise AssertionError(job.kind)
+
+    def _installations(self) -> bool:
+        assert self.access is not None
+        try:
+            if self.access.is_app:
+                found = {repository: self.access.for_installation(installation)
+                         for installation, _account in self.access.installations()
+                         for repository in self.access.for_installation(installation).repositories()}
+            else:
+                found = {repository: self.access for repository in self.settings.watched_repositories}
+        except CredentialsError as exc:
+            self.github_ok, self.github_error = False, exc.message
+            raise
+        self.github_ok, self.github_error = True, None
+        for gone in set(self.watched) - set(found):
+            self._unschedule(gone)
+            del self.watched[gone]
+            with self._lock:
+                self._routing.pop(gone, None)
+            log.info("repository.unwatched", repository=gone)
+        for repository, access in found.items():
+            if repository not in self.watched or self.watched[repository].access != access:
+                self.watched[repository] = Watched(repository, access)
+            self.queue.put(Job(REPOSITORY, repository), note="installations")
+        self.metrics.watched.set(len(self.watched))
+        return True
+
+    def _platform(self, watched: Watched) -> GitHubPlatform:
+        if watched.reconciler is not None:
+            platform = watched.reconciler.platform
+            assert isinstance(platform, GitHubPlatform)
+            return platform
+        return github_platform(watched.access, watched.repository)
+
+    def _repository(self, watched: Watched) -> bool:
+        platform = self._platform(watched)
+        platform.begin_pass()
+        try:
+            found = read_repository_config(platform, watched.repository)
+            if found.text != watched.config_text or watched.reconciler is None:
+                watched.reconciler = github_reconciler(access=watched.access, repository=watched.repository,
+                                                       settings=self.settings, registries=self.registries,
+                                                       found=found)
+                watched.config_text, watched.config_error = found.text, None
+                log.info("config.loaded", path=found.path, base=found.base)
+        except ConfigError as exc:  # the repository must fix it; shown on its dashboard, not retried
+            watched.reconciler, watched.config_text, watched.config_error = None, None, exc.message
+            self._unschedule(watched.repository)
+            self.metrics.failures.labels(kind="config").inc()
+            log.warning("config.unusable", error=exc.message)
+            self.queue.put(Job(DASHBOARD, watched.repository))
+            return True
+        config = watched.reconciler.config
+        with self._lock:
+            self._routing[watched.repository] = Routing.of(config)
+        self._schedule(watched.repository, config)
+        names = {c.name for c in config.components}
+        watched.rows = {name: row for name, row in watched.rows.items() if name in names}
+        for component in config.components:
+            self.queue.put(Job(COMPONENT, watched.repository, component.name), note="config")
+        return True
+
+    def _schedule(self, repository: str, config: Config) -> None:
+        wanted = {}
+        for component in config.components:
+            schedule = component.schedule or config.defaults.schedule
+            wanted[f"poll:{repository}:{component.name}"] = (component.name, schedule)
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith(f"poll:{repository}:") and job.id not in wanted:
+                job.remove()
+        for job_id, (name, schedule) in wanted.items():
+            existing = self.scheduler.get_job(job_id)
+            if existing is not None and getattr(existing, "schedule", None) == schedule:
+                continue  # unchanged: keep its next run time
+            scheduled = self.scheduler.add_job(self.queue.put, trigger=trigger_of(schedule, self.settings.schedule_jitter),
+                                               args=[Job(COMPONENT, repository, name)], kwargs={"note": "schedule"},
+                                               id=job_id, replace_existing=True)
+            scheduled.schedule = schedule
+
+    def _unschedule(self, repository: str) -> None:
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith(f"poll:{repository}:"):
+                job.remove()
+
+    def _record(self, watched: Watched, result: ComponentResult, url: str | None = None) -> None:
+        previous = watched.rows.get(result.name, Row(result.name))
+        failed = result.status == "failed"
+        message = result.messages[-1] if result.messages else None
+        watched.rows[result.name] = Row(
+            result.name, pinned=result.pinned, head=result.head, build=result.build, image=result.image,
+            proposal=result.proposal, status=result.status + (f": {message}" if message and not failed else ""),
+            last_error=message if failed else previous.last_error,
+            last_error_at=time.time() if failed else previous.last_error_at)
+
+    def _component(self, watched: Watched, name: str, **options: bool) -> bool:
+        reconciler = watched.reconciler
+        if reconciler is None or reconciler.config.get(name) is None:
+            log.info("component.unknown")
+            return True
+        started = time.monotonic()
+        result = reconciler.run(only=name, **options)
+        platform = reconciler.platform
+        http = getattr(platform, "http", None)
+        self.metrics.record_pass(result, time.monotonic() - started, watched.repository,
+                                 http.traffic.rate_remaining if http is not None else None)
+        key = (watched.repository, name)
+        self.passes[key] = self.passes.get(key, 0) + 1
+        for component in result.components:
+            self._record(watched, component)
+            log.info("component.pass", status=component.status, head=component.head,
+                     actions=[a.kind for a in component.actions], messages=component.messages)
+        self.queue.put(Job(DASHBOARD, watched.repository))
+        return not any(c.status == "failed" and c.error_kind in ("transient", "internal", "credentials")
+                       for c in result.components)
+
+    def _command(self, watched: Watched, job: Job) -> bool:
+        reconciler = watched.reconciler
+        if reconciler is None or job.number is None:
+            return True
+        platform = self._platform(watched)
+        branch = platform.pull_branch(job.number)
+        prefix = reconciler.config.defaults.branch_prefix
+        component = reconciler.config.get(branch[len(prefix):]) if branch and branch.startswith(prefix) else None
+        if branch is None or component is None:
+            log.info("command.not_ours", number=job.number)
+            return True
+        permission = platform.permission_of(job.sender or "")
+        if permission not in WRITERS:
+            log.warning("command.refused", sender=job.sender, permission=permission, command=job.command)
+            platform.say_once(branch, key=f"refused-{job.sender}-{job.command}",
+                              text=f"@{job.sender}: `/wheelpin {job.command}` needs write access to this "
+                              f"repository (yours is {permission}); nothing was done.")
+            return True
+        log.info("command", sender=job.sender, command=job.command, target=component.name)
+        if job.command == "skip":
+            message = reconciler.skip(component, by=job.sender or "someone")
+            log.info("command.done", result=message)
+            return self._component(watched, component.name)
+        return self._component(watched, component.name, rebase=job.command == "rebase",
+                               recheck=job.command == "recheck")
+
+    def _dashboard(self, watched: Watched) -> bool:
+        if watched.reconciler is None and watched.config_error is None:
+            return True
+        platform = self._platform(watched)
+        links = platform.open_proposals()
+        rows = [replace(row, proposal=links.get(row.proposal, row.proposal) if row.proposal else None)
+                for row in watched.rows.values()]
+        body = render(rows, repository=watched.repository, config_error=watched.config_error)
+        if body == watched.dashboard_body:
+            return True
+        number = platform.keep_issue(marker=MARKER, label=LABEL, title=TITLE, body=body)
+        watched.dashboard_body = body
+        log.info("dashboard.updated", issue=number)
+        return True

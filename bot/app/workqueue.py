@@ -1,0 +1,145 @@
+"""The service's work queue (DESIGN.md §2, app/): webhooks and the schedule only put keys
+here; workers take them one at a time.
+
+- A key is what to do again (a repository, a component, a kind of job). Putting a key
+  that is already waiting does nothing: a burst of deliveries for one key coalesces.
+  Putting a key while it runs marks it to run once more afterwards, so whatever the
+  burst changed is seen, and 100 deliveries cost at most 2 passes.
+- One run per key at a time.
+- A key whose job fails waits (doubling, capped) before it runs again; other keys go on.
+- `close()` hands out nothing more; the job running finishes, waiting keys are dropped
+  (the loop is level-triggered: the next start observes the world and repairs).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass
+class _Entry:
+    waiting_since: float | None = None  # waiting to run (None: not waiting)
+    running_since: float | None = None
+    again: bool = False  # put while running: run once more
+    not_before: float = 0.0  # backoff after failures
+    failures: int = 0
+    puts: int = 0
+    notes: list[str] = field(default_factory=list)  # e.g. the deliveries that asked, newest last
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    waiting: int
+    running: int
+    backing_off: int
+    oldest_wait: float  # seconds the longest-waiting eligible key has waited
+    longest_run: float  # seconds the longest-running job has run
+    puts: int
+    runs: int
+
+
+class WorkQueue(Generic[K]):
+    def __init__(self, *, backoff: float = 30.0, max_backoff: float = 3600.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.backoff, self.max_backoff = backoff, max_backoff
+        self.clock = clock
+        self._entries: dict[K, _Entry] = {}
+        self._cond = threading.Condition()
+        self._closed = False
+        self.puts = 0
+        self.runs = 0
+
+    def put(self, key: K, *, note: str | None = None) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            entry = self._entries.setdefault(key, _Entry())
+            entry.puts += 1
+            self.puts += 1
+            if note:
+                entry.notes = (entry.notes + [note])[-5:]
+            if entry.running_since is not None:
+                entry.again = True
+            elif entry.waiting_since is None:
+                entry.waiting_since = self.clock()
+            self._cond.notify()
+
+    def _eligible(self, now: float) -> list[tuple[float, K]]:
+        return sorted(((e.waiting_since, k) for k, e in self._entries.items()
+                       if e.waiting_since is not None and e.running_since is None and e.not_before <= now),
+                      key=lambda pair: pair[0])
+
+    def get(self, timeout: float | None = None) -> tuple[K, list[str]] | None:
+        """The key that has waited longest and may run now, and the notes put with it; None
+        when closed, or when nothing became eligible within `timeout` seconds."""
+        deadline = None if timeout is None else self.clock() + timeout
+        with self._cond:
+            while not self._closed:
+                now = self.clock()
+                ready = self._eligible(now)
+                if ready:
+                    key = ready[0][1]
+                    entry = self._entries[key]
+                    entry.waiting_since, entry.running_since = None, now
+                    notes, entry.notes = entry.notes, []
+                    self.runs += 1
+                    return key, notes
+                pending = [e.not_before for e in self._entries.values()
+                           if e.waiting_since is not None and e.running_since is None]
+                wait = min(pending) - now if pending else None
+                if deadline is not None:
+                    left = deadline - now
+                    if left <= 0:
+                        return None
+                    wait = left if wait is None else min(wait, left)
+                self._cond.wait(None if wait is None else max(wait, 0.001))
+            return None
+
+    def done(self, key: K, *, ok: bool) -> None:
+        with self._cond:
+            entry = self._entries[key]
+            entry.running_since = None
+            now = self.clock()
+            if ok:
+                entry.failures, entry.not_before = 0, 0.0
+            else:
+                entry.failures += 1
+                entry.not_before = now + min(self.backoff * 2 ** (entry.failures - 1), self.max_backoff)
+            if entry.again:
+                entry.again = False
+                entry.waiting_since = now
+            if entry.waiting_since is None and entry.failures == 0:
+                del self._entries[key]  # nothing to remember
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def failures(self, key: K) -> int:
+        with self._cond:
+            entry = self._entries.get(key)
+            return entry.failures if entry else 0
+
+    def stats(self) -> QueueStats:
+        with self._cond:
+            now = self.clock()
+            waits = [now - since for since, _key in self._eligible(now)]
+            runs = [now - e.running_since for e in self._entries.values() if e.running_since is not None]
+            return QueueStats(
+                waiting=sum(1 for e in self._entries.values() if e.waiting_since is not None),
+                running=len(runs),
+                backing_off=sum(1 for e in self._entries.values() if e.not_before > now),
+                oldest_wait=max(waits, default=0.0), longest_run=max(runs, default=0.0),
+                puts=self.puts, runs=self.runs)

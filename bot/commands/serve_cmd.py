@@ -1,0 +1,48 @@
+"""`wheelpin serve`: the service — webhooks, the schedule, health and metrics — until
+SIGTERM or SIGINT; then it stops listening and lets the running job finish (within
+WHEELPIN_SHUTDOWN_GRACE seconds)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from types import FrameType
+
+from ..app.githubrepo import GitHubAccess
+from ..app.service import Service
+from ..app.settings import Settings
+from ..app.webapp import HTTPServer
+from ..core.errors import UsageError
+
+
+def serve_command(*, host: str, port: int, settings: Settings) -> int:
+    secret = settings.webhook_key()
+    has_github = settings.github_app_id is not None or settings.github_token is not None
+    access = GitHubAccess.from_settings(settings) if has_github else None
+    if access is not None and not access.is_app and not settings.watched_repositories:
+        raise UsageError("with WHEELPIN_GITHUB_TOKEN, name the repositories to watch in WHEELPIN_REPOSITORIES "
+                         "(OWNER/NAME, comma-separated); a GitHub App finds them itself")
+    service = Service(settings, access=access, secret=secret)
+    try:
+        server = HTTPServer(service, host=host, port=port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    stop = threading.Event()
+
+    def on_signal(number: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    service.start()
+    server.start()
+    sys.stderr.write(f"wheelpin: listening on {server.url}\n")
+    sys.stderr.flush()
+    while not stop.wait(1.0):
+        pass
+    server.stop()
+    finished = service.stop()
+    sys.stderr.write("wheelpin: stopped\n" if finished else
+                     "wheelpin: stopped; the running job was abandoned (the next start repairs it)\n")
+    return 0

@@ -1,0 +1,64 @@
+"""The dependency dashboard issue of a repository (issue 7): one table, one row per
+component, rendered from what the service last saw. Pure: the service keeps the rows,
+the GitHub platform keeps the one issue (found by its label and the marker below)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MARKER = "<!-- wheelpin: dashboard -->"
+TITLE = "wheelpin dependency dashboard"
+LABEL = "wheelpin-dashboard"
+MAX_CELL = 300
+
+
+@dataclass(frozen=True)
+class Row:
+    component: str
+    pinned: str | None = None  # the upstream commit the base pins
+    head: str | None = None  # the upstream head
+    build: str = ""
+    image: str | None = None
+    proposal: str | None = None  # the pull request's address, or the branch
+    status: str = "not checked yet"
+    last_error: str | None = None
+    last_error_at: float | None = None
+
+
+def _cell(text: str | None) -> str:
+    if not text:
+        return "—"
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return flat if len(flat) <= MAX_CELL else flat[:MAX_CELL - 1] + "…"
+
+
+def _commit(sha: str | None) -> str:
+    return f"`{sha[:8]}`" if sha else "—"
+
+
+def _when(at: float | None) -> str:
+    if at is None:
+        return ""
+    return datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime(" (%Y-%m-%d %H:%M UTC)")
+
+
+def render(rows: Sequence[Row], *, repository: str, config_error: str | None = None) -> str:
+    """The issue's body. It changes only when a row does, so an unchanged dashboard costs no write."""
+    lines = [MARKER, "", f"What wheelpin watches in `{repository}`, as of its last pass of each component.", ""]
+    if config_error:
+        lines += [f"> **The config cannot be used:** {_cell(config_error)}", ""]
+    if rows:
+        lines += ["| component | pinned | upstream head | build | image | proposal | status | last error |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for row in sorted(rows, key=lambda r: r.component):
+            image = f"`{_cell(row.image)}`" if row.image else "—"
+            error = _cell(row.last_error) + _when(row.last_error_at) if row.last_error else "—"
+            lines.append(f"| {_cell(row.component)} | {_commit(row.pinned)} | {_commit(row.head)} | "
+                         f"{_cell(row.build)} | {image} | {_cell(row.proposal)} | {_cell(row.status)} | {error} |")
+    else:
+        lines.append("No component is configured.")
+    lines += ["", "Comment `/wheelpin rebase`, `/wheelpin recheck` or `/wheelpin skip` on a wheelpin pull request "
+              "to act on it (write access needed). This issue is kept by wheelpin; edits are overwritten."]
+    return "\n".join(lines) + "\n"
