@@ -183,7 +183,7 @@ class Service:
         for job in jobs:
             self.queue.put(job, note=delivery)
         self.metrics.deliveries.labels(event=event, outcome="queued" if jobs else "ignored").inc()
-        log.info("webhook.delivery", delivery=delivery, event=event, action=payload.get("action"),
+        log.info("webhook.delivery", delivery=delivery, github_event=event, action=payload.get("action"),
                  repository=repository, queued=[job.kind for job in jobs])
         return jobs
 

@@ -53,7 +53,7 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
     def webhook(environ: Environ, start: StartResponse) -> list[bytes]:
         delivery = str(environ.get("HTTP_X_GITHUB_DELIVERY") or "")
         event = str(environ.get("HTTP_X_GITHUB_EVENT") or "")
-        with structlog.contextvars.bound_contextvars(delivery=delivery or None, event=event or None):
+        with structlog.contextvars.bound_contextvars(delivery=delivery or None, github_event=event or None):
             if service.secret is None:
                 service.metrics.deliveries.labels(event=event or "unknown", outcome="no-secret").inc()
                 log.error("webhook.no_secret")

@@ -5,20 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.core.webhooks import WorkKey, signature_ok, work_for
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "node_modules/@octokit/webhooks-examples/api.github.com/index.json"
-
-
-def examples() -> list[tuple[str, dict[str, Any]]]:
-    assert EXAMPLES.exists(), f"{EXAMPLES} is missing: run `npm install --prefix tests` (.ci/run does)"
-    return [(entry["name"], payload) for entry in json.loads(EXAMPLES.read_text()) for payload in entry["examples"]]
-
+from tests.fixtures.webhooks import examples
 
 ALL = examples()
 

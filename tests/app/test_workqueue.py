@@ -1,0 +1,131 @@
+"""The work queue: coalescing, one run per key, backoff that holds up no other key, close."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from bot.app.workqueue import WorkQueue
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_burst_for_one_key_while_it_runs_costs_at_most_two_passes() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    runs: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        while (taken := queue.get(timeout=0.3)) is not None:
+            runs.append(taken[0])
+            started.set()
+            release.wait(5)
+            queue.done(taken[0], ok=True)
+
+    queue.put("rocm/atom:lmcache", note="d-0")
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert started.wait(5)
+    for number in range(1, 100):  # 99 more while the first runs
+        queue.put("rocm/atom:lmcache", note=f"d-{number}")
+    release.set()
+    thread.join(10)
+    assert runs == ["rocm/atom:lmcache", "rocm/atom:lmcache"]
+    assert queue.puts == 100 and queue.runs == 2
+
+
+def test_a_burst_before_the_worker_starts_costs_one_pass_and_keeps_the_newest_notes() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    for number in range(100):
+        queue.put("k", note=f"d-{number}")
+    key, notes = queue.get(timeout=1) or ("", [])
+    assert key == "k" and notes == [f"d-{n}" for n in range(95, 100)]
+    queue.done("k", ok=True)
+    assert queue.get(timeout=0.05) is None
+
+
+def test_one_run_per_key_at_a_time_with_many_workers() -> None:
+    queue: WorkQueue[int] = WorkQueue()
+    running: dict[int, int] = {}
+    overlap: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while (taken := queue.get(timeout=0.2)) is not None:
+            key = taken[0]
+            with lock:
+                running[key] = running.get(key, 0) + 1
+                if running[key] > 1:
+                    overlap.append(key)
+            time.sleep(0.002)
+            with lock:
+                running[key] -= 1
+            queue.done(key, ok=True)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for index in range(400):
+        queue.put(index % 3)
+    for thread in threads:
+        thread.join(20)
+    assert overlap == [] and queue.stats().waiting == 0
+
+
+def test_a_failing_key_backs_off_and_the_others_go_on() -> None:
+    clock = Clock()
+    queue: WorkQueue[str] = WorkQueue(backoff=30, max_backoff=100, clock=clock)
+    queue.put("broken")
+    assert (queue.get(timeout=0) or ("",))[0] == "broken"
+    queue.done("broken", ok=False)
+    queue.put("broken")
+    queue.put("fine")
+    assert (queue.get(timeout=0) or ("",))[0] == "fine"  # not held up
+    queue.done("fine", ok=True)
+    assert queue.get(timeout=0) is None and queue.stats().backing_off == 1
+    clock.now += 31
+    assert (queue.get(timeout=0) or ("",))[0] == "broken"
+    queue.done("broken", ok=False)  # twice: 60 s
+    queue.put("broken")
+    clock.now += 59
+    assert queue.get(timeout=0) is None
+    clock.now += 2
+    assert (queue.get(timeout=0) or ("",))[0] == "broken"
+    queue.done("broken", ok=False)  # capped at 100 s
+    queue.put("broken")
+    clock.now += 101
+    assert (queue.get(timeout=0) or ("",))[0] == "broken"
+    queue.done("broken", ok=True)
+    assert queue.failures("broken") == 0
+
+
+def test_close_hands_out_nothing_more_and_wakes_waiters() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    got: list[object] = []
+    thread = threading.Thread(target=lambda: got.append(queue.get()))
+    thread.start()
+    time.sleep(0.05)
+    queue.close()
+    thread.join(2)
+    assert got == [None] and not thread.is_alive()
+    queue.put("late")
+    assert queue.get(timeout=0) is None
+
+
+def test_stats_tell_a_stuck_queue() -> None:
+    clock = Clock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    queue.put("a")
+    queue.put("b")
+    clock.now += 50
+    assert queue.stats().oldest_wait == 50 and queue.stats().waiting == 2
+    queue.get(timeout=0)
+    clock.now += 10
+    stats = queue.stats()
+    assert stats.running == 1 and stats.longest_run == 10 and stats.oldest_wait == 60
