@@ -69,5 +69,10 @@ class StateFile:
             self.db.execute("delete from failures where component = ? and commit_sha = ?", (component, commit))
         self.db.commit()
 
+    def drop_run(self, component: str, commit: str) -> None:
+        """The run followed for a commit ended badly: the next try dispatches a new one."""
+        self.db.execute("delete from runs where component = ? and commit_sha = ?", (component, commit))
+        self.db.commit()
+
     def close(self) -> None:
         self.db.close()

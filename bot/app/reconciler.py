@@ -316,9 +316,14 @@ class Reconciler:
             return Observed(**common, error=problem)
         if image and context.pins and all(p.ref is not None and p.ref.digest == image.digest for p in context.pins):
             return Observed(**{**common, "base_has_head": True})  # its revision was unknown
+        recheck = name in self._recheck
+        self._recheck.discard(name)  # once: the build it starts is followed like any other
         failure = None
         recorded = self.state.failure(name, head)
-        if recorded is not None and not self.retry_failed and name not in self._recheck and recorded.retry_at > time.time():
+        # a run followed now was started after the last failure (a failure drops its run)
+        if recorded is not None and self.state.run_of(name, head) is not None:
+            recorded = None
+        if recorded is not None and not self.retry_failed and not recheck and recorded.retry_at > time.time():
             failure = recorded.message
         built = built_wheels(self.cache, name, head) is not None
         workflow = component.build.workflow is not None
@@ -350,6 +355,7 @@ class Reconciler:
             return "success", f"build run {seen.url} succeeded"
         message = f"build run {seen.url} of {head[:8]} ended: {seen.conclusion}"
         self.state.record(component.name, head, "build", message)
+        self.state.drop_run(component.name, head)  # after the backoff (or a recheck), a new run
         return "failure", message
 
     def _read(self, base: str, path: str) -> str:
@@ -475,6 +481,8 @@ class Reconciler:
             # a run of this commit started by a pass that was killed before noting it: follow
             # that one (its title carries the commit) instead of building twice
             existing = self.actions.find_run(component.build.workflow, head)
+            if existing is not None and existing.done and existing.conclusion != "success":
+                existing = None  # a failed run is retried with a new one, not followed again
             run_id = existing.id if existing else self.actions.dispatch(
                 component.build.workflow, commit=head, inputs=inputs,
                 ref=component.build.ref or self.config.defaults.base_branch)
@@ -492,6 +500,7 @@ class Reconciler:
             wheels = self.actions.download(run_id, out)
             if not wheels:
                 self.state.record(component.name, head, "build", f"build run {run_id} left no wheel in its artifacts")
+                self.state.drop_run(component.name, head)
                 raise WheelpinError(f"build run {run_id} of {head[:8]} left no wheel in its artifacts")
             (out / COMPLETE).write_text(head + "\n")
             result.messages.append(f"fetched {len(wheels)} wheel(s) from run {run_id}")

@@ -117,6 +117,7 @@ class Service:
         self.registries = Registries(settings)
         self.watched: dict[str, Watched] = {}
         self._routing: dict[str, Routing] = {}
+        self._schedules: dict[str, str] = {}  # scheduler job id → the schedule it was made from
         self._lock = threading.Lock()
         self.github_ok: bool | None = None  # None until GitHub was first asked
         self.github_error: str | None = None
@@ -298,19 +299,20 @@ class Service:
         for job in self.scheduler.get_jobs():
             if job.id.startswith(f"poll:{repository}:") and job.id not in wanted:
                 job.remove()
+                self._schedules.pop(job.id, None)
         for job_id, (name, schedule) in wanted.items():
-            existing = self.scheduler.get_job(job_id)
-            if existing is not None and getattr(existing, "schedule", None) == schedule:
+            if self.scheduler.get_job(job_id) is not None and self._schedules.get(job_id) == schedule:
                 continue  # unchanged: keep its next run time
-            scheduled = self.scheduler.add_job(self.queue.put, trigger=trigger_of(schedule, self.settings.schedule_jitter),
-                                               args=[Job(COMPONENT, repository, name)], kwargs={"note": "schedule"},
-                                               id=job_id, replace_existing=True)
-            scheduled.schedule = schedule
+            self.scheduler.add_job(self.queue.put, trigger=trigger_of(schedule, self.settings.schedule_jitter),
+                                   args=[Job(COMPONENT, repository, name)], kwargs={"note": "schedule"},
+                                   id=job_id, replace_existing=True)
+            self._schedules[job_id] = schedule
 
     def _unschedule(self, repository: str) -> None:
         for job in self.scheduler.get_jobs():
             if job.id.startswith(f"poll:{repository}:"):
                 job.remove()
+                self._schedules.pop(job.id, None)
 
     def _record(self, watched: Watched, result: ComponentResult, url: str | None = None) -> None:
         previous = watched.rows.get(result.name, Row(result.name))

@@ -1,0 +1,161 @@
+"""The service under test: a world (real upstream git repository, real registry), its
+downstream served by the GitHub emulator as a GitHub App installation, and the service
+with its HTTP server on a loopback port, driven by signed deliveries."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from bot.adapters.git import git
+from bot.app.githubrepo import GitHubAccess
+from bot.app.service import Service
+from bot.app.settings import Settings
+from bot.app.webapp import HTTPServer
+from tests.app.worlds import HUMAN, World, runner_build
+from tests.fixtures.github.emulator import GitHubEmulator
+from tests.fixtures.github.emulator import Repo as EmulatedRepo
+from tests.fixtures.webhooks import deliver, example
+
+SECRET = b"wheelpin-webhook-secret-7f3a"
+APP_ID = 11
+WORKFLOW = 'build = { workflow = "w.yaml", inputs = { c = "{sha}" } }\n# was: ['
+COMPONENT = "demo-cache"
+
+
+def app_key() -> tuple[bytes, bytes]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return private, public
+
+
+def github_world(world: World) -> None:
+    """Absolute upstream path (the config is read from GitHub, not a checkout), builds on Actions."""
+    world.set_config('repo = "../upstream"', f'repo = "file://{world.upstream}"')
+    if '"oci:../images"' in (world.downstream / "wheelpin.toml").read_text():
+        world.set_config('"oci:../images"', f'"oci:{world.root / "images"}"')
+    world.set_config("build = { command = [", WORKFLOW)
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 60, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what or check}")
+
+
+@dataclass
+class Bot:
+    world: World
+    emulator: GitHubEmulator
+    repo: EmulatedRepo
+    service: Service
+    server: HTTPServer
+    session: requests.Session
+    private_key: bytes = field(repr=False)
+
+    @property
+    def repository(self) -> str:
+        return f"{self.repo.owner}/{self.repo.name}"
+
+    def send(self, event: str, payload: dict[str, Any], **kwargs: Any) -> requests.Response:
+        answer = deliver(self.session, self.server.url, SECRET, event, payload, **kwargs)
+        assert answer.status_code < 300, answer.text
+        return answer
+
+    def idle(self, timeout: float = 120) -> None:
+        """Until nothing waits or runs (a job's follow-ups are queued before it ends)."""
+        def still() -> bool:
+            stats = self.service.queue.stats()
+            return stats.waiting == 0 and stats.running == 0
+        wait_until(still, timeout, "the queue to drain")
+
+    def passes(self) -> int:
+        return self.service.passes.get((self.repository, COMPONENT), 0)
+
+    def poll(self) -> None:
+        """The schedule fires now for the component (instead of in 30 minutes)."""
+        job = self.service.scheduler.get_job(f"poll:{self.repository}:{COMPONENT}")
+        assert job is not None, [j.id for j in self.service.scheduler.get_jobs()]
+        job.func(*job.args, **job.kwargs)
+
+    def finish_runs(self) -> None:
+        for run in list(self.repo.runs.values()):
+            if run.status != "completed":
+                self.emulator.finish_run(self.repo, run)
+
+    def workflow_run_completed(self) -> requests.Response:
+        payload = example("workflow_run", "completed")
+        payload["repository"] = {**payload["repository"], "full_name": self.repository, "name": self.repo.name}
+        payload["workflow_run"] = {**payload["workflow_run"], "path": ".github/workflows/w.yaml", "name": "build"}
+        return self.send("workflow_run", payload)
+
+    def push_config(self, old: str, new: str) -> requests.Response:
+        """A maintainer changes the config on the default branch; GitHub says so."""
+        self.world.set_config(old, new)
+        git(["push", "--quiet", "--force", str(self.repo.path), "main:main"], cwd=self.world.downstream)
+        payload = example("push")
+        payload.update(ref="refs/heads/main", repository={**payload["repository"], "full_name": self.repository})
+        return self.send("push", payload)
+
+    def comment(self, number: int, body: str, sender: str) -> requests.Response:
+        payload = example("issue_comment", "created")
+        payload["repository"] = {**payload["repository"], "full_name": self.repository}
+        payload["issue"] = {**payload["issue"], "number": number, "pull_request": {"url": "x"}}
+        payload["comment"] = {**payload["comment"], "body": body}
+        payload["sender"] = {**payload["sender"], "login": sender}
+        return self.send("issue_comment", payload)
+
+    def pulls(self) -> list[Any]:
+        return [p for p in self.repo.pulls.values() if not p.is_issue]
+
+
+def settings_for(tmp_path: Path, **changes: Any) -> Settings:
+    return Settings(cache_dir=tmp_path / "cache", registry_backoff=0.05, schedule_jitter=0, queue_backoff=0.2,
+                    **changes)
+
+
+@contextmanager
+def running_bot(world: World, tmp_path: Path, **settings: Any) -> Iterator[Bot]:
+    github_world(world)
+    private, public = app_key()
+    emulator = GitHubEmulator(tmp_path / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
+    emulator.auto_advance = False
+    emulator.actions = lambda repo, run: {w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])}
+    service = server = None
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        repo.permissions.update({"maintainer": "maintain", "visitor": "read"})
+        access = GitHubAccess(emulator.url, app_id=APP_ID, private_key=private)
+        service = Service(settings_for(tmp_path, **settings), access=access, secret=SECRET)
+        server = HTTPServer(service, host="127.0.0.1", port=0)
+        server.start()
+        service.start()
+        bot = Bot(world, emulator, repo, service, server, requests.Session(), private)
+        bot.idle()
+        yield bot
+        bot.session.close()
+        assert emulator.errors == []
+    finally:
+        if server is not None:
+            server.stop()
+        if service is not None:
+            service.stop(grace=10)
+        emulator.stop()
+
+
+__all__ = ["HUMAN", "Bot", "running_bot", "wait_until", "app_key", "SECRET", "APP_ID", "github_world"]

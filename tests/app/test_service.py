@@ -1,0 +1,221 @@
+"""`wheelpin serve`'s service end to end: a GitHub App installation (the emulator), the
+real registry, webhooks signed and sent over loopback, the schedule, the dashboard
+issue, and the `/wheelpin` commands."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from bot.adapters.git import git
+from bot.core.dashboard import MARKER
+from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
+from tests.app.worlds import NEW_VERSION, World, make_world
+from tests.fixtures.servers import Registry
+
+
+def dashboards(bot: Bot) -> list[object]:
+    return [item for item in bot.repo.issues if MARKER in item.body]
+
+
+def metric(bot: Bot, name: str, **labels: str) -> float:
+    text = bot.session.get(bot.server.url + "/metrics").text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return 0.0
+
+
+def test_from_the_schedule_and_a_workflow_run_webhook_to_an_updated_draft_pull_request(
+        registry: Registry, tmp_path: Path) -> None:
+    world = make_world(tmp_path, registry=f"{registry.host}/serve-{uuid.uuid4().hex[:8]}/demo-cache")
+    with running_bot(world, tmp_path) as bot:
+        assert bot.session.get(bot.server.url + "/readyz").json() == {"status": "ready", "reason": "ready"}
+        assert bot.passes() == 1 and bot.pulls() == []  # the first pass at start: the pin is current
+        (dashboard,) = dashboards(bot)
+        assert "| demo-cache |" in dashboard.body and dashboard.labels == ["wheelpin-dashboard"]
+
+        head = world.commit_upstream("one", NEW_VERSION)
+        bot.poll()  # the schedule notices the new upstream commit and dispatches its build
+        bot.idle()
+        (run,) = bot.repo.runs.values()
+        assert run.inputs == {"c": head} and run.status == "queued" and bot.pulls() == []
+        bot.finish_runs()
+        assert bot.workflow_run_completed().status_code == 202
+        bot.idle()
+        (pull,) = bot.pulls()
+        assert pull.draft and head[:8] in pull.title and pull.labels == ["wheelpin"]
+        assert f"{registry.host}/" in pull.body and "@sha256:" in pull.body
+        (dashboard,) = dashboards(bot)
+        assert f"`{head[:8]}`" in dashboard.body and f"/pull/{pull.number}" in dashboard.body
+
+        newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.poll()
+        bot.idle()
+        bot.finish_runs()
+        bot.workflow_run_completed()
+        bot.idle()
+        (updated,) = bot.pulls()  # the same pull request, updated in place
+        assert updated.number == pull.number and newer[:8] in updated.title and updated.draft
+        assert len(dashboards(bot)) == 1 and f"`{newer[:8]}`" in dashboards(bot)[0].body  # type: ignore[attr-defined]
+        assert metric(bot, "wheelpin_actions_total", kind="propose") == 2
+        assert metric(bot, "wheelpin_registry_bytes_uploaded_total") > 0
+        assert 0 < metric(bot, "wheelpin_github_rate_limit_remaining", repository="rocm/atom") <= 5000
+
+
+def test_commands_on_the_pull_request(world: World, tmp_path: Path) -> None:
+    with running_bot(world, tmp_path) as bot:
+        head = world.commit_upstream("one", NEW_VERSION)
+        bot.poll()
+        bot.idle()
+        bot.finish_runs()
+        bot.workflow_run_completed()
+        bot.idle()
+        (pull,) = bot.pulls()
+        branch = f"refs/heads/wheelpin/{COMPONENT}"
+        # a human pushes to the bot's branch: left alone …
+        mine = git(["rev-parse", branch], cwd=bot.repo.path).strip()
+        tree = git(["rev-parse", f"{mine}^{{tree}}"], cwd=bot.repo.path).strip()
+        human = git(["commit-tree", tree, "-p", mine, "-m", "tweak"], cwd=bot.repo.path, env=HUMAN).strip()
+        git(["update-ref", branch, human], cwd=bot.repo.path)
+        bot.poll()
+        bot.idle()
+        assert git(["rev-parse", branch], cwd=bot.repo.path).strip() == human
+        # … until someone without write access asks: refused, said once
+        bot.comment(pull.number, "/wheelpin rebase", "visitor")
+        bot.idle()
+        assert git(["rev-parse", branch], cwd=bot.repo.path).strip() == human
+        assert any("@visitor" in c and "needs write access" in c for c in pull.comments)
+        # a maintainer asks: the branch is rewritten from the base, the bot's commit only
+        bot.comment(pull.number, "/wheelpin rebase", "maintainer")
+        bot.idle()
+        log = git(["log", "--format=%ae", "main..wheelpin/demo-cache"], cwd=bot.repo.path).split()
+        assert len(log) == 1 and log[0] != "human@example.org" and pull.state == "open"
+        # skip: the pull request is closed and that commit never proposed again
+        bot.comment(pull.number, "/wheelpin skip", "maintainer")
+        bot.idle()
+        assert pull.state == "closed" and not pull.merged and any("asked to skip" in c for c in pull.comments)
+        bot.poll()
+        bot.idle()
+        assert len(bot.pulls()) == 1 and len(bot.repo.runs) == 1
+        # a newer commit is proposed anew
+        newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.poll()
+        bot.idle()
+        bot.finish_runs()
+        bot.workflow_run_completed()
+        bot.idle()
+        assert [p.state for p in bot.pulls()] == ["closed", "open"] and newer[:8] in bot.pulls()[1].title
+        del head
+
+
+def test_recheck_retries_a_failed_build(world: World, tmp_path: Path) -> None:
+    with running_bot(world, tmp_path) as bot:
+        working = bot.emulator.actions
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll()
+        bot.idle()
+        bot.finish_runs()
+        bot.workflow_run_completed()
+        bot.idle()
+        (pull,) = bot.pulls()
+        bot.emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("runner lost"))
+        newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.poll()
+        bot.idle()
+        bot.finish_runs()
+        bot.workflow_run_completed()
+        bot.idle()
+        assert len(bot.repo.runs) == 2 and newer[:8] not in pull.title
+        (dashboard,) = dashboards(bot)
+        assert "ended: failure" in dashboard.body  # type: ignore[attr-defined]
+        bot.poll()
+        bot.idle()
+        assert len(bot.repo.runs) == 2  # in its backoff: not dispatched again
+        bot.emulator.actions = working  # the runner is back; a maintainer asks again
+        bot.comment(pull.number, "/wheelpin recheck", "maintainer")
+        bot.idle()
+        assert len(bot.repo.runs) == 3
+        bot.finish_runs()
+        bot.workflow_run_completed()
+        bot.idle()
+        assert newer[:8] in pull.title and "ended: failure" not in dashboards(bot)[0].body.split("| status |")[1].split("last error")[0]  # type: ignore[attr-defined]
+
+
+def test_a_config_change_takes_effect_without_a_restart(world: World, tmp_path: Path) -> None:
+    with running_bot(world, tmp_path) as bot:
+        job = bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}")
+        assert job.trigger.interval.total_seconds() == 30 * 60
+        bot.push_config('base_branch = "main"', 'base_branch = "main"\nschedule = "6h"')
+        bot.idle()
+        job = bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}")
+        assert job.trigger.interval.total_seconds() == 6 * 3600
+        # a broken config: said on the dashboard, polls stopped, nothing else touched
+        bot.push_config('schedule = "6h"', 'schedule = "every now and then"')
+        bot.idle()
+        assert bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}") is None
+        (dashboard,) = dashboards(bot)
+        assert "The config cannot be used" in dashboard.body and "every now and then" in dashboard.body  # type: ignore[attr-defined]
+        bot.push_config('schedule = "every now and then"', 'schedule = "*/15 * * * *"')
+        bot.idle()
+        job = bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}")
+        assert "*/15" in str(job.trigger) and "cannot be used" not in dashboards(bot)[0].body  # type: ignore[attr-defined]
+
+
+def test_a_burst_of_a_thousand_deliveries(world: World, tmp_path: Path) -> None:
+    """All acknowledged, none lost (the change made in the middle of the burst is seen),
+    and coalesced into a few passes."""
+    with running_bot(world, tmp_path) as bot:
+        before = bot.passes()
+        answers: list[int] = []
+        lock = threading.Lock()
+        payloads = []
+        for index in range(1000):
+            if index % 2:
+                payloads.append(("workflow_run", None))
+            else:
+                payloads.append(("push", None))
+
+        def sender(part: list[tuple[str, None]]) -> None:
+            import requests
+
+            from tests.fixtures.webhooks import deliver, example
+            session = requests.Session()
+            push = example("push")
+            push.update(ref="refs/heads/main", repository={**push["repository"], "full_name": "rocm/atom"})
+            run = example("workflow_run", "completed")
+            run["repository"] = {**run["repository"], "full_name": "rocm/atom"}
+            run["workflow_run"] = {**run["workflow_run"], "path": ".github/workflows/w.yaml"}
+            for event, _ in part:
+                answer = deliver(session, bot.server.url, bot_secret(), event, push if event == "push" else run)
+                with lock:
+                    answers.append(answer.status_code)
+
+        threads = [threading.Thread(target=sender, args=(payloads[i::8],)) for i in range(8)]
+        for thread in threads[:4]:
+            thread.start()
+        wait_until(lambda: len(answers) >= 400, 60)
+        bot.world.set_config('labels = ["wheelpin"]', 'labels = ["wheelpin", "burst"]')
+        git(["push", "--quiet", "--force", str(bot.repo.path), "main:main"], cwd=bot.world.downstream)
+        for thread in threads[4:]:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert len(answers) == 1000 and set(answers) == {202}
+        bot.idle()
+        assert metric(bot, "wheelpin_webhook_deliveries_total", event="push", outcome="queued") == 500
+        assert metric(bot, "wheelpin_webhook_deliveries_total", event="workflow_run", outcome="queued") == 500
+        reconciler = bot.service.watched[bot.repository].reconciler
+        assert reconciler is not None and reconciler.config.defaults.labels == ["wheelpin", "burst"]  # not lost
+        passes = bot.passes() - before
+        assert 1 <= passes <= 60, passes  # 1,000 deliveries, a few dozen passes at most
+        print(f"1000 deliveries → {passes} component passes, {bot.service.queue.runs} jobs")
+
+
+def bot_secret() -> bytes:
+    from tests.app.bots import SECRET
+    return SECRET
