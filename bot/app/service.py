@@ -122,6 +122,7 @@ class Service:
         self.github_ok: bool | None = None  # None until GitHub was first asked
         self.github_error: str | None = None
         self._worker: threading.Thread | None = None
+        self._cause = "start"  # the delivery (or schedule) behind the job running now
         self.passes: dict[tuple[str, str], int] = {}  # (repository, component) → passes run (tests, metrics)
 
     # -- life -------------------------------------------------------------------------------
@@ -196,6 +197,7 @@ class Service:
             if taken is None:
                 return
             job, notes = taken
+            self._cause = notes[-1] if notes else job.kind  # follow-up jobs carry the delivery on
             ok = False
             with structlog.contextvars.bound_contextvars(repository=job.repository, job=job.kind,
                                                          component=job.component,
@@ -252,7 +254,7 @@ class Service:
         for repository, access in found.items():
             if repository not in self.watched or self.watched[repository].access != access:
                 self.watched[repository] = Watched(repository, access)
-            self.queue.put(Job(REPOSITORY, repository), note="installations")
+            self.queue.put(Job(REPOSITORY, repository), note=self._cause)
         self.metrics.watched.set(len(self.watched))
         return True
 
@@ -279,7 +281,7 @@ class Service:
             self._unschedule(watched.repository)
             self.metrics.failures.labels(kind="config").inc()
             log.warning("config.unusable", error=exc.message)
-            self.queue.put(Job(DASHBOARD, watched.repository))
+            self.queue.put(Job(DASHBOARD, watched.repository), note=self._cause)
             return True
         config = watched.reconciler.config
         with self._lock:
@@ -288,7 +290,7 @@ class Service:
         names = {c.name for c in config.components}
         watched.rows = {name: row for name, row in watched.rows.items() if name in names}
         for component in config.components:
-            self.queue.put(Job(COMPONENT, watched.repository, component.name), note="config")
+            self.queue.put(Job(COMPONENT, watched.repository, component.name), note=self._cause)
         return True
 
     def _schedule(self, repository: str, config: Config) -> None:
@@ -339,9 +341,9 @@ class Service:
         self.passes[key] = self.passes.get(key, 0) + 1
         for component in result.components:
             self._record(watched, component)
-            log.info("component.pass", status=component.status, head=component.head,
+            log.info("component.pass", status=component.status, commit=component.head,
                      actions=[a.kind for a in component.actions], messages=component.messages)
-        self.queue.put(Job(DASHBOARD, watched.repository))
+        self.queue.put(Job(DASHBOARD, watched.repository), note=self._cause)
         return not any(c.status == "failed" and c.error_kind in ("transient", "internal", "credentials")
                        for c in result.components)
 
