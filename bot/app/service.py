@@ -236,8 +236,10 @@ class Service:
         assert self.access is not None
         try:
             if self.access.is_app:
+                shard = self.settings.shard
                 found = {repository: self.access.for_installation(installation)
                          for installation, _account in self.access.installations()
+                         if shard is None or installation in shard
                          for repository in self.access.for_installation(installation).repositories()}
             else:
                 found = {repository: self.access for repository in self.settings.watched_repositories}

@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     webhook_secret_file: Path | None = None
     repositories: str = Field(default="", description="with a token instead of an App: comma-separated OWNER/NAMEs to watch")
+    installation_ids: str = Field(default="", description="a shard: comma-separated installation ids this process serves (default: all)")
     schedule_jitter: int = Field(default=120, ge=0, description="seconds of random delay added to each scheduled poll")
     refresh_minutes: int = Field(default=60, ge=1, description="how often installations and configs are read again")
     stuck_after: int = Field(default=900, ge=1, description="seconds a key may wait, or a job run ×4, before /readyz fails")
@@ -62,6 +63,18 @@ class Settings(BaseSettings):
     @property
     def watched_repositories(self) -> list[str]:
         return [name.strip() for name in self.repositories.split(",") if name.strip()]
+
+    @property
+    def shard(self) -> set[int] | None:
+        """The installations this process serves, or None for all of them."""
+        from ..core.errors import ConfigError
+
+        parts = [part.strip() for part in self.installation_ids.split(",") if part.strip()]
+        if not parts:
+            return None
+        if not all(part.isdigit() for part in parts):
+            raise ConfigError(f"WHEELPIN_INSTALLATION_IDS: give installation ids as numbers (got {self.installation_ids!r})")
+        return {int(part) for part in parts}
 
     def webhook_key(self) -> bytes | None:
         if self.webhook_secret_file is not None:

@@ -18,6 +18,7 @@ from ..core.errors import UsageError
 
 def serve_command(*, host: str, port: int, settings: Settings) -> int:
     secret = settings.webhook_key()
+    settings.shard  # a bad shard list is said now, not at the first refresh
     has_github = settings.github_app_id is not None or settings.github_token is not None
     access = GitHubAccess.from_settings(settings) if has_github else None
     if access is not None and not access.is_app and not settings.watched_repositories:

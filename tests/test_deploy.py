@@ -1,0 +1,158 @@
+"""What can be tested of the deployment without a Docker engine or a cluster: the
+Dockerfile (parsed with the BuildKit parser; its build step run on exactly what it
+copies; its healthcheck run against a live server), the Kubernetes and compose files
+(every setting they name exists, the probes hit real endpoints, the secret files are
+where the settings say), and the App manifest (permissions, and events the bot handles)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import dockerfile
+import yaml
+
+from bot.app.service import Service
+from bot.app.settings import Settings
+from bot.app.webapp import HTTPServer
+from bot.core.webhooks import work_for
+from tests.fixtures.webhooks import examples
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = {f"WHEELPIN_{name.upper()}" for name in Settings.model_fields}
+
+
+def instructions() -> list[Any]:
+    return list(dockerfile.parse_file(str(ROOT / "Dockerfile")))
+
+
+def test_the_dockerfile_is_pinned_non_root_and_serves() -> None:
+    parsed = instructions()
+    arg = next(i for i in parsed if i.cmd == "ARG" and i.value[0].startswith("PYTHON_IMAGE="))
+    base = arg.value[0].split("=", 1)[1]
+    assert re.fullmatch(r"docker\.io/library/python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base)
+    froms = [i for i in parsed if i.cmd == "FROM"]
+    assert [f.value[0] for f in froms] == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
+    final = parsed[parsed.index(froms[-1]):]
+    (user,) = [i for i in final if i.cmd == "USER"]
+    assert user.value[0].split(":")[0] not in ("0", "root")
+    (health,) = [i for i in final if i.cmd == "HEALTHCHECK"]
+    assert "/healthz" in health.original
+    (entry,) = [i for i in final if i.cmd == "ENTRYPOINT"]
+    assert entry.json and list(entry.value) == ["wheelpin", "serve"]
+    (cmd,) = [i for i in final if i.cmd == "CMD"]
+    assert list(cmd.value) == ["--host", "0.0.0.0", "--port", "8080"]
+    env = " ".join(" ".join(i.value) for i in final if i.cmd == "ENV")
+    assert all(name in SETTINGS for name in re.findall(r"WHEELPIN_\w+", env))
+
+
+def test_the_build_step_makes_the_bots_wheel_from_what_the_dockerfile_copies(tmp_path: Path) -> None:
+    parsed = instructions()
+    context = tmp_path / "src"
+    context.mkdir()
+    for copy in (i for i in parsed if i.cmd == "COPY" and not any(f.startswith("--from") for f in i.flags)):
+        *sources, _destination = copy.value
+        for source in sources:
+            target = context / source
+            if (ROOT / source).is_dir():
+                shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(ROOT / source, target)
+    (step,) = [i for i in parsed if i.cmd == "RUN" and "pip wheel" in i.value[0]]
+    command = step.value[0].replace("/dist", str(tmp_path / "dist")).split()
+    done = subprocess.run([sys.executable, "-m", *command[command.index("pip"):]], cwd=context,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("wheelpin-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+        assert "wheelpin = bot.cli:main" in archive.read(entry_points).decode()
+    assert "bot/app/service.py" in names and "bot/core/webhooks.py" in names
+
+
+def test_the_healthcheck_command_passes_against_a_live_server_and_fails_without_one(tmp_path: Path) -> None:
+    (health,) = [i for i in instructions() if i.cmd == "HEALTHCHECK"]
+    argv = json.loads(health.original.split("CMD", 1)[1])
+    server = HTTPServer(Service(Settings(cache_dir=tmp_path), access=None, secret=None), port=0)
+    server.start()
+    try:
+        live = [arg.replace(":8080/", f":{server.port}/") for arg in argv]
+        assert subprocess.run([sys.executable, *live[1:]], timeout=30).returncode == 0
+    finally:
+        server.stop()
+    assert subprocess.run([sys.executable, *live[1:]], capture_output=True, timeout=30).returncode != 0
+
+
+def kubernetes() -> dict[str, dict[str, Any]]:
+    documents = yaml.safe_load_all((ROOT / "deploy/kubernetes/wheelpin.yaml").read_text())
+    return {document["kind"]: document for document in documents if document}
+
+
+def test_the_kubernetes_manifests() -> None:
+    found = kubernetes()
+    assert set(found) == {"ConfigMap", "Secret", "Deployment", "Service"}
+    deployment = found["Deployment"]["spec"]
+    assert deployment["replicas"] == 1 and deployment["strategy"] == {"type": "Recreate"}
+    pod = deployment["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 10001
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert container["args"] == ["--host", "0.0.0.0", "--port", str(ports["http"])]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    config = found["ConfigMap"]["data"]
+    env = {**config, **{item["name"]: item["value"] for item in container["env"]}}
+    assert set(env) <= SETTINGS, set(env) - SETTINGS
+    assert pod["terminationGracePeriodSeconds"] > float(config["WHEELPIN_SHUTDOWN_GRACE"])
+    mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+    secret_volume = next(v for v in pod["volumes"] if "secret" in v)
+    assert secret_volume["secret"]["secretName"] == found["Secret"]["metadata"]["name"]
+    secret_keys = set(found["Secret"]["stringData"])
+    for name, value in env.items():
+        if name.endswith("_FILE"):  # each secret file is a key of the Secret, where it is mounted
+            folder, _, key = value.rpartition("/")
+            assert folder == mounts[secret_volume["name"]] and key in secret_keys, name
+    assert config["WHEELPIN_CACHE_DIR"] in mounts.values()
+    service = found["Service"]["spec"]
+    assert service["selector"] == deployment["selector"]["matchLabels"]
+    assert service["ports"][0]["targetPort"] == "http"
+
+
+def test_the_compose_file() -> None:
+    compose = yaml.safe_load((ROOT / "deploy/compose.yaml").read_text())
+    service = compose["services"]["wheelpin"]
+    assert (ROOT / "deploy" / service["build"]["context"] / service["build"]["dockerfile"]).is_file()
+    assert set(service["environment"]) <= SETTINGS
+    assert service["user"].split(":")[0] != "0"
+    for name, value in service["environment"].items():
+        if name.endswith("_FILE"):
+            assert value.removeprefix("/run/secrets/") in compose["secrets"], name
+    assert service["environment"]["WHEELPIN_CACHE_DIR"] in " ".join(service["volumes"])
+
+
+def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
+    manifest = json.loads((ROOT / "deploy/github-app.json").read_text())
+    assert manifest["default_permissions"] == {"contents": "write", "pull_requests": "write", "issues": "write",
+                                               "actions": "write", "metadata": "read"}
+    assert manifest["hook_attributes"]["url"].endswith("/webhook") and manifest["public"] is False
+    handled = {event for event, payload in examples()
+               if work_for(event, payload, base_branches=frozenset({"main", "master", "simple-tag"}))}
+    subscribable = handled - {"installation", "installation_repositories"}  # sent to every App
+    # the examples hold no wheelpin/* pull request nor a /wheelpin comment: those two by name
+    assert set(manifest["default_events"]) == subscribable | {"pull_request", "issue_comment"}, handled
+
+
+def test_the_deploy_guide_names_every_file_and_setting() -> None:
+    guide = (ROOT / "deploy/README.md").read_text()
+    for name in ("kubernetes/wheelpin.yaml", "compose.yaml", "github-app.json", "Dockerfile"):
+        assert name in guide
+    for setting in re.findall(r"`([A-Z_]+)`", guide):
+        if setting.isupper() and "_" in setting and not setting.startswith("WHEELPIN_"):
+            assert f"WHEELPIN_{setting}" in SETTINGS, setting
