@@ -109,9 +109,12 @@ class HTTPServer:
     """waitress serving the app on a host and port (0: any free port), in its own thread."""
 
     def __init__(self, service: Service, *, host: str = "127.0.0.1", port: int = 8080, threads: int = 8) -> None:
+        import logging
         import threading
 
         from waitress.server import create_server
+
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is N" on every burst
 
         self.server = create_server(make_app(service), host=host, port=port, threads=threads,
                                     max_request_body_size=MAX_BODY + 1, ident="wheelpin", clear_untrusted_proxy_headers=True)
