@@ -105,14 +105,15 @@ def load_repository_config(platform: GitHubPlatform, repository: str, found: Rep
 
 def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settings, retry_failed: bool = False,
                       registries: Registries | None = None,
-                      found: RepositoryConfig | None = None) -> Reconciler:
-    """A reconciler for `repository`, its config read from its default branch on GitHub.
-    A config's `build.command` is never run for it (that would run the repository's code)."""
-    probe = github_platform(access, repository)
-    found = found or read_repository_config(probe, repository)
-    loaded = load_repository_config(probe, repository, found)
+                      found: RepositoryConfig | None = None,
+                      platform: GitHubPlatform | None = None) -> Reconciler:
+    """A reconciler for `repository`, its config read from its default branch on GitHub
+    (through `platform`, when one is kept). A config's `build.command` is never run for it
+    (that would run the repository's code on the bot's host)."""
+    platform = platform or github_platform(access, repository)
+    found = found or read_repository_config(platform, repository)
+    loaded = load_repository_config(platform, repository, found)
     defaults = loaded.config.defaults
-    platform = probe
     platform.author = defaults.author
     platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),

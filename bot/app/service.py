@@ -77,6 +77,7 @@ class Watched:
     config_error: str | None = None
     rows: dict[str, Row] = field(default_factory=dict)
     dashboard_body: str | None = None
+    platform: GitHubPlatform | None = None  # kept: its token, ETags and caches serve every job
 
 
 def jobs_for(key: WorkKey) -> list[Job]:
@@ -261,11 +262,9 @@ class Service:
         return True
 
     def _platform(self, watched: Watched) -> GitHubPlatform:
-        if watched.reconciler is not None:
-            platform = watched.reconciler.platform
-            assert isinstance(platform, GitHubPlatform)
-            return platform
-        return github_platform(watched.access, watched.repository)
+        if watched.platform is None:
+            watched.platform = github_platform(watched.access, watched.repository)
+        return watched.platform
 
     def _repository(self, watched: Watched) -> bool:
         platform = self._platform(watched)
@@ -275,7 +274,7 @@ class Service:
             if found.text != watched.config_text or watched.reconciler is None:
                 watched.reconciler = github_reconciler(access=watched.access, repository=watched.repository,
                                                        settings=self.settings, registries=self.registries,
-                                                       found=found)
+                                                       found=found, platform=platform)
                 watched.config_text, watched.config_error = found.text, None
                 log.info("config.loaded", path=found.path, base=found.base)
         except ConfigError as exc:  # the repository must fix it; shown on its dashboard, not retried

@@ -23,6 +23,7 @@ from bot.app.webapp import HTTPServer
 from tests.app.worlds import HUMAN, World, runner_build
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.emulator import Repo as EmulatedRepo
+from tests.fixtures.github.openapi import validate
 from tests.fixtures.webhooks import deliver, example
 
 SECRET = b"wheelpin-webhook-secret-7f3a"
@@ -150,6 +151,9 @@ def running_bot(world: World, tmp_path: Path, **settings: Any) -> Iterator[Bot]:
         yield bot
         bot.session.close()
         assert emulator.errors == []
+        seen = {(r.method, r.template, r.status): r.body for r in emulator.recorded}
+        for (method, template, status), body in seen.items():  # each kind of answer, held to GitHub's schema
+            validate(method, template, status, body)
     finally:
         if server is not None:
             server.stop()

@@ -15,6 +15,7 @@ from bot.core.dashboard import MARKER
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
+from tests.fixtures.webhooks import examples
 
 
 def dashboards(bot: Bot) -> list[object]:
@@ -219,3 +220,29 @@ def test_a_burst_of_a_thousand_deliveries(world: World, tmp_path: Path) -> None:
 def bot_secret() -> bytes:
     from tests.app.bots import SECRET
     return SECRET
+
+
+def test_every_example_delivery_to_a_live_bot_changes_nothing_it_should_not(world: World, tmp_path: Path) -> None:
+    """The 300+ example payloads name repositories the bot does not watch, or events it
+    ignores: all answered, nothing crashes, the watched repository is untouched; and a
+    dashboard a human closed is kept (updated, never a second one)."""
+    with running_bot(world, tmp_path) as bot:
+        (dashboard,) = dashboards(bot)
+        dashboard.state = "closed"  # type: ignore[attr-defined]
+        writes = bot.emulator.counted
+        for event, payload in examples():
+            bot.send(event, payload)
+        bot.idle()
+        assert metric(bot, "wheelpin_failures_total", kind="internal") == 0
+        assert bot.pulls() == [] and len(bot.repo.runs) == 0
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll()
+        bot.idle()
+        assert len(dashboards(bot)) == 1 and dashboards(bot)[0].state == "closed"  # type: ignore[attr-defined]
+        assert "is " in dashboards(bot)[0].body and bot.emulator.counted > writes  # type: ignore[attr-defined]
+
+
+def test_a_shard_watches_only_its_installations(world: World, tmp_path: Path) -> None:
+    with running_bot(world, tmp_path, installation_ids="99") as bot:
+        assert bot.service.watched == {} and bot.service.ready() == (True, "ready")
+        assert bot.repo.issues == []

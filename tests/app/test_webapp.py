@@ -5,6 +5,8 @@ and the health, readiness and metrics endpoints."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,3 +160,32 @@ def test_without_a_webhook_secret_deliveries_are_refused(tmp_path: Path) -> None
         answer = deliver(served.session, served.url, SECRET, "push", push())
         assert answer.status_code == 503 and served.service.queue.puts == 0
         assert served.session.get(served.url + "/healthz").status_code == 200
+
+
+def test_ready_only_while_the_queue_moves(tmp_path: Path) -> None:
+    from bot.app.githubrepo import GitHubAccess
+    from bot.app.service import Job
+
+    now = [1000.0]
+    service = Service(Settings(cache_dir=tmp_path, stuck_after=60), access=GitHubAccess(None, token="t"),
+                      secret=SECRET, clock=lambda: now[0])
+    assert service.ready() == (False, "GitHub not reached yet")
+    service.github_ok = False
+    service.github_error = "GitHub refused the App's JWT (401)"
+    assert "refused" in service.ready()[1]
+    service.github_ok = True
+    assert service.ready() == (False, "the worker is not running")
+    release = threading.Event()
+    service.run_job = lambda job: release.wait(10)  # type: ignore[method-assign]
+    service.start()
+    assert service.ready() == (True, "ready")
+    service.queue.put(Job("component", "rocm/atom", "a"))
+    wait = time.monotonic() + 5
+    while service.queue.stats().running == 0 and time.monotonic() < wait:
+        time.sleep(0.01)
+    service.queue.put(Job("component", "rocm/atom", "b"))  # waits behind the running one
+    now[0] += 61
+    assert service.ready()[0] is False and "has waited 61 s" in service.ready()[1]
+    assert service.stop(grace=0.05) is False  # the running job is abandoned, not waited on forever
+    release.set()
+    assert service.stop(grace=5) is True
