@@ -79,7 +79,12 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
             if event == "ping":
                 service.metrics.deliveries.labels(event=event, outcome="pong").inc()
                 return _answer(start, 200, {"message": "pong", "zen": payload.get("zen")})
-            jobs = service.deliver(event, delivery, payload)
+            try:
+                jobs = service.deliver(event, delivery, payload)
+            except (AttributeError, TypeError, ValueError, KeyError):  # signed, but not shaped as GitHub sends it
+                service.metrics.deliveries.labels(event=event, outcome="malformed").inc()
+                log.warning("webhook.unexpected_shape", exc_info=True)
+                return _answer(start, 400, {"message": f"the {event} payload is not shaped as GitHub sends it"})
             if not jobs:
                 return _answer(start, 200, {"message": "ignored"})
             return _answer(start, 202, {"message": "queued", "jobs": [job.kind for job in jobs]})

@@ -97,6 +97,16 @@ def test_a_signature_over_garbage_is_still_only_a_400(served: Served) -> None:
     assert no_event.status_code == 400 and served.service.queue.puts == 0
 
 
+def test_a_signed_payload_of_the_wrong_shape_is_a_400_not_a_crash(served: Served) -> None:
+    for event, payload in (("installation", {"installation": "not an object"}),
+                           ("push", {"repository": {"full_name": "a/b"}, "commits": "many"}),
+                           ("issue_comment", {"action": "created", "repository": {"full_name": "a/b"},
+                                              "issue": [], "comment": {"body": "/wheelpin skip"}})):
+        answer = deliver(served.session, served.url, SECRET, event, payload)
+        assert answer.status_code in (200, 400), (event, answer.status_code)
+    assert served.session.get(served.url + "/healthz").status_code == 200
+
+
 def test_oversized_deliveries_get_413_with_or_without_a_length(served: Served) -> None:
     big = b'{"a": "' + b"x" * MAX_BODY + b'"}'
     answer = deliver(served.session, served.url, SECRET, "push", None, body=big)
