@@ -102,7 +102,7 @@ class RegistryRepository:
 
     def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *,
                  mount_from: str | None = None) -> int:
-        return self.client.upload_blob(self.repository, digest, chunks, mount_from=mount_from)
+        return self.client.upload_blob(self.repository, digest, size, chunks, mount_from=mount_from)
 
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str:
         return self.client.put_manifest(self.repository, tag, data, media_type)

@@ -325,9 +325,14 @@ class RegistryClient:
         if "sha256:" + hashed.hexdigest() != digest:
             raise VerificationError(f"{self.host}/{repository}: blob {digest} does not match its digest")
 
-    def upload_blob(self, repository: str, digest: str, chunks: Callable[[], Iterable[bytes]],
+    def upload_blob(self, repository: str, digest: str, size: int, chunks: Callable[[], Iterable[bytes]],
                     *, mount_from: str | None = None) -> int:
-        """Upload a blob streamed from `chunks()` (called again on a retry); bytes sent."""
+        """Upload a blob of `size` bytes streamed from `chunks()` (called again on a retry); bytes sent.
+
+        The body goes with its Content-Length, never chunked: registries behind proxies
+        that refuse chunked requests (411) and those that want a length on every PATCH
+        take it as it is.
+        """
         scope = self.scope(repository, push=True)
         if mount_from:
             mounted = self.request("POST", f"/v2/{repository}/blobs/uploads/?"
@@ -338,28 +343,30 @@ class RegistryClient:
         last: TransientError | None = None
         for attempt in range(self.retry.attempts):
             try:
-                return self._upload_once(repository, digest, chunks, scope)
+                return self._upload_once(repository, digest, size, chunks, scope)
             except TransientError as exc:
                 last = exc
                 self._wait(attempt, exc.retry_after, "upload failed")
         assert last is not None
         raise last
 
-    def _upload_once(self, repository: str, digest: str,
+    def _upload_once(self, repository: str, digest: str, size: int,
                      chunks: Callable[[], Iterable[bytes]], scope: str) -> int:
         started = self.request("POST", f"/v2/{repository}/blobs/uploads/", scope=scope)
         started.close()
         if started.status_code != 202 or "Location" not in started.headers:
             raise TransientError(f"{self.host}/{repository}: starting an upload answered {started.status_code}")
         location = urljoin(self.base + "/", started.headers["Location"])
-        body = _HashedBody(chunks)
+        body = _HashedBody(chunks, size)
         patched = self.request("PATCH", location, scope=scope, replayable=False,
-                               headers={"Content-Type": "application/octet-stream"}, data=iter(body))
+                               headers={"Content-Type": "application/octet-stream",
+                                        "Content-Range": f"0-{size - 1}"} if size else
+                               {"Content-Type": "application/octet-stream"}, data=body)
         patched.close()
         if patched.status_code in (400, 404, 405, 416, 501):  # no streamed PATCH: one PUT
-            body = _HashedBody(chunks)
+            body = _HashedBody(chunks, size)
             done = self.request("PUT", _with_digest(location, digest), scope=scope, replayable=False,
-                                headers={"Content-Type": "application/octet-stream"}, data=iter(body))
+                                headers={"Content-Type": "application/octet-stream"}, data=body)
         elif patched.status_code == 202:
             body.check(digest)
             location = urljoin(self.base + "/", patched.headers.get("Location", location))
@@ -380,18 +387,30 @@ def _with_digest(location: str, digest: str) -> str:
 
 
 class _HashedBody:
-    """An upload body streamed from `chunks()`, hashed and counted as it goes."""
+    """An upload body of a known size streamed from `chunks()`, hashed and counted as it goes.
 
-    def __init__(self, chunks: Callable[[], Iterable[bytes]]) -> None:
+    Its `len()` is what requests sends as Content-Length; a stream that gives more bytes
+    than that is cut off with an error rather than sent past the length declared.
+    """
+
+    def __init__(self, chunks: Callable[[], Iterable[bytes]], size: int) -> None:
         self._chunks = chunks
+        self._size = size
         self._hash = hashlib.sha256()
         self.sent = 0
 
+    def __len__(self) -> int:
+        return self._size
+
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._chunks():
+            if self.sent + len(chunk) > self._size:
+                raise VerificationError(f"the blob streamed is longer than the {self._size} bytes declared")
             self._hash.update(chunk)
             self.sent += len(chunk)
             yield chunk
+        if self.sent != self._size:
+            raise VerificationError(f"the blob streamed is {self.sent} bytes, not the {self._size} declared")
 
     def check(self, digest: str) -> None:
         if "sha256:" + self._hash.hexdigest() != digest:

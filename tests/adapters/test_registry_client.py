@@ -77,11 +77,30 @@ def proxy(registry: Registry) -> Iterator[FaultProxy]:
 def test_registry_without_streamed_patch_gets_one_put(proxy: FaultProxy, small_wheels: tuple[Path, Path],
                                                       env: dict[str, str]) -> None:
     proxy.faults.append(Fault("PATCH", r"/blobs/uploads/", "405", times=None))
+    proxy.refuse_chunked = True  # the single PUT declares its length too
     result = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{proxy.host}/nopatch/demo:v1",
                       "--json", env=env)
     assert result.code == 0, result.stderr
     puts = [path for method, path, status in proxy.seen if method == "PUT" and "/blobs/uploads/" in path]
     assert len(puts) >= 2  # layer and config, each in one PUT
+
+
+def test_uploads_declare_their_length(proxy: FaultProxy, small_wheels: tuple[Path, Path],
+                                      registry: Registry, env: dict[str, str]) -> None:
+    proxy.refuse_chunked = True
+    result = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{proxy.host}/lengths/demo:v1",
+                      "--json", env=env)
+    assert result.code == 0, result.stderr
+    assert not [seen for seen in proxy.seen if seen[2] == 411]
+    patches = [headers for method, path, headers in proxy.headers
+               if method == "PATCH" and "/blobs/uploads/" in path]
+    manifests = [headers for method, path, headers in proxy.headers if method == "PUT" and "/manifests/" in path]
+    assert len(patches) == 2 and len(manifests) == 1  # the layer, the config, the manifest
+    for headers in patches:
+        size = int(headers["Content-Length"])
+        assert size > 0 and headers["Content-Range"] == f"0-{size - 1}"
+    sent = sum(int(headers["Content-Length"]) for headers in patches + manifests)
+    assert sent == result.json()["bytes_uploaded"]
 
 
 def test_publish_with_a_component_uses_its_rules(registry: Registry, small_wheels: tuple[Path, Path],
