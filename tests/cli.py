@@ -27,11 +27,16 @@ OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:
            "http_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.1,localhost,::1"}
 
 
-def wheelpin(*args: str, env: dict[str, str] | None = None) -> Result:
+def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a wheelpin subprocess of a test runs in: offline, none of the
+    caller's WHEELPIN_ settings or registry credentials, then `env`."""
     inherited = {k: v for k, v in os.environ.items()
                  if not k.startswith("WHEELPIN_") or k == "WHEELPIN_TEST_CACHE"}
     inherited.pop("DOCKER_CONFIG", None)  # a test's registry credentials are its own
-    environment = {**inherited, **OFFLINE, **(env or {})}
+    return {**inherited, **OFFLINE, **(env or {})}
+
+
+def wheelpin(*args: str, env: dict[str, str] | None = None) -> Result:
     done = subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True,
-                          text=True, env=environment, timeout=600)
+                          text=True, env=environment(env), timeout=600)
     return Result(done.returncode, done.stdout, done.stderr)

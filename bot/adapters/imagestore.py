@@ -16,12 +16,18 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from ..core.errors import InputError, VerificationError
+from ..core.errors import InputError, RefusedError, VerificationError
 from ..core.imageref import SHA256_DIGEST, ImageRef, LayoutTarget
 from ..core.ociimage import INDEX_TYPE, canonical_json
 from .registry import RegistryClient, Traffic
 
 REF_NAME = "org.opencontainers.image.ref.name"
+
+
+def tag_taken(store: str, tag: str, existing: str, ours: str) -> RefusedError:
+    """The refusal when a tag already names other content: tags wheelpin writes never move."""
+    return RefusedError(f"{store}:{tag} already holds {existing}, not {ours}: wheelpin never overwrites a "
+                        "tag with other content")
 
 
 class ImageStore(Protocol):
@@ -200,12 +206,21 @@ class LayoutStore:
         return written
 
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str:
+        """Name `data` by `tag` in the index. The check that the tag is free or already
+        ours is made again under the lock, so two processes racing for one tag of one
+        folder cannot both win (a registry has no such compare-and-set)."""
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         self.put_blob(digest, len(data), lambda: [data])
         with (self.folder / ".lock").open("a") as lock:  # one index writer at a time
             fcntl.flock(lock, fcntl.LOCK_EX)
             index = self._index()
             listed = index["manifests"] if isinstance(index["manifests"], list) else []
+            existing = next((str(m.get("digest")) for m in listed
+                             if isinstance(m, dict) and _ref_name(m) == tag), None)
+            if existing == digest:
+                return digest
+            if existing is not None:
+                raise tag_taken(self.name, tag, existing, digest)
             kept = [m for m in listed if not (isinstance(m, dict) and _ref_name(m) == tag)]
             kept.append({"mediaType": media_type, "digest": digest, "size": len(data),
                          "annotations": {REF_NAME: tag}})

@@ -29,7 +29,7 @@ from ..core.ociimage import (
     layer_digest,
     wheels_from_annotations,
 )
-from .imagestore import ImageStore
+from .imagestore import ImageStore, tag_taken
 
 log = structlog.get_logger("wheelpin.publish")
 
@@ -65,10 +65,7 @@ def _guard(store: ImageStore, tag: str, ours: str) -> bool:
         return False
     if existing == ours:
         return True
-    raise RefusedError(
-        f"{store.name}:{tag} already holds {existing}, not {ours}: wheelpin never overwrites a "
-        "tag with other content"
-    )
+    raise tag_taken(store.name, tag, existing, ours)
 
 
 def publish(

@@ -177,3 +177,39 @@ def test_cross_repository_mount(registry: Registry, rocm_wheel: Path, env: dict[
     assert mounted.code == 0, mounted.stderr
     assert mounted.json()["bytes_uploaded"] < 4096  # config and manifest only: the layer was mounted
     assert mounted.json()["digest"] == first.json()["digest"]
+
+
+def test_a_layout_tag_is_checked_again_under_its_lock(tmp_path: Path) -> None:
+    """The publisher's guard reads the tag before it uploads; a writer that took the tag
+    meanwhile must still win, so `put_manifest` itself refuses to move a tag."""
+    from bot.adapters.imagestore import LayoutStore
+    from bot.core.errors import RefusedError
+
+    store = LayoutStore(tmp_path / "layout")
+    first = store.put_manifest("v1", b'{"first": true}', "application/vnd.oci.image.manifest.v1+json")
+    assert store.put_manifest("v1", b'{"first": true}', "application/vnd.oci.image.manifest.v1+json") == first
+    with pytest.raises(RefusedError, match="never overwrites"):
+        store.put_manifest("v1", b'{"second": true}', "application/vnd.oci.image.manifest.v1+json")
+    assert store.tag_digest("v1") == first and store.list_tags() == ["v1"]
+
+
+def test_two_processes_racing_for_one_layout_tag(tmp_path: Path, small_wheels: tuple[Path, Path],
+                                                 env: dict[str, str]) -> None:
+    import sys
+    from tests.cli import environment
+    folder = tmp_path / "layout"
+    for round_ in range(3):
+        tag = f"race{round_}"
+        racers = [subprocess.Popen([sys.executable, "-m", "bot.cli", "image", "publish", str(wheel), "--to",
+                                    f"oci:{folder}:{tag}", "--json"], env=environment(env),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  for wheel in small_wheels]
+        results = [(racer.wait(timeout=120), racer.stdout.read(), racer.stderr.read())  # type: ignore[union-attr]
+                   for racer in racers]
+        won = [json.loads(out)["digest"] for code, out, _ in results if code == 0]
+        lost = [err for code, _, err in results if code != 0]
+        assert len(won) == 1 and len(lost) == 1, results
+        assert "never overwrites a tag" in lost[0]
+        index = json.loads((folder / "index.json").read_text())
+        assert [m["digest"] for m in index["manifests"]
+                if m["annotations"]["org.opencontainers.image.ref.name"] == tag] == won

@@ -5,7 +5,6 @@ searched for every secret it held."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -17,15 +16,14 @@ import requests
 
 from tests.app.bots import APP_ID, SECRET, app_key, github_world, wait_until
 from tests.app.worlds import NEW_VERSION, World, runner_build
-from tests.cli import OFFLINE, wheelpin
+from tests.cli import environment, wheelpin
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.webhooks import deliver, example, sign
 
 
 class Process:
     def __init__(self, env: dict[str, str], *args: str) -> None:
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith("WHEELPIN_") and k != "DOCKER_CONFIG"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", *args], env={**inherited, **OFFLINE, **env},
+        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", *args], env=environment(env),
                                      stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
