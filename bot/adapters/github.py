@@ -334,16 +334,22 @@ class GitHubPlatform:
         except GitHubError as exc:
             raise _translate(exc, "listing pull requests") from None
 
-    def keep_issue(self, *, marker: str, label: str, title: str, body: str) -> int:
-        """The one issue that carries `marker` (found by its label, open or closed), its
-        body brought up to date; opened when there is none. Returns its number."""
+    def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int:
+        """The one issue that carries `marker`, its body brought up to date; opened when
+        there is none. Returns its number. `known`, the number kept from an earlier call,
+        is read first, so an issue a human took the label off is still found (and labelled
+        again); without it the issue is found by its label, open or closed."""
         self._fresh()
         try:
-            found = None
-            for issue in self.repo.issues(state="all", labels=label):
-                if getattr(issue, "pull_request_urls", None) is None and marker in (issue.body or ""):
-                    if found is None or issue.number < found.number:  # the oldest, if a human copied it
-                        found = issue
+            found = self._marked_issue(known, marker) if known is not None else None
+            if found is not None and label not in [lbl.name for lbl in found.original_labels or []]:
+                found.add_labels(label)
+                self.writes += 1
+            if found is None:
+                for issue in self.repo.issues(state="all", labels=label):
+                    if getattr(issue, "pull_request_urls", None) is None and marker in (issue.body or ""):
+                        if found is None or issue.number < found.number:  # the oldest, if a human copied it
+                            found = issue
             if found is None:
                 created = self.repo.create_issue(title, body=body, labels=[label])
                 self.writes += 1
@@ -354,3 +360,13 @@ class GitHubPlatform:
             return int(found.number)
         except GitHubError as exc:
             raise _translate(exc, "the dashboard issue") from None
+
+    def _marked_issue(self, number: int, marker: str) -> Any:
+        """Issue `number` if it is still an issue carrying `marker`, else None."""
+        try:
+            issue = self.repo.issue(number)
+        except NotFoundError:
+            return None
+        if getattr(issue, "pull_request_urls", None) is not None or marker not in (issue.body or ""):
+            return None
+        return issue

@@ -77,6 +77,7 @@ class Watched:
     config_error: str | None = None
     rows: dict[str, Row] = field(default_factory=dict)
     dashboard_body: str | None = None
+    dashboard_number: int | None = None  # read first next time: a label a human removed does not lose it
     platform: GitHubPlatform | None = None  # kept: its token, ETags and caches serve every job
 
 
@@ -384,7 +385,8 @@ class Service:
         body = render(rows, repository=watched.repository, config_error=watched.config_error)
         if body == watched.dashboard_body:
             return True
-        number = platform.keep_issue(marker=MARKER, label=LABEL, title=TITLE, body=body)
-        watched.dashboard_body = body
+        number = platform.keep_issue(marker=MARKER, label=LABEL, title=TITLE, body=body,
+                                     known=watched.dashboard_number)
+        watched.dashboard_body, watched.dashboard_number = body, number
         log.info("dashboard.updated", issue=number)
         return True

@@ -225,10 +225,12 @@ def bot_secret() -> bytes:
 def test_every_example_delivery_to_a_live_bot_changes_nothing_it_should_not(world: World, tmp_path: Path) -> None:
     """The 300+ example payloads name repositories the bot does not watch, or events it
     ignores: all answered, nothing crashes, the watched repository is untouched; and a
-    dashboard a human closed is kept (updated, never a second one)."""
+    dashboard a human closed and took the label off is kept (updated and labelled again,
+    never a second one)."""
     with running_bot(world, tmp_path) as bot:
         (dashboard,) = dashboards(bot)
         dashboard.state = "closed"  # type: ignore[attr-defined]
+        dashboard.labels = []  # type: ignore[attr-defined]
         writes = bot.emulator.counted
         for event, payload in examples():
             bot.send(event, payload)
@@ -239,6 +241,7 @@ def test_every_example_delivery_to_a_live_bot_changes_nothing_it_should_not(worl
         bot.poll()
         bot.idle()
         assert len(dashboards(bot)) == 1 and dashboards(bot)[0].state == "closed"  # type: ignore[attr-defined]
+        assert dashboards(bot)[0].labels == ["wheelpin-dashboard"]  # type: ignore[attr-defined]
         assert "is " in dashboards(bot)[0].body and bot.emulator.counted > writes  # type: ignore[attr-defined]
 
 
