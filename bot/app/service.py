@@ -27,13 +27,14 @@ from typing import Any
 import structlog
 
 from ..adapters.github import GitHubPlatform
-from ..core.config import Config, interval_minutes
+from ..core.config import Config
 from ..core.dashboard import LABEL, MARKER, TITLE, Row, render
 from ..core.errors import ConfigError, CredentialsError, WheelpinError, kind_of
 from ..core.webhooks import WorkKey, work_for
 from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from .metrics import Metrics
 from .reconciler import ComponentResult, Reconciler
+from .schedule import schedule_of, trigger_of
 from .settings import Settings
 from .wiring import Registries
 from .workqueue import WorkQueue
@@ -89,19 +90,6 @@ def jobs_for(key: WorkKey) -> list[Job]:
     if key.component:
         return [Job(COMPONENT, key.repository, key.component)]
     return [Job(REPOSITORY, key.repository)]
-
-
-def trigger_of(schedule: str, jitter: int) -> Any:
-    """An APScheduler trigger for a config's schedule (`30m`, `6h`, or a crontab line)."""
-    from apscheduler.triggers.cron import CronTrigger
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    minutes = interval_minutes(schedule)
-    if minutes is not None:
-        return IntervalTrigger(minutes=minutes, jitter=jitter or None, timezone="UTC")
-    trigger = CronTrigger.from_crontab(schedule, timezone="UTC")
-    trigger.jitter = jitter or None
-    return trigger
 
 
 class Service:
@@ -298,8 +286,7 @@ class Service:
     def _schedule(self, repository: str, config: Config) -> None:
         wanted = {}
         for component in config.components:
-            schedule = component.schedule or config.defaults.schedule
-            wanted[f"poll:{repository}:{component.name}"] = (component.name, schedule)
+            wanted[f"poll:{repository}:{component.name}"] = (component.name, schedule_of(config, component))
         for job in self.scheduler.get_jobs():
             if job.id.startswith(f"poll:{repository}:") and job.id not in wanted:
                 job.remove()

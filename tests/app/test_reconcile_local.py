@@ -241,3 +241,62 @@ def test_quiet_period(world: World) -> None:
     assert world.reconcile().code == 0 and world.branch() is not None
 
 
+
+
+def test_the_loop_passes_on_sighup_reads_its_config_again_and_stops_on_sigterm(world: World) -> None:
+    """`wheelpin reconcile` without `--once`: a pass at start, then one per schedule (or
+    at once on SIGHUP) with the config read anew; an unusable config keeps the last good
+    one; SIGTERM ends it with 0 and nothing half-written."""
+    import json
+    import signal
+    import sys
+    import threading
+    import time
+
+    from tests.cli import environment
+
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "reconcile", "--repo", str(world.downstream), "--json"],
+                            env=environment(world.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    passes: list[dict] = []  # type: ignore[type-arg]
+    said: list[str] = []
+    readers = [threading.Thread(target=lambda: [passes.append(json.loads(line)) for line in proc.stdout], daemon=True),  # type: ignore[union-attr]
+               threading.Thread(target=lambda: [said.append(line) for line in proc.stderr], daemon=True)]  # type: ignore[union-attr]
+    for reader in readers:
+        reader.start()
+
+    def wait_for(count: int) -> dict:  # type: ignore[type-arg]
+        deadline = time.monotonic() + 120
+        while len(passes) < count or sum("next pass at" in line for line in said) < count:
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(said)
+            time.sleep(0.05)
+        return passes[count - 1]["components"][0]  # type: ignore[no-any-return]
+
+    try:
+        assert wait_for(1)["status"] == "nothing"
+        waiting = [line for line in said if "next pass at" in line][-1]
+        assert "UTC" in waiting  # 30 minutes from now, the default schedule
+        head = world.commit_upstream("work", NEW_VERSION)
+        proc.send_signal(signal.SIGHUP)
+        assert [a["kind"] for a in wait_for(2)["actions"]] == ["build", "publish", "propose"]
+        assert f"g{head[:8]}@sha256:" in world.branch_file()
+
+        world.set_config('base_branch = "main"', 'base_branch = "main"\nschedule = "0 3 * * *"')
+        proc.send_signal(signal.SIGHUP)
+        assert wait_for(3)["status"] == "nothing"
+        assert " 03:00:00 UTC" in [line for line in said if "next pass at" in line][-1]  # the cron line, read anew
+
+        world.set_config('schedule = "0 3 * * *"', 'schedule = "whenever"')
+        proc.send_signal(signal.SIGHUP)
+        assert wait_for(4)["status"] == "nothing"
+        assert any("whenever" in line and "config read before" in line for line in said)
+        assert " 03:00:00 UTC" in [line for line in said if "next pass at" in line][-1]
+
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    for reader in readers:
+        reader.join(timeout=10)
+    assert said[-1].strip() == "wheelpin: stopped"
+    assert git(["status", "--porcelain", "--untracked-files=no"], cwd=world.downstream) == ""
