@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import github3
+import structlog
 from github3.exceptions import GitHubError, NotFoundError, UnprocessableEntity
 
 from ..core.config import Author
@@ -23,6 +24,8 @@ from ..core.proposal import read_marker
 from ..core.errors import CredentialsError, InputError, RefusedError, TransientError, WheelpinError
 from .githubhttp import GitHubHTTP
 from .localplatform import BranchCommit
+
+log = structlog.get_logger("wheelpin.github")
 
 DRAFT_PREFIX = "[draft] "
 
@@ -313,6 +316,17 @@ class GitHubPlatform:
         data = answer.json()
         role = str(data.get("role_name") or "")
         return role if role in ("maintain", "triage") else str(data.get("permission") or "none")
+
+    def react(self, comment: int, content: str) -> None:
+        """React to issue comment `comment` (`+1`, `confused`, …); a reaction already
+        there is left as it is. A refusal is logged, never an error: it is a courtesy."""
+        self._fresh()
+        url = self.repo._build_url("issues", "comments", str(comment), "reactions", base_url=self.repo._api)
+        answer = self.gh.session.post(url, json={"content": content})
+        if answer.status_code == 201:
+            self.writes += 1
+        elif answer.status_code not in (200, 201):
+            log.warning("github.reaction_refused", comment=comment, status=answer.status_code)
 
     def pull_branch(self, number: int) -> str | None:
         """The head branch of pull request `number` (None if it is an issue, or gone)."""

@@ -53,6 +53,7 @@ class Job:
     command: str | None = None
     number: int | None = None
     sender: str | None = None
+    comment: int | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def jobs_for(key: WorkKey) -> list[Job]:
     if key.refresh:
         return [Job(INSTALLATIONS)]
     if key.command:
-        return [Job(COMMAND, key.repository, command=key.command, number=key.number, sender=key.sender)]
+        return [Job(COMMAND, key.repository, command=key.command, number=key.number, sender=key.sender,
+                    comment=key.comment)]
     if key.component:
         return [Job(COMPONENT, key.repository, key.component)]
     return [Job(REPOSITORY, key.repository)]
@@ -358,9 +360,15 @@ class Service:
         if job.command == "skip":
             message = reconciler.skip(component, by=job.sender or "someone")
             log.info("command.done", result=message)
-            return self._component(watched, component.name)
-        return self._component(watched, component.name, rebase=job.command == "rebase",
-                               recheck=job.command == "recheck")
+            done = self._component(watched, component.name)
+        else:
+            done = self._component(watched, component.name, rebase=job.command == "rebase",
+                                   recheck=job.command == "recheck")
+        if job.comment is not None:  # 👍 when carried out, 😕 when its pass failed (the PR says why)
+            row = watched.rows.get(component.name)
+            failed = row is not None and row.status.startswith("failed")
+            platform.react(job.comment, "confused" if failed else "+1")
+        return done
 
     def _dashboard(self, watched: Watched) -> bool:
         if watched.reconciler is None and watched.config_error is None:

@@ -39,6 +39,7 @@ class WorkKey:
     command: str | None = None  # rebase | recheck | skip, from a comment
     sender: str | None = None  # who gave the command (the service checks their access)
     number: int | None = None  # the pull request the command was given on
+    comment: int | None = None  # the comment that gave it (the bot reacts to it when done)
 
 
 def _repository(payload: dict[str, Any]) -> str | None:
@@ -89,6 +90,8 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
             return []
         sender = (payload.get("sender") or {}).get("login")
         number = issue.get("number")
+        comment = (payload.get("comment") or {}).get("id")
         return [WorkKey(repository, command=words[1], sender=str(sender) if sender else None,
-                        number=number if isinstance(number, int) else None)]
+                        number=number if isinstance(number, int) else None,
+                        comment=comment if isinstance(comment, int) else None)]
     return []

@@ -21,7 +21,7 @@ from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
 from tests.app.worlds import HUMAN, World, runner_build
-from tests.fixtures.github.emulator import GitHubEmulator
+from tests.fixtures.github.emulator import GitHubEmulator, comment_id
 from tests.fixtures.github.emulator import Repo as EmulatedRepo
 from tests.fixtures.github.openapi import validate
 from tests.fixtures.webhooks import deliver, example
@@ -114,10 +114,13 @@ class Bot:
         return self.send("push", payload)
 
     def comment(self, number: int, body: str, sender: str) -> requests.Response:
+        """`sender` comments `body` on pull request `number`: the comment is made, then delivered."""
+        item = self.repo.pulls[number]
+        item.comments.append(body)
         payload = example("issue_comment", "created")
         payload["repository"] = {**payload["repository"], "full_name": self.repository}
         payload["issue"] = {**payload["issue"], "number": number, "pull_request": {"url": "x"}}
-        payload["comment"] = {**payload["comment"], "body": body}
+        payload["comment"] = {**payload["comment"], "body": body, "id": comment_id(number, len(item.comments) - 1)}
         payload["sender"] = {**payload["sender"], "login": sender}
         return self.send("issue_comment", payload)
 

@@ -15,6 +15,7 @@ from bot.core.dashboard import MARKER
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
+from tests.fixtures.github.emulator import comment_id
 from tests.fixtures.webhooks import examples
 
 
@@ -91,15 +92,20 @@ def test_commands_on_the_pull_request(world: World, tmp_path: Path) -> None:
         bot.idle()
         assert git(["rev-parse", branch], cwd=bot.repo.path).strip() == human
         assert any("@visitor" in c and "needs write access" in c for c in pull.comments)
+        assert bot.repo.reactions == {}  # a refused command gets the reply, no reaction
         # a maintainer asks: the branch is rewritten from the base, the bot's commit only
         bot.comment(pull.number, "/wheelpin rebase", "maintainer")
+        rebase = comment_id(pull.number, len(pull.comments) - 1)
         bot.idle()
         log = git(["log", "--format=%ae", "main..wheelpin/demo-cache"], cwd=bot.repo.path).split()
         assert len(log) == 1 and log[0] != "human@example.org" and pull.state == "open"
+        assert bot.repo.reactions == {rebase: ["+1"]}  # carried out: said with a reaction on the comment
         # skip: the pull request is closed and that commit never proposed again
         bot.comment(pull.number, "/wheelpin skip", "maintainer")
+        skip = comment_id(pull.number, len(pull.comments) - 1)
         bot.idle()
         assert pull.state == "closed" and not pull.merged and any("asked to skip" in c for c in pull.comments)
+        assert bot.repo.reactions[skip] == ["+1"]
         bot.poll()
         bot.idle()
         assert len(bot.pulls()) == 1 and len(bot.repo.runs) == 1
