@@ -6,7 +6,8 @@ here; workers take them one at a time.
   Putting a key while it runs marks it to run once more afterwards, so whatever the
   burst changed is seen, and 100 deliveries cost at most 2 passes.
 - One run per key at a time.
-- A key whose job fails waits (doubling, capped) before it runs again; other keys go on.
+- A key whose job fails runs again by itself after a backoff (doubling, capped); other
+  keys go on.
 - `close()` hands out nothing more; the job running finishes, waiting keys are dropped
   (the loop is level-triggered: the next start observes the world and repairs).
 """
@@ -111,6 +112,8 @@ class WorkQueue(Generic[K]):
             else:
                 entry.failures += 1
                 entry.not_before = now + min(self.backoff * 2 ** (entry.failures - 1), self.max_backoff)
+                if entry.waiting_since is None:  # it runs again by itself once its backoff is over
+                    entry.waiting_since = now
             if entry.again:
                 entry.again = False
                 entry.waiting_since = now

@@ -105,6 +105,20 @@ def test_a_failing_key_backs_off_and_the_others_go_on() -> None:
     assert queue.failures("broken") == 0
 
 
+def test_a_failed_key_runs_again_by_itself_after_its_backoff() -> None:
+    """Nobody may put it again (a failed refresh at start, a command): it is not lost."""
+    clock = Clock()
+    queue: WorkQueue[str] = WorkQueue(backoff=30, clock=clock)
+    queue.put("installations", note="start")
+    assert queue.get(timeout=0) == ("installations", ["start"])
+    queue.done("installations", ok=False)
+    assert queue.get(timeout=0) is None and queue.stats().waiting == 1
+    clock.now += 31
+    assert (queue.get(timeout=0) or ("",))[0] == "installations"
+    queue.done("installations", ok=True)
+    assert queue.get(timeout=0) is None and queue.stats().waiting == 0
+
+
 def test_close_hands_out_nothing_more_and_wakes_waiters() -> None:
     queue: WorkQueue[str] = WorkQueue()
     got: list[object] = []
