@@ -59,6 +59,15 @@ def app_installations(*, api_url: str | None, app: AppCredentials) -> list[tuple
         raise _translate(exc, "listing the App's installations") from None
 
 
+def check_token(*, api_url: str | None, token: str) -> None:
+    """CredentialsError unless GitHub accepts `token` (GET /rate_limit: free, any token)."""
+    gh = github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token) if api_url else github3.GitHub(token=token)
+    try:
+        gh.rate_limit()
+    except GitHubError as exc:
+        raise _translate(exc, "checking the token") from None
+
+
 def installation_repositories(*, api_url: str | None, app: AppCredentials) -> list[str]:
     """`owner/name` of every repository the installation may see: the repositories to watch."""
     gh = github3.GitHubEnterprise(api_url.rstrip("/") + "/") if api_url else github3.GitHub()

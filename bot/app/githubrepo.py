@@ -9,7 +9,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..adapters.actions import ActionsBuilder
-from ..adapters.github import AppCredentials, GitHubPlatform, app_installations, installation_repositories
+from ..adapters.github import (
+    AppCredentials,
+    GitHubPlatform,
+    app_installations,
+    check_token,
+    installation_repositories,
+)
 from ..core.config import Author
 from ..core.configfile import CANDIDATES, LoadedConfig, load_config_text
 from ..core.errors import ConfigError, CredentialsError, UsageError
@@ -63,6 +69,14 @@ class GitHubAccess:
     def installations(self) -> list[tuple[int, str]]:
         """(installation id, account) of every installation of the App."""
         return app_installations(api_url=self.api_url, app=self.app(0))
+
+    def check(self) -> None:
+        """CredentialsError unless GitHub accepts these credentials (a token; an App's
+        are proven by listing its installations)."""
+        if self.token is not None:
+            check_token(api_url=self.api_url, token=self.token)
+        else:
+            self.installations()
 
     def repositories(self) -> list[str]:
         """`owner/name` of every repository this installation may see."""

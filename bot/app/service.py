@@ -6,9 +6,13 @@ git mirrors are only ever used by one thread (builds run on GitHub Actions runne
 a pass is short). Jobs:
 
 - `installations`: which repositories to watch (the App's installations, or
-  WHEELPIN_REPOSITORIES with a token); run at start, on installation events and hourly.
-- `repository`: read its config again (an unchanged config keeps the reconciler and its
-  caches), schedule its components, queue a pass of each.
+  WHEELPIN_REPOSITORIES with a token, checked); run at start, on installation events and
+  hourly; queues `config` for each.
+- `config`: read a repository's config again (an unchanged config keeps the reconciler
+  and its caches) and schedule its components; a pass of each only if the config is new
+  or changed.
+- `repository`: the same, and a pass of each component (a push to the base, a finished
+  build, a config pushed).
 - `component`: one reconcile pass of one component.
 - `command`: `/wheelpin rebase|recheck|skip` on a bot pull request, from a user with
   write access.
@@ -41,8 +45,8 @@ from .workqueue import WorkQueue
 
 log = structlog.get_logger("wheelpin.serve")
 WRITERS = ("admin", "maintain", "write")
-INSTALLATIONS, REPOSITORY, COMPONENT, COMMAND, DASHBOARD = (
-    "installations", "repository", "component", "command", "dashboard")
+INSTALLATIONS, CONFIG, REPOSITORY, COMPONENT, COMMAND, DASHBOARD = (
+    "installations", "config", "repository", "component", "command", "dashboard")
 
 
 @dataclass(frozen=True)
@@ -157,8 +161,9 @@ class Service:
             reason = f"GitHub refused the bot: {self.github_error}"
         elif self._worker is None or not self._worker.is_alive():
             reason = "the worker is not running"
-        elif stats.oldest_wait > self.settings.stuck_after:
-            reason = f"the queue is stuck: a job has waited {stats.oldest_wait:.0f} s"
+        elif stats.oldest_wait > self.settings.stuck_after and stats.since_done > self.settings.stuck_after:
+            reason = (f"the queue is stuck: nothing has finished for {stats.since_done:.0f} s and a job "
+                      f"has waited {stats.oldest_wait:.0f} s")
         elif stats.longest_run > 4 * self.settings.stuck_after:
             reason = f"the queue is stuck: a job has run {stats.longest_run:.0f} s"
         self.metrics.ready.set(0 if reason else 1)
@@ -214,8 +219,8 @@ class Service:
         if watched is None:
             log.info("job.unwatched")  # not (or no longer) installed: nothing to do
             return True
-        if job.kind == REPOSITORY:
-            return self._repository(watched)
+        if job.kind in (REPOSITORY, CONFIG):
+            return self._repository(watched, passes=job.kind == REPOSITORY)
         if job.kind == COMPONENT:
             return self._component(watched, str(job.component))
         if job.kind == COMMAND:
@@ -225,20 +230,37 @@ class Service:
         raise AssertionError(job.kind)
 
     def _installations(self) -> bool:
+        """Which repositories to watch. The App's own credentials failing is the bot not
+        ready; one installation that cannot be read (suspended, its token refused) keeps
+        the repositories it had, is logged, and the job is tried again after a backoff."""
         assert self.access is not None
+        complete = True
         try:
             if self.access.is_app:
-                shard = self.settings.shard
-                found = {repository: self.access.for_installation(installation)
-                         for installation, _account in self.access.installations()
-                         if shard is None or installation in shard
-                         for repository in self.access.for_installation(installation).repositories()}
+                installations = self.access.installations()
             else:
-                found = {repository: self.access for repository in self.settings.watched_repositories}
+                self.access.check()
         except CredentialsError as exc:
             self.github_ok, self.github_error = False, exc.message
             raise
         self.github_ok, self.github_error = True, None
+        if self.access.is_app:
+            shard = self.settings.shard
+            found: dict[str, GitHubAccess] = {}
+            for installation, account in installations:
+                if shard is not None and installation not in shard:
+                    continue
+                access = self.access.for_installation(installation)
+                try:
+                    found.update((repository, access) for repository in access.repositories())
+                except WheelpinError as exc:
+                    complete = False
+                    log.warning("installation.unreadable", installation=installation, account=account,
+                                error=exc.message)
+                    found.update((name, kept.access) for name, kept in self.watched.items()
+                                 if kept.access.installation_id == installation)
+        else:
+            found = {repository: self.access for repository in self.settings.watched_repositories}
         for gone in set(self.watched) - set(found):
             self._unschedule(gone)
             del self.watched[gone]
@@ -248,22 +270,27 @@ class Service:
         for repository, access in found.items():
             if repository not in self.watched or self.watched[repository].access != access:
                 self.watched[repository] = Watched(repository, access)
-            self.queue.put(Job(REPOSITORY, repository), note=self._cause)
+            self.queue.put(Job(CONFIG, repository), note=self._cause)
         self.metrics.watched.set(len(self.watched))
-        return True
+        return complete
 
     def _platform(self, watched: Watched) -> GitHubPlatform:
         if watched.platform is None:
             watched.platform = github_platform(watched.access, watched.repository)
         return watched.platform
 
-    def _repository(self, watched: Watched) -> bool:
+    def _repository(self, watched: Watched, *, passes: bool) -> bool:
+        """Read the config again; pass every component when `passes` (a push to the base,
+        a finished build) or when the config is new or changed. The hourly refresh asks
+        without `passes`, so a component's own schedule is kept (`1d` means daily)."""
         platform = self._platform(watched)
         platform.begin_pass()
         try:
             found = read_repository_config(platform, watched.repository)
-            if found.text != watched.config_text or watched.reconciler is None:
-                watched.reconciler = github_reconciler(access=watched.access, repository=watched.repository,
+            reconciler = watched.reconciler
+            changed = found.text != watched.config_text or reconciler is None
+            if reconciler is None or changed:
+                reconciler = watched.reconciler = github_reconciler(access=watched.access, repository=watched.repository,
                                                        settings=self.settings, registries=self.registries,
                                                        found=found, platform=platform)
                 watched.config_text, watched.config_error = found.text, None
@@ -275,14 +302,15 @@ class Service:
             log.warning("config.unusable", error=exc.message)
             self.queue.put(Job(DASHBOARD, watched.repository), note=self._cause)
             return True
-        config = watched.reconciler.config
+        config = reconciler.config
         with self._lock:
             self._routing[watched.repository] = Routing.of(config)
         self._schedule(watched.repository, config)
         names = {c.name for c in config.components}
         watched.rows = {name: row for name, row in watched.rows.items() if name in names}
-        for component in config.components:
-            self.queue.put(Job(COMPONENT, watched.repository, component.name), note=self._cause)
+        if passes or changed:
+            for component in config.components:
+                self.queue.put(Job(COMPONENT, watched.repository, component.name), note=self._cause)
         return True
 
     def _schedule(self, repository: str, config: Config) -> None:

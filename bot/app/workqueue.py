@@ -41,6 +41,7 @@ class QueueStats:
     backing_off: int
     oldest_wait: float  # seconds the longest-waiting eligible key has waited
     longest_run: float  # seconds the longest-running job has run
+    since_done: float  # seconds since a job last finished (or since the queue was made)
     puts: int
     runs: int
 
@@ -53,6 +54,7 @@ class WorkQueue(Generic[K]):
         self._entries: dict[K, _Entry] = {}
         self._cond = threading.Condition()
         self._closed = False
+        self._last_done = clock()
         self.puts = 0
         self.runs = 0
 
@@ -107,6 +109,7 @@ class WorkQueue(Generic[K]):
             entry = self._entries[key]
             entry.running_since = None
             now = self.clock()
+            self._last_done = now
             if ok:
                 entry.failures, entry.not_before = 0, 0.0
             else:
@@ -145,4 +148,4 @@ class WorkQueue(Generic[K]):
                 running=len(runs),
                 backing_off=sum(1 for e in self._entries.values() if e.not_before > now),
                 oldest_wait=max(waits, default=0.0), longest_run=max(runs, default=0.0),
-                puts=self.puts, runs=self.runs)
+                since_done=now - self._last_done, puts=self.puts, runs=self.runs)

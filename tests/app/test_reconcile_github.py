@@ -232,7 +232,7 @@ def test_installation_repositories(tmp_path: Path) -> None:
     try:
         for name in ("atom", "sglang"):
             server.create_repo("rocm", name, seed(tmp_path / f"seed-{name}"))
-        found = installation_repositories(api_url=server.url, app=AppCredentials(11, private, 3))
+        found = installation_repositories(api_url=server.url, app=AppCredentials(11, private, server.installations["rocm"]))
         assert found == ["rocm/atom", "rocm/sglang"]
         for record in server.recorded:
             validate(record.method, record.template, record.status, record.body)

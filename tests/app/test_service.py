@@ -255,3 +255,51 @@ def test_a_shard_watches_only_its_installations(world: World, tmp_path: Path) ->
     with running_bot(world, tmp_path, installation_ids="99") as bot:
         assert bot.service.watched == {} and bot.service.ready() == (True, "ready")
         assert bot.repo.issues == []
+
+
+def test_one_suspended_installation_holds_up_no_other(world: World, tmp_path: Path) -> None:
+    """An installation whose token GitHub refuses keeps what it watched; the others are
+    refreshed, the bot stays ready, and the refresh is tried again by itself."""
+    from bot.app.service import Job
+
+    with running_bot(world, tmp_path) as bot:
+        other = bot.emulator.create_repo("amd", "atom", world.downstream)
+        bot.service.queue.put(Job("installations"))
+        bot.idle()
+        assert set(bot.service.watched) == {"rocm/atom", "amd/atom"}
+        assert [d for d in other.issues if MARKER in d.body]  # its dashboard: it is reconciled
+        bot.emulator.suspended.add(bot.emulator.installations["amd"])
+        newcomer = bot.emulator.create_repo("rocm", "atom2", world.downstream)
+        bot.service.queue.put(Job("installations"))
+        wait_until(lambda: "rocm/atom2" in bot.service.watched, what="the other installation refreshed")
+        assert set(bot.service.watched) == {"rocm/atom", "amd/atom", "rocm/atom2"}
+        assert bot.service.ready() == (True, "ready")
+        wait_until(lambda: bot.service.queue.failures(Job("installations")) >= 2, what="a retry by itself")
+        bot.emulator.suspended.clear()  # unsuspended: the next retry completes
+        wait_until(lambda: bot.service.queue.failures(Job("installations")) == 0, what="a clean refresh")
+        bot.idle()
+        assert newcomer.issues and bot.service.ready() == (True, "ready")
+
+
+def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> None:
+    from bot.app.githubrepo import GitHubAccess
+    from bot.app.service import Service
+    from tests.app.bots import SECRET, settings_for
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"good"})
+    emulator.create_repo("rocm", "atom", world.downstream)
+    try:
+        for token, ready in (("revoked", False), ("good", True)):
+            service = Service(settings_for(tmp_path, repositories="rocm/atom"),
+                              access=GitHubAccess(emulator.url, token=token), secret=SECRET)
+            service.start()
+            try:
+                wait_until(lambda: service.github_ok is not None, what="the first refresh")
+                assert service.ready()[0] is ready, service.ready()
+                if not ready:
+                    assert "GitHub refused checking the token (401)" in service.ready()[1]
+            finally:
+                service.stop(grace=10)
+    finally:
+        emulator.stop()

@@ -143,3 +143,8 @@ def test_stats_tell_a_stuck_queue() -> None:
     clock.now += 10
     stats = queue.stats()
     assert stats.running == 1 and stats.longest_run == 10 and stats.oldest_wait == 60
+    assert stats.since_done == 60
+    queue.done("a", ok=True)
+    clock.now += 5
+    stats = queue.stats()
+    assert stats.since_done == 5 and stats.oldest_wait == 65  # b still waits, but the queue moves
