@@ -95,6 +95,11 @@ def kubernetes() -> dict[str, dict[str, Any]]:
     return {document["kind"]: document for document in documents if document}
 
 
+def commented_settings(path: Path) -> dict[str, str]:
+    """The settings a file offers commented out (`# WHEELPIN_X: value`): held to the same checks."""
+    return dict(re.findall(r"^\s*#\s*(WHEELPIN_\w+):\s*(\S+)", path.read_text(), re.MULTILINE))
+
+
 def test_the_kubernetes_manifests() -> None:
     found = kubernetes()
     assert set(found) == {"ConfigMap", "Secret", "Deployment", "Service"}
@@ -108,8 +113,10 @@ def test_the_kubernetes_manifests() -> None:
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     config = found["ConfigMap"]["data"]
-    env = {**config, **{item["name"]: item["value"] for item in container["env"]}}
+    env = {**config, **commented_settings(ROOT / "deploy/kubernetes/wheelpin.yaml"),
+           **{item["name"]: item["value"] for item in container.get("env", [])}}
     assert set(env) <= SETTINGS, set(env) - SETTINGS
+    assert {"WHEELPIN_REGISTRY_HOST", "WHEELPIN_REGISTRY_USERNAME", "WHEELPIN_REGISTRY_PASSWORD_FILE"} <= set(env)
     assert pod["terminationGracePeriodSeconds"] > float(config["WHEELPIN_SHUTDOWN_GRACE"])
     mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
     secret_volume = next(v for v in pod["volumes"] if "secret" in v)
@@ -129,9 +136,11 @@ def test_the_compose_file() -> None:
     compose = yaml.safe_load((ROOT / "deploy/compose.yaml").read_text())
     service = compose["services"]["wheelpin"]
     assert (ROOT / "deploy" / service["build"]["context"] / service["build"]["dockerfile"]).is_file()
-    assert set(service["environment"]) <= SETTINGS
+    environment = {**service["environment"], **commented_settings(ROOT / "deploy/compose.yaml")}
+    assert set(environment) <= SETTINGS
     assert service["user"].split(":")[0] != "0"
-    for name, value in service["environment"].items():
+    assert compose["secrets"].keys() == set(service["secrets"])
+    for name, value in environment.items():
         if name.endswith("_FILE"):
             assert value.removeprefix("/run/secrets/") in compose["secrets"], name
     assert service["environment"]["WHEELPIN_CACHE_DIR"] in " ".join(service["volumes"])

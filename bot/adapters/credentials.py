@@ -4,7 +4,7 @@
 (`auth` = base64 of `user:password`, or `username`/`password`, or `identitytoken`),
 `credHelpers` per host and `credsStore` for all, through `docker-credential-<helper> get`.
 Settings (`WHEELPIN_REGISTRY_USERNAME`/`_PASSWORD`) serve the one host
-`WHEELPIN_REGISTRY_HOST` names (every host only when it is unset).
+`WHEELPIN_REGISTRY_HOST` names (the settings refuse them without it).
 Secrets never reach a log line or an error message.
 """
 

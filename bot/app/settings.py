@@ -77,15 +77,42 @@ class Settings(BaseSettings):
         return {int(part) for part in parts}
 
     def webhook_key(self) -> bytes | None:
-        if self.webhook_secret_file is not None:
-            from ..core.errors import ConfigError
+        """The webhook secret's bytes, None when unset; an empty one is refused, since
+        every delivery signed with an empty key would pass."""
+        from ..core.errors import ConfigError
 
+        if self.webhook_secret_file is not None:
             try:
-                return self.webhook_secret_file.read_bytes().strip()
+                key = self.webhook_secret_file.read_bytes().strip()
             except OSError as exc:
                 raise ConfigError(f"{self.webhook_secret_file}: cannot read WHEELPIN_WEBHOOK_SECRET_FILE "
                                   f"({exc.strerror})") from None
-        return self.webhook_secret.get_secret_value().encode() if self.webhook_secret else None
+            if not key:
+                raise ConfigError(f"{self.webhook_secret_file} (WHEELPIN_WEBHOOK_SECRET_FILE) is empty: "
+                                  "put the App's webhook secret in it")
+            return key
+        if self.webhook_secret is None:
+            return None
+        if not self.webhook_secret.get_secret_value().strip():
+            raise ConfigError("WHEELPIN_WEBHOOK_SECRET is empty: set it to the App's webhook secret, or unset it")
+        return self.webhook_secret.get_secret_value().encode()
+
+    def registry_login(self) -> tuple[str, str, str] | None:
+        """(host, username, password) from WHEELPIN_REGISTRY_*, or None; all three or no
+        username and password, so a password is never sent to a registry nobody named,
+        nor silently dropped."""
+        from ..core.errors import ConfigError
+
+        password = self.registry_secret()
+        if not self.registry_username and not password:
+            return None
+        given = {"WHEELPIN_REGISTRY_HOST": self.registry_host, "WHEELPIN_REGISTRY_USERNAME": self.registry_username,
+                 "WHEELPIN_REGISTRY_PASSWORD (or _PASSWORD_FILE)": password}
+        missing = [name for name, value in given.items() if not value]
+        if missing:
+            raise ConfigError(f"registry credentials from the settings need {' and '.join(missing)} too")
+        assert self.registry_host and self.registry_username and password
+        return self.registry_host, self.registry_username, password
 
     def registry_secret(self) -> str | None:
         if self.registry_password_file is not None:

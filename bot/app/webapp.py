@@ -71,7 +71,7 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
                 return _answer(start, 400, {"message": "no X-GitHub-Event header"})
             try:
                 payload = json.loads(body)
-            except (UnicodeDecodeError, json.JSONDecodeError):
+            except (ValueError, RecursionError):  # not JSON, not UTF-8, an integer past 4,300 digits, nested too deep
                 payload = None
             if not isinstance(payload, dict):
                 service.metrics.deliveries.labels(event=event, outcome="malformed").inc()

@@ -16,8 +16,9 @@ class Registries:
     def __init__(self, settings: Settings, *, anonymous: bool = False) -> None:
         self.settings = settings
         self.anonymous = anonymous
-        self.credentials = CredentialStore(username=settings.registry_username,
-                                           password=settings.registry_secret(), host=settings.registry_host)
+        login = settings.registry_login()
+        host, username, password = login if login else (None, None, None)
+        self.credentials = CredentialStore(username=username, password=password, host=host)
         self.retry = RetryPolicy(attempts=settings.registry_attempts, backoff=settings.registry_backoff,
                                  read_timeout=settings.registry_timeout,
                                  connect_timeout=settings.registry_connect_timeout)

@@ -31,6 +31,7 @@ _ARG = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _DISTRIBUTION = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _PYTHON_TAG = re.compile(r"^(?:cp|pp|py)[0-9]{1,3}t?$")
 _INTERVAL = re.compile(r"^([0-9]+)\s*(m|h|d)$")
+MIN_INTERVAL = 5  # minutes
 
 
 class _Model(BaseModel):
@@ -38,8 +39,12 @@ class _Model(BaseModel):
 
 
 def check_schedule(value: str) -> str:
-    """A 5-field crontab line (`*/30 * * * *`) or an interval (`30m`, `6h`, `1d`)."""
+    """A 5-field crontab line (`*/30 * * * *`) or an interval (`30m`, `6h`, `1d`) of at
+    least `MIN_INTERVAL` minutes (a poll is a `git ls-remote` and GitHub requests)."""
     if _INTERVAL.match(value.strip()):
+        minutes = interval_minutes(value)
+        if minutes is not None and minutes < MIN_INTERVAL:
+            raise ValueError(f"schedule {value!r} is shorter than {MIN_INTERVAL} minutes")
         return value
     from apscheduler.triggers.cron import CronTrigger
 

@@ -119,7 +119,8 @@ def test_basic_auth(basic_registry: Registry, small_wheels: tuple[Path, Path], e
     anonymous = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, env=env)
     assert anonymous.code == 2 and "needs credentials" in anonymous.stderr
     wrong = wheelpin("image", "publish", str(small_wheels[0]), "--to", to,
-                     env={**env, "WHEELPIN_REGISTRY_USERNAME": "alice", "WHEELPIN_REGISTRY_PASSWORD": "nope-Wr0ng"})
+                     env={**env, "WHEELPIN_REGISTRY_HOST": basic_registry.host, "WHEELPIN_REGISTRY_USERNAME": "alice",
+                          "WHEELPIN_REGISTRY_PASSWORD": "nope-Wr0ng"})
     assert wrong.code == 2 and "refused" in wrong.stderr and "nope-Wr0ng" not in wrong.stderr
     # credentials from $DOCKER_CONFIG/config.json, as docker login writes them
     import base64
@@ -154,7 +155,8 @@ def test_credential_helper(basic_registry: Registry, small_wheels: tuple[Path, P
 def test_bearer_token_flow(token_registry: Registry, token_server: TokenServer,
                            small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
     to = f"{token_registry.host}/tokens/demo:v1"
-    login = {**env, "WHEELPIN_REGISTRY_USERNAME": "alice", "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"]}
+    login = {**env, "WHEELPIN_REGISTRY_HOST": token_registry.host, "WHEELPIN_REGISTRY_USERNAME": "alice",
+             "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"]}
     issued = len(token_server.issued)
     result = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--json", env=login)
     assert result.code == 0, result.stderr

@@ -111,6 +111,16 @@ def test_serve_refuses_bad_settings_in_one_sentence(tmp_path: Path) -> None:
     assert token.code == 2 and "WHEELPIN_REPOSITORIES" in token.stderr
     secret = wheelpin("serve", env={"WHEELPIN_WEBHOOK_SECRET_FILE": str(tmp_path / "nope")})
     assert secret.code == 2 and "WHEELPIN_WEBHOOK_SECRET_FILE" in secret.stderr
+    (tmp_path / "empty").write_text("\n")  # what `printf '%s' "$UNSET" > file` leaves: anyone could sign
+    for empty in ({"WHEELPIN_WEBHOOK_SECRET_FILE": str(tmp_path / "empty")}, {"WHEELPIN_WEBHOOK_SECRET": " "}):
+        refused = wheelpin("serve", env=empty)
+        assert refused.code == 2 and "is empty" in refused.stderr, refused.stderr
+    for partial, wanted in (({"WHEELPIN_REGISTRY_PASSWORD": "pw", "WHEELPIN_REGISTRY_HOST": "ghcr.io"},
+                             "need WHEELPIN_REGISTRY_USERNAME too"),
+                            ({"WHEELPIN_REGISTRY_PASSWORD": "pw", "WHEELPIN_REGISTRY_USERNAME": "bot"},
+                             "need WHEELPIN_REGISTRY_HOST too")):
+        refused = wheelpin("serve", env=partial)
+        assert refused.code == 2 and wanted in refused.stderr and "pw" not in refused.stderr, refused.stderr
 
 
 def test_serve_answers_health_before_any_credentials_and_stops_on_sigterm(tmp_path: Path) -> None:

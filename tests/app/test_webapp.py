@@ -89,7 +89,9 @@ def test_bad_signatures_are_refused_before_anything_is_read(served: Served, how:
 
 
 def test_a_signature_over_garbage_is_still_only_a_400(served: Served) -> None:
-    for body in (b"{not json", b"[1, 2]", b"\xff\xfe", b""):
+    hostile = (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",  # nested past the recursion limit
+               b'{"n": ' + b"9" * 5_000 + b"}")  # an integer past Python's 4,300-digit limit
+    for body in (b"{not json", b"[1, 2]", b"\xff\xfe", b"", *hostile):
         answer = deliver(served.session, served.url, SECRET, "push", None, body=body)
         assert answer.status_code == 400, body
     no_event = served.session.post(served.url + "/webhook", data=b"{}", timeout=10,

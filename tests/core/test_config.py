@@ -149,3 +149,16 @@ def test_schema_names_the_contract_keys() -> None:
     assert {"distribution", "archs", "require_needed", "forbid_needed"} <= set(schema["$defs"]["Wheel"]["properties"])
     assert {"repo", "branch", "tags"} <= set(schema["$defs"]["Upstream"]["properties"])
     assert {"command", "workflow", "inputs"} <= set(schema["$defs"]["Build"]["properties"])
+
+
+@pytest.mark.parametrize(("schedule", "problem"), [
+    ("0m", "shorter than 5 minutes"), ("2m", "shorter than 5 minutes"), ("5m", None), ("6h", None),
+    ("*/15 * * * *", None), ("every hour", "neither an interval")])
+def test_schedules(repo: Path, schedule: str, problem: str | None) -> None:
+    text = f'[defaults]\nschedule = "{schedule}"\n\n' + GOOD
+    if problem is None:
+        (repo / "wheelpin.toml").write_text(text)
+        assert load_config(repo / "wheelpin.toml", root=repo).config.defaults.schedule == schedule
+    else:
+        problems = problems_of(repo, text)
+        assert any("defaults.schedule" in p and problem in p for p in problems), problems
