@@ -30,6 +30,15 @@ log = structlog.get_logger("wheelpin.github")
 DRAFT_PREFIX = "[draft] "
 
 
+@dataclass(frozen=True)
+class PullTarget:
+    """What a `/wheelpin` command on a pull request acts on."""
+
+    branch: str  # its head branch
+    open: bool
+    commit: str | None  # the upstream commit its marker proposes
+
+
 def _translate(exc: GitHubError, what: str) -> WheelpinError:
     status = getattr(exc, "code", None) or type(exc).__name__
     if status in (401, 403):
@@ -337,8 +346,8 @@ class GitHubPlatform:
         elif answer.status_code not in (200, 201):
             log.warning("github.reaction_refused", comment=comment, status=answer.status_code)
 
-    def pull_branch(self, number: int) -> str | None:
-        """The head branch of pull request `number` (None if it is an issue, or gone)."""
+    def pull_target(self, number: int) -> PullTarget | None:
+        """Pull request `number` as a command sees it (None if it is an issue, or gone)."""
         self._fresh()
         try:
             pull = self.repo.pull_request(number)
@@ -346,7 +355,12 @@ class GitHubPlatform:
             return None
         except GitHubError as exc:
             raise _translate(exc, f"reading pull request #{number}") from None
-        return str(pull.head.ref) if pull is not None else None
+        if pull is None:
+            return None
+        marker = read_marker(pull.body or "") or {}
+        commit = marker.get("commit")
+        return PullTarget(str(pull.head.ref), str(pull.state) == "open",
+                          commit if isinstance(commit, str) else None)
 
     def open_proposals(self) -> dict[str, str]:
         """branch → web address of each open pull request of the bot (one listing)."""

@@ -45,6 +45,7 @@ from .workqueue import WorkQueue
 
 log = structlog.get_logger("wheelpin.serve")
 WRITERS = ("admin", "maintain", "write")
+PERMISSION_TTL = 60.0  # seconds a collaborator's permission is trusted once read
 INSTALLATIONS, CONFIG, REPOSITORY, COMPONENT, COMMAND, DASHBOARD = (
     "installations", "config", "repository", "component", "command", "dashboard")
 
@@ -57,7 +58,6 @@ class Job:
     command: str | None = None
     number: int | None = None
     sender: str | None = None
-    comment: int | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ class Watched:
     rows: dict[str, Row] = field(default_factory=dict)
     dashboard_body: str | None = None
     dashboard_number: int | None = None  # read first next time: a label a human removed does not lose it
+    permissions: dict[str, tuple[str, float]] = field(default_factory=dict)  # login → (level, when read)
     platform: GitHubPlatform | None = None  # kept: its token, ETags and caches serve every job
 
 
@@ -91,8 +92,7 @@ def jobs_for(key: WorkKey) -> list[Job]:
     if key.refresh:
         return [Job(INSTALLATIONS)]
     if key.command:
-        return [Job(COMMAND, key.repository, command=key.command, number=key.number, sender=key.sender,
-                    comment=key.comment)]
+        return [Job(COMMAND, key.repository, command=key.command, number=key.number, sender=key.sender)]
     if key.component:
         return [Job(COMPONENT, key.repository, key.component)]
     return [Job(REPOSITORY, key.repository)]
@@ -107,12 +107,16 @@ class Service:
         self.access = access
         self.secret = secret
         self.metrics = metrics or Metrics()
+        self.clock = clock
         self.queue: WorkQueue[Job] = WorkQueue(backoff=settings.queue_backoff, clock=clock)
         self.metrics.track_queue(lambda: self.queue.stats().waiting, lambda: self.queue.stats().running)
         self.scheduler = BackgroundScheduler(timezone="UTC")
         self.registries = Registries(settings)
         self.watched: dict[str, Watched] = {}
         self._routing: dict[str, Routing] = {}
+        # a command job → the comments that gave it, with the commit each saw: one sender
+        # repeating a command coalesces into one job, and every comment gets its reaction
+        self._comments: dict[Job, list[tuple[int | None, str | None]]] = {}
         self._schedules: dict[str, str] = {}  # scheduler job id → the schedule it was made from
         self._lock = threading.Lock()
         self.github_ok: bool | None = None  # None until GitHub was first asked
@@ -178,9 +182,14 @@ class Service:
             routing = self._routing.get(str(repository), Routing())
         keys = work_for(event, payload, prefix=routing.prefix, base_branches=routing.bases,
                         workflows=routing.workflows)
-        jobs = [job for key in keys for job in jobs_for(key)]
-        for job in jobs:
-            self.queue.put(job, note=delivery)
+        jobs = []
+        for key in keys:
+            for job in jobs_for(key):
+                if job.kind == COMMAND:
+                    with self._lock:
+                        self._comments.setdefault(job, []).append((key.comment, key.seen))
+                self.queue.put(job, note=delivery)
+                jobs.append(job)
         self.metrics.deliveries.labels(event=event, outcome="queued" if jobs else "ignored").inc()
         log.info("webhook.delivery", delivery=delivery, github_event=event, action=payload.get("action"),
                  repository=repository, queued=[job.kind for job in jobs])
@@ -367,22 +376,54 @@ class Service:
                        for c in result.components)
 
     def _command(self, watched: Watched, job: Job) -> bool:
+        with self._lock:
+            comments = self._comments.pop(job, [])
+        try:
+            return self._carry_out(watched, job, comments)
+        except Exception:  # tried again after a backoff: with its comments
+            with self._lock:
+                self._comments[job] = comments + self._comments.get(job, [])
+            raise
+
+    def _carry_out(self, watched: Watched, job: Job, comments: list[tuple[int | None, str | None]]) -> bool:
+        """A command from the comments that gave it: refused without write access; not
+        done on a closed pull request, nor a skip of a commit the commenter did not see."""
         reconciler = watched.reconciler
         if reconciler is None or job.number is None:
             return True
         platform = self._platform(watched)
-        branch = platform.pull_branch(job.number)
+        target = platform.pull_target(job.number)
         prefix = reconciler.config.defaults.branch_prefix
-        component = reconciler.config.get(branch[len(prefix):]) if branch and branch.startswith(prefix) else None
-        if branch is None or component is None:
+        component = (reconciler.config.get(target.branch[len(prefix):])
+                     if target and target.branch.startswith(prefix) else None)
+        if target is None or component is None:
             log.info("command.not_ours", number=job.number)
             return True
-        permission = platform.permission_of(job.sender or "")
+
+        def react(content: str) -> None:
+            for comment, _seen in comments:
+                if comment is not None:
+                    platform.react(comment, content)
+
+        permission = self._permission(watched, platform, job.sender or "")
         if permission not in WRITERS:
             log.warning("command.refused", sender=job.sender, permission=permission, command=job.command)
-            platform.say_once(branch, key=f"refused-{job.sender}-{job.command}",
+            platform.say_once(target.branch, key=f"refused-{job.sender}-{job.command}",
                               text=f"@{job.sender}: `/wheelpin {job.command}` needs write access to this "
                               f"repository (yours is {permission}); nothing was done.")
+            return True
+        seen = comments[-1][1] if comments else None
+        if not target.open:
+            log.info("command.closed", number=job.number, command=job.command)
+            react("confused")  # the pull request is closed: nothing to act on
+            return True
+        if job.command == "skip" and seen and target.commit and seen != target.commit:
+            log.info("command.moved_on", seen=seen, now=target.commit)
+            platform.say_once(target.branch, key=f"moved-{job.sender}-{seen[:12]}",
+                              text=f"@{job.sender}: this pull request moved on to `{target.commit[:8]}` since "
+                              f"your comment (which saw `{seen[:8]}`); nothing was skipped. Comment "
+                              "`/wheelpin skip` again to skip the new commit.")
+            react("confused")
             return True
         log.info("command", sender=job.sender, command=job.command, target=component.name)
         if job.command == "skip":
@@ -392,11 +433,18 @@ class Service:
         else:
             done = self._component(watched, component.name, rebase=job.command == "rebase",
                                    recheck=job.command == "recheck")
-        if job.comment is not None:  # 👍 when carried out, 😕 when its pass failed (the PR says why)
-            row = watched.rows.get(component.name)
-            failed = row is not None and row.status.startswith("failed")
-            platform.react(job.comment, "confused" if failed else "+1")
+        row = watched.rows.get(component.name)  # 👍 carried out; 😕 its pass failed (the PR says why)
+        react("confused" if row is not None and row.status.startswith("failed") else "+1")
         return done
+
+    def _permission(self, watched: Watched, platform: GitHubPlatform, login: str) -> str:
+        """`login`'s access to the repository, read at most once a minute (a burst of
+        comments costs one request; a change of access counts within the minute)."""
+        now = self.clock()
+        known = watched.permissions.get(login)
+        if known is None or now - known[1] > PERMISSION_TTL:
+            known = watched.permissions[login] = (platform.permission_of(login), now)
+        return known[0]
 
     def _dashboard(self, watched: Watched) -> bool:
         if watched.reconciler is None and watched.config_error is None:

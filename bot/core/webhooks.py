@@ -15,6 +15,8 @@ import hmac
 from dataclasses import dataclass
 from typing import Any
 
+from .proposal import read_marker
+
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 COMMANDS = ("rebase", "recheck", "skip")
 CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")
@@ -40,6 +42,7 @@ class WorkKey:
     sender: str | None = None  # who gave the command (the service checks their access)
     number: int | None = None  # the pull request the command was given on
     comment: int | None = None  # the comment that gave it (the bot reacts to it when done)
+    seen: str | None = None  # the upstream commit the pull request proposed when it was given
 
 
 def _repository(payload: dict[str, Any]) -> str | None:
@@ -91,7 +94,9 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         sender = (payload.get("sender") or {}).get("login")
         number = issue.get("number")
         comment = (payload.get("comment") or {}).get("id")
+        seen = (read_marker(str(issue.get("body") or "")) or {}).get("commit")
         return [WorkKey(repository, command=words[1], sender=str(sender) if sender else None,
                         number=number if isinstance(number, int) else None,
-                        comment=comment if isinstance(comment, int) else None)]
+                        comment=comment if isinstance(comment, int) else None,
+                        seen=seen if isinstance(seen, str) else None)]
     return []

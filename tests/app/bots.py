@@ -113,13 +113,15 @@ class Bot:
         payload.update(ref="refs/heads/main", repository={**payload["repository"], "full_name": self.repository})
         return self.send("push", payload)
 
-    def comment(self, number: int, body: str, sender: str) -> requests.Response:
-        """`sender` comments `body` on pull request `number`: the comment is made, then delivered."""
+    def comment(self, number: int, body: str, sender: str, *, seen: str | None = None) -> requests.Response:
+        """`sender` comments `body` on pull request `number`: the comment is made, then
+        delivered with the pull request's body as it is (or as it was: `seen`)."""
         item = self.repo.pulls[number]
         item.comments.append(body)
         payload = example("issue_comment", "created")
         payload["repository"] = {**payload["repository"], "full_name": self.repository}
-        payload["issue"] = {**payload["issue"], "number": number, "pull_request": {"url": "x"}}
+        payload["issue"] = {**payload["issue"], "number": number, "pull_request": {"url": "x"},
+                            "body": item.body if seen is None else seen, "state": item.state}
         payload["comment"] = {**payload["comment"], "body": body, "id": comment_id(number, len(item.comments) - 1)}
         payload["sender"] = {**payload["sender"], "login": sender}
         return self.send("issue_comment", payload)

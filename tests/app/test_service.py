@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.adapters.git import git
 from bot.core.dashboard import MARKER
+from bot.app.service import Job
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
@@ -21,6 +22,10 @@ from tests.fixtures.webhooks import examples
 
 def dashboards(bot: Bot) -> list[object]:
     return [item for item in bot.repo.issues if MARKER in item.body]
+
+
+def permission_reads(bot: Bot) -> list[object]:
+    return [r for r in bot.emulator.recorded if r.template.endswith("/collaborators/{username}/permission")]
 
 
 def metric(bot: Bot, name: str, **labels: str) -> float:
@@ -117,7 +122,25 @@ def test_commands_on_the_pull_request(world: World, tmp_path: Path) -> None:
         bot.workflow_run_completed()
         bot.idle()
         assert [p.state for p in bot.pulls()] == ["closed", "open"] and newer[:8] in bot.pulls()[1].title
-        del head
+        current = bot.pulls()[1]
+        # a command on the closed pull request: nothing is done, the comment says so with 😕
+        bot.comment(pull.number, "/wheelpin rebase", "maintainer")
+        late = comment_id(pull.number, len(pull.comments) - 1)
+        bot.idle()
+        assert bot.repo.reactions[late] == ["confused"] and current.state == "open"
+        # a skip typed while the pull request showed an older commit skips nothing
+        bot.comment(current.number, "/wheelpin skip", "maintainer", seen=pull.body)
+        stale = comment_id(current.number, len(current.comments) - 1)
+        bot.idle()
+        assert current.state == "open" and bot.repo.reactions[stale] == ["confused"]
+        assert any("moved on to" in c and head[:8] in c for c in current.comments)
+        # twenty comments from one visitor: their access read once a minute at most, one reply
+        asked = len(permission_reads(bot))
+        for _ in range(20):
+            bot.comment(current.number, "/wheelpin recheck", "visitor")
+        bot.idle()
+        assert len(permission_reads(bot)) - asked <= 1
+        assert len([c for c in current.comments if "needs write access" in c]) == 1
 
 
 def test_recheck_retries_a_failed_build(world: World, tmp_path: Path) -> None:
@@ -303,3 +326,29 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
                 service.stop(grace=10)
     finally:
         emulator.stop()
+
+
+def test_repeated_commands_coalesce_and_every_comment_gets_its_reaction(world: World, tmp_path: Path) -> None:
+    """Comments that arrive while the worker is busy become one job per (pull request,
+    command, sender); the job reacts to each of them."""
+    with running_bot(world, tmp_path) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll()
+        bot.idle()
+        bot.finish_runs()
+        bot.workflow_run_completed()
+        bot.idle()
+        (pull,) = bot.pulls()
+        release = threading.Event()
+        bot.service.queue.put(Job("hold"))  # the worker is busy with something else
+        real = bot.service.run_job
+        bot.service.run_job = lambda job: release.wait(30) if job.kind == "hold" else real(job)  # type: ignore[method-assign]
+        wait_until(lambda: bot.service.queue.stats().running == 1, what="the worker busy")
+        runs = bot.service.queue.runs
+        for _ in range(5):
+            bot.comment(pull.number, "/wheelpin recheck", "maintainer")
+        ids = [comment_id(pull.number, index) for index in range(len(pull.comments) - 5, len(pull.comments))]
+        release.set()
+        bot.idle()
+        assert bot.service.queue.runs - runs <= 3  # the command once, then its component and dashboard
+        assert all(bot.repo.reactions.get(number) == ["+1"] for number in ids), bot.repo.reactions
