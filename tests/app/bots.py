@@ -94,6 +94,15 @@ class Bot:
         assert job is not None, [j.id for j in self.service.scheduler.get_jobs()]
         job.func(*job.args, **job.kwargs)
 
+    def poll_and_build(self) -> None:
+        """The schedule fires, the build it dispatches runs, GitHub says it completed, and
+        the bot is idle again: one upstream commit, from noticed to proposed."""
+        self.poll()
+        self.idle()
+        self.finish_runs()
+        self.workflow_run_completed()
+        self.idle()
+
     def finish_runs(self) -> None:
         for run in list(self.repo.runs.values()):
             if run.status != "completed":

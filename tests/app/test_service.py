@@ -61,11 +61,7 @@ def test_from_the_schedule_and_a_workflow_run_webhook_to_an_updated_draft_pull_r
         assert f"`{head[:8]}`" in dashboard.body and f"/pull/{pull.number}" in dashboard.body
 
         newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
-        bot.poll()
-        bot.idle()
-        bot.finish_runs()
-        bot.workflow_run_completed()
-        bot.idle()
+        bot.poll_and_build()
         (updated,) = bot.pulls()  # the same pull request, updated in place
         assert updated.number == pull.number and newer[:8] in updated.title and updated.draft
         assert len(dashboards(bot)) == 1 and f"`{newer[:8]}`" in dashboards(bot)[0].body  # type: ignore[attr-defined]
@@ -77,11 +73,7 @@ def test_from_the_schedule_and_a_workflow_run_webhook_to_an_updated_draft_pull_r
 def test_commands_on_the_pull_request(world: World, tmp_path: Path) -> None:
     with running_bot(world, tmp_path) as bot:
         head = world.commit_upstream("one", NEW_VERSION)
-        bot.poll()
-        bot.idle()
-        bot.finish_runs()
-        bot.workflow_run_completed()
-        bot.idle()
+        bot.poll_and_build()
         (pull,) = bot.pulls()
         branch = f"refs/heads/wheelpin/{COMPONENT}"
         # a human pushes to the bot's branch: left alone …
@@ -116,11 +108,7 @@ def test_commands_on_the_pull_request(world: World, tmp_path: Path) -> None:
         assert len(bot.pulls()) == 1 and len(bot.repo.runs) == 1
         # a newer commit is proposed anew
         newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
-        bot.poll()
-        bot.idle()
-        bot.finish_runs()
-        bot.workflow_run_completed()
-        bot.idle()
+        bot.poll_and_build()
         assert [p.state for p in bot.pulls()] == ["closed", "open"] and newer[:8] in bot.pulls()[1].title
         current = bot.pulls()[1]
         # a command on the closed pull request: nothing is done, the comment says so with 😕
@@ -147,19 +135,11 @@ def test_recheck_retries_a_failed_build(world: World, tmp_path: Path) -> None:
     with running_bot(world, tmp_path) as bot:
         working = bot.emulator.actions
         world.commit_upstream("one", NEW_VERSION)
-        bot.poll()
-        bot.idle()
-        bot.finish_runs()
-        bot.workflow_run_completed()
-        bot.idle()
+        bot.poll_and_build()
         (pull,) = bot.pulls()
         bot.emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("runner lost"))
         newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
-        bot.poll()
-        bot.idle()
-        bot.finish_runs()
-        bot.workflow_run_completed()
-        bot.idle()
+        bot.poll_and_build()
         assert len(bot.repo.runs) == 2 and newer[:8] not in pull.title
         (dashboard,) = dashboards(bot)
         assert "ended: failure" in dashboard.body  # type: ignore[attr-defined]
@@ -333,11 +313,7 @@ def test_repeated_commands_coalesce_and_every_comment_gets_its_reaction(world: W
     command, sender); the job reacts to each of them."""
     with running_bot(world, tmp_path) as bot:
         world.commit_upstream("one", NEW_VERSION)
-        bot.poll()
-        bot.idle()
-        bot.finish_runs()
-        bot.workflow_run_completed()
-        bot.idle()
+        bot.poll_and_build()
         (pull,) = bot.pulls()
         release = threading.Event()
         bot.service.queue.put(Job("hold"))  # the worker is busy with something else
