@@ -128,14 +128,14 @@ class Service:
     # -- life -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._worker = threading.Thread(target=self._work, name="wheelpin-worker", daemon=True)
-        self._worker.start()
         if self.access is not None:
             self.scheduler.add_job(self.queue.put, trigger=trigger_of(f"{self.settings.refresh_minutes}m",
                                                                       self.settings.schedule_jitter),
                                    args=[Job(INSTALLATIONS)], kwargs={"note": "schedule"}, id="installations")
             self.queue.put(Job(INSTALLATIONS), note="start")
-        self.scheduler.start()
+        self.scheduler.start()  # before the worker, which adds jobs to it
+        self._worker = threading.Thread(target=self._work, name="wheelpin-worker", daemon=True)
+        self._worker.start()
         log.info("serve.started", github=self.access is not None, webhooks=self.secret is not None)
 
     def stop(self, grace: float | None = None) -> bool:
