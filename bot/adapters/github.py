@@ -18,6 +18,7 @@ from typing import Any
 import github3
 import structlog
 from github3.exceptions import GitHubError, NotFoundError, UnprocessableEntity
+from github3.issues.issue import ShortIssue as Issue
 
 from ..core.config import Author
 from ..core.proposal import read_marker
@@ -37,6 +38,16 @@ class PullTarget:
     branch: str  # its head branch
     open: bool
     commit: str | None  # the upstream commit its marker proposes
+
+
+def _oldest_marked(issues: Any, marker: str) -> Any:
+    """The oldest issue (not pull request) whose body carries `marker`, if a human copied it."""
+    found = None
+    for issue in issues:
+        if getattr(issue, "pull_request_urls", None) is None and marker in (issue.body or ""):
+            if found is None or issue.number < found.number:
+                found = issue
+    return found
 
 
 def _translate(exc: GitHubError, what: str) -> WheelpinError:
@@ -103,6 +114,8 @@ class GitHubPlatform:
         if (token is None) == (app is None):
             raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
         self.app = app
+        self._api_root = api_url.rstrip("/") + "/" if api_url else None
+        self._login: str | None = None
         self.gh = (github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token)
                    if api_url else github3.GitHub(token=token))
         self.http = http or GitHubHTTP()
@@ -383,10 +396,12 @@ class GitHubPlatform:
                 found.add_labels(label)
                 self.writes += 1
             if found is None:
-                for issue in self.repo.issues(state="all", labels=label):
-                    if getattr(issue, "pull_request_urls", None) is None and marker in (issue.body or ""):
-                        if found is None or issue.number < found.number:  # the oldest, if a human copied it
-                            found = issue
+                found = _oldest_marked(self.repo.issues(state="all", labels=label), marker)
+            if found is None:  # its label taken off, and its number forgotten (a restart)
+                found = self._created_by_the_bot(marker)
+                if found is not None:
+                    found.add_labels(label)
+                    self.writes += 1
             if found is None:
                 created = self.repo.create_issue(title, body=body, labels=[label])
                 self.writes += 1
@@ -397,6 +412,32 @@ class GitHubPlatform:
             return int(found.number)
         except GitHubError as exc:
             raise _translate(exc, "the dashboard issue") from None
+
+    def bot_login(self) -> str:
+        """The login the bot writes as: `<app slug>[bot]` for an App, the token's user."""
+        if self._login is None:
+            try:
+                if self.app is not None:
+                    gh = github3.GitHubEnterprise(self._api_root) if self._api_root else github3.GitHub()
+                    gh.login_as_app(self.app.private_key, str(self.app.app_id), expire_in=60)
+                    self._login = f"{gh.authenticated_app().slug}[bot]"
+                else:
+                    self._login = str(self.gh.me().login)
+            except GitHubError as exc:
+                raise _translate(exc, "reading who the bot is") from None
+        return self._login
+
+    def _created_by_the_bot(self, marker: str) -> Any:
+        url: str | None = self.repo._build_url("issues", base_url=self.repo._api)
+        params: dict[str, str] | None = {"state": "all", "creator": self.bot_login(), "per_page": "100"}
+        found = []
+        while url:
+            answer = self.gh.session.get(url, params=params)
+            if answer.status_code != 200:
+                raise TransientError(f"GitHub: listing the bot's issues answered {answer.status_code}")
+            found += [Issue(item, self.gh.session) for item in answer.json()]
+            url, params = answer.links.get("next", {}).get("url"), None
+        return _oldest_marked(found, marker)
 
     def _marked_issue(self, number: int, marker: str) -> Any:
         """Issue `number` if it is still an issue carrying `marker`, else None."""

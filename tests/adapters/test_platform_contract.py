@@ -151,6 +151,8 @@ def test_app_installation_tokens_are_made_and_renewed(tmp_path: Path) -> None:
                                   app=AppCredentials(4242, private, 7))
         assert platform.resolve("refs/heads/main") is not None
         assert len(server.issued_tokens) >= 2 and server.issued_tokens[0].startswith("ghs_7_")
+        assert platform.bot_login() == "wheelpin-test[bot]"  # the App's slug, as GitHub names its bot user
+        validate("GET", "/app", 200, next(r.body for r in server.recorded if r.template == "/app"))
         from bot.adapters.github import app_installations
         assert app_installations(api_url=server.url, app=AppCredentials(4242, private, 0)) == [(7, "rocm")]
         wrong = AppCredentials(999, private, 7)
@@ -186,6 +188,8 @@ def test_conditional_requests_and_retries(tmp_path: Path) -> None:
         server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
         http = GitHubHTTP(backoff=0.01)
         platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT, http=http)
+        assert platform.bot_login() == "wheelpin-user"  # the token's own user
+        validate("GET", "/user", 200, next(r.body for r in server.recorded if r.template == "/user"))
         base = platform.resolve("refs/heads/main")
         assert platform.read_file(base, "docker/Dockerfile") == "ARG X=1\n"
         counted = server.counted

@@ -252,6 +252,15 @@ def test_every_example_delivery_to_a_live_bot_changes_nothing_it_should_not(worl
         assert len(dashboards(bot)) == 1 and dashboards(bot)[0].state == "closed"  # type: ignore[attr-defined]
         assert dashboards(bot)[0].labels == ["wheelpin-dashboard"]  # type: ignore[attr-defined]
         assert "is " in dashboards(bot)[0].body and bot.emulator.counted > writes  # type: ignore[attr-defined]
+        # again, and the bot restarted meanwhile (the number it kept is gone): found as its own
+        dashboards(bot)[0].labels = []  # type: ignore[attr-defined]
+        watched = bot.service.watched[bot.repository]
+        watched.dashboard_number = watched.dashboard_body = None
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.poll()
+        bot.idle()
+        (dashboard,) = dashboards(bot)
+        assert dashboard.labels == ["wheelpin-dashboard"] and dashboard.creator == "wheelpin-test[bot]"  # type: ignore[attr-defined]
 
 
 def test_a_shard_watches_only_its_installations(world: World, tmp_path: Path) -> None:
