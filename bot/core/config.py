@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -49,10 +49,30 @@ def check_schedule(value: str) -> str:
     from apscheduler.triggers.cron import CronTrigger
 
     try:
-        CronTrigger.from_crontab(value)
+        trigger = CronTrigger.from_crontab(value, timezone="UTC")
     except ValueError as exc:
         raise ValueError(f"schedule {value!r} is neither an interval (30m, 6h) nor a crontab line: {exc}") from None
+    if _shortest_gap(trigger) < MIN_INTERVAL * 60:
+        raise ValueError(f"schedule {value!r} fires more often than every {MIN_INTERVAL} minutes")
     return value
+
+
+def _shortest_gap(trigger: Any) -> float:
+    """The shortest time, in seconds, between two firings of a cron trigger over a week."""
+    import datetime
+
+    start = datetime.datetime(2026, 1, 5, tzinfo=datetime.UTC)  # a Monday
+    previous = trigger.get_next_fire_time(None, start)
+    shortest = float("inf")
+    while previous is not None and previous < start + datetime.timedelta(days=7):
+        following = trigger.get_next_fire_time(previous, previous + datetime.timedelta(seconds=1))
+        if following is None:
+            break
+        shortest = min(shortest, (following - previous).total_seconds())
+        if shortest < MIN_INTERVAL * 60:
+            break
+        previous = following
+    return shortest
 
 
 def interval_minutes(schedule: str) -> int | None:

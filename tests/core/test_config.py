@@ -153,7 +153,8 @@ def test_schema_names_the_contract_keys() -> None:
 
 @pytest.mark.parametrize(("schedule", "problem"), [
     ("0m", "shorter than 5 minutes"), ("2m", "shorter than 5 minutes"), ("5m", None), ("6h", None),
-    ("*/15 * * * *", None), ("every hour", "neither an interval")])
+    ("*/15 * * * *", None), ("* * * * *", "more often than every 5 minutes"),
+    ("0,1 * * * 1", "more often than every 5 minutes"), ("every hour", "neither an interval")])
 def test_schedules(repo: Path, schedule: str, problem: str | None) -> None:
     text = f'[defaults]\nschedule = "{schedule}"\n\n' + GOOD
     if problem is None:
