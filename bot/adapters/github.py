@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import github3
+import requests
 import structlog
 from github3.exceptions import GitHubError, NotFoundError, UnprocessableEntity
 from github3.issues.issue import ShortIssue as Issue
@@ -353,7 +354,11 @@ class GitHubPlatform:
         there is left as it is. A refusal is logged, never an error: it is a courtesy."""
         self._fresh()
         url = self.repo._build_url("issues", "comments", str(comment), "reactions", base_url=self.repo._api)
-        answer = self.gh.session.post(url, json={"content": content})
+        try:
+            answer = self.gh.session.post(url, json={"content": content})
+        except requests.RequestException as exc:
+            log.warning("github.reaction_failed", comment=comment, error=type(exc).__name__)
+            return
         if answer.status_code == 201:
             self.writes += 1
         elif answer.status_code not in (200, 201):
@@ -428,8 +433,12 @@ class GitHubPlatform:
         return self._login
 
     def _created_by_the_bot(self, marker: str) -> Any:
+        try:
+            login = self.bot_login()
+        except CredentialsError:  # a token that may not read its own user (an Actions token): label only
+            return None
         url: str | None = self.repo._build_url("issues", base_url=self.repo._api)
-        params: dict[str, str] | None = {"state": "all", "creator": self.bot_login(), "per_page": "100"}
+        params: dict[str, str] | None = {"state": "all", "creator": login, "per_page": "100"}
         found = []
         while url:
             answer = self.gh.session.get(url, params=params)
@@ -440,10 +449,17 @@ class GitHubPlatform:
         return _oldest_marked(found, marker)
 
     def _marked_issue(self, number: int, marker: str) -> Any:
-        """Issue `number` if it is still an issue carrying `marker`, else None."""
+        """Issue `number` if it is still an issue of this repository carrying `marker`,
+        else None: deleted (410), gone (404), transferred elsewhere (followed to another
+        repository), a pull request now, or its marker edited out."""
         try:
             issue = self.repo.issue(number)
-        except NotFoundError:
+        except GitHubError as exc:
+            if getattr(exc, "code", None) in (404, 410):
+                return None
+            raise
+        here = f"/repos/{self.repo.full_name}/issues/".lower()
+        if here not in str(getattr(issue, "url", "") or "").lower():
             return None
         if getattr(issue, "pull_request_urls", None) is not None or marker not in (issue.body or ""):
             return None

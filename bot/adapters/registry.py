@@ -361,12 +361,12 @@ class RegistryClient:
         patched = self.request("PATCH", location, scope=scope, replayable=False,
                                headers={"Content-Type": "application/octet-stream",
                                         "Content-Range": f"0-{size - 1}"} if size else
-                               {"Content-Type": "application/octet-stream"}, data=body)
+                               {"Content-Type": "application/octet-stream"}, data=body.payload())
         patched.close()
         if patched.status_code in (400, 404, 405, 416, 501):  # no streamed PATCH: one PUT
             body = _HashedBody(chunks, size)
             done = self.request("PUT", _with_digest(location, digest), scope=scope, replayable=False,
-                                headers={"Content-Type": "application/octet-stream"}, data=body)
+                                headers={"Content-Type": "application/octet-stream"}, data=body.payload())
         elif patched.status_code == 202:
             body.check(digest)
             location = urljoin(self.base + "/", patched.headers.get("Location", location))
@@ -401,6 +401,15 @@ class _HashedBody:
 
     def __len__(self) -> int:
         return self._size
+
+    def payload(self) -> _HashedBody | bytes:
+        """What to hand requests: this stream, or for an empty blob `b""` (requests sends a
+        stream whose length is 0 chunked), its chunks checked to be empty."""
+        if self._size:
+            return self
+        for _chunk in self:
+            pass
+        return b""
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._chunks():

@@ -226,7 +226,9 @@ class Service:
             return self._installations()
         watched = self.watched.get(job.repository)
         if watched is None:
-            log.info("job.unwatched")  # not (or no longer) installed: nothing to do
+            log.info("job.unwatched")  # not (or no longer) installed (or another shard's): nothing to do
+            with self._lock:
+                self._comments.pop(job, None)
             return True
         if job.kind in (REPOSITORY, CONFIG):
             return self._repository(watched, passes=job.kind == REPOSITORY)
@@ -378,12 +380,14 @@ class Service:
     def _command(self, watched: Watched, job: Job) -> bool:
         with self._lock:
             comments = self._comments.pop(job, [])
+        done = False
         try:
-            return self._carry_out(watched, job, comments)
-        except Exception:  # tried again after a backoff: with its comments
-            with self._lock:
-                self._comments[job] = comments + self._comments.get(job, [])
-            raise
+            done = self._carry_out(watched, job, comments)
+            return done
+        finally:
+            if not done:  # tried again after a backoff: with its comments, reacted to then
+                with self._lock:
+                    self._comments[job] = comments + self._comments.get(job, [])
 
     def _carry_out(self, watched: Watched, job: Job, comments: list[tuple[int | None, str | None]]) -> bool:
         """A command from the comments that gave it: refused without write access; not
@@ -426,16 +430,19 @@ class Service:
             react("confused")
             return True
         log.info("command", sender=job.sender, command=job.command, target=component.name)
-        if job.command == "skip":
+        if job.command == "skip":  # done once closed: the pass after it is a job of its own
             message = reconciler.skip(component, by=job.sender or "someone")
             log.info("command.done", result=message)
-            done = self._component(watched, component.name)
-        else:
-            done = self._component(watched, component.name, rebase=job.command == "rebase",
-                                   recheck=job.command == "recheck")
+            react("+1")
+            self.queue.put(Job(COMPONENT, watched.repository, component.name), note=self._cause)
+            return True
+        done = self._component(watched, component.name, rebase=job.command == "rebase",
+                               recheck=job.command == "recheck")
+        if not done:
+            return False  # a transient failure: the retry reacts
         row = watched.rows.get(component.name)  # 👍 carried out; 😕 its pass failed (the PR says why)
         react("confused" if row is not None and row.status.startswith("failed") else "+1")
-        return done
+        return True
 
     def _permission(self, watched: Watched, platform: GitHubPlatform, login: str) -> str:
         """`login`'s access to the repository, read at most once a minute (a burst of

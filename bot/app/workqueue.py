@@ -39,7 +39,7 @@ class QueueStats:
     waiting: int
     running: int
     backing_off: int
-    oldest_wait: float  # seconds the longest-waiting eligible key has waited
+    oldest_wait: float  # seconds the longest-waiting eligible key has waited (since any backoff ended)
     longest_run: float  # seconds the longest-running job has run
     since_done: float  # seconds since a job last finished (or since the queue was made)
     puts: int
@@ -141,7 +141,8 @@ class WorkQueue(Generic[K]):
     def stats(self) -> QueueStats:
         with self._cond:
             now = self.clock()
-            waits = [now - since for since, _key in self._eligible(now)]
+            # a key backing off has waited only since its backoff ended
+            waits = [now - max(since, self._entries[key].not_before) for since, key in self._eligible(now)]
             runs = [now - e.running_since for e in self._entries.values() if e.running_since is not None]
             return QueueStats(
                 waiting=sum(1 for e in self._entries.values() if e.waiting_since is not None),

@@ -120,3 +120,19 @@ pins = [{{ file = "wheelpin.toml", image_arg = "X" }}]
     wrong_commit = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/component/demo:v1",
                             "--revision", "3d3aa833" * 5, env=env)
     assert wrong_commit.code == 1 and "does not carry commit g3d3aa833" in wrong_commit.stderr
+
+
+def test_an_upload_body_declares_its_length_even_when_empty() -> None:
+    import requests
+
+    from bot.adapters.registry import _HashedBody
+    from bot.core.errors import VerificationError
+
+    for size, chunks in ((0, [b""]), (6, [b"abc", b"def"])):
+        body = _HashedBody(lambda chunks=chunks: chunks, size)  # type: ignore[misc]
+        prepared = requests.Request("PATCH", "http://127.0.0.1/", data=body.payload()).prepare()
+        assert prepared.headers.get("Content-Length") == str(size) and "Transfer-Encoding" not in prepared.headers
+    with pytest.raises(VerificationError, match="longer than the 0 bytes"):
+        _HashedBody(lambda: [b"x"], 0).payload()
+    with pytest.raises(VerificationError, match="not the 5 declared"):
+        list(_HashedBody(lambda: [b"abc"], 5))

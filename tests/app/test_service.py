@@ -337,3 +337,37 @@ def test_repeated_commands_coalesce_and_every_comment_gets_its_reaction(world: W
         bot.idle()
         assert bot.service.queue.runs - runs <= 3  # the command once, then its component and dashboard
         assert all(bot.repo.reactions.get(number) == ["+1"] for number in ids), bot.repo.reactions
+
+
+def test_a_deleted_dashboard_is_opened_again(world: World, tmp_path: Path) -> None:
+    """GitHub answers 410 Gone for a deleted issue: the bot opens a new dashboard, once."""
+    with running_bot(world, tmp_path) as bot:
+        (dashboard,) = dashboards(bot)
+        del bot.repo.pulls[dashboard.number]  # type: ignore[attr-defined]
+        bot.emulator.faults.append(("GET", rf"/issues/{dashboard.number}$", 410, 99))  # type: ignore[attr-defined]
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll()
+        bot.idle()
+        (again,) = dashboards(bot)
+        assert again.number != dashboard.number and "| demo-cache |" in again.body  # type: ignore[attr-defined]
+        assert metric(bot, "wheelpin_failures_total", kind="transient") == 0
+
+
+def test_a_command_whose_pass_fails_for_now_is_reacted_to_when_its_retry_is_done(world: World, tmp_path: Path) -> None:
+    with running_bot(world, tmp_path) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        real, calls = bot.service._component, []
+
+        def flaky(*args: object, **options: bool) -> bool:
+            calls.append(options)
+            return False if len(calls) == 1 else real(*args, **options)  # type: ignore[arg-type]
+
+        bot.service._component = flaky  # type: ignore[method-assign]
+        bot.comment(pull.number, "/wheelpin rebase", "maintainer")
+        number = comment_id(pull.number, len(pull.comments) - 1)
+        wait_until(lambda: len(calls) >= 2, what="the retry after the backoff")
+        bot.idle()
+        assert calls[0] == calls[1] == {"rebase": True, "recheck": False}
+        assert bot.repo.reactions == {number: ["+1"]}

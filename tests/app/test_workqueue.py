@@ -114,6 +114,7 @@ def test_a_failed_key_runs_again_by_itself_after_its_backoff() -> None:
     queue.done("installations", ok=False)
     assert queue.get(timeout=0) is None and queue.stats().waiting == 1
     clock.now += 31
+    assert queue.stats().oldest_wait == 1  # waiting since its backoff ended, not since it failed
     assert (queue.get(timeout=0) or ("",))[0] == "installations"
     queue.done("installations", ok=True)
     assert queue.get(timeout=0) is None and queue.stats().waiting == 0
