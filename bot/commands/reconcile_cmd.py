@@ -5,16 +5,17 @@ from __future__ import annotations
 import datetime
 import signal
 import sys
-import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
 from ..adapters.localplatform import LocalPlatform
-from ..app.githubrepo import GitHubAccess, github_reconciler
+from ..app.githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from ..app.reconciler import PassResult, Reconciler
 from ..app.settings import Settings
 from ..app.wiring import Registries
+from ..core.configfile import find_config
 from ..app.schedule import next_pass, schedules_of
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
@@ -45,14 +46,19 @@ def make_reconciler(*, repo: Path, config: Path | None, settings: Settings, retr
 def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, once: bool,
                       dry_run: bool, as_json: bool, retry_failed: bool, component: str | None,
                       settings: Settings, github_repo: str | None = None) -> int:
+    config_text: Callable[[], str]
     if platform == "github":
         if github_repo is None:
             raise UsageError("--platform github needs --github-repo OWNER/NAME")
         access = GitHubAccess.from_settings(settings)
+        kept = github_platform(access, github_repo)  # its token and ETag cache serve every pass
 
         def make() -> Reconciler:
             return github_reconciler(access=access, repository=github_repo, settings=settings,
-                                     retry_failed=retry_failed)
+                                     retry_failed=retry_failed, platform=kept)
+
+        def config_text() -> str:
+            return read_repository_config(kept, github_repo).text
     else:
         folder = repo or Path.cwd()
         if not folder.is_dir():
@@ -60,6 +66,9 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
 
         def make() -> Reconciler:
             return make_reconciler(repo=folder, config=config, settings=settings, retry_failed=retry_failed)
+
+        def config_text() -> str:
+            return find_config(folder, config).read_text(encoding="utf-8")
     reconciler = make()  # a config that cannot be used at the start is said now, and nothing runs
     if component is not None and reconciler.config.get(component) is None:
         raise UsageError(f"{reconciler.loaded.path}: no component {component!r}")
@@ -74,47 +83,86 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
         result = reconciler.run(dry_run=dry_run, only=component)
         show(result)
         return 1 if result.failed else 0
-    return loop(reconciler, make, only=component, show=show)
+    return loop(reconciler, make, config_text, only=component, show=show)
 
 
-def loop(first: Reconciler, make: Callable[[], Reconciler], *, only: str | None,
-         show: Callable[[PassResult], None]) -> int:
-    """Pass, then sleep until the soonest component schedule is due, and pass again with
-    the config read anew (a config that became unusable is said, and the last good one
-    kept). SIGHUP wakes it for a pass now; SIGTERM or SIGINT lets a running pass finish
-    and then exits 0 (a second one stops at once; the next start repairs)."""
-    stop, wake = threading.Event(), threading.Event()
+class _Signals:
+    """What the signal handlers saw. They only set these flags (no lock, no I/O: a handler
+    runs between any two bytecodes of the main thread); the loop polls them."""
 
-    def on_stop(_number: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise SystemExit(130)
-        stop.set()
-        wake.set()
+    def __init__(self) -> None:
+        self.stop = False
+        self.wake = False
+        self._before = {signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_stop),
+                        signal.SIGINT: signal.signal(signal.SIGINT, self._on_stop),
+                        signal.SIGHUP: signal.signal(signal.SIGHUP, self._on_wake)}
 
-    def on_wake(_number: int, _frame: FrameType | None) -> None:
-        wake.set()
+    def restore(self) -> None:
+        for number, handler in self._before.items():
+            signal.signal(number, handler)
 
-    signal.signal(signal.SIGTERM, on_stop)
-    signal.signal(signal.SIGINT, on_stop)
-    signal.signal(signal.SIGHUP, on_wake)
+    def _on_stop(self, _number: int, _frame: FrameType | None) -> None:
+        if self.stop:
+            raise SystemExit(130)  # asked twice: now (the next start repairs)
+        self.stop = True
+
+    def _on_wake(self, _number: int, _frame: FrameType | None) -> None:
+        self.wake = True
+
+    def sleep_until(self, due: datetime.datetime) -> None:
+        while not (self.stop or self.wake):
+            left = (due - datetime.datetime.now(datetime.UTC)).total_seconds()
+            if left <= 0:
+                break
+            time.sleep(min(left, 0.2))
+        self.wake = False
+
+
+def loop(first: Reconciler, make: Callable[[], Reconciler], config_text: Callable[[], str], *,
+         only: str | None, show: Callable[[PassResult], None]) -> int:
+    """Pass, then sleep until the soonest component schedule is due, and pass again. The
+    config is read anew before each pass: a changed one makes a new reconciler, an
+    unchanged one keeps it (its caches: images already verified are not fetched again),
+    one that became unusable is said and the last good one kept. SIGHUP wakes it for a
+    pass now; SIGTERM or SIGINT lets a running pass finish, starts no other, and exits 0
+    (a second one stops at once; the next start repairs)."""
+    signals = _Signals()
+    try:
+        return _passes(signals, first, make, config_text, only=only, show=show)
+    finally:
+        signals.restore()
+
+
+def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler],
+            config_text: Callable[[], str], *, only: str | None, show: Callable[[PassResult], None]) -> int:
     reconciler = first
-    while True:
+    known = _read(config_text)
+    while not signals.stop:
         show(reconciler.run(dry_run=False, only=only))
-        if stop.is_set():
+        if signals.stop:
             break
         now = datetime.datetime.now(datetime.UTC)
         due = next_pass(schedules_of(reconciler.config, only), now)
         say(f"next pass at {due:%Y-%m-%d %H:%M:%S} UTC (SIGHUP: now)")
-        wake.wait(max(0.0, (due - now).total_seconds()))
-        wake.clear()
-        if stop.is_set():
+        signals.sleep_until(due)
+        if signals.stop:
             break
-        try:
-            reconciler = make()
-        except WheelpinError as exc:
-            say(f"{exc}; passing with the config read before")
+        text = _read(config_text)
+        if text is not None and text != known:
+            try:
+                reconciler, known = make(), text
+            except WheelpinError as exc:
+                say(f"{exc}; passing with the config read before")
     say("stopped")
     return 0
+
+
+def _read(config_text: Callable[[], str]) -> str | None:
+    try:
+        return config_text()
+    except (WheelpinError, OSError) as exc:
+        say(f"{getattr(exc, 'message', exc)}; passing with the config read before")
+        return None
 
 
 def say(line: str) -> None:

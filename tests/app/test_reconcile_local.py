@@ -279,15 +279,17 @@ def test_the_loop_passes_on_sighup_reads_its_config_again_and_stops_on_sigterm(w
         proc.send_signal(signal.SIGHUP)
         assert [a["kind"] for a in wait_for(2)["actions"]] == ["build", "publish", "propose"]
         assert f"g{head[:8]}@sha256:" in world.branch_file()
+        proc.send_signal(signal.SIGHUP)  # the config unchanged: a pass, nothing to do
+        assert wait_for(3)["status"] == "nothing"
 
         world.set_config('base_branch = "main"', 'base_branch = "main"\nschedule = "0 3 * * *"')
         proc.send_signal(signal.SIGHUP)
-        assert wait_for(3)["status"] == "nothing"
+        assert wait_for(4)["status"] == "nothing"
         assert " 03:00:00 UTC" in [line for line in said if "next pass at" in line][-1]  # the cron line, read anew
 
         world.set_config('schedule = "0 3 * * *"', 'schedule = "whenever"')
         proc.send_signal(signal.SIGHUP)
-        assert wait_for(4)["status"] == "nothing"
+        assert wait_for(5)["status"] == "nothing"
         assert any("whenever" in line and "config read before" in line for line in said)
         assert " 03:00:00 UTC" in [line for line in said if "next pass at" in line][-1]
 
@@ -300,3 +302,40 @@ def test_the_loop_passes_on_sighup_reads_its_config_again_and_stops_on_sigterm(w
         reader.join(timeout=10)
     assert said[-1].strip() == "wheelpin: stopped"
     assert git(["status", "--porcelain", "--untracked-files=no"], cwd=world.downstream) == ""
+
+
+def test_the_loop_keeps_its_reconciler_while_the_config_is_unchanged(world: World) -> None:
+    """In-process: a new reconciler (and its empty caches) only for a changed config."""
+    import os
+    import signal
+    import threading
+
+    from bot.app.settings import Settings
+    from bot.commands.reconcile_cmd import loop, make_reconciler
+
+    settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
+    made = []
+
+    def make():  # type: ignore[no-untyped-def]
+        made.append(make_reconciler(repo=world.downstream, config=None, settings=settings, retry_failed=False))
+        return made[-1]
+
+    config = world.downstream / "wheelpin.toml"
+    steps = [lambda: None,  # pass 1 → wake: the same text
+             lambda: config.write_text(config.read_text() + "\n# edited\n"),  # pass 2 → wake: changed
+             None]  # pass 3 → stop
+    used = []
+
+    def show(result) -> None:  # type: ignore[no-untyped-def]
+        used.append(result)
+        step = steps[len(used) - 1]
+        if step is not None:
+            step()
+        signal_number = signal.SIGHUP if step is not None else signal.SIGTERM
+        threading.Timer(0.2, os.kill, (os.getpid(), signal_number)).start()
+
+    before = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    first = make()
+    assert loop(first, make, lambda: config.read_text(), only=None, show=show) == 0
+    assert len(used) == 3 and len(made) == 2  # the first, and one for the edited config only
+    assert {number: signal.getsignal(number) for number in before} == before  # handlers given back
