@@ -188,7 +188,7 @@ class Service:
                 if job.kind == COMMAND:
                     with self._lock:
                         self._comments.setdefault(job, []).append((key.comment, key.seen))
-                self.queue.put(job, note=delivery)
+                self.queue.put(job, note=delivery, urgent=job.kind == COMMAND)  # a human waits for a command
                 jobs.append(job)
         self.metrics.deliveries.labels(event=event, outcome="queued" if jobs else "ignored").inc()
         log.info("webhook.delivery", delivery=delivery, github_event=event, action=payload.get("action"),

@@ -5,7 +5,8 @@ here; workers take them one at a time.
   that is already waiting does nothing: a burst of deliveries for one key coalesces.
   Putting a key while it runs marks it to run once more afterwards, so whatever the
   burst changed is seen, and 100 deliveries cost at most 2 passes.
-- One run per key at a time.
+- One run per key at a time; the key that has waited longest goes first, an urgent one
+  (a command a human typed) before all others.
 - A key whose job fails runs again by itself after a backoff (doubling, capped); other
   keys go on.
 - `close()` hands out nothing more; the job running finishes, waiting keys are dropped
@@ -30,6 +31,7 @@ class _Entry:
     again: bool = False  # put while running: run once more
     not_before: float = 0.0  # backoff after failures
     failures: int = 0
+    urgent: bool = False  # handed out before the others (a human waits for it)
     puts: int = 0
     notes: list[str] = field(default_factory=list)  # e.g. the deliveries that asked, newest last
 
@@ -58,11 +60,14 @@ class WorkQueue(Generic[K]):
         self.puts = 0
         self.runs = 0
 
-    def put(self, key: K, *, note: str | None = None) -> None:
+    def put(self, key: K, *, note: str | None = None, urgent: bool = False) -> None:
+        """Queue `key` (see the module's rules); an `urgent` one is taken before any other
+        that may run, longest-waiting first among its kind."""
         with self._cond:
             if self._closed:
                 return
             entry = self._entries.setdefault(key, _Entry())
+            entry.urgent = entry.urgent or urgent
             entry.puts += 1
             self.puts += 1
             if note:
@@ -74,9 +79,9 @@ class WorkQueue(Generic[K]):
             self._cond.notify()
 
     def _eligible(self, now: float) -> list[tuple[float, K]]:
-        return sorted(((e.waiting_since, k) for k, e in self._entries.items()
-                       if e.waiting_since is not None and e.running_since is None and e.not_before <= now),
-                      key=lambda pair: pair[0])
+        ready = [(e.waiting_since, k) for k, e in self._entries.items()
+                 if e.waiting_since is not None and e.running_since is None and e.not_before <= now]
+        return sorted(ready, key=lambda pair: (not self._entries[pair[1]].urgent, pair[0]))
 
     def get(self, timeout: float | None = None) -> tuple[K, list[str]] | None:
         """The key that has waited longest and may run now, and the notes put with it; None

@@ -120,6 +120,21 @@ def test_a_failed_key_runs_again_by_itself_after_its_backoff() -> None:
     assert queue.get(timeout=0) is None and queue.stats().waiting == 0
 
 
+def test_an_urgent_key_goes_before_those_that_waited_longer() -> None:
+    clock = Clock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    for key in ("poll-a", "poll-b"):
+        queue.put(key)
+        clock.now += 1
+    queue.put("command", urgent=True)
+    queue.put("poll-a")  # coalesced: keeps its place
+    order = []
+    while (taken := queue.get(timeout=0)) is not None:
+        order.append(taken[0])
+        queue.done(taken[0], ok=True)
+    assert order == ["command", "poll-a", "poll-b"]
+
+
 def test_close_hands_out_nothing_more_and_wakes_waiters() -> None:
     queue: WorkQueue[str] = WorkQueue()
     got: list[object] = []
