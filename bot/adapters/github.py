@@ -51,6 +51,12 @@ def _oldest_marked(issues: Any, marker: str) -> Any:
     return found
 
 
+def _client(api_url: str | None, token: str | None = None) -> github3.GitHub:
+    """A github3 client for github.com, or for the GitHub Enterprise Server at `api_url`
+    (`https://HOST`: github3 adds `/api/v3`)."""
+    return github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token) if api_url else github3.GitHub(token=token)
+
+
 def _translate(exc: GitHubError, what: str) -> WheelpinError:
     status = getattr(exc, "code", None) or type(exc).__name__
     if status in (401, 403):
@@ -72,7 +78,7 @@ RENEW_BEFORE = datetime.timedelta(minutes=5)  # installation tokens live an hour
 
 def app_installations(*, api_url: str | None, app: AppCredentials) -> list[tuple[int, str]]:
     """The installations of a GitHub App, as (installation id, account login): what it watches."""
-    gh = github3.GitHubEnterprise(api_url.rstrip("/") + "/") if api_url else github3.GitHub()
+    gh = _client(api_url)
     try:
         gh.login_as_app(app.private_key, str(app.app_id), expire_in=60)
         return [(int(found.id), str(found.account["login"])) for found in gh.app_installations()]
@@ -82,7 +88,7 @@ def app_installations(*, api_url: str | None, app: AppCredentials) -> list[tuple
 
 def check_token(*, api_url: str | None, token: str) -> None:
     """CredentialsError unless GitHub accepts `token` (GET /rate_limit: free, any token)."""
-    gh = github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token) if api_url else github3.GitHub(token=token)
+    gh = _client(api_url, token)
     try:
         gh.rate_limit()
     except GitHubError as exc:
@@ -91,7 +97,7 @@ def check_token(*, api_url: str | None, token: str) -> None:
 
 def installation_repositories(*, api_url: str | None, app: AppCredentials) -> list[str]:
     """`owner/name` of every repository the installation may see: the repositories to watch."""
-    gh = github3.GitHubEnterprise(api_url.rstrip("/") + "/") if api_url else github3.GitHub()
+    gh = _client(api_url)
     try:
         gh.login_as_app_installation(app.private_key, str(app.app_id), app.installation_id, expire_in=60)
         url: str | None = gh._build_url("installation", "repositories") + "?per_page=100"
@@ -115,10 +121,9 @@ class GitHubPlatform:
         if (token is None) == (app is None):
             raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
         self.app = app
-        self._api_root = api_url.rstrip("/") + "/" if api_url else None
+        self._api_url = api_url
         self._login: str | None = None
-        self.gh = (github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token)
-                   if api_url else github3.GitHub(token=token))
+        self.gh = _client(api_url, token)
         self.http = http or GitHubHTTP()
         for scheme in ("http://", "https://"):
             self.gh.session.mount(scheme, self.http)
@@ -391,22 +396,20 @@ class GitHubPlatform:
 
     def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int:
         """The one issue that carries `marker`, its body brought up to date; opened when
-        there is none. Returns its number. `known`, the number kept from an earlier call,
-        is read first, so an issue a human took the label off is still found (and labelled
-        again); without it the issue is found by its label, open or closed."""
+        there is none. Returns its number. Looked for, in turn: issue `known` (the number
+        kept from an earlier call), the issues with `label` (open or closed), the issues the
+        bot itself opened; so one a human took the label off is still found, and labelled
+        again."""
         self._fresh()
         try:
             found = self._marked_issue(known, marker) if known is not None else None
-            if found is not None and label not in [lbl.name for lbl in found.original_labels or []]:
-                found.add_labels(label)
-                self.writes += 1
             if found is None:
                 found = _oldest_marked(self.repo.issues(state="all", labels=label), marker)
             if found is None:  # its label taken off, and its number forgotten (a restart)
                 found = self._created_by_the_bot(marker)
-                if found is not None:
-                    found.add_labels(label)
-                    self.writes += 1
+            if found is not None and label not in [lbl.name for lbl in found.original_labels or []]:
+                found.add_labels(label)
+                self.writes += 1
             if found is None:
                 created = self.repo.create_issue(title, body=body, labels=[label])
                 self.writes += 1
@@ -423,7 +426,7 @@ class GitHubPlatform:
         if self._login is None:
             try:
                 if self.app is not None:
-                    gh = github3.GitHubEnterprise(self._api_root) if self._api_root else github3.GitHub()
+                    gh = _client(self._api_url)
                     gh.login_as_app(self.app.private_key, str(self.app.app_id), expire_in=60)
                     self._login = f"{gh.authenticated_app().slug}[bot]"
                 else:

@@ -299,11 +299,11 @@ class Service:
         try:
             found = read_repository_config(platform, watched.repository)
             reconciler = watched.reconciler
-            changed = found.text != watched.config_text or reconciler is None
+            changed = reconciler is None or found.text != watched.config_text
             if reconciler is None or changed:
-                reconciler = watched.reconciler = github_reconciler(access=watched.access, repository=watched.repository,
-                                                       settings=self.settings, registries=self.registries,
-                                                       found=found, platform=platform)
+                reconciler = watched.reconciler = github_reconciler(
+                    access=watched.access, repository=watched.repository, settings=self.settings,
+                    registries=self.registries, found=found, platform=platform)
                 watched.config_text, watched.config_error = found.text, None
                 log.info("config.loaded", path=found.path, base=found.base)
         except ConfigError as exc:  # the repository must fix it; shown on its dashboard, not retried
