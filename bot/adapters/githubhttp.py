@@ -1,29 +1,131 @@
 """Being a good GitHub API citizen, under github3.py's own session (a requests adapter).
 
+Every request of the GitHub adapter (adapters/github.py) passes here; a final non-2xx
+answer is read by adapters/githubanswer.py into a wheelpin error — a rate limit into
+TransientError(retry_after=retry_after(response)), waited out by the loop.
+
 - Conditional requests: a JSON GET remembers its ETag and body; the next GET of that URL
   with the same token (ETags follow the token, and installation tokens rotate hourly)
   sends If-None-Match, and a 304, which does not count against the rate limit, is
   answered from the remembered body. Only small JSON answers read whole are kept —
   never a streamed download (an artifact) — one per URL, least recently used first out,
   within a byte budget: a bot that runs for months holds a bounded cache.
-- Limits: 429, 5xx, and 403 for a primary or secondary rate limit are retried after
-  Retry-After or x-ratelimit-reset (capped), with backoff; content-creating requests are
-  paced under GitHub's ~80 a minute (at most 70 in any minute).
+- Limits (limit_wait, as GitHub documents them): Retry-After first; x-ratelimit-reset
+  only when x-ratelimit-remaining is 0; else a secondary limit waits a minute, doubling
+  with each attempt. 5xx are retried with backoff — except a POST, which may have landed
+  (the caller checks before writing again). A wait past `max_wait` is not slept here:
+  the answer is returned as final. Content-creating requests are paced under GitHub's
+  80 a minute (70 by default) and 500 an hour.
 - Counting: every request is counted, split into counted and free (304).
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
 
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
+# https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
+# "Otherwise, wait for at least one minute before retrying ... an exponentially increasing amount of time"
+SECONDARY_WAIT = 60.0
+_ATTEMPT: weakref.WeakKeyDictionary[requests.Response, int] = weakref.WeakKeyDictionary()  # final answer → its attempt
+
+
+def _seconds(value: str | None, now: float) -> float | None:
+    """Retry-After: delay-seconds (GitHub's form) or an HTTP-date (RFC 9110 §10.2.3)."""
+    if value is None or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - now
+        except (TypeError, ValueError, IndexError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def limit_wait(status: int, headers: Mapping[str, str], text: str, attempt: int, *, now: float,
+               backoff: float = 1.0) -> float | None:
+    """Seconds to wait after answer number `attempt` (from 0), or None: not a rate limit, not
+    retryable. Pure; `now` in epoch seconds, `text` the body or GitHub's message. A 5xx waits
+    its Retry-After or `backoff`·2^attempt (a POST's 5xx is the caller's: it may have landed).
+
+    https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
+    https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
+    """
+    lowered = {key.lower(): value for key, value in headers.items()}  # a plain dict keeps the sender's case
+    remaining = (lowered.get("x-ratelimit-remaining") or "").strip()
+    said = text.lower()
+    # "a 403 or 429 response, and the x-ratelimit-remaining header will be 0" (primary), or
+    # "an error message that indicates that you exceeded a secondary rate limit"
+    limited = status == 429 or (status == 403 and (remaining == "0" or "rate limit" in said or "abuse detection" in said))
+    retry_after = _seconds(lowered.get("retry-after"), now)
+    if not limited:
+        if status < 500:
+            return None
+        return retry_after if retry_after is not None else backoff * 2.0**attempt
+    if retry_after is not None:  # "you should not retry your request until after that many seconds"
+        return retry_after
+    reset = _seconds(lowered.get("x-ratelimit-reset"), 0.0)  # UTC epoch seconds
+    if remaining == "0" and reset is not None:  # "not ... until after the time specified by x-ratelimit-reset"
+        return max(0.0, reset - now)
+    return SECONDARY_WAIT * 2.0**attempt
+
+
+def retry_after(response: requests.Response, *, now: float | None = None) -> float | None:
+    """The documented wait for a final answer of GitHubHTTP (continuing its attempts: a
+    secondary limit given up on after waiting 1 and 2 minutes says 4), or None if it is not
+    a rate limit and names no Retry-After — for TransientError(retry_after=...)."""
+    status, clock = response.status_code, time.time() if now is None else now
+    if status >= 500:
+        return _seconds(response.headers.get("Retry-After"), clock)
+    text = response.text if status in (403, 429) else ""
+    return limit_wait(status, response.headers, text, _ATTEMPT.get(response, 0), now=clock)
+
+
+class WritePacer:
+    """At most `per_minute` content-creating requests in any 60 s and `per_hour` in any
+    3600 s; remembers at most max(per_minute, per_hour) send times.
+
+    https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits
+    ("no more than 80 content-generating requests per minute and no more than 500 ... per hour")
+    """
+
+    def __init__(self, per_minute: int, per_hour: int, *, sleep: Callable[[float], None],
+                 monotonic: Callable[[], float]) -> None:
+        if per_minute < 1 or per_hour < 1:
+            raise ValueError("write limits must be at least 1")
+        self.windows = ((60.0, per_minute), (3600.0, per_hour))
+        self._sleep, self._monotonic = sleep, monotonic
+        self._sent: deque[float] = deque(maxlen=max(per_minute, per_hour))
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._sent)
+
+    def wait(self) -> None:
+        """Sleep until one more write fits both windows, and count it as sent."""
+        with self._lock:
+            now = self._monotonic()
+            while self._sent and now - self._sent[0] >= 3600.0:
+                self._sent.popleft()
+            # the write `limit` back must be a whole window old before another is sent
+            wait = max((self._sent[-limit] + span - now for span, limit in self.windows
+                        if len(self._sent) >= limit), default=0.0)
+            if wait > 0:
+                self._sleep(wait)
+            self._sent.append(self._monotonic())
 
 
 @dataclass
@@ -78,27 +180,28 @@ class _ETagCache:
 
 class GitHubHTTP(HTTPAdapter):
     def __init__(self, *, attempts: int = 5, backoff: float = 1.0, max_wait: float = 300.0,
-                 writes_per_minute: int = 70, sleep: Callable[[float], None] = time.sleep,
+                 writes_per_minute: int = 70, writes_per_hour: int = 500,
+                 sleep: Callable[[float], None] = time.sleep, monotonic: Callable[[], float] = time.monotonic,
+                 clock: Callable[[], float] = time.time,  # epoch seconds, as x-ratelimit-reset
                  cache_bytes: int = 16 << 20, largest_cached: int = 1 << 20) -> None:
         super().__init__()
         self.attempts, self.backoff, self.max_wait = attempts, backoff, max_wait
-        self.writes_per_minute = writes_per_minute
-        self._sleep = sleep
-        self._writes: deque[float] = deque()
+        self._sleep, self._clock = sleep, clock
+        self.pacer = WritePacer(writes_per_minute, writes_per_hour, sleep=sleep, monotonic=monotonic)
         self.cache = _ETagCache(cache_bytes, largest_cached)
         self.traffic = GitHubTraffic()
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         url, authorization = str(request.url), str(request.headers.get("Authorization", ""))
-        cacheable = request.method == "GET" and not kwargs.get("stream")  # a stream is never read whole here
+        method = str(request.method)
+        cacheable = method == "GET" and not kwargs.get("stream")  # a stream is never read whole here
         cached = self.cache.get(url, authorization) if cacheable else None
         if cached is not None:
             request.headers["If-None-Match"] = cached.etag
-        if request.method in WRITES:
-            self._pace()
         for attempt in range(self.attempts):
+            if method in WRITES:
+                self.pacer.wait()  # each attempt is a request GitHub counts
             response = super().send(request, **kwargs)
-            method = str(request.method)
             self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
             if response.status_code == 304 and cached is not None:
                 self.traffic.free += 1
@@ -107,8 +210,10 @@ class GitHubHTTP(HTTPAdapter):
             remaining = response.headers.get("x-ratelimit-remaining")
             if remaining is not None and remaining.isdigit():
                 self.traffic.rate_remaining = int(remaining)
-            wait = self._wait_for(response, attempt)
-            if wait is None or attempt + 1 == self.attempts:
+            wait = self._wait_for(method, response, attempt)
+            if wait is None or wait > self.max_wait or attempt + 1 == self.attempts:
+                if wait is not None:
+                    _ATTEMPT[response] = attempt  # retry_after(response) goes on from here
                 if cacheable and response.status_code == 200:
                     self._remember(url, authorization, response)
                 return response
@@ -127,30 +232,13 @@ class GitHubHTTP(HTTPAdapter):
             return
         self.cache.keep(url, _Cached(authorization, etag, response.content, dict(response.headers)))
 
-    def _pace(self) -> None:
-        """At most `writes_per_minute` content-creating requests in any minute."""
-        now = time.monotonic()
-        while self._writes and now - self._writes[0] > 60:
-            self._writes.popleft()
-        if len(self._writes) >= self.writes_per_minute:
-            self._sleep(60 - (now - self._writes[0]))
-            self._writes.popleft()
-        self._writes.append(time.monotonic())
-
-    def _wait_for(self, response: requests.Response, attempt: int) -> float | None:
+    def _wait_for(self, method: str, response: requests.Response, attempt: int) -> float | None:
         """How long to wait before trying again, or None when the answer is final."""
         status = response.status_code
-        limited = status == 429 or (status == 403 and (
-            response.headers.get("x-ratelimit-remaining") == "0" or "rate limit" in response.text.lower()))
-        if not (limited or status >= 500):
-            return None
-        retry_after = response.headers.get("Retry-After")
-        if retry_after and retry_after.isdigit():
-            return min(float(retry_after), self.max_wait)
-        reset = response.headers.get("x-ratelimit-reset")
-        if limited and reset and reset.isdigit():
-            return min(max(0.0, float(reset) - time.time()), self.max_wait)
-        return float(min(self.backoff * 2.0**attempt, self.max_wait))
+        if method == "POST" and status >= 500:
+            return None  # it may have landed: the caller reads before it writes again
+        text = response.text if status in (403, 429) else ""  # never read a streamed 200 here
+        return limit_wait(status, response.headers, text, attempt, now=self._clock(), backoff=self.backoff)
 
     @staticmethod
     def _from_cache(request: requests.PreparedRequest, cached: _Cached) -> requests.Response:

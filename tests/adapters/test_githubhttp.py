@@ -1,9 +1,12 @@
-"""The GitHub adapter's ETag cache on a loopback server: what it keeps, for whom, and how much."""
+"""The GitHub adapter on a loopback server: its ETag cache (what it keeps, for whom, and how
+much), its waits on rate limits and errors as GitHub documents them, and its write pacing."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
+from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -11,14 +14,19 @@ from typing import Any
 import pytest
 import requests
 
-from bot.adapters.githubhttp import GitHubHTTP
+from bot.adapters.githubhttp import GitHubHTTP, WritePacer, limit_wait, retry_after
 
 ARTIFACT = 8 << 20
+
+
+Scripted = tuple[int, dict[str, str], str]  # status, headers, body
 
 
 class Server:
     def __init__(self) -> None:
         self.seen: list[tuple[str, str | None]] = []  # path, If-None-Match
+        self.sent: list[str] = []  # "METHOD /path", every request
+        self.script: deque[Scripted] = deque()  # answered first, in order, to any request
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -27,7 +35,36 @@ class Server:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no delayed-ACK stall
+
+            def scripted(self) -> bool:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.sent.append(f"{self.command} {self.path}")
+                if not server.script:
+                    return False
+                status, headers, text = server.script.popleft()
+                self.answer(status, headers, text.encode())
+                return True
+
+            def answer(self, status: int, headers: dict[str, str], body: bytes) -> None:
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_write(self) -> None:
+                if not self.scripted():
+                    self.answer(201 if self.command == "POST" else 200, {}, b"{}")
+
+            do_POST = do_PATCH = do_PUT = do_DELETE = do_write  # noqa: N815
+
             def do_GET(self) -> None:  # noqa: N802
+                if self.scripted():
+                    return
                 server.seen.append((self.path, self.headers.get("If-None-Match")))
                 etag = f'"{self.path}"'
                 if self.headers.get("If-None-Match") == etag:
@@ -49,7 +86,7 @@ class Server:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
 
 @pytest.fixture()
@@ -100,3 +137,134 @@ def test_the_cache_keeps_within_its_budget_least_recently_used_out(server: Serve
     assert session.get(server.url + "/repos/0").status_code == 200 and server.seen[-1][1] == '"/repos/0"'
     session.get(server.url + "/repos/1")
     assert server.seen[-1] == ("/repos/1", None)  # long out of the cache
+
+
+class Clock:
+    """Both clocks of the adapter, moved on only by its sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+        self.slept: list[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def paced(clock: Clock, **kwargs: Any) -> GitHubHTTP:
+    return GitHubHTTP(sleep=clock.sleep, monotonic=clock.time, clock=clock.time, **kwargs)
+
+
+SECONDARY = json.dumps({"message": "You have exceeded a secondary rate limit. Please wait a few minutes."})
+PRIMARY = json.dumps({"message": "API rate limit exceeded for installation ID 1."})
+
+
+def test_retry_after_is_waited_as_given(server: Server) -> None:
+    clock = Clock()
+    server.script += [(429, {"Retry-After": "7", "x-ratelimit-remaining": "0",
+                             "x-ratelimit-reset": str(int(clock.now) + 3000)}, SECONDARY)]
+    assert session_with(paced(clock)).get(server.url + "/repos/a").status_code == 200
+    assert clock.slept == [7.0] and server.sent == ["GET /repos/a"] * 2
+
+
+def test_a_secondary_limit_waits_a_minute_not_until_a_reset_an_hour_away(server: Server) -> None:
+    clock = Clock()
+    server.script += [(403, {"x-ratelimit-remaining": "4000", "x-ratelimit-reset": str(int(clock.now) + 3600)},
+                       SECONDARY)]
+    http = paced(clock)
+    assert session_with(http).get(server.url + "/repos/a").status_code == 200
+    assert clock.slept == [60.0] and http.traffic.retried == 1
+
+
+def test_a_secondary_limit_waits_longer_each_attempt(server: Server) -> None:
+    clock = Clock()
+    server.script += [(403, {"x-ratelimit-remaining": "4000"}, SECONDARY)] * 3
+    assert session_with(paced(clock, max_wait=1000)).get(server.url + "/repos/a").status_code == 200
+    assert clock.slept == [60.0, 120.0, 240.0]
+
+
+def test_an_exhausted_primary_limit_waits_until_its_reset(server: Server) -> None:
+    clock = Clock()
+    server.script += [(403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(clock.now) + 120)}, PRIMARY)]
+    assert session_with(paced(clock)).get(server.url + "/repos/a").status_code == 200
+    assert clock.slept == [120.0]
+
+
+def test_a_wait_past_max_wait_is_not_slept_but_returned_with_its_wait(server: Server) -> None:
+    clock = Clock()
+    reset = int(clock.now) + 1800
+    server.script += [(403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}, PRIMARY)]
+    answer = session_with(paced(clock)).get(server.url + "/repos/a")
+    assert answer.status_code == 403 and clock.slept == [] and server.sent == ["GET /repos/a"]
+    assert retry_after(answer, now=clock.now) == 1800.0
+    # a secondary limit given up on goes on doubling for the caller: 60 s slept, 120 s told
+    server.script += [(429, {}, SECONDARY)] * 2
+    answer = session_with(paced(clock, max_wait=100)).post(server.url + "/repos/a/pulls", json={})
+    assert answer.status_code == 429 and clock.slept == [60.0] and retry_after(answer, now=clock.now) == 120.0
+
+
+def test_a_post_answered_5xx_is_sent_once(server: Server) -> None:
+    clock = Clock()
+    server.script += [(502, {}, "Bad Gateway")]
+    http = paced(clock)
+    answer = session_with(http).post(server.url + "/repos/a/pulls", json={"title": "Bump"})
+    assert answer.status_code == 502 and server.sent == ["POST /repos/a/pulls"] and http.traffic.retried == 0
+    assert retry_after(answer, now=clock.now) is None
+
+
+@pytest.mark.parametrize("method", ["GET", "PATCH", "PUT", "DELETE"])
+def test_idempotent_requests_are_retried_on_5xx(server: Server, method: str) -> None:
+    clock = Clock()
+    server.script += [(502, {}, "Bad Gateway"), (503, {}, "Unavailable")]
+    answer = session_with(paced(clock, backoff=0.5)).request(method, server.url + "/repos/a/pulls/1", json={})
+    assert answer.ok and server.sent == [f"{method} /repos/a/pulls/1"] * 3 and clock.slept == [0.5, 1.0]
+
+
+def test_a_rate_limited_post_is_retried(server: Server) -> None:
+    clock = Clock()
+    server.script += [(403, {"Retry-After": "30"}, SECONDARY)]
+    answer = session_with(paced(clock)).post(server.url + "/repos/a/pulls", json={})
+    assert answer.status_code == 201 and server.sent == ["POST /repos/a/pulls"] * 2 and clock.slept == [30.0]
+
+
+def test_a_403_that_is_no_rate_limit_is_final(server: Server) -> None:
+    clock = Clock()
+    server.script += [(403, {"x-ratelimit-remaining": "4000"}, '{"message": "Resource not accessible by integration"}')]
+    answer = session_with(paced(clock)).post(server.url + "/repos/a/pulls", json={})
+    assert answer.status_code == 403 and len(server.sent) == 1 and retry_after(answer, now=clock.now) is None
+
+
+def test_writes_are_paced_within_a_minute_and_an_hour(server: Server) -> None:
+    clock = Clock()
+    session = session_with(paced(clock))  # 70 a minute, 500 an hour
+    times = []  # when each was sent: the clock moves only when the adapter sleeps
+    for number in range(501):
+        session.patch(server.url + f"/repos/a/issues/{number}", json={})
+        times.append(clock.now)
+    assert times[499] - times[0] < 600 and times[500] - times[0] >= 3600  # the 501st waited for the hour
+    assert all(times[i + 70] - times[i] >= 60 for i in range(len(times) - 70))
+    assert session.get(server.url + "/repos/a").ok and clock.now == times[-1]  # reads are never paced
+
+
+def test_the_memory_of_writes_is_bounded() -> None:
+    clock = Clock()
+    pacer = WritePacer(80, 500, sleep=clock.sleep, monotonic=clock.time)
+    for _ in range(3000):
+        pacer.wait()
+        clock.now += 1.0
+    assert len(pacer) <= 500
+
+
+def test_limit_wait_reads_headers_in_any_case_and_knows_what_is_no_limit() -> None:
+    now = 1_700_000_000.0
+    assert limit_wait(429, {"retry-after": "5"}, "", 0, now=now) == 5.0
+    assert limit_wait(429, {"Retry-After": "Tue, 14 Nov 2023 22:14:20 GMT"}, "", 0, now=now) == 60.0
+    assert limit_wait(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(now) + 9)}, "", 0,
+                      now=now) == 9.0
+    assert limit_wait(403, {"x-ratelimit-remaining": "12"}, SECONDARY, 2, now=now) == 240.0
+    assert limit_wait(403, {"x-ratelimit-remaining": "12"}, "Must have admin rights", 0, now=now) is None
+    assert limit_wait(404, {"Retry-After": "5"}, "", 0, now=now) is None
+    assert limit_wait(500, {}, "", 3, now=now, backoff=2.0) == 16.0
