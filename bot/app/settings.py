@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -36,7 +36,8 @@ class Settings(BaseSettings):
     registry_connect_timeout: float = Field(default=10.0, gt=0)
 
     # GitHub: a token (personal or installation), or an App (id, private key, installation)
-    github_api_url: str | None = Field(default=None, description="GitHub Enterprise Server, or an emulator")
+    github_api_url: str | None = Field(default=None, description="GitHub Enterprise Server (https://HOST; "
+                                       "/api/v3 may be written too), or an emulator; unset for github.com")
     github_token: SecretStr | None = None
     github_app_id: int | None = None
     github_private_key_file: Path | None = None
@@ -55,6 +56,11 @@ class Settings(BaseSettings):
 
     # a test hook: the process exits after this many actions (kill between any two steps)
     crash_after_actions: int | None = Field(default=None, ge=1)
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _github_api_url(cls, value: str | None) -> str | None:
+        return normalize_github_api_url(value)
 
     @property
     def insecure_hosts(self) -> list[str]:
@@ -124,6 +130,28 @@ class Settings(BaseSettings):
                 raise ConfigError(f"{self.registry_password_file}: cannot read WHEELPIN_REGISTRY_PASSWORD_FILE "
                                   f"({exc.strerror})") from None
         return self.registry_password.get_secret_value() if self.registry_password else None
+
+
+_GITHUB_COM = {"api.github.com", "github.com", "www.github.com"}
+
+
+def normalize_github_api_url(value: str | None) -> str | None:
+    """`https://HOST` of a GitHub Enterprise Server, as github3 wants it (it adds `/api/v3`
+    itself), from `https://HOST`, `https://HOST/api/v3` or either with trailing slashes;
+    None (github.com) for nothing, `https://api.github.com` or `https://github.com`."""
+    from urllib.parse import urlsplit
+
+    if value is None or not value.strip():
+        return None
+    url = value.strip().rstrip("/")
+    if url.lower().endswith("/api/v3"):
+        url = url[: -len("/api/v3")].rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in {"http", "https"} or not parts.hostname:
+        raise ValueError(f"give the server's address as https://HOST, not {value!r}")
+    if parts.hostname.lower() in _GITHUB_COM and not parts.path and parts.port is None:
+        return None
+    return url
 
 
 def load_settings() -> Settings:

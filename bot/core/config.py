@@ -1,7 +1,7 @@
 """The model of a repository's components: which upstream feeds which wheel into which pins.
 
 Read from `.github/wheelpin.toml` (or `wheelpin.toml`, or `--config`). The key names of
-DESIGN.md §3 are a contract; everything is checked here, before any pass runs, and
+docs/design.md §3 are a contract; everything is checked here, before any pass runs, and
 `loader` reports each error with the file, the key path and the line.
 """
 

@@ -1,7 +1,7 @@
 """Finding and loading a repository's config, with every error located in the file.
 
 `--config FILE`, else `.github/wheelpin.toml`, else `wheelpin.toml` at the repository
-root. TOML 1.1 (tomli), so inline tables may span lines as in DESIGN.md's sketch. Each
+root. TOML 1.1 (tomli), so inline tables may span lines as in docs/design.md's sketch. Each
 problem reads `FILE:LINE: key.path: message`; all of them are reported at
 once, and the checks that need the repository (pin files exist) run here too.
 """
@@ -44,6 +44,8 @@ class LoadedConfig:
 
 def find_config(root: Path, explicit: Path | None = None) -> Path:
     if explicit is not None:
+        if explicit.is_dir():
+            raise ConfigError(f"{explicit} is a directory, not a config file")
         if not explicit.is_file():
             raise ConfigError(f"{explicit}: no such config file")
         return explicit
@@ -76,14 +78,17 @@ def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedCo
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the config ({exc})") from None
-    exists = (lambda file: (root / file).is_file()) if check_files else None
-    return load_config_text(text, path=path, root=root, exists=exists)
+    if not check_files:
+        return load_config_text(text, path=path, root=root, exists=None)
+    return load_config_text(text, path=path, root=root, exists=lambda file: (root / file).is_file(),
+                            directory=lambda file: (root / file).is_dir())
 
 
-def load_config_text(text: str, *, path: Path, root: Path,
-                     exists: Callable[[str], bool] | None) -> LoadedConfig:
+def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str], bool] | None,
+                     directory: Callable[[str], bool] | None = None) -> LoadedConfig:
     """Parse and validate config text read from anywhere (a file, a repository on GitHub);
-    `exists` says whether the repository holds a file (None: do not check)."""
+    `exists` says whether the repository holds a file (None: do not check), `directory`
+    whether a path that is no file is a directory (so the problem says so)."""
     try:
         raw: dict[str, Any] = tomli.loads(text)
     except tomli.TOMLDecodeError as exc:
@@ -94,7 +99,7 @@ def load_config_text(text: str, *, path: Path, root: Path,
         line = line_of(positions, loc)
         return f"{path}:{line if line else 1}: {_where(loc)}: {message}"
 
-    problems = _repository_problems(raw, root, located, exists) if exists else []
+    problems = _repository_problems(raw, root, located, exists, directory) if exists else []
     problems += _duplicate_names(raw, located)
     try:
         config = Config.model_validate(raw)
@@ -141,21 +146,28 @@ def _duplicate_names(raw: dict[str, Any], located: Locate) -> list[str]:
     return problems
 
 
-def _repository_problems(raw: dict[str, Any], root: Path, located: Locate,
-                         exists: Callable[[str], bool]) -> list[str]:
-    """Files the config names that the repository does not hold."""
+def _repository_problems(raw: dict[str, Any], root: Path, located: Locate, exists: Callable[[str], bool],
+                         directory: Callable[[str], bool] | None) -> list[str]:
+    """Files the config names that the repository does not hold (or holds as a directory:
+    reading one later would fail far from the config line that named it)."""
+
+    def missing(what: str, file: object) -> str | None:
+        if not isinstance(file, str) or not _inside(file) or exists(file):
+            return None
+        if directory is not None and directory(file):
+            return f"{what} {file} is a directory in {root}, not a file"
+        return f"{what} {file} does not exist in {root}"
+
     problems: list[str] = []
     for index, component in _components(raw):
         pins = component.get("pins")
         for number, pin in enumerate(pins if isinstance(pins, list) else []):
-            file = pin.get("file") if isinstance(pin, dict) else None
-            if isinstance(file, str) and _inside(file) and not exists(file):
-                problems.append(located(("component", index, "pins", number, "file"),
-                                        f"pin file {file} does not exist in {root}"))
-        constraints = component.get("constraints_file")
-        if isinstance(constraints, str) and _inside(constraints) and not exists(constraints):
-            problems.append(located(("component", index, "constraints_file"),
-                                    f"constraints file {constraints} does not exist in {root}"))
+            problem = missing("pin file", pin.get("file") if isinstance(pin, dict) else None)
+            if problem:
+                problems.append(located(("component", index, "pins", number, "file"), problem))
+        problem = missing("constraints file", component.get("constraints_file"))
+        if problem:
+            problems.append(located(("component", index, "constraints_file"), problem))
     return problems
 
 

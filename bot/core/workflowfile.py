@@ -1,0 +1,223 @@
+"""Checking a GitHub Actions workflow that `build.workflow` dispatches, before it is dispatched.
+
+Pure: the caller reads the workflow file (from a checkout, or from a repository on GitHub)
+and gets back one sentence per problem. None of them stops wheelpin, so they are warnings:
+
+- Finding the run a `workflow_dispatch` started relies, on servers that do not return its
+  id (GitHub Enterprise Server), on the run's title carrying the full commit. A run's
+  title is the workflow's `run-name:`, which may use the `github` and `inputs` contexts;
+  without it (or with only whitespace) a dispatched run is titled with the workflow's name,
+  which carries no commit. https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-actions#run-name
+  (now at https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax#run-name)
+- GitHub refuses a dispatch (422) of a workflow with no `workflow_dispatch` trigger, one
+  that is given an input it does not declare ("Unexpected inputs provided"), or one not
+  given an input it requires; and "the maximum number of top-level properties for
+  `inputs` is 25". https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-actions#onworkflow_dispatchinputs
+
+The YAML is read with PyYAML's `safe_load`, which reads YAML 1.1: an unquoted key `on`
+becomes the boolean True, so the triggers are looked up under both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML)
+
+from .config import Build
+from .templates import TemplateError, fields_of
+
+MAX_WORKFLOW_BYTES = 1 << 20  # a workflow file larger than this is not parsed
+MAX_INPUTS = 25  # GitHub's limit on workflow_dispatch inputs
+WORKFLOWS = ".github/workflows"
+
+# What `safe_load` raises besides YAMLError: a bad date (`2020-13-45`) or an integer of
+# too many digits is a ValueError, deep nesting a RecursionError.
+_PARSE_ERRORS = (yaml.YAMLError, ValueError, RecursionError, OverflowError, TypeError)
+_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+_FILE_NAME = re.compile(r"^[A-Za-z0-9._-]+\.ya?ml$")
+
+
+def workflow_path(workflow: str) -> str | None:
+    """Where the file of `build.workflow` lives in its repository, or None when it names no
+    file there (a numeric workflow id, or a path that would leave `.github/workflows`)."""
+    if not _FILE_NAME.match(workflow):  # no `/`: never a path out of the folder
+        return None
+    return f"{WORKFLOWS}/{workflow}"
+
+
+def build_warnings(build: Build, read: Callable[[str], str | None], *, where: str) -> list[str]:
+    """The warnings about the workflow `build` dispatches (none for a `build.command`).
+    `read(path)` gives the text of a file of the repository (a path from its root), or
+    None when there is none; an OSError or UnicodeDecodeError it raises is a warning too.
+    `where` names the repository (and branch) read, for the sentence of a missing file."""
+    if build.workflow is None:
+        return []
+    path = workflow_path(build.workflow)
+    if path is None:
+        return [f"build.workflow {build.workflow!r} is not a file name in {WORKFLOWS}/ "
+                "(a .yml or .yaml name), so its run-name and inputs were not checked"]
+    try:
+        text = read(path)
+    except UnicodeDecodeError as exc:
+        return [f"{path}: is not UTF-8 text (byte {exc.start}), so its run-name and inputs were not checked"]
+    except OSError as exc:
+        return [f"{path}: cannot be read ({exc.strerror or exc}), so its run-name and inputs were not checked"]
+    if text is None:
+        return [f"{path} does not exist in {where}, so its run-name and inputs were not checked "
+                "(it may live on the branch wheelpin dispatches it on)"]
+    return run_name_warnings(text, build.inputs, path=path)
+
+
+def run_name_warnings(workflow_text: str, inputs: Mapping[str, str], *, path: str) -> list[str]:
+    """One sentence per problem of the workflow at `path` (its text `workflow_text`) for a
+    dispatch with `inputs` (the component's `build.inputs`, templates unfilled): it must
+    have a `workflow_dispatch` trigger declaring every input given and a `run-name` that
+    references the input given `{sha}`. Never raises on any text."""
+    if _over_limit(workflow_text):
+        return [f"{path}: the workflow file is larger than wheelpin's limit of 1 MiB "
+                f"({MAX_WORKFLOW_BYTES} bytes), so it was not checked"]
+    try:
+        document = yaml.safe_load(workflow_text)
+    except _PARSE_ERRORS as exc:
+        return [f"{path}: is not valid YAML ({_one_line(exc)}), so GitHub cannot run it either"]
+    if not isinstance(document, dict):
+        kind = "empty" if document is None else f"a YAML {_kind(document)}, not a mapping"
+        return [f"{path}: the workflow is {kind}, so GitHub cannot run it"]
+    warnings = _dispatch_warnings(document, inputs, path)
+    warnings += _title_warnings(document, inputs, path)
+    return warnings
+
+
+def _over_limit(text: str) -> bool:
+    if len(text) * 4 <= MAX_WORKFLOW_BYTES:  # no UTF-8 character is longer than 4 bytes
+        return False
+    return len(text) > MAX_WORKFLOW_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_WORKFLOW_BYTES
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _kind(value: object) -> str:
+    return {list: "list", dict: "mapping", str: "string", bool: "boolean", int: "number", float: "number"}.get(
+        type(value), type(value).__name__)
+
+
+def _triggers(document: dict[Any, Any]) -> object:
+    """`on:`, which YAML 1.1 reads as the key True unless it is quoted."""
+    if "on" in document:
+        return document["on"]
+    return document.get(True)
+
+
+def _dispatch_trigger(document: dict[Any, Any]) -> tuple[bool, object]:
+    """(has a workflow_dispatch trigger, its settings) from `on:` as a string, a list or a
+    mapping."""
+    triggers = _triggers(document)
+    if isinstance(triggers, str):
+        return triggers.strip() == "workflow_dispatch", None
+    if isinstance(triggers, list):
+        return "workflow_dispatch" in triggers, None
+    if isinstance(triggers, dict) and "workflow_dispatch" in triggers:
+        return True, triggers["workflow_dispatch"]
+    return False, None
+
+
+def _declared_inputs(settings: object) -> dict[str, object] | str:
+    """The inputs `workflow_dispatch:` declares (name: settings), or why they cannot be read."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        return f"workflow_dispatch is a YAML {_kind(settings)}, not a mapping"
+    declared = settings.get("inputs")
+    if declared is None:
+        return {}
+    if not isinstance(declared, dict):
+        return f"workflow_dispatch.inputs is a YAML {_kind(declared)}, not a mapping"
+    return {_key(name): value for name, value in declared.items()}
+
+
+def _key(name: object) -> str:
+    # YAML 1.1 reads the keys yes/no/on/off/true/false as booleans: give back the usual name
+    if isinstance(name, bool):
+        return "true" if name else "false"
+    return str(name)
+
+
+def _dispatch_warnings(document: dict[Any, Any], inputs: Mapping[str, str], path: str) -> list[str]:
+    dispatchable, settings = _dispatch_trigger(document)
+    if not dispatchable:
+        return [f"{path}: the workflow has no workflow_dispatch trigger under on:, so GitHub "
+                "refuses to dispatch it (422)"]
+    declared = _declared_inputs(settings)
+    if isinstance(declared, str):
+        return [f"{path}: {declared}, so its inputs were not checked"]
+    warnings: list[str] = []
+    if len(declared) > MAX_INPUTS:
+        warnings.append(f"{path}: workflow_dispatch declares {len(declared)} inputs, but GitHub "
+                        f"allows at most {MAX_INPUTS}")
+    elif len(inputs) > MAX_INPUTS:
+        warnings.append(f"{path}: build.inputs gives {len(inputs)} inputs, but a dispatch takes at "
+                        f"most {MAX_INPUTS}")
+    for name in inputs:
+        if name not in declared:
+            warnings.append(f"{path}: build.inputs gives {name!r}, which workflow_dispatch.inputs "
+                            "does not declare, so GitHub refuses the dispatch (422 \"Unexpected "
+                            "inputs provided\")")
+    for name, spec in declared.items():
+        if (isinstance(spec, dict) and spec.get("required") is True and spec.get("default") is None
+                and name not in inputs):
+            warnings.append(f"{path}: workflow_dispatch.inputs.{name} is required and has no "
+                            "default, but build.inputs does not give it, so GitHub refuses the dispatch")
+    return warnings
+
+
+def _commit_inputs(inputs: Mapping[str, str]) -> list[str]:
+    """The inputs whose template holds the full commit, `{sha}`."""
+    found = []
+    for name, template in inputs.items():
+        try:
+            if "sha" in fields_of(template):
+                found.append(name)
+        except TemplateError:
+            continue
+    return found
+
+
+def references_input(run_name: str, name: str) -> bool:
+    """Whether an expression (`${{ … }}`) of `run_name` reads input `name`, as
+    `inputs.NAME`, `inputs['NAME']` or `github.event.inputs.NAME` (contexts and their
+    properties are not case-sensitive)."""
+    escaped = re.escape(name)
+    reference = re.compile(
+        rf"(?<![\w.-])(?:github\s*\.\s*event\s*\.\s*)?inputs\s*"
+        rf"(?:\.\s*{escaped}(?![\w-])|\[\s*'{escaped}'\s*\]|\[\s*\"{escaped}\"\s*\])",
+        re.IGNORECASE,
+    )
+    return any(reference.search(expression) for expression in _EXPRESSION.findall(run_name))
+
+
+def _title_warnings(document: dict[Any, Any], inputs: Mapping[str, str], path: str) -> list[str]:
+    carriers = _commit_inputs(inputs)
+    example = carriers[0] if carriers else "NAME"
+    consequence = ("so on GitHub Enterprise Server, which does not say which run a dispatch "
+                   "started, wheelpin cannot find its run")
+    run_name = document.get("run-name")
+    if run_name is None or (isinstance(run_name, str) and not run_name.strip()):
+        return [f"{path}: the workflow has no run-name, so a dispatched run is titled with the "
+                f"workflow's name, which carries no commit, {consequence}; add e.g. "
+                f"`run-name: build ${{{{ inputs.{example} }}}}`"]
+    if not isinstance(run_name, str):
+        return [f"{path}: run-name is a YAML {_kind(run_name)}, not a string, {consequence}"]
+    if not carriers:
+        return [f"{path}: no value of build.inputs carries the full commit {{sha}}, so the "
+                f"run-name cannot put it in the run's title, {consequence}"]
+    if not any(references_input(run_name, name) for name in carriers):
+        wanted = " or ".join(f"inputs.{name}" for name in carriers)
+        return [f"{path}: run-name {run_name.strip()!r} does not reference {wanted} (the input "
+                f"given {{sha}}), so the run's title does not carry the commit, {consequence}"]
+    return []

@@ -1,0 +1,137 @@
+"""Paths and addresses a user configures, said back in one sentence when they are wrong: a
+pin file or constraints file that is a directory (every command that loads the config),
+and WHEELPIN_GITHUB_API_URL written with or without `/api/v3`."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.app.settings import Settings, load_settings, normalize_github_api_url
+from bot.core.configfile import ConfigInvalid, load_config
+from bot.core.errors import ConfigError
+from tests.cli import wheelpin
+from tests.core.test_config import GOOD
+
+DIGEST = "sha256:" + "a" * 64
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    """A git checkout whose config pins `docker/Dockerfile`, where `docker` is a folder."""
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker/Dockerfile").write_text("ARG LMCACHE_WHEEL_IMAGE=docker.io/rocm/atom-dev:x@"
+                                                f"{DIGEST}\nARG LMCACHE_WHEEL_SHA256={'b' * 64}\nFROM a\n")
+    (tmp_path / "docker/atom_release.dockerfile").write_text((tmp_path / "docker/Dockerfile").read_text())
+    (tmp_path / ".github").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    return tmp_path
+
+
+def configure(repo: Path, old: str, new: str) -> None:
+    assert old in GOOD
+    (repo / ".github/wheelpin.toml").write_text(GOOD.replace(old, new))
+
+
+A_FOLDER_AS_PIN = ('{ file = "docker/atom_release.dockerfile",', '{ file = "docker",')
+A_FOLDER_AS_CONSTRAINTS = ('constraints = ["numpy==2.3.5"]', 'constraints_file = "docker"')
+A_FOLDER_WITH_A_SLASH = ('{ file = "docker/atom_release.dockerfile",', '{ file = "docker/",')
+
+
+def commands(repo: Path) -> dict[str, list[str]]:
+    return {
+        "config validate": ["config", "validate", "--repo", str(repo)],
+        "pins list": ["pins", "list", "--repo", str(repo)],
+        "pins bump": ["pins", "bump", "--repo", str(repo), "--component", "lmcache",
+                      "--image", f"docker.io/rocm/atom-dev:y@{DIGEST}", "--sha256", "c" * 64],
+        "reconcile": ["reconcile", "--once", "--repo", str(repo)],
+    }
+
+
+@pytest.mark.parametrize("command", ["config validate", "pins list", "pins bump", "reconcile"])
+@pytest.mark.parametrize(("change", "what", "key"), [
+    (A_FOLDER_AS_PIN, "pin file docker", "component[0].pins[1].file"),
+    (A_FOLDER_WITH_A_SLASH, "pin file docker/", "component[0].pins[1].file"),
+    (A_FOLDER_AS_CONSTRAINTS, "constraints file docker", "component[0].constraints_file"),
+], ids=["pin", "pin-with-slash", "constraints"])
+def test_a_directory_is_one_sentence(repo: Path, command: str, change: tuple[str, str], what: str,
+                                     key: str) -> None:
+    configure(repo, *change)
+    before = (repo / "docker/Dockerfile").read_bytes()
+    result = wheelpin(*commands(repo)[command])
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    sentence = f"{key}: {what} is a directory in {repo}, not a file"
+    lines = result.stderr.splitlines()
+    if command == "config validate":  # each problem on its line, then how many
+        assert lines == [f"{repo}/.github/wheelpin.toml:{lines[0].split(':')[1]}: {sentence}",
+                         f"wheelpin: {repo}/.github/wheelpin.toml: 1 problem(s)"]
+    else:
+        (line,) = lines
+        assert line.startswith(f"wheelpin: {repo}/.github/wheelpin.toml:") and line.endswith(sentence)
+    assert (repo / "docker/Dockerfile").read_bytes() == before
+
+
+def test_a_directory_in_the_json_of_validate(repo: Path) -> None:
+    configure(repo, *A_FOLDER_AS_PIN)
+    result = wheelpin("config", "validate", "--repo", str(repo), "--json")
+    assert result.code == 2
+    (problem,) = result.json()["problems"]
+    assert problem.endswith(f"component[0].pins[1].file: pin file docker is a directory in {repo}, not a file")
+
+
+def test_a_missing_file_is_still_said_to_be_missing(repo: Path) -> None:
+    configure(repo, *('{ file = "docker/atom_release.dockerfile",', '{ file = "docker/nothing",'))
+    with pytest.raises(ConfigInvalid) as caught:
+        load_config(repo / ".github/wheelpin.toml", root=repo)
+    (problem,) = caught.value.problems
+    assert problem.endswith(f"pin file docker/nothing does not exist in {repo}")
+
+
+def test_a_config_that_is_a_directory(repo: Path) -> None:
+    result = wheelpin("config", "validate", str(repo / "docker"))
+    assert result.code == 2
+    assert result.stderr.splitlines() == [f"wheelpin: {repo / 'docker'} is a directory, not a config file"]
+
+
+# WHEELPIN_GITHUB_API_URL: github3 adds /api/v3 itself, so the setting is https://HOST
+
+@pytest.mark.parametrize(("given", "meant"), [
+    ("https://ghe.example.com", "https://ghe.example.com"),
+    ("https://ghe.example.com/", "https://ghe.example.com"),
+    ("https://ghe.example.com/api/v3", "https://ghe.example.com"),
+    ("https://ghe.example.com/api/v3/", "https://ghe.example.com"),
+    ("https://ghe.example.com//api/v3//", "https://ghe.example.com"),
+    (" https://ghe.example.com/API/V3 ", "https://ghe.example.com"),
+    ("http://127.0.0.1:8123", "http://127.0.0.1:8123"),
+    ("http://127.0.0.1:8123/api/v3", "http://127.0.0.1:8123"),
+    ("https://ghe.example.com/github", "https://ghe.example.com/github"),
+    ("https://api.github.com", None),
+    ("https://api.github.com/", None),
+    ("https://github.com", None),
+    ("", None),
+    (None, None),
+])
+def test_github_api_url_is_normalised(given: str | None, meant: str | None) -> None:
+    assert normalize_github_api_url(given) == meant
+    assert Settings(github_api_url=given).github_api_url == meant
+
+
+def test_github_api_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WHEELPIN_GITHUB_API_URL", "https://ghe.example.com/api/v3/")
+    assert load_settings().github_api_url == "https://ghe.example.com"
+    monkeypatch.setenv("WHEELPIN_GITHUB_API_URL", "https://api.github.com")
+    assert load_settings().github_api_url is None
+    monkeypatch.setenv("WHEELPIN_GITHUB_API_URL", "ghe.example.com")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert "WHEELPIN_GITHUB_API_URL" in caught.value.message and "https://HOST" in caught.value.message
+
+
+def test_a_bad_github_api_url_is_one_sentence() -> None:
+    result = wheelpin("config", "schema", env={"WHEELPIN_GITHUB_API_URL": "ftp://ghe.example.com"})
+    assert result.code == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("wheelpin: bad setting in the environment: WHEELPIN_GITHUB_API_URL:")
