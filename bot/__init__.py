@@ -1,6 +1,6 @@
 """wheelpin: keeps the ROCm wheels inside container images current.
 
-The loop (DESIGN.md §1): observe upstream → build → verify → publish → diff → propose.
+The loop (docs/design.md §1): observe upstream → build → verify → publish → diff → propose.
 `bot.core` is pure, `bot.adapters` talk to the outside, `bot.app` is the service and
 `bot.cli` the `wheelpin` command.
 """

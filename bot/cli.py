@@ -1,6 +1,6 @@
 """The `wheelpin` command: parses arguments, sets up logging, maps errors to exit codes.
 
-Exit codes (DESIGN.md §3): 0 ok · 1 a check failed · 2 usage, config or credentials
+Exit codes (docs/design.md §3): 0 ok · 1 a check failed · 2 usage, config or credentials
 error · 3 refused by a guard · 4 transient outside failure. Errors are one sentence on
 stderr; logs go to stderr too, so `--json` output on stdout stays one clean document.
 """

@@ -1,26 +1,48 @@
-"""The Actions builder (DESIGN.md §1.2): `workflow_dispatch` of the downstream's wheel
+"""The Actions builder (docs/design.md §1.2): `workflow_dispatch` of the downstream's wheel
 workflow with the full commit, followed to its end, its artifact taken as the build.
 
 github3.py 4.0.1 models no Actions API, so these calls go through its own authenticated
-session, beside the GitHub platform. The dispatch asks `return_run_details` for the run
-id; a server that answers 204 only (GitHub Enterprise Server) is searched for the run
-whose title carries the commit. The artifact download answers with a redirect to
-storage, which `requests` follows without the token.
+session, beside the GitHub platform. As GitHub really behaves:
+- The dispatch asks `return_run_details` for the run id. GitHub Enterprise Server refuses
+  the key (422 `"return_run_details" is not a permitted key`): it is sent again without
+  it, and left out from then on.
+- Without the id, the run is found by its title carrying the commit (a `run-name` that
+  uses the input), else as the oldest run of the workflow dispatched by the bot since the
+  dispatch was noted and not yet claimed by another build — so a pass killed after its
+  dispatch follows that run instead of dispatching twice.
+- A configured workflow GitHub does not know (404), or a dispatch it refuses (422:
+  "Unexpected inputs provided", "No ref found", no `workflow_dispatch` trigger, more than
+  25 inputs) is a config error carrying GitHub's message, never retried.
+- Artifacts can be missing from the listing for a while after the run completed: that
+  is transient for ARTIFACT_GRACE after the run's end, a failed build after.
+- An artifact uploaded with `archive: false` (actions/upload-artifact v7) downloads as
+  the file itself: a `.whl` is a zip too, and is taken whole under the artifact's name.
+The artifact download answers with a redirect to storage, which `requests` follows
+without the token.
 """
 
 from __future__ import annotations
 
+import datetime
+import re
 import shutil
 import tempfile
+import time
 import zipfile
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..core.errors import InputError, TransientError
+from ..core.errors import ConfigError, InputError, TransientError, WheelpinError
 from .github import GitHubPlatform
+from .githubanswer import answer_of, refusal
 
 MAX_ARTIFACT = 8 << 30
+ARTIFACT_GRACE = 300.0  # seconds after a run's end that its artifacts may still be unlisted
+CLOCK_MARGIN = 120.0  # seconds: the bot's clock and GitHub's may differ
+NOT_PERMITTED = "is not a permitted key"
+WHEEL_FILE = re.compile(r"^[^/]+\.dist-info/WHEEL$")
 
 
 @dataclass(frozen=True)
@@ -29,6 +51,7 @@ class RunSeen:
     status: str  # queued | in_progress | completed | …
     conclusion: str | None
     url: str
+    ended_at: float | None = None  # when it completed (its last update), by GitHub's clock
 
     @property
     def done(self) -> bool:
@@ -36,72 +59,142 @@ class RunSeen:
 
 
 class ActionsBuilder:
-    def __init__(self, platform: GitHubPlatform) -> None:
+    def __init__(self, platform: GitHubPlatform, *, artifact_grace: float = ARTIFACT_GRACE) -> None:
         self.platform = platform
         self.session = platform.gh.session
         self.base = platform.repo._api  # https://api.github.com/repos/OWNER/NAME
+        self.run_details = True  # False once the server refused `return_run_details` (GHES)
+        self.artifact_grace = artifact_grace
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _answer(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         self.platform._fresh()
         answer = self.session.request(method, self.base + path, **kwargs)
         if answer.status_code >= 400:
-            raise TransientError(f"GitHub Actions: {method} {path} answered {answer.status_code}")
+            raise refusal(answer_of(answer), what)
         return answer.json() if answer.content else None
 
-    def dispatch(self, workflow: str, *, ref: str, inputs: dict[str, str], commit: str) -> int | None:
-        """Start a run; its id, or None when the server does not say (then `find_run`)."""
-        body = self._json("POST", f"/actions/workflows/{workflow}/dispatches",
-                          json={"ref": ref, "inputs": inputs, "return_run_details": True})
-        if isinstance(body, dict) and body.get("workflow_run_id"):
-            return int(body["workflow_run_id"])
-        found = self.find_run(workflow, commit)
+    def dispatch(self, workflow: str, *, ref: str, inputs: dict[str, str], commit: str,
+                 since: float | None = None, claimed: Collection[int] = ()) -> int | None:
+        """Start a run; its id, or None when the server does not say and it is not listed
+        yet (then `find_run` with the same `since`)."""
+        path = f"/actions/workflows/{workflow}/dispatches"
+        body = {"ref": ref, "inputs": inputs}
+        try:
+            answer = self._dispatch(path, workflow, {**body, "return_run_details": True} if self.run_details else body)
+        except _NotPermitted:
+            self.run_details = False  # GitHub Enterprise Server: its description of the endpoint has no such key
+            answer = self._dispatch(path, workflow, body)
+        if isinstance(answer, dict) and answer.get("workflow_run_id"):
+            return int(answer["workflow_run_id"])
+        found = self.find_run(workflow, commit, since=since, claimed=claimed)
         return found.id if found else None
 
-    def find_run(self, workflow: str, commit: str) -> RunSeen | None:
-        """The newest run of `workflow` whose title or name carries the full commit."""
-        body = self._json("GET", f"/actions/workflows/{workflow}/runs", params={"event": "workflow_dispatch"})
-        for run in body.get("workflow_runs", []):
+    def _dispatch(self, path: str, workflow: str, body: dict[str, Any]) -> Any:
+        self.platform._fresh()
+        answer = self.session.post(self.base + path, json=body)
+        if answer.status_code < 400:
+            return answer.json() if answer.content else None
+        said = answer_of(answer)
+        if answer.status_code == 422 and NOT_PERMITTED in said.message and "return_run_details" in body:
+            raise _NotPermitted(said.message)
+        if answer.status_code == 404:
+            raise ConfigError(f"GitHub knows no workflow {workflow} in {self.platform.repo.full_name} (404): "
+                              "check build.workflow (a file name under .github/workflows/ on the base branch)")
+        if answer.status_code == 422:  # the workflow's inputs, trigger or ref do not match the config
+            raise ConfigError(f"GitHub refused to dispatch {workflow}: {said.message or 'no reason given'}")
+        raise refusal(said, f"dispatching {workflow}")
+
+    def find_run(self, workflow: str, commit: str, *, since: float | None = None,
+                 claimed: Collection[int] = ()) -> RunSeen | None:
+        """The newest run of `workflow` whose title or name carries the full commit; else,
+        when a dispatch was noted at `since`, the oldest unclaimed run the bot dispatched
+        after it (the titles of a workflow without `run-name` are all the same)."""
+        params = {"event": "workflow_dispatch", "per_page": "100"}
+        if since is not None:
+            stamp = datetime.datetime.fromtimestamp(since - CLOCK_MARGIN, datetime.timezone.utc)
+            params["created"] = ">=" + stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = self._answer("GET", f"/actions/workflows/{workflow}/runs", f"listing the runs of {workflow}",
+                            params=params)
+        runs = [run for run in body.get("workflow_runs", []) if isinstance(run, dict)]
+        for run in runs:
             if commit in f"{run.get('display_title', '')} {run.get('name', '')}":
                 return _seen(run)
-        return None
+        if since is None:
+            return None
+        bot = self.platform.bot_login().lower()
+        mine = [run for run in runs if int(run["id"]) not in claimed
+                and str((run.get("triggering_actor") or run.get("actor") or {}).get("login", "")).lower() == bot]
+        return _seen(min(mine, key=lambda run: int(run["id"]))) if mine else None
 
     def run(self, run_id: int) -> RunSeen:
-        return _seen(self._json("GET", f"/actions/runs/{run_id}"))
+        return _seen(self._answer("GET", f"/actions/runs/{run_id}", f"reading run {run_id}"))
 
-    def download(self, run_id: int, folder: Path) -> list[Path]:
-        """The wheels of the run's artifacts, written into `folder`."""
-        listed = self._json("GET", f"/actions/runs/{run_id}/artifacts")
+    def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
+        """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,
+        within `artifact_grace` of the run's end, is a TransientError (GitHub lists them
+        late); after it, an empty list."""
+        listed = self._answer("GET", f"/actions/runs/{run_id}/artifacts", f"listing the artifacts of run {run_id}")
+        artifacts = [a for a in listed.get("artifacts", []) if isinstance(a, dict) and not a.get("expired")]
+        if not artifacts and ended_at is not None and time.time() - ended_at < self.artifact_grace:
+            raise TransientError(f"run {run_id} has ended, but GitHub lists no artifact of it yet",
+                                 retry_after=15.0)
         folder.mkdir(parents=True, exist_ok=True)
         wheels: list[Path] = []
-        for artifact in listed.get("artifacts", []):
-            if artifact.get("expired"):
-                continue
+        for artifact in artifacts:
             if int(artifact.get("size_in_bytes") or 0) > MAX_ARTIFACT:
                 raise InputError(f"artifact {artifact.get('name')} of run {run_id} is over {MAX_ARTIFACT} bytes")
             self.platform._fresh()
             answer = self.session.get(artifact["archive_download_url"], allow_redirects=True, stream=True)
             if answer.status_code != 200:
-                raise TransientError(f"GitHub Actions: artifact {artifact.get('id')} answered {answer.status_code}")
+                raise refusal(answer_of(answer), f"downloading artifact {artifact.get('id')} of run {run_id}")
             with tempfile.TemporaryFile() as spool:  # a zip is read from its end: spool, not memory
+                written = 0
                 for chunk in answer.iter_content(1 << 20):
+                    written += len(chunk)
+                    if written > MAX_ARTIFACT:
+                        raise InputError(f"artifact {artifact.get('name')} of run {run_id} is over "
+                                         f"{MAX_ARTIFACT} bytes")
                     spool.write(chunk)
-                self._unpack(spool, run_id, artifact, folder, wheels)
+                wheels += _unpack(spool, run_id, artifact, folder)
         return sorted(wheels)
 
-    def _unpack(self, spool: Any, run_id: int, artifact: dict[str, Any], folder: Path,
-                wheels: list[Path]) -> None:
-        try:
-            with zipfile.ZipFile(spool) as archive:
-                for info in archive.infolist():
-                    name = PurePosixPath(info.filename).name  # never a path from the archive
-                    if name.endswith(".whl") and not info.is_dir():
-                        target = folder / name
-                        with archive.open(info) as source, target.open("wb") as sink:
-                            shutil.copyfileobj(source, sink, 1 << 20)
-                        wheels.append(target)
-        except zipfile.BadZipFile:
-            raise InputError(f"artifact {artifact.get('name')} of run {run_id} is not a zip") from None
+
+class _NotPermitted(WheelpinError):
+    pass
+
+
+def _unpack(spool: Any, run_id: int, artifact: dict[str, Any], folder: Path) -> list[Path]:
+    """The wheels of one downloaded artifact: the members of a zip of wheels, or the
+    artifact itself when it is one wheel uploaded unarchived."""
+    name = PurePosixPath(str(artifact.get("name") or "")).name
+    try:
+        with zipfile.ZipFile(spool) as archive:
+            members = archive.infolist()
+            if name.endswith(".whl") and any(WHEEL_FILE.match(info.filename) for info in members):
+                spool.seek(0)
+                target = folder / name
+                with target.open("wb") as sink:
+                    shutil.copyfileobj(spool, sink, 1 << 20)
+                return [target]
+            wheels = []
+            for info in members:
+                member = PurePosixPath(info.filename).name  # never a path from the archive
+                if member.endswith(".whl") and not info.is_dir():
+                    target = folder / member
+                    with archive.open(info) as source, target.open("wb") as sink:
+                        shutil.copyfileobj(source, sink, 1 << 20)
+                    wheels.append(target)
+            return wheels
+    except zipfile.BadZipFile:
+        raise InputError(f"artifact {artifact.get('name')} of run {run_id} is not a zip") from None
 
 
 def _seen(run: dict[str, Any]) -> RunSeen:
-    return RunSeen(int(run["id"]), str(run.get("status")), run.get("conclusion"), str(run.get("html_url", "")))
+    ended = None
+    if run.get("status") == "completed" and run.get("updated_at"):
+        try:
+            ended = datetime.datetime.fromisoformat(str(run["updated_at"]).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            ended = None
+    return RunSeen(int(run["id"]), str(run.get("status")), run.get("conclusion"), str(run.get("html_url", "")),
+                   ended)

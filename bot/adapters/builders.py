@@ -1,4 +1,4 @@
-"""The local builder (DESIGN.md §1.2): `build.command` run in a clean checkout of the
+"""The local builder (docs/design.md §1.2): `build.command` run in a clean checkout of the
 upstream at the commit, with `{sha}`, `{sha8}`, `{out}` filled and the same values in
 `WHEELPIN_*` variables. Output and exit status are kept in a log beside the wheels; a
 `.complete` marker is written only after success, so a killed build is never taken

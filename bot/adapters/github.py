@@ -10,26 +10,47 @@ to a ready pull request marked draft in its title. No tag or release is ever cre
 
 from __future__ import annotations
 
+import base64
 import datetime
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import github3
+import jwt
 import requests
 import structlog
 from github3.exceptions import GitHubError, NotFoundError, UnprocessableEntity
 from github3.issues.issue import ShortIssue as Issue
+from github3.session import AppBearerTokenAuth
 
 from ..core.config import Author
 from ..core.proposal import read_marker
-from ..core.errors import CredentialsError, InputError, RefusedError, TransientError, WheelpinError
+from ..core.errors import (
+    ConfigError,
+    CredentialsError,
+    InputError,
+    RefusedError,
+    TransientError,
+    WheelpinError,
+)
+from .githubanswer import WORKFLOW_REFUSAL, Answer, answer_of, is_too_large, refusal
 from .githubhttp import GitHubHTTP
 from .localplatform import BranchCommit
 
 log = structlog.get_logger("wheelpin.github")
 
 DRAFT_PREFIX = "[draft] "
+
+
+class IssuesDisabled(ConfigError):
+    """The repository has issues turned off (GitHub answers 410 "Issues are disabled for this
+    repo": https://docs.github.com/en/rest/issues/issues#create-an-issue): no dashboard there."""
+
+
+class _SignatureWanted(Exception):
+    """The repository's rules want signed commits: make the commit again, for GitHub to sign."""
 
 
 @dataclass(frozen=True)
@@ -57,11 +78,19 @@ def _client(api_url: str | None, token: str | None = None) -> github3.GitHub:
     return github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token) if api_url else github3.GitHub(token=token)
 
 
+MAX_FILE = 10 << 20  # a config or Dockerfile read from GitHub: larger is not a text to edit
+# https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app:
+# `iat` 60 seconds in the past against clock drift, `exp` no more than 10 minutes ahead
+JWT_BACKDATE = 60
+JWT_LIFETIME = 540
+
+
 def _translate(exc: GitHubError, what: str) -> WheelpinError:
-    status = getattr(exc, "code", None) or type(exc).__name__
-    if status in (401, 403):
-        return CredentialsError(f"GitHub refused {what} ({status})")
-    return TransientError(f"GitHub: {what} failed ({status})")
+    return refusal(answer_of(getattr(exc, "response", None), getattr(exc, "code", None)), what)
+
+
+def _said(exc: GitHubError) -> Answer:
+    return answer_of(getattr(exc, "response", None), getattr(exc, "code", None))
 
 
 @dataclass(frozen=True)
@@ -76,11 +105,34 @@ class AppCredentials:
 RENEW_BEFORE = datetime.timedelta(minutes=5)  # installation tokens live an hour
 
 
+def app_jwt(app: AppCredentials, *, now: float | None = None) -> str:
+    """The App's JSON Web Token: RS256, `iss` the App id (as a string: PyJWT 2.10+ wants
+    one), issued a minute ago so a host clock a little ahead of GitHub's is not refused."""
+    issued = int(time.time() if now is None else now) - JWT_BACKDATE
+    return jwt.encode({"iat": issued, "exp": issued + JWT_BACKDATE + JWT_LIFETIME, "iss": str(app.app_id)},
+                      app.private_key, algorithm="RS256")
+
+
+def _as_app(gh: github3.GitHub, app: AppCredentials) -> None:
+    """Speak to GitHub as the App itself (github3 would issue its JWT at `now`)."""
+    gh.session.app_bearer_token_auth(app_jwt(app), JWT_LIFETIME)
+
+
+def _as_installation(gh: github3.GitHub, app: AppCredentials) -> None:
+    """Speak to GitHub with a new token of the App's installation."""
+    url = gh._build_url("app", "installations", str(app.installation_id), "access_tokens")
+    with gh.session.no_auth():
+        answer = gh.session.post(url, auth=AppBearerTokenAuth(app_jwt(app), JWT_LIFETIME))
+    if answer.status_code != 201:
+        raise refusal(answer_of(answer), f"an installation token for installation {app.installation_id}")
+    gh.session.app_installation_token_auth(answer.json())
+
+
 def app_installations(*, api_url: str | None, app: AppCredentials) -> list[tuple[int, str]]:
     """The installations of a GitHub App, as (installation id, account login): what it watches."""
     gh = _client(api_url)
     try:
-        gh.login_as_app(app.private_key, str(app.app_id), expire_in=60)
+        _as_app(gh, app)
         return [(int(found.id), str(found.account["login"])) for found in gh.app_installations()]
     except GitHubError as exc:
         raise _translate(exc, "listing the App's installations") from None
@@ -99,13 +151,13 @@ def installation_repositories(*, api_url: str | None, app: AppCredentials) -> li
     """`owner/name` of every repository the installation may see: the repositories to watch."""
     gh = _client(api_url)
     try:
-        gh.login_as_app_installation(app.private_key, str(app.app_id), app.installation_id, expire_in=60)
+        _as_installation(gh, app)
         url: str | None = gh._build_url("installation", "repositories") + "?per_page=100"
         names: list[str] = []
         while url:
             answer = gh.session.get(url)
             if answer.status_code != 200:
-                raise TransientError(f"GitHub: listing the installation's repositories answered {answer.status_code}")
+                raise refusal(answer_of(answer), "listing the installation's repositories")
             names += [str(repo["full_name"]) for repo in answer.json().get("repositories", [])]
             url = answer.links.get("next", {}).get("url")
         return names
@@ -140,6 +192,7 @@ class GitHubPlatform:
         self.prefix = branch_prefix
         self.signoff = signoff
         self.writes = 0
+        self.signs = False  # commits made with no identity, for GitHub to sign (learnt from a refusal)
         self.page_size = 100
         self._bot_refs: dict[str, str] | None = None
 
@@ -151,12 +204,7 @@ class GitHubPlatform:
         expires = getattr(auth, "expires_at", None)
         if expires is not None and expires - datetime.datetime.now(datetime.timezone.utc) > RENEW_BEFORE:
             return
-        try:
-            # PyJWT 2.10+ wants a string `iss`: github3.py 4.0.1 would pass the int through
-            self.gh.login_as_app_installation(self.app.private_key, str(self.app.app_id),
-                                              self.app.installation_id, expire_in=60)
-        except GitHubError as exc:
-            raise _translate(exc, f"an installation token for installation {self.app.installation_id}") from None
+        _as_installation(self.gh, self.app)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -194,17 +242,60 @@ class GitHubPlatform:
             raise _translate(exc, f"reading {ref}") from None
 
     def read_file(self, commit: str, path: str) -> str | None:
+        """The text of `path` at `commit`, None if there is none. A directory there is a
+        config error; a file over 1 MB, which the contents API does not serve, is read
+        through the git blobs API."""
         self._fresh()
-        try:
-            contents = self.repo.file_contents(path, ref=commit)
-        except NotFoundError:
+        answer = self.gh.session.get(self.repo._build_url("contents", path, base_url=self.repo._api),
+                                     params={"ref": commit})
+        if answer.status_code == 404:
             return None
-        except GitHubError as exc:
-            raise _translate(exc, f"reading {path}") from None
+        said = answer_of(answer)
+        if is_too_large(said):  # GitHub's older answer for 1–100 MB
+            return self._decode(self._blob(self._entry_sha(commit, path), path), commit, path)
+        if answer.status_code != 200:
+            raise refusal(said, f"reading {path}")
+        data = answer.json()
+        kind = "dir" if isinstance(data, list) else str(data.get("type"))
+        if kind != "file":
+            raise ConfigError(f"{path} at {commit[:8]} is a {'directory' if kind == 'dir' else kind}, not a file")
+        if int(data.get("size") or 0) > MAX_FILE:
+            raise InputError(f"{path} at {commit[:8]} is over {MAX_FILE} bytes")
+        if data.get("encoding") == "none" or (not data.get("content") and int(data.get("size") or 0) > 0):
+            raw = self._blob(str(data["sha"]), path)  # today's answer for 1–100 MB: no content
+        else:
+            raw = base64.b64decode(str(data.get("content") or ""))
+        return self._decode(raw, commit, path)
+
+    @staticmethod
+    def _decode(raw: bytes, commit: str, path: str) -> str:
         try:
-            return bytes(contents.decoded).decode("utf-8")
+            return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{path} at {commit[:8]} is not UTF-8 text") from None
+
+    def _entry_sha(self, commit: str, path: str) -> str:
+        """The blob of `path`, from a listing of its folder (each entry names its blob)."""
+        folder, _, name = path.rpartition("/")
+        answer = self.gh.session.get(self.repo._build_url("contents", folder, base_url=self.repo._api),
+                                     params={"ref": commit})
+        if answer.status_code != 200:
+            raise refusal(answer_of(answer), f"listing {folder or 'the top folder'}")
+        for entry in answer.json():
+            if entry.get("name") == name:
+                if int(entry.get("size") or 0) > MAX_FILE:
+                    raise InputError(f"{path} at {commit[:8]} is over {MAX_FILE} bytes")
+                return str(entry["sha"])
+        raise TransientError(f"GitHub: {path} was too large to read and then not listed")
+
+    def _blob(self, sha: str, path: str) -> bytes:
+        answer = self.gh.session.get(self.repo._build_url("git", "blobs", sha, base_url=self.repo._api))
+        if answer.status_code != 200:
+            raise refusal(answer_of(answer), f"reading {path} (blob {sha[:8]})")
+        data = answer.json()
+        if int(data.get("size") or 0) > MAX_FILE:
+            raise InputError(f"{path} is over {MAX_FILE} bytes")
+        return base64.b64decode(str(data.get("content") or ""))
 
     def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
         self._fresh()
@@ -219,7 +310,13 @@ class GitHubPlatform:
         return found
 
     def is_bot_commit(self, commit: BranchCommit) -> bool:
-        return commit.author_email == self.author.email and "<!-- wheelpin: " in commit.message
+        """A commit the bot made: its marker, and its configured author or, for a commit
+        GitHub signed for the App (no identity given), the App's bot user."""
+        if "<!-- wheelpin: " not in commit.message:
+            return False
+        if commit.author_email == self.author.email:
+            return True
+        return self.app is not None and commit.author_email.endswith(f"+{self.bot_login()}@users.noreply.github.com")
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -229,37 +326,97 @@ class GitHubPlatform:
 
     def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
                      expected: str | None) -> str:
+        """One commit on `base` holding `files`, and `branch` moved to it. The commit names
+        the configured author; where the repository's rules want verified signatures, it
+        is made again with no identity, which GitHub signs for an App (a bot's commit is
+        signed only then: docs "About commit signature verification", signature
+        verification for bots; peter-evans/create-pull-request#1241)."""
         self._check_branch(branch)
         self._fresh()
         if self.signoff:
             message = f"{message.rstrip()}\n\nSigned-off-by: {self.author.name} <{self.author.email}>\n"
-        identity = {"name": self.author.name, "email": self.author.email}
         try:
             base_tree = self.repo.git_commit(base).tree.sha
             entries = [{"path": path, "mode": "100644", "type": "blob",
                         "sha": self.repo.create_blob(text, "utf-8")} for path, text in sorted(files.items())]
             tree = self.repo.create_tree(entries, base_tree=base_tree).sha if entries else base_tree
-            commit = self.repo.create_commit(message, tree, [base], author=identity, committer=identity).sha
-            if expected is None:
-                try:
-                    self.repo.create_ref(f"refs/heads/{branch}", commit)
-                except UnprocessableEntity:
-                    raise RefusedError(f"{branch} appeared while wheelpin was writing it; left alone") from None
-            else:
-                current = self.repo.ref(f"heads/{branch}")  # re-read: the REST API has no CAS
-                if current.object.sha != expected:
-                    raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone")
-                current.update(commit, force=True)
+            commit = self._commit(message, tree, base)
+            try:
+                self._move(branch, commit, expected)
+            except _SignatureWanted:
+                self.signs = True
+                commit = self._commit(message, tree, base)
+                self._move(branch, commit, expected)
         except GitHubError as exc:
             raise _translate(exc, f"writing {branch}") from None
         self.writes += 1
         self._bot_refs = None
         return str(commit)
 
+    def _commit(self, message: str, tree: str, base: str) -> str:
+        if self.signs and self.app is not None:
+            return str(self.repo.create_commit(message, tree, [base]).sha)
+        identity = {"name": self.author.name, "email": self.author.email}
+        return str(self.repo.create_commit(message, tree, [base], author=identity, committer=identity).sha)
+
+    def _move(self, branch: str, commit: str, expected: str | None) -> None:
+        """`branch` to `commit`: created when `expected` is None, else moved from `expected`
+        (re-read right before: the REST API has no compare-and-swap)."""
+        try:
+            if expected is None:
+                self.repo.create_ref(f"refs/heads/{branch}", commit)
+                return
+            current = self.repo.ref(f"heads/{branch}")
+            if current.object.sha != expected:
+                raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone")
+            current.update(commit, force=True)
+        except UnprocessableEntity as exc:
+            raise self._ref_refusal(branch, _said(exc), created=expected is None) from None
+        except GitHubError as exc:
+            if (getattr(exc, "code", 0) or 0) >= 500 and self.resolve_fresh(branch) == commit:
+                return  # the write landed though its answer was lost
+            raise
+
+    def resolve_fresh(self, branch: str) -> str | None:
+        self._bot_refs = None
+        return self.resolve(f"refs/heads/{branch}")
+
+    def _ref_refusal(self, branch: str, said: Answer, *, created: bool) -> Exception:
+        """What a 422 on a ref write means: GitHub's own words for rules and permissions."""
+        lower = said.lower
+        if "signature" in lower and ("verified" in lower or "signed" in lower):
+            if self.app is not None and not self.signs:
+                return _SignatureWanted(said.message)  # made again, for GitHub to sign
+            unsigned = " (GitHub signs an App's commits, not a token's: use a GitHub App)" if self.app is None else ""
+            return RefusedError(f"GitHub refused writing {branch}: {said.message}{unsigned}")
+        if WORKFLOW_REFUSAL in lower:
+            return refusal(said, f"writing {branch}")
+        if "already exists" in lower and created:
+            return RefusedError(f"{branch} appeared while wheelpin was writing it; left alone")
+        if "not a valid" in lower or "invalid" in lower:
+            return ConfigError(f"{branch} is not a valid branch name ({said.message}): change the component's "
+                               "name or defaults.branch_prefix")
+        blocking = self.prefix.rstrip("/")
+        if created and blocking and self.resolve(f"refs/heads/{blocking}") is not None:
+            return ConfigError(f"a branch named {blocking} exists, so git cannot hold {branch} beside it: "
+                               "rename that branch or change defaults.branch_prefix")
+        return RefusedError(f"GitHub refused writing {branch}: {said.message or 'no reason given'}")
+
+    def _ours(self, pull: Any) -> bool:
+        """A pull request is the bot's only when its head is a branch of this repository
+        under the prefix: a fork's `wheelpin/x` (same owner or not) never is."""
+        owner, name = getattr(pull.head, "repo", ("", ""))
+        return (f"{owner}/{name}".lower() == str(self.repo.full_name).lower()
+                and str(pull.head.ref).startswith(self.prefix))
+
+    def _pulls(self, state: str, branch: str | None = None) -> list[Any]:
+        head = {"head": f"{self.owner}:{branch}"} if branch else {}
+        return [pull for pull in self.repo.pull_requests(state=state, **head) if self._ours(pull)
+                and (branch is None or str(pull.head.ref) == branch)]
+
     def _open_pull(self, branch: str) -> Any:
-        for pull in self.repo.pull_requests(state="open", head=f"{self.owner}:{branch}"):
-            return pull
-        return None
+        found = self._pulls("open", branch)
+        return found[0] if found else None
 
     def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
                          labels: Sequence[str]) -> None:
@@ -272,11 +429,16 @@ class GitHubPlatform:
                 url = self.repo._build_url("pulls", base_url=self.repo._api)
                 data = {"title": title, "head": branch, "base": base, "body": body, "draft": True}
                 answer = self.gh.session.post(url, json=data)
-                if answer.status_code == 422 and "draft" in answer.text.lower():
+                if answer.status_code == 422 and "draft" in answer_of(answer).lower:
                     answer = self.gh.session.post(url, json={**data, "draft": False,
                                                               "title": DRAFT_PREFIX + title})
+                if answer.status_code >= 500:  # it may have landed: look before writing again
+                    pull = self._open_pull(branch)
+                    if pull is None:
+                        raise refusal(answer_of(answer), f"opening the pull request of {branch}")
+                    return self.publish_proposal(branch, base=base, title=title, body=body, labels=labels)
                 if answer.status_code != 201:
-                    raise TransientError(f"GitHub: opening the pull request of {branch} answered {answer.status_code}")
+                    raise refusal(answer_of(answer), f"opening the pull request of {branch}")
                 number = answer.json()["number"]
                 self.writes += 1
             else:
@@ -286,12 +448,21 @@ class GitHubPlatform:
                     pull.update(title=desired, body=body)
                     self.writes += 1
             issue = self.repo.issue(number)
-            missing = [label for label in labels if label not in {l.name for l in issue.labels()}]
+            have = {str(found.name).lower() for found in issue.labels()}  # GitHub's names ignore case
+            missing = [label for label in labels if label.lower() not in have]
             if missing:
-                issue.add_labels(*missing)
-                self.writes += 1
+                self._add_labels(number, missing)
         except GitHubError as exc:
             raise _translate(exc, f"the pull request of {branch}") from None
+
+    def _add_labels(self, number: int, labels: Sequence[str]) -> None:
+        """As GitHub's description has it: `{"labels": [...]}` (github3 sends a bare list,
+        which GitHub takes but does not describe)."""
+        url = self.repo._build_url("issues", str(number), "labels", base_url=self.repo._api)
+        answer = self.gh.session.post(url, json={"labels": list(labels)})
+        if answer.status_code != 200:
+            raise refusal(answer_of(answer), f"labelling #{number}")
+        self.writes += 1
 
     def say_once(self, branch: str, *, key: str, text: str) -> None:
         self._fresh()
@@ -311,7 +482,7 @@ class GitHubPlatform:
     def skipped_commits(self, branch: str) -> set[str]:
         skipped: set[str] = set()
         try:
-            for pull in self.repo.pull_requests(state="closed", head=f"{self.owner}:{branch}"):
+            for pull in self._pulls("closed", branch):
                 if pull.merged_at is None:
                     state = read_marker(pull.body or "")
                     if state and isinstance(state.get("commit"), str):
@@ -326,7 +497,7 @@ class GitHubPlatform:
         try:
             pull = self._open_pull(branch)
             if pull is not None:
-                self.repo.issue(pull.number).create_comment(f"Closing: {reason}")
+                self.say_once(branch, key=f"closing-{expected[:12]}", text=f"Closing: {reason}")
                 pull.close()
             current = self.repo.ref(f"heads/{branch}")
             if current.object.sha != expected:
@@ -380,6 +551,8 @@ class GitHubPlatform:
             raise _translate(exc, f"reading pull request #{number}") from None
         if pull is None:
             return None
+        if not self._ours(pull):
+            return None  # a fork's branch, even one named like the bot's: not a command's target
         marker = read_marker(pull.body or "") or {}
         commit = marker.get("commit")
         return PullTarget(str(pull.head.ref), str(pull.state) == "open",
@@ -389,8 +562,7 @@ class GitHubPlatform:
         """branch → web address of each open pull request of the bot (one listing)."""
         self._fresh()
         try:
-            return {str(pull.head.ref): str(pull.html_url) for pull in self.repo.pull_requests(state="open")
-                    if str(pull.head.ref).startswith(self.prefix)}
+            return {str(pull.head.ref): str(pull.html_url) for pull in self._pulls("open")}
         except GitHubError as exc:
             raise _translate(exc, "listing pull requests") from None
 
@@ -407,9 +579,8 @@ class GitHubPlatform:
                 found = _oldest_marked(self.repo.issues(state="all", labels=label), marker)
             if found is None:  # its label taken off, and its number forgotten (a restart)
                 found = self._created_by_the_bot(marker)
-            if found is not None and label not in [lbl.name for lbl in found.original_labels or []]:
-                found.add_labels(label)
-                self.writes += 1
+            if found is not None and label.lower() not in [str(lbl.name).lower() for lbl in found.original_labels or []]:
+                self._add_labels(int(found.number), [label])
             if found is None:
                 created = self.repo.create_issue(title, body=body, labels=[label])
                 self.writes += 1
@@ -419,6 +590,9 @@ class GitHubPlatform:
                 self.writes += 1
             return int(found.number)
         except GitHubError as exc:
+            if getattr(exc, "code", None) == 410:
+                raise IssuesDisabled(f"{self.repo.full_name} has issues turned off: no dashboard there "
+                                     f"({_said(exc).message or 'GitHub answered 410'})") from None
             raise _translate(exc, "the dashboard issue") from None
 
     def bot_login(self) -> str:
@@ -427,7 +601,7 @@ class GitHubPlatform:
             try:
                 if self.app is not None:
                     gh = _client(self._api_url)
-                    gh.login_as_app(self.app.private_key, str(self.app.app_id), expire_in=60)
+                    _as_app(gh, self.app)
                     self._login = f"{gh.authenticated_app().slug}[bot]"
                 else:
                     self._login = str(self.gh.me().login)

@@ -1,4 +1,4 @@
-"""The platform seam (DESIGN.md §2, Renovate's `platform`): where proposals live.
+"""The platform seam (docs/design.md §2, Renovate's `platform`): where proposals live.
 
 Idempotent verbs the reconciler needs of a downstream repository. `LocalPlatform` (a
 local git checkout, proposals as branches) and `GitHubPlatform` (draft pull requests)

@@ -1,4 +1,4 @@
-"""The publish step (DESIGN.md §1.4): verified wheels → a wheel image under a guarded tag.
+"""The publish step (docs/design.md §1.4): verified wheels → a wheel image under a guarded tag.
 
 The tag guard: a tag that does not exist (404) may be written; a tag that holds our
 digest is success with nothing to do; a tag that holds another digest is refused; any

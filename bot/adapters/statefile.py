@@ -1,4 +1,4 @@
-"""The small state file (DESIGN.md §2): what the world cannot tell cheaply — local build
+"""The small state file (docs/design.md §2): what the world cannot tell cheaply — local build
 and verification failures and their backoff. Losing it costs a repeated attempt, never a
 wrong result."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 BACKOFF_SECONDS = 600  # doubled per failure of the same commit, up to a day
 MAX_BACKOFF = 86_400
+CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispatches that far apart
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,12 @@ class StateFile:
                         " message text, attempts integer, at real, primary key (component, commit_sha))")
         self.db.execute("create table if not exists runs (component text, commit_sha text, run_id integer,"
                         " primary key (component, commit_sha))")
+        # a dispatch noted before it is sent, and every run ever followed: a pass killed
+        # after dispatching finds its run among those not claimed, instead of dispatching again
+        self.db.execute("create table if not exists dispatches (component text, commit_sha text, at real,"
+                        " primary key (component, commit_sha))")
+        self.db.execute("create table if not exists claimed (run_id integer primary key, at real)")
+        self.db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
         self.db.commit()
 
     def run_of(self, component: str, commit: str) -> int | None:
@@ -47,7 +54,28 @@ class StateFile:
 
     def record_run(self, component: str, commit: str, run_id: int) -> None:
         self.db.execute("insert or replace into runs values (?, ?, ?)", (component, commit, run_id))
+        self.db.execute("insert or replace into claimed values (?, ?)", (run_id, time.time()))
+        self.db.execute("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
         self.db.commit()
+
+    def dispatch_of(self, component: str, commit: str) -> float | None:
+        """When a dispatch of this build was noted, if its run is not known yet."""
+        row = self.db.execute("select at from dispatches where component = ? and commit_sha = ?",
+                              (component, commit)).fetchone()
+        return float(row[0]) if row else None
+
+    def record_dispatch(self, component: str, commit: str) -> float:
+        at = time.time()
+        self.db.execute("insert or replace into dispatches values (?, ?, ?)", (component, commit, at))
+        self.db.commit()
+        return at
+
+    def drop_dispatch(self, component: str, commit: str) -> None:
+        self.db.execute("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
+        self.db.commit()
+
+    def claimed_runs(self) -> set[int]:
+        return {int(row[0]) for row in self.db.execute("select run_id from claimed")}
 
     def failure(self, component: str, commit: str) -> Failure | None:
         row = self.db.execute("select component, commit_sha, kind, message, attempts, at from failures"

@@ -1,4 +1,4 @@
-"""Observing an upstream (DESIGN.md §1.1): `git ls-remote` for the head of a branch or the
+"""Observing an upstream (docs/design.md §1.1): `git ls-remote` for the head of a branch or the
 newest matching tag (any git URL, local paths included, no API quota), and a mirror in
 the cache folder for the few commits a pass needs (committer date, commit list, builds).
 """

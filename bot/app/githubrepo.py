@@ -6,6 +6,8 @@ github` and the service."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
+import structlog
 from pathlib import Path
 
 from ..adapters.actions import ActionsBuilder
@@ -18,10 +20,13 @@ from ..adapters.github import (
 )
 from ..core.config import Author
 from ..core.configfile import CANDIDATES, LoadedConfig, load_config_text
-from ..core.errors import ConfigError, CredentialsError, UsageError
+from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
+from ..core.workflowfile import build_warnings
 from .reconciler import Reconciler
 from .settings import Settings
 from .wiring import Registries
+
+log = structlog.get_logger("wheelpin.github")
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,13 @@ def load_repository_config(platform: GitHubPlatform, repository: str, found: Rep
                             exists=lambda file: platform.read_file(found.base, file) is not None)
 
 
+def _text_or_none(platform: GitHubPlatform, base: str, path: str) -> str | None:
+    try:
+        return platform.read_file(base, path)
+    except WheelpinError as exc:  # a folder, too large, not UTF-8: a warning, not a stop
+        raise OSError(exc.message) from None
+
+
 def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settings, retry_failed: bool = False,
                       registries: Registries | None = None,
                       found: RepositoryConfig | None = None,
@@ -128,6 +140,10 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     found = found or read_repository_config(platform, repository)
     loaded = load_repository_config(platform, repository, found)
     defaults = loaded.config.defaults
+    for component in loaded.config.components:  # said once, when the config is (re)loaded
+        for warning in build_warnings(component.build, lambda path: _text_or_none(platform, found.base, path),
+                                      where=f"{repository} at {found.base[:8]}"):
+            log.warning("config.warning", component=component.name, warning=warning)
     platform.author = defaults.author
     platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),

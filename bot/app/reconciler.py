@@ -1,4 +1,4 @@
-"""The loop of DESIGN.md §1 for one repository: observe → plan → act, per component,
+"""The loop of docs/design.md §1 for one repository: observe → plan → act, per component,
 until the plan is empty. Components are independent: one failing does not stop the
 others. The planner is `core.plan`; this module only observes and executes.
 """
@@ -27,7 +27,7 @@ from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
-from ..core.errors import RefusedError, TransientError, WheelpinError, kind_of
+from ..core.errors import PermissionRefused, RefusedError, TransientError, WheelpinError, kind_of
 from ..core.imageref import ImageRef
 from ..core.inspect import inspect_wheel
 from ..core.pins import PinState, plan_bump, read_pins
@@ -42,6 +42,7 @@ from .wiring import Registries
 
 log = structlog.get_logger("wheelpin.reconcile")
 MAX_STEPS = 8
+DISPATCH_GRACE = 600.0  # seconds a noted dispatch is waited for before it counts as lost
 
 
 @dataclass
@@ -244,7 +245,9 @@ class Reconciler:
                 result.status = "failed"
                 result.error_kind = kind_of(exc)
                 result.messages.append(exc.message)
-                bound.warning("action.failed", kind=action.kind, error=exc.message)
+                bound.warning("action.failed", kind=action.kind, error=exc.message, error_kind=result.error_kind)
+                if isinstance(exc, PermissionRefused) and observed.proposal is not None:
+                    self._tell(observed.proposal.branch, exc)
                 return result
             if action.kind == PROPOSE:
                 self._rebase.discard(component.name)
@@ -395,7 +398,7 @@ class Reconciler:
         return context.component.image.repository
 
     def _find_image(self, context: _Context, head: str, proposal: ProposalSeen | None) -> ImageFound | None:
-        """The image of `head`, found from the commit alone (DESIGN.md §2): the tag the
+        """The image of `head`, found from the commit alone (docs/design.md §2): the tag the
         open proposal names (one HEAD), the tag the template gives, or the repository's
         tags matched against the template with the version as the only wildcard."""
         component = context.component
@@ -478,26 +481,14 @@ class Reconciler:
                 raise WheelpinError(f"{component.name}: builds on GitHub Actions need the GitHub platform")
             values = {"sha": head, "sha8": head[:8], "component": component.name}
             inputs = {key: render(value, values) for key, value in component.build.inputs.items()}
-            # a run of this commit started by a pass that was killed before noting it: follow
-            # that one (its title carries the commit) instead of building twice
-            existing = self.actions.find_run(component.build.workflow, head)
-            if existing is not None and existing.done and existing.conclusion != "success":
-                existing = None  # a failed run is retried with a new one, not followed again
-            run_id = existing.id if existing else self.actions.dispatch(
-                component.build.workflow, commit=head, inputs=inputs,
-                ref=component.build.ref or self.config.defaults.base_branch)
-            if run_id is None:
-                raise TransientError(f"{component.name}: the dispatched run of {head[:8]} was not found yet")
-            self.state.record_run(component.name, head, run_id)
-            result.messages.append(f"dispatched {component.build.workflow} for {head[:8]} (run {run_id})")
-            return False
+            return self._dispatch(component, head, inputs, result)
         if action.kind == FETCH:
             assert self.actions is not None
             run_id = self.state.run_of(component.name, head)
             assert run_id is not None
             out = build_folder(self.cache, component.name, head) / "out"
             shutil.rmtree(out, ignore_errors=True)
-            wheels = self.actions.download(run_id, out)
+            wheels = self.actions.download(run_id, out, ended_at=self.actions.run(run_id).ended_at)
             if not wheels:
                 self.state.record(component.name, head, "build", f"build run {run_id} left no wheel in its artifacts")
                 self.state.drop_run(component.name, head)
@@ -529,6 +520,41 @@ class Reconciler:
             result.messages.append(f"closed {observed.proposal.branch}: {action.detail}")
             return False
         raise AssertionError(action.kind)
+
+    def _tell(self, branch: str, exc: WheelpinError) -> None:
+        """Say on the proposal's pull request (once per reason) what someone must grant."""
+        key = "refused-" + hashlib.sha256(exc.message.encode()).hexdigest()[:12]
+        try:
+            self.platform.say_once(branch, key=key, text=f"wheelpin cannot update this pull request: {exc.message}")
+        except WheelpinError as again:
+            log.warning("comment.failed", error=again.message)
+
+    def _dispatch(self, component: Component, head: str, inputs: dict[str, str], result: ComponentResult) -> bool:
+        """Dispatch the build of `head` on Actions once. A dispatch is noted before it is
+        sent; a pass killed after sending it finds that run (by the commit in its title, or
+        as the bot's oldest unclaimed run since the note) and follows it instead."""
+        assert self.actions is not None and component.build.workflow is not None
+        workflow = component.build.workflow
+        pending = self.state.dispatch_of(component.name, head)
+        claimed = self.state.claimed_runs()
+        existing = self.actions.find_run(workflow, head, since=pending, claimed=claimed)
+        if existing is not None and existing.done and existing.conclusion != "success":
+            existing = None  # a failed run is retried with a new one, not followed again
+        if existing is None and pending is not None and time.time() - pending < DISPATCH_GRACE:
+            raise TransientError(f"{component.name}: the run dispatched for {head[:8]} is not listed yet; "
+                                 "waiting for it rather than dispatching again", retry_after=15.0)
+        if existing is not None:
+            run_id: int | None = existing.id
+        else:
+            since = self.state.record_dispatch(component.name, head)
+            run_id = self.actions.dispatch(workflow, commit=head, inputs=inputs, since=since, claimed=claimed,
+                                           ref=component.build.ref or self.config.defaults.base_branch)
+        if run_id is None:
+            raise TransientError(f"{component.name}: the dispatched run of {head[:8]} is not listed yet",
+                                 retry_after=15.0)
+        self.state.record_run(component.name, head, run_id)
+        result.messages.append(f"dispatched {workflow} for {head[:8]} (run {run_id})")
+        return False
 
     def _publish(self, context: _Context, head: str, result: ComponentResult) -> bool:
         component = context.component

@@ -1,5 +1,5 @@
 """When the loop looks upstream again: a config's schedule (`30m`, `6h`, or a crontab
-line, DESIGN.md §3) as an APScheduler trigger. `wheelpin serve` schedules a job per
+line, docs/design.md §3) as an APScheduler trigger. `wheelpin serve` schedules a job per
 component with it; `wheelpin reconcile` without `--once` sleeps until the soonest one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The long-running service behind `wheelpin serve` (DESIGN.md §2, app/).
+"""The long-running service behind `wheelpin serve` (docs/design.md §2, app/).
 
 Webhook deliveries and the schedule only put jobs on the work queue; one worker thread
 takes them one at a time, so a repository's reconciler, its state file and the cache's
@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from ..adapters.github import GitHubPlatform
+from ..adapters.github import GitHubPlatform, IssuesDisabled
 from ..core.config import Config
 from ..core.dashboard import LABEL, MARKER, TITLE, Row, render
 from ..core.errors import ConfigError, CredentialsError, WheelpinError, kind_of
@@ -86,6 +86,7 @@ class Watched:
     dashboard_number: int | None = None  # read first next time: a label a human removed does not lose it
     permissions: dict[str, tuple[str, float]] = field(default_factory=dict)  # login → (level, when read)
     platform: GitHubPlatform | None = None  # kept: its token, ETags and caches serve every job
+    dashboard_off: bool = False  # the repository has issues turned off (410)
 
 
 def jobs_for(key: WorkKey) -> list[Job]:
@@ -454,7 +455,7 @@ class Service:
         return known[0]
 
     def _dashboard(self, watched: Watched) -> bool:
-        if watched.reconciler is None and watched.config_error is None:
+        if (watched.reconciler is None and watched.config_error is None) or watched.dashboard_off:
             return True
         platform = self._platform(watched)
         links = platform.open_proposals()
@@ -463,8 +464,13 @@ class Service:
         body = render(rows, repository=watched.repository, config_error=watched.config_error)
         if body == watched.dashboard_body:
             return True
-        number = platform.keep_issue(marker=MARKER, label=LABEL, title=TITLE, body=body,
-                                     known=watched.dashboard_number)
+        try:
+            number = platform.keep_issue(marker=MARKER, label=LABEL, title=TITLE, body=body,
+                                         known=watched.dashboard_number)
+        except IssuesDisabled as exc:  # said once; a restart (or issues turned on) tries again
+            watched.dashboard_off = True
+            log.warning("dashboard.off", error=exc.message)
+            return True
         watched.dashboard_body, watched.dashboard_number = body, number
         log.info("dashboard.updated", issue=number)
         return True

@@ -1,4 +1,4 @@
-"""The service's work queue (DESIGN.md §2, app/): webhooks and the schedule only put keys
+"""The service's work queue (docs/design.md §2, app/): webhooks and the schedule only put keys
 here; workers take them one at a time.
 
 - A key is what to do again (a repository, a component, a kind of job). Putting a key

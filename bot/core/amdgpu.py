@@ -1,6 +1,6 @@
 """AMDGPU target ids: parsing, ordering, and which code objects serve which GPUs.
 
-Used by the verify step (DESIGN.md §1.3): a wheel must carry code for every GPU arch a
+Used by the verify step (docs/design.md §1.3): a wheel must carry code for every GPU arch a
 component requires. A target id is a processor plus optional features
 (`gfx90a:xnack-:sramecc+`); a generic processor (`gfx9-4-generic`) serves every
 processor of its family, as listed in LLVM's AMDGPUUsage ("Generic processors").

@@ -1,4 +1,4 @@
-"""The rules a wheel must pass before it is published (DESIGN.md §1.3), as problems.
+"""The rules a wheel must pass before it is published (docs/design.md §1.3), as problems.
 
 `problems(report, rules)` is pure: each broken rule is one sentence. The same rules
 serve `wheel inspect` (from its options) and the reconciler (from a component's config).

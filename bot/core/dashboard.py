@@ -12,6 +12,7 @@ MARKER = "<!-- wheelpin: dashboard -->"
 TITLE = "wheelpin dependency dashboard"
 LABEL = "wheelpin-dashboard"
 MAX_CELL = 300
+MAX_BODY = 65_536  # GitHub refuses an issue body longer than this (422 "body is too long")
 
 
 @dataclass(frozen=True)
@@ -44,21 +45,32 @@ def _when(at: float | None) -> str:
     return datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime(" (%Y-%m-%d %H:%M UTC)")
 
 
-def render(rows: Sequence[Row], *, repository: str, config_error: str | None = None) -> str:
-    """The issue's body. It changes only when a row does, so an unchanged dashboard costs no write."""
-    lines = [MARKER, "", f"What wheelpin watches in `{repository}`, as of its last pass of each component.", ""]
+def render(rows: Sequence[Row], *, repository: str, config_error: str | None = None,
+           limit: int = MAX_BODY) -> str:
+    """The issue's body. It changes only when a row does, so an unchanged dashboard costs no
+    write. Rows that would take it past `limit` characters are left out, and it says so."""
+    head = [MARKER, "", f"What wheelpin watches in `{repository}`, as of its last pass of each component.", ""]
     if config_error:
-        lines += [f"> **The config cannot be used:** {_cell(config_error)}", ""]
-    if rows:
-        lines += ["| component | pinned | upstream head | build | image | proposal | status | last error |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for row in sorted(rows, key=lambda r: r.component):
-            image = f"`{_cell(row.image)}`" if row.image else "—"
-            error = _cell(row.last_error) + _when(row.last_error_at) if row.last_error else "—"
-            lines.append(f"| {_cell(row.component)} | {_commit(row.pinned)} | {_commit(row.head)} | "
-                         f"{_cell(row.build)} | {image} | {_cell(row.proposal)} | {_cell(row.status)} | {error} |")
-    else:
-        lines.append("No component is configured.")
-    lines += ["", "Comment `/wheelpin rebase`, `/wheelpin recheck` or `/wheelpin skip` on a wheelpin pull request "
-              "to act on it (write access needed). This issue is kept by wheelpin; edits are overwritten."]
-    return "\n".join(lines) + "\n"
+        head += [f"> **The config cannot be used:** {_cell(config_error)}", ""]
+    table = ["| component | pinned | upstream head | build | image | proposal | status | last error |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines = [_row(row) for row in sorted(rows, key=lambda r: r.component)]
+    foot = ["", "Comment `/wheelpin rebase`, `/wheelpin recheck` or `/wheelpin skip` on a wheelpin pull request "
+            "to act on it (write access needed). This issue is kept by wheelpin; edits are overwritten."]
+    room = limit - len("\n".join(head + table + foot)) - 200  # 200: the note on what was left out
+    shown = 0
+    while shown < len(lines) and room - len(lines[shown]) - 1 >= 0:
+        room -= len(lines[shown]) + 1
+        shown += 1
+    body = head + (table + lines[:shown] if lines else ["No component is configured."])
+    if shown < len(lines):
+        body += ["", f"({len(lines) - shown} more component(s) left out: GitHub caps an issue body at "
+                 f"{MAX_BODY} characters.)"]
+    return ("\n".join(body + foot) + "\n")[:limit]
+
+
+def _row(row: Row) -> str:
+    image = f"`{_cell(row.image)}`" if row.image else "—"
+    error = _cell(row.last_error) + _when(row.last_error_at) if row.last_error else "—"
+    return (f"| {_cell(row.component)} | {_commit(row.pinned)} | {_commit(row.head)} | {_cell(row.build)} | "
+            f"{image} | {_cell(row.proposal)} | {_cell(row.status)} | {error} |")

@@ -1,4 +1,4 @@
-"""The error hierarchy of wheelpin (DESIGN.md §2) and the exit code each one maps to.
+"""The error hierarchy of wheelpin (docs/design.md §2) and the exit code each one maps to.
 
 Every failure a user can meet is one of these, carrying one clear sentence that names
 the file or reference at fault. The command line prints that sentence and exits with
@@ -39,6 +39,11 @@ class CredentialsError(UsageError):
     """Credentials are missing or refused."""
 
 
+class PermissionRefused(CredentialsError):
+    """The credentials work, but lack a permission the action needs (a GitHub App without
+    `workflows`, a token without write access). Never retried: someone must grant it."""
+
+
 class VerificationError(WheelpinError):
     """An artifact was read but is wrong: nothing may be published or proposed from it."""
 
@@ -63,7 +68,7 @@ class TransientError(WheelpinError):
 
 def kind_of(error: WheelpinError) -> str:
     """A short name for the kind of an error, for metrics and dashboards."""
-    for cls, name in ((CredentialsError, "credentials"), (ConfigError, "config"), (InputError, "input"),
+    for cls, name in ((PermissionRefused, "permission"), (CredentialsError, "credentials"), (ConfigError, "config"), (InputError, "input"),
                       (UsageError, "usage"), (VerificationError, "verification"), (RefusedError, "refused"),
                       (TransientError, "transient")):
         if isinstance(error, cls):

@@ -1,4 +1,4 @@
-"""The wheel image (DESIGN.md §3): one uncompressed tar layer holding the wheel file(s) at
+"""The wheel image (docs/design.md §3): one uncompressed tar layer holding the wheel file(s) at
 `/`, an OCI config Docker's BuildKit accepts, and annotations that describe the wheels.
 
 Reproducible: entries sorted by name, mtime 0, owner 0:0 with no names, mode 0644, PAX

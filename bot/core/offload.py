@@ -1,6 +1,6 @@
 """Reading GPU device code out of an ELF section: HIP offload bundles and CUDA fatbins.
 
-Part of the verify step (DESIGN.md §1.3). A `.hip_fatbin` section holds one clang
+Part of the verify step (docs/design.md §1.3). A `.hip_fatbin` section holds one clang
 offload bundle per source file, each aligned (4096 bytes in linked libraries), back to
 back, with zero padding between; plain (`__CLANG_OFFLOAD_BUNDLE__`) and compressed
 (`CCOB`, zlib or zstd, format versions 1–3) bundles may be mixed. All of them are read.

@@ -1,4 +1,4 @@
-"""Reading a component's pins and planning their bump (DESIGN.md §1.6), all pure.
+"""Reading a component's pins and planning their bump (docs/design.md §1.6), all pure.
 
 A pin is an ARG holding `ref@sha256:digest` (with an optional ARG holding the wheel's
 sha256) or a `FROM … AS stage` line. Reading finds every place each one is written; an

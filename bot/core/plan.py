@@ -1,4 +1,4 @@
-"""The planner (DESIGN.md §2): what was observed of one component → the next actions.
+"""The planner (docs/design.md §2): what was observed of one component → the next actions.
 
 Pure: no I/O. The executor runs the actions, observes again and plans again until
 nothing is left to do, so a pass killed anywhere is finished by the next one, and a pass

@@ -1,4 +1,4 @@
-"""The text of a proposal (DESIGN.md §3 "Pull request"), built from small pure parts.
+"""The text of a proposal (docs/design.md §3 "Pull request"), built from small pure parts.
 
 Title; from → to with a compare link and the commit list; the wheel table; the
 Requires-Dist diff and constraint conflicts (loud); the verification results; how to

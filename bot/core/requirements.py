@@ -1,4 +1,4 @@
-"""The Requires-Dist diff and the constraint check (DESIGN.md §1.5).
+"""The Requires-Dist diff and the constraint check (docs/design.md §1.5).
 
 A requirement's identity is its normalised name (PEP 503); a name listed several times
 (other markers or extras) is compared as the set of its entries, each written in a

@@ -1,4 +1,4 @@
-"""A component's verify rules (DESIGN.md §1.3), from its config and the built commit."""
+"""A component's verify rules (docs/design.md §1.3), from its config and the built commit."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bot.adapters.actions import ActionsBuilder
 from bot.adapters.git import git
-from bot.adapters.github import GitHubPlatform
+from bot.adapters.github import AppCredentials, GitHubPlatform
 from bot.app.reconciler import Reconciler
 from bot.app.settings import Settings
 from bot.app.wiring import Registries
@@ -101,16 +101,45 @@ class OnGitHub:
     reconciler: Reconciler
 
 
+@dataclass(frozen=True)
+class AppKey:
+    """A GitHub App's RSA key pair, made for a test."""
+
+    private: bytes
+    public: bytes
+
+    @classmethod
+    def make(cls) -> AppKey:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return cls(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption()),
+                   key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                 serialization.PublicFormat.SubjectPublicKeyInfo))
+
+
+APP_ID = 11
+
+
 @contextmanager
 def on_github(world: World, folder: Path, *, actions: bool = False, local_builds: bool = True,
-              name: str = "atom") -> Iterator[OnGitHub]:
-    """The world's downstream served by the GitHub emulator, and a reconciler using it."""
-    emulator = GitHubEmulator(folder / "github", tokens={"t"})
+              name: str = "atom", app: bool = False, **switches: object) -> Iterator[OnGitHub]:
+    """The world's downstream served by the GitHub emulator (its behaviour `switches` set),
+    and a reconciler using it, with a token or (`app`) as a GitHub App installation."""
+    key = AppKey.make() if app else None
+    emulator = GitHubEmulator(folder / "github", tokens={"t"}, app_id=APP_ID if key else None,
+                              app_public_key=key.public if key else None)
+    for switch, value in switches.items():
+        assert hasattr(emulator, switch), switch
+        setattr(emulator, switch, value)
     try:
         repo = emulator.create_repo("rocm", name, world.downstream)
         loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
-        platform = GitHubPlatform(api_url=emulator.url, token="t", owner="rocm", repo=name,
-                                  author=loaded.config.defaults.author)
+        credentials = AppCredentials(APP_ID, key.private, emulator.installations["rocm"]) if key else None
+        platform = GitHubPlatform(api_url=emulator.url, token=None if key else "t", app=credentials,
+                                  owner="rocm", repo=name, author=loaded.config.defaults.author)
         settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
         reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
                                 cache=settings.cache_dir, actions=ActionsBuilder(platform) if actions else None,

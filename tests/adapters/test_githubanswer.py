@@ -1,0 +1,72 @@
+"""What a GitHub answer means (bot/adapters/githubanswer.py), on GitHub's own messages as
+its documentation and its users' trackers record them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bot.adapters.githubanswer import Answer, is_too_large, message_of, refusal
+from bot.core.dashboard import MAX_BODY, Row, render
+from bot.core.errors import (
+    ConfigError,
+    CredentialsError,
+    PermissionRefused,
+    RefusedError,
+    TransientError,
+    kind_of,
+)
+
+RESET = str(int(time.time()) + 3600)
+
+
+@pytest.mark.parametrize(("status", "message", "headers", "kind", "wait"), [
+    # https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+    (403, "You have exceeded a secondary rate limit.", {"Retry-After": "30"}, TransientError, 30.0),
+    (403, "You have exceeded a secondary rate limit.", {"x-ratelimit-remaining": "4000", "x-ratelimit-reset": RESET},
+     TransientError, 60.0),  # not the reset an hour away: at least a minute
+    (403, "API rate limit exceeded for installation ID 7.", {"x-ratelimit-remaining": "0", "x-ratelimit-reset": RESET},
+     TransientError, 3600.0),
+    (429, "", {"Retry-After": "5"}, TransientError, 5.0),
+    (403, "Resource not accessible by integration", {}, PermissionRefused, None),
+    (403, "Repository was archived so is read-only.", {}, RefusedError, None),
+    (422, "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yaml` without "
+          "`workflows` permission", {}, PermissionRefused, None),
+    (401, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued",
+     {}, CredentialsError, None),
+    (404, "Not Found", {}, ConfigError, None),
+    (422, "Repository rule violations found\n\nCannot force-push to this branch\n\n", {}, RefusedError, None),
+    (502, "Server Error", {}, TransientError, None),
+])
+def test_refusals_by_what_github_says(status: int, message: str, headers: dict[str, str],
+                                      kind: type, wait: float | None) -> None:
+    error = refusal(Answer(status, message, headers), "doing it")
+    assert type(error) is kind, error
+    if message and status != 404:
+        assert message.split("\n")[0] in error.message  # GitHub's own words are kept
+    if wait is not None:
+        assert isinstance(error, TransientError) and error.retry_after == pytest.approx(wait, abs=5)
+
+
+def test_kinds_for_the_dashboard() -> None:
+    assert kind_of(PermissionRefused("x")) == "permission"
+    assert kind_of(CredentialsError("x")) == "credentials"
+    assert "clock" in refusal(Answer(401, "'Expiration time' claim ('exp') is too far in the future", {}), "x").message
+
+
+def test_messages_and_too_large() -> None:
+    body = b'{"message": "Validation Failed", "errors": [{"code": "too_large"}, "x"]}'
+    assert message_of(body) == "Validation Failed too_large x"
+    assert message_of(b"<html>") == "<html>" and message_of(b"[1]") == ""
+    assert is_too_large(Answer(403, "This API returns blobs up to 1 MB in size. too_large", {}))
+    assert not is_too_large(Answer(403, "Resource not accessible by integration", {}))
+
+
+def test_the_dashboard_fits_githubs_cap() -> None:
+    rows = [Row(f"component-{i:04}", last_error="x" * 400) for i in range(1000)]
+    text = render(rows, repository="rocm/atom")
+    assert len(text) <= MAX_BODY and "more component(s) left out" in text
+    assert text.startswith("<!-- wheelpin: dashboard -->") and "component-0000" in text
+    small = render(rows[:2], repository="rocm/atom")
+    assert "left out" not in small and "component-0001" in small

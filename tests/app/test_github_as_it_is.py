@@ -1,0 +1,355 @@
+"""GitHub as its documentation and trackers say it behaves, not as the bot assumed
+(issue 12). Each test turns on one switch of the emulator that models a behaviour of real
+GitHub (cited where the switch is modelled, tests/fixtures/github/emulator.py), and fails
+against the bot as it was before."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.git import git
+from bot.core.errors import ConfigError, RefusedError
+from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github
+from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
+from tests.cli import wheelpin
+from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest
+from tests.fixtures.github.openapi import validate_recorded
+
+WORKFLOW_FILE = """\
+name: wheel
+on:
+  workflow_dispatch:
+    inputs:
+      c: {{ description: commit, required: true }}
+{run_name}jobs:
+  build: {{ runs-on: ubuntu-latest, steps: [ {{ run: "true" }} ] }}
+"""
+
+
+def base_commit(repo_path: Path, files: dict[str, str], message: str = "base") -> str:
+    """A human commit on the emulated repository's main branch."""
+    with_files = git(["rev-parse", "main^{tree}"], cwd=repo_path).strip()
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**HUMAN, "GIT_INDEX_FILE": os.path.join(folder, "index")}
+        git(["read-tree", with_files], cwd=repo_path, env=env)
+        for path, text in files.items():
+            blob = git(["hash-object", "-w", "--stdin"], cwd=repo_path, input=text).strip()
+            git(["update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo_path, env=env)
+        tree = git(["write-tree"], cwd=repo_path, env=env).strip()
+        commit = git(["commit-tree", tree, "-p", "main", "-m", message], cwd=repo_path, env=env).strip()
+    git(["update-ref", "refs/heads/main", commit], cwd=repo_path)
+    return commit
+
+
+# -- workflow files -----------------------------------------------------------------------
+
+
+def test_an_app_without_workflows_permission_is_told_once(world: World, tmp_path: Path) -> None:
+    """The base changed a workflow: rewriting the proposal on it is refused (422) for an App
+    without `workflows`. The pass fails as a permission error, not a transient one, and the
+    pull request says what to grant, once."""
+    with on_github(world, tmp_path, app=True, workflows_permission=False) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        assert gh.reconciler.run().components[0].status == "done"
+        base_commit(gh.repo.path, {".github/workflows/ci.yaml": "on: push\n"})
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        failed = gh.reconciler.run().components[0]
+        assert failed.status == "failed" and failed.error_kind == "permission", failed.to_json()
+        assert "`workflows` permission" in failed.messages[-1]
+        assert "refusing to allow a GitHub App" in failed.messages[-1]  # GitHub's own words
+        gh.reconciler.run()
+        (pull,) = gh.repo.pulls.values()
+        told = [c for c in pull.comments if "`workflows` permission" in c]
+        assert len(told) == 1, pull.comments
+        validate_recorded(gh.emulator.recorded)
+
+
+def test_the_app_manifest_asks_for_workflows() -> None:
+    import json
+
+    manifest = json.loads((Path(__file__).parents[2] / "deploy/github-app.json").read_text())
+    assert manifest["default_permissions"].get("workflows") == "write"
+
+
+# -- GitHub Enterprise Server, and runs found without run-name ---------------------------------
+
+
+@pytest.mark.parametrize("ghes", [False, True])
+def test_a_lost_dispatch_answer_never_dispatches_twice(world: World, tmp_path: Path, ghes: bool) -> None:
+    """The dispatch lands but its answer is lost (a 502); the workflow sets no `run-name`, so
+    no run title carries the commit. The next passes find that run and follow it: one run."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, ghes=ghes, run_name=False) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        gh.emulator.faults.append(Fault("POST", "/dispatches$", 502, land=True))
+        head = world.commit_upstream("one", NEW_VERSION)
+        first = gh.reconciler.run().components[0]
+        assert first.status == "failed" and len(gh.repo.runs) == 1
+        for _ in range(4):
+            last = gh.reconciler.run().components[0]
+        assert last.status == "nothing", last.to_json()
+        assert len(gh.repo.runs) == 1  # the landed dispatch was followed, never repeated
+        (pull,) = gh.repo.pulls.values()
+        assert head[:8] in pull.title
+        sent = [r.request for r in gh.emulator.recorded if r.template.endswith("/dispatches")]
+        assert all(("return_run_details" in body) != ghes for body in sent), sent
+        validate_recorded(gh.emulator.recorded)
+
+
+def test_ghes_dispatch_on_the_command_line(world: World, tmp_path: Path) -> None:
+    """`reconcile --platform github` on GitHub Enterprise Server, the API URL written with
+    /api/v3: dispatched without `return_run_details` after the 422, the run followed."""
+    cli_world(world)
+    world.set_config("build = { command = [", WORKFLOW)
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    emulator.ghes, emulator.run_name = True, False
+    emulator.actions = workflow_build(world, tmp_path)
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url + "/api/v3/", "WHEELPIN_GITHUB_TOKEN": "t"}
+        world.commit_upstream("one", NEW_VERSION)
+        args = ["reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json"]
+        results = [wheelpin(*args, env=env) for _ in range(3)]
+        assert all(r.code == 0 for r in results), [r.stdout + r.stderr for r in results]
+        assert component(results[-1])["status"] == "nothing"
+        assert len(repo.runs) == 1 and len(repo.pulls) == 1
+    finally:
+        emulator.stop()
+
+
+# -- artifacts -------------------------------------------------------------------------------
+
+
+def test_artifacts_listed_late_and_unarchived(world: World, tmp_path: Path) -> None:
+    """The run has completed but GitHub does not list its artifact yet: transient, not a
+    failed build. Then the artifact is the wheel itself (upload-artifact `archive: false`)."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, artifact_lag=1, archive=False) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        late = gh.reconciler.run().components[0]
+        assert late.status == "failed" and late.error_kind == "transient", late.to_json()
+        assert "lists no artifact" in late.messages[-1]
+        done = gh.reconciler.run().components[0]
+        assert [a.kind for a in done.actions] == ["fetch", "publish", "propose"], done.to_json()
+        (pull,) = gh.repo.pulls.values()
+        assert head[:8] in pull.title
+
+
+def test_artifacts_still_missing_after_the_grace_fail_the_build(world: World, tmp_path: Path) -> None:
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, artifact_lag=100) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        assert gh.reconciler.actions is not None
+        gh.reconciler.actions.artifact_grace = 0.0
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        failed = gh.reconciler.run().components[0]
+        assert failed.status == "failed" and "left no wheel" in failed.messages[-1]
+
+
+# -- errors by what GitHub says ---------------------------------------------------------------
+
+
+def test_a_dispatch_github_refuses_is_a_config_error_with_its_message(world: World, tmp_path: Path) -> None:
+    world.set_config("build = { command = [", WORKFLOW.replace("c = ", "commit = "))
+    with on_github(world, tmp_path, actions=True, check_workflows=True) as gh:
+        base_commit(gh.repo.path, {".github/workflows/w.yaml": WORKFLOW_FILE.format(run_name="")})
+        world.commit_upstream("one", NEW_VERSION)
+        result = gh.reconciler.run().components[0]
+        assert result.status == "failed" and result.error_kind == "config", result.to_json()
+        assert 'Unexpected inputs provided: ["commit"]' in result.messages[-1]
+        assert gh.repo.runs == {}
+    world.set_config("w.yaml", "missing.yaml")
+    with on_github(world, tmp_path / "2", actions=True, check_workflows=True) as gh:
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        result = gh.reconciler.run().components[0]
+        assert result.error_kind == "config" and "knows no workflow missing.yaml" in result.messages[-1]
+
+
+@pytest.mark.parametrize("answer", ["none", "403"])
+def test_files_over_a_megabyte_are_read_through_the_blobs_api(world: World, tmp_path: Path, answer: str) -> None:
+    with on_github(world, tmp_path, contents_limit=64, large_contents=answer) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        result = gh.reconciler.run().components[0]
+        assert result.status == "done", result.to_json()
+        assert any(r.template.endswith("/git/blobs/{file_sha}") for r in gh.emulator.recorded)
+
+
+def test_a_configured_path_that_is_a_directory(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path) as gh:
+        main = branch_sha(gh.repo.path, "refs/heads/main")
+        with pytest.raises(ConfigError, match="docker at .* is a directory"):
+            gh.reconciler.platform.read_file(main, "docker")
+
+
+def test_a_post_whose_answer_was_lost_is_not_written_twice(world: World, tmp_path: Path) -> None:
+    """GitHub made the pull request (and the comment) but answered 502: the bot looks before
+    writing again, so there is one of each."""
+    with on_github(world, tmp_path) as gh:
+        gh.emulator.faults.append(Fault("POST", r"/pulls$", 502, land=True))
+        world.commit_upstream("one", NEW_VERSION)
+        result = gh.reconciler.run().components[0]
+        assert len(gh.repo.pulls) == 1, result.to_json()
+        assert gh.reconciler.run().components[0].status in ("done", "nothing")
+        assert len(gh.repo.pulls) == 1
+        gh.emulator.faults.append(Fault("POST", r"/comments$", 502, land=True))
+        platform = gh.reconciler.platform
+        for _ in range(2):
+            try:
+                platform.say_once("wheelpin/demo-cache", key="k", text="hello")
+            except Exception:
+                pass
+        (pull,) = gh.repo.pulls.values()
+        assert [c for c in pull.comments if "hello" in c] == [pull.comments[-1]] and len(pull.comments) == 1
+
+
+# -- forks ------------------------------------------------------------------------------------
+
+
+def test_a_forks_branch_named_like_the_bots_is_never_taken(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path) as gh:
+        fork = PullRequest(1, "wheelpin/demo-cache", "main", "a fork's", "<!-- wheelpin: {} -->", False,
+                           head_repo="rocm/atom-fork")
+        gh.repo.pulls[1], gh.repo.next_number = fork, 2
+        world.commit_upstream("one", NEW_VERSION)
+        assert gh.reconciler.run().components[0].status == "done"
+        ours = [p for p in gh.repo.pulls.values() if p.head_repo is None]
+        assert len(ours) == 1 and fork.body == "<!-- wheelpin: {} -->"  # the fork's untouched
+        platform = gh.reconciler.platform
+        assert platform.pull_target(1) is None  # nor a command's target
+        assert list(platform.open_proposals().values()) == [f"https://github.com/rocm/atom/pull/{ours[0].number}"]
+
+
+# -- rulesets and signing ---------------------------------------------------------------------
+
+
+def test_signed_commits_required_the_app_makes_commits_github_signs(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path, app=True, require_signed=True) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        assert gh.reconciler.run().components[0].status == "done"
+        tip = branch_sha(gh.repo.path)
+        assert tip in gh.emulator.signed
+        assert git(["log", "-1", "--format=%an", tip], cwd=gh.repo.path).strip() == "wheelpin-test[bot]"
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        again = gh.reconciler.run().components[0]  # its own signed commit is the bot's, not a human's
+        assert again.status == "done", again.to_json()
+        validate_recorded(gh.emulator.recorded)
+
+
+def test_rules_refusing_a_token_are_said_in_githubs_words(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path, require_signed=True) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        failed = gh.reconciler.run().components[0]
+        assert failed.status == "failed" and failed.error_kind == "refused"
+        assert "Commits must have verified signatures" in failed.messages[-1]
+        assert "appeared while" not in failed.messages[-1]
+    with on_github(world, tmp_path / "2", no_force_push=True) as gh:
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        assert gh.reconciler.run().components[0].status == "done"
+        base_commit(gh.repo.path, {"NOTES": "x\n"})
+        world.commit_upstream("three", {"VERSION": "0.1.3\n"})
+        refused = gh.reconciler.run().components[0]
+        assert "Cannot force-push to this branch" in refused.messages[-1], refused.to_json()
+
+
+def test_invalid_and_blocked_branch_names(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path) as gh:
+        platform = gh.reconciler.platform
+        main = branch_sha(gh.repo.path, "refs/heads/main")
+        with pytest.raises(ConfigError, match="not a valid branch name"):
+            platform.write_branch("wheelpin/bad..name", base=main, files={}, message="m", expected=None)
+        git(["update-ref", "refs/heads/wheelpin", main], cwd=gh.repo.path)
+        with pytest.raises(ConfigError, match="a branch named wheelpin exists"):
+            platform.write_branch("wheelpin/x", base=main, files={}, message="m", expected=None)
+        git(["update-ref", "-d", "refs/heads/wheelpin"], cwd=gh.repo.path)
+        git(["update-ref", "refs/heads/wheelpin/y", main], cwd=gh.repo.path)
+        with pytest.raises(RefusedError, match="appeared while"):
+            platform.write_branch("wheelpin/y", base=main, files={}, message="m", expected=None)
+
+
+# -- small ones -------------------------------------------------------------------------------
+
+
+def test_labels_compare_without_case(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (pull,) = gh.repo.pulls.values()
+        pull.labels = ["WheelPin"]
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        gh.reconciler.run()
+        assert pull.labels == ["WheelPin"]
+        assert not [r for r in gh.emulator.recorded if r.method == "POST" and r.template.endswith("/labels")
+                    and r.request and "wheelpin" in str(r.request)][1:]
+
+
+def test_app_jwt_tolerates_a_host_clock_ahead_and_names_a_far_one(tmp_path: Path) -> None:
+    """GitHub's clock 30 s behind the host: `iat` a minute back is accepted (github3's
+    `iat = now` was refused). Five minutes behind: the refusal names the clocks."""
+    from bot.adapters.github import AppCredentials, installation_repositories
+    from bot.core.errors import CredentialsError
+    from tests.adapters.test_platform_contract import seed
+    from tests.app.worlds import AppKey
+
+    key = AppKey.make()
+    server = GitHubEmulator(tmp_path / "gh", tokens=set(), app_id=11, app_public_key=key.public)
+    try:
+        server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
+        app = AppCredentials(11, key.private, server.installations["rocm"])
+        server.clock_offset = -30.0
+        assert installation_repositories(api_url=server.url, app=app) == ["rocm/atom"]
+        server.clock_offset = -300.0
+        with pytest.raises(CredentialsError, match="clock"):
+            installation_repositories(api_url=server.url, app=app)
+    finally:
+        server.stop()
+    assert time.time() > 0
+
+
+# -- the same, through `wheelpin serve`'s service ------------------------------------------------
+
+
+def test_the_service_says_what_permission_is_missing_and_does_not_retry_it(world: World, tmp_path: Path) -> None:
+    from tests.app.bots import running_bot
+    from tests.app.test_service import dashboards, metric
+
+    with running_bot(world, tmp_path) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        bot.emulator.workflows_permission = False
+        base_commit(bot.repo.path, {".github/workflows/ci.yaml": "on: push\n"})
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.poll_and_build()
+        passes = bot.passes()
+        time.sleep(1.0)  # the queue's backoff (0.2 s here) would have run a transient failure again
+        bot.idle()
+        assert bot.passes() == passes  # a permission error is not retried by itself
+        (dashboard,) = dashboards(bot)
+        assert "`workflows` permission" in dashboard.body  # type: ignore[attr-defined]
+        assert len([c for c in pull.comments if "`workflows` permission" in c]) == 1
+        assert metric(bot, "wheelpin_failures_total", kind="transient") == 0
+        validate_recorded(bot.emulator.recorded)
+
+
+def test_the_service_keeps_no_dashboard_where_issues_are_off(world: World, tmp_path: Path) -> None:
+    from tests.app.bots import running_bot
+    from tests.app.test_service import dashboards
+
+    with running_bot(world, tmp_path) as bot:
+        bot.emulator.issues_enabled = False
+        for item in list(bot.repo.pulls.values()):
+            del bot.repo.pulls[item.number]  # the dashboard made before issues were turned off
+        bot.service.watched[bot.repository].dashboard_body = None
+        bot.service.watched[bot.repository].dashboard_number = None
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        assert dashboards(bot) == [] and len(bot.pulls()) == 1  # the proposal still made
+        assert bot.service.watched[bot.repository].dashboard_off
