@@ -113,8 +113,10 @@ def refusal(answer: Answer, what: str) -> WheelpinError:
         return ConfigError(f"GitHub found nothing for {what} (404): check the names in the config")
     if status == 410:
         return ConfigError(f"GitHub: {what} is gone (410{said})")
-    if status in (409, 422):
-        return RefusedError(f"GitHub refused {what} ({status}{said})")
+    if status == 409:  # a conflict (a ref moved under a write): the next pass reads afresh
+        return TransientError(f"GitHub: {what} met a conflict (409{said})")
+    if status == 422:
+        return RefusedError(f"GitHub refused {what} (422{said})")
     if status >= 500 or status == 0:
         return TransientError(f"GitHub failed {what} ({status or 'no answer'}{said})")
     return TransientError(f"GitHub answered {status} to {what}{said}")

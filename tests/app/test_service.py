@@ -310,7 +310,7 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
                 wait_until(lambda: service.github_ok is not None, what="the first refresh")
                 assert service.ready()[0] is ready, service.ready()
                 if not ready:
-                    assert "GitHub refused checking the token (401)" in service.ready()[1]
+                    assert "GitHub refused the credentials for checking the token (401" in service.ready()[1]
             finally:
                 service.stop(grace=10)
     finally:
