@@ -27,7 +27,7 @@ from ..core.errors import (
     TransientError,
     WheelpinError,
 )
-from .githubhttp import limit_wait
+from .githubhttp import limit_wait, retry_after
 
 MAX_MESSAGE = 500  # characters of GitHub's message kept (a sentence, not a page)
 
@@ -47,6 +47,7 @@ class Answer:
     status: int
     message: str  # GitHub's `message`, and the `message`/`code` of its `errors`, joined
     headers: Mapping[str, str]
+    wait: float | None = None  # the adapter's documented wait, continuing its own attempts
 
     @property
     def lower(self) -> str:
@@ -56,7 +57,8 @@ class Answer:
 def answer_of(response: requests.Response | None, status: int | None = None) -> Answer:
     if response is None:
         return Answer(status or 0, "", {})
-    return Answer(response.status_code, message_of(response.content[:65536]), dict(response.headers))
+    return Answer(response.status_code, message_of(response.content[:65536]), dict(response.headers),
+                  retry_after(response))
 
 
 def message_of(content: bytes) -> str:
@@ -92,7 +94,8 @@ def refusal(answer: Answer, what: str) -> WheelpinError:
     said = f": {answer.message}" if answer.message else ""
     status, lower = answer.status, answer.lower
     if status in (403, 429) and is_rate_limited(answer):
-        wait = limit_wait(status, answer.headers, answer.message, 0, now=time.time())
+        wait = answer.wait if answer.wait is not None else \
+            limit_wait(status, answer.headers, answer.message, 0, now=time.time())
         return TransientError(f"GitHub rate-limited {what} ({status}{said})", retry_after=wait)
     if status == 401:
         if any(claim in lower for claim in CLOCK_CLAIMS):
