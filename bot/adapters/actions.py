@@ -127,7 +127,14 @@ class ActionsBuilder:
         return _seen(min(mine, key=lambda run: int(run["id"]))) if mine else None
 
     def run(self, run_id: int) -> RunSeen:
-        return _seen(self._answer("GET", f"/actions/runs/{run_id}", f"reading run {run_id}"))
+        """Where run `run_id` stands; one GitHub no longer has (deleted: 404) has ended, badly."""
+        self.platform._fresh()
+        answer = self.session.get(f"{self.base}/actions/runs/{run_id}")
+        if answer.status_code == 404:
+            return RunSeen(run_id, "completed", "deleted", f"run {run_id}")
+        if answer.status_code >= 400:
+            raise refusal(answer_of(answer), f"reading run {run_id}")
+        return _seen(answer.json())
 
     def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
         """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,

@@ -353,3 +353,19 @@ def test_the_service_keeps_no_dashboard_where_issues_are_off(world: World, tmp_p
         bot.poll_and_build()
         assert dashboards(bot) == [] and len(bot.pulls()) == 1  # the proposal still made
         assert bot.service.watched[bot.repository].dashboard_off
+
+
+def test_a_run_github_no_longer_has_is_a_failed_build_not_a_config_error(world: World, tmp_path: Path) -> None:
+    """A maintainer deletes the run the bot follows (GitHub answers 404): that build has
+    failed, and is retried after its backoff, instead of every pass failing on the 404."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, auto_advance=False) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (run,) = gh.repo.runs.values()
+        del gh.repo.runs[run.id]
+        failed = gh.reconciler.run().components[0]
+        assert failed.status == "failed" and failed.error_kind != "config", failed.to_json()
+        assert "ended: deleted" in failed.messages[-1]
+        assert gh.reconciler.run().components[0].actions[0].kind == "report"  # in its backoff: no new run
+        assert gh.repo.runs == {}

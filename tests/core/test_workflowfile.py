@@ -66,9 +66,14 @@ def test_no_run_name() -> None:
     assert "${{ inputs.lmcache_commit }}" in warning  # the fix, spelled out
 
 
+def with_run_name(run_name: str) -> str:
+    """The good workflow with its run-name line's value replaced by `run_name` (YAML text)."""
+    return GOOD_WORKFLOW.replace('"LMCache wheel for ${{ inputs.lmcache_commit }}"', run_name)
+
+
 @pytest.mark.parametrize("run_name", ['""', '"   "', "", "~"])
 def test_an_empty_run_name_is_no_run_name(run_name: str) -> None:
-    text = GOOD_WORKFLOW.replace('"LMCache wheel for ${{ inputs.lmcache_commit }}"', run_name)
+    text = with_run_name(run_name)
     (warning,) = warnings_of(text)
     assert "has no run-name" in warning
 
@@ -82,7 +87,7 @@ def test_an_empty_run_name_is_no_run_name(run_name: str) -> None:
     "Build ${{ INPUTS.LMCache_Commit }}",
 ])
 def test_run_names_that_carry_the_commit(run_name: str) -> None:
-    text = GOOD_WORKFLOW.replace('"LMCache wheel for ${{ inputs.lmcache_commit }}"', json.dumps(run_name))
+    text = with_run_name(json.dumps(run_name))
     assert warnings_of(text) == []
 
 
@@ -95,7 +100,7 @@ def test_run_names_that_carry_the_commit(run_name: str) -> None:
     "Build ${{ myinputs.lmcache_commit }}",
 ])
 def test_run_names_that_do_not(run_name: str) -> None:
-    text = GOOD_WORKFLOW.replace('"LMCache wheel for ${{ inputs.lmcache_commit }}"', json.dumps(run_name))
+    text = with_run_name(json.dumps(run_name))
     (warning,) = warnings_of(text)
     assert f"run-name {run_name!r} does not reference inputs.lmcache_commit" in warning
 
@@ -109,7 +114,7 @@ def test_the_input_given_sha_is_the_one_to_reference() -> None:
 
 
 def test_run_name_not_a_string() -> None:
-    text = GOOD_WORKFLOW.replace('"LMCache wheel for ${{ inputs.lmcache_commit }}"', "[a, b]")
+    text = with_run_name("[a, b]")
     (warning,) = warnings_of(text)
     assert "run-name is a YAML list, not a string" in warning
 
