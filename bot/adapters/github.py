@@ -32,6 +32,7 @@ from ..core.errors import (
     CredentialsError,
     InputError,
     RefusedError,
+    RuleRefused,
     TransientError,
     WheelpinError,
 )
@@ -388,7 +389,7 @@ class GitHubPlatform:
             if self.app is not None and not self.signs:
                 return _SignatureWanted(said.message)  # made again, for GitHub to sign
             unsigned = " (GitHub signs an App's commits, not a token's: use a GitHub App)" if self.app is None else ""
-            return RefusedError(f"GitHub refused writing {branch}: {said.message}{unsigned}")
+            return RuleRefused(f"GitHub refused writing {branch}: {said.message}{unsigned}")
         if WORKFLOW_REFUSAL in lower:
             return refusal(said, f"writing {branch}")
         if "already exists" in lower and created:
@@ -400,7 +401,7 @@ class GitHubPlatform:
         if created and blocking and self.resolve(f"refs/heads/{blocking}") is not None:
             return ConfigError(f"a branch named {blocking} exists, so git cannot hold {branch} beside it: "
                                "rename that branch or change defaults.branch_prefix")
-        return RefusedError(f"GitHub refused writing {branch}: {said.message or 'no reason given'}")
+        return RuleRefused(f"GitHub refused writing {branch}: {said.message or 'no reason given'}")
 
     def _ours(self, pull: Any) -> bool:
         """A pull request is the bot's only when its head is a branch of this repository

@@ -11,6 +11,7 @@ from pathlib import Path
 
 BACKOFF_SECONDS = 600  # doubled per failure of the same commit, up to a day
 MAX_BACKOFF = 86_400
+REFUSAL_BACKOFF = 3600  # a write GitHub refused by a rule or permission: an hour, doubled, up to a day
 CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispatches that far apart
 
 
@@ -30,6 +31,20 @@ class Failure:
         return float(self.at + min(BACKOFF_SECONDS * 2 ** (self.attempts - 1), MAX_BACKOFF))
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A proposal write GitHub refused (a rule, a missing permission), by what was written."""
+
+    fingerprint: str
+    message: str
+    attempts: int
+    at: float
+
+    @property
+    def retry_at(self) -> float:
+        return float(self.at + min(REFUSAL_BACKOFF * 2 ** (self.attempts - 1), MAX_BACKOFF))
+
+
 class StateFile:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -43,6 +58,11 @@ class StateFile:
         self.db.execute("create table if not exists dispatches (component text, commit_sha text, at real,"
                         " primary key (component, commit_sha))")
         self.db.execute("create table if not exists claimed (run_id integer primary key, at real)")
+        # the same write to the same branch on the same base is refused the same way: not
+        # made again each pass until its backoff ends, a rule changes or permissions are granted
+        self.db.execute("create table if not exists refusals (fingerprint text primary key, message text,"
+                        " attempts integer, at real)")
+        self.db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
         self.db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
         self.db.commit()
 
@@ -100,6 +120,24 @@ class StateFile:
     def drop_run(self, component: str, commit: str) -> None:
         """The run followed for a commit ended badly: the next try dispatches a new one."""
         self.db.execute("delete from runs where component = ? and commit_sha = ?", (component, commit))
+        self.db.commit()
+
+    def refusal(self, fingerprint: str) -> Refusal | None:
+        row = self.db.execute("select fingerprint, message, attempts, at from refusals where fingerprint = ?",
+                              (fingerprint,)).fetchone()
+        return Refusal(*row) if row else None
+
+    def record_refusal(self, fingerprint: str, message: str) -> Refusal:
+        previous = self.refusal(fingerprint)
+        refused = Refusal(fingerprint, message, previous.attempts + 1 if previous else 1, time.time())
+        self.db.execute("insert or replace into refusals values (?, ?, ?, ?)",
+                        (refused.fingerprint, refused.message, refused.attempts, refused.at))
+        self.db.commit()
+        return refused
+
+    def forget_refusals(self) -> None:
+        """Permissions were granted, or a human asked to try again: every write may be made."""
+        self.db.execute("delete from refusals")
         self.db.commit()
 
     def close(self) -> None:

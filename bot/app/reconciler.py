@@ -27,7 +27,7 @@ from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
-from ..core.errors import PermissionRefused, RefusedError, TransientError, WheelpinError, kind_of
+from ..core.errors import PermissionRefused, RefusedError, RuleRefused, TransientError, WheelpinError, kind_of
 from ..core.imageref import ImageRef
 from ..core.inspect import inspect_wheel
 from ..core.pins import PinState, plan_bump, read_pins
@@ -161,6 +161,8 @@ class Reconciler:
         self._recheck = set(names) if recheck else set()
         if recheck:
             self._verified = {(name, digest) for name, digest in self._verified if name not in names}
+        if recheck or self.retry_failed:
+            self.state.forget_refusals()
         try:
             return self._run(dry_run=dry_run, only=only)
         finally:
@@ -227,7 +229,7 @@ class Reconciler:
             observed = self.observe(context)
             result.seen(observed)
             structlog.contextvars.bind_contextvars(commit=observed.head)
-            actions = plan(observed)
+            actions = self._unless_refused(component, observed, plan(observed))
             if not actions:
                 if result.status not in ("failed",):
                     result.status = "done" if result.actions else "nothing"
@@ -246,8 +248,10 @@ class Reconciler:
                 result.error_kind = kind_of(exc)
                 result.messages.append(exc.message)
                 bound.warning("action.failed", kind=action.kind, error=exc.message, error_kind=result.error_kind)
-                if isinstance(exc, PermissionRefused) and observed.proposal is not None:
-                    self._tell(observed.proposal.branch, exc)
+                if isinstance(exc, (PermissionRefused, RuleRefused)) and action.kind == PROPOSE:
+                    self.state.record_refusal(self._write_key(component, observed), exc.message)
+                    if observed.proposal is not None:
+                        self._tell(observed.proposal.branch, exc)
                 return result
             if action.kind == PROPOSE:
                 self._rebase.discard(component.name)
@@ -259,6 +263,29 @@ class Reconciler:
         result.status = "failed"
         result.messages.append(f"no steady state after {MAX_STEPS} steps")
         return result
+
+    def _write_key(self, component: Component, observed: Observed) -> str:
+        """What a proposal write is made of: the same key is the same write to the same
+        branch tip on the same base, which GitHub refuses the same way."""
+        proposal = observed.proposal
+        facts = {"where": str(self.loaded.root), "component": component.model_dump_json(),
+                 "want": desired_state(observed), "base": observed.base,
+                 "branch": proposal.head if proposal else None}
+        return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
+
+    def _unless_refused(self, component: Component, observed: Observed, actions: list[Action]) -> list[Action]:
+        """A proposal write GitHub refused (a rule, a missing permission) is not made again
+        while nothing it depends on changed, until its backoff ends (an hour, doubled up to
+        a day), permissions are granted, or a human asks (`/wheelpin recheck`, --retry-failed)."""
+        if not actions or actions[0].kind != PROPOSE or self.retry_failed:
+            return actions
+        refused = self.state.refusal(self._write_key(component, observed))
+        if refused is None or refused.retry_at <= time.time():
+            return actions
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(refused.retry_at))
+        return [Action(REPORT, observed.component, observed.head,
+                       f"{refused.message} (not tried again before {when}, unless the base or upstream "
+                       "moves, permissions are granted, or `/wheelpin recheck` asks)")]
 
     # -- observe --------------------------------------------------------------------------
 

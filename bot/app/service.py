@@ -31,6 +31,7 @@ from typing import Any
 import structlog
 
 from ..adapters.github import GitHubPlatform, IssuesDisabled
+from ..adapters.statefile import StateFile
 from ..core.config import Config
 from ..core.dashboard import LABEL, MARKER, TITLE, Row, render
 from ..core.errors import ConfigError, CredentialsError, WheelpinError, kind_of
@@ -48,6 +49,7 @@ WRITERS = ("admin", "maintain", "write")
 PERMISSION_TTL = 60.0  # seconds a collaborator's permission is trusted once read
 INSTALLATIONS, CONFIG, REPOSITORY, COMPONENT, COMMAND, DASHBOARD = (
     "installations", "config", "repository", "component", "command", "dashboard")
+GRANTED = "granted"  # an installations job after the App's new permissions were accepted
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class Watched:
 
 def jobs_for(key: WorkKey) -> list[Job]:
     if key.refresh:
-        return [Job(INSTALLATIONS)]
+        return [Job(INSTALLATIONS, command=GRANTED if key.granted else None)]
     if key.command:
         return [Job(COMMAND, key.repository, command=key.command, number=key.number, sender=key.sender)]
     if key.component:
@@ -224,7 +226,13 @@ class Service:
         """Run one job; False when it should back off before running again."""
         self.metrics.jobs.labels(kind=job.kind).inc()
         if job.kind == INSTALLATIONS:
-            return self._installations()
+            if job.command == GRANTED:  # what was refused for want of a permission may be written now
+                state = StateFile(self.settings.cache_dir / "state.sqlite")
+                try:
+                    state.forget_refusals()
+                finally:
+                    state.close()
+            return self._installations(passes=job.command == GRANTED)
         watched = self.watched.get(job.repository)
         if watched is None:
             log.info("job.unwatched")  # not (or no longer) installed (or another shard's): nothing to do
@@ -241,7 +249,7 @@ class Service:
             return self._dashboard(watched)
         raise AssertionError(job.kind)
 
-    def _installations(self) -> bool:
+    def _installations(self, *, passes: bool = False) -> bool:
         """Which repositories to watch. The App's own credentials failing is the bot not
         ready; one installation that cannot be read (suspended, its token refused) keeps
         the repositories it had, is logged, and the job is tried again after a backoff."""
@@ -282,7 +290,7 @@ class Service:
         for repository, access in found.items():
             if repository not in self.watched or self.watched[repository].access != access:
                 self.watched[repository] = Watched(repository, access)
-            self.queue.put(Job(CONFIG, repository), note=self._cause)
+            self.queue.put(Job(REPOSITORY if passes else CONFIG, repository), note=self._cause)
         self.metrics.watched.set(len(self.watched))
         return complete
 

@@ -56,6 +56,11 @@ class RefusedError(WheelpinError):
     exit_code = 3
 
 
+class RuleRefused(RefusedError):
+    """GitHub refused a write by a rule of the repository (a ruleset, branch protection,
+    signed commits): the same write is refused until someone changes the rule."""
+
+
 class TransientError(WheelpinError):
     """An outside system failed in a way that may pass: retry with backoff."""
 

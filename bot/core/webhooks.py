@@ -38,6 +38,7 @@ class WorkKey:
     repository: str
     component: str | None = None
     refresh: bool = False
+    granted: bool = False  # the App's new permissions were accepted: writes refused for want of one are retried
     command: str | None = None  # rebase | recheck | skip, from a comment
     sender: str | None = None  # who gave the command (the service checks their access)
     number: int | None = None  # the pull request the command was given on
@@ -64,7 +65,9 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
     action = payload.get("action")
     if event in ("installation", "installation_repositories"):
         account = (payload.get("installation") or {}).get("account") or {}
-        return [WorkKey(repository or str(account.get("login", "")), refresh=True)]
+        # https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation
+        return [WorkKey(repository or str(account.get("login", "")), refresh=True,
+                        granted=event == "installation" and action == "new_permissions_accepted")]
     if repository is None:
         return []
     if event == "push":

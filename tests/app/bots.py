@@ -147,11 +147,17 @@ def settings_for(tmp_path: Path, **changes: Any) -> Settings:
 
 
 @contextmanager
-def running_bot(world: World, tmp_path: Path, **settings: Any) -> Iterator[Bot]:
+def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None = None,
+                **settings: Any) -> Iterator[Bot]:
+    """The service watching the world's downstream on the emulator, its behaviour
+    `switches` (GitHubEmulator attributes) set before the service first speaks to it."""
     github_world(world)
     private, public = app_key()
     emulator = GitHubEmulator(tmp_path / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
     emulator.auto_advance = False
+    for switch, value in (switches or {}).items():
+        assert hasattr(emulator, switch), switch
+        setattr(emulator, switch, value)
     emulator.actions = lambda repo, run: {w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])}
     service = server = None
     try:

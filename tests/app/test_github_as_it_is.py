@@ -369,3 +369,48 @@ def test_a_run_github_no_longer_has_is_a_failed_build_not_a_config_error(world: 
         assert "ended: deleted" in failed.messages[-1]
         assert gh.reconciler.run().components[0].actions[0].kind == "report"  # in its backoff: no new run
         assert gh.repo.runs == {}
+
+
+def test_permissions_granted_the_refused_write_is_made(world: World, tmp_path: Path) -> None:
+    """The App lacked `workflows`; the write is refused once and not made again each poll.
+    Its owner accepts the new permissions (GitHub's `installation` delivery,
+    `new_permissions_accepted`): the bot writes the proposal at once."""
+    from tests.app.bots import running_bot
+    from tests.fixtures.webhooks import example
+
+    with running_bot(world, tmp_path) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        bot.emulator.workflows_permission = False
+        base_commit(bot.repo.path, {".github/workflows/ci.yaml": "on: push\n"})
+        second = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.poll_and_build()
+        commits = [r for r in bot.emulator.recorded if r.template.endswith("/git/commits") and r.method == "POST"]
+        bot.poll()
+        bot.idle()
+        assert [r for r in bot.emulator.recorded if r.template.endswith("/git/commits") and r.method == "POST"] == commits
+        assert second[:8] not in pull.title
+        bot.emulator.workflows_permission = True
+        payload = example("installation", "new_permissions_accepted")
+        payload["installation"] = {**payload["installation"], "id": bot.emulator.installations["rocm"],
+                                   "account": {**payload["installation"]["account"], "login": "rocm"}}
+        bot.send("installation", payload)
+        bot.idle()
+        assert second[:8] in pull.title, pull.title
+
+
+def test_a_refused_write_is_tried_again_when_what_it_writes_changes(world: World, tmp_path: Path) -> None:
+    """Held while nothing changed; the base moving (a human fixed the rule's cause, or not)
+    makes it a new write, tried once more; `--retry-failed` tries at once."""
+    with on_github(world, tmp_path, no_force_push=True) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        base_commit(gh.repo.path, {"NOTES": "x\n"})
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        assert "Cannot force-push" in gh.reconciler.run().components[0].messages[-1]
+        held = gh.reconciler.run().components[0]
+        assert held.actions[0].kind == "report" and "not tried again before" in held.messages[-1]
+        gh.emulator.no_force_push = False  # the rule is lifted; the base has not moved
+        gh.reconciler.retry_failed = True
+        assert gh.reconciler.run().components[0].status == "done"
