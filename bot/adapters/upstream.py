@@ -5,18 +5,16 @@ the cache folder for the few commits a pass needs (committer date, commit list, 
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from ..core.config import Upstream
 from ..core.errors import TransientError
 from ..core.proposal import Commit
 from ..core.redact import public_url
+from ..core.tagversions import ANY_RELEASE, TagPattern, is_older, newest, release_of
 from .git import GitError, git, git_ok
 
 
@@ -24,13 +22,6 @@ from .git import GitError, git, git_ok
 class UpstreamCalls:
     ls_remote: int = 0
     fetches: int = 0
-
-
-def _tag_key(tag: str) -> tuple[int, Version | str]:
-    try:
-        return (1, Version(tag.removeprefix("v")))
-    except InvalidVersion:
-        return (0, tag)
 
 
 class UpstreamRepo:
@@ -42,6 +33,7 @@ class UpstreamRepo:
         self.url = url
         self.mirror = cache / "upstream" / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
         self.calls = UpstreamCalls()
+        self.tags: dict[str, str] = {}  # every tag → its commit, as the last listing gave them
 
     def head(self) -> str:
         """The commit to follow: the branch head, or the commit of the newest matching tag."""
@@ -57,17 +49,34 @@ class UpstreamRepo:
             out = git(["ls-remote", "--tags", self.url], timeout=120)
         except GitError as exc:
             raise TransientError(f"{public_url(self.url)}: git ls-remote failed ({exc.stderr.strip()[:200]})") from None
-        tags: dict[str, str] = {}
+        pattern = TagPattern.parse(self.upstream.tags or "*")
+        every: dict[str, str] = {}
         for line in out.splitlines():
             sha, ref = line.split("\t")
             name = ref.removeprefix("refs/tags/")
-            peeled = name.endswith("^{}")
+            peeled = name.endswith("^{}")  # an annotated tag's commit
             name = name.removesuffix("^{}")
-            if fnmatch.fnmatchcase(name, self.upstream.tags or "*") and (peeled or name not in tags):
-                tags[name] = sha
-        if not tags:
+            if peeled or name not in every:
+                every[name] = sha
+        self.tags = every
+        tags = {name: sha for name, sha in every.items() if pattern.version_of(name) is not None}
+        chosen = newest(tags, pattern)
+        if chosen is None:
             raise TransientError(f"{public_url(self.url)}: no tag matches {self.upstream.tags}")
-        return tags[max(tags, key=_tag_key)]
+        return tags[chosen]
+
+    def is_older_release(self, commit: str, than: str) -> bool:
+        """True when, following tags, `commit` carries a lower version than commit `than`
+        (the one pinned): proposing it would be a downgrade. False when either carries no
+        matching tag (ancestry decides then) or on a branch."""
+        if self.upstream.tags is None or not self.tags:
+            return False
+        pattern = TagPattern.parse(self.upstream.tags)
+        mine = release_of(commit, self.tags, pattern)
+        # the pin may carry a release tag the pattern does not match (pinned by hand): `v0.6.0`
+        # is still newer than `v0.5.10-rocm`
+        theirs = release_of(than, self.tags, pattern) or release_of(than, self.tags, ANY_RELEASE)
+        return mine is not None and theirs is not None and is_older(mine, theirs)
 
     def _ensure_mirror(self) -> None:
         if not (self.mirror / "HEAD").exists():

@@ -119,7 +119,7 @@ class Reconciler:
         self._published: dict[tuple[str, str], tuple[str, str]] = {}  # tag lists may lag a push
         self._files: dict[tuple[str, str], str] = {}
         self._bases: dict[str, str | None] = {}
-        self._heads: dict[tuple[str, str | None, str | None], str] = {}
+        self._heads: dict[tuple[str, str | None, str | None], tuple[str, dict[str, str]]] = {}  # head, tags
         self._calls: dict[str, int] = {"git_ls_remote": 0, "git_fetch": 0}
         self._rebase: set[str] = set()  # `/wheelpin rebase`: rewrite the branch once, foreign commits or not
         self._recheck: set[str] = set()  # `/wheelpin recheck`: failures of the head retried, images verified again
@@ -145,9 +145,10 @@ class Reconciler:
     def _head(self, upstream: UpstreamRepo) -> str:
         key = (upstream.url, upstream.upstream.branch, upstream.upstream.tags)
         if key not in self._heads:
-            self._heads[key] = upstream.head()
+            self._heads[key] = (upstream.head(), upstream.tags)
             self._calls["git_ls_remote"] += 1
-        return self._heads[key]
+        head, upstream.tags = self._heads[key]
+        return head
 
     # -- a pass ---------------------------------------------------------------------------
 
@@ -314,8 +315,11 @@ class Reconciler:
             return Observed(component=name, head=head, error=exc.message)
         pinned_commit = (context.pinned_info.annotations.get("org.opencontainers.image.revision")
                          if context.pinned_info else None)
+        # the base pins `head`, a descendant of it, or (following tags) a higher release:
+        # a newest tag older than the pin is never proposed
         base_has_head = pinned_commit is not None and (
-            pinned_commit == head or context.upstream.is_ancestor(head, pinned_commit))
+            pinned_commit == head or context.upstream.is_older_release(head, pinned_commit)
+            or context.upstream.is_ancestor(head, pinned_commit))
         proposal = self._proposal(context.branch, base)
         if proposal is not None and name in self._rebase:  # rewritten from the base, whoever pushed
             proposal = ProposalSeen(proposal.branch, proposal.head, None)

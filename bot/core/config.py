@@ -109,7 +109,17 @@ class Upstream(_Model):
 
     repo: Annotated[str, Field(min_length=1)]
     branch: str | None = None
-    tags: str | None = Field(default=None, description="a glob such as v* : the newest match")
+    tags: str | None = Field(default=None, description="the newest release tag by version: a glob such as "
+                             "v* , or a pattern naming the version part, such as v{version}-rocm")
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: str | None) -> str | None:
+        if value is not None:
+            from .tagversions import TagPattern
+
+            TagPattern.parse(value)
+        return value
 
     @model_validator(mode="after")
     def _one_ref(self) -> Upstream:

@@ -1,7 +1,7 @@
 """Finding and loading a repository's config, with every error located in the file.
 
 `--config FILE`, else `.github/wheelpin.toml`, else `wheelpin.toml` at the repository
-root. TOML 1.1 (tomli), so inline tables may span lines as in docs/design.md's sketch. Each
+root. TOML 1.1 (tomli), so inline tables may span lines (the examples are TOML 1.0). Each
 problem reads `FILE:LINE: key.path: message`; all of them are reported at
 once, and the checks that need the repository (pin files exist) run here too.
 """

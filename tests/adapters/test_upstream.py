@@ -55,6 +55,35 @@ def test_newest_matching_tag_by_version(repo: Path, tmp_path: Path) -> None:
         upstream(repo, tmp_path, tags="release-*").head()
 
 
+@pytest.mark.parametrize("pattern", ["v*-rocm", "v{version}-rocm", "v{version}-roc?"])
+def test_rocm_release_tags_in_version_order_not_string_order(repo: Path, tmp_path: Path, pattern: str) -> None:
+    """LMCache tags its ROCm builds `v0.5.3-rocm`: `0.5.10-rocm` is no PEP 440 version, and
+    string order put v0.5.9-rocm above v0.5.10-rocm (a downgrade proposed)."""
+    commits = {}
+    for tag in ("v0.5.3-rocm", "v0.5.10-rocm", "v0.5.9-rocm", "v0.6.0"):
+        commits[tag] = commit(repo, tag)
+        git(["tag", tag], cwd=repo)
+    observed = upstream(repo, tmp_path, tags=pattern)
+    assert observed.head() == commits["v0.5.10-rocm"]
+    assert observed.is_older_release(commits["v0.5.9-rocm"], commits["v0.5.10-rocm"])
+    assert not observed.is_older_release(commits["v0.5.10-rocm"], commits["v0.5.9-rocm"])
+    assert not observed.is_older_release(commits["v0.5.10-rocm"], commit(repo, "untagged"))
+    assert observed.is_older_release(commits["v0.5.10-rocm"], commits["v0.6.0"])  # pinned by hand
+
+
+def test_a_backport_tagged_later_is_not_the_newest(repo: Path, tmp_path: Path) -> None:
+    """v0.5.10 released on main; then a fix on the 0.4 line is tagged v0.4.7, later."""
+    base = commit(repo, "base", date="2026-01-01T00:00:00Z")
+    main = commit(repo, "v0.5.10", date="2026-02-01T00:00:00Z")
+    git(["tag", "-a", "-m", "r", "v0.5.10"], cwd=repo, env={**WHO, "GIT_COMMITTER_DATE": "2026-02-01T00:00:00Z"})
+    git(["checkout", "--quiet", "-b", "release-0.4", base], cwd=repo)
+    backport = commit(repo, "v0.4.7", date="2026-03-01T00:00:00Z")
+    git(["tag", "-a", "-m", "r", "v0.4.7"], cwd=repo, env={**WHO, "GIT_COMMITTER_DATE": "2026-03-01T00:00:00Z"})
+    observed = upstream(repo, tmp_path, tags="v{version}")
+    assert observed.head() == main
+    assert observed.is_older_release(backport, main)  # never proposed over a 0.5.10 pin
+
+
 def test_commit_date_fetches_one_commit(repo: Path, tmp_path: Path) -> None:
     old = commit(repo, "old", date="2026-01-01T00:00:00Z")
     new = commit(repo, "new")

@@ -339,3 +339,24 @@ def test_the_loop_keeps_its_reconciler_while_the_config_is_unchanged(world: Worl
     assert loop(first, make, lambda: config.read_text(), only=None, show=show) == 0
     assert len(used) == 3 and len(made) == 2  # the first, and one for the edited config only
     assert {number: signal.getsignal(number) for number in before} == before  # handlers given back
+
+
+def test_following_release_tags_never_proposes_a_downgrade(world: World) -> None:
+    """Tags `v{version}-rocm` in version order (v0.5.10-rocm after v0.5.9-rocm, string order
+    had it the other way round), and a newest tag older than what the base pins (its
+    commit carries v0.6.0, pinned by hand) is never proposed."""
+    first = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()  # what the base pins
+    git(["tag", "v0.6.0", first], cwd=world.upstream)
+    world.set_config('"../upstream", branch = "main"', '"../upstream", tags = "v{version}-rocm"')
+    git(["checkout", "--quiet", "--orphan", "rocm"], cwd=world.upstream)  # a line not descended from the pin
+    for version in ("0.5.10", "0.5.9"):
+        world.commit_upstream(f"rocm {version}", {"VERSION": f"{version}\n"})
+        git(["tag", f"v{version}-rocm"], cwd=world.upstream)
+    held = world.reconcile()
+    assert held.code == 0 and component(held)["status"] == "nothing", held.stdout
+    assert world.branch() is None
+    newer = world.commit_upstream("rocm 0.7.0", {"VERSION": "0.7.0\n"})
+    git(["tag", "v0.7.0-rocm"], cwd=world.upstream)
+    moved = world.reconcile()
+    assert component(moved)["status"] == "done", moved.stdout
+    assert f"g{newer[:8]}@sha256:" in world.branch_file()

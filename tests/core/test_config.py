@@ -53,7 +53,36 @@ def test_examples_validate(example: Path) -> None:
     assert result.json()["valid"] is True
 
 
-def test_the_design_sketch_loads_as_written(repo: Path) -> None:
+def toml_blocks(path: Path) -> list[str]:
+    """The ```toml blocks of a Markdown file."""
+    import re
+
+    return re.findall(r"```toml\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def test_every_example_a_user_copies_is_toml_1_0(repo: Path, tmp_path: Path) -> None:
+    """tomllib (TOML 1.0, as taplo and check-jsonschema read it) parses every example: the
+    README's and the design's blocks, `config/`, and the config `demo` writes; each block
+    then loads as a config."""
+    import tomllib
+
+    from bot.app.settings import Settings
+    from bot.commands.demo import make_downstream, make_upstream
+
+    blocks = toml_blocks(ROOT / "README.md") + toml_blocks(ROOT / "docs/design.md")
+    assert len(blocks) >= 2
+    for block in blocks:
+        tomllib.loads(block)
+        (repo / "wheelpin.toml").write_text(block)
+        load_config(repo / "wheelpin.toml", root=repo)
+    for example in EXAMPLES:
+        tomllib.loads(example.read_text())
+    _, first = make_upstream(tmp_path / "demo")
+    downstream = make_downstream(tmp_path / "demo", first, Settings(cache_dir=tmp_path / "cache"))
+    tomllib.loads((downstream / "wheelpin.toml").read_text())
+
+
+def test_toml_1_1_inline_tables_over_lines_still_load(repo: Path) -> None:
     (repo / "wheelpin.toml").write_text(GOOD)
     loaded = load_config(repo / "wheelpin.toml", root=repo)
     component = loaded.config.components[0]
