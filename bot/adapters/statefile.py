@@ -23,6 +23,7 @@ class Failure:
     message: str
     attempts: int
     at: float
+    rules: str = ""  # a digest of the component's config it failed under ("" in older state files)
 
     @property
     def retry_at(self) -> float:
@@ -51,6 +52,9 @@ class StateFile:
         self.db = sqlite3.connect(path)
         self.db.execute("create table if not exists failures (component text, commit_sha text, kind text,"
                         " message text, attempts integer, at real, primary key (component, commit_sha))")
+        columns = {row[1] for row in self.db.execute("pragma table_info(failures)")}
+        if "rules" not in columns:  # a state file of an earlier wheelpin
+            self.db.execute("alter table failures add column rules text default ''")
         self.db.execute("create table if not exists runs (component text, commit_sha text, run_id integer,"
                         " primary key (component, commit_sha))")
         # a dispatch noted before it is sent, and every run ever followed: a pass killed
@@ -98,17 +102,24 @@ class StateFile:
         return {int(row[0]) for row in self.db.execute("select run_id from claimed")}
 
     def failure(self, component: str, commit: str) -> Failure | None:
-        row = self.db.execute("select component, commit_sha, kind, message, attempts, at from failures"
+        row = self.db.execute("select component, commit_sha, kind, message, attempts, at, rules from failures"
                               " where component = ? and commit_sha = ?", (component, commit)).fetchone()
-        return Failure(*row) if row else None
+        if row is None:
+            return None
+        component_, commit_, kind, message, attempts, at, rules = row
+        return Failure(component_, commit_, kind, message, int(attempts), float(at), rules or "")
 
-    def record(self, component: str, commit: str, kind: str, message: str) -> Failure:
+    def record(self, component: str, commit: str, kind: str, message: str, *, rules: str = "") -> Failure:
+        """A failure of `commit`'s build or verification under the config digested as `rules`
+        (attempts count on only while the rules stay the same)."""
         previous = self.failure(component, commit)
-        attempts = previous.attempts + 1 if previous else 1
-        self.db.execute("insert or replace into failures values (?, ?, ?, ?, ?, ?)",
-                        (component, commit, kind, message, attempts, time.time()))
+        attempts = previous.attempts + 1 if previous and previous.rules == rules else 1
+        failed = Failure(component, commit, kind, message, attempts, time.time(), rules)
+        self.db.execute("insert or replace into failures (component, commit_sha, kind, message, attempts, at, rules)"
+                        " values (?, ?, ?, ?, ?, ?, ?)",
+                        (component, commit, kind, message, attempts, failed.at, rules))
         self.db.commit()
-        return Failure(component, commit, kind, message, attempts, time.time())
+        return failed
 
     def forget(self, component: str, commit: str | None = None) -> None:
         if commit is None:

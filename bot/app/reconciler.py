@@ -99,6 +99,12 @@ class _Context:
     texts: dict[str, str] = field(default_factory=dict)
 
 
+def rules_of(component: Component) -> str:
+    """A digest of everything a component's config says: a failure under other rules is
+    judged again."""
+    return hashlib.sha256(component.model_dump_json().encode()).hexdigest()[:16]
+
+
 class Reconciler:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Registries,
                  cache: Path, retry_failed: bool = False, crash_after: int | None = None,
@@ -265,11 +271,15 @@ class Reconciler:
         result.messages.append(f"no steady state after {MAX_STEPS} steps")
         return result
 
+    def _failed(self, component: Component, head: str, kind: str, message: str) -> None:
+        """Record a failed build or verification of `head`, under the component's rules."""
+        self.state.record(component.name, head, kind, message, rules=rules_of(component))
+
     def _write_key(self, component: Component, observed: Observed) -> str:
         """What a proposal write is made of: the same key is the same write to the same
         branch tip on the same base, which GitHub refuses the same way."""
         proposal = observed.proposal
-        facts = {"where": str(self.loaded.root), "component": component.model_dump_json(),
+        facts = {"where": str(self.loaded.root), "component": rules_of(component),
                  "want": desired_state(observed), "base": observed.base,
                  "branch": proposal.head if proposal else None}
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
@@ -354,6 +364,9 @@ class Reconciler:
         self._recheck.discard(name)  # once: the build it starts is followed like any other
         failure = None
         recorded = self.state.failure(name, head)
+        # a failure under other rules (the config changed since) is judged again now
+        if recorded is not None and recorded.rules and recorded.rules != rules_of(component):
+            recorded = None
         # a run followed now was started after the last failure (a failure drops its run)
         if recorded is not None and self.state.run_of(name, head) is not None:
             recorded = None
@@ -388,7 +401,7 @@ class Reconciler:
         if seen.conclusion == "success":
             return "success", f"build run {seen.url} succeeded"
         message = f"build run {seen.url} of {head[:8]} ended: {seen.conclusion}"
-        self.state.record(component.name, head, "build", message)
+        self._failed(component, head, "build", message)
         self.state.drop_run(component.name, head)  # after the backoff (or a recheck), a new run
         return "failure", message
 
@@ -521,7 +534,7 @@ class Reconciler:
             shutil.rmtree(out, ignore_errors=True)
             wheels = self.actions.download(run_id, out, ended_at=self.actions.run(run_id).ended_at)
             if not wheels:
-                self.state.record(component.name, head, "build", f"build run {run_id} left no wheel in its artifacts")
+                self._failed(component, head, "build", f"build run {run_id} left no wheel in its artifacts")
                 self.state.drop_run(component.name, head)
                 raise WheelpinError(f"build run {run_id} of {head[:8]} left no wheel in its artifacts")
             (out / COMPLETE).write_text(head + "\n")
@@ -536,7 +549,7 @@ class Reconciler:
                                     "this component builds on GitHub Actions")
             built = run_local_build(component, head, upstream=context.upstream, cache=self.cache)
             if not built.ok:
-                self.state.record(component.name, head, "build", built.message)
+                self._failed(component, head, "build", built.message)
                 raise WheelpinError(f"{built.message} (log: {built.log})")
             result.messages.append(built.message)
             return False
@@ -594,7 +607,7 @@ class Reconciler:
         problems = verify_wheels(component, reports, component_rules(component, commit=head))
         if problems:
             message = f"verification of {head[:8]} failed, nothing published: " + "; ".join(problems)
-            self.state.record(component.name, head, "verify", message)
+            self._failed(component, head, "verify", message)
             raise WheelpinError(message)
         tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
                                                         version=reports[0].version))
@@ -602,7 +615,7 @@ class Reconciler:
             published = publish(context.store, tag, wheels, reports, source=public_url(context.upstream.upstream.repo),
                                 revision=head, component=component.name)
         except RefusedError as exc:
-            self.state.record(component.name, head, "verify", exc.message)
+            self._failed(component, head, "verify", exc.message)
             raise
         result.messages.append(f"{published.status} {published.ref}")
         self._published[(component.name, head)] = (tag, published.digest)

@@ -360,3 +360,18 @@ def test_following_release_tags_never_proposes_a_downgrade(world: World) -> None
     moved = world.reconcile()
     assert component(moved)["status"] == "done", moved.stdout
     assert f"g{newer[:8]}@sha256:" in world.branch_file()
+
+
+def test_a_config_change_judges_a_refused_commit_again(world: World) -> None:
+    """Refused under `archs = ["gfx942"]` (the wheel has no device code); the maintainer
+    drops that rule: the next pass verifies the same build again and proposes it, with no
+    --retry-failed. Under unchanged rules the refusal stands."""
+    world.set_config('distribution = "demo-cache"', 'distribution = "demo-cache", archs = ["gfx942"]')
+    head = world.commit_upstream("release", NEW_VERSION)
+    assert "gfx942 is required" in component(world.reconcile())["messages"][-1]
+    again = world.reconcile()
+    assert [a["kind"] for a in component(again)["actions"]] == ["report"], again.stdout  # same rules: held
+    world.set_config('distribution = "demo-cache", archs = ["gfx942"]', 'distribution = "demo-cache"')
+    judged = world.reconcile()
+    assert component(judged)["status"] == "done", judged.stdout
+    assert f"g{head[:8]}@sha256:" in world.branch_file()
