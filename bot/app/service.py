@@ -133,7 +133,7 @@ class Service:
     def start(self) -> None:
         if self.access is not None:
             self.scheduler.add_job(self.queue.put, trigger=trigger_of(f"{self.settings.refresh_minutes}m",
-                                                                      self.settings.schedule_jitter),
+                                                                      self.settings.schedule_jitter, "UTC"),
                                    args=[Job(INSTALLATIONS)], kwargs={"note": "schedule"}, id="installations")
             self.queue.put(Job(INSTALLATIONS), note="start")
         self.scheduler.start()  # before the worker, which adds jobs to it
@@ -336,7 +336,9 @@ class Service:
     def _schedule(self, repository: str, config: Config) -> None:
         wanted = {}
         for component in config.components:
-            wanted[f"poll:{repository}:{component.name}"] = (component.name, schedule_of(config, component))
+            # the schedule and the zone it is read in: either changing makes the job again
+            wanted[f"poll:{repository}:{component.name}"] = (
+                component.name, f"{schedule_of(config, component)} {config.defaults.timezone}")
         for job in self.scheduler.get_jobs():
             if job.id.startswith(f"poll:{repository}:") and job.id not in wanted:
                 job.remove()
@@ -344,7 +346,9 @@ class Service:
         for job_id, (name, schedule) in wanted.items():
             if self.scheduler.get_job(job_id) is not None and self._schedules.get(job_id) == schedule:
                 continue  # unchanged: keep its next run time
-            self.scheduler.add_job(self.queue.put, trigger=trigger_of(schedule, self.settings.schedule_jitter),
+            self.scheduler.add_job(self.queue.put, trigger=trigger_of(schedule.rsplit(" ", 1)[0],
+                                                                      self.settings.schedule_jitter,
+                                                                      config.defaults.timezone),
                                    args=[Job(COMPONENT, repository, name)], kwargs={"note": "schedule"},
                                    id=job_id, replace_existing=True)
             self._schedules[job_id] = schedule

@@ -16,7 +16,7 @@ from ..app.reconciler import PassResult, Reconciler
 from ..app.settings import Settings
 from ..app.wiring import Registries
 from ..core.configfile import find_config
-from ..app.schedule import next_pass, schedules_of
+from ..app.schedule import next_pass, said, schedules_of
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
 from .repo import load
@@ -142,8 +142,8 @@ def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler]
         if signals.stop:
             break
         now = datetime.datetime.now(datetime.UTC)
-        due = next_pass(schedules_of(reconciler.config, only), now)
-        say(f"next pass at {due:%Y-%m-%d %H:%M:%S} UTC (SIGHUP: now)")
+        due = next_pass(schedules_of(reconciler.config, only), now, reconciler.config.defaults.timezone)
+        say(f"next pass at {said(due, reconciler.config.defaults.timezone)} (SIGHUP: now)")
         signals.sleep_until(due)
         if signals.stop:
             break

@@ -183,7 +183,18 @@ def test_schema_names_the_contract_keys() -> None:
 @pytest.mark.parametrize(("schedule", "problem"), [
     ("0m", "shorter than 5 minutes"), ("2m", "shorter than 5 minutes"), ("5m", None), ("6h", None),
     ("*/15 * * * *", None), ("* * * * *", "more often than every 5 minutes"),
-    ("0,1 * * * 1", "more often than every 5 minutes"), ("every hour", "neither an interval")])
+    ("0,1 * * * 1", "more often than every 5 minutes"), ("every hour", "neither an interval"),
+    # read as cron reads it (crontab(5)): 7 is Sunday too, names and shortcuts work
+    ("0 0 * * 7", None), ("0 0 * * 1,7", None), ("0 0 * * MON-FRI", None), ("@daily", None),
+    ("0 0 * * 8", "day-of-week field is wrong"), ("@reboot", "not a crontab shortcut"),
+    ("0 0 * * * *", "five fields"), ("0 0 31 2 *", "day-of-month field is wrong"),
+    # every minute of one day a month (APScheduler's week from a Monday never saw the 1st)
+    ("* * 1 * *", "more often than every 5 minutes"),
+    # 23:58 then 00:00 the next day; but on Mondays only, never two days running
+    ("0,58 0,23 * * *", "more often than every 5 minutes"), ("0,58 0,23 * * 1", None),
+    # an interval is at most a year (a leap one): the loop cannot sleep longer
+    ("366d", None), ("367d", "longer than 366 days"), ("99999999999999999999m", "longer than 366 days"),
+    ("9" * 5000 + "m", "longer than 366 days")])
 def test_schedules(repo: Path, schedule: str, problem: str | None) -> None:
     text = f'[defaults]\nschedule = "{schedule}"\n\n' + GOOD
     if problem is None:
@@ -192,3 +203,33 @@ def test_schedules(repo: Path, schedule: str, problem: str | None) -> None:
     else:
         problems = problems_of(repo, text)
         assert any("defaults.schedule" in p and problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("timezone", "problem"), [
+    ("Europe/Berlin", None), ("UTC", None), ("America/Argentina/Buenos_Aires", None),
+    ("Mars/Olympus_Mons", "not an IANA time zone name"), ("Europe", "not an IANA time zone name"),
+    ("europe/berlin", "not an IANA time zone name"), ("../../etc/passwd", "not an IANA time zone name"),
+    ("", "not an IANA time zone name"), ("Europe/Berlin\\u0000", "not an IANA time zone name")])  # a NUL, escaped in TOML
+def test_the_timezone_crontab_lines_are_read_in(repo: Path, timezone: str, problem: str | None) -> None:
+    text = f'[defaults]\ntimezone = "{timezone}"\nschedule = "0 9 * * 1-5"\n\n' + GOOD
+    if problem is None:
+        (repo / "wheelpin.toml").write_text(text)
+        assert load_config(repo / "wheelpin.toml", root=repo).config.defaults.timezone == timezone
+    else:
+        problems = problems_of(repo, text)
+        assert any("defaults.timezone" in p and problem in p for p in problems), problems
+
+
+def test_the_timezone_is_utc_when_absent(repo: Path) -> None:
+    (repo / "wheelpin.toml").write_text(GOOD)
+    assert load_config(repo / "wheelpin.toml", root=repo).config.defaults.timezone == "UTC"
+
+
+@pytest.mark.parametrize("defaults", ['schedule = "99999999999999999999m"', 'timezone = "Mars/Olympus_Mons"'])
+def test_validate_refuses_an_absurd_schedule_or_timezone_in_one_sentence(repo: Path, defaults: str) -> None:
+    (repo / "wheelpin.toml").write_text(f"[defaults]\n{defaults}\n\n" + GOOD)
+    result = wheelpin("config", "validate", "--repo", str(repo))
+    assert result.code == 2, result.stdout + result.stderr
+    (said,) = [line for line in result.stderr.splitlines() if "defaults." in line]
+    assert "wheelpin.toml:2: defaults." in said and "Traceback" not in result.stderr
+    assert ("longer than 366 days" in said) or ("not an IANA time zone name" in said), said
