@@ -15,7 +15,7 @@ from ..app.githubrepo import GitHubAccess, github_platform, github_reconciler, r
 from ..app.reconciler import PassResult, Reconciler
 from ..app.settings import Settings
 from ..app.wiring import Registries
-from ..core.configfile import find_config
+from ..core.configfile import find_config, read_config_text
 from ..app.schedule import next_pass, said, schedules_of
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
@@ -68,7 +68,7 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
             return make_reconciler(repo=folder, config=config, settings=settings, retry_failed=retry_failed)
 
         def config_text() -> str:
-            return find_config(folder, config).read_text(encoding="utf-8")
+            return read_config_text(find_config(folder, config))
     reconciler = make()  # a config that cannot be used at the start is said now, and nothing runs
     if component is not None and reconciler.config.get(component) is None:
         raise UsageError(f"{reconciler.loaded.path}: no component {component!r}")
@@ -153,6 +153,9 @@ def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler]
                 reconciler, known = make(), text
             except WheelpinError as exc:
                 say(f"{exc}; passing with the config read before")
+            except Exception as exc:  # a config no check foresaw must not end the loop
+                say(f"the new config cannot be used (internal error: {type(exc).__name__}: {exc}); "
+                    "passing with the config read before")
     say("stopped")
     return 0
 
@@ -160,7 +163,7 @@ def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler]
 def _read(config_text: Callable[[], str]) -> str | None:
     try:
         return config_text()
-    except (WheelpinError, OSError) as exc:
+    except (WheelpinError, OSError, ValueError) as exc:  # ValueError: not UTF-8
         say(f"{getattr(exc, 'message', exc)}; passing with the config read before")
         return None
 

@@ -72,12 +72,41 @@ def _where(loc: Sequence[str | int]) -> str:
     return text or "(top level)"
 
 
+MAX_CONFIG = 1 << 20  # bytes: hundreds of components fit; a larger file is not a config
+MAX_DEPTH = 32  # tables and arrays within each other: the contract needs five
+
+
+def _depth(value: Any) -> int:
+    """How deep tables and arrays nest in `value` (iteratively: any depth costs no stack)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def read_config_text(path: Path) -> str:
+    """A config file's text, at most MAX_CONFIG bytes of UTF-8, else one ConfigError."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc.strerror or exc})") from None
+    if len(data) > MAX_CONFIG:
+        raise ConfigError(f"{path}: the config is over {MAX_CONFIG} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: the config is not UTF-8 text (byte {exc.start})") from None
+
+
 def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedConfig:
     """Parse and validate a config file; ConfigInvalid listing every problem with its line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the config ({exc})") from None
+    text = read_config_text(path)
     if not check_files:
         return load_config_text(text, path=path, root=root, exists=None)
     return load_config_text(text, path=path, root=root, exists=lambda file: (root / file).is_file(),
@@ -89,10 +118,16 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
     """Parse and validate config text read from anywhere (a file, a repository on GitHub);
     `exists` says whether the repository holds a file (None: do not check), `directory`
     whether a path that is no file is a directory (so the problem says so)."""
+    if len(text) > MAX_CONFIG:
+        raise ConfigInvalid(path, [f"{path}: the config is over {MAX_CONFIG} bytes"])
     try:
         raw: dict[str, Any] = tomli.loads(text)
     except tomli.TOMLDecodeError as exc:
         raise ConfigInvalid(path, [f"{path}: not valid TOML ({exc})"]) from None
+    except RecursionError:  # tomli's own guard (400 levels) or the interpreter's
+        raise ConfigInvalid(path, [f"{path}: tables or arrays nest more than {MAX_DEPTH} levels deep"]) from None
+    if _depth(raw) > MAX_DEPTH:
+        raise ConfigInvalid(path, [f"{path}: tables or arrays nest more than {MAX_DEPTH} levels deep"])
     positions = key_lines(text)
 
     def located(loc: Sequence[str | int], message: str) -> str:

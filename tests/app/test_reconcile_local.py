@@ -293,6 +293,20 @@ def test_the_loop_passes_on_sighup_reads_its_config_again_and_stops_on_sigterm(w
         assert any("whenever" in line and "config read before" in line for line in said)
         assert " 03:00:00 UTC" in [line for line in said if "next pass at" in line][-1]
 
+        # a config no longer UTF-8, nested 1,000 deep, or with an absurd interval: said, and
+        # the loop goes on with the last good one
+        committed = (world.downstream / "wheelpin.toml").read_bytes()
+        unusable = [committed + b"\n# \xff\n", committed + b"\nx = " + b"[" * 1000 + b"]" * 1000 + b"\n",
+                    committed.replace(b'"whenever"', b'"99999999999999999999m"')]
+        for count, text in enumerate(unusable, start=6):
+            (world.downstream / "wheelpin.toml").write_bytes(text)
+            proc.send_signal(signal.SIGHUP)
+            assert wait_for(count)["status"] == "nothing"
+        refused = [line for line in said if "config read before" in line]
+        assert any("not UTF-8" in line for line in refused) and any("levels deep" in line for line in refused)
+        assert any("99999999999999999999m" in line for line in refused), refused
+        (world.downstream / "wheelpin.toml").write_bytes(committed)
+
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:

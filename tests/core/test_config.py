@@ -233,3 +233,19 @@ def test_validate_refuses_an_absurd_schedule_or_timezone_in_one_sentence(repo: P
     (said,) = [line for line in result.stderr.splitlines() if "defaults." in line]
     assert "wheelpin.toml:2: defaults." in said and "Traceback" not in result.stderr
     assert ("longer than 366 days" in said) or ("not an IANA time zone name" in said), said
+
+
+@pytest.mark.parametrize(("text", "sentence"), [
+    (b"x = " + b"[" * 1000 + b"]" * 1000 + b"\n", "nest more than 32 levels deep"),
+    (b"x = " + b"{a = " * 300 + b"1" + b"}" * 300 + b"\n", "nest more than 32 levels deep"),
+    (b"# padding\n" * 600_000, "the config is over 1048576 bytes"),
+    (b'[defaults]\nlabels = ["\xff"]\n', "the config is not UTF-8 text"),
+])
+def test_hostile_configs_are_one_sentence_and_exit_2(tmp_path: Path, text: bytes, sentence: str) -> None:
+    """Nested 1,000 deep (tomli's RecursionError was an internal error), 6 MB (a 50 MB one
+    took 6 GB), not UTF-8: one sentence, exit 2, memory bounded by the size cap."""
+    path = tmp_path / "wheelpin.toml"
+    path.write_bytes(text)
+    result = wheelpin("config", "validate", str(path))
+    assert result.code == 2 and sentence in result.stderr, result.stderr
+    assert "internal error" not in result.stderr and len(result.stderr.splitlines()) <= 2
