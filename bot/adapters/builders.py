@@ -2,7 +2,9 @@
 upstream at the commit, with `{sha}`, `{sha8}`, `{out}` filled and the same values in
 `WHEELPIN_*` variables. Output and exit status are kept in a log beside the wheels; a
 `.complete` marker is written only after success, so a killed build is never taken
-for a finished one."""
+for a finished one. The build runs in its own process group, noted in `build.pid` while
+it runs: a pass killed meanwhile leaves it running, and the next build of that commit
+ends it first, so two builds never run side by side."""
 
 from __future__ import annotations
 
@@ -51,8 +53,44 @@ def built_wheels(cache: Path, component: str, commit: str) -> list[Path] | None:
     return sorted(out.glob("*.whl"))
 
 
+RUNNING = "build.pid"  # the process group of a build under way, and when its leader started
+
+
+def _started(pid: int) -> str | None:
+    """When process `pid` started (field 22 of /proc/PID/stat), None when it is gone: a
+    pid the kernel gave again to another process is told apart by it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def end_orphaned_build(folder: Path) -> bool:
+    """A pass killed while its build ran (SIGKILL: no `finally`) left the build running in
+    its own session. End that process group, so no second build runs beside it; True when
+    one was found."""
+    marker = folder / RUNNING
+    try:
+        pid_text, started = marker.read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return False
+    now = _started(pid)
+    found = False
+    if now is None or now == started:  # the leader is ours (or gone, its children may not be)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+            found = True
+        except (ProcessLookupError, PermissionError):
+            pass
+    marker.unlink(missing_ok=True)
+    return found
+
+
 def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo, cache: Path) -> BuildResult:
     folder = build_folder(cache, component.name, commit)
+    end_orphaned_build(folder)
     out = folder / "out"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -70,12 +108,19 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
             process = subprocess.Popen(run, shell=isinstance(run, str), cwd=checkout,  # noqa: S602
                                        stdout=stream, stderr=subprocess.STDOUT, env=environment,
                                        start_new_session=True)
+            (folder / RUNNING).write_text(f"{process.pid} {_started(process.pid) or 0}\n")
             try:
                 code = process.wait(timeout=component.build.timeout_minutes * 60)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)  # the build and every child it started
                 process.wait()
                 code = -1
+            finally:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)  # children it left behind end with it
+                except (ProcessLookupError, PermissionError):
+                    pass
+                (folder / RUNNING).unlink(missing_ok=True)
     except OSError as exc:
         log.write_text(f"cannot run the build command: {exc}\n")
         code = -2

@@ -389,3 +389,44 @@ def test_a_config_change_judges_a_refused_commit_again(world: World) -> None:
     judged = world.reconcile()
     assert component(judged)["status"] == "done", judged.stdout
     assert f"g{head[:8]}@sha256:" in world.branch_file()
+
+
+def test_a_build_left_running_by_a_killed_pass_is_ended_by_the_next(world: World, tmp_path: Path) -> None:
+    """SIGKILL reaches the pass, not its build (in a session of its own): the next pass
+    ends that build's process group before it builds again."""
+    import os
+    import signal
+    import sys
+    import time
+
+    from tests.cli import environment
+
+    flag = tmp_path / "build-now"
+    world.set_config('build = { command = [', f'build = {{ command = ["sh", "-c", "if [ -e {flag} ]; then '
+                     f'exec python3 build_wheel.py \\"$1\\"; else sleep 300 & sleep 300; fi", "build", "{{out}}"] }}\n# was: [')
+    head = world.commit_upstream("work", NEW_VERSION)
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "reconcile", "--once", "--repo", str(world.downstream)],
+                            env=environment(world.env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker: Path | None = None
+    deadline = time.monotonic() + 60
+    while marker is None and time.monotonic() < deadline:
+        marker = next(iter((Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").glob(f"*/{head}*/build.pid")), None) \
+            if (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").exists() else None
+        time.sleep(0.05)
+    assert marker is not None, "the build did not start"
+    group = int(marker.read_text().split()[0])
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    os.killpg(group, 0)  # the build runs on without its pass
+    flag.touch()
+    done = world.reconcile()
+    assert component(done)["status"] == "done", done.stdout + done.stderr
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the orphaned build still runs")
