@@ -108,6 +108,7 @@ class Service:
 
         self.settings = settings
         self.access = access
+        self._said_no_access = False  # installation events without credentials: said once
         self.secret = secret
         self.metrics = metrics or Metrics()
         self.clock = clock
@@ -226,6 +227,11 @@ class Service:
         """Run one job; False when it should back off before running again."""
         self.metrics.jobs.labels(kind=job.kind).inc()
         if job.kind == INSTALLATIONS:
+            if self.access is None:  # started without an App or a token: nothing to list, said once
+                if not self._said_no_access:
+                    self._said_no_access = True
+                    log.warning("installations.ignored", reason="no GitHub credentials: installation events are ignored")
+                return True  # done: not retried
             if job.command == GRANTED:  # what was refused for want of a permission may be written now
                 state = StateFile(self.settings.cache_dir / "state.sqlite")
                 try:
@@ -253,7 +259,8 @@ class Service:
         """Which repositories to watch. The App's own credentials failing is the bot not
         ready; one installation that cannot be read (suspended, its token refused) keeps
         the repositories it had, is logged, and the job is tried again after a backoff."""
-        assert self.access is not None
+        if self.access is None:  # no App nor token: run_job says so once and never gets here
+            return True
         complete = True
         try:
             if self.access.is_app:

@@ -17,6 +17,20 @@ def _default_cache() -> Path:
     return Path.home() / ".cache" / "wheelpin"
 
 
+# The HTTP door of `wheelpin serve` (bot/app/webapp.py sizes the rest of it).
+# Open connections served at once, idle ones included. waitress's default of 100 was
+# closed by 110 idle sockets; 1,000 costs at most ~128 MB of buffers (64 KiB of header
+# and 64 KiB of body in memory each, the rest spills to a temporary file) and is lowered
+# to what the open-files limit allows.
+HTTP_CONNECTIONS = 1000
+# Seconds a connection may sit idle. Longer than the 60 s idle timeout of the usual
+# proxies in front (AWS ALB, nginx's upstream keepalive), so the proxy, not wheelpin,
+# closes a kept-alive connection (else a POST can race the close and fail, and GitHub
+# does not redeliver by itself). A delivery still arriving is not idle: what bounds a
+# slow one is webapp.REQUEST_DEADLINE.
+HTTP_IDLE_TIMEOUT = 75
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WHEELPIN_", secrets_dir=None, extra="ignore")
 
@@ -53,6 +67,10 @@ class Settings(BaseSettings):
     stuck_after: int = Field(default=900, ge=1, description="seconds a key may wait, or a job run ×4, before /readyz fails")
     shutdown_grace: float = Field(default=25.0, ge=0, description="seconds a running job may finish on shutdown")
     queue_backoff: float = Field(default=30.0, ge=0, description="first wait of a failing key, doubled per failure")
+    http_connections: int = Field(default=HTTP_CONNECTIONS, ge=10, le=100_000,
+                                  description="open HTTP connections served at once (idle ones included)")
+    http_idle_timeout: int = Field(default=HTTP_IDLE_TIMEOUT, ge=1, le=86_400,
+                                   description="seconds an HTTP connection may sit idle before it is closed")
 
     # a test hook: the process exits after this many actions (kill between any two steps)
     crash_after_actions: int | None = Field(default=None, ge=1)

@@ -7,6 +7,13 @@
 - `GET /healthz`: the process is alive (answers before any credentials are set).
 - `GET /readyz`: GitHub answered the bot's credentials and the queue moves (else 503).
 - `GET /metrics`: Prometheus text format.
+
+The door stays open to idle and slow clients (issue 13): waitress handles every
+connection in one asyncore loop and gives a request to a thread only once it has fully
+arrived, so a connection costs a slot and its buffers, never a thread. The slots are
+many (WHEELPIN_HTTP_CONNECTIONS, fitted to the open-files limit), an idle connection is
+closed after WHEELPIN_HTTP_IDLE_TIMEOUT seconds, and a request that is still arriving
+after REQUEST_DEADLINE seconds (a slowloris, a header byte a second) is cut.
 """
 
 from __future__ import annotations
@@ -24,6 +31,28 @@ log = structlog.get_logger("wheelpin.http")
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 
+# The door's numbers (the connection limit and idle timeout are settings: bot/app/settings.py).
+# A chunked body reaches waitress with its framing (a size line and a CRLF per chunk),
+# which waitress counts against max_request_body_size; the payload itself is held to
+# MAX_BODY by the app. An eighth more lets GitHub's full 25 MiB through in chunks of 64
+# bytes or more (framing: 6 bytes a chunk) and still refuses anything much larger before
+# the app ever sees it.
+WIRE_LIMIT = MAX_BODY + MAX_BODY // 8
+READ_CHUNK = 1 << 20  # the app reads a body a MiB at a time, never past the cap
+# Seconds a request may take to arrive in full. GitHub gives up on an answer after 10 s
+# (30 s on GHES), so a delivery still arriving after a minute is no delivery anyone waits
+# for; it is what keeps a slowloris (never idle, never done) from holding a slot for
+# days. Checked every CLEANUP_INTERVAL, so a request is cut within 60 to 80 s.
+REQUEST_DEADLINE = 60
+CLEANUP_INTERVAL = 10  # seconds between waitress's sweeps for idle and overdue connections
+BACKLOG = 1024  # connections the kernel queues while waitress is busy (capped by net.core.somaxconn)
+HEADER_LIMIT = 64 * 1024  # a request's headers (GitHub's are ~1 KiB); waitress allows 256 KiB in memory
+INBUF_OVERFLOW = 64 * 1024  # body bytes a connection keeps in memory before spilling to a temporary file
+# Open files one connection may need (its socket, a temporary file for a large body) and
+# those kept for everything else (the worker's git, SQLite, HTTP pools, the scheduler).
+FILES_PER_CONNECTION = 2
+RESERVED_FILES = 256
+
 STATUS = {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 401: "401 Unauthorized",
           404: "404 Not Found", 405: "405 Method Not Allowed", 413: "413 Content Too Large",
           503: "503 Service Unavailable"}
@@ -37,16 +66,27 @@ def _answer(start: StartResponse, status: int, body: Any, content_type: str = "a
 
 
 def _read_body(environ: Environ) -> bytes | None:
-    """The request body, or None when it is over the cap (read no further than that)."""
+    """The request body, or None when it is over the cap: read READ_CHUNK at a time, never
+    past its length nor past the first byte over the cap. waitress gives the length of a
+    chunked body once it has it all; without a length (another server) the body is read
+    until it ends or passes the cap."""
     length_text = environ.get("CONTENT_LENGTH") or ""
     stream = environ["wsgi.input"]
     if length_text.isdigit():
-        length = int(length_text)
-        if length > MAX_BODY:
+        if int(length_text) > MAX_BODY:
             return None
-        return bytes(stream.read(length))
-    data = stream.read(MAX_BODY + 1)  # chunked: no length given
-    return None if len(data) > MAX_BODY else bytes(data)
+        wanted = int(length_text)
+    else:
+        wanted = MAX_BODY + 1
+    parts: list[bytes] = []
+    size = 0
+    while size < wanted:
+        part = stream.read(min(READ_CHUNK, wanted - size))
+        if not part:
+            break
+        parts.append(bytes(part))
+        size += len(part)
+    return None if size > MAX_BODY else b"".join(parts)
 
 
 def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[bytes]]:
@@ -110,8 +150,60 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
     return app
 
 
+def fit_connections(wanted: int) -> int:
+    """How many connections fit in the process's open-files limit: the soft limit is
+    raised toward the hard one as far as `wanted` connections need (Python does not raise
+    it itself), and a limit that is still too low lowers the connections (and says so).
+    Running out of files would be worse than a full door: waitress would spin on a
+    listening socket it cannot accept from, and the worker could open nothing."""
+    import resource
+
+    need = wanted * FILES_PER_CONNECTION + RESERVED_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return wanted
+    fits = max(10, (soft - RESERVED_FILES) // FILES_PER_CONNECTION)
+    log.warning("http.connections_lowered", wanted=wanted, connections=fits, open_files=soft,
+                hint="raise the open-files limit (ulimit -n) or lower WHEELPIN_HTTP_CONNECTIONS")
+    return fits
+
+
+def _cut_overdue_requests(server: Any, deadline: float) -> None:
+    """Make waitress's sweep (which closes connections idle past channel_timeout) also
+    close a connection whose request has been arriving for more than `deadline` seconds.
+    A request is first seen at a sweep, so it is cut within deadline + 2 sweeps of its start."""
+    import weakref
+
+    from waitress.server import BaseWSGIServer
+
+    first_seen: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+    # one listening socket, or several (a host name with more than one address)
+    listeners = [server] if isinstance(server, BaseWSGIServer) else [
+        each for each in server.map.values() if isinstance(each, BaseWSGIServer)]
+    for listener in listeners:
+        def maintenance(now: float, listener: Any = listener, sweep: Any = listener.maintenance) -> None:
+            sweep(now)
+            for channel in list(listener.active_channels.values()):
+                arriving = channel.request  # the request being parsed; None between requests
+                if arriving is None or channel.requests:  # nothing arriving, or a request being served
+                    continue
+                if now - first_seen.setdefault(arriving, now) > deadline:
+                    log.info("http.request_overdue", seconds=round(now - first_seen[arriving]))
+                    channel.will_close = True
+
+        listener.maintenance = maintenance  # type: ignore[method-assign]
+
+
 class HTTPServer:
-    """waitress serving the app on a host and port (0: any free port), in its own thread."""
+    """waitress serving the app on a host and port (0: any free port), in its own thread,
+    sized so that idle and slow clients cannot close the door (see the module's text)."""
 
     def __init__(self, service: Service, *, host: str = "127.0.0.1", port: int = 8080, threads: int = 8) -> None:
         import logging
@@ -121,8 +213,16 @@ class HTTPServer:
 
         logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is N" on every burst
 
-        self.server = create_server(make_app(service), host=host, port=port, threads=threads,
-                                    max_request_body_size=MAX_BODY + 1, ident="wheelpin", clear_untrusted_proxy_headers=True)
+        settings = service.settings
+        self.connections = fit_connections(settings.http_connections)
+        self.server = create_server(
+            make_app(service), host=host, port=port, threads=threads, ident="wheelpin",
+            clear_untrusted_proxy_headers=True, max_request_body_size=WIRE_LIMIT,
+            max_request_header_size=HEADER_LIMIT, inbuf_overflow=INBUF_OVERFLOW,
+            connection_limit=self.connections + 2,  # waitress counts its listening socket and its trigger too
+            channel_timeout=settings.http_idle_timeout, cleanup_interval=CLEANUP_INTERVAL, backlog=BACKLOG,
+            asyncore_use_poll=True)  # select() cannot watch a file descriptor past 1023
+        _cut_overdue_requests(self.server, REQUEST_DEADLINE)
         self.host = host
         self.port = int(self.server.effective_port)  # type: ignore[union-attr]
         self.thread = threading.Thread(target=self.server.run, name="wheelpin-http", daemon=True)
