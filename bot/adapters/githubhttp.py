@@ -34,6 +34,8 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
+from ..core.errors import TransientError
+
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
 # https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
 # "Otherwise, wait for at least one minute before retrying ... an exponentially increasing amount of time"
@@ -94,6 +96,10 @@ def retry_after(response: requests.Response, *, now: float | None = None) -> flo
     return limit_wait(status, response.headers, text, _ATTEMPT.get(response, 0), now=clock)
 
 
+class WritesPaced(TransientError):
+    """A write would break GitHub's content-creation limits for longer than the adapter waits."""
+
+
 class WritePacer:
     """At most `per_minute` content-creating requests in any 60 s and `per_hour` in any
     3600 s; remembers at most max(per_minute, per_hour) send times.
@@ -114,8 +120,10 @@ class WritePacer:
     def __len__(self) -> int:
         return len(self._sent)
 
-    def wait(self) -> None:
-        """Sleep until one more write fits both windows, and count it as sent."""
+    def wait(self, longest: float = float("inf")) -> None:
+        """Sleep until one more write fits both windows, and count it as sent. A wait over
+        `longest` seconds (the hourly window full) is not slept: WritesPaced says how long
+        it is, so that a service's single worker goes on with other work meanwhile."""
         with self._lock:
             now = self._monotonic()
             while self._sent and now - self._sent[0] >= 3600.0:
@@ -123,6 +131,9 @@ class WritePacer:
             # the write `limit` back must be a whole window old before another is sent
             wait = max((self._sent[-limit] + span - now for span, limit in self.windows
                         if len(self._sent) >= limit), default=0.0)
+            if wait > longest:
+                raise WritesPaced(f"GitHub's limit of {self.windows[1][1]} writes an hour is reached; "
+                                  f"writing again in {wait / 60:.0f} min", retry_after=wait)
             if wait > 0:
                 self._sleep(wait)
             self._sent.append(self._monotonic())
@@ -200,7 +211,7 @@ class GitHubHTTP(HTTPAdapter):
             request.headers["If-None-Match"] = cached.etag
         for attempt in range(self.attempts):
             if method in WRITES:
-                self.pacer.wait()  # each attempt is a request GitHub counts
+                self.pacer.wait(self.max_wait)  # each attempt is a request GitHub counts
             response = super().send(request, **kwargs)
             self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
             if response.status_code == 304 and cached is not None:

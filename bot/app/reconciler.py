@@ -57,6 +57,7 @@ class ComponentResult:
     image: str | None = None  # the image of `head`, when there is one
     proposal: str | None = None  # the bot's branch, when it exists
     build: str = ""  # where the build of `head` stands
+    retry_after: float | None = None  # when failed for a reason that says how long it lasts (a rate limit)
 
     def to_json(self) -> dict[str, Any]:
         return {"component": self.name, "status": self.status, "head": self.head,
@@ -220,7 +221,8 @@ class Reconciler:
             try:
                 return self._reconcile(component, dry_run=dry_run)
             except WheelpinError as exc:
-                return ComponentResult(component.name, "failed", messages=[exc.message], error_kind=kind_of(exc))
+                return ComponentResult(component.name, "failed", messages=[exc.message], error_kind=kind_of(exc),
+                                       retry_after=exc.retry_after if isinstance(exc, TransientError) else None)
             except Exception as exc:  # a bug must not stop the other components
                 log.error("component.crashed", exc_info=True)
                 return ComponentResult(component.name, "failed", error_kind="internal",
@@ -254,6 +256,8 @@ class Reconciler:
                 result.status = "failed"
                 result.error_kind = kind_of(exc)
                 result.messages.append(exc.message)
+                if isinstance(exc, TransientError):
+                    result.retry_after = exc.retry_after
                 bound.warning("action.failed", kind=action.kind, error=exc.message, error_kind=result.error_kind)
                 if isinstance(exc, (PermissionRefused, RuleRefused)) and action.kind == PROPOSE:
                     self.state.record_refusal(self._write_key(component, observed), exc.message)

@@ -34,7 +34,7 @@ from ..adapters.github import GitHubPlatform, IssuesDisabled
 from ..adapters.statefile import StateFile
 from ..core.config import Config
 from ..core.dashboard import LABEL, MARKER, TITLE, Row, render
-from ..core.errors import ConfigError, CredentialsError, WheelpinError, kind_of
+from ..core.errors import ConfigError, CredentialsError, TransientError, WheelpinError, kind_of
 from ..core.webhooks import WorkKey, work_for
 from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from .metrics import Metrics
@@ -108,7 +108,8 @@ class Service:
 
         self.settings = settings
         self.access = access
-        self._said_no_access = False  # installation events without credentials: said once
+        self._said_no_access = False
+        self._retry_after: float | None = None  # how long the failing job's key must wait, when said  # installation events without credentials: said once
         self.secret = secret
         self.metrics = metrics or Metrics()
         self.clock = clock
@@ -209,6 +210,7 @@ class Service:
             job, notes = taken
             self._cause = notes[-1] if notes else job.kind  # follow-up jobs carry the delivery on
             ok = False
+            self._retry_after = None
             with structlog.contextvars.bound_contextvars(repository=job.repository, job=job.kind,
                                                          component=job.component,
                                                          delivery=notes[-1] if notes else None):
@@ -217,11 +219,13 @@ class Service:
                 except WheelpinError as exc:
                     self.metrics.failures.labels(kind=kind_of(exc)).inc()
                     log.warning("job.failed", error=exc.message)
+                    if isinstance(exc, TransientError):
+                        self._retry_after = exc.retry_after
                 except Exception as exc:  # a bug must not stop the worker
                     self.metrics.failures.labels(kind="internal").inc()
                     log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
                 finally:
-                    self.queue.done(job, ok=ok)
+                    self.queue.done(job, ok=ok, retry_after=self._retry_after)
 
     def run_job(self, job: Job) -> bool:
         """Run one job; False when it should back off before running again."""
@@ -394,6 +398,9 @@ class Service:
             log.info("component.pass", status=component.status, commit=component.head,
                      actions=[a.kind for a in component.actions], messages=component.messages)
         self.queue.put(Job(DASHBOARD, watched.repository), note=self._cause)
+        waits = [c.retry_after for c in result.components if c.status == "failed" and c.retry_after is not None]
+        if waits:  # e.g. GitHub's write limit: the key waits that long rather than hold the worker
+            self._retry_after = max(waits)
         return not any(c.status == "failed" and c.error_kind in ("transient", "internal", "credentials")
                        for c in result.components)
 

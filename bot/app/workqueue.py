@@ -109,7 +109,9 @@ class WorkQueue(Generic[K]):
                 self._cond.wait(None if wait is None else max(wait, 0.001))
             return None
 
-    def done(self, key: K, *, ok: bool) -> None:
+    def done(self, key: K, *, ok: bool, retry_after: float | None = None) -> None:
+        """The run of `key` ended. A failed one backs off (doubling per failure), at least
+        `retry_after` seconds when the failure said how long it lasts (a rate limit)."""
         with self._cond:
             entry = self._entries[key]
             entry.running_since = None
@@ -119,7 +121,8 @@ class WorkQueue(Generic[K]):
                 entry.failures, entry.not_before = 0, 0.0
             else:
                 entry.failures += 1
-                entry.not_before = now + min(self.backoff * 2 ** (entry.failures - 1), self.max_backoff)
+                doubling = self.backoff * 2 ** (entry.failures - 1)
+                entry.not_before = now + min(max(doubling, retry_after or 0.0), self.max_backoff)
                 if entry.waiting_since is None:  # it runs again by itself once its backoff is over
                     entry.waiting_since = now
             if entry.again:

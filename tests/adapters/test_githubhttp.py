@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from bot.adapters.githubhttp import GitHubHTTP, WritePacer, limit_wait, retry_after
+from bot.adapters.githubhttp import GitHubHTTP, WritePacer, WritesPaced, limit_wait, retry_after
 
 ARTIFACT = 8 << 20
 
@@ -239,7 +239,7 @@ def test_a_403_that_is_no_rate_limit_is_final(server: Server) -> None:
 
 def test_writes_are_paced_within_a_minute_and_an_hour(server: Server) -> None:
     clock = Clock()
-    session = session_with(paced(clock))  # 70 a minute, 500 an hour
+    session = session_with(paced(clock, max_wait=float("inf")))  # 70 a minute, 500 an hour; any wait slept
     times = []  # when each was sent: the clock moves only when the adapter sleeps
     for number in range(501):
         session.patch(server.url + f"/repos/a/issues/{number}", json={})
@@ -247,6 +247,23 @@ def test_writes_are_paced_within_a_minute_and_an_hour(server: Server) -> None:
     assert times[499] - times[0] < 600 and times[500] - times[0] >= 3600  # the 501st waited for the hour
     assert all(times[i + 70] - times[i] >= 60 for i in range(len(times) - 70))
     assert session.get(server.url + "/repos/a").ok and clock.now == times[-1]  # reads are never paced
+
+
+def test_a_write_past_the_hourly_limit_is_not_slept_but_said_with_its_wait(server: Server) -> None:
+    """A service's one worker must not sleep most of an hour in a burst: a wait longer than
+    the adapter's max_wait is a transient error carrying that wait, and nothing is sent."""
+    clock = Clock()
+    session = session_with(paced(clock))  # max_wait 300 s
+    for number in range(500):
+        session.patch(server.url + f"/repos/a/issues/{number}", json={})
+    started, sent = clock.now, len(server.sent)
+    with pytest.raises(WritesPaced) as raised:
+        session.patch(server.url + "/repos/a/issues/500", json={})
+    assert len(server.sent) == sent and clock.now == started  # nothing sent, nothing slept
+    assert raised.value.exit_code == 4 and "500 writes an hour" in raised.value.message
+    assert raised.value.retry_after is not None and 3000 < raised.value.retry_after <= 3600
+    clock.now += raised.value.retry_after
+    assert session.patch(server.url + "/repos/a/issues/500", json={}).ok  # once the hour has passed
 
 
 def test_the_memory_of_writes_is_bounded() -> None:

@@ -371,3 +371,28 @@ def test_a_command_whose_pass_fails_for_now_is_reacted_to_when_its_retry_is_done
         bot.idle()
         assert calls[0] == calls[1] == {"rebase": True, "recheck": False}
         assert bot.repo.reactions == {number: ["+1"]}
+
+
+def test_github_s_hourly_write_limit_holds_up_no_other_job(world: World, tmp_path: Path) -> None:
+    """500 content-creating requests an hour (docs.github.com/en/rest/using-the-rest-api/
+    rate-limits-for-the-rest-api#about-secondary-rate-limits): once they are spent, the
+    write is not slept in the single worker for most of an hour. The component's pass fails
+    for now, saying so; its key waits out the limit; other jobs run meanwhile."""
+    with running_bot(world, tmp_path) as bot:
+        watched = bot.service.watched[bot.repository]
+        assert watched.platform is not None
+        pacer = watched.platform.http.pacer
+        two_minutes_ago = pacer._monotonic() - 120  # the hour's 500 writes, just spent
+        pacer._sent.extend(two_minutes_ago for _ in range(500))
+        world.commit_upstream("one", NEW_VERSION)
+        started = bot.passes()
+        bot.poll()
+        wait_until(lambda: bot.passes() > started, what="the pass")
+        row = watched.rows[COMPONENT]
+        assert row.status.startswith("failed") and "500 writes an hour" in str(row.last_error), row
+        assert bot.repo.runs == {}  # nothing dispatched, nothing slept
+        queue = bot.service.queue
+        (waiting,) = [e for k, e in queue._entries.items() if k.component == COMPONENT]
+        assert waiting.not_before - queue.clock() > 3000
+        bot.push_config("# was: [", "# was (edited): [")  # the worker is free: a config job runs now
+        wait_until(lambda: "edited" in (watched.config_text or ""), what="the config read again")

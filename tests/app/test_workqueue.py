@@ -120,6 +120,31 @@ def test_a_failed_key_runs_again_by_itself_after_its_backoff() -> None:
     assert queue.get(timeout=0) is None and queue.stats().waiting == 0
 
 
+def test_a_failure_that_says_how_long_it_lasts_backs_off_at_least_that_long() -> None:
+    """A rate limit's wait (GitHub's write limit, Retry-After) outlasts the doubling backoff,
+    capped like it; the other keys go on meanwhile."""
+    clock = Clock()
+    queue: WorkQueue[str] = WorkQueue(backoff=30, max_backoff=3600, clock=clock)
+    queue.put("a")
+    queue.put("b")
+    assert (queue.get(timeout=0) or ("",))[0] == "a"
+    queue.done("a", ok=False, retry_after=900)
+    assert (queue.get(timeout=0) or ("",))[0] == "b"
+    queue.done("b", ok=True)
+    clock.now += 899
+    assert queue.get(timeout=0) is None
+    clock.now += 2
+    assert (queue.get(timeout=0) or ("",))[0] == "a"
+    queue.done("a", ok=False, retry_after=10)  # shorter than the doubling (60 s): the doubling holds
+    clock.now += 59
+    assert queue.get(timeout=0) is None
+    queue.put("c")
+    assert (queue.get(timeout=0) or ("",))[0] == "c"
+    queue.done("c", ok=False, retry_after=10 ** 9)  # capped
+    clock.now += 3601
+    assert {(queue.get(timeout=0) or ("",))[0] for _ in range(2)} == {"a", "c"}
+
+
 def test_an_urgent_key_goes_before_those_that_waited_longer() -> None:
     clock = Clock()
     queue: WorkQueue[str] = WorkQueue(clock=clock)
