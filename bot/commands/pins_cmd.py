@@ -1,4 +1,8 @@
-"""`wheelpin pins list` and `wheelpin pins bump`: read and move a repository's pins."""
+"""`wheelpin pins list` and `wheelpin pins bump`: read and move a repository's pins.
+
+Pin files are named by the real file they reach inside the checkout (a symlink out is
+refused); a bump writes every file or none, and none if one changed since it was read.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from pathlib import Path
 
 import structlog
 
-from ..adapters.worktree import read_texts, write_texts_atomically
+from ..adapters.worktree import canonical_component, read_texts, write_texts_atomically
 from ..core.errors import UsageError
 from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins
 from ..adapters.imageread import read_image
@@ -39,6 +43,7 @@ def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> in
     loaded = load(config=config, repo=repo)
     states: list[PinState] = []
     for component in loaded.config.components:
+        component = canonical_component(component, loaded.root)
         texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
         states += read_pins(component, texts)
     if as_json:
@@ -63,6 +68,7 @@ def bump_command(*, component_name: str, image: str, sha256: list[str], config: 
     if component is None:
         names = ", ".join(c.name for c in loaded.config.components)
         raise UsageError(f"{loaded.path}: no component {component_name!r} (there are: {names})")
+    component = canonical_component(component, loaded.root)  # one name per real file
     wheel_sha256: dict[str | None, str] | Callable[[], dict[str | None, str]]
     if sha256:
         wheel_sha256 = parse_sha256_options(sha256)
@@ -71,7 +77,7 @@ def bump_command(*, component_name: str, image: str, sha256: list[str], config: 
     texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
     plan = plan_bump(component, texts, image, wheel_sha256)
     if not plan.changes_nothing:
-        write_texts_atomically(loaded.root, plan.new_texts)
+        write_texts_atomically(loaded.root, plan.new_texts, expected=texts)  # refused if edited meanwhile
     log.info("pins.bumped", component=component.name, files=len(plan.new_texts),
              edits=len(plan.edits))
     if as_json:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import functools
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -32,6 +32,7 @@ _NAME = r"^[a-z0-9][a-z0-9._-]*$"
 _ARG = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _DISTRIBUTION = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _PYTHON_TAG = re.compile(r"^(?:cp|pp|py)[0-9]{1,3}t?$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # NUL ends a path for the OS; others only confuse
 _INTERVAL = re.compile(r"^([0-9]+)\s*(m|h|d)$")
 MIN_INTERVAL = 5  # minutes
 MAX_INTERVAL = 366 * 1440  # minutes: a year, a leap one too
@@ -290,6 +291,34 @@ class Image(_Model):
         return self.repository.startswith("oci:")
 
 
+def pin_path(value: str) -> str:
+    """The one spelling of a pin file: relative to the repository root, `/`-separated, with
+    no `.`, empty or trailing parts (`./docker//Dockerfile` is `docker/Dockerfile`), so two
+    spellings of one file are one key everywhere (reading, planning, writing a branch).
+    `..` is refused rather than folded: `a/../b` is `b` only when `a` is no symlink."""
+    path = PurePosixPath(value)
+    if (not value or path.is_absolute() or ".." in path.parts or "\\" in value
+            or _CONTROL.search(value) or path == PurePosixPath(".")):
+        raise ValueError(f"{value!r} must be a path inside the repository, from its root "
+                         "(no '..', no absolute path)")
+    return path.as_posix()
+
+
+def escape_problem(root: Path, file: str) -> str | None:
+    """Why the pin path `file` must not be edited in the checkout `root`: a symlinked file
+    or folder on its way leads out of the repository (or loops); None when it stays inside.
+    Symlinks that stay inside are followed: the file they reach is the one edited."""
+    real_root = root.resolve()
+    try:
+        target = (real_root / file).resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        return f"{file}: its path loops through symlinks in {root}"
+    if target.is_relative_to(real_root):
+        return None
+    return (f"{file} resolves to {target}, outside the repository {real_root}: wheelpin edits "
+            "only files inside it")
+
+
 class Pin(_Model):
     """One place a Dockerfile pins the component: an ARG (+ its sha256 ARG) or a FROM."""
 
@@ -302,10 +331,7 @@ class Pin(_Model):
     @field_validator("file")
     @classmethod
     def _file(cls, value: str) -> str:
-        path = PurePosixPath(value)
-        if not value or path.is_absolute() or ".." in path.parts or "\\" in value:
-            raise ValueError(f"{value!r} must be a path inside the repository, from its root")
-        return value
+        return pin_path(value)
 
     @model_validator(mode="after")
     def _one_site(self) -> Pin:

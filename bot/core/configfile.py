@@ -18,7 +18,7 @@ import re
 import tomli
 from pydantic import ValidationError
 
-from .config import Config
+from .config import Config, escape_problem
 from .errors import ConfigError
 from .tomlpos import key_lines, line_of
 
@@ -110,14 +110,17 @@ def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedCo
     if not check_files:
         return load_config_text(text, path=path, root=root, exists=None)
     return load_config_text(text, path=path, root=root, exists=lambda file: (root / file).is_file(),
-                            directory=lambda file: (root / file).is_dir())
+                            directory=lambda file: (root / file).is_dir(),
+                            escapes=lambda file: escape_problem(root, file))
 
 
 def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str], bool] | None,
-                     directory: Callable[[str], bool] | None = None) -> LoadedConfig:
+                     directory: Callable[[str], bool] | None = None,
+                     escapes: Callable[[str], str | None] | None = None) -> LoadedConfig:
     """Parse and validate config text read from anywhere (a file, a repository on GitHub);
     `exists` says whether the repository holds a file (None: do not check), `directory`
-    whether a path that is no file is a directory (so the problem says so)."""
+    whether a path that is no file is a directory (so the problem says so), `escapes` why a
+    pin file leads out of a checkout through a symlink (None: it does not, or no checkout)."""
     if len(text) > MAX_CONFIG:
         raise ConfigInvalid(path, [f"{path}: the config is over {MAX_CONFIG} bytes"])
     try:
@@ -134,7 +137,7 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
         line = line_of(positions, loc)
         return f"{path}:{line if line else 1}: {_where(loc)}: {message}"
 
-    problems = _repository_problems(raw, root, located, exists, directory) if exists else []
+    problems = _repository_problems(raw, root, located, exists, directory, escapes) if exists else []
     problems += _duplicate_names(raw, located)
     try:
         config = Config.model_validate(raw)
@@ -182,7 +185,8 @@ def _duplicate_names(raw: dict[str, Any], located: Locate) -> list[str]:
 
 
 def _repository_problems(raw: dict[str, Any], root: Path, located: Locate, exists: Callable[[str], bool],
-                         directory: Callable[[str], bool] | None) -> list[str]:
+                         directory: Callable[[str], bool] | None,
+                         escapes: Callable[[str], str | None] | None = None) -> list[str]:
     """Files the config names that the repository does not hold (or holds as a directory:
     reading one later would fail far from the config line that named it)."""
 
@@ -197,7 +201,10 @@ def _repository_problems(raw: dict[str, Any], root: Path, located: Locate, exist
     for index, component in _components(raw):
         pins = component.get("pins")
         for number, pin in enumerate(pins if isinstance(pins, list) else []):
-            problem = missing("pin file", pin.get("file") if isinstance(pin, dict) else None)
+            file = pin.get("file") if isinstance(pin, dict) else None
+            problem = missing("pin file", file)
+            if problem is None and escapes is not None and isinstance(file, str) and _inside(file):
+                problem = escapes(file)
             if problem:
                 problems.append(located(("component", index, "pins", number, "file"), problem))
         problem = missing("constraints file", component.get("constraints_file"))

@@ -5,7 +5,8 @@ which lines each spans: heredocs, comments, `# escape=` and continuation lines a
 business. Within an `ARG` or `FROM` instruction's lines this module then finds the value
 of one name (`NAME=value`, `NAME="value"`, `ARG A=1 B=2`) or the image of a stage, as a
 character span, so a rewrite touches only those characters: quotes, line endings, a
-BOM, comments and everything else stay as they were.
+BOM, comments and everything else stay as they were. A text holding a NUL character is
+refused: the parser stops there and would hide every instruction after it.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def escape_character(text: str) -> str:
 @functools.lru_cache(maxsize=64)
 def parse(text: str, *, where: str) -> ParsedDockerfile:
     """Parse once per text: many components often pin in one Dockerfile."""
+    _refuse_nul(text, where)
     try:
         commands = dockerfile.parse_string(text)
     except dockerfile.GoParseError as exc:
@@ -113,6 +115,19 @@ def parse(text: str, *, where: str) -> ParsedDockerfile:
                                 ValueSite(image.line, image.start, image.end, image.value,
                                           image.quote, len(stages))))
     return ParsedDockerfile(text, tuple(args), tuple(stages))
+
+
+def _refuse_nul(text: str, where: str) -> None:
+    """The BuildKit parser binding reads the text as a C string: it ends at the first NUL,
+    so every instruction after one would be silently missing (an ARG not found, or, worse,
+    a second declaration not moved). Refused, naming the line."""
+    index = text.find("\0")
+    if index >= 0:
+        line = text.count("\n", 0, index) + 1
+        raise DockerfileError(
+            f"{where}:{line}: holds a NUL character, where the BuildKit parser stops reading; "
+            "wheelpin refuses a Dockerfile it cannot read to its end"
+        )
 
 
 def _at_stage(site: ValueSite | None, stage: int | None) -> ValueSite | None:
