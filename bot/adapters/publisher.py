@@ -18,7 +18,7 @@ from pathlib import Path
 
 import structlog
 
-from ..core.errors import RefusedError, TransientError, VerificationError
+from ..core.errors import InputError, RefusedError, TransientError, VerificationError
 from ..core.inspect import WheelReport
 from ..core.ociimage import (
     MANIFEST_TYPE,
@@ -32,6 +32,12 @@ from ..core.ociimage import (
 from .imagestore import ImageStore, tag_taken
 
 log = structlog.get_logger("wheelpin.publish")
+
+# After the manifest PUT, wait this long before reading the tag back: two publishers that
+# both passed the guard (the API has no conditional PUT) have then both written, so the
+# loser sees the winner's digest instead of its own. 1.5 s covers a loopback or LAN
+# registry's PUT latency many times over while adding little to a publish; tests pass 0.
+SETTLE_SECONDS = 1.5
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,20 @@ def entry_of(report: WheelReport) -> WheelEntry:
                       report.requires_dist, tuple(report.archs), report.tags)
 
 
+def _check_wheels(wheels: Sequence[Path], reports: Sequence[WheelReport]) -> str:
+    """The image architecture; InputError (one sentence) for wheels one image cannot hold."""
+    names = [w.name for w in wheels]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{', '.join(twice)}: two wheels with one file name cannot share an image")
+    if sorted(names) != sorted(r.filename for r in reports):
+        raise InputError("the wheels given are not the wheels inspected")
+    try:
+        return architecture_of(names)
+    except ValueError as exc:
+        raise InputError(f"{', '.join(sorted(names))}: {exc}; publish one image per architecture") from None
+
+
 def _guard(store: ImageStore, tag: str, ours: str) -> bool:
     """True when the tag already holds our image; RefusedError when it holds another."""
     existing = store.tag_digest(tag)
@@ -79,21 +99,23 @@ def publish(
     component: str | None = None,
     reader: ImageStore | None = None,
     mount_from: str | None = None,
+    settle: float = SETTLE_SECONDS,
 ) -> PublishResult:
     """Push (or find already there) the image of `wheels`; `reports` are their inspections.
     `mount_from` names another repository of the same registry that may hold the layer
     (a cross-repository mount then costs no upload)."""
+    architecture = _check_wheels(wheels, reports)
     entries = tuple(sorted((entry_of(r) for r in reports), key=lambda e: e.file))
-    digest, size = layer_digest(wheels)
-    image = build_image(entries, layer_digest=digest, layer_size=size,
-                        architecture=architecture_of([w.name for w in wheels]),
+    verified = {e.file: (e.sha256, e.size) for e in entries}
+    digest, size = layer_digest(wheels, verified)
+    image = build_image(entries, layer_digest=digest, layer_size=size, architecture=architecture,
                         source=source, revision=revision, component=component)
     if _guard(store, tag, image.manifest_digest):
         log.info("image.unchanged", store=store.name, tag=tag, digest=image.manifest_digest)
         return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, 0)
     uploaded = 0
     if not store.has_blob(digest):
-        uploaded += store.put_blob(digest, size, lambda: layer_chunks(wheels), mount_from=mount_from)
+        uploaded += store.put_blob(digest, size, lambda: layer_chunks(wheels, verified), mount_from=mount_from)
     if not store.has_blob(image.config_digest):
         uploaded += store.put_blob(image.config_digest, len(image.config), lambda: [image.config])
     if _guard(store, tag, image.manifest_digest):  # another writer finished first, with our bytes
@@ -102,16 +124,18 @@ def publish(
     uploaded += len(image.manifest)
     if written != image.manifest_digest:
         raise VerificationError(f"{store.name}:{tag}: the registry stored {written}, not {image.manifest_digest}")
-    verify_published(reader or store, tag, image.manifest_digest, entries, digest)
+    verify_published(reader or store, tag, image.manifest_digest, entries, digest, settle=settle)
     log.info("image.published", store=store.name, tag=tag, digest=image.manifest_digest,
              bytes_uploaded=uploaded)
     return PublishResult(store.name, tag, image.manifest_digest, "published", entries, uploaded)
 
 
 def verify_published(store: ImageStore, tag: str, digest: str, entries: Sequence[WheelEntry],
-                     layer: str) -> None:
-    """Read the tag and the manifest back: the tag names our digest, the manifest holds
-    our layer, and its annotations name exactly our wheels with their sha256."""
+                     layer: str, *, settle: float = SETTLE_SECONDS) -> None:
+    """After `settle` seconds, read the tag and the manifest back: the tag names our digest
+    (else another writer won the race), the manifest holds our layer, and its annotations
+    name exactly our wheels with their sha256."""
+    time.sleep(settle)
     now = store.tag_digest(tag)
     for wait in (0.2, 0.5, 1.0, 2.0):  # a replica or a cache may not have seen the write yet
         if now is not None:
@@ -121,8 +145,8 @@ def verify_published(store: ImageStore, tag: str, digest: str, entries: Sequence
     if now is None:
         raise TransientError(f"{store.name}:{tag} cannot be read back after the push; the next pass checks again")
     if now != digest:
-        raise RefusedError(f"{store.name}:{tag} names {now} right after wheelpin wrote {digest}: "
-                           "another writer is using this tag")
+        raise RefusedError(f"another writer won {store.name}:{tag}: it names {now}, not {digest} "
+                           "that wheelpin wrote; nothing published")
     manifest = json.loads(store.get_manifest(digest))
     layers = [item.get("digest") for item in manifest.get("layers", [])]
     listed = wheels_from_annotations(manifest.get("annotations", {})) or []

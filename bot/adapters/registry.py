@@ -24,6 +24,7 @@ import requests
 import structlog
 
 from ..core.errors import CredentialsError, TransientError, VerificationError
+from ..core.imageref import SHA256_DIGEST
 from ..core.ociimage import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
 
@@ -251,10 +252,11 @@ class RegistryClient:
             return None  # MANIFEST_UNKNOWN, NAME_UNKNOWN, NOT_FOUND: a HEAD has no body to tell
         if response.status_code != 200:
             raise TransientError(f"{self.host}/{repository}:{reference}: HEAD answered {response.status_code}")
-        digest = response.headers.get("Docker-Content-Digest")
-        if digest:
-            return digest
-        return "sha256:" + hashlib.sha256(self.get_manifest(repository, reference)[0]).hexdigest()
+        digest = response.headers.get("Docker-Content-Digest", "")
+        if not SHA256_DIGEST.match(digest):
+            raise TransientError(f"{self.host}/{repository}:{reference}: HEAD answered 200 without a "
+                                 "Docker-Content-Digest; the next pass asks again")
+        return digest
 
     def list_tags(self, repository: str) -> list[str]:
         """Every tag of a repository, following `Link: <…>; rel="next"` pages."""
@@ -282,7 +284,7 @@ class RegistryClient:
         data = response.content
         self.traffic.bytes_downloaded += len(data)
         if reference.startswith("sha256:") and "sha256:" + hashlib.sha256(data).hexdigest() != reference:
-            raise VerificationError(f"{self.host}/{repository}@{reference}: the manifest does not match its digest")
+            raise TransientError(f"{self.host}/{repository}@{reference}: the manifest sent does not match its digest")
         return data, response.headers.get("Content-Type", "")
 
     def put_manifest(self, repository: str, reference: str, data: bytes, media_type: str) -> str:
@@ -323,7 +325,7 @@ class RegistryClient:
         finally:
             response.close()
         if "sha256:" + hashed.hexdigest() != digest:
-            raise VerificationError(f"{self.host}/{repository}: blob {digest} does not match its digest")
+            raise TransientError(f"{self.host}/{repository}: the blob {digest} sent does not match its digest")
 
     def upload_blob(self, repository: str, digest: str, size: int, chunks: Callable[[], Iterable[bytes]],
                     *, mount_from: str | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     tag = getattr(target, "tag", None)
     if tag is None or getattr(target, "digest", None):
         raise UsageError(f"{options.to}: publish to a tag (REF:tag), not a digest")
+    if isinstance(target, LayoutTarget):
+        check_layout_folder(Path(target.folder))
     component = None
     source = options.source
     if options.component is not None:
@@ -74,6 +77,29 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         emit_text(result.ref)
         emit_text(f"{result.status}: {len(result.wheels)} wheel(s), {human_size(result.bytes_uploaded)} uploaded")
     return 0
+
+
+def check_layout_folder(folder: Path) -> None:
+    """UsageError, before anything is written, when `oci:PATH` cannot become a layout folder:
+    PATH (or the nearest parent that exists) is not a directory, or cannot be written."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"oci:{folder}: {existing} is not a directory; name a folder for the image layout")
+    if not os.access(existing, os.W_OK | os.X_OK) or not _writable(existing):
+        raise UsageError(f"oci:{folder}: {existing} cannot be written; name a folder wheelpin may write")
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a file can be created in `folder` (os.access says yes to root on a read-only mount)."""
+    try:
+        probe = folder / f".wheelpin-probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError:
+        return False
+    return True
 
 
 def _anonymous_if_public(readers: Registries, target: ImageRef | LayoutTarget) -> ImageStore | None:

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.tags import parse_tag
+
+from .errors import VerificationError
 
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
@@ -100,28 +103,49 @@ def _tar_info(name: str, size: int) -> tarfile.TarInfo:
     return info
 
 
-def layer_digest(wheels: Sequence[Path]) -> tuple[str, int]:
+Verified = Mapping[str, tuple[str, int]]  # file name -> (sha256 hex, size) the verify step saw
+
+
+def layer_digest(wheels: Sequence[Path], verified: Verified | None = None) -> tuple[str, int]:
     """The layer's digest and size, from one pass over the wheels."""
     digest = hashlib.sha256()
     size = 0
-    for chunk in layer_chunks(wheels):
+    for chunk in layer_chunks(wheels, verified):
         digest.update(chunk)
         size += len(chunk)
     return "sha256:" + digest.hexdigest(), size
 
 
-def layer_chunks(wheels: Sequence[Path]) -> Iterator[bytes]:
-    """The layer's bytes in chunks, for a streaming upload (hashed again by the caller)."""
+def layer_chunks(wheels: Sequence[Path], verified: Verified | None = None) -> Iterator[bytes]:
+    """The layer's bytes in chunks, for a streaming upload (hashed again by the caller).
+
+    With `verified`, each wheel's bytes are hashed as they are read and a wheel that is
+    not the one verified (swapped or rewritten since) raises VerificationError before
+    the archive ends, so no upload of it can complete and no manifest names it."""
     for wheel in sorted(wheels, key=lambda p: p.name):
-        size = wheel.stat().st_size
-        header = _tar_info(wheel.name, size).tobuf(format=tarfile.PAX_FORMAT)
-        yield header
         with wheel.open("rb") as stream:
-            while chunk := stream.read(_CHUNK):
+            size = os.fstat(stream.fileno()).st_size
+            yield _tar_info(wheel.name, size).tobuf(format=tarfile.PAX_FORMAT)
+            hashed = hashlib.sha256()
+            sent = 0
+            while sent < size and (chunk := stream.read(min(_CHUNK, size - sent))):
+                hashed.update(chunk)
+                sent += len(chunk)
                 yield chunk
+        if verified is not None:
+            _check_verified(wheel.name, hashed.hexdigest(), sent, size, verified)
+        elif sent != size:
+            raise VerificationError(f"{wheel}: the file shrank while it was read")
         if size % 512:
             yield b"\0" * (512 - size % 512)
     yield b"\0" * 1024  # two zero blocks end the archive
+
+
+def _check_verified(name: str, sha256: str, sent: int, size: int, verified: Verified) -> None:
+    expected = verified.get(name)
+    if expected is None or expected != (sha256, sent) or sent != size:
+        raise VerificationError(f"{name}: the file changed after it was verified "
+                                f"(sha256 {sha256[:12]}…, {sent} bytes); nothing published")
 
 
 @dataclass(frozen=True)

@@ -95,3 +95,46 @@ def test_a_second_publish_through_faults_uploads_nothing(proxy: FaultProxy, smal
     again = publish(proxy, small_wheels[1], "faults/twice", env)
     assert again.code == 0, again.stderr
     assert again.json()["status"] == "unchanged" and again.json()["bytes_uploaded"] == 0
+
+
+def strip_digest_header(method: str, path: str, headers: list[tuple[str, str]],
+                        body: bytes) -> tuple[list[tuple[str, str]], bytes]:
+    if method == "HEAD" and "/manifests/" in path:
+        headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
+    return headers, body
+
+
+def corrupt_bodies(method: str, path: str, headers: list[tuple[str, str]],
+                   body: bytes) -> tuple[list[tuple[str, str]], bytes]:
+    if method == "GET" and ("/manifests/sha256:" in path or "/blobs/sha256:" in path) and body:
+        body = body[:-1] + bytes([body[-1] ^ 1])
+    return headers, body
+
+
+def test_a_head_without_a_digest_header_is_transient(proxy: FaultProxy, small_wheels: tuple[Path, Path],
+                                                     env: dict[str, str]) -> None:
+    """A 200 that does not say which digest the tag names tells the guard nothing: exit 4."""
+    assert publish(proxy, small_wheels[0], "faults/nodigest", env).code == 0
+    proxy.alter = strip_digest_header
+    again = publish(proxy, small_wheels[0], "faults/nodigest", env)
+    assert again.code == 4, again.stderr
+    assert "Docker-Content-Digest" in again.stderr and again.stdout == ""
+
+
+def test_a_manifest_body_that_does_not_match_its_digest_is_transient(
+        proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    proxy.alter = corrupt_bodies
+    result = publish(proxy, small_wheels[1], "faults/badmanifest", env)
+    assert result.code == 4, result.stderr
+    assert "does not match its digest" in result.stderr and result.stdout == ""
+
+
+def test_a_blob_body_that_does_not_match_its_digest_is_transient(
+        proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    first = publish(proxy, small_wheels[1], "faults/badblob", env)
+    assert first.code == 0, first.stderr
+    proxy.alter = corrupt_bodies
+    shown = wheelpin("image", "show", f"{proxy.host}/faults/badblob@{first.json()['digest']}", "--json",
+                     env={**env, "WHEELPIN_CACHE_DIR": str(Path(env.get("HOME", "/tmp")) / "nocache")})
+    assert shown.code == 4, shown.stderr
+    assert "does not match its digest" in shown.stderr
