@@ -10,6 +10,7 @@ and the bytes actually produced are counted against what was declared.
 
 from __future__ import annotations
 
+import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -20,6 +21,13 @@ from .errors import InputError
 
 CHUNK = 1 << 20
 _LOCAL_HEADER = 30
+# Archive-wide: real ROCm wheels inflate to at most ~5x their file (cupy's largest
+# member reaches 61x); 100x over the whole file is far past any real wheel.
+MAX_ARCHIVE_RATIO = 100.0
+# Small wheels may compress as well as they like: 256 MiB inflates in about a second.
+ARCHIVE_RATIO_APPLIES_ABOVE = 256 << 20
+# The largest real wheels hold tens of thousands of members (torch ~ 20,000).
+MAX_MEMBERS = 100_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +42,8 @@ class ArchiveLimits:
 def open_archive(path: Path, limits: ArchiveLimits = ArchiveLimits()) -> zipfile.ZipFile:
     """Open and check a zip archive; InputError naming the file and the fault."""
     try:
+        if declared_members(path) > MAX_MEMBERS:  # before zipfile spends ~1 KB on each
+            raise InputError(f"{path}: holds more than {MAX_MEMBERS} members")
         archive = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
@@ -49,13 +59,46 @@ def open_archive(path: Path, limits: ArchiveLimits = ArchiveLimits()) -> zipfile
     return archive
 
 
+_END, _ZIP64_LOCATOR, _ZIP64_END = b"PK\x05\x06", b"PK\x06\x07", b"PK\x06\x06"
+
+
+def declared_members(path: Path) -> int:
+    """The member count the end of central directory record declares (APPNOTE 4.3.16, and
+    the zip64 record 4.3.14 its locator 4.3.15 points to); 0 when there is none (zipfile
+    then says why the file is not a zip)."""
+    with path.open("rb") as stream:
+        size = stream.seek(0, 2)
+        tail_length = min(size, 22 + 0xFFFF)  # the record, then a comment of at most 64 KiB
+        stream.seek(size - tail_length)
+        tail = stream.read(tail_length)
+        at = tail.rfind(_END)
+        if at < 0 or at + 22 > len(tail):
+            return 0
+        (count,) = struct.unpack_from("<H", tail, at + 10)
+        locator = at - 20
+        if count == 0xFFFF and locator >= 0 and tail[locator : locator + 4] == _ZIP64_LOCATOR:
+            (zip64_at,) = struct.unpack_from("<Q", tail, locator + 8)
+            if zip64_at + 56 <= size:
+                stream.seek(zip64_at)
+                record = stream.read(56)
+                if record[:4] == _ZIP64_END:
+                    (count,) = struct.unpack_from("<Q", record, 32)
+        return int(count)
+
+
 def check_directory(path: Path, archive: zipfile.ZipFile, limits: ArchiveLimits) -> None:
     """Check the central directory of an open archive before reading any member."""
     file_size = path.stat().st_size
+    if len(archive.infolist()) > MAX_MEMBERS:
+        raise InputError(f"{path}: holds more than {MAX_MEMBERS} members")
     seen: set[str] = set()
     total = 0
     for info in archive.infolist():
         name = info.filename
+        if "\0" in info.orig_filename:  # zipfile cuts `filename` at NUL
+            raise InputError(
+                f"{path}: member name {info.orig_filename!r} holds a NUL byte"
+            )
         _check_name(path, name)
         if name in seen:
             raise InputError(f"{path}: member {name!r} appears twice in the archive")
@@ -78,6 +121,11 @@ def check_directory(path: Path, archive: zipfile.ZipFile, limits: ArchiveLimits)
                 f"{path}: member {name!r} claims a compression ratio over "
                 f"{limits.max_member_ratio:g} (zip bomb?)"
             )
+    if total > ARCHIVE_RATIO_APPLIES_ABOVE and total > MAX_ARCHIVE_RATIO * max(file_size, 1):
+        raise InputError(
+            f"{path}: declares {total} uncompressed bytes in {file_size} bytes of file, "
+            f"a ratio over {MAX_ARCHIVE_RATIO:g} (zip bomb?)"
+        )
     by_offset = sorted(archive.infolist(), key=lambda i: i.header_offset)
     for current, following in zip(by_offset, by_offset[1:]):
         if following.header_offset < current.header_offset + _LOCAL_HEADER + current.compress_size:

@@ -15,7 +15,7 @@ from elftools.elf.elffile import ELFFile
 
 from .amdgpu import processor_sort_key, sorted_processors
 from .binwindow import Window
-from .offload import Bundle, BundleError, CudaEntry, read_bundles, read_cuda_fatbin
+from .offload import Bundle, BundleError, CudaEntry, ReadBudget, read_bundles, read_cuda_fatbin
 
 ELF_MAGIC = b"\x7fELF"
 HIP_SECTIONS = (".hip_fatbin",)
@@ -50,8 +50,10 @@ class ElfReport:
         }
 
 
-def read_elf(stream: BinaryIO, size: int, path: str) -> ElfReport:
-    """Read an ELF from a seekable stream of `size` bytes; ElfError on malformed data."""
+def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None = None) -> ElfReport:
+    """Read an ELF from a seekable stream of `size` bytes; ElfError on malformed data or
+    device code past `budget` (shared by the members of one wheel)."""
+    budget = ReadBudget() if budget is None else budget
     try:
         elf = ELFFile(stream)
         needed = _needed(elf)
@@ -81,7 +83,7 @@ def read_elf(stream: BinaryIO, size: int, path: str) -> ElfReport:
                 pass  # CUDA code is refused whatever its shape; its archs are a courtesy
             continue
         try:
-            bundles += read_bundles(window)
+            bundles += read_bundles(window, budget)
         except BundleError as exc:
             raise ElfError(f"{path}: {name}: {exc}") from None
 

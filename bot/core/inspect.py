@@ -8,6 +8,7 @@ device code. The report holds facts only; `checks` turns them into problems.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import tempfile
 import zipfile
@@ -26,6 +27,7 @@ from .archive import (
     members_in_order,
 )
 from .elf import ELF_MAGIC, ElfError, ElfReport, read_elf
+from .offload import ReadBudget
 from .errors import InputError
 from .wheelmeta import (
     Metadata,
@@ -98,7 +100,8 @@ def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> Whe
         dist_info, metadata = _read_metadata(path, archive)
         integrity, notes = _check_dist_info(path, archive, dist_info, wheel_name, metadata)
         record = _read_record(path, archive, dist_info, integrity)
-        elf_reports = _read_members(path, archive, record, dist_info, integrity)
+        budget = ReadBudget.for_wheel(path.stat().st_size)
+        elf_reports = _read_members(path, archive, record, dist_info, integrity, budget)
     sha256, size = file_sha256(path)
     build = "".join(str(part) for part in wheel_name.build) or None
     return WheelReport(
@@ -197,9 +200,24 @@ def _read_record(
         problems.append(f"{dist_info}/RECORD is missing: member hashes cannot be checked")
         return None
     try:
-        return parse_record(read_small_member(path, archive, info, limit=256 << 20))
-    except (ValueError, UnicodeDecodeError) as exc:
+        return parse_record(read_small_member(path, archive, info, limit=record_limit(archive)))
+    except (ValueError, csv.Error) as exc:  # UnicodeDecodeError is a ValueError
         raise InputError(f"{path}: {dist_info}/RECORD is malformed ({exc})") from None
+
+
+# A RECORD row is the path, `,sha256=` and 43 characters of digest, `,` and a size.
+_RECORD_ROW_BEYOND_PATH = 128
+
+
+def record_limit(archive: zipfile.ZipFile) -> int:
+    """The most bytes a RECORD needs to list every member: bounded by the central directory
+    (which lies in the file), not by what RECORD declares (a 1 MB wheel once declared a
+    255 MiB RECORD)."""
+    return 4096 + sum(len(info.orig_filename.encode("utf-8", "surrogateescape"))
+                      + _RECORD_ROW_BEYOND_PATH for info in archive.infolist())
+
+
+MAX_MISSING_NAMED = 20  # RECORD rows naming absent members, each named; then counted
 
 
 def _read_members(
@@ -208,13 +226,14 @@ def _read_members(
     record: dict[str, RecordEntry] | None,
     dist_info: str,
     problems: list[str],
+    budget: ReadBudget,
 ) -> list[ElfReport]:
     unsigned = {f"{dist_info}/RECORD", f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s"}
     reports: list[ElfReport] = []
     seen: set[str] = set()
     for info in members_in_order(archive):
         seen.add(info.filename)
-        digest, elf = _read_one_member(path, archive, info)
+        digest, elf = _read_one_member(path, archive, info, budget)
         if elf is not None:
             reports.append(elf)
         if record is None or info.filename in unsigned:
@@ -227,13 +246,17 @@ def _read_members(
         elif entry.digest != digest or (entry.size is not None and entry.size != info.file_size):
             problems.append(f"{info.filename} does not match its RECORD hash or size")
     if record is not None:
-        for missing in sorted(set(record) - seen - unsigned):
-            problems.append(f"RECORD lists {missing}, which the archive does not hold")
+        missing = sorted(set(record) - seen - unsigned)
+        for name in missing[:MAX_MISSING_NAMED]:
+            problems.append(f"RECORD lists {name}, which the archive does not hold")
+        if len(missing) > MAX_MISSING_NAMED:
+            problems.append(f"RECORD lists {len(missing) - MAX_MISSING_NAMED} more members "
+                            "the archive does not hold")
     return sorted(reports, key=lambda report: report.path)
 
 
 def _read_one_member(
-    path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo
+    path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: ReadBudget
 ) -> tuple[bytes, ElfReport | None]:
     """Hash one member; if it is an ELF, spool it to a temporary file and read it."""
     digest = hashlib.sha256()
@@ -251,7 +274,7 @@ def _read_one_member(
             spool.write(chunk)
         spool.flush()
         try:
-            report = read_elf(spool, info.file_size, info.filename)
+            report = read_elf(spool, info.file_size, info.filename, budget)
         except ElfError as exc:
             raise InputError(f"{path}: {exc}") from None
     return digest.digest(), report

@@ -17,8 +17,10 @@ Formats (little-endian throughout):
   u16 header size, u64 payload size; entries of u16 kind (1 PTX, 2 cubin), ..., u32
   header size at 4, u64 payload size at 8, u32 SM number at 28.
 
-Memory stays bounded: payloads are never loaded, compressed bundles are inflated in
-chunks and only their first bytes (the inner header) are kept.
+Memory and time stay bounded: payloads are never loaded, compressed bundles are inflated
+in chunks and only their first bytes (the inner header) are kept, and a `ReadBudget` shared
+by all the sections of one wheel bounds the bytes inflated (a bundle declaring more than is
+left is refused before inflating) and the entries kept.
 """
 
 from __future__ import annotations
@@ -45,8 +47,44 @@ _MAX_HEADER = 1 << 20  # an inner bundle header larger than this is refused
 _ZSTD_MAGIC = 0xFD2FB528
 
 
+# Real ROCm wheels keep tens of entries (cupy-rocm-7-0: 30) and torch some tens of
+# thousands; 200,000 entries cost about 60 MB.
+MAX_ENTRIES = 200_000
+# Compressed bundles inflate about 5-10x; a wheel may inflate 16 times its own size
+# in all, and at least 256 MiB (a second or two).
+INFLATE_PER_WHEEL_BYTE = 16
+INFLATE_FLOOR = 256 << 20
+
+
 class BundleError(ValueError):
     """The section does not hold well-formed bundles; the message says where and why."""
+
+
+@dataclass
+class ReadBudget:
+    """What reading the device code of one wheel may still cost."""
+
+    inflate: int = INFLATE_FLOOR  # bytes still allowed out of compressed bundles
+    entries: int = MAX_ENTRIES  # bundle entries still allowed to be kept
+
+    @classmethod
+    def for_wheel(cls, wheel_size: int) -> ReadBudget:
+        return cls(inflate=max(INFLATE_FLOOR, INFLATE_PER_WHEEL_BYTE * wheel_size))
+
+    def spend_inflate(self, declared: int, where: str) -> None:
+        if declared > self.inflate:
+            raise BundleError(
+                f"{where}: it declares {declared} uncompressed bytes, past the {self.inflate} "
+                f"this wheel may still inflate (a decompression bomb?)"
+            )
+        self.inflate -= declared
+
+    def keep_entries(self, count: int, where: str) -> None:
+        if count > self.entries:
+            raise BundleError(
+                f"{where}: its {count} entries pass the {MAX_ENTRIES} a wheel may hold"
+            )
+        self.entries -= count
 
 
 @dataclass(frozen=True)
@@ -87,17 +125,21 @@ def parse_entry_id(entry_id: str) -> BundleEntry:
     return BundleEntry(entry_id, 0, kind, rest.rstrip("-"), None)
 
 
-def read_bundles(section: Window) -> list[Bundle]:
-    """Every bundle in a `.hip_fatbin` section, in order; BundleError on malformed data."""
+def read_bundles(section: Window, budget: ReadBudget | None = None) -> list[Bundle]:
+    """Every bundle in a `.hip_fatbin` section, in order; BundleError on malformed data
+    or past `budget` (by default, one wheel's floor)."""
+    budget = ReadBudget() if budget is None else budget
     bundles: list[Bundle] = []
     position = section.first_nonzero(0)
     while position < section.size:
         try:
             magic = section.read(position, min(len(PLAIN_MAGIC), section.size - position))
             if magic == PLAIN_MAGIC:
-                bundle = _read_plain(section.sub(position, section.size - position), position)
+                bundle = _read_plain(section.sub(position, section.size - position), position,
+                                     budget)
             elif magic[:4] == COMPRESSED_MAGIC:
-                bundle = _read_compressed(section.sub(position, section.size - position), position)
+                bundle = _read_compressed(section.sub(position, section.size - position),
+                                          position, budget)
             else:
                 raise BundleError(
                     f"unknown data at offset {position:#x}: not a bundle magic "
@@ -110,14 +152,14 @@ def read_bundles(section: Window) -> list[Bundle]:
     return bundles
 
 
-def _parse_plain_header(read: Callable[[int, int], bytes], available: int, where: str) -> tuple[
-    list[BundleEntry], int
-]:
+def _parse_plain_header(read: Callable[[int, int], bytes], available: int, where: str,
+                        budget: ReadBudget) -> tuple[list[BundleEntry], int]:
     """Entries of a plain bundle and the end of its furthest payload, checked against
     `available` bytes. `read(offset, length)` reads the bundle's bytes."""
     (count,) = struct.unpack("<Q", read(len(PLAIN_MAGIC), 8))
     if count == 0 or count > (available - 32) // 24:
         raise BundleError(f"{where}: entry count {count} does not fit in {available} bytes")
+    budget.keep_entries(count, where)
     entries: list[BundleEntry] = []
     position = len(PLAIN_MAGIC) + 8
     end = position
@@ -145,12 +187,13 @@ def _parse_plain_header(read: Callable[[int, int], bytes], available: int, where
     return entries, max(end, position)
 
 
-def _read_plain(window: Window, at: int) -> Bundle:
-    entries, end = _parse_plain_header(window.read, window.size, f"bundle at offset {at:#x}")
+def _read_plain(window: Window, at: int, budget: ReadBudget) -> Bundle:
+    entries, end = _parse_plain_header(window.read, window.size, f"bundle at offset {at:#x}",
+                                       budget)
     return Bundle(at, end, tuple(entries))
 
 
-def _read_compressed(window: Window, at: int) -> Bundle:
+def _read_compressed(window: Window, at: int, budget: ReadBudget) -> Bundle:
     where = f"compressed bundle at offset {at:#x}"
     version, method = struct.unpack("<HH", window.read(4, 4))
     if version == 1:
@@ -171,6 +214,7 @@ def _read_compressed(window: Window, at: int) -> Bundle:
             f"{where}: its total size {total} does not fit in the {window.size} bytes left"
         )
     data = window.sub(header, (total if total is not None else window.size) - header)
+    budget.spend_inflate(uncompressed, where)
     inflate = _inflate_zlib if method == ZLIB else _inflate_zstd
     head, produced, md5, consumed = inflate(data, uncompressed, where)
     if produced != uncompressed:
@@ -187,7 +231,7 @@ def _read_compressed(window: Window, at: int) -> Bundle:
             raise BundleError(f"{where}: its inner header is larger than {_MAX_HEADER} bytes")
         return head[offset : offset + length]
 
-    entries, _ = _parse_plain_header(read_head, uncompressed, where)
+    entries, _ = _parse_plain_header(read_head, uncompressed, where, budget)
     length = total if total is not None else header + consumed
     return Bundle(at, length, tuple(entries), METHOD_NAMES[method], version)
 

@@ -65,9 +65,21 @@ class Metadata:
     requires_python: str | None
 
 
+_FIELDS_USED = {"name", "version", "requires_dist", "requires_python"}
+
+
 def parse_metadata(data: bytes) -> Metadata:
-    """Core metadata (RFC 822 style); ValueError when Name or Version is missing."""
-    raw, _unparsed = parse_email(data)
+    """Core metadata (RFC 822 style); ValueError when Name or Version is missing, or when
+    a field wheelpin uses cannot be read (packaging sets such fields aside, silently: a
+    Requires-Dist that is not UTF-8 would vanish from the diff)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"METADATA is not UTF-8 (byte {exc.start})") from None
+    raw, unparsed = parse_email(data)
+    unreadable = sorted(key for key in unparsed if key.replace("-", "_") in _FIELDS_USED)
+    if unreadable:
+        raise ValueError(f"METADATA's {', '.join(unreadable)} cannot be read")
     name = raw.get("name")
     version = raw.get("version")
     if not name or not version:
