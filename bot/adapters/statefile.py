@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +71,22 @@ class StateFile:
         self.db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
         self.db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
         self.db.commit()
+        self._unsaved = False
+
+    @contextmanager
+    def unsaved(self) -> Iterator[None]:
+        """Writes made inside are seen by reads inside, then rolled back: a dry run leaves
+        the state file as it found it."""
+        self._unsaved = True
+        try:
+            yield
+        finally:
+            self._unsaved = False
+            self.db.rollback()
+
+    def _commit(self) -> None:
+        if not self._unsaved:
+            self.db.commit()
 
     def run_of(self, component: str, commit: str) -> int | None:
         """The Actions run started for this build (the world knows it too: the run's title)."""
@@ -80,7 +98,7 @@ class StateFile:
         self.db.execute("insert or replace into runs values (?, ?, ?)", (component, commit, run_id))
         self.db.execute("insert or replace into claimed values (?, ?)", (run_id, time.time()))
         self.db.execute("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
-        self.db.commit()
+        self._commit()
 
     def dispatch_of(self, component: str, commit: str) -> float | None:
         """When a dispatch of this build was noted, if its run is not known yet."""
@@ -91,12 +109,12 @@ class StateFile:
     def record_dispatch(self, component: str, commit: str) -> float:
         at = time.time()
         self.db.execute("insert or replace into dispatches values (?, ?, ?)", (component, commit, at))
-        self.db.commit()
+        self._commit()
         return at
 
     def drop_dispatch(self, component: str, commit: str) -> None:
         self.db.execute("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
-        self.db.commit()
+        self._commit()
 
     def claimed_runs(self) -> set[int]:
         return {int(row[0]) for row in self.db.execute("select run_id from claimed")}
@@ -118,7 +136,7 @@ class StateFile:
         self.db.execute("insert or replace into failures (component, commit_sha, kind, message, attempts, at, rules)"
                         " values (?, ?, ?, ?, ?, ?, ?)",
                         (component, commit, kind, message, attempts, failed.at, rules))
-        self.db.commit()
+        self._commit()
         return failed
 
     def forget(self, component: str, commit: str | None = None) -> None:
@@ -126,12 +144,12 @@ class StateFile:
             self.db.execute("delete from failures where component = ?", (component,))
         else:
             self.db.execute("delete from failures where component = ? and commit_sha = ?", (component, commit))
-        self.db.commit()
+        self._commit()
 
     def drop_run(self, component: str, commit: str) -> None:
         """The run followed for a commit ended badly: the next try dispatches a new one."""
         self.db.execute("delete from runs where component = ? and commit_sha = ?", (component, commit))
-        self.db.commit()
+        self._commit()
 
     def refusal(self, fingerprint: str) -> Refusal | None:
         row = self.db.execute("select fingerprint, message, attempts, at from refusals where fingerprint = ?",
@@ -143,13 +161,13 @@ class StateFile:
         refused = Refusal(fingerprint, message, previous.attempts + 1 if previous else 1, time.time())
         self.db.execute("insert or replace into refusals values (?, ?, ?, ?)",
                         (refused.fingerprint, refused.message, refused.attempts, refused.at))
-        self.db.commit()
+        self._commit()
         return refused
 
     def forget_refusals(self) -> None:
         """Permissions were granted, or a human asked to try again: every write may be made."""
         self.db.execute("delete from refusals")
-        self.db.commit()
+        self._commit()
 
     def close(self) -> None:
         self.db.close()

@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,10 +170,11 @@ class Reconciler:
         self._recheck = set(names) if recheck else set()
         if recheck:
             self._verified = {(name, digest) for name, digest in self._verified if name not in names}
-        if recheck or self.retry_failed:
-            self.state.forget_refusals()
         try:
-            return self._run(dry_run=dry_run, only=only)
+            with self.state.unsaved() if dry_run else nullcontext():
+                if recheck or self.retry_failed:
+                    self.state.forget_refusals()
+                return self._run(dry_run=dry_run, only=only)
         finally:
             self._rebase, self._recheck = set(), set()
 

@@ -77,6 +77,26 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
             validate(method, template, status, answer)
 
 
+def test_a_dry_run_leaves_the_state_file_as_it_found_it(world: World, tmp_path: Path) -> None:
+    """Observing a failed run records the failure and drops the run: in a dry run that
+    stays hypothetical, so the real pass after it still finds and reports both."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True) as gh:
+        gh.emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("compiler error"))
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()  # dispatched; the run then fails
+        state = gh.reconciler.state
+        (run_id,) = gh.repo.runs
+        assert state.run_of("demo-cache", head) == run_id and state.failure("demo-cache", head) is None
+        planned = gh.reconciler.run(dry_run=True).components[0]
+        assert planned.status == "planned", planned.to_json()
+        assert any("ended: failure" in action.detail for action in planned.actions), planned.to_json()
+        assert state.run_of("demo-cache", head) == run_id and state.failure("demo-cache", head) is None
+        real = gh.reconciler.run().components[0]
+        assert real.status == "failed" and "ended: failure" in real.messages[-1], real.to_json()
+        assert state.run_of("demo-cache", head) is None and state.failure("demo-cache", head) is not None
+
+
 def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -> None:
     """ATOM's workflow pushes the image itself: the bot dispatches, then finds the image by
     its tag, verifies the wheel inside, and proposes it — it never pushes."""
