@@ -29,7 +29,7 @@ from bot.adapters.publisher import publish  # noqa: E402
 from bot.adapters.registry import RegistryClient  # noqa: E402
 from bot.core.inspect import inspect_wheel  # noqa: E402
 from bot.core.ociimage import MANIFEST_TYPE, canonical_json, digest_of  # noqa: E402
-from bot.core.wheelbuild import build_wheel  # noqa: E402
+from tests.fixtures.wheels import build_wheel  # noqa: E402
 from tests.fixtures.servers import Registry  # noqa: E402
 
 

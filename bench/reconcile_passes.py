@@ -30,7 +30,7 @@ from bot.app.wiring import Registries  # noqa: E402
 from bot.commands.demo import MAINTAINER, PEOPLE  # noqa: E402
 from bot.core.configfile import load_config  # noqa: E402
 from bot.core.inspect import inspect_wheel  # noqa: E402
-from bot.core.wheelbuild import build_wheel  # noqa: E402
+from tests.fixtures.wheels import build_wheel  # noqa: E402
 
 
 def commit(repo: Path, message: str, people: dict[str, str]) -> str:

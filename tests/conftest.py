@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.wheelbuild import build_wheel
+from tests.fixtures.wheels import build_wheel
 from tests.fixtures import hip, pypi
 
 

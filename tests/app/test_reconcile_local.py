@@ -162,7 +162,7 @@ def test_a_tag_holding_other_content_is_refused(world: World, tmp_path: Path) ->
     """The commit's tag already holds some other wheel: nothing is built over it, nothing proposed."""
     head = world.commit_upstream("work", NEW_VERSION)
     tag = f"demo-cache-v0.1.1-g{head[:8]}"
-    from bot.core.wheelbuild import build_wheel
+    from tests.fixtures.wheels import build_wheel
     other = build_wheel(tmp_path / "other", name="demo-cache", version=f"0.0.9+g{head[:8]}", files={"x.py": b"other"})
     published = wheelpin("image", "publish", str(other), "--to", f"oci:{world.root / 'images'}:{tag}", env=world.env)
     assert published.code == 0, published.stderr
@@ -178,7 +178,7 @@ def test_an_image_another_workflow_pushed_is_adopted(world: World, tmp_path: Pat
     """The right wheel under the commit's tag, pushed by someone else: verified, then
     proposed, with no build and no push."""
     head = world.commit_upstream("work", NEW_VERSION)
-    from bot.core.wheelbuild import build_wheel
+    from tests.fixtures.wheels import build_wheel
     wheel = build_wheel(tmp_path / "theirs", name="demo-cache", version=f"0.1.1+g{head[:8]}.rocm7.2.4",
                         files={"demo_cache/__init__.py": b"x = 1\n"}, requires_dist=["numpy>=2.3"])
     tag = f"demo-cache-v0.1.1-g{head[:8]}"

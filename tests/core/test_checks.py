@@ -11,7 +11,7 @@ from bot.core.amdgpu import TargetId
 from bot.core.checks import WheelRules, problems
 from bot.core.elf import ElfReport
 from bot.core.inspect import WheelReport, inspect_wheel
-from bot.core.wheelbuild import build_wheel
+from tests.fixtures.wheels import build_wheel
 
 COMMIT = "05fc77a0d1c2b3a4e5f60718293a4b5c6d7e8f90"
 
