@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from bot.adapters.githubhttp import GitHubHTTP  # noqa: E402
+from bot.adapters.github.transport import GitHubHTTP  # noqa: E402
 
 
 def serve(artifact_bytes: int) -> ThreadingHTTPServer:

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.adapters.githubhttp import WritePacer  # noqa: E402
+from bot.adapters.github.transport import WritePacer  # noqa: E402
 
 
 def most_in(times: list[float], span: float) -> int:

@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bot.adapters.github import GitHubPlatform  # noqa: E402
 from bot.app.logging import configure_logging  # noqa: E402
-from bot.app.reconciler import Reconciler  # noqa: E402
+from bot.loop.runner import Reconciler  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
-from bot.core.configfile import load_config  # noqa: E402
+from bot.adapters.configdisk import load_config  # noqa: E402
 from reconcile_passes import setup  # noqa: E402
 from tests.fixtures.github.emulator import GitHubEmulator  # noqa: E402
 

@@ -36,7 +36,10 @@ def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**inherited, **OFFLINE, **(env or {})}
 
 
-def wheelpin(*args: str, env: dict[str, str] | None = None) -> Result:
-    done = subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True,
+def wheelpin(*args: str, env: dict[str, str] | None = None, crash_after: int | None = None) -> Result:
+    """`wheelpin ARGS…` in a subprocess; with `crash_after`, killed right after that many
+    actions (tests/fixtures/crash.py)."""
+    command = ["-m", "bot.cli"] if crash_after is None else ["-m", "tests.fixtures.crash", str(crash_after)]
+    done = subprocess.run([sys.executable, *command, *args], capture_output=True,
                           text=True, env=environment(env), timeout=600)
     return Result(done.returncode, done.stdout, done.stderr)

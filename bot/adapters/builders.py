@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.config import Component
-from ..core.templates import render
+from ..core.templates import commit_values, render
 from .upstream import UpstreamRepo
 
 COMPLETE = ".complete"
@@ -96,7 +96,7 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
     out.mkdir(parents=True)
     log = folder / "build.log"
     checkout = upstream.checkout(commit, cache / "checkouts" / component.name / commit[:12])
-    values = {"sha": commit, "sha8": commit[:8], "out": str(out), "component": component.name}
+    values = {**commit_values(commit, component.name), "out": str(out)}
     command = component.build.command
     assert command is not None
     # a list is run as it is; a string through the shell, with the values quoted

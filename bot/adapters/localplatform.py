@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.commits import carries_marker, check_bot_branch, signed_off
 from ..core.config import Author
 from ..core.errors import InputError, RefusedError, UsageError
 from .git import ZERO, GitError, git, git_bytes
@@ -66,11 +67,10 @@ class LocalPlatform:
         return commits
 
     def is_bot_commit(self, commit: BranchCommit) -> bool:
-        return commit.author_email == self.author.email and "<!-- wheelpin: " in commit.message
+        return commit.author_email == self.author.email and carries_marker(commit.message)
 
     def _check_branch(self, branch: str) -> None:
-        if not branch.startswith(self.prefix):
-            raise RefusedError(f"wheelpin writes only branches under {self.prefix}, not {branch}")
+        check_bot_branch(branch, self.prefix)
 
     def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
                      expected: str | None) -> str:
@@ -79,7 +79,7 @@ class LocalPlatform:
         identity = {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email,
                     "GIT_COMMITTER_NAME": self.author.name, "GIT_COMMITTER_EMAIL": self.author.email}
         if self.signoff:
-            message = f"{message.rstrip()}\n\nSigned-off-by: {self.author.name} <{self.author.email}>\n"
+            message = signed_off(message, self.author)
         with tempfile.TemporaryDirectory(prefix="wheelpin-index-") as folder:
             index = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
             git(["read-tree", base], cwd=self.repo, env=index)

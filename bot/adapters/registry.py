@@ -11,12 +11,9 @@ nothing else is ever read as "not found". Secrets never appear in logs or errors
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
 
@@ -27,70 +24,13 @@ from ..core.errors import CredentialsError, TransientError, VerificationError
 from ..core.imageref import SHA256_DIGEST
 from ..core.ociimage import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
+from .registrywire import (HashedBody, RetryPolicy, Traffic, hostname, is_loopback, parse_challenge,
+                           retry_after_of, with_digest)
+
+__all__ = ["RegistryClient", "RetryPolicy", "Traffic", "hostname", "is_loopback", "parse_challenge"]
 
 log = structlog.get_logger("wheelpin.registry")
-_CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 _CHUNK = 1 << 20
-
-
-@dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    attempts: int = 5
-    backoff: float = 0.5
-    max_backoff: float = 30.0
-    max_retry_after: float = 120.0
-    connect_timeout: float = 10.0
-    read_timeout: float = 120.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_retry_after)
-        return float(min(self.backoff * 2.0**attempt, self.max_backoff))
-
-
-@dataclass
-class Traffic:
-    """What a client sent and fetched, for `--json` reports and benchmarks."""
-
-    requests: int = 0
-    bytes_uploaded: int = 0
-    bytes_downloaded: int = 0
-    by_method: dict[str, int] = field(default_factory=dict)
-
-
-def hostname(host: str) -> str:
-    """`host[:port]` without its port (`[::1]:5000` gives `::1`)."""
-    if host.startswith("["):
-        return host[1 : host.index("]")]
-    return host.split(":")[0] if host.count(":") <= 1 else host
-
-
-def is_loopback(host: str) -> bool:
-    name = hostname(host)
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def _retry_after(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
-
-
-def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
-    scheme, _, rest = header.strip().partition(" ")
-    return scheme.lower(), dict(_CHALLENGE.findall(rest))
 
 
 class RegistryClient:
@@ -166,7 +106,7 @@ class RegistryClient:
                 response.close()
                 raise CredentialsError(self._refused(scope, 403))
             if response.status_code == 429 or response.status_code >= 500:
-                wait = _retry_after(response)
+                wait = retry_after_of(response)
                 status = response.status_code
                 response.close()
                 if not replayable or attempt + 1 >= self.retry.attempts:
@@ -219,7 +159,7 @@ class RegistryClient:
             self.traffic.requests += 1
             if answer is not None and answer.status_code < 500 and answer.status_code != 429:
                 break
-            self._wait(attempt, _retry_after(answer) if answer is not None else None, "token service")
+            self._wait(attempt, retry_after_of(answer) if answer is not None else None, "token service")
         if answer is None or answer.status_code >= 500 or answer.status_code == 429:
             raise TransientError(f"the token service of {self.host} ({realm.netloc}) did not answer")
         if answer.status_code in (401, 403):
@@ -359,20 +299,20 @@ class RegistryClient:
         if started.status_code != 202 or "Location" not in started.headers:
             raise TransientError(f"{self.host}/{repository}: starting an upload answered {started.status_code}")
         location = urljoin(self.base + "/", started.headers["Location"])
-        body = _HashedBody(chunks, size)
+        body = HashedBody(chunks, size)
         patched = self.request("PATCH", location, scope=scope, replayable=False,
                                headers={"Content-Type": "application/octet-stream",
                                         "Content-Range": f"0-{size - 1}"} if size else
                                {"Content-Type": "application/octet-stream"}, data=body.payload())
         patched.close()
         if patched.status_code in (400, 404, 405, 416, 501):  # no streamed PATCH: one PUT
-            body = _HashedBody(chunks, size)
-            done = self.request("PUT", _with_digest(location, digest), scope=scope, replayable=False,
+            body = HashedBody(chunks, size)
+            done = self.request("PUT", with_digest(location, digest), scope=scope, replayable=False,
                                 headers={"Content-Type": "application/octet-stream"}, data=body.payload())
         elif patched.status_code == 202:
             body.check(digest)
             location = urljoin(self.base + "/", patched.headers.get("Location", location))
-            done = self.request("PUT", _with_digest(location, digest), scope=scope, replayable=False,
+            done = self.request("PUT", with_digest(location, digest), scope=scope, replayable=False,
                                 headers={"Content-Length": "0"}, data=b"")
         else:
             raise TransientError(f"{self.host}/{repository}: uploading {digest} answered {patched.status_code}")
@@ -382,47 +322,3 @@ class RegistryClient:
         body.check(digest)
         self.traffic.bytes_uploaded += body.sent
         return body.sent
-
-
-def _with_digest(location: str, digest: str) -> str:
-    return location + ("&" if urlsplit(location).query else "?") + urlencode({"digest": digest})
-
-
-class _HashedBody:
-    """An upload body of a known size streamed from `chunks()`, hashed and counted as it goes.
-
-    Its `len()` is what requests sends as Content-Length; a stream that gives more bytes
-    than that is cut off with an error rather than sent past the length declared.
-    """
-
-    def __init__(self, chunks: Callable[[], Iterable[bytes]], size: int) -> None:
-        self._chunks = chunks
-        self._size = size
-        self._hash = hashlib.sha256()
-        self.sent = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def payload(self) -> _HashedBody | bytes:
-        """What to hand requests: this stream, or for an empty blob `b""` (requests sends a
-        stream whose length is 0 chunked), its chunks checked to be empty."""
-        if self._size:
-            return self
-        for _chunk in self:
-            pass
-        return b""
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._chunks():
-            if self.sent + len(chunk) > self._size:
-                raise VerificationError(f"the blob streamed is longer than the {self._size} bytes declared")
-            self._hash.update(chunk)
-            self.sent += len(chunk)
-            yield chunk
-        if self.sent != self._size:
-            raise VerificationError(f"the blob streamed is {self.sent} bytes, not the {self._size} declared")
-
-    def check(self, digest: str) -> None:
-        if "sha256:" + self._hash.hexdigest() != digest:
-            raise VerificationError(f"the bytes streamed for {digest} changed while they were uploaded")

@@ -1,5 +1,6 @@
 """The small state file (docs/design.md §2): what the world cannot tell cheaply — local build
-and verification failures and their backoff. Losing it costs a repeated attempt, never a
+and verification failures, refused writes, the Actions runs followed. When each may be
+tried again is `core/backoff.py`. Losing it costs a repeated attempt, never a
 wrong result."""
 
 from __future__ import annotations
@@ -8,70 +9,54 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-BACKOFF_SECONDS = 600  # doubled per failure of the same commit, up to a day
-MAX_BACKOFF = 86_400
-REFUSAL_BACKOFF = 3600  # a write GitHub refused by a rule or permission: an hour, doubled, up to a day
+from ..core.backoff import Failure, Refusal
+
 CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispatches that far apart
-
-
-@dataclass(frozen=True)
-class Failure:
-    component: str
-    commit: str
-    kind: str  # "build" | "verify"
-    message: str
-    attempts: int
-    at: float
-    rules: str = ""  # a digest of the component's config it failed under ("" in older state files)
-
-    @property
-    def retry_at(self) -> float:
-        if self.kind == "verify":
-            return float("inf")  # the same commit gives the same wheel: wait for a new one
-        return float(self.at + min(BACKOFF_SECONDS * 2 ** (self.attempts - 1), MAX_BACKOFF))
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A proposal write GitHub refused (a rule, a missing permission), by what was written."""
-
-    fingerprint: str
-    message: str
-    attempts: int
-    at: float
-
-    @property
-    def retry_at(self) -> float:
-        return float(self.at + min(REFUSAL_BACKOFF * 2 ** (self.attempts - 1), MAX_BACKOFF))
 
 
 class StateFile:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
-        self.db.execute("create table if not exists failures (component text, commit_sha text, kind text,"
-                        " message text, attempts integer, at real, primary key (component, commit_sha))")
-        columns = {row[1] for row in self.db.execute("pragma table_info(failures)")}
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._in_memory = False
+        self._unsaved = False
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """Opened at first use. A dry run that finds no state file reads an empty one in
+        memory: it creates nothing."""
+        if self._db is None:
+            self._in_memory = self._unsaved and not self.path.exists()
+            if not self._in_memory:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(":memory:" if self._in_memory else self.path)
+            self._create(self._db, prune=not self._unsaved)
+        return self._db
+
+    @staticmethod
+    def _create(db: sqlite3.Connection, *, prune: bool) -> None:
+        db.execute("create table if not exists failures (component text, commit_sha text, kind text,"
+                   " message text, attempts integer, at real, primary key (component, commit_sha))")
+        columns = {row[1] for row in db.execute("pragma table_info(failures)")}
         if "rules" not in columns:  # a state file of an earlier wheelpin
-            self.db.execute("alter table failures add column rules text default ''")
-        self.db.execute("create table if not exists runs (component text, commit_sha text, run_id integer,"
-                        " primary key (component, commit_sha))")
+            db.execute("alter table failures add column rules text default ''")
+        db.execute("create table if not exists runs (component text, commit_sha text, run_id integer,"
+                   " primary key (component, commit_sha))")
         # a dispatch noted before it is sent, and every run ever followed: a pass killed
         # after dispatching finds its run among those not claimed, instead of dispatching again
-        self.db.execute("create table if not exists dispatches (component text, commit_sha text, at real,"
-                        " primary key (component, commit_sha))")
-        self.db.execute("create table if not exists claimed (run_id integer primary key, at real)")
+        db.execute("create table if not exists dispatches (component text, commit_sha text, at real,"
+                   " primary key (component, commit_sha))")
+        db.execute("create table if not exists claimed (run_id integer primary key, at real)")
         # the same write to the same branch on the same base is refused the same way: not
         # made again each pass until its backoff ends, a rule changes or permissions are granted
-        self.db.execute("create table if not exists refusals (fingerprint text primary key, message text,"
-                        " attempts integer, at real)")
-        self.db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
-        self.db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
-        self.db.commit()
-        self._unsaved = False
+        db.execute("create table if not exists refusals (fingerprint text primary key, message text,"
+                   " attempts integer, at real)")
+        if prune:
+            db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
+            db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
+        db.commit()
 
     @contextmanager
     def unsaved(self) -> Iterator[None]:
@@ -82,7 +67,10 @@ class StateFile:
             yield
         finally:
             self._unsaved = False
-            self.db.rollback()
+            if self._db is not None:
+                self._db.rollback()
+            if self._in_memory:  # the stand-in of a dry run is gone with it
+                self.close()
 
     def _commit(self) -> None:
         if not self._unsaved:
@@ -170,4 +158,6 @@ class StateFile:
         self._commit()
 
     def close(self) -> None:
-        self.db.close()
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import structlog
 from pathlib import Path
 
-from ..adapters.actions import ActionsBuilder
+from ..adapters.github.actions import ActionsBuilder
 from ..adapters.github import (
     AppCredentials,
     GitHubPlatform,
@@ -19,10 +19,11 @@ from ..adapters.github import (
     installation_repositories,
 )
 from ..core.config import Author
-from ..core.configfile import CANDIDATES, LoadedConfig, load_config_text
+from ..core.config import CONFIG_FILES
+from ..core.configfile import LoadedConfig, load_config_text
 from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
 from ..core.workflowfile import build_warnings
-from .reconciler import Reconciler
+from ..loop.runner import Reconciler
 from .settings import Settings
 from .wiring import Registries
 
@@ -110,11 +111,11 @@ def read_repository_config(platform: GitHubPlatform, repository: str) -> Reposit
     base = platform.resolve(f"refs/heads/{base_name}")
     if base is None:
         raise ConfigError(f"{repository}: no branch {base_name}")
-    for candidate in CANDIDATES:
+    for candidate in CONFIG_FILES:
         text = platform.read_file(base, candidate)
         if text is not None:
             return RepositoryConfig(text, candidate, base)
-    raise ConfigError(f"{repository}: no {' or '.join(CANDIDATES)} on {base_name}")
+    raise ConfigError(f"{repository}: no {' or '.join(CONFIG_FILES)} on {base_name}")
 
 
 def load_repository_config(platform: GitHubPlatform, repository: str, found: RepositoryConfig) -> LoadedConfig:
@@ -147,5 +148,5 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     platform.author = defaults.author
     platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),
-                      cache=settings.cache_dir, retry_failed=retry_failed, crash_after=settings.crash_after_actions,
+                      cache=settings.cache_dir, retry_failed=retry_failed,
                       actions=ActionsBuilder(platform), local_builds=False)

@@ -72,9 +72,6 @@ class Settings(BaseSettings):
     http_idle_timeout: int = Field(default=HTTP_IDLE_TIMEOUT, ge=1, le=86_400,
                                    description="seconds an HTTP connection may sit idle before it is closed")
 
-    # a test hook: the process exits after this many actions (kill between any two steps)
-    crash_after_actions: int | None = Field(default=None, ge=1)
-
     @field_validator("github_api_url")
     @classmethod
     def _github_api_url(cls, value: str | None) -> str | None:

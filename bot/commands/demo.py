@@ -18,7 +18,7 @@ from pathlib import Path
 from ..adapters.git import git
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.publisher import publish
-from ..app.reconciler import PassResult
+from ..loop.results import PassResult
 from ..app.settings import Settings
 from ..core.inspect import inspect_wheel
 from .output import emit_json, emit_text

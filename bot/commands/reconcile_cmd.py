@@ -12,10 +12,11 @@ from types import FrameType
 
 from ..adapters.localplatform import LocalPlatform
 from ..app.githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
-from ..app.reconciler import PassResult, Reconciler
+from ..loop.results import PassResult
+from ..loop.runner import Reconciler
 from ..app.settings import Settings
 from ..app.wiring import Registries
-from ..core.configfile import find_config, read_config_text
+from ..adapters.configdisk import find_config, read_config_text
 from ..app.schedule import next_pass, said, schedules_of
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
@@ -28,8 +29,7 @@ def pass_text(result: PassResult) -> str:
         head = f" at {component.head[:8]}" if component.head else ""
         lines.append(f"{component.name}: {component.status}{head}")
         for action in component.actions:
-            lines.append(f"  {'would ' if result.dry_run else ''}{action.kind} {action.detail}".rstrip()
-                         + (f" (then {', '.join(action.then)})" if action.then else ""))
+            lines.append(f"  {'would ' if result.dry_run else ''}{action.kind.value} {action.detail}".rstrip())
         lines += [f"  - {message}" for message in component.messages]
     return "\n".join(lines)
 
@@ -40,7 +40,7 @@ def make_reconciler(*, repo: Path, config: Path | None, settings: Settings, retr
     platform = LocalPlatform(repo, author=defaults.author, branch_prefix=defaults.branch_prefix,
                              signoff=defaults.signoff)
     return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
-                      retry_failed=retry_failed, crash_after=settings.crash_after_actions)
+                      retry_failed=retry_failed)
 
 
 def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, once: bool,

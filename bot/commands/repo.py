@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.configfile import LoadedConfig, find_config, load_config, root_for
+from ..adapters.configdisk import find_config, load_config, root_for
+from ..core.configfile import LoadedConfig
 from ..core.errors import UsageError
 
 

@@ -38,6 +38,9 @@ MIN_INTERVAL = 5  # minutes
 MAX_INTERVAL = 366 * 1440  # minutes: a year, a leap one too
 
 
+
+CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")  # looked for in this order
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

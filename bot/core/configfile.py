@@ -1,7 +1,7 @@
-"""Finding and loading a repository's config, with every error located in the file.
+"""Loading a repository's config from its text, with every error located in the file
+(reading it from disk is `adapters/configdisk.py`, from GitHub `app/githubrepo.py`).
 
-`--config FILE`, else `.github/wheelpin.toml`, else `wheelpin.toml` at the repository
-root. TOML 1.1 (tomli), so inline tables may span lines (the examples are TOML 1.0). Each
+TOML 1.1 (tomli), so inline tables may span lines (the examples are TOML 1.0). Each
 problem reads `FILE:LINE: key.path: message`; all of them are reported at
 once, and the checks that need the repository (pin files exist) run here too.
 """
@@ -18,12 +18,9 @@ import re
 import tomli
 from pydantic import ValidationError
 
-from .config import Config, escape_problem
+from .config import Config
 from .errors import ConfigError
 from .tomlpos import key_lines, line_of
-
-CANDIDATES = (".github/wheelpin.toml", "wheelpin.toml")
-
 
 class ConfigInvalid(ConfigError):
     """A config with one or more problems; `problems` lists each, located."""
@@ -40,29 +37,6 @@ class LoadedConfig:
     config: Config
     path: Path
     root: Path  # the repository the pins' paths start from
-
-
-def find_config(root: Path, explicit: Path | None = None) -> Path:
-    if explicit is not None:
-        if explicit.is_dir():
-            raise ConfigError(f"{explicit} is a directory, not a config file")
-        if not explicit.is_file():
-            raise ConfigError(f"{explicit}: no such config file")
-        return explicit
-    for candidate in CANDIDATES:
-        if (root / candidate).is_file():
-            return root / candidate
-    raise ConfigError(
-        f"{root}: no config found (looked for {' and '.join(CANDIDATES)}; or pass --config FILE)"
-    )
-
-
-def root_for(path: Path, repo: Path | None) -> Path:
-    """The repository a config belongs to: --repo, else above `.github/`, else its folder."""
-    if repo is not None:
-        return repo
-    folder = path.resolve().parent
-    return folder.parent if folder.name == ".github" else folder
 
 
 def _where(loc: Sequence[str | int]) -> str:
@@ -87,31 +61,6 @@ def _depth(value: Any) -> int:
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
     return deepest
-
-
-def read_config_text(path: Path) -> str:
-    """A config file's text, at most MAX_CONFIG bytes of UTF-8, else one ConfigError."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_CONFIG + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config ({exc.strerror or exc})") from None
-    if len(data) > MAX_CONFIG:
-        raise ConfigError(f"{path}: the config is over {MAX_CONFIG} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: the config is not UTF-8 text (byte {exc.start})") from None
-
-
-def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedConfig:
-    """Parse and validate a config file; ConfigInvalid listing every problem with its line."""
-    text = read_config_text(path)
-    if not check_files:
-        return load_config_text(text, path=path, root=root, exists=None)
-    return load_config_text(text, path=path, root=root, exists=lambda file: (root / file).is_file(),
-                            directory=lambda file: (root / file).is_dir(),
-                            escapes=lambda file: escape_problem(root, file))
 
 
 def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str], bool] | None,

@@ -61,6 +61,15 @@ class RuleRefused(RefusedError):
     signed commits): the same write is refused until someone changes the rule."""
 
 
+class BuildFailed(WheelpinError):
+    """A build ran and failed, or left no wheel: recorded against its commit, which backs
+    off before it is built again. `recorded` is the line kept in the state file."""
+
+    def __init__(self, message: str, *, recorded: str | None = None) -> None:
+        super().__init__(message)
+        self.recorded = recorded or message
+
+
 class TransientError(WheelpinError):
     """An outside system failed in a way that may pass: retry with backoff."""
 

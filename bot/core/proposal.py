@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .ociimage import WheelEntry
+from .pins import Edit
 from .requirements import RequirementsDiff
 
 MAX_BODY = 65_536
-MARKER = re.compile(r"<!-- wheelpin: (\{.*?\}) -->", re.S)
+MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
+MARKER = re.compile(re.escape(MARKER_START) + r"(\{.*?\}) -->", re.S)
 _FORGES = re.compile(r"^(?:https://|git@)(github\.com|gitlab\.com|codeberg\.org)[:/](.+?)(?:\.git)?/?$")
 
 
@@ -41,6 +43,7 @@ class ProposalFacts:
     diff: RequirementsDiff = RequirementsDiff()
     verification: tuple[str, ...] = ()  # the checks that passed, one line each
     files: tuple[str, ...] = ()
+    edits: tuple[Edit, ...] = ()  # every value the bump changes: file, line, old → new
     check_refs: tuple[str, ...] = ()  # references skopeo and wheelpin read (repo@digest, oci:…)
     state: dict[str, Any] = field(default_factory=dict)
 
@@ -61,7 +64,7 @@ def compare_link(upstream: str, old: str | None, new: str) -> str | None:
 
 
 def marker(state: dict[str, Any]) -> str:
-    return f"<!-- wheelpin: {json.dumps(state, sort_keys=True, separators=(',', ':'))} -->"
+    return f"{MARKER_START}{json.dumps(state, sort_keys=True, separators=(',', ':'))} -->"
 
 
 def read_marker(text: str) -> dict[str, Any] | None:
@@ -110,9 +113,16 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         commands += [f"skopeo inspect {skopeo}", f"wheelpin image show {ref}"]
     parts.append("### Check by hand\n```sh\n" + "\n".join(commands) + "\n```")
     if facts.files:
-        parts.append("Pins moved in: " + ", ".join(f"`{f}`" for f in facts.files))
+        parts.append("Pins moved in: " + ", ".join(f"`{f}`" for f in facts.files) + _edit_lines(facts.edits))
     parts.append(marker(facts.state))
     return parts
+
+
+def _edit_lines(edits: Sequence[Edit]) -> str:
+    """Where each value moved, old → new (image references shortened to their digests)."""
+    def short(value: str) -> str:
+        return value.rsplit("@", 1)[-1][:19] if "@" in value else value[:16]
+    return "".join(f"\n- `{e.file}:{e.line}` {e.what} `{short(e.old)}` → `{short(e.new)}`" for e in edits)
 
 
 def _bare(image: str) -> str:

@@ -66,6 +66,11 @@ def check_fields(template: str, allowed: frozenset[str]) -> list[str]:
     return names
 
 
+def commit_values(sha: str, component: str) -> dict[str, str]:
+    """The values every template of a component's build of `sha` may use."""
+    return {"sha": sha, "sha8": sha[:8], "component": component}
+
+
 @dataclass(frozen=True, kw_only=True)
 class TagValues:
     sha: str
@@ -73,7 +78,7 @@ class TagValues:
     version: str | None = None
 
     def as_mapping(self) -> dict[str, str]:
-        values = {"sha": self.sha, "sha8": self.sha[:8], "component": self.component}
+        values = commit_values(self.sha, self.component)
         if self.version is not None:
             parsed = Version(self.version)
             values["version"] = str(parsed).replace("+", "-")

@@ -1,8 +1,8 @@
 """GitHub webhooks, the pure part (issue 7): the signature check, and what a delivery asks
 the loop to look at again.
 
-A delivery never reconciles anything itself: it names work keys (a repository, and a
-component when the event is about one), which the service's queue coalesces. The loop
+A delivery never reconciles anything itself: it names jobs (`core/jobs.py`: a repository,
+and a component when the event is about one), which the service's queue coalesces. The loop
 is level-triggered, so redeliveries need no de-duplication. Commands in comments
 (`/wheelpin rebase|recheck|skip`) are parsed here; who may give them is the service's
 check (write access), since that needs the API.
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
 from typing import Any
 
+from .config import CONFIG_FILES
+from .jobs import Job, JobKind
 from .proposal import read_marker
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 COMMANDS = ("rebase", "recheck", "skip")
-CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")
 
 
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -28,22 +28,6 @@ def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
         return False
     expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected.encode(), header.strip().encode())
-
-
-@dataclass(frozen=True)
-class WorkKey:
-    """What to reconcile again: a repository (`owner/name`), one component or all (None).
-    `refresh` asks for the list of watched repositories to be read again."""
-
-    repository: str
-    component: str | None = None
-    refresh: bool = False
-    granted: bool = False  # the App's new permissions were accepted: writes refused for want of one are retried
-    command: str | None = None  # rebase | recheck | skip, from a comment
-    sender: str | None = None  # who gave the command (the service checks their access)
-    number: int | None = None  # the pull request the command was given on
-    comment: int | None = None  # the comment that gave it (the bot reacts to it when done)
-    seen: str | None = None  # the upstream commit the pull request proposed when it was given
 
 
 def _repository(payload: dict[str, Any]) -> str | None:
@@ -59,15 +43,16 @@ def _component_of(branch: Any, prefix: str) -> str | None:
 
 
 def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
-             base_branches: frozenset[str] = frozenset({"main"}), workflows: frozenset[str] = frozenset()) -> list[WorkKey]:
+             base_branches: frozenset[str] = frozenset({"main"}), workflows: frozenset[str] = frozenset()) -> list[Job]:
     """The work one delivery asks for; [] for events the bot ignores (answered 2xx all the same)."""
     repository = _repository(payload)
     action = payload.get("action")
     if event in ("installation", "installation_repositories"):
-        account = (payload.get("installation") or {}).get("account") or {}
-        # https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation
-        return [WorkKey(repository or str(account.get("login", "")), refresh=True,
-                        granted=event == "installation" and action == "new_permissions_accepted")]
+        # https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation:
+        # every installation is read again, whichever account the delivery names
+        if not isinstance(payload.get("installation"), dict):
+            raise TypeError(f"an {event} payload without an installation object")
+        return [Job(JobKind.INSTALLATIONS, granted=event == "installation" and action == "new_permissions_accepted")]
     if repository is None:
         return []
     if event == "push":
@@ -76,17 +61,17 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
                    for field in ("added", "modified", "removed") for path in commit.get(field) or []}
         on_base = isinstance(ref, str) and ref.removeprefix("refs/heads/") in base_branches
         if on_base or touched & set(CONFIG_FILES):
-            return [WorkKey(repository)]
+            return [Job(JobKind.REPOSITORY, repository)]
         return []
     if event == "pull_request" and action in ("closed", "edited", "reopened", "synchronize"):
         head = ((payload.get("pull_request") or {}).get("head") or {}).get("ref")
         component = _component_of(head, prefix)
-        return [WorkKey(repository, component)] if component else []
+        return [Job(JobKind.COMPONENT, repository, component)] if component else []
     if event == "workflow_run" and action == "completed":
         run = payload.get("workflow_run") or {}
         path = str(run.get("path") or "")
         if not workflows or path.rsplit("/", 1)[-1] in workflows or str(run.get("name")) in workflows:
-            return [WorkKey(repository)]
+            return [Job(JobKind.REPOSITORY, repository)]
         return []
     if event == "issue_comment" and action == "created":
         issue = payload.get("issue") or {}
@@ -98,8 +83,8 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         number = issue.get("number")
         comment = (payload.get("comment") or {}).get("id")
         seen = (read_marker(str(issue.get("body") or "")) or {}).get("commit")
-        return [WorkKey(repository, command=words[1], sender=str(sender) if sender else None,
-                        number=number if isinstance(number, int) else None,
-                        comment=comment if isinstance(comment, int) else None,
-                        seen=seen if isinstance(seen, str) else None)]
+        return [Job(JobKind.COMMAND, repository, command=words[1], sender=str(sender) if sender else None,
+                    number=number if isinstance(number, int) else None,
+                    comment=comment if isinstance(comment, int) else None,
+                    seen=seen if isinstance(seen, str) else None)]
     return []

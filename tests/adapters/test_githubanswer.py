@@ -1,4 +1,4 @@
-"""What a GitHub answer means (bot/adapters/githubanswer.py), on GitHub's own messages as
+"""What a GitHub answer means (bot/adapters/github/answer.py, and `decipher` of client.py), on GitHub's own messages as
 its documentation and its users' trackers record them."""
 
 from __future__ import annotations
@@ -7,30 +7,32 @@ import time
 
 import pytest
 
-from bot.adapters.githubanswer import Answer, is_too_large, message_of, refusal
+from bot.adapters.github.answer import Answer, is_too_large, message_of, refusal
+from bot.adapters.github.client import Page, decipher
 from bot.core.dashboard import MAX_BODY, Row, render
 from bot.core.errors import (
     ConfigError,
     CredentialsError,
     PermissionRefused,
     RefusedError,
+    RuleRefused,
     TransientError,
     kind_of,
 )
 
-RESET = str(int(time.time()) + 3600)
+IN_AN_HOUR = "an hour from when the test runs"  # filled in by the test: collection may be long before
 
 
 @pytest.mark.parametrize(("status", "message", "headers", "kind", "wait"), [
     # https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
     (403, "You have exceeded a secondary rate limit.", {"Retry-After": "30"}, TransientError, 30.0),
-    (403, "You have exceeded a secondary rate limit.", {"x-ratelimit-remaining": "4000", "x-ratelimit-reset": RESET},
+    (403, "You have exceeded a secondary rate limit.", {"x-ratelimit-remaining": "4000", "x-ratelimit-reset": IN_AN_HOUR},
      TransientError, 60.0),  # not the reset an hour away: at least a minute
-    (403, "API rate limit exceeded for installation ID 7.", {"x-ratelimit-remaining": "0", "x-ratelimit-reset": RESET},
+    (403, "API rate limit exceeded for installation ID 7.", {"x-ratelimit-remaining": "0", "x-ratelimit-reset": IN_AN_HOUR},
      TransientError, 3600.0),
     (429, "", {"Retry-After": "5"}, TransientError, 5.0),
     (403, "Resource not accessible by integration", {}, PermissionRefused, None),
-    (403, "Repository was archived so is read-only.", {}, RefusedError, None),
+    (403, "Repository was archived so is read-only.", {}, RuleRefused, None),
     (422, "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yaml` without "
           "`workflows` permission", {}, PermissionRefused, None),
     (401, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued",
@@ -41,6 +43,7 @@ RESET = str(int(time.time()) + 3600)
 ])
 def test_refusals_by_what_github_says(status: int, message: str, headers: dict[str, str],
                                       kind: type, wait: float | None) -> None:
+    headers = {key: str(int(time.time()) + 3600) if value == IN_AN_HOUR else value for key, value in headers.items()}
     error = refusal(Answer(status, message, headers), "doing it")
     assert type(error) is kind, error
     if message and status != 404:
@@ -70,3 +73,32 @@ def test_the_dashboard_fits_githubs_cap() -> None:
     assert text.startswith("<!-- wheelpin: dashboard -->") and "component-0000" in text
     small = render(rows[:2], repository="rocm/atom")
     assert "left out" not in small and "component-0001" in small
+
+
+# -- decipher: one answer → data and the next page, or the typed error it means ------------
+
+
+def test_decipher_reads_data_and_the_next_page() -> None:
+    # https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api#using-link-headers
+    link = ('<https://api.github.com/repositories/1/issues?page=2>; rel="next", '
+            '<https://api.github.com/repositories/1/issues?page=5>; rel="last"')
+    page = decipher(200, {"link": link}, b'[{"number": 1}]', "listing issues")
+    assert page == Page([{"number": 1}], "https://api.github.com/repositories/1/issues?page=2")
+    assert decipher(204, {}, b"", "labelling") == Page(None, None)  # no body, no next page
+    assert decipher(200, {"Link": '<https://x/?page=1>; rel="prev"'}, b"[]", "x").next is None
+
+
+@pytest.mark.parametrize(("status", "headers", "body", "kind"), [
+    (403, {"Retry-After": "7"}, b'{"message": "You have exceeded a secondary rate limit."}', TransientError),
+    (403, {}, b'{"message": "Resource not accessible by integration"}', PermissionRefused),
+    (404, {}, b'{"message": "Not Found"}', ConfigError),
+    (401, {}, b'{"message": "Bad credentials"}', CredentialsError),
+    (422, {}, b'{"message": "Validation Failed", "errors": [{"code": "invalid"}]}', RefusedError),
+    (502, {}, b"<html>Bad gateway</html>", TransientError),
+])
+def test_decipher_raises_what_github_means(status: int, headers: dict[str, str], body: bytes, kind: type) -> None:
+    with pytest.raises(kind) as raised:
+        decipher(status, headers, body, "reading x")
+    assert "reading x" in raised.value.message
+    if status == 403 and kind is TransientError:
+        assert raised.value.retry_after == 7.0  # type: ignore[attr-defined]

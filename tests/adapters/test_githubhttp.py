@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from bot.adapters.githubhttp import GitHubHTTP, WritePacer, WritesPaced, limit_wait, retry_after
+from bot.adapters.github.transport import GitHubHTTP, WritePacer, WritesPaced, limit_wait, retry_after
 
 ARTIFACT = 8 << 20
 

@@ -181,7 +181,7 @@ def test_draft_refused_falls_back_to_a_marked_title(tmp_path: Path) -> None:
 
 
 def test_conditional_requests_and_retries(tmp_path: Path) -> None:
-    from bot.adapters.githubhttp import GitHubHTTP
+    from bot.adapters.github.transport import GitHubHTTP
 
     server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
     try:
@@ -228,7 +228,7 @@ def test_many_bot_branches_are_read_across_pages(tmp_path: Path) -> None:
 def test_run_found_by_its_commit_when_the_dispatch_says_nothing(tmp_path: Path) -> None:
     """GitHub Enterprise Server answers a dispatch with 204 only: the run is found by the
     commit its title carries."""
-    from bot.adapters.actions import ActionsBuilder
+    from bot.adapters.github.actions import ActionsBuilder
 
     server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
     server.run_details = False

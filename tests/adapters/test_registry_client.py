@@ -125,7 +125,7 @@ pins = [{{ file = "wheelpin.toml", image_arg = "X" }}]
 def test_an_upload_body_declares_its_length_even_when_empty() -> None:
     import requests
 
-    from bot.adapters.registry import _HashedBody
+    from bot.adapters.registrywire import HashedBody as _HashedBody
     from bot.core.errors import VerificationError
 
     for size, chunks in ((0, [b""]), (6, [b"abc", b"def"])):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from bot.adapters.statefile import MAX_BACKOFF, REFUSAL_BACKOFF, StateFile
+from bot.adapters.statefile import StateFile
+from bot.core.backoff import MAX_BACKOFF, REFUSAL_BACKOFF
 
 
 def test_a_state_file_without_rules_opens_and_counts_per_rules(tmp_path: Path) -> None:

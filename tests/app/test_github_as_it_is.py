@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.git import git
-from bot.core.errors import ConfigError, RefusedError
+from bot.adapters.github import GitHubConversation, GitHubPlatform
+from bot.core.errors import ConfigError, RefusedError, TransientError
 from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github
 from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
 from tests.cli import wheelpin
@@ -210,6 +211,30 @@ def test_a_post_whose_answer_was_lost_is_not_written_twice(world: World, tmp_pat
         assert [c for c in pull.comments if "hello" in c] == [pull.comments[-1]] and len(pull.comments) == 1
 
 
+def test_a_branch_and_a_dashboard_whose_answers_were_lost_are_made_once(world: World, tmp_path: Path) -> None:
+    """GitHub created the ref (and the dashboard issue) but answered 502: the bot reads
+    the branch (the issues) before writing again, so there is one branch and one issue."""
+    with on_github(world, tmp_path) as gh:
+        gh.emulator.faults.append(Fault("POST", r"/git/refs$", 502, land=True))
+        world.commit_upstream("one", NEW_VERSION)
+        first = gh.reconciler.run().components[0]
+        assert first.status == "done", first.to_json()
+        assert gh.reconciler.run().components[0].status == "nothing"
+        assert len(gh.repo.pulls) == 1 and branch_sha(gh.repo.path) is not None
+        assert isinstance(gh.reconciler.platform, GitHubPlatform)
+        conversation = GitHubConversation(gh.reconciler.platform)
+        gh.emulator.faults.append(Fault("POST", r"/issues$", 502, land=True))
+        numbers = set()
+        for _ in range(2):
+            try:
+                numbers.add(conversation.keep_issue(marker="<!-- wheelpin: dashboard -->", label="wheelpin",
+                                                    title="Dashboard", body="<!-- wheelpin: dashboard -->\nrows"))
+            except TransientError:
+                pass  # the lost answer: the next call finds what landed
+        issues = [p for p in gh.repo.pulls.values() if p.is_issue]
+        assert len(issues) == 1 and numbers == {issues[0].number}
+
+
 # -- forks ------------------------------------------------------------------------------------
 
 
@@ -222,9 +247,10 @@ def test_a_forks_branch_named_like_the_bots_is_never_taken(world: World, tmp_pat
         assert gh.reconciler.run().components[0].status == "done"
         ours = [p for p in gh.repo.pulls.values() if p.head_repo is None]
         assert len(ours) == 1 and fork.body == "<!-- wheelpin: {} -->"  # the fork's untouched
-        platform = gh.reconciler.platform
-        assert platform.pull_target(1) is None  # nor a command's target
-        assert list(platform.open_proposals().values()) == [f"https://github.com/rocm/atom/pull/{ours[0].number}"]
+        assert isinstance(gh.reconciler.platform, GitHubPlatform)
+        conversation = GitHubConversation(gh.reconciler.platform)
+        assert conversation.pull_target(1) is None  # nor a command's target
+        assert list(conversation.open_proposals().values()) == [f"https://github.com/rocm/atom/pull/{ours[0].number}"]
 
 
 # -- rulesets and signing ---------------------------------------------------------------------

@@ -115,7 +115,7 @@ def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -
         world.commit_upstream("one", NEW_VERSION)
         assert [a.kind for a in gh.reconciler.run().components[0].actions] == ["build", "wait"]
         second = gh.reconciler.run().components[0]
-        assert [a.kind for a in second.actions] == ["propose"], second.to_json()
+        assert [a.kind for a in second.actions] == ["adopt", "propose"], second.to_json()  # verified, then proposed
         (pull,) = gh.repo.pulls.values()
         assert pushed and pushed[0] in pull.body  # the workflow's own image, adopted
         assert len(world.layout_tags()) == 2  # the first pin's and the workflow's: the bot pushed nothing
@@ -199,20 +199,26 @@ def test_reconcile_command_on_github(world: World, tmp_path: Path) -> None:
         emulator.stop()
 
 
+@pytest.mark.parametrize("host", ["github.com", "ghes-without-run-name"])
 @pytest.mark.parametrize("crash_after", [1, 2, 3, 4])
-def test_killed_between_actions_converges(world: World, tmp_path: Path, crash_after: int) -> None:
+def test_killed_between_actions_converges(world: World, tmp_path: Path, crash_after: int, host: str) -> None:
     """`wheelpin reconcile --platform github` killed after each action in turn: the next
-    passes converge to one run, one image, one branch, one pull request."""
+    passes converge to one run, one image, one branch, one pull request. Also where a
+    dispatch says no run id and no run's title names the commit (GitHub Enterprise Server,
+    a workflow without `run-name`): the run is found as the bot's own since the dispatch."""
     cli_world(world)
     world.set_config("build = { command = [", WORKFLOW)
     emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
     emulator.actions = workflow_build(world, tmp_path)
+    ghes = host != "github.com"
+    emulator.ghes, emulator.run_name = ghes, not ghes
     try:
         repo = emulator.create_repo("rocm", "atom", world.downstream)
-        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "t"}
+        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url + ("/api/v3" if ghes else ""),
+               "WHEELPIN_GITHUB_TOKEN": "t"}
         head = world.commit_upstream("one", NEW_VERSION)
         args = ["reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json"]
-        killed = wheelpin(*args, env={**env, "WHEELPIN_CRASH_AFTER_ACTIONS": str(crash_after)})
+        killed = wheelpin(*args, env=env, crash_after=crash_after)
         assert killed.code in (0, 70), killed.stderr
         for _ in range(4):
             result = wheelpin(*args, env=env)

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.adapters.git import git
 from bot.core.dashboard import MARKER
-from bot.app.service import Job
+from bot.core.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
@@ -272,7 +272,7 @@ def test_a_shard_watches_only_its_installations(world: World, tmp_path: Path) ->
 def test_one_suspended_installation_holds_up_no_other(world: World, tmp_path: Path) -> None:
     """An installation whose token GitHub refuses keeps what it watched; the others are
     refreshed, the bot stays ready, and the refresh is tried again by itself."""
-    from bot.app.service import Job
+    from bot.core.jobs import Job, JobKind
 
     with running_bot(world, tmp_path) as bot:
         other = bot.emulator.create_repo("amd", "atom", world.downstream)
@@ -325,9 +325,10 @@ def test_repeated_commands_coalesce_and_every_comment_gets_its_reaction(world: W
         bot.poll_and_build()
         (pull,) = bot.pulls()
         release = threading.Event()
-        bot.service.queue.put(Job("hold"))  # the worker is busy with something else
+        hold = Job(JobKind.REPOSITORY, "hold/on")
+        bot.service.queue.put(hold)  # the worker is busy with something else
         real = bot.service.run_job
-        bot.service.run_job = lambda job: release.wait(30) if job.kind == "hold" else real(job)  # type: ignore[method-assign]
+        bot.service.run_job = lambda job: release.wait(30) if job == hold else real(job)  # type: ignore[method-assign]
         wait_until(lambda: bot.service.queue.stats().running == 1, what="the worker busy")
         runs = bot.service.queue.runs
         for _ in range(5):

@@ -18,7 +18,8 @@ import requests
 from structlog.testing import capture_logs
 
 from bot.app import webapp
-from bot.app.service import INSTALLATIONS, Job, Service
+from bot.app.service import Service
+from bot.core.jobs import Job, JobKind
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer, make_app
 from bot.core.webhooks import MAX_BODY
@@ -225,7 +226,7 @@ def test_an_installation_delivery_without_credentials_is_ignored_once_not_a_cras
                 time.sleep(0.3)  # a failed job would be retried after its 0.05 s backoff
                 stats = service.queue.stats()
                 assert stats.waiting == stats.backing_off == 0 and stats.runs == 3
-                assert service.queue.failures(Job(INSTALLATIONS)) == 0
+                assert service.queue.failures(Job(JobKind.INSTALLATIONS)) == 0
                 assert session.get(server.url + "/healthz").status_code == 200
     assert not [entry for entry in logs if entry["event"] == "job.crashed"], logs
     said = [entry for entry in logs if "no GitHub credentials: installation events are ignored" in str(entry)]

@@ -12,14 +12,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.adapters.actions import ActionsBuilder
+from bot.adapters.github.actions import ActionsBuilder
 from bot.adapters.git import git
 from bot.adapters.github import AppCredentials, GitHubPlatform
-from bot.app.reconciler import Reconciler
+from bot.loop.runner import Reconciler
 from bot.app.settings import Settings
 from bot.app.wiring import Registries
 from bot.commands.demo import PEOPLE, make_downstream, make_upstream
-from bot.core.configfile import load_config
+from bot.adapters.configdisk import load_config
 from tests.cli import Result, wheelpin
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.emulator import Repo as EmulatedRepo
@@ -43,9 +43,9 @@ class World:
         git(["commit", "--quiet", "-m", message], cwd=self.upstream, env=PEOPLE)
         return git(["rev-parse", "HEAD"], cwd=self.upstream).strip()
 
-    def reconcile(self, *args: str, **env: str) -> Result:
+    def reconcile(self, *args: str, crash_after: int | None = None, **env: str) -> Result:
         return wheelpin("reconcile", "--once", "--repo", str(self.downstream), "--json", *args,
-                        env={**self.env, **env})
+                        env={**self.env, **env}, crash_after=crash_after)
 
     def branch(self) -> str | None:
         out = git(["rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"], cwd=self.downstream, check=False)

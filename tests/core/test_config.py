@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.configfile import ConfigInvalid, find_config, load_config
+from bot.adapters.configdisk import find_config, load_config
+from bot.core.configfile import ConfigInvalid
 from tests.cli import wheelpin
 
 ROOT = Path(__file__).resolve().parents[2]

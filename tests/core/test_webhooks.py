@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.webhooks import WorkKey, signature_ok, work_for
+from bot.core.jobs import Job, JobKind
+from bot.core.webhooks import signature_ok, work_for
 from tests.fixtures.webhooks import examples
 
 ALL = examples()
@@ -19,7 +20,7 @@ def test_every_example_payload_is_read_without_error() -> None:
     kinds = set()
     for event, payload in ALL:
         for key in work_for(event, payload, base_branches=frozenset({"main", "master", "simple-tag"})):
-            assert isinstance(key, WorkKey) and "/" in key.repository or key.refresh
+            assert isinstance(key, Job) and ("/" in key.repository or key.kind == JobKind.INSTALLATIONS)
             kinds.add(event)
     assert {"installation", "installation_repositories", "push", "workflow_run"} <= kinds
     assert len(ALL) > 300

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..core.errors import ConfigError, InputError, TransientError, WheelpinError
-from .github import GitHubPlatform
-from .githubanswer import answer_of, refusal
+from ...core.errors import ConfigError, InputError, TransientError, WheelpinError
+from .answer import answer_of, refusal
+from .platform import GitHubPlatform
 
 MAX_ARTIFACT = 8 << 30
 ARTIFACT_GRACE = 300.0  # seconds after a run's end that its artifacts may still be unlisted
@@ -61,17 +61,14 @@ class RunSeen:
 class ActionsBuilder:
     def __init__(self, platform: GitHubPlatform, *, artifact_grace: float = ARTIFACT_GRACE) -> None:
         self.platform = platform
-        self.session = platform.gh.session
-        self.base = platform.repo._api  # https://api.github.com/repos/OWNER/NAME
+        self.client = platform.client
+        self.session = platform.client.session
+        self.base = platform.url()  # https://api.github.com/repos/OWNER/NAME
         self.run_details = True  # False once the server refused `return_run_details` (GHES)
         self.artifact_grace = artifact_grace
 
     def _answer(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
-        self.platform._fresh()
-        answer = self.session.request(method, self.base + path, **kwargs)
-        if answer.status_code >= 400:
-            raise refusal(answer_of(answer), what)
-        return answer.json() if answer.content else None
+        return self.client.call(method, self.base + path, what, **kwargs).data
 
     def dispatch(self, workflow: str, *, ref: str, inputs: dict[str, str], commit: str,
                  since: float | None = None, claimed: Collection[int] = ()) -> int | None:
@@ -90,7 +87,7 @@ class ActionsBuilder:
         return found.id if found else None
 
     def _dispatch(self, path: str, workflow: str, body: dict[str, Any]) -> Any:
-        self.platform._fresh()
+        self.client.fresh()
         answer = self.session.post(self.base + path, json=body)
         if answer.status_code < 400:
             return answer.json() if answer.content else None
@@ -128,7 +125,7 @@ class ActionsBuilder:
 
     def run(self, run_id: int) -> RunSeen:
         """Where run `run_id` stands; one GitHub no longer has (deleted: 404) has ended, badly."""
-        self.platform._fresh()
+        self.client.fresh()
         answer = self.session.get(f"{self.base}/actions/runs/{run_id}")
         if answer.status_code == 404:
             return RunSeen(run_id, "completed", "deleted", f"run {run_id}")
@@ -150,7 +147,7 @@ class ActionsBuilder:
         for artifact in artifacts:
             if int(artifact.get("size_in_bytes") or 0) > MAX_ARTIFACT:
                 raise InputError(f"artifact {artifact.get('name')} of run {run_id} is over {MAX_ARTIFACT} bytes")
-            self.platform._fresh()
+            self.client.fresh()
             answer = self.session.get(artifact["archive_download_url"], allow_redirects=True, stream=True)
             if answer.status_code != 200:
                 raise refusal(answer_of(answer), f"downloading artifact {artifact.get('id')} of run {run_id}")

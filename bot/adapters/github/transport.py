@@ -1,7 +1,7 @@
 """Being a good GitHub API citizen, under github3.py's own session (a requests adapter).
 
 Every request of the GitHub adapter (adapters/github.py) passes here; a final non-2xx
-answer is read by adapters/githubanswer.py into a wheelpin error — a rate limit into
+answer is read by answer.py into a wheelpin error — a rate limit into
 TransientError(retry_after=retry_after(response)), waited out by the loop.
 
 - Conditional requests: a JSON GET remembers its ETag and body; the next GET of that URL
@@ -34,7 +34,7 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..core.errors import TransientError
+from ...core.errors import TransientError
 
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
 # https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately

@@ -19,15 +19,16 @@ from dataclasses import dataclass
 
 import requests
 
-from ..core.errors import (
+from ...core.errors import (
     ConfigError,
     CredentialsError,
     PermissionRefused,
     RefusedError,
+    RuleRefused,
     TransientError,
     WheelpinError,
 )
-from .githubhttp import limit_wait, retry_after
+from .transport import limit_wait, retry_after
 
 MAX_MESSAGE = 500  # characters of GitHub's message kept (a sentence, not a page)
 
@@ -107,8 +108,8 @@ def refusal(answer: Answer, what: str) -> WheelpinError:
                                  "(brought in from the base) and the App lacks the `workflows` permission "
                                  f"(grant \"Workflows: read and write\" to the App){said}")
     if status == 403:
-        if "archived" in lower:
-            return RefusedError(f"GitHub refused {what}: the repository is archived (read-only){said}")
+        if "archived" in lower:  # refused the same way until someone unarchives it: not made again meanwhile
+            return RuleRefused(f"GitHub refused {what}: the repository is archived (read-only){said}")
         if "suspended" in lower:
             return CredentialsError(f"GitHub refused {what}: the App's installation is suspended{said}")
         return PermissionRefused(f"GitHub refused {what}: the App or token lacks a permission (403{said})")

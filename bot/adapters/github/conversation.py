@@ -1,0 +1,168 @@
+"""The service's conversation with a repository on GitHub (docs/design.md §1, "Commands"
+and "Dashboard"): who may command the bot, reactions to a command, the pull request a
+command is about, the bot's open pull requests, and the one dashboard issue. Behind the
+small `Conversation` Protocol the service uses; the loop never needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import requests
+import structlog
+
+from ...core.errors import ConfigError, CredentialsError
+from ...core.proposal import read_marker
+from .client import GitHubError, NotFoundError, said, translate
+from .platform import GitHubPlatform
+
+log = structlog.get_logger("wheelpin.github")
+
+
+class IssuesDisabled(ConfigError):
+    """The repository has issues turned off (GitHub answers 410 "Issues are disabled for this
+    repo": https://docs.github.com/en/rest/issues/issues#create-an-issue): no dashboard there."""
+
+
+@dataclass(frozen=True)
+class PullTarget:
+    """What a `/wheelpin` command on a pull request acts on."""
+
+    branch: str  # its head branch
+    open: bool
+    commit: str | None  # the upstream commit its marker proposes
+
+
+class Conversation(Protocol):
+    def permission_of(self, user: str) -> str: ...
+
+    def react(self, comment: int, content: str) -> None: ...
+
+    def pull_target(self, number: int) -> PullTarget | None: ...
+
+    def say_once(self, branch: str, *, key: str, text: str) -> None: ...
+
+    def open_proposals(self) -> dict[str, str]: ...
+
+    def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int: ...
+
+
+def _oldest_marked(issues: Any, marker: str) -> Any:
+    """The oldest issue (not pull request) whose body carries `marker`, if a human copied it."""
+    found = None
+    for issue in issues:
+        if getattr(issue, "pull_request_urls", None) is None and marker in (issue.body or ""):
+            if found is None or issue.number < found.number:
+                found = issue
+    return found
+
+
+class GitHubConversation:
+    def __init__(self, platform: GitHubPlatform) -> None:
+        self.platform = platform
+        self.client = platform.client
+        self.repo = platform.repo
+
+    def say_once(self, branch: str, *, key: str, text: str) -> None:
+        self.platform.say_once(branch, key=key, text=text)
+
+    def permission_of(self, user: str) -> str:
+        """`admin`, `maintain`, `write`, `triage`, `read` or `none`: may `user` command the bot?"""
+        data = self.client.call("GET", self.platform.url("collaborators", user, "permission"),
+                                f"reading the permission of {user}", missing={}).data
+        role = str(data.get("role_name") or "")
+        return role if role in ("maintain", "triage") else str(data.get("permission") or "none")
+
+    def react(self, comment: int, content: str) -> None:
+        """React to issue comment `comment` (`+1`, `confused`, …); a reaction already
+        there is left as it is. A refusal is logged, never an error: it is a courtesy."""
+        self.client.fresh()
+        url = self.platform.url("issues", "comments", str(comment), "reactions")
+        try:
+            answer = self.client.session.post(url, json={"content": content})
+        except requests.RequestException as exc:
+            log.warning("github.reaction_failed", comment=comment, error=type(exc).__name__)
+            return
+        if answer.status_code == 201:
+            self.platform.writes += 1
+        elif answer.status_code not in (200, 201):
+            log.warning("github.reaction_refused", comment=comment, status=answer.status_code)
+
+    def pull_target(self, number: int) -> PullTarget | None:
+        """Pull request `number` as a command sees it (None if it is an issue, or gone)."""
+        self.client.fresh()
+        try:
+            pull = self.repo.pull_request(number)
+        except NotFoundError:
+            return None
+        except GitHubError as exc:
+            raise translate(exc, f"reading pull request #{number}") from None
+        if pull is None or not self.platform.ours(pull):
+            return None  # a fork's branch, even one named like the bot's: not a command's target
+        marker = read_marker(pull.body or "") or {}
+        commit = marker.get("commit")
+        return PullTarget(str(pull.head.ref), str(pull.state) == "open", commit if isinstance(commit, str) else None)
+
+    def open_proposals(self) -> dict[str, str]:
+        """branch → web address of each open pull request of the bot (one listing)."""
+        self.client.fresh()
+        try:
+            return {str(pull.head.ref): str(pull.html_url) for pull in self.platform.pulls("open")}
+        except GitHubError as exc:
+            raise translate(exc, "listing pull requests") from None
+
+    def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int:
+        """The one issue that carries `marker`, its body brought up to date; opened when
+        there is none. Returns its number. Looked for, in turn: issue `known` (the number
+        kept from an earlier call), the issues with `label` (open or closed), the issues the
+        bot itself opened; so one a human took the label off is still found, and labelled
+        again."""
+        self.client.fresh()
+        try:
+            found = self._marked_issue(known, marker) if known is not None else None
+            if found is None:
+                found = _oldest_marked(self.repo.issues(state="all", labels=label), marker)
+            if found is None:  # its label taken off, and its number forgotten (a restart)
+                found = self._created_by_the_bot(marker)
+            if found is not None and label.lower() not in [str(lbl.name).lower() for lbl in found.original_labels or []]:
+                self.platform.add_labels(int(found.number), [label])
+            if found is None:
+                created = self.repo.create_issue(title, body=body, labels=[label])
+                self.platform.writes += 1
+                return int(created.number)
+            if (found.body or "") != body or found.title != title:
+                found.edit(title=title, body=body)
+                self.platform.writes += 1
+            return int(found.number)
+        except GitHubError as exc:
+            if getattr(exc, "code", None) == 410:
+                raise IssuesDisabled(f"{self.repo.full_name} has issues turned off: no dashboard there "
+                                     f"({said(exc).message or 'GitHub answered 410'})") from None
+            raise translate(exc, "the dashboard issue") from None
+
+    def _created_by_the_bot(self, marker: str) -> Any:
+        try:
+            login = self.platform.bot_login()
+        except CredentialsError:  # a token that may not read its own user (an Actions token): label only
+            return None
+        items = self.client.paginate(self.platform.url("issues"), "listing the bot's issues",
+                                     params={"state": "all", "creator": login})
+        return _oldest_marked([self.client.issue(item) for item in items], marker)
+
+    def _marked_issue(self, number: int, marker: str) -> Any:
+        """Issue `number` if it is still an issue of this repository carrying `marker`,
+        else None: deleted (410), gone (404), transferred elsewhere (followed to another
+        repository), a pull request now, or its marker edited out."""
+        try:
+            issue = self.repo.issue(number)
+        except GitHubError as exc:
+            if getattr(exc, "code", None) in (404, 410):
+                return None
+            raise
+        here = f"/repos/{self.repo.full_name}/issues/".lower()
+        if here not in str(getattr(issue, "url", "") or "").lower():
+            return None
+        if getattr(issue, "pull_request_urls", None) is not None or marker not in (issue.body or ""):
+            return None
+        return issue

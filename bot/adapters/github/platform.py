@@ -1,0 +1,357 @@
+"""The GitHub platform (the `Platform` verbs of adapters/platform.py): proposals as draft pull requests.
+
+The same verbs as the local platform. Files change in one commit written through the
+git data API (blobs → tree → commit → ref), only on the bot's own branch prefix; the
+branch is read again right before a forced update and left alone if it moved. github3.py
+4.0.1 has no `draft` flag for a new pull request: that call goes through github3's own
+authenticated session. A 422 for drafts (private repositories on free plans) falls back
+to a ready pull request marked draft in its title. No tag or release is ever created.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from ...core.commits import carries_marker, check_bot_branch, signed_off
+from ...core.config import Author
+from ...core.errors import ConfigError, CredentialsError, InputError, RefusedError, RuleRefused, TransientError
+from ...core.proposal import read_marker
+from ..localplatform import BranchCommit
+from .answer import WORKFLOW_REFUSAL, Answer, answer_of, is_too_large, refusal
+from .app import bot_login
+from .client import AppCredentials, Client, GitHubError, NotFoundError, UnprocessableEntity, said, translate
+from .transport import GitHubHTTP
+
+log = structlog.get_logger("wheelpin.github")
+
+DRAFT_PREFIX = "[draft] "
+MAX_FILE = 10 << 20  # a config or Dockerfile read from GitHub: larger is not a text to edit
+
+
+class _SignatureWanted(Exception):
+    """The repository's rules want signed commits: make the commit again, for GitHub to sign."""
+
+
+class GitHubPlatform:
+    def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
+                 token: str | None = None, app: AppCredentials | None = None,
+                 branch_prefix: str = "wheelpin/", signoff: bool = False,
+                 http: GitHubHTTP | None = None) -> None:
+        if (token is None) == (app is None):
+            raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
+        self.app = app
+        self.client = Client(api_url, token=token, app=app, http=http)
+        self.http = self.client.http
+        self.repo = self.client.repository(owner, repo)
+        self.owner = owner
+        self.name = repo
+        self.author = author
+        self.prefix = branch_prefix
+        self.signoff = signoff
+        self.writes = 0
+        self.signs = False  # commits made with no identity, for GitHub to sign (learnt from a refusal)
+        self.page_size = 100
+        self._bot_refs: dict[str, str] | None = None
+        self._login: str | None = None
+
+    def url(self, *parts: str) -> str:
+        """The API URL of `parts` under this repository."""
+        return self.client.url("repos", self.owner, self.name, *parts)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def begin_pass(self) -> None:
+        """A pass starts: the bot's branches are listed afresh, once (one request, 304 when
+        nothing moved), instead of one lookup per component."""
+        self._bot_refs = None
+
+    def _bot_branches(self) -> dict[str, str]:
+        if self._bot_refs is None:
+            url = self.url("git", "matching-refs", "heads", self.prefix.rstrip("/"))
+            refs = self.client.paginate(url, f"listing the {self.prefix} branches", params={"per_page": str(self.page_size)})
+            self._bot_refs = {item["ref"]: item["object"]["sha"] for item in refs}
+        assert self._bot_refs is not None
+        return self._bot_refs
+
+    def resolve(self, ref: str) -> str | None:
+        self.client.fresh()
+        if not ref.startswith("refs/"):
+            return ref if len(ref) == 40 else None
+        if ref.startswith(f"refs/heads/{self.prefix}"):
+            return self._bot_branches().get(ref)
+        try:
+            return str(self.repo.ref(ref.removeprefix("refs/")).object.sha)
+        except NotFoundError:
+            return None
+        except GitHubError as exc:
+            raise translate(exc, f"reading {ref}") from None
+
+    def read_file(self, commit: str, path: str) -> str | None:
+        """The text of `path` at `commit`, None if there is none. A directory there is a
+        config error; a file over 1 MB, which the contents API does not serve, is read
+        through the git blobs API."""
+        self.client.fresh()
+        answer = self.client.session.get(self.url("contents", path), params={"ref": commit})
+        if answer.status_code == 404:
+            return None
+        said = answer_of(answer)
+        if is_too_large(said):  # GitHub's older answer for 1–100 MB
+            return self._decode(self._blob(self._entry_sha(commit, path), path), commit, path)
+        if answer.status_code != 200:
+            raise refusal(said, f"reading {path}")
+        data = answer.json()
+        kind = "dir" if isinstance(data, list) else str(data.get("type"))
+        if kind != "file":
+            raise ConfigError(f"{path} at {commit[:8]} is a {'directory' if kind == 'dir' else kind}, not a file")
+        if int(data.get("size") or 0) > MAX_FILE:
+            raise InputError(f"{path} at {commit[:8]} is over {MAX_FILE} bytes")
+        if data.get("encoding") == "none" or (not data.get("content") and int(data.get("size") or 0) > 0):
+            raw = self._blob(str(data["sha"]), path)  # today's answer for 1–100 MB: no content
+        else:
+            raw = base64.b64decode(str(data.get("content") or ""))
+        return self._decode(raw, commit, path)
+
+    @staticmethod
+    def _decode(raw: bytes, commit: str, path: str) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{path} at {commit[:8]} is not UTF-8 text") from None
+
+    def _entry_sha(self, commit: str, path: str) -> str:
+        """The blob of `path`, from a listing of its folder (each entry names its blob)."""
+        folder, _, name = path.rpartition("/")
+        listing = self.client.call("GET", self.url("contents", folder),  # "": the top folder
+                                   f"listing {folder or 'the top folder'}", params={"ref": commit}).data
+        for entry in listing if isinstance(listing, list) else []:
+            if entry.get("name") == name:
+                if int(entry.get("size") or 0) > MAX_FILE:
+                    raise InputError(f"{path} at {commit[:8]} is over {MAX_FILE} bytes")
+                return str(entry["sha"])
+        raise TransientError(f"GitHub: {path} was too large to read and then not listed")
+
+    def _blob(self, sha: str, path: str) -> bytes:
+        data = self.client.call("GET", self.url("git", "blobs", sha), f"reading {path} (blob {sha[:8]})").data
+        if int(data.get("size") or 0) > MAX_FILE:
+            raise InputError(f"{path} is over {MAX_FILE} bytes")
+        return base64.b64decode(str(data.get("content") or ""))
+
+    def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
+        self.client.fresh()
+        try:
+            comparison = self.repo.compare_commits(base, branch)
+        except GitHubError as exc:
+            raise translate(exc, f"comparing {branch} with the base") from None
+        found = []
+        for commit in comparison.commits():
+            data = commit.as_dict()["commit"]
+            found.append(BranchCommit(str(commit.sha), str(data["author"]["email"]), str(data["message"])))
+        return found
+
+    def is_bot_commit(self, commit: BranchCommit) -> bool:
+        """A commit the bot made: its marker, and its configured author or, for a commit
+        GitHub signed for the App (no identity given), the App's bot user."""
+        if not carries_marker(commit.message):
+            return False
+        if commit.author_email == self.author.email:
+            return True
+        return self.app is not None and commit.author_email.endswith(f"+{self.bot_login()}@users.noreply.github.com")
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _check_branch(self, branch: str) -> None:
+        check_bot_branch(branch, self.prefix)
+
+    def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
+                     expected: str | None) -> str:
+        """One commit on `base` holding `files`, and `branch` moved to it. The commit names
+        the configured author; where the repository's rules want verified signatures, it
+        is made again with no identity, which GitHub signs for an App (a bot's commit is
+        signed only then: docs "About commit signature verification", signature
+        verification for bots; peter-evans/create-pull-request#1241)."""
+        self._check_branch(branch)
+        self.client.fresh()
+        if self.signoff:
+            message = signed_off(message, self.author)
+        try:
+            base_tree = self.repo.git_commit(base).tree.sha
+            entries = [{"path": path, "mode": "100644", "type": "blob",
+                        "sha": self.repo.create_blob(text, "utf-8")} for path, text in sorted(files.items())]
+            tree = self.repo.create_tree(entries, base_tree=base_tree).sha if entries else base_tree
+            commit = self._commit(message, tree, base)
+            try:
+                self._move(branch, commit, expected)
+            except _SignatureWanted:
+                self.signs = True
+                commit = self._commit(message, tree, base)
+                self._move(branch, commit, expected)
+        except GitHubError as exc:
+            raise translate(exc, f"writing {branch}") from None
+        self.writes += 1
+        self._bot_refs = None
+        return str(commit)
+
+    def _commit(self, message: str, tree: str, base: str) -> str:
+        if self.signs and self.app is not None:
+            return str(self.repo.create_commit(message, tree, [base]).sha)
+        identity = {"name": self.author.name, "email": self.author.email}
+        return str(self.repo.create_commit(message, tree, [base], author=identity, committer=identity).sha)
+
+    def _move(self, branch: str, commit: str, expected: str | None) -> None:
+        """`branch` to `commit`: created when `expected` is None, else moved from `expected`
+        (re-read right before: the REST API has no compare-and-swap)."""
+        try:
+            if expected is None:
+                self.repo.create_ref(f"refs/heads/{branch}", commit)
+                return
+            current = self.repo.ref(f"heads/{branch}")
+            if current.object.sha != expected:
+                raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone")
+            current.update(commit, force=True)
+        except UnprocessableEntity as exc:
+            raise self._ref_refusal(branch, said(exc), created=expected is None) from None
+        except GitHubError as exc:
+            if (getattr(exc, "code", 0) or 0) >= 500 and self.resolve_fresh(branch) == commit:
+                return  # the write landed though its answer was lost
+            raise
+
+    def resolve_fresh(self, branch: str) -> str | None:
+        self._bot_refs = None
+        return self.resolve(f"refs/heads/{branch}")
+
+    def _ref_refusal(self, branch: str, said: Answer, *, created: bool) -> Exception:
+        """What a 422 on a ref write means: GitHub's own words for rules and permissions."""
+        lower = said.lower
+        if "signature" in lower and ("verified" in lower or "signed" in lower):
+            if self.app is not None and not self.signs:
+                return _SignatureWanted(said.message)  # made again, for GitHub to sign
+            unsigned = " (GitHub signs an App's commits, not a token's: use a GitHub App)" if self.app is None else ""
+            return RuleRefused(f"GitHub refused writing {branch}: {said.message}{unsigned}")
+        if WORKFLOW_REFUSAL in lower:
+            return refusal(said, f"writing {branch}")
+        if "already exists" in lower and created:
+            return RefusedError(f"{branch} appeared while wheelpin was writing it; left alone")
+        if "not a valid" in lower or "invalid" in lower:
+            return ConfigError(f"{branch} is not a valid branch name ({said.message}): change the component's "
+                               "name or defaults.branch_prefix")
+        blocking = self.prefix.rstrip("/")
+        if created and blocking and self.resolve(f"refs/heads/{blocking}") is not None:
+            return ConfigError(f"a branch named {blocking} exists, so git cannot hold {branch} beside it: "
+                               "rename that branch or change defaults.branch_prefix")
+        return RuleRefused(f"GitHub refused writing {branch}: {said.message or 'no reason given'}")
+
+    def ours(self, pull: Any) -> bool:
+        """A pull request is the bot's only when its head is a branch of this repository
+        under the prefix: a fork's `wheelpin/x` (same owner or not) never is."""
+        owner, name = getattr(pull.head, "repo", ("", ""))
+        return (f"{owner}/{name}".lower() == str(self.repo.full_name).lower()
+                and str(pull.head.ref).startswith(self.prefix))
+
+    def pulls(self, state: str, branch: str | None = None) -> list[Any]:
+        head = {"head": f"{self.owner}:{branch}"} if branch else {}
+        return [pull for pull in self.repo.pull_requests(state=state, **head) if self.ours(pull)
+                and (branch is None or str(pull.head.ref) == branch)]
+
+    def _open_pull(self, branch: str) -> Any:
+        found = self.pulls("open", branch)
+        return found[0] if found else None
+
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
+                         labels: Sequence[str]) -> None:
+        """Open the draft pull request of `branch`, or bring its title, body, labels up to date."""
+        self._check_branch(branch)
+        self.client.fresh()
+        try:
+            pull = self._open_pull(branch)
+            if pull is None:
+                url = self.url("pulls")
+                data = {"title": title, "head": branch, "base": base, "body": body, "draft": True}
+                answer = self.client.session.post(url, json=data)
+                if answer.status_code == 422 and "draft" in answer_of(answer).lower:
+                    answer = self.client.session.post(url, json={**data, "draft": False,
+                                                              "title": DRAFT_PREFIX + title})
+                if answer.status_code >= 500:  # it may have landed: look before writing again
+                    pull = self._open_pull(branch)
+                    if pull is None:
+                        raise refusal(answer_of(answer), f"opening the pull request of {branch}")
+                    return self.publish_proposal(branch, base=base, title=title, body=body, labels=labels)
+                if answer.status_code != 201:
+                    raise refusal(answer_of(answer), f"opening the pull request of {branch}")
+                number = answer.json()["number"]
+                self.writes += 1
+            else:
+                number = pull.number
+                desired = DRAFT_PREFIX + title if pull.title.startswith(DRAFT_PREFIX) else title
+                if pull.title != desired or (pull.body or "") != body:
+                    pull.update(title=desired, body=body)
+                    self.writes += 1
+            issue = self.repo.issue(number)
+            have = {str(found.name).lower() for found in issue.labels()}  # GitHub's names ignore case
+            missing = [label for label in labels if label.lower() not in have]
+            if missing:
+                self.add_labels(number, missing)
+        except GitHubError as exc:
+            raise translate(exc, f"the pull request of {branch}") from None
+
+    def add_labels(self, number: int, labels: Sequence[str]) -> None:
+        """As GitHub's description has it: `{"labels": [...]}` (github3 sends a bare list,
+        which GitHub takes but does not describe)."""
+        self.client.call("POST", self.url("issues", str(number), "labels"), f"labelling #{number}",
+                         json={"labels": list(labels)})
+        self.writes += 1
+
+    def say_once(self, branch: str, *, key: str, text: str) -> None:
+        self.client.fresh()
+        tag = f"<!-- wheelpin-note: {key} -->"
+        try:
+            pull = self._open_pull(branch)
+            if pull is None:
+                return
+            issue = self.repo.issue(pull.number)
+            if any(tag in (comment.body or "") for comment in issue.comments()):
+                return
+            issue.create_comment(f"{text}\n\n{tag}")
+            self.writes += 1
+        except GitHubError as exc:
+            raise translate(exc, f"commenting on the pull request of {branch}") from None
+
+    def skipped_commits(self, branch: str) -> set[str]:
+        skipped: set[str] = set()
+        try:
+            for pull in self.pulls("closed", branch):
+                if pull.merged_at is None:
+                    state = read_marker(pull.body or "")
+                    if state and isinstance(state.get("commit"), str):
+                        skipped.add(state["commit"])
+        except GitHubError as exc:
+            raise translate(exc, f"the closed pull requests of {branch}") from None
+        return skipped
+
+    def close(self, branch: str, *, expected: str, reason: str) -> None:
+        self._check_branch(branch)
+        self.client.fresh()
+        try:
+            pull = self._open_pull(branch)
+            if pull is not None:
+                self.say_once(branch, key=f"closing-{expected[:12]}", text=f"Closing: {reason}")
+                pull.close()
+            current = self.repo.ref(f"heads/{branch}")
+            if current.object.sha != expected:
+                raise RefusedError(f"{branch} moved while wheelpin was closing it; left alone")
+            current.delete()
+            self._bot_refs = None
+        except NotFoundError:
+            pass
+        except GitHubError as exc:
+            raise translate(exc, f"closing {branch}") from None
+        self.writes += 1
+
+    def bot_login(self) -> str:
+        """The login the bot writes as: `<app slug>[bot]` for an App, the token's user."""
+        if self._login is None:
+            self._login = bot_login(self.client)
+        return self._login

@@ -1,0 +1,117 @@
+"""`/wheelpin rebase|recheck|skip` on a bot pull request (docs/design.md §1, "Commands"):
+the comments that gave a command (one job however many times it was repeated), who may
+give one (write access, read at most once a minute), and carrying it out: refused
+without write access, not done on a closed pull request, nor a skip of a commit the
+commenter did not see. Each comment gets its reaction: 👍 done, 😕 not done."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import structlog
+
+from ..adapters.github import Conversation
+from ..core.jobs import Job, JobKind
+from .watchlist import Watched
+from .workqueue import WorkQueue
+
+log = structlog.get_logger("wheelpin.serve")
+WRITERS = ("admin", "maintain", "write")
+PERMISSION_TTL = 60.0  # seconds a collaborator's permission is trusted once read
+Comment = tuple[int | None, str | None]  # the comment's id, and the commit its pull request proposed then
+
+# a component's pass, asked by a command: (watched, component, rebase, recheck) → done
+Pass = Callable[[Watched, str, bool, bool], bool]
+
+
+class Commands:
+    def __init__(self, *, queue: WorkQueue[Job], clock: Callable[[], float]) -> None:
+        self.queue = queue
+        self.clock = clock
+        # a command job → the comments that gave it: one sender repeating a command
+        # coalesces into one job, and every comment gets its reaction
+        self._comments: dict[Job, list[Comment]] = {}
+        self._lock = threading.Lock()
+
+    def heard(self, job: Job) -> None:
+        """A delivery gave `job` (webhook threads)."""
+        with self._lock:
+            self._comments.setdefault(job, []).append((job.comment, job.seen))
+
+    def forget(self, job: Job) -> None:
+        with self._lock:
+            self._comments.pop(job, None)
+
+    def run(self, watched: Watched, job: Job, conversation: Conversation, component_pass: Pass, *,
+            cause: str) -> bool:
+        with self._lock:
+            comments = self._comments.pop(job, [])
+        done = False
+        try:
+            done = self._carry_out(watched, job, comments, conversation, component_pass, cause)
+            return done
+        finally:
+            if not done:  # tried again after a backoff: with its comments, reacted to then
+                with self._lock:
+                    self._comments[job] = comments + self._comments.get(job, [])
+
+    def _carry_out(self, watched: Watched, job: Job, comments: list[Comment], conversation: Conversation,
+                   component_pass: Pass, cause: str) -> bool:
+        reconciler = watched.reconciler
+        if reconciler is None or job.number is None:
+            return True
+        target = conversation.pull_target(job.number)
+        prefix = reconciler.config.defaults.branch_prefix
+        component = (reconciler.config.get(target.branch[len(prefix):])
+                     if target and target.branch.startswith(prefix) else None)
+        if target is None or component is None:
+            log.info("command.not_ours", number=job.number)
+            return True
+
+        def react(content: str) -> None:
+            for comment, _seen in comments:
+                if comment is not None:
+                    conversation.react(comment, content)
+
+        permission = self._permission(watched, conversation, job.sender or "")
+        if permission not in WRITERS:
+            log.warning("command.refused", sender=job.sender, permission=permission, command=job.command)
+            conversation.say_once(target.branch, key=f"refused-{job.sender}-{job.command}",
+                                  text=f"@{job.sender}: `/wheelpin {job.command}` needs write access to this "
+                                  f"repository (yours is {permission}); nothing was done.")
+            return True
+        seen = comments[-1][1] if comments else None
+        if not target.open:
+            log.info("command.closed", number=job.number, command=job.command)
+            react("confused")  # the pull request is closed: nothing to act on
+            return True
+        if job.command == "skip" and seen and target.commit and seen != target.commit:
+            log.info("command.moved_on", seen=seen, now=target.commit)
+            conversation.say_once(target.branch, key=f"moved-{job.sender}-{seen[:12]}",
+                                  text=f"@{job.sender}: this pull request moved on to `{target.commit[:8]}` since "
+                                  f"your comment (which saw `{seen[:8]}`); nothing was skipped. Comment "
+                                  "`/wheelpin skip` again to skip the new commit.")
+            react("confused")
+            return True
+        log.info("command", sender=job.sender, command=job.command, target=component.name)
+        if job.command == "skip":  # done once closed: the pass after it is a job of its own
+            message = reconciler.skip(component, by=job.sender or "someone")
+            log.info("command.done", result=message)
+            react("+1")
+            self.queue.put(Job(JobKind.COMPONENT, watched.repository, component.name), note=cause)
+            return True
+        if not component_pass(watched, component.name, job.command == "rebase", job.command == "recheck"):
+            return False  # a transient failure: the retry reacts
+        row = watched.rows.get(component.name)  # 👍 carried out; 😕 its pass failed (the PR says why)
+        react("confused" if row is not None and row.status.startswith("failed") else "+1")
+        return True
+
+    def _permission(self, watched: Watched, conversation: Conversation, login: str) -> str:
+        """`login`'s access to the repository, read at most once a minute (a burst of
+        comments costs one request; a change of access counts within the minute)."""
+        now = self.clock()
+        known = watched.permissions.get(login)
+        if known is None or now - known[1] > PERMISSION_TTL:
+            known = watched.permissions[login] = (conversation.permission_of(login), now)
+        return known[0]

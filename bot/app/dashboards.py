@@ -1,0 +1,56 @@
+"""The dashboard of a watched repository (docs/design.md §3 "Dashboard"): one row per
+component from its last pass, written to the one dashboard issue only when its text
+changed. A dashboard GitHub refuses for good (issues turned off, an archived repository,
+no `issues: write`) is said once per refresh of the watch list (hourly: a change since is
+found) and left alone meanwhile, never retried in a loop."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import structlog
+
+from ..adapters.github import Conversation, IssuesDisabled
+from ..core.dashboard import LABEL, MARKER, TITLE, Row, render
+from ..core.errors import PermissionRefused, RuleRefused
+from ..loop.results import ComponentResult, Status
+from .watchlist import Watched
+
+log = structlog.get_logger("wheelpin.serve")
+
+
+def record(watched: Watched, result: ComponentResult) -> None:
+    """The component's row after a pass; the last error is kept until the next one."""
+    previous = watched.rows.get(result.name, Row(result.name))
+    failed = result.status == Status.FAILED
+    message = result.messages[-1] if result.messages else None
+    watched.rows[result.name] = Row(
+        result.name, pinned=result.pinned, head=result.head, build=result.build, image=result.image,
+        proposal=result.proposal, status=result.status.value + (f": {message}" if message and not failed else ""),
+        last_error=message if failed else previous.last_error,
+        last_error_at=time.time() if failed else previous.last_error_at)
+
+
+def update(watched: Watched, conversation: Conversation) -> bool:
+    """Bring the dashboard issue up to date; True when done (or nothing to do)."""
+    if (watched.reconciler is None and watched.config_error is None) or watched.dashboard_off:
+        return True
+    links = conversation.open_proposals()
+    rows = [replace(row, proposal=links.get(row.proposal, row.proposal) if row.proposal else None)
+            for row in watched.rows.values()]
+    body = render(rows, repository=watched.repository, config_error=watched.config_error)
+    if body == watched.dashboard_body:
+        return True
+    try:
+        number = conversation.keep_issue(marker=MARKER, label=LABEL, title=TITLE, body=body,
+                                         known=watched.dashboard_number)
+    except (IssuesDisabled, RuleRefused, PermissionRefused) as exc:
+        # issues off, an archived repository, no `issues: write`: said once, not retried in a
+        # loop; the hourly refresh of the watch list tries again
+        watched.dashboard_off = True
+        log.warning("dashboard.off", error=exc.message)
+        return True
+    watched.dashboard_body, watched.dashboard_number = body, number
+    log.info("dashboard.updated", issue=number)
+    return True

@@ -1,0 +1,66 @@
+"""Proposal assembly (docs/design.md §3 "Pull request"): what a proposal says, from the new
+image's wheels, the pinned image's wheels, the component's config and the pin edits.
+Pure: `bot/loop/execute.py` reads the images and files, this module decides what they
+mean, `core/proposal.py` writes the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .config import Component
+from .ociimage import WheelEntry
+from .pins import BumpPlan
+from .proposal import Commit, ProposalFacts
+from .requirements import RequirementsDiff, diff_requirements, find_conflicts
+
+
+def constraint_lines(text: str) -> list[str]:
+    """The requirements of a constraints file: comments, blank lines and options (`-r`,
+    `-c`, `--hash`) left out."""
+    lines = []
+    for line in text.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if line and not line.startswith(("#", "-")):
+            lines.append(line)
+    return lines
+
+
+def verification_lines(component: Component, commit: str) -> tuple[str, ...]:
+    """The checks every published wheel of `component` passed, one line each."""
+    wheel = component.wheel
+    lines = [f"distribution {wheel.distribution}",
+             f"version carries g{commit[:8]}" if wheel.version_carries_commit
+             else "version carries no commit; the tag does"]
+    if wheel.archs:
+        lines.append("HIP code for " + ", ".join(wheel.archs) + " in every GPU library")
+    if wheel.rocm:
+        lines.append("no CUDA library or CUDA device code")
+    lines += [f"needs {glob}" for glob in wheel.require_needed]
+    return tuple(lines)
+
+
+def requirements_diff(component: Component, *, pinned: Sequence[WheelEntry], new: Sequence[WheelEntry],
+                      constraints_text: str | None) -> RequirementsDiff:
+    """Requires-Dist of the pinned wheels → the new ones, with the new ones' conflicts
+    against the constraints typed in the config and read from its constraints file."""
+    old_requires = [r for w in pinned for r in w.requires_dist]
+    new_requires = [r for w in new for r in w.requires_dist]
+    constraints = list(component.constraints)
+    if constraints_text is not None:
+        constraints += constraint_lines(constraints_text)
+    diff = diff_requirements(old_requires, new_requires, old_source="pinned", new_source="new")
+    return RequirementsDiff(diff.added, diff.removed, diff.changed,
+                            tuple(find_conflicts(new_requires, constraints, source="new")))
+
+
+def assemble(component: Component, *, upstream: str, old_commit: str | None, new_commit: str, image: str,
+             wheels: Sequence[WheelEntry], pinned: Sequence[WheelEntry], constraints_text: str | None,
+             commits: Sequence[Commit], bump: BumpPlan, state: dict[str, object],
+             check_refs: Sequence[str]) -> ProposalFacts:
+    return ProposalFacts(
+        component=component.name, upstream=upstream, old_commit=old_commit, new_commit=new_commit,
+        version=wheels[0].version if wheels else "?", image=image, wheels=tuple(wheels), commits=tuple(commits),
+        diff=requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text),
+        verification=verification_lines(component, new_commit), files=tuple(sorted(bump.new_texts)),
+        edits=bump.edits, state=dict(state), check_refs=tuple(check_refs))

@@ -1,0 +1,55 @@
+"""What observe and execute share: the parts of one component (`Context`) and what the
+loop remembers across passes of one process (`Memory`). Only caches of what was read,
+never state: losing them costs a request, never a wrong result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..adapters.imageread import ImageInfo
+from ..adapters.imagestore import ImageStore
+from ..adapters.upstream import UpstreamRepo
+from ..core.config import Component
+from ..core.imageref import ImageRef
+from ..core.pins import PinState
+from .builders import Builder
+
+
+class Stores(Protocol):
+    """Opens the image store of a registry repository (`app.wiring.Registries`)."""
+
+    def store(self, target: ImageRef) -> ImageStore: ...
+
+
+@dataclass
+class Context:
+    component: Component
+    upstream: UpstreamRepo
+    store: ImageStore
+    builder: Builder
+    branch: str
+    pins: list[PinState] = field(default_factory=list)
+    pinned_info: ImageInfo | None = None  # the image the base pins, when it can be read
+    texts: dict[str, str] = field(default_factory=dict)  # the pin files at the base
+
+    @property
+    def name(self) -> str:
+        return self.component.name
+
+
+@dataclass
+class Memory:
+    verified: set[tuple[str, str]] = field(default_factory=set)  # (component, digest) checked in this process
+    published: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (component, commit) → tag, digest: tag lists may lag a push
+    # per pass: one ls-remote per upstream, one resolve per base, each file of a commit read once
+    heads: dict[tuple[str, str | None, str | None], tuple[str, dict[str, str]]] = field(default_factory=dict)
+    bases: dict[str, str | None] = field(default_factory=dict)
+    files: dict[tuple[str, str], str] = field(default_factory=dict)
+    ls_remotes: int = 0
+
+    def new_pass(self) -> None:
+        self.heads, self.bases, self.files, self.ls_remotes = {}, {}, {}, 0
+
+    def forget_verified(self, names: set[str]) -> None:
+        self.verified = {(name, digest) for name, digest in self.verified if name not in names}

@@ -1,0 +1,218 @@
+"""Execute (docs/design.md §2): one small function per action of `core.plan`, chosen by
+`match` on its type. Each returns the facts as they stand after it, for the next action
+of the same plan, or None when the component's pass ends with it (a `Report`, a `Wait`).
+Every write the loop makes is made here: builds, images, branches, pull requests,
+comments, and the state file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import assert_never
+
+import structlog
+
+from ..adapters.imageread import read_image
+from ..adapters.imagestore import LayoutStore
+from ..adapters.platform import Platform
+from ..adapters.publisher import SETTLE_SECONDS, publish
+from ..adapters.statefile import StateFile
+from ..core.assemble import assemble
+from ..core.backoff import rules_of
+from ..core.config import Config
+from ..core.errors import BuildFailed, PermissionRefused, RefusedError, RuleRefused, WheelpinError
+from ..core.inspect import inspect_wheel
+from ..core.pins import plan_bump
+from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
+                         ImageFound, PublishImage, RecordFailure, Report, StartBuild, Wait, WriteProposal,
+                         desired_state, write_key)
+from ..core.proposal import body, title
+from ..core.redact import public_url
+from ..core.templates import TagValues, render_tag
+from ..core.verify import component_rules, python_tags_of, verify_wheels
+from .context import Context, Memory
+from .observe import Observer, pin_repository, verify_adopted
+from .results import ComponentResult, Status
+
+log = structlog.get_logger("wheelpin.execute")
+
+
+@dataclass
+class Executor:
+    config: Config
+    where: str  # the repository's root or name: part of what a write is made of
+    platform: Platform
+    state: StateFile
+    memory: Memory
+    observer: Observer  # reads files of the base as observe did, from the same cache
+    settle: float = SETTLE_SECONDS  # seconds before a pushed tag is read back (another writer may race)
+
+    def execute(self, context: Context, facts: Facts, action: Action, result: ComponentResult) -> Facts | None:
+        match action:
+            case Report():
+                self.report(action, result)
+                return None
+            case Wait():
+                self.wait(action, result)
+                return None
+            case Comment():
+                return self.comment(facts, action)
+            case RecordFailure():
+                return self.record_failure(context, facts, action)
+            case ClosePR():
+                return self.close(facts, action, result)
+            case StartBuild():
+                return self.build(context, facts, result)
+            case FetchArtifacts():
+                return self.fetch(context, facts, result)
+            case AdoptImage():
+                return self.adopt(context, facts, action)
+            case PublishImage():
+                return self.publish(context, facts, result)
+            case WriteProposal():
+                return self.propose(context, facts, result)
+            case _:
+                assert_never(action)
+
+    # -- ending a pass --------------------------------------------------------------------
+
+    def report(self, action: Report, result: ComponentResult) -> None:
+        result.messages.append(action.why)
+        result.status = Status.LEFT_ALONE if action.left_alone else Status.FAILED
+        result.error_kind = None if action.left_alone else "reported"
+
+    def wait(self, action: Wait, result: ComponentResult) -> None:
+        result.messages.append(action.why)
+        result.status = Status.WAITING
+
+    # -- the state file and the pull request ------------------------------------------------
+
+    def comment(self, facts: Facts, action: Comment) -> Facts:
+        self.platform.say_once(action.branch, key=action.key, text=action.text)
+        return facts
+
+    def record_failure(self, context: Context, facts: Facts, action: RecordFailure) -> Facts:
+        assert action.commit is not None
+        self._failed(context, action.commit, action.what, action.message)
+        return replace(facts, build=BuildSeen(asynchronous=context.builder.asynchronous))
+
+    def _failed(self, context: Context, commit: str, what: str, message: str) -> None:
+        """Record a failed build or verification of `commit` under the component's rules;
+        its builder forgets it, so the next try starts a new build."""
+        self.state.record(context.name, commit, what, message, rules=rules_of(context.component))
+        context.builder.forget(commit)
+
+    def close(self, facts: Facts, action: ClosePR, result: ComponentResult) -> Facts:
+        self.platform.close(action.branch, expected=action.expected, reason=action.why)
+        result.messages.append(f"closed {action.branch}: {action.why}")
+        return replace(facts, proposal=None)
+
+    # -- wheels and images ----------------------------------------------------------------
+
+    def build(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
+        head = _head(facts)
+        try:
+            result.messages.append(context.builder.start(head))
+        except BuildFailed as exc:
+            self._failed(context, head, "build", exc.recorded)
+            raise
+        return facts if context.builder.asynchronous else replace(facts, build=context.builder.status(head))
+
+    def fetch(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
+        head = _head(facts)
+        try:
+            wheels = context.builder.collect(head)
+        except BuildFailed as exc:
+            self._failed(context, head, "build", exc.recorded)
+            raise
+        result.messages.append(f"fetched {len(wheels)} wheel(s) of the build of {head[:8]}")
+        return replace(facts, build=replace(facts.build, state=BuildState.READY))
+
+    def adopt(self, context: Context, facts: Facts, action: AdoptImage) -> Facts:
+        image = action.image or facts.image
+        if image is None:
+            raise WheelpinError(f"no image of {_head(facts)[:8]} is under its tag to adopt")
+        verify_adopted(context, _head(facts), image)
+        self.memory.verified.add((context.name, image.digest))
+        return replace(facts, image=replace(image, verified=True))
+
+    def publish(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
+        component, head = context.component, _head(facts)
+        wheels = context.builder.collect(head)
+        reports = [inspect_wheel(wheel) for wheel in wheels]
+        problems = verify_wheels(component, reports, component_rules(component, commit=head))
+        if problems:
+            message = f"verification of {head[:8]} failed, nothing published: " + "; ".join(problems)
+            self._failed(context, head, "verify", message)
+            raise WheelpinError(message)
+        tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
+                                                        version=reports[0].version))
+        try:
+            published = publish(context.store, tag, wheels, reports, source=public_url(context.upstream.upstream.repo),
+                                revision=head, component=component.name, settle=self.settle)
+        except RefusedError as exc:
+            self._failed(context, head, "verify", exc.message)
+            raise
+        result.messages.append(f"{published.status} {published.ref}")
+        self.memory.published[(component.name, head)] = (tag, published.digest)
+        self.memory.verified.add((component.name, published.digest))
+        context.builder.release(head)
+        image = ImageFound(tag, published.digest, f"{pin_repository(context)}:{tag}@{published.digest}")
+        return replace(facts, image=image)
+
+    # -- the proposal -----------------------------------------------------------------------
+
+    def propose(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
+        try:
+            self._write_proposal(context, facts, result)
+        except (PermissionRefused, RuleRefused) as exc:
+            self.state.record_refusal(write_key(facts, where=self.where), exc.message)
+            if facts.proposal is not None:
+                self._tell(facts.proposal.branch, exc)
+            raise
+        return facts
+
+    def _write_proposal(self, context: Context, facts: Facts, result: ComponentResult) -> None:
+        component, head, image = context.component, _head(facts), facts.image
+        assert image is not None
+        info = read_image(context.store, image.digest)
+        sha256: dict[str | None, str] = {}
+        for wheel in info.wheels:
+            sha256.update({tag: wheel.sha256 for tag in python_tags_of(wheel.file)})
+        if len(info.wheels) == 1:
+            sha256[None] = info.wheels[0].sha256
+        bump = plan_bump(component, context.texts, image.ref, sha256)
+        constraints = self.observer.read(facts.base, component.constraints_file) if component.constraints_file else None
+        proposal = assemble(
+            component, upstream=public_url(context.upstream.upstream.repo), old_commit=facts.pinned_commit,
+            new_commit=head, image=image.ref, wheels=info.wheels,
+            pinned=context.pinned_info.wheels if context.pinned_info else (), constraints_text=constraints,
+            commits=context.upstream.commits_between(facts.pinned_commit, head), bump=bump,
+            state=desired_state(facts), check_refs=_check_refs(context, image))
+        expected = facts.proposal.head if facts.proposal else None
+        self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
+                                   message=title(proposal) + "\n\n" + body(proposal), expected=expected)
+        labels = component.labels if component.labels is not None else self.config.defaults.labels
+        self.platform.publish_proposal(context.branch, base=self.config.defaults.base_branch,
+                                       title=title(proposal), body=body(proposal), labels=labels)
+        result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(proposal)}")
+
+    def _tell(self, branch: str, exc: WheelpinError) -> None:
+        """Say on the proposal's pull request (once per reason) what someone must grant."""
+        key = "refused-" + hashlib.sha256(exc.message.encode()).hexdigest()[:12]
+        try:
+            self.platform.say_once(branch, key=key, text=f"wheelpin cannot update this pull request: {exc.message}")
+        except WheelpinError as again:
+            log.warning("comment.failed", error=again.message)
+
+
+def _head(facts: Facts) -> str:
+    assert facts.head is not None
+    return facts.head
+
+
+def _check_refs(context: Context, image: ImageFound) -> tuple[str, ...]:
+    if isinstance(context.store, LayoutStore):
+        return (f"oci:{context.store.folder}:{image.tag}",)
+    return (f"{context.component.image.repository}@{image.digest}",)

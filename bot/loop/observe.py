@@ -1,0 +1,219 @@
+"""Observe (docs/design.md §2): the world of one component read into `core.plan.Facts`.
+It reads and never writes: not the platform, not a registry, not the state file. It makes
+no decision either; it only stops reading where the facts already found make more reading
+useless (an error, a base that pins the head, a commit in its quiet period).
+
+Each fact comes from the world itself where the world can say it: the head from the
+upstream, the pinned commit from the pinned image's revision annotation, the proposal's
+state from its marker, the image from the commit's tag. The state file adds only what
+the world cannot tell cheaply: failures, refusals and the build runs followed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from ..adapters.imageread import ImageInfo, extract_wheels, read_image
+from ..adapters.platform import Platform
+from ..adapters.statefile import StateFile
+from ..adapters.upstream import UpstreamRepo
+from ..core.backoff import rules_of
+from ..core.configfile import LoadedConfig
+from ..core.errors import TransientError, VerificationError, WheelpinError
+from ..core.inspect import inspect_wheel
+from ..core.ociimage import ANNOTATION_COMPONENT, REVISION
+from ..core.pins import read_pins
+from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
+from ..core.proposal import read_marker
+from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
+from ..core.verify import component_rules, verify_wheels
+from .context import Context, Memory, Stores
+
+class Observer:
+    def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, state: StateFile,
+                 memory: Memory) -> None:
+        self.loaded = loaded
+        self.config = loaded.config
+        self.platform = platform
+        self.registries = registries
+        self.state = state
+        self.memory = memory
+
+    def observe(self, context: Context, now: float) -> Facts:
+        """The facts of one component; errors of reading are facts too."""
+        name = context.name
+        try:
+            head = self._head(context.upstream)
+        except WheelpinError as exc:
+            return Facts(component=name, head=None, error=exc.message)
+        try:
+            return self._observe(context, head, now)
+        except WheelpinError as exc:
+            return Facts(component=name, head=head, error=exc.message)
+
+    def _observe(self, context: Context, head: str, now: float) -> Facts:
+        component, name = context.component, context.name
+        base_name = self.config.defaults.base_branch
+        if base_name not in self.memory.bases:  # once per pass: every component starts from it
+            self.memory.bases[base_name] = self.platform.resolve(f"refs/heads/{base_name}")
+        base = self.memory.bases[base_name]
+        if base is None:
+            return Facts(component=name, head=head, error=f"{self.loaded.root}: no base branch {base_name}")
+        context.texts = {pin.file: self.read(base, pin.file) for pin in component.pins}
+        context.pins = read_pins(component, context.texts)
+        base_files = hashlib.sha256(json.dumps(context.texts, sort_keys=True).encode()).hexdigest()
+        context.pinned_info = self._pinned_info(context)
+        pinned_commit = context.pinned_info.annotations.get(REVISION) if context.pinned_info else None
+        # the base pins `head`, a descendant of it, or (following tags) a higher release:
+        # a newest tag older than the pin is never proposed
+        base_has_head = pinned_commit is not None and (
+            pinned_commit == head or context.upstream.is_older_release(head, pinned_commit)
+            or context.upstream.is_ancestor(head, pinned_commit))
+        proposal = self._proposal(context.branch, base)
+        facts = Facts(component=name, head=head, base=base, base_files=base_files, pinned_commit=pinned_commit,
+                      base_has_head=base_has_head, proposal=proposal, rules=rules_of(component))
+        if base_has_head:
+            return facts
+        if proposal is None:  # only then can a declined proposal matter
+            facts = replace(facts, skipped=head in self.platform.skipped_commits(context.branch))
+        quiet = component.quiet_minutes if component.quiet_minutes is not None else self.config.defaults.quiet_minutes
+        if quiet:
+            committed_at = context.upstream.committed_at(head)
+            facts = replace(facts, quiet_minutes=quiet, committed_at=committed_at)
+            if now < committed_at + quiet * 60:
+                return facts  # nothing else matters until it ends
+        image = self._find_image(context, head, proposal)
+        facts = replace(facts, failure=self.state.failure(name, head))
+        if image is None:
+            build = context.builder.status(head)
+            if build.state == BuildState.SUCCEEDED and build.adopts:
+                image = self._find_image(context, head, proposal)  # the run has just pushed it
+            facts = replace(facts, build=build)
+        if image is None:
+            return facts
+        problem = self._image_problem(context, head, image)
+        if problem:
+            return replace(facts, error=problem)
+        if context.pins and all(p.ref is not None and p.ref.digest == image.digest for p in context.pins):
+            return replace(facts, base_pins_image=True)  # its revision was unknown
+        facts = replace(facts, image=image)
+        return replace(facts, refusal=self.state.refusal(write_key(facts, where=str(self.loaded.root))))
+
+    def _head(self, upstream: UpstreamRepo) -> str:
+        key = (upstream.url, upstream.upstream.branch, upstream.upstream.tags)
+        if key not in self.memory.heads:
+            self.memory.heads[key] = (upstream.head(), upstream.tags)
+            self.memory.ls_remotes += 1
+        head, upstream.tags = self.memory.heads[key]
+        return head
+
+    def read(self, base: str, path: str) -> str:
+        key = (base, path)  # a commit's files never change: read each once
+        if key not in self.memory.files:
+            text = self.platform.read_file(base, path)
+            if text is None:
+                raise WheelpinError(f"{path} does not exist on the base branch")
+            self.memory.files[key] = text
+        return self.memory.files[key]
+
+    def _pinned_info(self, context: Context) -> ImageInfo | None:
+        ref = context.pins[0].ref if context.pins else None
+        if ref is None or ref.digest is None:
+            return None
+        store = context.store if context.component.image.is_layout else self.registries.store(ref)
+        try:
+            return read_image(store, ref.digest)
+        except TransientError:
+            raise
+        except WheelpinError:
+            return None  # a pinned image we cannot read: the proposal says "unknown"
+
+    def _proposal(self, branch: str, base: str) -> ProposalSeen | None:
+        head = self.platform.resolve(f"refs/heads/{branch}")
+        if head is None:
+            return None
+        commits = self.platform.branch_commits(branch, base)
+        foreign = tuple(c.sha for c in commits if not self.platform.is_bot_commit(c))
+        mine = [c for c in commits if self.platform.is_bot_commit(c)]
+        state = read_marker(mine[-1].message) if mine else None
+        return ProposalSeen(branch, head, state, foreign)
+
+    def _found(self, context: Context, tag: str, digest: str, head: str, *, verified: bool = False) -> ImageFound:
+        """An image found under `head`'s tag: verified when checked before in this process,
+        or when wheelpin's own annotations name this commit and component."""
+        if not verified and (context.name, digest) not in self.memory.verified:
+            annotations = read_image(context.store, digest).annotations
+            verified = annotations.get(REVISION) == head and annotations.get(ANNOTATION_COMPONENT) == context.name
+        else:
+            verified = True
+        return ImageFound(tag, digest, f"{pin_repository(context)}:{tag}@{digest}", verified)
+
+    def _find_image(self, context: Context, head: str, proposal: ProposalSeen | None) -> ImageFound | None:
+        """The image of `head`, found from the commit alone (docs/design.md §2): the tag the
+        open proposal names (one HEAD), the tag the template gives, or the repository's
+        tags matched against the template with the version as the only wildcard."""
+        component = context.component
+        published = self.memory.published.get((component.name, head))
+        if published is not None and context.store.tag_digest(published[0]) == published[1]:
+            return self._found(context, *published, head)
+        state = proposal.state if proposal else None
+        if state and state.get("commit") == head and state.get("tag"):
+            digest = context.store.tag_digest(str(state["tag"]))
+            if digest is not None and digest == state.get("digest"):
+                return self._found(context, str(state["tag"]), digest, head, verified=True)  # verified when proposed
+        if commit_only(component.image.tag):
+            candidates = [render_tag(component.image.tag, TagValues(sha=head, component=component.name))]
+        else:
+            pattern = tag_pattern(component.image.tag, component=component.name, sha=head)
+            candidates = sorted(t for t in context.store.list_tags() if pattern.match(t))
+            if not {"sha", "sha8"} & set(fields_of(component.image.tag)):  # {version} alone
+                candidates = [t for t in candidates if f"g{head[:8]}" in t]
+        for tag in reversed(candidates):
+            digest = context.store.tag_digest(tag)
+            if digest is not None:
+                return self._found(context, tag, digest, head)
+        return None
+
+    def _image_problem(self, context: Context, head: str, image: ImageFound) -> str | None:
+        """An image under the commit's tag that is plainly not that commit's build: no
+        wheel, a tag its wheel would not get, another revision."""
+        if image.verified:
+            return None
+        info = read_image(context.store, image.digest)
+        component = context.component
+        if not info.wheels:
+            return f"{context.store.name}:{image.tag} holds no wheel; it is not a build of {head[:8]}"
+        expected = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
+                                                             version=info.wheels[0].version))
+        revision = info.annotations.get(REVISION)
+        if expected != image.tag or (revision is not None and revision != head):
+            return (f"{context.store.name}:{image.tag} holds {info.wheels[0].file} "
+                    f"(revision {(revision or 'unknown')[:8]}), not the build of {head[:8]}; "
+                    "wheelpin never overwrites a tag with other content")
+        return None
+
+
+def verify_adopted(context: Context, head: str, image: ImageFound) -> None:
+    """The wheels of an image someone else pushed, fetched and verified like a build."""
+    info = read_image(context.store, image.digest)
+    component = context.component
+    with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:
+        wheels = extract_wheels(context.store, info, Path(folder))
+        reports = [inspect_wheel(wheel) for wheel in wheels]
+        problems = verify_wheels(component, reports, component_rules(component, commit=head))
+    if problems:
+        raise VerificationError(f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: "
+                                + "; ".join(problems))
+
+
+def pin_repository(context: Context) -> str:
+    """The repository an image is pinned by: an OCI layout's pins keep their own name."""
+    if context.component.image.is_layout and context.pins and context.pins[0].ref:
+        return context.pins[0].ref.repository
+    return context.component.image.repository
+
+

@@ -1,0 +1,71 @@
+"""What a pass of the loop did, per component and in all: the CLI prints it, the service
+turns it into a dashboard row, metrics and a job outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ..core.backoff import Failure
+from ..core.plan import Action, Facts
+
+
+class Status(StrEnum):
+    NOTHING = "nothing"  # the world was as it should be
+    DONE = "done"  # actions ran and the world is as it should be now
+    FAILED = "failed"
+    WAITING = "waiting"  # a quiet period, a build under way
+    LEFT_ALONE = "left-alone"  # a branch a human wrote to
+    PLANNED = "planned"  # a dry run: the plan, not run
+
+
+@dataclass
+class ComponentResult:
+    name: str
+    status: Status = Status.NOTHING
+    head: str | None = None
+    actions: list[Action] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    error_kind: str | None = None  # when failed: config | verification | refused | transient | … | reported
+    pinned: str | None = None  # the upstream commit the base pins today
+    image: str | None = None  # the image of `head`, when there is one
+    proposal: str | None = None  # the bot's branch, when it exists
+    build: str = ""  # where the build of `head` stands
+    retry_after: float | None = None  # when failed for a reason that says how long it lasts (a rate limit)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"component": self.name, "status": self.status.value, "head": self.head,
+                "actions": [a.to_json() for a in self.actions], "messages": self.messages,
+                "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
+                "proposal": self.proposal, "build": self.build}
+
+    def seen(self, facts: Facts, failure: Failure | None) -> None:
+        """Note what was observed; `failure` is the recorded failure that still holds."""
+        self.head = facts.head
+        self.pinned = facts.pinned_commit
+        self.image = facts.image.ref if facts.image else None
+        self.proposal = facts.proposal.branch if facts.proposal else None
+        self.build = (failure.message if failure else facts.build.detail or
+                      ("built" if facts.build.state == "ready" else "image found" if facts.image else ""))
+
+    def fail(self, kind: str | None, message: str, retry_after: float | None = None) -> None:
+        self.status = Status.FAILED
+        self.error_kind = kind
+        self.messages.append(message)
+        self.retry_after = retry_after
+
+
+@dataclass
+class PassResult:
+    components: list[ComponentResult]
+    dry_run: bool
+    requests: dict[str, int] = field(default_factory=dict)  # outside requests the pass made
+
+    @property
+    def failed(self) -> bool:
+        return any(c.status == Status.FAILED for c in self.components)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "failed": self.failed, "requests": self.requests,
+                "components": [c.to_json() for c in self.components]}

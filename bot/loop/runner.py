@@ -1,0 +1,191 @@
+"""The runner (docs/design.md §1): for each component of one repository, observe → plan →
+execute until the plan is empty. A plan is run up to its end, a `Report`, or a `Wait`
+(a wait foreseen after other actions, such as a build just dispatched, is checked
+first); then the world is observed again, so a step that went otherwise than foreseen
+is planned anew. Components are independent: one failing does not stop the others. A dry run
+prints the first plan of each component and writes nothing, the state file included.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import ClassVar
+
+import structlog
+
+from ..adapters.github.actions import ActionsBuilder
+from ..adapters.imagestore import ImageStore, LayoutStore
+from ..adapters.platform import Platform
+from ..adapters.publisher import SETTLE_SECONDS
+from ..adapters.statefile import StateFile
+from ..adapters.upstream import UpstreamRepo
+from ..core.config import Component, Config
+from ..core.configfile import LoadedConfig
+from ..core.errors import TransientError, WheelpinError, kind_of
+from ..core.imageref import ImageRef
+from ..core.plan import Asks, Wait, WriteProposal, live_failure, plan
+from .builders import Builder, CommandBuilder, WorkflowBuilder
+from .context import Context, Memory, Stores
+from .execute import Executor
+from .observe import Observer
+from .results import ComponentResult, PassResult, Status
+
+log = structlog.get_logger("wheelpin.reconcile")
+MAX_STEPS = 8
+
+
+class Reconciler:
+    # Called after each action a pass runs, with how many this process ran: tests inject
+    # a crash here (tests/fixtures/crash.py) to kill the process between two actions.
+    after_action: ClassVar[Callable[[int], None] | None] = None
+
+    def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, cache: Path,
+                 retry_failed: bool = False, actions: ActionsBuilder | None = None, local_builds: bool = True,
+                 builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
+                 settle: float = SETTLE_SECONDS) -> None:
+        self.loaded = loaded
+        self.config: Config = loaded.config
+        self.platform = platform
+        self.registries = registries
+        self.cache = cache
+        self.actions = actions
+        self.local_builds = local_builds  # never on GitHub: a config's command is the repository's code
+        self.retry_failed = retry_failed
+        self.builder_for = builder_for or self._builder  # tests give an in-memory one (tests/fixtures/fakes.py)
+        self.state = StateFile(cache / "state.sqlite")
+        self.memory = Memory()
+        self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
+                                 memory=self.memory)
+        self.executor = Executor(self.config, str(loaded.root), platform, self.state, self.memory, self.observer,
+                                 settle)
+        self.executed = 0
+        self._stores: dict[str, ImageStore] = {}
+        self._upstreams: list[UpstreamRepo] = []
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def _store(self, component: Component) -> ImageStore:
+        if component.image.repository not in self._stores:
+            if component.image.is_layout:
+                folder = Path(component.image.repository[4:])
+                store: ImageStore = LayoutStore(folder if folder.is_absolute() else (self.loaded.root / folder).resolve())
+            else:
+                store = self.registries.store(ImageRef.parse(component.image.repository))
+            self._stores[component.image.repository] = store
+        return self._stores[component.image.repository]
+
+    def _builder(self, component: Component, upstream: UpstreamRepo) -> Builder:
+        if component.build.workflow is not None:
+            return WorkflowBuilder(component, cache=self.cache, actions=self.actions, state=self.state,
+                                   base_branch=self.config.defaults.base_branch)
+        return CommandBuilder(component, cache=self.cache, upstream=upstream, allowed=self.local_builds)
+
+    def _context(self, component: Component) -> Context:
+        upstream = UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root)
+        self._upstreams.append(upstream)
+        return Context(component, upstream, self._store(component), self.builder_for(component, upstream),
+                       self.config.defaults.branch_prefix + component.name)
+
+    # -- a pass ---------------------------------------------------------------------------
+
+    def run(self, *, dry_run: bool = False, only: str | None = None, rebase: bool = False,
+            recheck: bool = False) -> PassResult:
+        """One pass over the components (or `only` one). `rebase` rewrites the proposal on
+        the current base even if someone else pushed to it; `recheck` retries the head's
+        recorded failures and refusals, and verifies found images again."""
+        names = {c.name for c in self.config.components if only is None or c.name == only}
+        if recheck:
+            self.memory.forget_verified(names)
+        asks = Asks(retry=recheck or self.retry_failed, rebase=rebase)
+        with self.state.unsaved() if dry_run else nullcontext():
+            if recheck or self.retry_failed:
+                self.state.forget_refusals()
+            return self._run([c for c in self.config.components if c.name in names], dry_run=dry_run, asks=asks)
+
+    def skip(self, component: Component, *, by: str) -> str:
+        """`/wheelpin skip`: close the component's proposal unmerged, so that its commit is
+        never proposed again (a newer upstream commit gets a new proposal)."""
+        self.platform.begin_pass()
+        branch = self.config.defaults.branch_prefix + component.name
+        head = self.platform.resolve(f"refs/heads/{branch}")
+        if head is None:
+            return f"{component.name}: no proposal to skip"
+        self.platform.close(branch, expected=head, reason=f"@{by} asked to skip this commit; wheelpin will "
+                            "propose the next upstream commit instead")
+        return f"{component.name}: skipped at the request of @{by}"
+
+    def _run(self, components: list[Component], *, dry_run: bool, asks: Asks) -> PassResult:
+        self.platform.begin_pass()
+        self.memory.new_pass()
+        self._upstreams = []
+        stores_before = {id(s): (s.traffic.requests, s.traffic.bytes_uploaded) for s in self._stores.values()}
+        http = getattr(self.platform, "http", None)
+        github_before = (http.traffic.counted, http.traffic.free) if http is not None else (0, 0)
+        writes_before = self.platform.writes
+        results = [self.reconcile(component, dry_run=dry_run, asks=asks) for component in components]
+        registry = uploaded = 0
+        for store in self._stores.values():
+            asked, sent = stores_before.get(id(store), (0, 0))
+            registry += store.traffic.requests - asked
+            uploaded += store.traffic.bytes_uploaded - sent
+        requests = {"git_ls_remote": self.memory.ls_remotes,
+                    "git_fetch": sum(upstream.calls.fetches for upstream in self._upstreams),
+                    "registry": registry, "registry_bytes_uploaded": uploaded,
+                    "branch_writes": self.platform.writes - writes_before}
+        if http is not None:
+            requests["github_counted"] = http.traffic.counted - github_before[0]
+            requests["github_free"] = http.traffic.free - github_before[1]
+        return PassResult(results, dry_run, requests)
+
+    def reconcile(self, component: Component, *, dry_run: bool, asks: Asks = Asks()) -> ComponentResult:
+        with structlog.contextvars.bound_contextvars(component=component.name):
+            result = ComponentResult(component.name)
+            try:
+                self._reconcile(self._context(component), result, dry_run=dry_run, asks=asks)
+            except WheelpinError as exc:
+                result.fail(kind_of(exc), exc.message, exc.retry_after if isinstance(exc, TransientError) else None)
+            except Exception as exc:  # a bug must not stop the other components
+                log.error("component.crashed", exc_info=True)
+                result.fail("internal", f"internal error ({type(exc).__name__}: {exc})")
+            finally:
+                structlog.contextvars.unbind_contextvars("commit")
+            return result
+
+    def _reconcile(self, context: Context, result: ComponentResult, *, dry_run: bool, asks: Asks) -> None:
+        bound = log.bind(component=context.name)
+        for _step in range(MAX_STEPS):
+            now = time.time()
+            facts = self.observer.observe(context, now)
+            result.seen(facts, live_failure(facts, now, asks))
+            structlog.contextvars.bind_contextvars(commit=facts.head)
+            actions = plan(facts, now, asks)
+            if not actions:
+                result.status = Status.DONE if result.actions else Status.NOTHING
+                return
+            if dry_run:
+                result.actions += actions
+                result.status = Status.PLANNED
+                return
+            for index, action in enumerate(actions):
+                if index and isinstance(action, Wait):
+                    break  # a wait foreseen after other actions is checked by observing again
+                bound.info("action", kind=action.kind.value)
+                result.actions.append(action)
+                try:
+                    after = self.executor.execute(context, facts, action, result)
+                except WheelpinError as exc:
+                    bound.warning("action.failed", kind=action.kind.value, error=exc.message, error_kind=kind_of(exc))
+                    raise
+                self.executed += 1
+                if Reconciler.after_action is not None:
+                    Reconciler.after_action(self.executed)
+                if after is None:
+                    return
+                facts = after
+                if isinstance(action, WriteProposal):  # written from the base once: a rebase is done
+                    asks = Asks(retry=asks.retry, rebase=False)
+            asks = Asks(retry=False, rebase=asks.rebase)  # a retry asked starts one build, then it is followed
+        result.fail(None, f"no steady state after {MAX_STEPS} steps")

@@ -1,0 +1,242 @@
+"""The loop in-process, on the in-memory fakes (tests/fixtures/fakes.py): every decision
+the planner makes, as a user meets it, in milliseconds. The real upstream is a git
+repository; the wheels are real wheels, verified and published as they would be. The
+subprocess and real-server end-to-end tests (tests/app/) cover the same ground with the
+real platforms, registries and builders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.git import git
+from bot.adapters.publisher import publish
+from bot.commands.demo import DOCKERFILE, PEOPLE
+from bot.core.configfile import load_config_text
+from bot.core.errors import RuleRefused
+from bot.core.inspect import inspect_wheel
+from bot.loop.results import PassResult
+from bot.loop.runner import Reconciler
+from tests.fixtures.fakes import MemoryPlatform, MemoryStore, MemoryStores, ScriptedBuilder
+from tests.fixtures.wheels import build_wheel
+
+REPOSITORY = "registry.test/rocm/demo-cache"
+BRANCH = "wheelpin/demo-cache"
+CONFIG = """\
+[defaults]
+base_branch = "main"
+labels = ["wheelpin"]
+quiet_minutes = {quiet}
+
+[[component]]
+name = "demo-cache"
+upstream = {{ repo = "{upstream}", branch = "main" }}
+wheel = {{ distribution = "demo-cache" }}
+build = {{ command = ["true"] }}
+image = {{ repository = "{repository}", tag = "demo-cache-v{{version_base}}-g{{sha8}}" }}
+constraints = ["numpy==2.3.5"]
+pins = [{{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256" }}]
+"""
+
+
+@dataclass
+class Loop:
+    tmp: Path
+    upstream: Path
+    platform: MemoryPlatform
+    stores: MemoryStores
+    builder: ScriptedBuilder
+    reconciler: Reconciler
+    versions: dict[str, tuple[str, list[str]]]  # commit → version, Requires-Dist
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.stores.stores[REPOSITORY]
+
+    def commit(self, version: str, requires: list[str] | None = None) -> str:
+        (self.upstream / "VERSION").write_text(version + "\n")
+        git(["commit", "--quiet", "-am", f"version {version}"], cwd=self.upstream, env=PEOPLE)
+        head = git(["rev-parse", "HEAD"], cwd=self.upstream).strip()
+        self.versions[head] = (version, requires or ["numpy>=2.3"])
+        return head
+
+    def wheels(self, commit: str) -> list[Path]:
+        version, requires = self.versions[commit]
+        out = self.tmp / "built" / commit
+        return [build_wheel(out, name="demo-cache", version=f"{version}+g{commit[:8]}.rocm7.2.4",
+                            files={"demo_cache/__init__.py": b"x = 1\n"}, requires_dist=requires)]
+
+    def run(self, **options: bool) -> PassResult:
+        return self.reconciler.run(**options)
+
+    def branch_file(self) -> str:
+        tip = self.platform.refs[f"refs/heads/{BRANCH}"]
+        return self.platform.commits[tip][1]["docker/Dockerfile"]
+
+
+def kinds(result: PassResult) -> list[str]:
+    return [action.kind.value for action in result.components[0].actions]
+
+
+def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = None) -> Loop:
+    upstream = tmp / "upstream"
+    upstream.mkdir()
+    git(["init", "--quiet", "-b", "main"], cwd=upstream)
+    (upstream / "VERSION").write_text("0.1.0\n")
+    git(["add", "-A"], cwd=upstream)
+    git(["commit", "--quiet", "-m", "first"], cwd=upstream, env=PEOPLE)
+    first = git(["rev-parse", "HEAD"], cwd=upstream).strip()
+    stores = MemoryStores()
+    loaded = load_config_text(CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY),
+                              path=tmp / "wheelpin.toml", root=tmp, exists=None)
+    component = loaded.config.components[0]
+    from bot.core.imageref import ImageRef
+    store = stores.store(ImageRef.parse(REPOSITORY))
+    loop = Loop(tmp, upstream, MemoryPlatform({}, author=loaded.config.defaults.author), stores,
+                builder or ScriptedBuilder(lambda c: []), None, {first: ("0.1.0", ["numpy>=2.3"])})  # type: ignore[arg-type]
+    (wheel,) = loop.wheels(first)
+    report = inspect_wheel(wheel)
+    tag = f"demo-cache-v0.1.0-g{first[:8]}"
+    pinned = publish(store, tag, [wheel], [report], source=str(upstream), revision=first, component=component.name, settle=0.0)
+    loop.platform = MemoryPlatform({"docker/Dockerfile": DOCKERFILE.format(
+        image=f"{REPOSITORY}:{tag}@{pinned.digest}", sha256=report.sha256)}, author=loaded.config.defaults.author)
+    if builder is None:
+        loop.builder = ScriptedBuilder(loop.wheels)
+    else:
+        builder.make = loop.wheels
+    loop.reconciler = Reconciler(loaded, platform=loop.platform, registries=stores, cache=tmp / "cache",
+                                 builder_for=lambda _component, _upstream: loop.builder, settle=0.0)
+    return loop
+
+
+@pytest.fixture
+def loop(tmp_path: Path) -> Iterator[Loop]:
+    made = make_loop(tmp_path)
+    yield made
+    made.reconciler.state.close()
+
+
+def test_a_new_commit_is_built_published_and_proposed_once(loop: Loop) -> None:
+    head = loop.commit("0.1.1")
+    first = loop.run()
+    assert kinds(first) == ["build", "publish", "propose"] and first.components[0].status == "done"
+    assert f"demo-cache-v0.1.1-g{head[:8]}" in loop.store.tags
+    (proposal,) = loop.platform.proposals.values()
+    assert head[:8] in proposal.title and proposal.labels == ["wheelpin"]
+    assert f"g{head[:8]}@sha256:" in loop.branch_file()
+    writes = loop.platform.writes
+    again = loop.run()
+    assert kinds(again) == [] and again.components[0].status == "nothing"
+    assert loop.platform.writes == writes and loop.builder.started == [head]
+
+
+def test_a_newer_commit_updates_the_same_proposal(loop: Loop) -> None:
+    loop.commit("0.1.1")
+    loop.run()
+    head = loop.commit("0.1.2", ["numpy<=2.2.6"])
+    assert kinds(loop.run()) == ["build", "publish", "propose"]
+    (proposal,) = loop.platform.proposals.values()
+    assert head[:8] in proposal.title and "numpy<=2.2.6" in proposal.body and "CONFLICTS" in proposal.body
+    assert len(loop.platform.branch_commits(BRANCH, loop.platform.refs["refs/heads/main"])) == 1
+
+
+def test_a_base_that_caught_up_closes_the_proposal(loop: Loop) -> None:
+    loop.commit("0.1.1")
+    loop.run()
+    loop.platform.push_base({"docker/Dockerfile": loop.branch_file()})  # a human merged it by hand
+    assert kinds(loop.run()) == ["close"]
+    assert loop.platform.proposals == {} and f"refs/heads/{BRANCH}" not in loop.platform.refs
+
+
+def test_a_branch_a_human_wrote_to_is_left_alone_and_said_once(loop: Loop) -> None:
+    loop.commit("0.1.1")
+    loop.run()
+    loop.platform.push_branch(BRANCH, {"README.md": "mine\n"})
+    loop.commit("0.1.2")
+    for _ in range(2):
+        result = loop.run()
+        assert kinds(result) == ["comment", "report"] and result.components[0].status == "left-alone"
+    (proposal,) = loop.platform.proposals.values()
+    assert len(proposal.comments) == 1 and "leaves this branch alone" in proposal.comments[0]
+    assert kinds(loop.run(rebase=True)) == ["build", "publish", "propose"]  # `/wheelpin rebase`
+
+
+def test_a_failed_build_backs_off_and_a_retry_is_asked(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, builder=ScriptedBuilder(lambda c: [], fails=lambda c: "build of it failed (exit 2)"))
+    head = loop.commit("0.1.1")
+    failed = loop.run()
+    assert kinds(failed) == ["build"] and failed.components[0].status == "failed"
+    held = loop.run()
+    assert kinds(held) == ["report"] and "exit 2" in held.components[0].messages[-1]
+    assert loop.builder.started == [head]  # not built again within its backoff
+    assert kinds(loop.run(recheck=True)) == ["build"] and loop.builder.started == [head, head]
+
+
+def test_a_build_on_actions_is_waited_for_then_fetched(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, builder=ScriptedBuilder(lambda c: [], asynchronous=True))
+    head = loop.commit("0.1.1")
+    dispatched = loop.run()
+    assert kinds(dispatched) == ["build", "wait"] and dispatched.components[0].status == "waiting"
+    assert kinds(loop.run()) == ["wait"]
+    loop.builder.finish(head)
+    assert kinds(loop.run()) == ["fetch", "publish", "propose"]
+    assert loop.builder.started == [head]
+
+
+def test_a_failed_run_is_recorded_once_and_backs_off(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, builder=ScriptedBuilder(lambda c: [], asynchronous=True))
+    head = loop.commit("0.1.1")
+    loop.run()
+    loop.builder.finish(head, ok=False)
+    assert kinds(loop.run()) == ["record", "report"]
+    failure = loop.reconciler.state.failure("demo-cache", head)
+    assert failure is not None and failure.attempts == 1
+    assert kinds(loop.run()) == ["report"] and loop.builder.started == [head]
+
+
+def test_a_dry_run_prints_the_whole_plan_and_writes_nothing(loop: Loop) -> None:
+    loop.commit("0.1.1")
+    tags = dict(loop.store.tags)
+    planned = loop.run(dry_run=True)
+    assert kinds(planned) == ["build", "publish", "propose"] and planned.components[0].status == "planned"
+    assert loop.store.tags == tags and loop.platform.writes == 0 and loop.builder.started == []
+    assert not (loop.tmp / "cache" / "state.sqlite").exists()
+
+
+def test_a_refused_write_is_not_made_again_until_asked(loop: Loop) -> None:
+    loop.commit("0.1.1")
+    loop.platform.refusal = RuleRefused("GitHub refused writing wheelpin/demo-cache: a ruleset forbids it")
+    refused = loop.run()
+    assert kinds(refused) == ["build", "publish", "propose"] and refused.components[0].error_kind == "refused"
+    held = loop.run()
+    assert kinds(held) == ["report"] and "not tried again before" in held.components[0].messages[-1]
+    loop.platform.refusal = None
+    assert kinds(loop.run(recheck=True)) == ["propose"]
+
+
+def test_a_quiet_period_waits_for_the_commit_to_settle(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, quiet=60)
+    loop.commit("0.1.1")
+    result = loop.run()
+    assert kinds(result) == ["wait"] and "quiet period (0 of 60 minutes)" in result.components[0].messages[-1]
+    action = result.components[0].actions[0]
+    assert action.to_json()["until"] is not None and loop.builder.started == []
+
+
+def test_an_image_someone_else_pushed_is_verified_then_proposed(loop: Loop) -> None:
+    head = loop.commit("0.1.1")
+    (wheel,) = loop.wheels(head)
+    publish(loop.store, f"demo-cache-v0.1.1-g{head[:8]}", [wheel], [inspect_wheel(wheel)], settle=0.0)  # no annotations
+    assert kinds(loop.run()) == ["adopt", "propose"] and loop.builder.started == []
+
+
+def test_a_declined_commit_is_not_proposed_again(loop: Loop) -> None:
+    loop.commit("0.1.1")
+    loop.run()
+    loop.reconciler.skip(loop.reconciler.config.components[0], by="maintainer")
+    assert loop.platform.proposals == {} and kinds(loop.run()) == []
+    loop.commit("0.1.2")
+    assert kinds(loop.run()) == ["build", "publish", "propose"]  # a newer one is
