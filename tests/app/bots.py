@@ -148,10 +148,13 @@ def settings_for(tmp_path: Path, **changes: Any) -> Settings:
 
 @contextmanager
 def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None = None,
-                **settings: Any) -> Iterator[Bot]:
+                edit: tuple[str, str] | None = None, **settings: Any) -> Iterator[Bot]:
     """The service watching the world's downstream on the emulator, its behaviour
-    `switches` (GitHubEmulator attributes) set before the service first speaks to it."""
+    `switches` (GitHubEmulator attributes) set before the service first speaks to it, and
+    its config changed by `edit` (old, new)."""
     github_world(world)
+    if edit is not None:
+        world.set_config(*edit)
     private, public = app_key()
     emulator = GitHubEmulator(tmp_path / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
     emulator.auto_advance = False

@@ -37,6 +37,8 @@ class Case:
     base_change: dict[str, str] = field(default_factory=dict)  # committed on the base between the two commits
     refused: str | None = None  # GitHub's words refusing the second proposal
     check: Callable[[GitHubEmulator, EmulatedRepo], None] | None = None
+    later: dict[str, Any] = field(default_factory=dict)  # switches turned on after the first proposal
+    runs: int = 2  # builds dispatched for the two commits
 
 
 def _signed(emulator: GitHubEmulator, repo: EmulatedRepo) -> None:
@@ -50,6 +52,10 @@ def _read_through_blobs(emulator: GitHubEmulator, repo: EmulatedRepo) -> None:
 def _dispatched_without_run_details(emulator: GitHubEmulator, repo: EmulatedRepo) -> None:
     sent = [r.request for r in emulator.recorded if r.template.endswith("/dispatches")]
     assert sent and "return_run_details" not in sent[-1], sent
+
+
+def _waited_out(emulator: GitHubEmulator, repo: EmulatedRepo) -> None:
+    assert emulator.switched and all(status == 403 for _m, _p, status in emulator.switched)
 
 
 CASES = {
@@ -67,6 +73,11 @@ CASES = {
     "signed-required": Case({"require_signed": True}, check=_signed),
     "no-force-push": Case({"no_force_push": True}, base_change={"NOTES": "a human's change\n"},
                           refused="Cannot force-push to this branch"),
+    "secondary-limit": Case({"secondary_limit": 2}, check=_waited_out),
+    "primary-limit": Case({"primary_limit": 2}, check=_waited_out),
+    # an archived repository takes no dispatch either: the second commit is never built
+    "archived": Case({}, later={"archived": True}, refused="the repository is archived", runs=1),
+    "no-contents-permission": Case({}, later={"contents_write": False}, refused="Resource not accessible by integration"),
 }
 
 
@@ -138,16 +149,21 @@ class Service(Driver):
         return [str(row)] if row is not None else []
 
     def said(self) -> str:
+        """The dashboard, and where GitHub refuses even that (an archived repository) the
+        rows the service keeps for it, which its logs and /metrics report."""
         from tests.app.test_service import dashboards
 
-        return "\n".join(d.body for d in dashboards(self.bot))  # type: ignore[attr-defined]
+        rows = self.bot.service.watched[self.bot.repository].rows.values()
+        return "\n".join([d.body for d in dashboards(self.bot)] + [str(row) for row in rows])  # type: ignore[attr-defined]
 
 
 @contextmanager
-def driven(how: str, world: World, folder: Path, case: Case) -> Iterator[Driver]:
+def driven(how: str, world: World, folder: Path, case: Case, edit: tuple[str, str] | None = None) -> Iterator[Driver]:
     if how == "reconcile":
         cli_world(world)
         world.set_config("build = { command = [", WORKFLOW)
+        if edit is not None:
+            world.set_config(*edit)
         driver = CommandLine(world, folder, case)
         try:
             yield driver
@@ -157,39 +173,74 @@ def driven(how: str, world: World, folder: Path, case: Case) -> Iterator[Driver]
         return
     from tests.app.bots import running_bot
 
-    with running_bot(world, folder, switches=case.switches) as bot:
+    with running_bot(world, folder, switches=case.switches, edit=edit) as bot:
         yield Service(bot)
+
+
+def with_workflow(world: World) -> None:
+    """The build workflow in the downstream, which GitHub may check a dispatch against."""
+    (world.downstream / ".github/workflows").mkdir(parents=True)
+    (world.downstream / ".github/workflows/w.yaml").write_text(
+        WORKFLOW_FILE.format(run_name='run-name: "build ${{ inputs.c }}"\n'))
+    git(["add", "-A"], cwd=world.downstream)
+    git(["commit", "--quiet", "-m", "the build workflow"], cwd=world.downstream, env=HUMAN)
+
+
+# Dispatches GitHub refuses, checked against the workflow file on the base
+# (https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event; the
+# 422 texts as GitHub answers them, tests/fixtures/github/emulator.py `_check_dispatch`).
+REFUSED_DISPATCHES = {
+    "no-such-workflow": (('workflow = "w.yaml"', 'workflow = "missing.yaml"'), "knows no workflow missing.yaml"),
+    "unexpected-input": (('inputs = { c = "{sha}" }', 'inputs = { c = "{sha}", extra = "x" }'),
+                         "Unexpected inputs provided"),
+    "no-such-ref": (('workflow = "w.yaml"', 'workflow = "w.yaml", ref = "no-such-branch"'),
+                    "No ref found for: no-such-branch"),
+}
+
+
+@pytest.mark.parametrize("how", ["reconcile", "serve"])
+@pytest.mark.parametrize("name", list(REFUSED_DISPATCHES))
+def test_a_dispatch_github_refuses_is_said_in_its_words(world: World, tmp_path: Path, name: str, how: str) -> None:
+    """A config GitHub refuses to dispatch is a config error said in GitHub's words (on the
+    command's output, on the dashboard), with no run made and nothing proposed."""
+    edit, words = REFUSED_DISPATCHES[name]
+    with_workflow(world)
+    with driven(how, world, tmp_path, Case({"check_workflows": True}), edit=edit) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        messages = bot.settle()
+        assert bot.repo.runs == {} and [p for p in bot.repo.pulls.values() if not p.is_issue] == []
+        assert words in bot.said() and words in "\n".join(messages), (bot.said(), messages)
 
 
 @pytest.mark.parametrize("how", ["reconcile", "serve"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_github_as_it_behaves_end_to_end(world: World, tmp_path: Path, name: str, how: str) -> None:
     case = CASES[name]
-    (world.downstream / ".github/workflows").mkdir(parents=True)  # the build workflow GitHub may check
-    (world.downstream / ".github/workflows/w.yaml").write_text(
-        WORKFLOW_FILE.format(run_name='run-name: "build ${{ inputs.c }}"\n'))
-    git(["add", "-A"], cwd=world.downstream)
-    git(["commit", "--quiet", "-m", "the build workflow"], cwd=world.downstream, env=HUMAN)
+    with_workflow(world)
     with driven(how, world, tmp_path, case) as bot:
         first = world.commit_upstream("one", NEW_VERSION)
         bot.settle()
         pulls = [p for p in bot.repo.pulls.values() if not p.is_issue]
         assert len(pulls) == 1 and first[:8] in pulls[0].title, [p.title for p in pulls]
+        for switch, value in case.later.items():
+            setattr(bot.emulator, switch, value)
         for path, text in case.base_change.items():
             base_commit(bot.repo.path, {path: text})
         second = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
         messages = bot.settle()
         (pull,) = [p for p in bot.repo.pulls.values() if not p.is_issue]
-        assert len(bot.repo.runs) == 2  # one build per commit, never dispatched twice
+        assert len(bot.repo.runs) == case.runs  # one build per commit, never dispatched twice
         if case.refused is None:
             assert second[:8] in pull.title, (pull.title, messages)
         else:
             assert first[:8] in pull.title
             assert case.refused in bot.said() and case.refused in "\n".join(messages + pull.comments)
             writes = sum(1 for r in bot.emulator.recorded if r.method == "POST" and r.template.endswith(WRITES))
+            refused = len(bot.emulator.switched)
             bot.settle()  # nothing changed: the refused write is not made again
             assert sum(1 for r in bot.emulator.recorded
                        if r.method == "POST" and r.template.endswith(WRITES)) == writes
+            assert [r for r in bot.emulator.switched[refused:] if "/git/" in r[1]] == []
         if case.check is not None:
             case.check(bot.emulator, bot.repo)
         validate_recorded(bot.emulator.recorded)
