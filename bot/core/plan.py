@@ -311,8 +311,7 @@ def _build(facts: Facts, head: str, verb: str) -> list[Action]:
             return [StartBuild(name, head), PublishImage(name, head), propose]
 
 
-def plan(facts: Facts, now: float | None = None, asks: Asks = Asks()) -> list[Action]:
-    now = time.time() if now is None else now
+def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:
     name, head, proposal = facts.component, facts.head, facts.proposal
     if proposal is not None and asks.rebase:  # rewritten from the base, whoever pushed
         proposal = replace(proposal, state=None, foreign=())
