@@ -263,6 +263,10 @@ def test_signed_commits_required_the_app_makes_commits_github_signs(world: World
         tip = branch_sha(gh.repo.path)
         assert tip in gh.emulator.signed
         assert git(["log", "-1", "--format=%an", tip], cwd=gh.repo.path).strip() == "wheelpin-test[bot]"
+        # the configured identity is kept where GitHub allows it: a Co-authored-by trailer
+        trailers = git(["log", "-1", "--format=%(trailers:key=Co-authored-by,valueonly)", tip], cwd=gh.repo.path)
+        author = gh.reconciler.config.defaults.author
+        assert trailers.strip() == f"{author.name} <{author.email}>"
         world.commit_upstream("two", {"VERSION": "0.1.2\n"})
         again = gh.reconciler.run().components[0]  # its own signed commit is the bot's, not a human's
         assert again.status == "done", again.to_json()

@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from ...core.commits import carries_marker, check_bot_branch, signed_off
+from ...core.commits import carries_marker, check_bot_branch, co_authored, signed_off
 from ...core.config import Author
 from ...core.errors import ConfigError, CredentialsError, InputError, RefusedError, RuleRefused, TransientError
 from ...core.proposal import read_marker
@@ -172,7 +172,8 @@ class GitHubPlatform:
         the configured author; where the repository's rules want verified signatures, it
         is made again with no identity, which GitHub signs for an App (a bot's commit is
         signed only then: docs "About commit signature verification", signature
-        verification for bots; peter-evans/create-pull-request#1241)."""
+        verification for bots; peter-evans/create-pull-request#1241); the configured author
+        is then kept as a Co-authored-by trailer, the one place GitHub allows it."""
         self._check_branch(branch)
         self.client.fresh()
         if self.signoff:
@@ -197,7 +198,7 @@ class GitHubPlatform:
 
     def _commit(self, message: str, tree: str, base: str) -> str:
         if self.signs and self.app is not None:
-            return str(self.repo.create_commit(message, tree, [base]).sha)
+            return str(self.repo.create_commit(co_authored(message, self.author), tree, [base]).sha)
         identity = {"name": self.author.name, "email": self.author.email}
         return str(self.repo.create_commit(message, tree, [base], author=identity, committer=identity).sha)
 
