@@ -16,7 +16,7 @@ from bot.core.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
-from tests.fixtures.github.emulator import comment_id
+from tests.fixtures.github.emulator import PullRequest, comment_id
 from tests.fixtures.webhooks import examples
 
 
@@ -315,6 +315,29 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
                 service.stop(grace=10)
     finally:
         emulator.stop()
+
+
+def test_a_command_on_a_forks_look_alike_pull_request_does_nothing(world: World, tmp_path: Path) -> None:
+    """A fork's branch named like the bot's is not the bot's (the pull request's head.repo
+    is the fork: docs "REST API endpoints for pull requests", head.repo): a maintainer's
+    `/wheelpin skip` there neither skips the commit nor closes the bot's own proposal."""
+    with running_bot(world, tmp_path) as bot:
+        head = world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (ours,) = bot.pulls()
+        number = bot.repo.next_number
+        fork = PullRequest(number, f"wheelpin/{COMPONENT}", "main", "a fork's", ours.body, False,
+                           head_repo="visitor/atom")  # even its body copies the bot's marker
+        bot.repo.pulls[number], bot.repo.next_number = fork, number + 1
+        for command in ("skip", "rebase"):
+            bot.comment(number, f"/wheelpin {command}", "maintainer")
+        bot.idle()
+        assert fork.state == "open" and fork.comments == ["/wheelpin skip", "/wheelpin rebase"]
+        assert ours.state == "open" and head[:8] in ours.title and bot.repo.reactions == {}
+        assert not permission_reads(bot)  # not even the sender's access was read
+        bot.poll()
+        bot.idle()
+        assert ours.state == "open" and len(bot.repo.runs) == 1  # the commit was not skipped
 
 
 def test_repeated_commands_coalesce_and_every_comment_gets_its_reaction(world: World, tmp_path: Path) -> None:
