@@ -31,6 +31,7 @@ class Server:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart (delayed ACK)
 
             def log_message(self, *args: Any) -> None:
                 pass

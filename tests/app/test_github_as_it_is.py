@@ -12,10 +12,12 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.github import GitHubConversation, GitHubPlatform
+from bot.adapters.github.transport import GitHubHTTP
 from bot.core.errors import ConfigError, RefusedError, TransientError
 from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github
 from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
 from tests.cli import wheelpin
+from tests.adapters.test_githubhttp import Clock
 from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest
 from tests.fixtures.github.openapi import validate_recorded
 
@@ -233,6 +235,39 @@ def test_a_branch_and_a_dashboard_whose_answers_were_lost_are_made_once(world: W
                 pass  # the lost answer: the next call finds what landed
         issues = [p for p in gh.repo.pulls.values() if p.is_issue]
         assert len(issues) == 1 and numbers == {issues[0].number}
+
+
+# -- rate limits as documented ---------------------------------------------------------------
+
+
+def test_writes_keep_to_githubs_content_creation_limits(world: World, tmp_path: Path) -> None:
+    """80 content-creating requests a minute and 500 an hour (docs "Rate limits for the REST
+    API", about secondary rate limits), enforced by the emulator: the adapter paces itself
+    under both and is never answered a secondary limit. One clock for both sides, moved on
+    only by the adapter's sleeps."""
+    clock = Clock()
+    with on_github(world, tmp_path, content_limits=(80, 500)) as gh:
+        gh.emulator.monotonic = clock.time
+        http = GitHubHTTP(sleep=clock.sleep, monotonic=clock.time)
+        platform = GitHubPlatform(api_url=gh.emulator.url, token="t", owner="rocm", repo="atom",
+                                  author=gh.reconciler.config.defaults.author, http=http)
+        base = platform.resolve("refs/heads/main")
+        assert base is not None
+        for number in range(5):  # four writes each: blob, tree, commit, ref
+            platform.write_branch(f"wheelpin/c{number}", base=base, files={"f": f"{number}\n"}, message="x",
+                                  expected=None)
+        issue = platform.client.session.post(platform.url("issues"), json={"title": "t"}).json()["number"]
+        comments = platform.url("issues", str(issue), "comments")
+        with pytest.raises(TransientError) as paced:
+            for number in range(1000):  # the rest of the hour's writes, the cheapest kind
+                assert platform.client.session.post(comments, json={"body": str(number)}).status_code == 201
+        assert number == 500 - 21  # 20 writes for the branches, one for the issue
+        assert "500 writes an hour" in paced.value.message and paced.value.retry_after is not None
+        assert gh.emulator.switched == []  # never over either limit
+        assert sum(clock.slept) >= 6 * 60  # 500 writes at under 80 a minute
+        clock.now += paced.value.retry_after  # the hour over, it writes again
+        platform.write_branch("wheelpin/again", base=base, files={"f": "again\n"}, message="x", expected=None)
+        assert gh.emulator.switched == []
 
 
 # -- forks ------------------------------------------------------------------------------------
