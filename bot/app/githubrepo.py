@@ -22,7 +22,7 @@ from ..core.config import Author
 from ..core.config import CONFIG_FILES
 from ..core.configfile import LoadedConfig, load_config_text
 from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
-from ..core.workflowfile import build_warnings
+from ..core.workflowfile import components_warnings
 from ..loop.runner import Reconciler
 from .settings import Settings
 from .wiring import Registries
@@ -141,10 +141,10 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     found = found or read_repository_config(platform, repository)
     loaded = load_repository_config(platform, repository, found)
     defaults = loaded.config.defaults
-    for component in loaded.config.components:  # said once, when the config is (re)loaded
-        for warning in build_warnings(component.build, lambda path: _text_or_none(platform, found.base, path),
-                                      where=f"{repository} at {found.base[:8]}"):
-            log.warning("config.warning", component=component.name, warning=warning)
+    warnings = components_warnings(loaded.config.components, lambda path: _text_or_none(platform, found.base, path),
+                                   where=f"{repository} at {found.base[:8]}")
+    for names, warning in warnings:  # said once, when the config is (re)loaded
+        log.warning("config.warning", component=", ".join(names), warning=warning)
     platform.author = defaults.author
     platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),

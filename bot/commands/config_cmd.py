@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..core.config import Config
 from ..core.configfile import ConfigInvalid, LoadedConfig
-from ..core.workflowfile import MAX_WORKFLOW_BYTES, build_warnings
+from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
 from .repo import load
 
@@ -42,12 +42,10 @@ def workflow_warnings(loaded: LoadedConfig) -> list[str]:
     """What the workflows the components dispatch lack (a run-name carrying the commit, the
     inputs given), read from `.github/workflows/` of the config's repository; each
     sentence names its component."""
-    warnings: list[str] = []
-    for component in loaded.config.components:
-        found = build_warnings(component.build, lambda path: read_bounded(loaded.root, path),
-                               where=str(loaded.root))
-        warnings += [f"component {component.name}: {warning}" for warning in found]
-    return warnings
+    found = components_warnings(loaded.config.components, lambda path: read_bounded(loaded.root, path),
+                                where=str(loaded.root))
+    return [f"component {names[0]}: {warning}" if len(names) == 1 else f"components {warning}"
+            for names, warning in found]
 
 
 def read_bounded(root: Path, path: str) -> str | None:

@@ -21,12 +21,12 @@ becomes the boolean True, so the triggers are looked up under both.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML)
 
-from .config import Build
+from .config import Build, Component
 from .templates import TemplateError, fields_of
 
 MAX_WORKFLOW_BYTES = 1 << 20  # a workflow file larger than this is not parsed
@@ -53,22 +53,70 @@ def build_warnings(build: Build, read: Callable[[str], str | None], *, where: st
     `read(path)` gives the text of a file of the repository (a path from its root), or
     None when there is none; an OSError or UnicodeDecodeError it raises is a warning too.
     `where` names the repository (and branch) read, for the sentence of a missing file."""
+    return _check_build(build, read, where=where)[0]
+
+
+def components_warnings(components: Sequence[Component], read: Callable[[str], str | None], *,
+                        where: str) -> list[tuple[tuple[str, ...], str]]:
+    """`build_warnings` of every component, with the names of the components each is
+    about; and one more for a workflow that several components dispatch while its runs'
+    titles do not carry the commit. A dispatch's run is then found, where GitHub does not
+    say which run it started, as the bot's oldest run since the dispatch not yet claimed:
+    with two components' dispatches close together, a pass stopped between a dispatch
+    and its run's claim may follow the other component's run (a build then refused, as
+    its wheel is not that component's). Each workflow file is read once."""
+    said: list[tuple[tuple[str, ...], str]] = []
+    untitled: dict[str, list[str]] = {}  # workflow → the components whose runs' titles lack the commit
+    checked: dict[tuple[str | None, tuple[tuple[str, str], ...]], tuple[list[str], bool | None]] = {}
+    texts: dict[str, str | None] = {}
+
+    def read_once(path: str) -> str | None:
+        if path not in texts:
+            texts[path] = read(path)
+        return texts[path]
+
+    for component in components:
+        build = component.build
+        key = (build.workflow, tuple(sorted(build.inputs.items())))
+        if key not in checked:
+            checked[key] = _check_build(build, read_once, where=where)
+        warnings, titled = checked[key]
+        said += [((component.name,), warning) for warning in warnings]
+        if build.workflow is not None and titled is False:
+            untitled.setdefault(build.workflow, []).append(component.name)
+    for workflow, names in untitled.items():
+        if len(names) > 1:
+            said.append((tuple(names), f"{', '.join(names)} dispatch the same workflow {workflow}, whose runs' "
+                         "titles do not carry the commit: on GitHub Enterprise Server a pass stopped right "
+                         "after a dispatch may follow another component's run; give the workflow a run-name "
+                         "carrying the commit input, or each component a workflow of its own"))
+    return said
+
+
+def _check_build(build: Build, read: Callable[[str], str | None], *,
+                 where: str) -> tuple[list[str], bool | None]:
+    """The warnings of `build_warnings`, and whether the runs' titles carry the commit
+    (None when the workflow could not be read or parsed)."""
     if build.workflow is None:
-        return []
+        return [], None
     path = workflow_path(build.workflow)
     if path is None:
         return [f"build.workflow {build.workflow!r} is not a file name in {WORKFLOWS}/ "
-                "(a .yml or .yaml name), so its run-name and inputs were not checked"]
+                "(a .yml or .yaml name), so its run-name and inputs were not checked"], None
     try:
         text = read(path)
     except UnicodeDecodeError as exc:
-        return [f"{path}: is not UTF-8 text (byte {exc.start}), so its run-name and inputs were not checked"]
+        return [f"{path}: is not UTF-8 text (byte {exc.start}), so its run-name and inputs were not checked"], None
     except OSError as exc:
-        return [f"{path}: cannot be read ({exc.strerror or exc}), so its run-name and inputs were not checked"]
+        return [f"{path}: cannot be read ({exc.strerror or exc}), so its run-name and inputs were not checked"], None
     if text is None:
         return [f"{path} does not exist in {where}, so its run-name and inputs were not checked "
-                "(it may live on the branch wheelpin dispatches it on)"]
-    return run_name_warnings(text, build.inputs, path=path)
+                "(it may live on the branch wheelpin dispatches it on)"], None
+    document = _parsed(text, path)
+    if isinstance(document, list):
+        return document, None
+    titles = _title_warnings(document, build.inputs, path)
+    return _dispatch_warnings(document, build.inputs, path) + titles, not titles
 
 
 def run_name_warnings(workflow_text: str, inputs: Mapping[str, str], *, path: str) -> list[str]:
@@ -76,6 +124,14 @@ def run_name_warnings(workflow_text: str, inputs: Mapping[str, str], *, path: st
     dispatch with `inputs` (the component's `build.inputs`, templates unfilled): it must
     have a `workflow_dispatch` trigger declaring every input given and a `run-name` that
     references the input given `{sha}`. Never raises on any text."""
+    document = _parsed(workflow_text, path)
+    if isinstance(document, list):
+        return document
+    return _dispatch_warnings(document, inputs, path) + _title_warnings(document, inputs, path)
+
+
+def _parsed(workflow_text: str, path: str) -> dict[Any, Any] | list[str]:
+    """The workflow's document, or the one sentence saying why there is none to check."""
     if _over_limit(workflow_text):
         return [f"{path}: the workflow file is larger than wheelpin's limit of 1 MiB "
                 f"({MAX_WORKFLOW_BYTES} bytes), so it was not checked"]
@@ -86,9 +142,7 @@ def run_name_warnings(workflow_text: str, inputs: Mapping[str, str], *, path: st
     if not isinstance(document, dict):
         kind = "empty" if document is None else f"a YAML {_kind(document)}, not a mapping"
         return [f"{path}: the workflow is {kind}, so GitHub cannot run it"]
-    warnings = _dispatch_warnings(document, inputs, path)
-    warnings += _title_warnings(document, inputs, path)
-    return warnings
+    return document
 
 
 def _over_limit(text: str) -> bool:

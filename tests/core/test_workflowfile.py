@@ -11,9 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.core.config import Build
+from bot.core.configfile import load_config_text
 from bot.core.workflowfile import (
     MAX_WORKFLOW_BYTES,
     build_warnings,
+    components_warnings,
     references_input,
     run_name_warnings,
     workflow_path,
@@ -323,3 +325,38 @@ def test_an_invalid_config_has_no_warnings_to_give(repo: Path) -> None:
     (repo / ".github/wheelpin.toml").write_text(GOOD.replace('"gfx950"]', '"gfx9500"]'))
     result = wheelpin("config", "validate", "--repo", str(repo), "--json")
     assert result.code == 2 and result.json()["warnings"] == []
+
+
+SECOND = GOOD.replace('name = "lmcache"', 'name = "lmcache-nightly"').replace(
+    'branch = "dev"', 'branch = "nightly"').replace("lmcache-v{version_base}", "lmcache-nightly-v{version_base}")
+
+
+def test_validate_warns_of_a_workflow_two_components_share_without_the_commit_in_its_title(repo: Path) -> None:
+    """Where GitHub does not return a dispatch's run id (Enterprise Server), a run is found
+    by its title carrying the commit, else as the bot's oldest unclaimed run since the
+    dispatch: two components on one untitled workflow could follow each other's run."""
+    (repo / ".github/wheelpin.toml").write_text(GOOD + "\n" + SECOND)
+    (repo / PATH).write_text(NO_RUN_NAME)
+    result = wheelpin("config", "validate", "--repo", str(repo), "--json")
+    assert result.code == 0, result.stderr
+    shared = [w for w in result.json()["warnings"] if "dispatch the same workflow" in w]
+    assert shared == [f"components lmcache, lmcache-nightly dispatch the same workflow lmcache-rocm-wheel.yaml, "
+                      "whose runs' titles do not carry the commit: on GitHub Enterprise Server a pass stopped right "
+                      "after a dispatch may follow another component's run; give the workflow a run-name carrying "
+                      "the commit input, or each component a workflow of its own"]
+    assert sum("has no run-name" in w for w in result.json()["warnings"]) == 2  # each component's own
+    (repo / PATH).write_text(GOOD_WORKFLOW)  # titled with the commit: sharing is safe
+    assert wheelpin("config", "validate", "--repo", str(repo), "--json").json()["warnings"] == []
+
+
+def test_each_workflow_file_is_read_once() -> None:
+    loaded = load_config_text(GOOD + "\n" + SECOND, path=Path("wheelpin.toml"), root=Path("."), exists=None)
+    reads: list[str] = []
+
+    def read(path: str) -> str | None:
+        reads.append(path)
+        return NO_RUN_NAME
+
+    found = components_warnings(loaded.config.components, read, where="rocm/atom at main")
+    assert reads == [PATH] and [names for names, _ in found] == [("lmcache",), ("lmcache-nightly",),
+                                                                  ("lmcache", "lmcache-nightly")]
