@@ -14,7 +14,7 @@ from ..adapters.publisher import publish
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from ..core.amdgpu import TargetId
-from ..core.checks import WheelRules
+from ..core.checks import WheelRules, tag_commit_problems
 from ..core.errors import UsageError, VerificationError, WheelpinError
 from ..core.imageref import ImageRef, LayoutTarget
 from ..core.inspect import inspect_wheel
@@ -62,7 +62,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     reports = [inspect_wheel(wheel) for wheel in options.wheels]
-    found = verify_wheels(component, reports, rules)
+    found = verify_wheels(component, reports, rules) + tag_commit_problems(tag, reports)
     if found:
         raise VerificationError(f"nothing published: {'; '.join(found)}")
     registries = Registries(settings)

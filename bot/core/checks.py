@@ -11,9 +11,11 @@ import re
 from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from .amdgpu import TargetId
 from .inspect import WheelReport
+from .localversion import segment_problems
 
 # Libraries that only a CUDA build links against (ROCm builds of torch ship
 # libtorch_hip / libc10_hip instead of libtorch_cuda / libc10_cuda).
@@ -27,6 +29,7 @@ CUDA_LIBRARIES: tuple[str, ...] = (
 )
 _COMMIT_SEGMENT = re.compile(r"^g([0-9a-f]{8,40})$")
 _HEX = re.compile(r"^[0-9a-f]{8,40}$")
+_TAG_COMMIT = re.compile(r"(?:^|[^A-Za-z0-9])g([0-9a-f]{8,40})(?=$|[^A-Za-z0-9])")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +42,7 @@ class WheelRules:
     rocm: bool = True  # refuse CUDA libraries and CUDA device code
     require_needed: tuple[str, ...] = ()
     forbid_needed: tuple[str, ...] = ()
+    local_segments: tuple[str, ...] = ()  # normalized (core/localversion.py)
 
     def __post_init__(self) -> None:
         if self.expect_commit is not None and not _HEX.match(self.expect_commit.lower()):
@@ -56,6 +60,7 @@ def problems(report: WheelReport, rules: WheelRules) -> list[str]:
     found = list(report.integrity)
     found += _name_problems(report, rules)
     found += _commit_problems(report, rules)
+    found += segment_problems(report.version, rules.local_segments)
     found += _arch_problems(report, rules)
     found += _library_problems(report, rules)
     return found
@@ -83,6 +88,39 @@ def _commit_problems(report: WheelReport, rules: WheelRules) -> list[str]:
             if commit.startswith(written) or written.startswith(commit):
                 return []
     return [f"version {report.version} does not carry commit g{commit[:8]}"]
+
+
+def version_commit(version: str) -> str | None:
+    """The commit a version's local part carries as g<hex> (LMCache's `+g05fc77a0`), or None."""
+    local = Version(version).local if _valid(version) else None
+    for segment in (local or "").split("."):
+        match = _COMMIT_SEGMENT.match(segment)
+        if match:
+            return match.group(1)
+    return None
+
+
+def tag_commit_problems(tag: str, reports: list[WheelReport]) -> list[str]:
+    """A tag naming a commit (`…-g05fc77a0-…`) over wheels whose versions carry another:
+    the tag would drift from its wheel. Wheels that carry no commit are not judged."""
+    named = _TAG_COMMIT.findall(tag)
+    if not named:
+        return []
+    found: list[str] = []
+    for report in reports:
+        commit = version_commit(report.version)
+        if commit is not None and not any(c.startswith(commit) or commit.startswith(c) for c in named):
+            found.append(f"{report.filename}: tag {tag} names commit g{named[0][:8]}, but the wheel's "
+                         f"version {report.version} carries g{commit[:8]}")
+    return found
+
+
+def _valid(version: str) -> bool:
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def _arch_problems(report: WheelReport, rules: WheelRules) -> list[str]:

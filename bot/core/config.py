@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .amdgpu import TargetId
 from .imageref import ImageRefError, parse_repository
+from .localversion import normalized_segment
 from .requirements import parse_requirement
 from .templates import (
     COMMAND_FIELDS,
@@ -214,6 +215,10 @@ class Wheel(_Model):
     version_carries_commit: bool = Field(
         default=True, description="the version's local part holds g<sha8> (LMCache yes, Mooncake no)"
     )
+    local_segments: list[str] = Field(
+        default=[], description="segments the wheel's local version must carry, e.g. torch2.10 and "
+        "cxx11abi1: the ABI its image tag promises"
+    )
 
     @field_validator("distribution")
     @classmethod
@@ -228,6 +233,11 @@ class Wheel(_Model):
         for arch in value:
             TargetId.parse_known(arch)
         return value
+
+    @field_validator("local_segments")
+    @classmethod
+    def _local_segments(cls, value: list[str]) -> list[str]:
+        return [normalized_segment(segment) for segment in value]
 
     @field_validator("python_tags")
     @classmethod

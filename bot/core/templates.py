@@ -3,7 +3,10 @@
 `{sha}` the full commit, `{sha8}` its first 8 digits, `{version}` the wheel's version
 with `+` written as `-` (OCI tags allow no `+`), `{version_base}` the public version
 without its local part, `{out}` the folder a build leaves its wheels in, `{component}`
-the component's name. Each field allows only the placeholders it can fill.
+the component's name. A tag may also take values from the wheel's local version, so that
+it cannot drift from its wheel: `{local_torch}` is `2.10` for a wheel carrying torch2.10,
+`{local_torch_digits}` is `210` (core/localversion.py). Each field allows only the
+placeholders it can fill.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from .imageref import TAG
+from .localversion import is_local_placeholder, local_value
 
 TAG_FIELDS = frozenset({"sha", "sha8", "version", "version_base", "component"})
 COMMAND_FIELDS = frozenset({"sha", "sha8", "out", "component"})
@@ -56,7 +60,8 @@ def fields_of(template: str) -> list[str]:
 
 def check_fields(template: str, allowed: frozenset[str]) -> list[str]:
     names = fields_of(template)
-    unknown = sorted(set(names) - allowed)
+    unknown = sorted(name for name in set(names) - allowed
+                     if not (allowed is TAG_FIELDS and is_local_placeholder(name)))
     if unknown:
         raise TemplateError(
             f"placeholder {{{unknown[0]}}} cannot be filled here (allowed: "
@@ -91,8 +96,17 @@ def render(template: str, values: Mapping[str, str]) -> str:
 
 
 def render_tag(template: str, values: TagValues) -> str:
-    """The OCI tag a template gives; TemplateError when it is not a valid tag."""
-    tag = render(template, values.as_mapping())
+    """The OCI tag a template gives; TemplateError when it is not a valid tag, or when a
+    `{local_…}` placeholder names a segment the wheel's version does not carry."""
+    mapping = values.as_mapping()
+    for name in fields_of(template):
+        if is_local_placeholder(name):
+            value = local_value(values.version, name) if values.version is not None else None
+            if value is None:
+                raise TemplateError(f"tag template {template!r}: placeholder {{{name}}} has no value, as "
+                                    f"version {values.version} carries no {_segment_of(name)} segment")
+            mapping[name] = value
+    tag = render(template, mapping)
     if not TAG.match(tag):
         raise TemplateError(
             f"tag template {template!r} gives {tag!r}, which is not a valid OCI tag "
@@ -101,10 +115,16 @@ def render_tag(template: str, values: TagValues) -> str:
     return tag
 
 
+def _segment_of(placeholder: str) -> str:
+    return placeholder.removeprefix("local_").removesuffix("_digits")
+
+
 def validate_tag_template(template: str, *, component: str) -> None:
-    """A tag template must always yield a valid OCI tag: check it on a long real version."""
+    """A tag template must always yield a valid OCI tag: check it on a long real version
+    (carrying every segment a `{local_…}` placeholder names, as `99.99`)."""
     check_fields(template, TAG_FIELDS)
-    render_tag(template, TagValues(sha=SAMPLE_SHA, component=component, version=SAMPLE_VERSION))
+    extra = "".join(f".{_segment_of(name)}99.99" for name in fields_of(template) if is_local_placeholder(name))
+    render_tag(template, TagValues(sha=SAMPLE_SHA, component=component, version=SAMPLE_VERSION + extra))
 
 
 def tag_pattern(template: str, *, component: str, sha: str | None = None) -> re.Pattern[str]:
@@ -117,10 +137,12 @@ def tag_pattern(template: str, *, component: str, sha: str | None = None) -> re.
     for literal, name, _spec, _conversion in string.Formatter().parse(template):
         parts.append(re.escape(literal))
         if name is not None:
-            parts.append(re.escape(fixed[name]) if name in fixed else f"({_PATTERNS[name]})")
+            pattern = "[a-z0-9.]+" if is_local_placeholder(name) else _PATTERNS[name]
+            parts.append(re.escape(fixed[name]) if name in fixed else f"({pattern})")
     return re.compile("^" + "".join(parts) + "$")
 
 
 def commit_only(template: str) -> bool:
     """Whether the tag follows from the commit alone (no version placeholder)."""
-    return not {"version", "version_base"} & set(fields_of(template))
+    fields = set(fields_of(template))
+    return not {"version", "version_base"} & fields and not any(map(is_local_placeholder, fields))

@@ -21,6 +21,7 @@ def component_rules(component: Component, *, commit: str | None) -> WheelRules:
         rocm=wheel.rocm,
         require_needed=tuple(wheel.require_needed),
         forbid_needed=tuple(wheel.forbid_needed),
+        local_segments=tuple(wheel.local_segments),
     )
 
 

@@ -137,6 +137,28 @@ def test_verification_failure_publishes_and_proposes_nothing(world: World, confi
     assert git(["show", "main:docker/Dockerfile"], cwd=world.downstream) == pins
 
 
+def test_a_wheel_built_against_another_torch_is_refused_under_a_torch210_tag(world: World) -> None:
+    """ATOM tags its LMCache image `…-rocm-torch210`; a wheel built against torch 2.11 must
+    not be published under it. The tag takes its torch from the wheel's own version."""
+    world.set_config('wheel = { distribution = "demo-cache" }',
+                     'wheel = { distribution = "demo-cache", local_segments = ["torch2.10", "cxx11abi1"] }')
+    world.set_config('g{sha8}" }', 'g{sha8}-rocm-torch{local_torch_digits}" }')
+    script = (world.upstream / "build_wheel.py").read_text()
+    world.commit_upstream("torch 2.11", {"VERSION": "0.1.1\n", "build_wheel.py": script.replace(
+        '".rocm7.2.4"', '".rocm7.2.4.torch2.11.cxx11abi1"')})
+    refused = world.reconcile()
+    assert refused.code == 1
+    message = component(refused)["messages"][-1]
+    assert "nothing published" in message and "carries torch2.11, expected torch2.10" in message, message
+    assert world.branch() is None and len(world.layout_tags()) == 1
+    head = world.commit_upstream("torch 2.10", {"build_wheel.py": script.replace(
+        '".rocm7.2.4"', '".rocm7.2.4.torch2.10.cxx11abi1"')})
+    done = world.reconcile()
+    assert done.code == 0, done.stdout
+    assert f"demo-cache-v0.1.1-g{head[:8]}-rocm-torch210" in world.layout_tags()
+    assert f"-g{head[:8]}-rocm-torch210@sha256:" in world.branch_file()
+
+
 def test_a_cuda_wheel_is_refused(world: World, tmp_path: Path) -> None:
     """The build links against libcudart.so.13: the ROCm check refuses it."""
     stub = tmp_path / "stub"
