@@ -8,6 +8,7 @@ stderr; logs go to stderr too, so `--json` output on stdout stays one clean docu
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from . import __version__
 from .app.logging import configure_logging
 from .app.settings import Settings, load_settings
 from .commands import config_cmd, demo, image_cmd, pins_cmd, reconcile_cmd, serve_cmd, wheel
-from .core.errors import WheelpinError
+from .core.errors import VerificationError, WheelpinError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_argument("--config", type=Path, metavar="FILE")
     reconcile.add_argument("--component", help="only this component")
     reconcile.add_argument("--retry-failed", action="store_true", help="retry failed builds now")
+    reconcile.add_argument("--use-artifacts", type=Path, metavar="DIR",
+                           help="take the wheels in DIR as the build of --commit (verified, published, "
+                           "proposed; not rebuilt); needs --commit, and --component if there are several")
+    reconcile.add_argument("--commit", metavar="SHA", help="with --use-artifacts: the upstream head they were built from")
     reconcile.add_argument("--json", action="store_true")
 
     serve = commands.add_parser("serve", help="the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics")
@@ -172,7 +177,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return reconcile_cmd.reconcile_command(
             repo=args.repo, config=args.config, platform=args.platform, once=args.once,
             dry_run=args.dry_run, as_json=args.json, retry_failed=args.retry_failed,
-            component=args.component, settings=settings, github_repo=args.github_repo)
+            component=args.component, settings=settings, github_repo=args.github_repo,
+            use_artifacts=args.use_artifacts, commit=args.commit)
     if args.command == "serve":
         return serve_cmd.serve_command(host=args.host, port=args.port, settings=settings)
     if args.command == "demo":
@@ -193,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args, settings)
     except WheelpinError as exc:
         sys.stderr.write(f"wheelpin: {exc.message}\n")
+        if isinstance(exc, VerificationError) and exc.problems and getattr(args, "json", False):
+            sys.stdout.write(json.dumps({"error": exc.message, "problems": list(exc.problems)}, indent=2) + "\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("wheelpin: interrupted\n")

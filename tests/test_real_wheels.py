@@ -79,3 +79,25 @@ def test_diff_between_real_wheels(cupy_wheel: Path, mooncake_wheel: Path) -> Non
     diff = result.json()
     assert {c["name"] for c in diff["removed"]} >= {"numpy"}
     assert diff["conflicts"] == []
+
+
+def test_the_refusal_of_a_cuda_build_is_read_root_cause_first(lmcache_cuda_wheel: Path) -> None:
+    """LMCache's CUDA wheel where ATOM expects its ROCm build: dozens of problems, said in
+    one line a person reads, the root cause first, every problem kept for --json."""
+    from bot.core.amdgpu import TargetId
+    from bot.core.checks import WheelRules
+    from bot.core.inspect import inspect_wheel
+    from bot.core.verify import SUMMARY_LIMIT, check_wheels, summary
+
+    rules = WheelRules(expect_name="lmcache-rocm", require_archs=(TargetId.parse("gfx942"),),
+                       require_needed=("libamdhip64*",))
+    problems = check_wheels(None, [inspect_wheel(lmcache_cuda_wheel)], rules)
+    assert len(problems) >= 7
+    line = summary(problems, wheels=1)
+    assert line.startswith("distribution is 'lmcache', expected 'lmcache-rocm': a build of the non-ROCm variant")
+    assert len(line) <= SUMMARY_LIMIT
+    assert ("lmcache/cuda_ops.cpython-311-x86_64-linux-gnu.so needs libcudart.so.13, libc10_cuda.so, "
+            "libtorch_cuda.so (CUDA libraries)") in line  # one ELF's CUDA libraries said once
+    assert line.index("CUDA: ") < line.index("GPU archs: ") < line.index("libraries: ")
+    cut = summary(problems, wheels=1, limit=300)
+    assert len(cut) <= 300 and cut.endswith(f"({len(problems)} problems in all; --json lists every one)")

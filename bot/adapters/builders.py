@@ -14,6 +14,7 @@ import shlex
 import signal
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,35 @@ def build_environment() -> dict[str, str]:
 
 def build_folder(cache: Path, component: str, commit: str) -> Path:
     return cache / "builds" / component / commit
+
+
+PROVENANCE = "provenance"  # beside `out/`: who made these wheels, when they are not a build of wheelpin's
+
+
+def seed_build(cache: Path, component: str, commit: str, wheels: Sequence[Path], *, provenance: str) -> list[Path]:
+    """Wheels built elsewhere, taken as the build of `commit`: copied into the build
+    folder and marked complete only once all are there (a stop halfway leaves no build)."""
+    folder = build_folder(cache, component, commit)
+    out = folder / "out"
+    discard_build(cache, component, commit)
+    staging = folder / "out.partial"
+    staging.mkdir(parents=True)
+    for wheel in wheels:
+        shutil.copyfile(wheel, staging / wheel.name)
+    (folder / PROVENANCE).write_text(provenance + "\n")
+    (staging / COMPLETE).write_text(commit + "\n")
+    staging.rename(out)
+    return sorted(out.glob("*.whl"))
+
+
+def discard_build(cache: Path, component: str, commit: str) -> None:
+    """Forget the wheels held as the build of `commit` (another build is to be taken)."""
+    shutil.rmtree(build_folder(cache, component, commit), ignore_errors=True)
+
+
+def build_provenance(cache: Path, component: str, commit: str) -> str | None:
+    path = build_folder(cache, component, commit) / PROVENANCE
+    return path.read_text().strip() if path.exists() else None
 
 
 def built_wheels(cache: Path, component: str, commit: str) -> list[Path] | None:

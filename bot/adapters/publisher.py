@@ -61,7 +61,8 @@ class PublishResult:
 
 def entry_of(report: WheelReport) -> WheelEntry:
     return WheelEntry(report.filename, report.sha256, report.size, report.name, report.version,
-                      report.requires_dist, tuple(report.archs), report.tags)
+                      report.requires_dist, tuple(report.archs), report.tags,
+                      tuple(sorted({library for elf in report.elf for library in elf.needed})))
 
 
 def _check_wheels(wheels: Sequence[Path], reports: Sequence[WheelReport]) -> str:

@@ -12,7 +12,10 @@ from collections.abc import Callable
 import structlog
 
 from ..adapters.github import Conversation
+from ..core.config import Component
+from ..core.errors import WheelpinError
 from ..core.jobs import Job, JobKind
+from ..loop.runner import Reconciler
 from .watchlist import Watched
 from .workqueue import WorkQueue
 
@@ -95,6 +98,12 @@ class Commands:
             react("confused")
             return True
         log.info("command", sender=job.sender, command=job.command, target=component.name)
+        if job.command == "build":
+            said = self._reuse(reconciler, component, job)
+            if said is not None:  # refused: the reply says why
+                conversation.say_once(target.branch, key=f"build-{job.sender}-{job.run}", text=f"@{job.sender}: {said}")
+                react("confused")
+                return True
         if job.command == "skip":  # done once closed: the pass after it is a job of its own
             message = reconciler.skip(component, by=job.sender or "someone")
             log.info("command.done", result=message)
@@ -106,6 +115,19 @@ class Commands:
         row = watched.rows.get(component.name)  # 👍 carried out; 😕 its pass failed (the PR says why)
         react("confused" if row is not None and row.status.startswith("failed") else "+1")
         return True
+
+    @staticmethod
+    def _reuse(reconciler: Reconciler, component: Component, job: Job) -> str | None:
+        """`/wheelpin build --from-run N`: run N's artifacts become the build of the upstream
+        head (ATOM's `source_run_id`); None when taken, else why not, in a sentence."""
+        if job.run is None:
+            return "say which run to take the build from: `/wheelpin build --from-run RUN_ID` (the number in " \
+                   "the run's address, …/actions/runs/RUN_ID)."
+        try:
+            log.info("command.build", said=reconciler.reuse_run(component, run_id=job.run))
+        except WheelpinError as exc:
+            return f"run {job.run} was not taken as the build: {exc.message}"
+        return None
 
     def _permission(self, watched: Watched, conversation: Conversation, login: str) -> str:
         """`login`'s access to the repository, read at most once a minute (a burst of

@@ -29,7 +29,8 @@ def record(watched: Watched, result: ComponentResult) -> None:
         result.name, pinned=result.pinned, head=result.head, build=result.build, image=result.image,
         proposal=result.proposal, status=result.status.value + (f": {message}" if message and not failed else ""),
         last_error=message if failed else previous.last_error,
-        last_error_at=time.time() if failed else previous.last_error_at)
+        last_error_at=time.time() if failed else previous.last_error_at,
+        notes=tuple(result.notes) or (previous.notes if previous.head == result.head else ()))
 
 
 def update(watched: Watched, conversation: Conversation) -> bool:

@@ -18,7 +18,7 @@ from ..core.checks import WheelRules, tag_commit_problems
 from ..core.errors import UsageError, VerificationError, WheelpinError
 from ..core.imageref import ImageRef, LayoutTarget
 from ..core.inspect import inspect_wheel
-from ..core.verify import component_rules, verify_wheels
+from ..core.verify import Problem, check_wheels, component_rules, summary
 from .output import emit_json, emit_text, human_size
 from .repo import load
 
@@ -62,9 +62,10 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     reports = [inspect_wheel(wheel) for wheel in options.wheels]
-    found = verify_wheels(component, reports, rules) + tag_commit_problems(tag, reports)
+    found = check_wheels(component, reports, rules) + [Problem("commit", text) for text in tag_commit_problems(tag, reports)]
     if found:
-        raise VerificationError(f"nothing published: {'; '.join(found)}")
+        raise VerificationError(f"nothing published: {summary(found, wheels=len(reports))}",
+                                problems=tuple(map(str, found)))
     registries = Registries(settings)
     readers = Registries(settings, anonymous=True)
     result = publish(registries.store(target), tag, list(options.wheels), reports,

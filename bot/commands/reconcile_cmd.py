@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+import structlog
+
 from ..adapters.localplatform import LocalPlatform
 from ..app.githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from ..loop.results import PassResult
@@ -45,8 +47,11 @@ def make_reconciler(*, repo: Path, config: Path | None, settings: Settings, retr
 
 def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, once: bool,
                       dry_run: bool, as_json: bool, retry_failed: bool, component: str | None,
-                      settings: Settings, github_repo: str | None = None) -> int:
+                      settings: Settings, github_repo: str | None = None, use_artifacts: Path | None = None,
+                      commit: str | None = None) -> int:
     config_text: Callable[[], str]
+    if (use_artifacts is None) != (commit is None):
+        raise UsageError("--use-artifacts DIR and --commit SHA go together")
     if platform == "github":
         if github_repo is None:
             raise UsageError("--platform github needs --github-repo OWNER/NAME")
@@ -79,6 +84,17 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
         else:
             emit_text(pass_text(result))
 
+    if use_artifacts is not None and commit is not None:
+        names = [c.name for c in reconciler.config.components]
+        if component is None and len(names) != 1:
+            raise UsageError(f"--use-artifacts needs --component (one of {', '.join(names)})")
+        target = reconciler.config.get(component or names[0])
+        assert target is not None
+        if dry_run:
+            raise UsageError("--use-artifacts takes the wheels into the build cache: it has no --dry-run")
+        structlog.get_logger("wheelpin.reconcile").info(
+            "reconcile.reuse", said=reconciler.reuse(target, commit=commit, folder=use_artifacts))
+        component, once = target.name, True
     if once or dry_run:
         result = reconciler.run(dry_run=dry_run, only=component)
         show(result)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .checks import missing_wanted
 from .config import Component
 from .ociimage import WheelEntry
 from .pins import BumpPlan
 from .proposal import Commit, ProposalFacts
-from .requirements import RequirementsDiff, diff_requirements, find_conflicts
+from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts
+from .wheeldiff import wheel_changes
 
 
 def constraint_lines(text: str) -> list[str]:
@@ -32,12 +34,27 @@ def verification_lines(component: Component, commit: str) -> tuple[str, ...]:
     lines = [f"distribution {wheel.distribution}",
              f"version carries g{commit[:8]}" if wheel.version_carries_commit
              else "version carries no commit; the tag does"]
+    if wheel.python_tags:
+        lines.append("one wheel each for " + ", ".join(wheel.python_tags))
+    if wheel.local_segments:
+        lines.append("local version carries " + ", ".join(wheel.local_segments))
     if wheel.archs:
         lines.append("HIP code for " + ", ".join(wheel.archs) + " in every GPU library")
+    if wheel.archs_wanted:
+        lines.append("HIP code for at least one of " + ", ".join(wheel.archs_wanted))
     if wheel.rocm:
         lines.append("no CUDA library or CUDA device code")
     lines += [f"needs {glob}" for glob in wheel.require_needed]
     return tuple(lines)
+
+
+def _constraints(component: Component, constraints_text: str | None) -> list[str]:
+    """The config's constraints and its constraints file's, each once (a line in both
+    would give each conflict twice)."""
+    constraints = list(component.constraints)
+    if constraints_text is not None:
+        constraints += constraint_lines(constraints_text)
+    return list(dict.fromkeys(" ".join(line.split()) for line in constraints))
 
 
 def requirements_diff(component: Component, *, pinned: Sequence[WheelEntry], new: Sequence[WheelEntry],
@@ -46,21 +63,37 @@ def requirements_diff(component: Component, *, pinned: Sequence[WheelEntry], new
     against the constraints typed in the config and read from its constraints file."""
     old_requires = [r for w in pinned for r in w.requires_dist]
     new_requires = [r for w in new for r in w.requires_dist]
-    constraints = list(component.constraints)
-    if constraints_text is not None:
-        constraints += constraint_lines(constraints_text)
     diff = diff_requirements(old_requires, new_requires, old_source="pinned", new_source="new")
     return RequirementsDiff(diff.added, diff.removed, diff.changed,
-                            tuple(find_conflicts(new_requires, constraints, source="new")))
+                            tuple(find_conflicts(new_requires, _constraints(component, constraints_text),
+                                                 source="new")))
+
+
+def pinned_conflicts(component: Component, pinned: Sequence[WheelEntry],
+                     constraints_text: str | None) -> tuple[Conflict, ...]:
+    """The conflicts the pinned wheels have with today's constraints: a conflict of the new
+    wheel found here too is not new."""
+    requires = [r for w in pinned for r in w.requires_dist]
+    return tuple(find_conflicts(requires, _constraints(component, constraints_text), source="pinned"))
+
+
+def notes(component: Component, wheels: Sequence[WheelEntry]) -> tuple[str, ...]:
+    """What a reviewer must not miss: each wanted arch the new wheels have no code for."""
+    carried = sorted({arch for w in wheels for arch in w.archs})
+    return tuple(f"{arch}: no code object, skipped (wheel.archs_wanted)"
+                 for arch in missing_wanted(component.wheel.archs_wanted, carried))
 
 
 def assemble(component: Component, *, upstream: str, old_commit: str | None, new_commit: str, image: str,
              wheels: Sequence[WheelEntry], pinned: Sequence[WheelEntry], constraints_text: str | None,
              commits: Sequence[Commit], bump: BumpPlan, state: dict[str, object],
-             check_refs: Sequence[str]) -> ProposalFacts:
+             check_refs: Sequence[str], provenance: str = "", more_verification: Sequence[str] = (),
+             more_notes: Sequence[str] = ()) -> ProposalFacts:
     return ProposalFacts(
         component=component.name, upstream=upstream, old_commit=old_commit, new_commit=new_commit,
         version=wheels[0].version if wheels else "?", image=image, wheels=tuple(wheels), commits=tuple(commits),
         diff=requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text),
-        verification=verification_lines(component, new_commit), files=tuple(sorted(bump.new_texts)),
-        edits=bump.edits, state=dict(state), check_refs=tuple(check_refs))
+        verification=verification_lines(component, new_commit) + tuple(more_verification), files=tuple(sorted(bump.new_texts)),
+        edits=bump.edits, state=dict(state), check_refs=tuple(check_refs),
+        changes=wheel_changes(pinned, wheels), notes=notes(component, wheels) + tuple(more_notes),
+        conflicts_before=pinned_conflicts(component, pinned, constraints_text), provenance=provenance)

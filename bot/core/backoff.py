@@ -34,6 +34,11 @@ class Failure:
     rules: str = ""  # a digest of the component's config it failed under ("" in older state files)
 
     @property
+    def refused(self) -> bool:
+        """The wheel was built and refused by the checks (not a failed build)."""
+        return self.kind == "verify"
+
+    @property
     def retry_at(self) -> float:
         if self.kind == "verify":
             return float("inf")  # the same commit gives the same wheel: wait for a new one

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
@@ -37,6 +38,7 @@ class WheelRules:
     """What a wheel must be: from `wheel inspect`'s options or a component's config."""
 
     require_archs: tuple[TargetId, ...] = ()
+    wanted_archs: tuple[TargetId, ...] = ()  # used where present; none present is refused
     expect_name: str | None = None
     expect_commit: str | None = None
     rocm: bool = True  # refuse CUDA libraries and CUDA device code
@@ -55,15 +57,26 @@ class WheelRules:
         return (CUDA_LIBRARIES if self.rocm else ()) + tuple(self.forbid_needed)
 
 
-def problems(report: WheelReport, rules: WheelRules) -> list[str]:
-    """Every rule the wheel breaks, one sentence each; empty when it passes."""
-    found = list(report.integrity)
-    found += _name_problems(report, rules)
-    found += _commit_problems(report, rules)
-    found += segment_problems(report.version, rules.local_segments)
-    found += _arch_problems(report, rules)
+# The kinds of problem, in the order a person should read them: the root cause first (a
+# wheel of another distribution is most often the build's non-ROCm variant, and explains
+# every CUDA library and missing arch after it).
+KINDS = ("name", "integrity", "set", "commit", "abi", "cuda", "archs", "libraries")
+
+
+def kinded_problems(report: WheelReport, rules: WheelRules) -> list[tuple[str, str]]:
+    """Every rule the wheel breaks as (kind, sentence), kinds from KINDS."""
+    found = [("integrity", text) for text in report.integrity]
+    found += [("name", text) for text in _name_problems(report, rules)]
+    found += [("commit", text) for text in _commit_problems(report, rules)]
+    found += [("abi", text) for text in segment_problems(report.version, rules.local_segments)]
+    found += [("archs", text) for text in _arch_problems(report, rules) + _wanted_problems(report, rules)]
     found += _library_problems(report, rules)
     return found
+
+
+def problems(report: WheelReport, rules: WheelRules) -> list[str]:
+    """Every rule the wheel breaks, one sentence each; empty when it passes."""
+    return [text for _kind, text in kinded_problems(report, rules)]
 
 
 def _name_problems(report: WheelReport, rules: WheelRules) -> list[str]:
@@ -146,20 +159,40 @@ def _arch_problems(report: WheelReport, rules: WheelRules) -> list[str]:
     return found
 
 
-def _library_problems(report: WheelReport, rules: WheelRules) -> list[str]:
-    found: list[str] = []
+def _wanted_problems(report: WheelReport, rules: WheelRules) -> list[str]:
+    """Wanted archs are optional one by one, but a wheel with none of them is no use."""
+    if not rules.wanted_archs:
+        return []
+    targets = [TargetId.parse(text) for elf in report.elf if elf.gpu == "hip" for text in elf.targets]
+    if any(target.covers(arch) for arch in rules.wanted_archs for target in targets):
+        return []
+    carries = ", ".join(report.archs) or "no HIP device code"
+    return [f"none of the wanted archs {', '.join(map(str, rules.wanted_archs))} has a code object "
+            f"(the wheel carries {carries})"]
+
+
+def missing_wanted(wanted: Sequence[str], carried: Sequence[str]) -> list[str]:
+    """The wanted archs no GPU library of the wheels has code for (`carried`: the union
+    of their processors, as an image's wheel entries record it)."""
+    have = [TargetId.parse(arch) for arch in carried]
+    return [arch for arch in wanted if not any(target.covers(TargetId.parse(arch)) for target in have)]
+
+
+def _library_problems(report: WheelReport, rules: WheelRules) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
     for elf in report.elf:
         for library in elf.needed:
             hits = [pattern for pattern in rules.forbidden if fnmatch.fnmatchcase(library, pattern)]
             if hits:
-                kind = "a CUDA library" if set(hits) & set(CUDA_LIBRARIES) else "a forbidden library"
-                found.append(f"{elf.path} needs {library}, {kind} ({hits[0]})")
+                cuda = bool(set(hits) & set(CUDA_LIBRARIES))
+                found.append(("cuda" if cuda else "libraries", f"{elf.path} needs {library}, "
+                              f"{'a CUDA library' if cuda else 'a forbidden library'} ({hits[0]})"))
         if rules.rocm and elf.gpu == "cuda":
             archs = f" ({', '.join(elf.archs)})" if elf.archs else ""
-            found.append(f"{elf.path} carries CUDA device code{archs}")
+            found.append(("cuda", f"{elf.path} carries CUDA device code{archs}"))
     for pattern in rules.require_needed:
         if not any(
             fnmatch.fnmatchcase(library, pattern) for elf in report.elf for library in elf.needed
         ):
-            found.append(f"no ELF file in the wheel needs a library matching {pattern}")
+            found.append(("libraries", f"no ELF file in the wheel needs a library matching {pattern}"))
     return found

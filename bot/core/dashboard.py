@@ -26,6 +26,7 @@ class Row:
     status: str = "not checked yet"
     last_error: str | None = None
     last_error_at: float | None = None
+    notes: tuple[str, ...] = ()  # from the proposal of `head` (a wanted arch skipped)
 
 
 def _cell(text: str | None) -> str:
@@ -72,5 +73,6 @@ def render(rows: Sequence[Row], *, repository: str, config_error: str | None = N
 def _row(row: Row) -> str:
     image = f"`{_cell(row.image)}`" if row.image else "—"
     error = _cell(row.last_error) + _when(row.last_error_at) if row.last_error else "—"
+    status = _cell(row.status) + "".join(f" ⚠️ **{_cell(note)}**" for note in row.notes)
     return (f"| {_cell(row.component)} | {_commit(row.pinned)} | {_commit(row.head)} | {_cell(row.build)} | "
-            f"{image} | {_cell(row.proposal)} | {_cell(row.status)} | {error} |")
+            f"{image} | {_cell(row.proposal)} | {status} | {error} |")

@@ -45,9 +45,14 @@ class PermissionRefused(CredentialsError):
 
 
 class VerificationError(WheelpinError):
-    """An artifact was read but is wrong: nothing may be published or proposed from it."""
+    """An artifact was read but is wrong: nothing may be published or proposed from it.
+    `message` is one readable line; `problems` lists every problem found."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 class RefusedError(WheelpinError):

@@ -67,17 +67,25 @@ class WheelEntry:
     requires_dist: tuple[str, ...]
     archs: tuple[str, ...] = ()  # HIP processors found by the verify step (not for foreign images)
     tags: tuple[str, ...] = ()  # python-abi-platform tags of the file name
+    # DT_NEEDED of the wheel's ELF files, sorted (None: not recorded, as by images published
+    # before it was, and foreign images)
+    needed: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "sha256": self.sha256, "size": self.size, "name": self.name,
+        data = {"file": self.file, "sha256": self.sha256, "size": self.size, "name": self.name,
                 "version": self.version, "requires_dist": list(self.requires_dist),
                 "archs": list(self.archs), "tags": list(self.tags)}
+        if self.needed is not None:
+            data["needed"] = list(self.needed)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
+        needed = data.get("needed")
         return cls(str(data["file"]), str(data["sha256"]), int(data["size"]), str(data["name"]),
                    str(data["version"]), tuple(str(r) for r in data.get("requires_dist", [])),
-                   tuple(str(a) for a in data.get("archs", [])), tuple(str(t) for t in data.get("tags", [])))
+                   tuple(str(a) for a in data.get("archs", [])), tuple(str(t) for t in data.get("tags", [])),
+                   tuple(str(n) for n in needed) if isinstance(needed, list) else None)
 
 
 def architecture_of(filenames: Sequence[str]) -> str:

@@ -16,7 +16,8 @@ from typing import Any
 
 from .ociimage import WheelEntry
 from .pins import Edit
-from .requirements import RequirementsDiff
+from .requirements import Conflict, RequirementsDiff
+from .wheeldiff import WheelChanges
 
 MAX_BODY = 65_536
 MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
@@ -28,6 +29,7 @@ _FORGES = re.compile(r"^(?:https://|git@)(github\.com|gitlab\.com|codeberg\.org)
 class Commit:
     sha: str
     subject: str
+    refused: str | None = None  # why wheelpin refused this commit's wheel, if it did
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +44,10 @@ class ProposalFacts:
     commits: tuple[Commit, ...] = ()
     diff: RequirementsDiff = RequirementsDiff()
     verification: tuple[str, ...] = ()  # the checks that passed, one line each
+    changes: WheelChanges | None = None  # from the pinned wheels to the new ones
+    notes: tuple[str, ...] = ()  # what a reviewer must not miss (a wanted arch skipped)
+    conflicts_before: tuple[Conflict, ...] = ()  # the pinned wheels' conflicts with the same constraints
+    provenance: str = ""  # who made the image: built by wheelpin (and how), or adopted
     files: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()  # every value the bump changes: file, line, old → new
     check_refs: tuple[str, ...] = ()  # references skopeo and wheelpin read (repo@digest, oci:…)
@@ -90,22 +96,33 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if link:
         head.append(f"Compare: {link}")
     parts = ["\n\n".join(head)]
+    if facts.notes:
+        parts.append("### ⚠️ Notes\n" + "\n".join(f"- **{note}**" for note in facts.notes))
+    if facts.changes is not None:
+        parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes)))
     if commits:
-        listed = [f"- `{c.sha[:8]}` {c.subject}" for c in commits]
+        listed = [f"- `{c.sha[:8]}` {c.subject}" + (f" — ⛔ refused: {_flat(c.refused)}" if c.refused else "")
+                  for c in commits]
         if cut:
             listed.append(f"- … and {cut} more commits (cut to fit)")
         parts.append("### Commits\n" + "\n".join(listed))
-    rows = ["| wheel | version | size | sha256 | GPU archs | tags |", "|---|---|---|---|---|---|"]
-    rows += [f"| `{w.file}` | {w.version} | {_size(w.size)} | `{w.sha256}` | "
+    rows = ["| wheel | size | sha256 | GPU archs | tags |", "|---|---|---|---|---|"]
+    rows += [f"| `{w.file}` | {_size(w.size)} | `{w.sha256}` | "
              f"{', '.join(w.archs) or 'no device code'} | {', '.join(w.tags)} |" for w in facts.wheels]
     parts.append("### Wheels\n" + "\n".join(rows) + f"\n\nImage: `{facts.image}`")
-    parts.append("### Requires-Dist\n" + _diff_text(facts.diff))
+    parts.append("### Requires-Dist\n" + _diff_text(facts.diff) if not facts.diff.empty
+                 else "Requires-Dist: unchanged.")
     if facts.diff.conflicts:
-        lines = [f"- **`{c.requirement}`** vs the image's `{c.constraint}`" for c in facts.diff.conflicts]
+        before = {(_name_of(c.requirement), c.constraint) for c in facts.conflicts_before}
+        lines = [f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
+                 + (" (already present in the pinned wheel)" if (_name_of(c.requirement), c.constraint) in before
+                    else " — **new**")
+                 for c in facts.diff.conflicts]
         parts.append("### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
-                     "ship:\n" + "\n".join(lines))
+                     "ship:\n" + "\n".join(lines) + "\n\n" + _for_upstream(facts))
     if facts.verification:
-        parts.append("### Verification\n" + "\n".join(f"- ✅ {line}" for line in facts.verification))
+        parts.append("### Verification\n" + "\n".join(f"- ✅ {line}" for line in facts.verification)
+                     + (f"\n\nProvenance: {facts.provenance}" if facts.provenance else ""))
     refs = facts.check_refs or (_bare(facts.image),)
     commands = []
     for ref in refs:
@@ -116,6 +133,62 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         parts.append("Pins moved in: " + ", ".join(f"`{f}`" for f in facts.files) + _edit_lines(facts.edits))
     parts.append(marker(facts.state))
     return parts
+
+
+def _for_upstream(facts: ProposalFacts) -> str:
+    """Ready-to-paste text for an issue upstream: what the wheel declares, what the image ships."""
+    name = facts.wheels[0].name if facts.wheels else facts.component
+    lines = [f"- `{c.requirement}` excludes `{c.constraint}`" for c in facts.diff.conflicts]
+    text = (f"{name} {facts.version} (commit {facts.new_commit[:12]}) declares requirements that exclude "
+            "versions a downstream image ships and tests with:\n\n" + "\n".join(lines) + "\n\n"
+            "Could these ranges be widened, or is there a known incompatibility? "
+            "(Found by wheelpin, checking the new wheel's Requires-Dist against the image's constraints.)")
+    return "<details><summary>For upstream: text for an issue</summary>\n\n```markdown\n" + text + "\n```\n</details>"
+
+
+def _flat(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _name_of(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;(@]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _change_lines(changes: WheelChanges) -> list[str]:
+    """From → to, the losses first and loud."""
+    lines: list[str] = []
+    if changes.archs_dropped:
+        lines.append(f"- ⚠️ **GPU archs dropped: {', '.join(changes.archs_dropped)}**")
+    if changes.tags_dropped:
+        lines.append(f"- ⚠️ **python tags dropped: {', '.join(changes.tags_dropped)}**")
+    for library in changes.libraries or ():
+        if library.rocm_major:
+            major = library.new[-1].rsplit(".so.", 1)[-1].split(".")[0]
+            lines.append(f"- ⚠️ **`{' '.join(library.old)}` → `{' '.join(library.new)}`: a ROCm major version "
+                         f"change; the image must ship ROCm {major}**")
+    old = f"`{changes.old_version}`" if changes.old_version else "(nothing pinned)"
+    lines.append(f"- version {old} → `{changes.new_version}`")
+    for tag, before, after in changes.sha256:
+        lines.append(f"- `{tag}` sha256 {f'`{before[:16]}…`' if before else '(none)'} → "
+                     f"{f'`{after[:16]}…`' if after else '(none)'}")
+    if changes.archs_added:
+        lines.append(f"- GPU archs added: {', '.join(changes.archs_added)}")
+    if not changes.archs_known:
+        lines.append("- GPU archs: not compared (the pinned image does not record them)")
+    if changes.tags_added:
+        lines.append(f"- python tags added: {', '.join(changes.tags_added)}")
+    if changes.libraries is None:
+        lines.append("- libraries (DT_NEEDED): not compared (the pinned image does not record them)")
+    moved = [lib for lib in changes.libraries or () if lib.old and lib.new and not lib.rocm_major]
+    lines += [f"- needs `{' '.join(lib.old)}` → `{' '.join(lib.new)}`" for lib in moved]
+    added = [name for lib in changes.libraries or () if not lib.old for name in lib.new]
+    dropped = [name for lib in changes.libraries or () if not lib.new for name in lib.old]
+    if added:
+        lines.append("- needs newly: " + ", ".join(f"`{name}`" for name in added))
+    if dropped:
+        lines.append("- no longer needs: " + ", ".join(f"`{name}`" for name in dropped))
+    return lines
 
 
 def _edit_lines(edits: Sequence[Edit]) -> str:

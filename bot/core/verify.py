@@ -1,13 +1,17 @@
-"""A component's verify rules (docs/design.md §1.3), from its config and the built commit."""
+"""A component's verify rules (docs/design.md §1.3), from its config and the built commit,
+and the refusal a person reads when wheels break them: one line, grouped by kind, the
+root cause first, cut to SUMMARY_LIMIT characters with every problem kept for `--json`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from packaging.utils import parse_wheel_filename
 
 from .amdgpu import TargetId
-from .checks import WheelRules, problems
+from .checks import KINDS, WheelRules, kinded_problems
 from .config import Component
 from .inspect import WheelReport
 
@@ -16,6 +20,7 @@ def component_rules(component: Component, *, commit: str | None) -> WheelRules:
     wheel = component.wheel
     return WheelRules(
         require_archs=tuple(TargetId.parse(arch) for arch in wheel.archs),
+        wanted_archs=tuple(TargetId.parse(arch) for arch in wheel.archs_wanted),
         expect_name=wheel.distribution,
         expect_commit=commit if (commit and wheel.version_carries_commit) else None,
         rocm=wheel.rocm,
@@ -51,10 +56,91 @@ def wheel_set_problems(component: Component, reports: Sequence[WheelReport]) -> 
     return found
 
 
+SUMMARY_LIMIT = 600
+_LABELS = {"name": "", "integrity": "archive", "set": "wheel set", "commit": "commit",
+           "abi": "ABI", "cuda": "CUDA", "archs": "GPU archs", "libraries": "libraries"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # one of checks.KINDS
+    text: str
+    file: str | None = None  # the wheel it is about; None for the set
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.text}" if self.file else self.text
+
+
+def check_wheels(component: Component | None, reports: Sequence[WheelReport], rules: WheelRules) -> list[Problem]:
+    """Every problem of every wheel and of the set, the root cause first."""
+    found = [] if component is None else [Problem("set", text) for text in wheel_set_problems(component, reports)]
+    for report in reports:
+        found += [Problem(kind, _explained(kind, text, report, rules), report.filename)
+                  for kind, text in kinded_problems(report, rules)]
+    return sorted(found, key=lambda problem: KINDS.index(problem.kind))
+
+
+def _explained(kind: str, text: str, report: WheelReport, rules: WheelRules) -> str:
+    """A wrong distribution that is the non-ROCm variant of the right one says so: it is
+    why every CUDA library and missing arch after it is there."""
+    expected = rules.expect_name or ""
+    if kind == "name" and "rocm" in expected.lower() and "rocm" not in report.name.lower():
+        return (f"distribution is {report.name!r}, expected {expected!r}: a build of the non-ROCm variant "
+                "(its ROCm switch, such as HIP_BUILD or USE_ROCM, was not set)")
+    return text
+
+
 def verify_wheels(component: Component | None, reports: Sequence[WheelReport],
                   rules: WheelRules) -> list[str]:
     """Every problem of every wheel, prefixed by its file name, and of the set."""
-    found = [] if component is None else wheel_set_problems(component, reports)
-    for report in reports:
-        found += [f"{report.filename}: {problem}" for problem in problems(report, rules)]
-    return found
+    return [str(problem) for problem in check_wheels(component, reports, rules)]
+
+
+def summary(problems: Sequence[Problem], *, wheels: int, limit: int = SUMMARY_LIMIT) -> str:
+    """One line a person reads: by kind in KINDS order, each sentence once with the
+    wheels it is about, cut to `limit` characters saying how many problems there are."""
+    by_kind: dict[str, dict[str, list[str | None]]] = {}
+    for problem in problems:
+        by_kind.setdefault(problem.kind, {}).setdefault(problem.text, []).append(problem.file)
+    parts = []
+    for kind, sentences in by_kind.items():
+        said = [text + _where(files, wheels) for text, files in _joined_needs(sentences).items()]
+        label = _LABELS.get(kind, kind)
+        parts.append((f"{label}: " if label else "") + "; ".join(said))
+    line = " · ".join(parts)
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    if len(line) <= limit:
+        return line if len(problems) < 4 else f"{line} ({count})"
+    end = f" … ({count} in all; --json lists every one)"
+    return line[: limit - len(end)].rstrip(" ;·:") + end
+
+
+_NEEDS = re.compile(r"^(?P<elf>\S+) needs (?P<library>\S+), (?P<what>a CUDA library|a forbidden library) \(.*\)$")
+
+
+def _joined_needs(sentences: dict[str, list[str | None]]) -> dict[str, list[str | None]]:
+    """"x.so needs A, a CUDA library (…)" and "x.so needs B, …" said once: "x.so needs A, B (CUDA libraries)"."""
+    joined: dict[str, list[str | None]] = {}
+    groups: dict[tuple[str, str, tuple[str | None, ...]], list[str]] = {}
+    for text, files in sentences.items():
+        match = _NEEDS.match(text)
+        if match is None:
+            joined[text] = files
+            continue
+        groups.setdefault((match["elf"], match["what"], tuple(files)), []).append(match["library"])
+    for (elf, what, about), libraries in groups.items():
+        plural = what.removeprefix("a ").replace("library", "libraries")
+        text = (f"{elf} needs {libraries[0]}, {what}" if len(libraries) == 1
+                else f"{elf} needs {', '.join(libraries)} ({plural})")
+        joined[text] = list(about)
+    return joined
+
+
+def _where(files: Sequence[str | None], wheels: int) -> str:
+    named = sorted({file for file in files if file})
+    if wheels <= 1 or not named:
+        return ""
+    if len(named) == wheels:
+        return " (every wheel)"
+    tags = sorted({tag for name in named for tag in python_tags_of(name)})
+    return f" (in {', '.join(tags) or ', '.join(named)})"

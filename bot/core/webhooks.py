@@ -4,7 +4,7 @@ the loop to look at again.
 A delivery never reconciles anything itself: it names jobs (`core/jobs.py`: a repository,
 and a component when the event is about one), which the service's queue coalesces. The loop
 is level-triggered, so redeliveries need no de-duplication. Commands in comments
-(`/wheelpin rebase|recheck|skip`) are parsed here; who may give them is the service's
+(`/wheelpin rebase|recheck|skip`, `/wheelpin build --from-run RUN_ID`) are parsed here; who may give them is the service's
 check (write access), since that needs the API.
 """
 
@@ -19,7 +19,7 @@ from .jobs import Job, JobKind
 from .proposal import read_marker
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
-COMMANDS = ("rebase", "recheck", "skip")
+COMMANDS = ("rebase", "recheck", "skip", "build")  # build: `/wheelpin build --from-run RUN_ID`
 
 
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -83,7 +83,9 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         number = issue.get("number")
         comment = (payload.get("comment") or {}).get("id")
         seen = (read_marker(str(issue.get("body") or "")) or {}).get("commit")
-        return [Job(JobKind.COMMAND, repository, command=words[1], sender=str(sender) if sender else None,
+        run = int(words[3]) if words[1] == "build" and words[2:3] == ["--from-run"] and words[3:4] and \
+            words[3].isdigit() and len(words[3]) <= 18 else None
+        return [Job(JobKind.COMMAND, repository, command=words[1], sender=str(sender) if sender else None, run=run,
                     number=number if isinstance(number, int) else None,
                     comment=comment if isinstance(comment, int) else None,
                     seen=seen if isinstance(seen, str) else None)]

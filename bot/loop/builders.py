@@ -17,12 +17,13 @@ A build that failed raises `BuildFailed`; the loop records it, and the backoff o
 from __future__ import annotations
 
 import shutil
+import socket
 import time
 from pathlib import Path
 from typing import Protocol
 
 from ..adapters.github.actions import ActionsBuilder
-from ..adapters.builders import COMPLETE, build_folder, built_wheels, run_local_build
+from ..adapters.builders import COMPLETE, build_folder, build_provenance, built_wheels, run_local_build
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component
@@ -47,6 +48,9 @@ class Builder(Protocol):
 
     def forget(self, commit: str) -> None: ...
 
+    def describe(self, commit: str) -> str | None:
+        """Who made the build of `commit`, for the proposal (None: nothing is known)."""
+
 
 class _Cached:
     """Wheels a build left in the build cache, marked complete only when all are there."""
@@ -64,6 +68,10 @@ class _Cached:
 
     def forget(self, commit: str) -> None:
         """The build of `commit` failed and was recorded: the next try starts anew."""
+
+    def reused(self, commit: str) -> str | None:
+        """Where wheels a maintainer pointed wheelpin at came from (`reconcile --use-artifacts`)."""
+        return build_provenance(self.cache, self.component.name, commit)
 
 
 class CommandBuilder(_Cached):
@@ -93,6 +101,9 @@ class CommandBuilder(_Cached):
     def collect(self, commit: str) -> list[Path]:
         return self.wheels(commit) or []
 
+    def describe(self, commit: str) -> str | None:
+        return self.reused(commit) or f"`build.command` in a clean checkout of `{commit[:8]}` on {socket.gethostname()}"
+
 
 class WorkflowBuilder(_Cached):
     asynchronous = True
@@ -104,6 +115,15 @@ class WorkflowBuilder(_Cached):
         self.state = state
         self.base_branch = base_branch
         self.adopts = component.build.publishes_image
+
+    def describe(self, commit: str) -> str | None:
+        run_id = self.state.run_of(self.component.name, commit)
+        if run_id is None or self.actions is None:
+            return self.reused(commit)
+        try:
+            return f"run {self.actions.run(run_id).url} of {self.component.build.workflow}"
+        except WheelpinError:
+            return f"run {run_id} of {self.component.build.workflow}"
 
     def forget(self, commit: str) -> None:
         """The run followed for `commit` ended badly: the next try dispatches a new one."""

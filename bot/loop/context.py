@@ -9,6 +9,7 @@ from typing import Protocol
 
 from ..adapters.imageread import ImageInfo
 from ..adapters.imagestore import ImageStore
+from ..adapters.smoke import SmokeResult
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component
 from ..core.imageref import ImageRef
@@ -41,6 +42,9 @@ class Context:
 @dataclass
 class Memory:
     verified: set[tuple[str, str]] = field(default_factory=set)  # (component, digest) checked in this process
+    adopted: set[tuple[str, str]] = field(default_factory=set)  # (component, digest) someone else pushed
+    made_by: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (component, commit) → its build, said
+    smoke: dict[tuple[str, str], SmokeResult] = field(default_factory=dict)  # (component, commit) → its smoke test
     published: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (component, commit) → tag, digest: tag lists may lag a push
     # per pass: one ls-remote per upstream, one resolve per base, each file of a commit read once
     heads: dict[tuple[str, str | None, str | None], tuple[str, dict[str, str]]] = field(default_factory=dict)
@@ -53,3 +57,4 @@ class Memory:
 
     def forget_verified(self, names: set[str]) -> None:
         self.verified = {(name, digest) for name, digest in self.verified if name not in names}
+        self.adopted = {(name, digest) for name, digest in self.adopted if name not in names}

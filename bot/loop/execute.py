@@ -8,29 +8,34 @@ comments, and the state file.
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import assert_never
 
 import structlog
 
-from ..adapters.imageread import read_image
+from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import LayoutStore
 from ..adapters.platform import Platform
 from ..adapters.publisher import SETTLE_SECONDS, publish
+from ..adapters.smoke import SmokeResult, smoke_test
 from ..adapters.statefile import StateFile
 from ..core.assemble import assemble
 from ..core.backoff import rules_of
-from ..core.config import Config
-from ..core.errors import BuildFailed, PermissionRefused, RefusedError, RuleRefused, WheelpinError
+from ..core.config import Component, Config
+from ..core.errors import (BuildFailed, PermissionRefused, RefusedError, RuleRefused, VerificationError,
+                           WheelpinError)
 from ..core.inspect import inspect_wheel
 from ..core.pins import plan_bump
 from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
                          ImageFound, PublishImage, RecordFailure, Report, StartBuild, Wait, WriteProposal,
                          desired_state, write_key)
-from ..core.proposal import body, title
+from ..core.proposal import Commit, body, title
 from ..core.redact import public_url
 from ..core.templates import TagValues, render_tag
-from ..core.verify import component_rules, python_tags_of, verify_wheels
+from ..core.verify import check_wheels, component_rules, python_tags_of, summary
 from .context import Context, Memory
 from .observe import Observer, pin_repository, verify_adopted
 from .results import ComponentResult, Status
@@ -47,6 +52,7 @@ class Executor:
     memory: Memory
     observer: Observer  # reads files of the base as observe did, from the same cache
     settle: float = SETTLE_SECONDS  # seconds before a pushed tag is read back (another writer may race)
+    local_commands: bool = True  # the config's commands (a smoke test) run here; never for a repository on GitHub
 
     def execute(self, context: Context, facts: Facts, action: Action, result: ComponentResult) -> Facts | None:
         match action:
@@ -135,17 +141,19 @@ class Executor:
             raise WheelpinError(f"no image of {_head(facts)[:8]} is under its tag to adopt")
         verify_adopted(context, _head(facts), image)
         self.memory.verified.add((context.name, image.digest))
+        self.memory.adopted.add((context.name, image.digest))
         return replace(facts, image=replace(image, verified=True))
 
     def publish(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
         component, head = context.component, _head(facts)
         wheels = context.builder.collect(head)
         reports = [inspect_wheel(wheel) for wheel in wheels]
-        problems = verify_wheels(component, reports, component_rules(component, commit=head))
+        problems = check_wheels(component, reports, component_rules(component, commit=head))
         if problems:
-            message = f"verification of {head[:8]} failed, nothing published: " + "; ".join(problems)
+            message = f"verification of {head[:8]} failed, nothing published: " + summary(problems, wheels=len(reports))
             self._failed(context, head, "verify", message)
-            raise WheelpinError(message)
+            raise VerificationError(message, problems=tuple(map(str, problems)))
+        self._smoke(context, head, wheels)
         tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
                                                         version=reports[0].version))
         try:
@@ -157,9 +165,28 @@ class Executor:
         result.messages.append(f"{published.status} {published.ref}")
         self.memory.published[(component.name, head)] = (tag, published.digest)
         self.memory.verified.add((component.name, published.digest))
+        self.memory.made_by[(component.name, head)] = context.builder.describe(head)  # before the build goes
         context.builder.release(head)
         image = ImageFound(tag, published.digest, f"{pin_repository(context)}:{tag}@{published.digest}")
         return replace(facts, image=image)
+
+    def _smoke(self, context: Context, head: str, wheels: list[Path]) -> None:
+        """`wheel.smoke` on the exact wheels, one fresh venv per python tag; a failure
+        publishes nothing. On GitHub the build workflow runs it (a repository's command is
+        never run on the bot's host)."""
+        command = context.component.wheel.smoke
+        if command is None:
+            return
+        if not self.local_commands:
+            self.memory.smoke[(context.name, head)] = SmokeResult(by_workflow=True)
+            return
+        by_tag = {tag: wheel for wheel in wheels for tag in python_tags_of(wheel.name)}
+        smoked = smoke_test(command, by_tag)
+        if smoked.failed:
+            message = f"smoke test of {head[:8]} failed, nothing published: " + "; ".join(smoked.failed)
+            self._failed(context, head, "verify", message)
+            raise VerificationError(message, problems=tuple(smoked.failed))
+        self.memory.smoke[(context.name, head)] = smoked
 
     # -- the proposal -----------------------------------------------------------------------
 
@@ -188,8 +215,10 @@ class Executor:
             component, upstream=public_url(context.upstream.upstream.repo), old_commit=facts.pinned_commit,
             new_commit=head, image=image.ref, wheels=info.wheels,
             pinned=context.pinned_info.wheels if context.pinned_info else (), constraints_text=constraints,
-            commits=context.upstream.commits_between(facts.pinned_commit, head), bump=bump,
-            state=desired_state(facts), check_refs=_check_refs(context, image))
+            commits=self._with_refusals(component, context.upstream.commits_between(facts.pinned_commit, head)),
+            bump=bump,
+            state=desired_state(facts), check_refs=_check_refs(context, image),
+            provenance=self._provenance(context, head, image, info), **self._smoke_said(context, head))
         expected = facts.proposal.head if facts.proposal else None
         self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
                                    message=title(proposal) + "\n\n" + body(proposal), expected=expected)
@@ -197,6 +226,40 @@ class Executor:
         self.platform.publish_proposal(context.branch, base=self.config.defaults.base_branch,
                                        title=title(proposal), body=body(proposal), labels=labels)
         result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(proposal)}")
+        result.notes += proposal.notes
+
+    def _smoke_said(self, context: Context, head: str) -> dict[str, tuple[str, ...]]:
+        smoked = self.memory.smoke.get((context.name, head))
+        if smoked is None:
+            return {}
+        command = context.component.wheel.smoke
+        said: tuple[str, ...] = ()
+        if smoked.by_workflow:
+            said = (f"smoke test `{command}`: run by the build workflow (wheelpin runs no repository command "
+                    "on its host)",)
+        elif smoked.passed:
+            said = (f"smoke test `{command}` passed for {', '.join(smoked.passed)}",)
+        return {"more_verification": said, "more_notes": tuple(smoked.not_run)}
+
+    def _provenance(self, context: Context, head: str, image: ImageFound, info: ImageInfo) -> str:
+        """Who made the image: wheelpin from a build it names, or someone else (adopted)."""
+        key = (context.name, head)
+        built = self.memory.made_by[key] if key in self.memory.made_by else context.builder.describe(head)
+        count = f"{len(info.wheels)} wheel{'s' if len(info.wheels) != 1 else ''}"
+        if (context.name, image.digest) not in self.memory.adopted:
+            return f"built by {built or 'an earlier build'}; published by wheelpin, its {count} verified first"
+        pusher = f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
+        return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
+
+    def _with_refusals(self, component: Component, commits: Sequence[Commit]) -> list[Commit]:
+        """The commit list, each commit whose wheel was refused under today's rules marked with why."""
+        rules, marked = rules_of(component), []
+        for commit in commits:
+            failure = self.state.failure(component.name, commit.sha)
+            stands = failure is not None and failure.refused and failure.rules in (rules, "")
+            marked.append(replace(commit, refused=_REFUSED_PREFIX.sub("", failure.message))
+                          if failure and stands else commit)
+        return marked
 
     def _tell(self, branch: str, exc: WheelpinError) -> None:
         """Say on the proposal's pull request (once per reason) what someone must grant."""
@@ -205,6 +268,10 @@ class Executor:
             self.platform.say_once(branch, key=key, text=f"wheelpin cannot update this pull request: {exc.message}")
         except WheelpinError as again:
             log.warning("comment.failed", error=again.message)
+
+
+# "verification of 9e1f0c2b failed, nothing published: " says nothing the commit list does not
+_REFUSED_PREFIX = re.compile(r"^(?:verification|smoke test) of [0-9a-f]+ failed, nothing published: ")
 
 
 def _head(facts: Facts) -> str:

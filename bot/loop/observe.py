@@ -30,7 +30,7 @@ from ..core.pins import read_pins
 from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
 from ..core.proposal import read_marker
 from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
-from ..core.verify import component_rules, verify_wheels
+from ..core.verify import check_wheels, component_rules, summary
 from .context import Context, Memory, Stores
 
 class Observer:
@@ -204,10 +204,10 @@ def verify_adopted(context: Context, head: str, image: ImageFound) -> None:
     with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:
         wheels = extract_wheels(context.store, info, Path(folder))
         reports = [inspect_wheel(wheel) for wheel in wheels]
-        problems = verify_wheels(component, reports, component_rules(component, commit=head))
+        problems = check_wheels(component, reports, component_rules(component, commit=head))
     if problems:
         raise VerificationError(f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: "
-                                + "; ".join(problems))
+                                + summary(problems, wheels=len(reports)), problems=tuple(map(str, problems)))
 
 
 def pin_repository(context: Context) -> str:

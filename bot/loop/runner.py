@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import structlog
 
+from ..adapters.builders import discard_build, seed_build
 from ..adapters.github.actions import ActionsBuilder
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.platform import Platform
@@ -24,7 +25,7 @@ from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
-from ..core.errors import TransientError, WheelpinError, kind_of
+from ..core.errors import ConfigError, InputError, TransientError, VerificationError, WheelpinError, kind_of
 from ..core.imageref import ImageRef
 from ..core.plan import Asks, Wait, WriteProposal, live_failure, plan
 from .builders import Builder, CommandBuilder, WorkflowBuilder
@@ -60,7 +61,7 @@ class Reconciler:
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
                                  memory=self.memory)
         self.executor = Executor(self.config, str(loaded.root), platform, self.state, self.memory, self.observer,
-                                 settle)
+                                 settle, local_commands=local_builds)
         self.executed = 0
         self._stores: dict[str, ImageStore] = {}
         self._upstreams: list[UpstreamRepo] = []
@@ -117,6 +118,41 @@ class Reconciler:
                             "propose the next upstream commit instead")
         return f"{component.name}: skipped at the request of @{by}"
 
+    def reuse(self, component: Component, *, commit: str, folder: Path) -> str:
+        """Wheels built elsewhere (`reconcile --use-artifacts DIR --commit SHA`), taken as the
+        build of `commit`, which must be the upstream head: the next pass verifies them as
+        any build and publishes and proposes them. Its recorded failure is forgotten."""
+        wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+        if not wheels:
+            raise InputError(f"{folder}: no .whl file to use as the build of {commit[:8]}")
+        context = self._context(component)
+        head = context.upstream.head()
+        if not (len(commit) >= 7 and head.startswith(commit.lower())):
+            raise InputError(f"{commit} is not the head of {component.upstream.repo} ({head[:12]}): wheelpin "
+                             "publishes and proposes the head only")
+        seed_build(self.cache, component.name, head, wheels,
+                   provenance=f"wheels a maintainer gave (`--use-artifacts {folder}`), not rebuilt")
+        self.state.forget(component.name, head)
+        return f"{component.name}: {len(wheels)} wheel(s) from {folder} taken as the build of {head[:8]}"
+
+    def reuse_run(self, component: Component, *, run_id: int) -> str:
+        """`/wheelpin build --from-run N`: Actions run N's artifacts become the build of the
+        upstream head, followed like a run wheelpin dispatched; the next pass fetches,
+        verifies, publishes and proposes them. Its recorded failure is forgotten."""
+        if component.build.workflow is None:
+            raise ConfigError(f"{component.name} builds with build.command, not on GitHub Actions; locally, "
+                              "`wheelpin reconcile --use-artifacts DIR --commit SHA` takes wheels built elsewhere")
+        if self.actions is None:
+            raise ConfigError(f"{component.name}: a run's artifacts are read on the GitHub platform only")
+        run = self.actions.run(run_id)
+        if run.done and run.conclusion != "success":
+            raise InputError(f"run {run_id} ended: {run.conclusion}, so its artifacts are no build")
+        head = self._context(component).upstream.head()
+        discard_build(self.cache, component.name, head)
+        self.state.record_run(component.name, head, run_id)
+        self.state.forget(component.name, head)
+        return f"{component.name}: run {run_id} followed as the build of {head[:8]}"
+
     def _run(self, components: list[Component], *, dry_run: bool, asks: Asks) -> PassResult:
         self.platform.begin_pass()
         self.memory.new_pass()
@@ -147,6 +183,8 @@ class Reconciler:
                 self._reconcile(self._context(component), result, dry_run=dry_run, asks=asks)
             except WheelpinError as exc:
                 result.fail(kind_of(exc), exc.message, exc.retry_after if isinstance(exc, TransientError) else None)
+                if isinstance(exc, VerificationError):
+                    result.problems = list(exc.problems)
             except Exception as exc:  # a bug must not stop the other components
                 log.error("component.crashed", exc_info=True)
                 result.fail("internal", f"internal error ({type(exc).__name__}: {exc})")

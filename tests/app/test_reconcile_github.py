@@ -63,6 +63,8 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
         assert built == [head]
         (pull,) = gh.repo.pulls.values()
         assert head[:8] in pull.title
+        assert (f"Provenance: built by run https://github.com/rocm/atom/actions/runs/{run.id} of w.yaml; "
+                "published by wheelpin, its 1 wheel verified first") in pull.body
         assert gh.reconciler.run().components[0].status == "nothing"
         # a run that fails is reported, and not dispatched again within its backoff
         gh.emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("compiler error"))
@@ -118,6 +120,9 @@ def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -
         assert [a.kind for a in second.actions] == ["adopt", "propose"], second.to_json()  # verified, then proposed
         (pull,) = gh.repo.pulls.values()
         assert pushed and pushed[0] in pull.body  # the workflow's own image, adopted
+        (run,) = gh.repo.runs.values()
+        assert (f"Provenance: adopted: pushed by run https://github.com/rocm/atom/actions/runs/{run.id} of w.yaml; "
+                "wheelpin fetched its 1 wheel and verified them like a build of its own") in pull.body
         assert len(world.layout_tags()) == 2  # the first pin's and the workflow's: the bot pushed nothing
 
 

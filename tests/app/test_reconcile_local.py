@@ -3,6 +3,7 @@ command, an OCI layout folder or the real registry; each scenario of issue 5."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 
 from bot.adapters.git import git
 from bot.commands.demo import PEOPLE
-from tests.fixtures.hip import tool
-from tests.app.worlds import BRANCH, HUMAN, NEW_VERSION, World, component, make_world
+from tests.conftest import HipArtifacts
+from tests.fixtures.hip import link_shared, tool
+from tests.app.worlds import BRANCH, HUMAN, NEW_VERSION, World, component, make_world, runner_build
 from tests.cli import wheelpin
 from tests.fixtures.servers import Registry
 
@@ -114,7 +116,7 @@ def test_build_failure_is_reported_and_backed_off(world: World) -> None:
     ("config", "files", "problem"),
     [
         (('distribution = "demo-cache"', 'distribution = "demo-cache-rocm"'), NEW_VERSION,
-         "expected 'demo-cache-rocm'"),
+         "distribution is 'demo-cache', expected 'demo-cache-rocm': a build of the non-ROCm variant"),
         (('distribution = "demo-cache"', 'distribution = "demo-cache", archs = ["gfx942"]'), NEW_VERSION,
          "no HIP device code found, but gfx942 is required"),
         (None, {"VERSION": "0.1.1\n", "build_wheel.py": None}, "does not carry commit"),
@@ -157,6 +159,11 @@ def test_a_wheel_built_against_another_torch_is_refused_under_a_torch210_tag(wor
     assert done.code == 0, done.stdout
     assert f"demo-cache-v0.1.1-g{head[:8]}-rocm-torch210" in world.layout_tags()
     assert f"-g{head[:8]}-rocm-torch210@sha256:" in world.branch_file()
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    (line,) = [line for line in message.splitlines() if "torch 2.11" in line]
+    assert "— ⛔ refused: " in line and "carries torch2.11, expected torch2.10" in line  # the commit before
+    assert "- ✅ local version carries torch2.10, cxx11abi1" in message
+    assert f"Provenance: built by `build.command` in a clean checkout of `{head[:8]}` on " in message
 
 
 def test_a_cuda_wheel_is_refused(world: World, tmp_path: Path) -> None:
@@ -180,6 +187,78 @@ def test_a_cuda_wheel_is_refused(world: World, tmp_path: Path) -> None:
     assert result.code == 1
     assert "needs libcudart.so.13, a CUDA library" in component(result)["messages"][-1]
     assert world.branch() is None and len(world.layout_tags()) == 1
+
+
+def test_a_wanted_arch_missing_is_named_and_none_present_is_refused(world: World, hip_artifacts: HipArtifacts) -> None:
+    """vLLM's rule: gfx90a is used where the build has it. A wheel for gfx942 alone is
+    proposed with gfx90a named as skipped; one with none of the wanted archs is refused."""
+    library = link_shared(hip_artifacts.folder, [hip_artifacts.plain_objects["k942"]], "libops942.so")
+    (world.upstream / "demo_cache" / "_ops.so").write_bytes(library.read_bytes())
+    script = (world.upstream / "build_wheel.py").read_text().replace(
+        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}',
+        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read(), '
+        '"demo_cache/_ops.so": open("demo_cache/_ops.so", "rb").read()}')
+    world.set_config('wheel = { distribution = "demo-cache" }',
+                     'wheel = { distribution = "demo-cache", archs_wanted = ["gfx1100"] }')
+    world.commit_upstream("gfx942 ops", {"VERSION": "0.1.1\n", "build_wheel.py": script})
+    refused = world.reconcile()
+    assert refused.code == 1
+    assert ("none of the wanted archs gfx1100 has a code object (the wheel carries gfx942)"
+            in component(refused)["messages"][-1])
+    (problem,) = component(refused)["problems"]  # every problem, each with its wheel
+    assert problem.startswith("demo_cache-0.1.1+g") and problem.endswith("(the wheel carries gfx942)")
+    assert world.branch() is None and len(world.layout_tags()) == 1
+    world.set_config('archs_wanted = ["gfx1100"]', 'archs_wanted = ["gfx90a", "gfx942"]')
+    done = world.reconcile()
+    assert done.code == 0, done.stdout
+    assert component(done)["notes"] == ["gfx90a: no code object, skipped (wheel.archs_wanted)"]
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert "### ⚠️ Notes\n- **gfx90a: no code object, skipped (wheel.archs_wanted)**" in message
+    assert "- ✅ HIP code for at least one of gfx90a, gfx942" in message
+    assert "- GPU archs added: gfx942" in message and "- needs newly: `libc.so.6`" in message
+    assert "refused" not in message  # refused under the rules before: judged again, and passed
+
+
+def test_an_earlier_build_is_reused_verified_and_not_rebuilt(world: World, tmp_path: Path) -> None:
+    """ATOM's `source_run_id`: the wheels of a build made elsewhere are taken as the build
+    of the head, verified like any build, published and proposed; nothing is rebuilt."""
+    head = world.commit_upstream("one", NEW_VERSION)
+    elsewhere = tmp_path / "artifacts"
+    elsewhere.mkdir()
+    (built,) = runner_build(world, tmp_path, head)  # a CI runner's build, its artifact downloaded
+    shutil.copy(built, elsewhere)
+    bad = world.reconcile("--use-artifacts", str(elsewhere), "--commit", "0" * 40)
+    assert bad.code == 2 and f"is not the head of ../upstream ({head[:12]})" in bad.stderr
+    assert world.reconcile("--use-artifacts", str(tmp_path / "none"), "--commit", head).code == 2
+    assert world.reconcile("--use-artifacts", str(elsewhere)).code == 2  # --commit goes with it
+    used = world.reconcile("--use-artifacts", str(elsewhere), "--commit", head[:12])
+    assert used.code == 0, used.stdout + used.stderr
+    assert [a["kind"] for a in component(used)["actions"]] == ["publish", "propose"]  # no build
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert f"Provenance: built by wheels a maintainer gave (`--use-artifacts {elsewhere}`), not rebuilt" in message
+    # a wheel of another commit is refused like any build's
+    newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+    refused = world.reconcile("--use-artifacts", str(elsewhere), "--commit", newer)
+    assert refused.code == 1 and f"does not carry commit g{newer[:8]}" in component(refused)["messages"][-1]
+
+
+def test_the_exact_wheel_is_smoke_tested_before_it_is_published(world: World) -> None:
+    """Mooncake's release rule: the wheel itself, installed alone in a fresh venv, must
+    import. A failed smoke test publishes nothing."""
+    world.set_config('wheel = { distribution = "demo-cache" }',
+                     'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache, sys; '
+                     'sys.exit(demo_cache.__version__ != \\"0.1.0\\")\'" }')
+    world.commit_upstream("broken import", {"VERSION": "0.1.1\n", "demo_cache/__init__.py": "import missing_dep\n"})
+    refused = world.reconcile()
+    assert refused.code == 1
+    message = component(refused)["messages"][-1]
+    assert "smoke test of" in message and "nothing published" in message and "No module named 'missing_dep'" in message
+    assert world.branch() is None and len(world.layout_tags()) == 1
+    world.commit_upstream("fixed", {"demo_cache/__init__.py": '__version__ = "0.1.0"\n'})
+    done = world.reconcile()
+    assert done.code == 0, done.stdout
+    body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert "- ✅ smoke test `python -c 'import demo_cache, sys; " in body and "` passed for py3" in body
 
 
 def test_a_tag_holding_other_content_is_refused(world: World, tmp_path: Path) -> None:
@@ -212,6 +291,9 @@ def test_an_image_another_workflow_pushed_is_adopted(world: World, tmp_path: Pat
     assert result.code == 0, result.stderr
     assert [a["kind"] for a in component(result)["actions"]] == ["adopt", "propose"]  # verified, then proposed
     assert f"{tag}@sha256:" in world.branch_file()
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert ("Provenance: adopted: found under its tag, pushed by someone else; wheelpin fetched its 1 wheel "
+            "and verified them like a build of its own") in message
 
 
 @pytest.mark.parametrize("crash_after", [1, 2, 3])

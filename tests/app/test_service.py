@@ -16,7 +16,7 @@ from bot.core.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
-from tests.fixtures.github.emulator import PullRequest, comment_id
+from tests.fixtures.github.emulator import PullRequest, Run, comment_id
 from tests.fixtures.webhooks import examples
 
 
@@ -315,6 +315,37 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
                 service.stop(grace=10)
     finally:
         emulator.stop()
+
+
+def test_a_build_is_taken_from_an_earlier_run(world: World, tmp_path: Path) -> None:
+    """ATOM's `source_run_id`: `/wheelpin build --from-run N` takes run N's artifacts as
+    the build of the upstream head: fetched, verified, published and proposed, with no
+    dispatch. A run that failed, or a command without a run, is answered in a sentence."""
+    with running_bot(world, tmp_path) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        nightly = Run(bot.emulator.next_id, "w.yaml", "main", {"c": newer}, actor="nightly-bot")
+        bot.emulator.next_id += 1
+        bot.repo.runs[nightly.id] = nightly
+        bot.emulator.finish_run(bot.repo, nightly)  # a scheduled build of the same commit, done already
+        bot.comment(pull.number, "/wheelpin build", "maintainer")
+        bot.idle()
+        assert any("`/wheelpin build --from-run RUN_ID`" in c for c in pull.comments)
+        bot.comment(pull.number, f"/wheelpin build --from-run {nightly.id}", "maintainer")
+        taken = comment_id(pull.number, len(pull.comments) - 1)
+        bot.idle()
+        assert newer[:8] in pull.title and len(bot.repo.runs) == 2  # proposed, and nothing dispatched
+        assert bot.repo.reactions[taken] == ["+1"]
+        assert f"built by run https://github.com/rocm/atom/actions/runs/{nightly.id} of w.yaml" in pull.body
+        failed = Run(bot.emulator.next_id, "w.yaml", "main", {"c": newer}, status="completed", conclusion="failure")
+        bot.emulator.next_id += 1
+        bot.repo.runs[failed.id] = failed
+        bot.comment(pull.number, f"/wheelpin build --from-run {failed.id}", "maintainer")
+        bot.idle()
+        assert any(f"run {failed.id} was not taken as the build: run {failed.id} ended: failure" in c
+                   for c in pull.comments)
 
 
 def test_a_command_on_a_forks_look_alike_pull_request_does_nothing(world: World, tmp_path: Path) -> None:

@@ -76,6 +76,10 @@ def test_image_publish_without_a_component_refuses_a_tag_naming_another_commit(t
                        env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")})
     assert refused.code != 0 and "names commit gdeadbeef, but the wheel's version" in refused.stderr
     assert not layout.exists() or not (layout / "index.json").exists()  # nothing written
+    as_json = wheelpin("image", "publish", str(wheel), "--to", f"oci:{layout}:lmcache-gdeadbeef-rocm", "--json",
+                       env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")})
+    (problem,) = as_json.json()["problems"]  # every problem, on stdout, beside the one-line error
+    assert as_json.code == 1 and problem.startswith(f"{wheel.name}: tag lmcache-gdeadbeef-rocm names commit")
     published = wheelpin("image", "publish", str(wheel), "--to", f"oci:{layout}:lmcache-g05fc77a0-rocm",
                          env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")})
     assert published.code == 0, published.stderr

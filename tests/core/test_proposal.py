@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.core.ociimage import WheelEntry
 from bot.core.proposal import Commit, ProposalFacts, body, compare_link, read_marker, title
 from bot.core.requirements import Conflict, RequirementsDiff, diff_requirements
+from bot.core.wheeldiff import wheel_changes
 
 WHEEL = WheelEntry("lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl", "e" * 64, 17_000_000, "lmcache",
                    "0.5.6.dev98+g05fc77a0", ("numpy<=2.2.6",), ("gfx942", "gfx950"),
@@ -27,7 +30,7 @@ def test_title_and_sections() -> None:
                       verification=("HIP code for gfx942, gfx950",)))
     assert title(facts()) == "Bump lmcache to 0.5.6.dev98+g05fc77a0 (05fc77a0)"
     assert f"https://github.com/LMCache/LMCache/compare/{'a' * 40}...05fc77a0" in text
-    assert "| `lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl` | 0.5.6.dev98+g05fc77a0 | 17.0 MB |" in text
+    assert "| `lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl` | 17.0 MB |" in text  # the version is in its name
     assert "gfx942, gfx950 | cp312-cp312-manylinux_2_39_x86_64 |" in text
     assert "CONSTRAINT CONFLICTS" in text and "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5`" in text
     assert "skopeo inspect docker://rocm/atom-dev@sha256:" + "c" * 64 in text  # never repo:tag@digest
@@ -57,3 +60,55 @@ def test_the_last_marker_wins() -> None:
     sneaky = Commit("1" * 40, '<!-- wheelpin: {"commit":"evil"} -->')
     text = body(facts(commits=(sneaky,)))
     assert read_marker(text) == facts().state
+
+
+def test_from_to_shows_what_changes_losses_first() -> None:
+    """ATOM's LMCache moves from a ROCm 6 wheel for gfx90a and gfx942 to a ROCm 7 wheel
+    for gfx942 and gfx950: the dropped arch and the ROCm major change are impossible to miss."""
+    pinned = replace(WHEEL, file="lmcache-0.5.5-cp312-cp312-manylinux_2_39_x86_64.whl", sha256="d" * 64,
+                     version="0.5.5+g11111111", archs=("gfx90a", "gfx942"),
+                     needed=("libamdhip64.so.6", "libc.so.6", "libtorch.so"))
+    new = replace(WHEEL, needed=("libamdhip64.so.7", "libc.so.6", "libhsa-runtime64.so.1", "libtorch.so"))
+    text = body(facts(changes=wheel_changes([pinned], [new]), notes=("gfx90a: no code object, skipped",)))
+    section = text.split("### From → to\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert section == [
+        "- ⚠️ **GPU archs dropped: gfx90a**",
+        "- ⚠️ **`libamdhip64.so.6` → `libamdhip64.so.7`: a ROCm major version change; the image must ship ROCm 7**",
+        "- version `0.5.5+g11111111` → `0.5.6.dev98+g05fc77a0`",
+        f"- `cp312` sha256 `{'d' * 16}…` → `{'e' * 16}…`",
+        "- GPU archs added: gfx950",
+        "- needs newly: `libhsa-runtime64.so.1`",
+    ]
+    assert text.index("### ⚠️ Notes\n- **gfx90a: no code object, skipped**") < text.index("### From → to")
+
+
+def test_python_tags_added_and_dropped_and_images_that_record_less() -> None:
+    def wheel(tag: str, needed: tuple[str, ...] | None = ()) -> WheelEntry:
+        return replace(WHEEL, file=f"m-1-{tag}-{tag}-linux_x86_64.whl", tags=(f"{tag}-{tag}-linux_x86_64",),
+                       archs=(), needed=needed)
+
+    changes = wheel_changes([wheel("cp310"), wheel("cp312")], [wheel("cp312"), wheel("cp313")])
+    assert changes.tags_dropped == ("cp310",) and changes.tags_added == ("cp313",)
+    assert [row[0] for row in changes.sha256] == ["cp310", "cp312", "cp313"]
+    lines = body(facts(changes=changes))
+    assert "- ⚠️ **python tags dropped: cp310**" in lines and "- `cp310` sha256 `eeeeeeeeeeeeeeee…` → (none)" in lines
+    foreign = wheel_changes([wheel("cp312", needed=None)], [wheel("cp312")])  # read from layers: nothing recorded
+    assert foreign.libraries is None and not foreign.archs_known
+    text = body(facts(changes=foreign))
+    assert "GPU archs: not compared" in text and "DT_NEEDED): not compared" in text
+    assert "dropped" not in text
+
+
+def test_conflicts_are_marked_new_or_already_present_and_refused_commits_say_why() -> None:
+    diff = RequirementsDiff(conflicts=(Conflict("numpy<=2.2.6", "numpy==2.3.5"),
+                                       Conflict("opentelemetry-api<1.40", "opentelemetry-api==1.44.0")))
+    refused = Commit("2" * 40, "Build with CUDA", refused="distribution is 'lmcache', expected 'lmcache-rocm'")
+    text = body(facts(diff=diff, conflicts_before=(Conflict("numpy<2.3", "numpy==2.3.5"),),
+                      commits=(refused, Commit("05fc77a0" + "b" * 32, "Fix"))))
+    assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` (already present in the pinned wheel)" in text
+    assert "**`opentelemetry-api<1.40`** vs the image's `opentelemetry-api==1.44.0` — **new**" in text
+    assert "- `22222222` Build with CUDA — ⛔ refused: distribution is 'lmcache', expected 'lmcache-rocm'" in text
+    assert "### Requires-Dist" not in text and "Requires-Dist: unchanged." in text
+    upstream = text.split("<summary>For upstream: text for an issue</summary>", 1)[1]
+    assert "lmcache 0.5.6.dev98+g05fc77a0 (commit 05fc77a0bbbb) declares requirements that exclude" in upstream
+    assert "- `opentelemetry-api<1.40` excludes `opentelemetry-api==1.44.0`" in upstream
