@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..adapters.github.actions import ActionsBuilder
+from ..adapters.smoke import SmokeResult
 from ..adapters.builders import COMPLETE, build_folder, build_provenance, built_wheels, run_local_build
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
@@ -50,6 +51,9 @@ class Builder(Protocol):
 
     def describe(self, commit: str) -> str | None:
         """Who made the build of `commit`, for the proposal (None: nothing is known)."""
+
+    def smoke_seen(self, commit: str) -> SmokeResult | None:
+        """The smoke test the build itself ran (a workflow's smoke job); None: wheelpin runs it."""
 
 
 class _Cached:
@@ -101,6 +105,9 @@ class CommandBuilder(_Cached):
     def collect(self, commit: str) -> list[Path]:
         return self.wheels(commit) or []
 
+    def smoke_seen(self, commit: str) -> SmokeResult | None:
+        return None  # `wheel.smoke` is run here, by wheelpin
+
     def describe(self, commit: str) -> str | None:
         return self.reused(commit) or f"`build.command` in a clean checkout of `{commit[:8]}` on {socket.gethostname()}"
 
@@ -124,6 +131,21 @@ class WorkflowBuilder(_Cached):
             return f"run {self.actions.run(run_id).url} of {self.component.build.workflow}"
         except WheelpinError:
             return f"run {run_id} of {self.component.build.workflow}"
+
+    def smoke_seen(self, commit: str) -> SmokeResult | None:
+        """The run's jobs named like `smoke`: passed when all succeeded. A run with none, or
+        a build that was no run, is said, never passed in silence."""
+        run_id = self.state.run_of(self.component.name, commit)
+        if run_id is None or self.actions is None:
+            return SmokeResult(by_workflow=True, not_run=["smoke test: the build was no run of the workflow, "
+                                                          "so no smoke job was seen"])
+        smoke = [(name, conclusion) for name, conclusion in self.actions.jobs(run_id) if "smoke" in name.lower()]
+        if not smoke:
+            return SmokeResult(by_workflow=True, not_run=[f"smoke test: run {run_id} has no job named like smoke, "
+                                                          "so the wheels were not smoke-tested"])
+        return SmokeResult(passed=[name for name, conclusion in smoke if conclusion == "success"],
+                           failed=[f"job {name!r} of run {run_id}: {conclusion or 'not finished'}"
+                                   for name, conclusion in smoke if conclusion != "success"], by_workflow=True)
 
     def forget(self, commit: str) -> None:
         """The run followed for `commit` ended badly: the next try dispatches a new one."""

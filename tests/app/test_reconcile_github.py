@@ -14,7 +14,7 @@ from bot.core.inspect import inspect_wheel
 from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github, runner_build
 from tests.cli import wheelpin
 from tests.fixtures.github.emulator import GitHubEmulator
-from tests.fixtures.github.openapi import validate
+from tests.fixtures.github.openapi import validate, validate_recorded
 
 WORKFLOW = 'build = { workflow = "w.yaml", inputs = { c = "{sha}" } }\n# was: ['
 
@@ -77,6 +77,34 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
         assert any("/actions/" in template for _method, template, _status in kinds)
         for (method, template, status), answer in kinds.items():  # held to GitHub's own schema
             validate(method, template, status, answer)
+
+
+@pytest.mark.parametrize("smoke_job", ["success", None, "failure"])
+def test_the_smoke_test_is_read_from_the_build_runs_jobs(world: World, tmp_path: Path, smoke_job: str | None) -> None:
+    """On GitHub the build workflow smoke-tests the wheels (wheelpin runs no repository
+    command on its host): its `smoke` job is read from the run's jobs. No such job is
+    said in the proposal; a failed one fails the run, and nothing is published."""
+    world.set_config("build = { command = [", WORKFLOW)
+    world.set_config('wheel = { distribution = "demo-cache" }',
+                     'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache\'" }')
+    with on_github(world, tmp_path, actions=True, local_builds=False, smoke_job=smoke_job) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        second = gh.reconciler.run().components[0]
+        (run,) = gh.repo.runs.values()
+        if smoke_job == "failure":
+            assert second.status == "failed" and "ended: failure" in second.messages[-1], second.to_json()
+            assert not gh.repo.pulls and len(world.layout_tags()) == 1
+            return
+        (pull,) = gh.repo.pulls.values()
+        if smoke_job == "success":
+            assert "- ✅ smoke test passed in the build run: smoke (cp312)" in pull.body
+        else:
+            assert (f"### ⚠️ Notes\n- **smoke test: run {run.id} has no job named like smoke, so the wheels were "
+                    "not smoke-tested**") in pull.body
+            assert second.notes and "no job named like smoke" in second.notes[0]
+        validate_recorded(gh.emulator.recorded)
 
 
 def test_a_dry_run_leaves_the_state_file_as_it_found_it(world: World, tmp_path: Path) -> None:

@@ -133,6 +133,14 @@ class ActionsBuilder:
             raise refusal(answer_of(answer), f"reading run {run_id}")
         return _seen(answer.json())
 
+    def jobs(self, run_id: int) -> list[tuple[str, str | None]]:
+        """The jobs of run `run_id`: name and conclusion (None while it runs). docs "REST API
+        endpoints for workflow jobs", list jobs for a workflow run (latest attempt)."""
+        self.client.fresh()
+        listed = self.client.paginate(f"{self.base}/actions/runs/{run_id}/jobs", f"listing the jobs of run {run_id}",
+                                      key="jobs")
+        return [(str(job.get("name") or ""), job.get("conclusion")) for job in listed if isinstance(job, dict)]
+
     def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
         """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,
         within `artifact_grace` of the run's end, is a TransientError (GitHub lists them
