@@ -52,6 +52,18 @@ class Memory:
     files: dict[tuple[str, str], str] = field(default_factory=dict)
     ls_remotes: int = 0
 
+    def note_build(self, component: str, commit: str, *, made_by: str | None = None,
+                   smoke: SmokeResult | None = None) -> None:
+        """What the proposal of `commit` will say of its build, kept for the component's
+        latest commit only (a long-running service publishes without end)."""
+        for kept in (self.made_by, self.smoke):
+            for key in [key for key in kept if key[0] == component and key[1] != commit]:
+                del kept[key]
+        if made_by is not None:
+            self.made_by[(component, commit)] = made_by
+        if smoke is not None:
+            self.smoke[(component, commit)] = smoke
+
     def new_pass(self) -> None:
         self.heads, self.bases, self.files, self.ls_remotes = {}, {}, {}, 0
 

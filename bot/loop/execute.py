@@ -165,7 +165,7 @@ class Executor:
         result.messages.append(f"{published.status} {published.ref}")
         self.memory.published[(component.name, head)] = (tag, published.digest)
         self.memory.verified.add((component.name, published.digest))
-        self.memory.made_by[(component.name, head)] = context.builder.describe(head)  # before the build goes
+        self.memory.note_build(component.name, head, made_by=context.builder.describe(head))  # before the build goes
         context.builder.release(head)
         image = ImageFound(tag, published.digest, f"{pin_repository(context)}:{tag}@{published.digest}")
         return replace(facts, image=image)
@@ -187,7 +187,7 @@ class Executor:
             message = f"smoke test of {head[:8]} failed, nothing published: " + "; ".join(smoked.failed)
             self._failed(context, head, "verify", message)
             raise VerificationError(message, problems=tuple(smoked.failed))
-        self.memory.smoke[(context.name, head)] = smoked
+        self.memory.note_build(context.name, head, smoke=smoked)
 
     # -- the proposal -----------------------------------------------------------------------
 
