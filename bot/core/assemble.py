@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from packaging.utils import canonicalize_name
+
 from .checks import missing_wanted
 from .config import Component
 from .ociimage import WheelEntry
 from .pins import BumpPlan
 from .proposal import Commit, ProposalFacts
-from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts
+from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts, parse_requirement
 from .wheeldiff import wheel_changes
 
 
@@ -69,12 +71,18 @@ def requirements_diff(component: Component, *, pinned: Sequence[WheelEntry], new
                                                  source="new")))
 
 
-def pinned_conflicts(component: Component, pinned: Sequence[WheelEntry],
-                     constraints_text: str | None) -> tuple[Conflict, ...]:
-    """The conflicts the pinned wheels have with today's constraints: a conflict of the new
-    wheel found here too is not new."""
+def known_conflicts(component: Component, conflicts: Sequence[Conflict], pinned: Sequence[WheelEntry],
+                    constraints_text: str | None) -> tuple[Conflict, ...]:
+    """The new wheels' conflicts the pinned wheels already had: the same package against the
+    same constraint (whatever range each declares) is not new."""
     requires = [r for w in pinned for r in w.requires_dist]
-    return tuple(find_conflicts(requires, _constraints(component, constraints_text), source="pinned"))
+    before = {(_package(c.requirement), c.constraint)
+              for c in find_conflicts(requires, _constraints(component, constraints_text), source="pinned")}
+    return tuple(c for c in conflicts if (_package(c.requirement), c.constraint) in before)
+
+
+def _package(requirement: str) -> str:
+    return canonicalize_name(parse_requirement(requirement, source="a conflict").name)
 
 
 def notes(component: Component, wheels: Sequence[WheelEntry]) -> tuple[str, ...]:
@@ -89,11 +97,12 @@ def assemble(component: Component, *, upstream: str, old_commit: str | None, new
              commits: Sequence[Commit], bump: BumpPlan, state: dict[str, object],
              check_refs: Sequence[str], provenance: str = "", more_verification: Sequence[str] = (),
              more_notes: Sequence[str] = ()) -> ProposalFacts:
+    diff = requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text)
     return ProposalFacts(
         component=component.name, upstream=upstream, old_commit=old_commit, new_commit=new_commit,
         version=wheels[0].version if wheels else "?", image=image, wheels=tuple(wheels), commits=tuple(commits),
-        diff=requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text),
+        diff=diff,
         verification=verification_lines(component, new_commit) + tuple(more_verification), files=tuple(sorted(bump.new_texts)),
         edits=bump.edits, state=dict(state), check_refs=tuple(check_refs),
         changes=wheel_changes(pinned, wheels), notes=notes(component, wheels) + tuple(more_notes),
-        conflicts_before=pinned_conflicts(component, pinned, constraints_text), provenance=provenance)
+        known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text), provenance=provenance)

@@ -10,13 +10,13 @@ import fnmatch
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from .amdgpu import TargetId
 from .inspect import WheelReport
-from .localversion import segment_problems
+from .localversion import local_parts, segment_problems
 
 # Libraries that only a CUDA build links against (ROCm builds of torch ship
 # libtorch_hip / libc10_hip instead of libtorch_cuda / libc10_cuda).
@@ -63,20 +63,31 @@ class WheelRules:
 KINDS = ("name", "integrity", "set", "commit", "abi", "cuda", "archs", "libraries")
 
 
-def kinded_problems(report: WheelReport, rules: WheelRules) -> list[tuple[str, str]]:
-    """Every rule the wheel breaks as (kind, sentence), kinds from KINDS."""
-    found = [("integrity", text) for text in report.integrity]
-    found += [("name", text) for text in _name_problems(report, rules)]
-    found += [("commit", text) for text in _commit_problems(report, rules)]
-    found += [("abi", text) for text in segment_problems(report.version, rules.local_segments)]
-    found += [("archs", text) for text in _arch_problems(report, rules) + _wanted_problems(report, rules)]
+class Finding(NamedTuple):
+    """One broken rule: its kind (KINDS), its sentence, and for a library an ELF needs,
+    what the sentence says it of (`head`, "x.so needs") and the library (`item`), so that
+    several libraries of one ELF can be said in one sentence."""
+
+    kind: str
+    text: str
+    head: str = ""
+    item: str = ""
+
+
+def kinded_problems(report: WheelReport, rules: WheelRules) -> list[Finding]:
+    """Every rule the wheel breaks, kinds from KINDS."""
+    found = [Finding("integrity", text) for text in report.integrity]
+    found += [Finding("name", text) for text in _name_problems(report, rules)]
+    found += [Finding("commit", text) for text in _commit_problems(report, rules)]
+    found += [Finding("abi", text) for text in segment_problems(report.version, rules.local_segments)]
+    found += [Finding("archs", text) for text in _arch_problems(report, rules) + _wanted_problems(report, rules)]
     found += _library_problems(report, rules)
     return found
 
 
 def problems(report: WheelReport, rules: WheelRules) -> list[str]:
     """Every rule the wheel breaks, one sentence each; empty when it passes."""
-    return [text for _kind, text in kinded_problems(report, rules)]
+    return [finding.text for finding in kinded_problems(report, rules)]
 
 
 def _name_problems(report: WheelReport, rules: WheelRules) -> list[str]:
@@ -91,26 +102,16 @@ def _commit_problems(report: WheelReport, rules: WheelRules) -> list[str]:
     if rules.expect_commit is None:
         return []
     commit = rules.expect_commit.lower()
-    local = report.version_parsed.local
-    if local is None:
+    if report.version_parsed.local is None:
         return [f"version {report.version} carries no commit (expected g{commit[:8]})"]
-    for segment in local.split("."):
-        match = _COMMIT_SEGMENT.match(segment)
-        if match:
-            written = match.group(1)
-            if commit.startswith(written) or written.startswith(commit):
-                return []
+    if any(commit.startswith(written) or written.startswith(commit) for written in commits_in(report.version)):
+        return []
     return [f"version {report.version} does not carry commit g{commit[:8]}"]
 
 
-def version_commit(version: str) -> str | None:
-    """The commit a version's local part carries as g<hex> (LMCache's `+g05fc77a0`), or None."""
-    local = Version(version).local if _valid(version) else None
-    for segment in (local or "").split("."):
-        match = _COMMIT_SEGMENT.match(segment)
-        if match:
-            return match.group(1)
-    return None
+def commits_in(version: str) -> list[str]:
+    """The commits a version's local part carries as g<hex> (LMCache's `+g05fc77a0`)."""
+    return [match.group(1) for part in local_parts(version) if (match := _COMMIT_SEGMENT.match(part))]
 
 
 def tag_commit_problems(tag: str, reports: list[WheelReport]) -> list[str]:
@@ -121,19 +122,12 @@ def tag_commit_problems(tag: str, reports: list[WheelReport]) -> list[str]:
         return []
     found: list[str] = []
     for report in reports:
-        commit = version_commit(report.version)
+        carried = commits_in(report.version)
+        commit = carried[0] if carried else None
         if commit is not None and not any(c.startswith(commit) or commit.startswith(c) for c in named):
             found.append(f"{report.filename}: tag {tag} names commit g{named[0][:8]}, but the wheel's "
                          f"version {report.version} carries g{commit[:8]}")
     return found
-
-
-def _valid(version: str) -> bool:
-    try:
-        Version(version)
-    except InvalidVersion:
-        return False
-    return True
 
 
 def _arch_problems(report: WheelReport, rules: WheelRules) -> list[str]:
@@ -178,21 +172,22 @@ def missing_wanted(wanted: Sequence[str], carried: Sequence[str]) -> list[str]:
     return [arch for arch in wanted if not any(target.covers(TargetId.parse(arch)) for target in have)]
 
 
-def _library_problems(report: WheelReport, rules: WheelRules) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
+def _library_problems(report: WheelReport, rules: WheelRules) -> list[Finding]:
+    found: list[Finding] = []
     for elf in report.elf:
         for library in elf.needed:
             hits = [pattern for pattern in rules.forbidden if fnmatch.fnmatchcase(library, pattern)]
             if hits:
                 cuda = bool(set(hits) & set(CUDA_LIBRARIES))
-                found.append(("cuda" if cuda else "libraries", f"{elf.path} needs {library}, "
-                              f"{'a CUDA library' if cuda else 'a forbidden library'} ({hits[0]})"))
+                found.append(Finding("cuda" if cuda else "libraries", f"{elf.path} needs {library}, "
+                                     f"{'a CUDA library' if cuda else 'a forbidden library'} ({hits[0]})",
+                                     head=f"{elf.path} needs", item=library))
         if rules.rocm and elf.gpu == "cuda":
             archs = f" ({', '.join(elf.archs)})" if elf.archs else ""
-            found.append(("cuda", f"{elf.path} carries CUDA device code{archs}"))
+            found.append(Finding("cuda", f"{elf.path} carries CUDA device code{archs}"))
     for pattern in rules.require_needed:
         if not any(
             fnmatch.fnmatchcase(library, pattern) for elf in report.elf for library in elf.needed
         ):
-            found.append(("libraries", f"no ELF file in the wheel needs a library matching {pattern}"))
+            found.append(Finding("libraries", f"no ELF file in the wheel needs a library matching {pattern}"))
     return found

@@ -46,7 +46,7 @@ class ProposalFacts:
     verification: tuple[str, ...] = ()  # the checks that passed, one line each
     changes: WheelChanges | None = None  # from the pinned wheels to the new ones
     notes: tuple[str, ...] = ()  # what a reviewer must not miss (a wanted arch skipped)
-    conflicts_before: tuple[Conflict, ...] = ()  # the pinned wheels' conflicts with the same constraints
+    known_conflicts: tuple[Conflict, ...] = ()  # those of diff.conflicts the pinned wheels had already
     provenance: str = ""  # who made the image: built by wheelpin (and how), or adopted
     files: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()  # every value the bump changes: file, line, old → new
@@ -113,10 +113,8 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     parts.append("### Requires-Dist\n" + _diff_text(facts.diff) if not facts.diff.empty
                  else "Requires-Dist: unchanged.")
     if facts.diff.conflicts:
-        before = {(_name_of(c.requirement), c.constraint) for c in facts.conflicts_before}
         lines = [f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
-                 + (" (already present in the pinned wheel)" if (_name_of(c.requirement), c.constraint) in before
-                    else " — **new**")
+                 + (" (already present in the pinned wheel)" if c in facts.known_conflicts else " — **new**")
                  for c in facts.diff.conflicts]
         parts.append("### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
                      "ship:\n" + "\n".join(lines) + "\n\n" + _for_upstream(facts))
@@ -149,10 +147,6 @@ def _for_upstream(facts: ProposalFacts) -> str:
 def _flat(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _name_of(requirement: str) -> str:
-    return re.split(r"[\s\[<>=!~;(@]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
 def _change_lines(changes: WheelChanges) -> list[str]:

@@ -4,7 +4,6 @@ root cause first, cut to SUMMARY_LIMIT characters with every problem kept for `-
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,6 +65,8 @@ class Problem:
     kind: str  # one of checks.KINDS
     text: str
     file: str | None = None  # the wheel it is about; None for the set
+    head: str = ""  # a library an ELF needs: "x.so needs" …
+    item: str = ""  # … this library (several are said in one sentence)
 
     def __str__(self) -> str:
         return f"{self.file}: {self.text}" if self.file else self.text
@@ -75,8 +76,8 @@ def check_wheels(component: Component | None, reports: Sequence[WheelReport], ru
     """Every problem of every wheel and of the set, the root cause first."""
     found = [] if component is None else [Problem("set", text) for text in wheel_set_problems(component, reports)]
     for report in reports:
-        found += [Problem(kind, _explained(kind, text, report, rules), report.filename)
-                  for kind, text in kinded_problems(report, rules)]
+        found += [Problem(finding.kind, _explained(finding.kind, finding.text, report, rules), report.filename,
+                          finding.head, finding.item) for finding in kinded_problems(report, rules)]
     return sorted(found, key=lambda problem: KINDS.index(problem.kind))
 
 
@@ -100,11 +101,11 @@ def summary(problems: Sequence[Problem], *, wheels: int, limit: int = SUMMARY_LI
     """One line a person reads: by kind in KINDS order, each sentence once with the
     wheels it is about, cut to `limit` characters saying how many problems there are."""
     by_kind: dict[str, dict[str, list[str | None]]] = {}
-    for problem in problems:
+    for problem in _joined(problems):
         by_kind.setdefault(problem.kind, {}).setdefault(problem.text, []).append(problem.file)
     parts = []
     for kind, sentences in by_kind.items():
-        said = [text + _where(files, wheels) for text, files in _joined_needs(sentences).items()]
+        said = [text + _where(files, wheels) for text, files in sentences.items()]
         label = _LABELS.get(kind, kind)
         parts.append((f"{label}: " if label else "") + "; ".join(said))
     line = " · ".join(parts)
@@ -115,24 +116,25 @@ def summary(problems: Sequence[Problem], *, wheels: int, limit: int = SUMMARY_LI
     return line[: limit - len(end)].rstrip(" ;·:") + end
 
 
-_NEEDS = re.compile(r"^(?P<elf>\S+) needs (?P<library>\S+), (?P<what>a CUDA library|a forbidden library) \(.*\)$")
+_PLURALS = {"cuda": "CUDA libraries", "libraries": "forbidden libraries"}
 
 
-def _joined_needs(sentences: dict[str, list[str | None]]) -> dict[str, list[str | None]]:
-    """"x.so needs A, a CUDA library (…)" and "x.so needs B, …" said once: "x.so needs A, B (CUDA libraries)"."""
-    joined: dict[str, list[str | None]] = {}
-    groups: dict[tuple[str, str, tuple[str | None, ...]], list[str]] = {}
-    for text, files in sentences.items():
-        match = _NEEDS.match(text)
-        if match is None:
-            joined[text] = files
-            continue
-        groups.setdefault((match["elf"], match["what"], tuple(files)), []).append(match["library"])
-    for (elf, what, about), libraries in groups.items():
-        plural = what.removeprefix("a ").replace("library", "libraries")
-        text = (f"{elf} needs {libraries[0]}, {what}" if len(libraries) == 1
-                else f"{elf} needs {', '.join(libraries)} ({plural})")
-        joined[text] = list(about)
+def _joined(problems: Sequence[Problem]) -> list[Problem]:
+    """The libraries one ELF of one wheel needs against the rules, said in one sentence:
+    "x.so needs A, B, C (CUDA libraries)"."""
+    items: dict[tuple[str, str, str | None], list[Problem]] = {}
+    for problem in problems:
+        if problem.head:
+            items.setdefault((problem.kind, problem.head, problem.file), []).append(problem)
+    joined: list[Problem] = []
+    for problem in problems:
+        group = items.get((problem.kind, problem.head, problem.file)) if problem.head else None
+        if group is None or len(group) == 1:
+            joined.append(problem)
+        elif problem is group[0]:
+            libraries = ", ".join(p.item for p in group)
+            joined.append(Problem(problem.kind, f"{problem.head} {libraries} ({_PLURALS.get(problem.kind, problem.kind)})",
+                                  problem.file))
     return joined
 
 

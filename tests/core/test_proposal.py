@@ -103,7 +103,7 @@ def test_conflicts_are_marked_new_or_already_present_and_refused_commits_say_why
     diff = RequirementsDiff(conflicts=(Conflict("numpy<=2.2.6", "numpy==2.3.5"),
                                        Conflict("opentelemetry-api<1.40", "opentelemetry-api==1.44.0")))
     refused = Commit("2" * 40, "Build with CUDA", refused="distribution is 'lmcache', expected 'lmcache-rocm'")
-    text = body(facts(diff=diff, conflicts_before=(Conflict("numpy<2.3", "numpy==2.3.5"),),
+    text = body(facts(diff=diff, known_conflicts=(Conflict("numpy<=2.2.6", "numpy==2.3.5"),),
                       commits=(refused, Commit("05fc77a0" + "b" * 32, "Fix"))))
     assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` (already present in the pinned wheel)" in text
     assert "**`opentelemetry-api<1.40`** vs the image's `opentelemetry-api==1.44.0` — **new**" in text
