@@ -43,6 +43,9 @@ class ImageStore(Protocol):
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str: ...
     def get_manifest(self, reference: str) -> bytes: ...
     def get_blob(self, digest: str) -> Iterator[bytes]: ...
+    def delete(self, reference: str) -> bool:
+        """Delete a tag, or a digest with every tag naming it; False when the store cannot
+        delete that way (`RegistryClient.delete_manifest`)."""
 
 
 class DigestCache:
@@ -128,6 +131,9 @@ class RegistryRepository:
 
     def get_blob(self, digest: str) -> Iterator[bytes]:
         return self.client.get_blob(self.repository, digest)
+
+    def delete(self, reference: str) -> bool:
+        return self.client.delete_manifest(self.repository, reference)
 
 
 class LayoutStore:
@@ -246,6 +252,45 @@ class LayoutStore:
                 yield chunk
         if "sha256:" + hashed.hexdigest() != digest:
             raise VerificationError(f"{self.name}: blob {digest} does not match its digest")
+
+
+    def delete(self, reference: str) -> bool:
+        """Drop a tag from the index, or a digest with every tag naming it; then delete the
+        blobs no manifest left in the index refers to (a layout folder has no garbage collector)."""
+        with (self.folder / ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = self._index()
+            listed = self._manifests()
+            by_digest = reference.startswith("sha256:")
+            kept = [m for m in listed if (str(m.get("digest")) if by_digest else _ref_name(m)) != reference]
+            if len(kept) == len(listed):
+                return True
+            index["manifests"] = kept
+            _atomic_write(self.folder / "index.json", canonical_json(index))
+            self._collect({str(m.get("digest")) for m in kept})
+        return True
+
+    def _collect(self, roots: set[str]) -> None:
+        used: set[str] = set()
+        unread = list(roots)  # manifests and indexes: the only blobs read
+        while unread:
+            digest = unread.pop()
+            if digest in used:
+                continue
+            used.add(digest)
+            try:
+                document = json.loads(b"".join(self.get_blob(digest)))
+            except (VerificationError, ValueError):
+                return  # a manifest it cannot read: delete nothing it might refer to
+            if not isinstance(document, dict):
+                return
+            for entry in [document.get("config"), *(document.get("layers") or [])]:
+                if isinstance(entry, dict) and isinstance(entry.get("digest"), str):
+                    used.add(entry["digest"])
+            unread += [str(entry.get("digest")) for entry in document.get("manifests") or [] if isinstance(entry, dict)]
+        for path in (self.folder / "blobs" / "sha256").glob("*"):
+            if "sha256:" + path.name not in used:
+                path.unlink(missing_ok=True)
 
 
 def _ref_name(entry: dict[str, object]) -> object:

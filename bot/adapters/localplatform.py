@@ -56,6 +56,10 @@ class LocalPlatform:
         except UnicodeDecodeError as exc:
             raise InputError(f"{path} at {commit[:8]} is not UTF-8 text (byte {exc.start})") from None
 
+    def branch_heads(self) -> dict[str, str]:
+        out = self._git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
+        return dict(line.split(" ", 1) for line in out.splitlines() if line.strip())
+
     def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
         """The commits on `branch` that `base` does not have, oldest first."""
         out = self._git("log", "--reverse", "--format=%H%x1f%ae%x1f%B%x1e", f"{base}..refs/heads/{branch}")

@@ -25,6 +25,9 @@ class Platform(Protocol):
     def read_file(self, commit: str, path: str) -> str | None:
         """A file's text at a commit, or None when it has no such file."""
 
+    def branch_heads(self) -> dict[str, str]:
+        """Every branch of the repository → its commit (`refs/heads/…` names)."""
+
     def branch_commits(self, branch: str, base: str) -> list[BranchCommit]:
         """The commits on `branch` that `base` lacks, oldest first (a proposal's history)."""
 

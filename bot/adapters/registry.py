@@ -237,6 +237,22 @@ class RegistryClient:
         self.traffic.bytes_uploaded += len(data)
         return response.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(data).hexdigest()
 
+    def delete_manifest(self, repository: str, reference: str) -> bool:
+        """DELETE a manifest by digest (with every tag naming it), or one tag (OCI Distribution
+        Spec v1.1). True when it is gone (202, or 404: gone already); False when the registry
+        does not delete this way: 400 or 405, which the spec allows for a tag delete
+        (distribution/distribution says UNSUPPORTED, DIGEST_INVALID before v2.8) and a registry
+        with deletes disabled answers a digest delete. A delete needs the `delete` action in
+        the token scope (docs.docker.com, Registry API "Delete image manifest")."""
+        response = self.request("DELETE", f"/v2/{repository}/manifests/{reference}",
+                                scope=f"repository:{repository}:delete")
+        response.close()
+        if response.status_code in (200, 202, 204, 404):
+            return True
+        if response.status_code in (400, 405):
+            return False
+        raise TransientError(f"{self.host}/{repository}:{reference}: DELETE answered {response.status_code}")
+
     def blob_exists(self, repository: str, digest: str, *, push: bool = False) -> bool:
         response = self.request("HEAD", f"/v2/{repository}/blobs/{digest}",
                                 scope=self.scope(repository, push=push))

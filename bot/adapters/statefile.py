@@ -53,6 +53,11 @@ class StateFile:
         # made again each pass until its backoff ends, a rule changes or permissions are granted
         db.execute("create table if not exists refusals (fingerprint text primary key, message text,"
                    " attempts integer, at real)")
+        # image.prune_after_days: since when each of a component's tags has been seen unpinned,
+        # and when its tags were last looked at (a grace period counts from the first sighting)
+        db.execute("create table if not exists unpinned (component text, tag text, since real,"
+                   " primary key (component, tag))")
+        db.execute("create table if not exists prunes (component text primary key, at real)")
         if prune:
             db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
             db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
@@ -156,6 +161,22 @@ class StateFile:
         """Permissions were granted, or a human asked to try again: every write may be made."""
         self.db.execute("delete from refusals")
         self._commit()
+
+    def unpinned_since(self, component: str) -> dict[str, float]:
+        return {str(tag): float(since) for tag, since in
+                self.db.execute("select tag, since from unpinned where component = ?", (component,))}
+
+    def record_unpinned(self, component: str, since: dict[str, float], *, at: float) -> None:
+        """The component's tags unpinned now (the others were pinned again, or deleted)."""
+        self.db.execute("delete from unpinned where component = ?", (component,))
+        self.db.executemany("insert into unpinned values (?, ?, ?)",
+                            [(component, tag, first) for tag, first in sorted(since.items())])
+        self.db.execute("insert or replace into prunes values (?, ?)", (component, at))
+        self._commit()
+
+    def pruned_at(self, component: str) -> float | None:
+        row = self.db.execute("select at from prunes where component = ?", (component,)).fetchone()
+        return float(row[0]) if row else None
 
     def close(self) -> None:
         if self._db is not None:

@@ -182,6 +182,10 @@ def _fields(template: str, allowed: frozenset[str], where: str) -> list[str]:
 class Image(_Model):
     repository: str = Field(description="host/path, or oci:/folder for an OCI layout folder")
     tag: str = Field(description="template of {sha} {sha8} {version} {version_base} {component}")
+    prune_after_days: Annotated[int, Field(ge=1, le=3650)] | None = Field(
+        default=None, description="delete this component's image tags (those its tag template gives) "
+        "that no pin file on any branch of the downstream names, this many days after wheelpin first "
+        "saw them unpinned; off when unset")
 
     @field_validator("repository")
     @classmethod

@@ -35,13 +35,14 @@ class ComponentResult:
     retry_after: float | None = None  # when failed for a reason that says how long it lasts (a rate limit)
     notes: list[str] = field(default_factory=list)  # what a reviewer must not miss (a wanted arch skipped)
     problems: list[str] = field(default_factory=list)  # every problem of a refused wheel (messages say a summary)
+    pruned: list[str] = field(default_factory=list)  # superseded image tags deleted (image.prune_after_days)
 
     def to_json(self) -> dict[str, Any]:
         return {"component": self.name, "status": self.status.value, "head": self.head,
                 "actions": [a.to_json() for a in self.actions], "messages": self.messages,
                 "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
                 "proposal": self.proposal, "build": self.build, "notes": self.notes,
-                "problems": self.problems}
+                "problems": self.problems, "pruned": self.pruned}
 
     def seen(self, facts: Facts, failure: Failure | None) -> None:
         """Note what was observed; `failure` is the recorded failure that still holds."""

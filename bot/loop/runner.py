@@ -27,11 +27,12 @@ from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
 from ..core.errors import ConfigError, InputError, TransientError, VerificationError, WheelpinError, kind_of
 from ..core.imageref import ImageRef
-from ..core.plan import Asks, Wait, WriteProposal, live_failure, plan
+from ..core.plan import Asks, Facts, Wait, WriteProposal, live_failure, plan
 from .builders import Builder, CommandBuilder, WorkflowBuilder
 from .context import Context, Memory, Stores
 from .execute import Executor
 from .observe import Observer
+from .prune import Pruner
 from .results import ComponentResult, PassResult, Status
 
 log = structlog.get_logger("wheelpin.reconcile")
@@ -62,6 +63,7 @@ class Reconciler:
                                  memory=self.memory)
         self.executor = Executor(self.config, str(loaded.root), platform, self.state, self.memory, self.observer,
                                  settle, local_commands=local_builds)
+        self.pruner = Pruner(self.config, platform, self.state, self.memory)
         self.executed = 0
         self._stores: dict[str, ImageStore] = {}
         self._upstreams: list[UpstreamRepo] = []
@@ -202,6 +204,8 @@ class Reconciler:
             actions = plan(facts, now, asks)
             if not actions:
                 result.status = Status.DONE if result.actions else Status.NOTHING
+                if not dry_run and self.pruner.due(context, now):
+                    self._prune(context, facts, now, result)
                 return
             if dry_run:
                 result.actions += actions
@@ -227,3 +231,18 @@ class Reconciler:
                     asks = Asks(retry=asks.retry, rebase=False)
             asks = Asks(retry=False, rebase=asks.rebase)  # a retry asked starts one build, then it is followed
         result.fail(None, f"no steady state after {MAX_STEPS} steps")
+
+    def _prune(self, context: Context, facts: Facts, now: float, result: ComponentResult) -> None:
+        """Superseded images deleted (loop/prune.py); a failure here is said, and leaves the
+        component's state as it is: the images it would delete wait for the next time."""
+        try:
+            pruned = self.pruner.prune(context, facts, now)
+        except WheelpinError as exc:
+            log.warning("image.prune_failed", error=exc.message, error_kind=kind_of(exc))
+            result.notes.append(f"image cleanup failed: {exc.message}")
+            return
+        result.pruned = pruned.tags
+        result.notes += pruned.notes
+        if pruned.tags:
+            result.messages.append(f"deleted {len(pruned.tags)} superseded image tag(s) no branch pins: "
+                                   + ", ".join(pruned.tags))

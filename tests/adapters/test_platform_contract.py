@@ -71,6 +71,22 @@ def test_read_and_resolve(downstream: Downstream) -> None:
     assert platform.read_file(base, "missing.txt") is None
 
 
+def test_every_branch_is_listed(downstream: Downstream, tmp_path: Path) -> None:
+    """What image pruning reads pins from: every branch, the humans' too, across pages."""
+    platform = downstream.platform
+    base = platform.resolve("refs/heads/main")
+    mine = platform.write_branch("wheelpin/c", base=base, files={"docker/Dockerfile": "ARG X=2\n"},
+                                 message=MESSAGE, expected=None)
+    if downstream.kind == "local":
+        git(["branch", "feature/x", base], cwd=platform.repo)
+    else:
+        assert downstream.emulator is not None
+        git(["branch", "feature/x", base], cwd=downstream.emulator.repos[(downstream.owner, downstream.name)].path)
+        platform.page_size = 2
+    assert platform.branch_heads() == {"refs/heads/main": base, "refs/heads/feature/x": base,
+                                       "refs/heads/wheelpin/c": mine}
+
+
 def test_write_update_and_close(downstream: Downstream) -> None:
     platform = downstream.platform
     base = platform.resolve("refs/heads/main")

@@ -77,6 +77,16 @@ class GitHubPlatform:
         assert self._bot_refs is not None
         return self._bot_refs
 
+    def branch_heads(self) -> dict[str, str]:
+        """Every branch, from the refs API: `matching-refs/heads` lists each ref that
+        starts with `refs/heads` (REST docs, "List matching references"), a page of 100
+        at a time."""
+        self.client.fresh()
+        refs = self.client.paginate(self.url("git", "matching-refs", "heads"), "listing the branches",
+                                    params={"per_page": str(self.page_size)})
+        return {str(item["ref"]): str(item["object"]["sha"]) for item in refs
+                if str(item.get("ref", "")).startswith("refs/heads/")}
+
     def resolve(self, ref: str) -> str | None:
         self.client.fresh()
         if not ref.startswith("refs/"):
