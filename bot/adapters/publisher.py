@@ -98,6 +98,7 @@ def publish(
     source: str | None = None,
     revision: str | None = None,
     component: str | None = None,
+    rules: str | None = None,
     reader: ImageStore | None = None,
     mount_from: str | None = None,
     settle: float = SETTLE_SECONDS,
@@ -110,7 +111,7 @@ def publish(
     verified = {e.file: (e.sha256, e.size) for e in entries}
     digest, size = layer_digest(wheels, verified)
     image = build_image(entries, layer_digest=digest, layer_size=size, architecture=architecture,
-                        source=source, revision=revision, component=component)
+                        source=source, revision=revision, component=component, rules=rules)
     if _guard(store, tag, image.manifest_digest):
         log.info("image.unchanged", store=store.name, tag=tag, digest=image.manifest_digest)
         return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, 0)

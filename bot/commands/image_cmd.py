@@ -18,7 +18,7 @@ from ..core.checks import WheelRules, tag_commit_problems
 from ..core.errors import UsageError, VerificationError, WheelpinError
 from ..core.imageref import ImageRef, LayoutTarget
 from ..core.inspect import inspect_wheel
-from ..core.verify import Problem, check_wheels, component_rules, summary
+from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary
 from .output import emit_json, emit_text, human_size
 from .repo import load
 
@@ -71,6 +71,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     result = publish(registries.store(target), tag, list(options.wheels), reports,
                      source=source, revision=options.revision,
                      component=component.name if component else None,
+                     rules=rules_digest(component) if component else None,
                      reader=_anonymous_if_public(readers, target), mount_from=options.mount_from)
     if options.json:
         emit_json(result.to_json())

@@ -38,6 +38,7 @@ ACCEPT_MANIFESTS = ", ".join([MANIFEST_TYPE, DOCKER_MANIFEST_TYPE, INDEX_TYPE, D
 
 ANNOTATION_WHEELS = "io.wheelpin.wheels"
 ANNOTATION_COMPONENT = "io.wheelpin.component"
+ANNOTATION_RULES = "io.wheelpin.rules"  # core/verify.rules_digest: the rules the wheels passed
 SOURCE = "org.opencontainers.image.source"
 REVISION = "org.opencontainers.image.revision"
 VERSION = "org.opencontainers.image.version"
@@ -178,6 +179,7 @@ def build_image(
     source: str | None = None,
     revision: str | None = None,
     component: str | None = None,
+    rules: str | None = None,
 ) -> ImageBlobs:
     entries = sorted(wheels, key=lambda w: w.file)
     annotations = {ANNOTATION_WHEELS: canonical_json([w.to_json() for w in entries]).decode()}
@@ -190,6 +192,8 @@ def build_image(
         annotations[REVISION] = revision
     if component:
         annotations[ANNOTATION_COMPONENT] = component
+    if rules:
+        annotations[ANNOTATION_RULES] = rules
     config = canonical_json({
         "architecture": architecture,
         "os": "linux",

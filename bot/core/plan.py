@@ -342,6 +342,8 @@ def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:
         if failure is not None:
             return [Report(name, head, why=failure.message)]
         return _build(facts, head, verb)
+    if not image.verified and (failure := live_failure(facts, now, asks)) is not None:
+        return [Report(name, head, why=failure.message)]  # its image was refused: not fetched again
     adopt: list[Action] = [] if image.verified else [AdoptImage(name, head, image=image)]
     if proposal is not None and proposal.state == desired_state(facts):
         return adopt

@@ -4,6 +4,7 @@ root cause first, cut to SUMMARY_LIMIT characters with every problem kept for `-
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,6 +14,16 @@ from .amdgpu import TargetId
 from .checks import KINDS, WheelRules, kinded_problems
 from .config import Component
 from .inspect import WheelReport
+
+
+def rules_digest(component: Component) -> str:
+    """A digest of what a component's wheels are verified against (its `[wheel]` table and
+    its tag template). wheelpin writes it into the images it publishes: an image found
+    later is taken as verified only under the same rules, and is verified again, as an
+    adopted one, under any other (a local_segments added since, an image someone else
+    pushed with wheelpin's other annotations)."""
+    text = component.wheel.model_dump_json() + "\n" + component.image.tag
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def component_rules(component: Component, *, commit: str | None) -> WheelRules:

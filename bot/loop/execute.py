@@ -35,7 +35,7 @@ from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Com
 from ..core.proposal import Commit, body, title
 from ..core.redact import public_url
 from ..core.templates import TagValues, render_tag
-from ..core.verify import check_wheels, component_rules, python_tags_of, summary
+from ..core.verify import check_wheels, component_rules, python_tags_of, rules_digest, summary
 from .context import Context, Memory
 from .observe import Observer, pin_repository, verify_adopted
 from .results import ComponentResult, Status
@@ -139,7 +139,11 @@ class Executor:
         image = action.image or facts.image
         if image is None:
             raise WheelpinError(f"no image of {_head(facts)[:8]} is under its tag to adopt")
-        verify_adopted(context, _head(facts), image)
+        try:
+            verify_adopted(context, _head(facts), image, then=lambda wheels: self._smoke(context, _head(facts), wheels))
+        except VerificationError as exc:  # refused like a build of its own: not fetched again each pass
+            self._failed(context, _head(facts), "verify", exc.message)
+            raise
         self.memory.verified.add((context.name, image.digest))
         self.memory.adopted.add((context.name, image.digest))
         return replace(facts, image=replace(image, verified=True))
@@ -158,7 +162,8 @@ class Executor:
                                                         version=reports[0].version))
         try:
             published = publish(context.store, tag, wheels, reports, source=public_url(context.upstream.upstream.repo),
-                                revision=head, component=component.name, settle=self.settle)
+                                revision=head, component=component.name, rules=rules_digest(component),
+                                settle=self.settle)
         except RefusedError as exc:
             self._failed(context, head, "verify", exc.message)
             raise
@@ -271,7 +276,8 @@ class Executor:
 
 
 # "verification of 9e1f0c2b failed, nothing published: " says nothing the commit list does not
-_REFUSED_PREFIX = re.compile(r"^(?:verification|smoke test) of [0-9a-f]+ failed, nothing published: ")
+_REFUSED_PREFIX = re.compile(r"^(?:(?:verification|smoke test) of [0-9a-f]+ failed, nothing published"
+                             r"|\S+ is not a verified build of [0-9a-f]+): ")  # an adopted image's
 
 
 def _head(facts: Facts) -> str:

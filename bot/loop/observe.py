@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,12 +26,12 @@ from ..core.backoff import rules_of
 from ..core.configfile import LoadedConfig
 from ..core.errors import TransientError, VerificationError, WheelpinError
 from ..core.inspect import inspect_wheel
-from ..core.ociimage import ANNOTATION_COMPONENT, REVISION
+from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins import read_pins
 from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
 from ..core.proposal import read_marker
 from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
-from ..core.verify import check_wheels, component_rules, summary
+from ..core.verify import check_wheels, component_rules, rules_digest, summary
 from .context import Context, Memory, Stores
 
 class Observer:
@@ -144,10 +145,12 @@ class Observer:
 
     def _found(self, context: Context, tag: str, digest: str, head: str, *, verified: bool = False) -> ImageFound:
         """An image found under `head`'s tag: verified when checked before in this process,
-        or when wheelpin's own annotations name this commit and component."""
+        or when wheelpin's own annotations name this commit, component and the rules it is
+        verified against now (core/verify.rules_digest)."""
         if not verified and (context.name, digest) not in self.memory.verified:
             annotations = read_image(context.store, digest).annotations
-            verified = annotations.get(REVISION) == head and annotations.get(ANNOTATION_COMPONENT) == context.name
+            verified = (annotations.get(REVISION) == head and annotations.get(ANNOTATION_COMPONENT) == context.name
+                        and annotations.get(ANNOTATION_RULES) == rules_digest(context.component))
         else:
             verified = True
         return ImageFound(tag, digest, f"{pin_repository(context)}:{tag}@{digest}", verified)
@@ -197,17 +200,21 @@ class Observer:
         return None
 
 
-def verify_adopted(context: Context, head: str, image: ImageFound) -> None:
-    """The wheels of an image someone else pushed, fetched and verified like a build."""
+def verify_adopted(context: Context, head: str, image: ImageFound,
+                   then: Callable[[list[Path]], None] | None = None) -> None:
+    """The wheels of an image someone else pushed, fetched and verified like a build; `then`
+    is given them once they pass (the smoke test), before they are deleted."""
     info = read_image(context.store, image.digest)
     component = context.component
     with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:
         wheels = extract_wheels(context.store, info, Path(folder))
         reports = [inspect_wheel(wheel) for wheel in wheels]
         problems = check_wheels(component, reports, component_rules(component, commit=head))
-    if problems:
-        raise VerificationError(f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: "
-                                + summary(problems, wheels=len(reports)), problems=tuple(map(str, problems)))
+        if problems:
+            raise VerificationError(f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: "
+                                    + summary(problems, wheels=len(reports)), problems=tuple(map(str, problems)))
+        if then is not None:
+            then(wheels)
 
 
 def pin_repository(context: Context) -> str:

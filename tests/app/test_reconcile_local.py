@@ -287,6 +287,12 @@ def test_an_image_another_workflow_pushed_is_adopted(world: World, tmp_path: Pat
     tag = f"demo-cache-v0.1.1-g{head[:8]}"
     assert wheelpin("image", "publish", str(wheel), "--to", f"oci:{world.root / 'images'}:{tag}",
                     env=world.env).code == 0
+    world.set_config('wheel = { distribution = "demo-cache" }',  # its exact wheel is smoke-tested too
+                     'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache; assert demo_cache.x == 2\'" }')
+    failed = world.reconcile()
+    assert failed.code == 1 and "smoke test of" in component(failed)["messages"][-1] and world.branch() is None
+    assert component(world.reconcile())["actions"][0]["kind"] == "report"  # recorded: not fetched again each pass
+    world.set_config("demo_cache.x == 2", "demo_cache.x == 1")
     result = world.reconcile()
     assert result.code == 0, result.stderr
     assert [a["kind"] for a in component(result)["actions"]] == ["adopt", "propose"]  # verified, then proposed
@@ -294,6 +300,7 @@ def test_an_image_another_workflow_pushed_is_adopted(world: World, tmp_path: Pat
     message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
     assert ("Provenance: adopted: found under its tag, pushed by someone else; wheelpin fetched its 1 wheel "
             "and verified them like a build of its own") in message
+    assert "- ✅ smoke test `python -c 'import demo_cache; assert demo_cache.x == 1'` passed for py3" in message
 
 
 @pytest.mark.parametrize("crash_after", [1, 2, 3])

@@ -59,6 +59,8 @@ def test_an_up_to_date_proposal_plans_nothing() -> None:
         ({"failure": failure(), "build": replace(ACTIONS, state=BuildState.RUNNING, followed=True)},
          [Wait, FetchArtifacts, PublishImage, WriteProposal]),  # a build started since
         ({"failure": failure(), "image": IMAGE}, [WriteProposal]),  # an image exists: the failure is moot
+        ({"failure": failure(kind="verify", at=0), "image": FOREIGN}, [Report]),  # someone's image, refused once
+        ({"failure": failure(kind="verify", at=0, rules="r0"), "image": FOREIGN}, [AdoptImage, WriteProposal]),
         # a quiet period
         ({"quiet_minutes": 30, "committed_at": NOW - 600}, [Wait]),
         ({"quiet_minutes": 30, "committed_at": NOW - 1801}, [StartBuild, PublishImage, WriteProposal]),
