@@ -19,6 +19,7 @@ from pathlib import Path
 import structlog
 
 from ..core.errors import InputError, RefusedError, TransientError, VerificationError
+from ..core.checks import partial_archs
 from ..core.inspect import WheelReport
 from ..core.ociimage import (
     MANIFEST_TYPE,
@@ -62,7 +63,8 @@ class PublishResult:
 def entry_of(report: WheelReport) -> WheelEntry:
     return WheelEntry(report.filename, report.sha256, report.size, report.name, report.version,
                       report.requires_dist, tuple(report.archs), report.tags,
-                      tuple(sorted({library for elf in report.elf for library in elf.needed})))
+                      tuple(sorted({library for elf in report.elf for library in elf.needed})),
+                      partial_archs(report))
 
 
 def _check_wheels(wheels: Sequence[Path], reports: Sequence[WheelReport]) -> str:

@@ -1,4 +1,5 @@
-"""`/wheelpin rebase|recheck|skip` on a bot pull request (docs/design.md §1, "Commands"):
+"""`/wheelpin rebase|recheck|skip|build --from-run N` on a bot pull request, and `build`
+on the dashboard issue for a head with no pull request (docs/design.md §1, "Commands"):
 the comments that gave a command (one job however many times it was repeated), who may
 give one (write access, read at most once a minute), and carrying it out: refused
 without write access, not done on a closed pull request, nor a skip of a commit the
@@ -64,6 +65,8 @@ class Commands:
         reconciler = watched.reconciler
         if reconciler is None or job.number is None:
             return True
+        if job.on_dashboard:
+            return self._on_dashboard(watched, job, comments, conversation, component_pass)
         target = conversation.pull_target(job.number)
         prefix = reconciler.config.defaults.branch_prefix
         component = (reconciler.config.get(target.branch[len(prefix):])
@@ -73,16 +76,11 @@ class Commands:
             return True
 
         def react(content: str) -> None:
-            for comment, _seen in comments:
-                if comment is not None:
-                    conversation.react(comment, content)
+            _react(conversation, comments, content)
 
-        permission = self._permission(watched, conversation, job.sender or "")
-        if permission not in WRITERS:
-            log.warning("command.refused", sender=job.sender, permission=permission, command=job.command)
-            conversation.say_once(target.branch, key=f"refused-{job.sender}-{job.command}",
-                                  text=f"@{job.sender}: `/wheelpin {job.command}` needs write access to this "
-                                  f"repository (yours is {permission}); nothing was done.")
+        refused = self._refused(watched, conversation, job)
+        if refused is not None:
+            conversation.say_once(target.branch, key=f"refused-{job.sender}-{job.command}", text=refused)
             return True
         seen = comments[-1][1] if comments else None
         if not target.open:
@@ -116,6 +114,43 @@ class Commands:
         react("confused" if row is not None and row.status.startswith("failed") else "+1")
         return True
 
+    def _on_dashboard(self, watched: Watched, job: Job, comments: list[Comment], conversation: Conversation,
+                      component_pass: Pass) -> bool:
+        """`/wheelpin build --from-run N [--component C]` on the dashboard issue: for a head
+        with no pull request (its own build failed, say), the build taken from run N and the
+        component's pass run. The component may go unnamed when the config has one."""
+        reconciler = watched.reconciler
+        assert reconciler is not None and job.number is not None
+        if watched.dashboard_number is not None and job.number != watched.dashboard_number:
+            log.info("command.not_ours", number=job.number)  # an issue that copied the marker
+            return True
+
+        def answer(content: str, text: str | None = None) -> None:
+            if text is not None:
+                conversation.comment(job.number or 0, f"@{job.sender}: {text}")
+            _react(conversation, comments, content)
+
+        refused = self._refused(watched, conversation, job)
+        if refused is not None:
+            conversation.comment(job.number, refused)
+            _react(conversation, comments, "confused")
+            return True
+        names = [c.name for c in reconciler.config.components]
+        chosen = job.component or (names[0] if len(names) == 1 else None)
+        component = reconciler.config.get(chosen) if chosen else None
+        if component is None:
+            answer("confused", f"say which component to build: `--component NAME`, one of {', '.join(names)}.")
+            return True
+        said = self._reuse(reconciler, component, job)
+        if said is not None:
+            answer("confused", said)
+            return True
+        if not component_pass(watched, component.name, False, False):
+            return False  # a transient failure: the retry reacts
+        row = watched.rows.get(component.name)
+        answer("confused" if row is not None and row.status.startswith("failed") else "+1")
+        return True
+
     @staticmethod
     def _reuse(reconciler: Reconciler, component: Component, job: Job) -> str | None:
         """`/wheelpin build --from-run N`: run N's artifacts become the build of the upstream
@@ -129,6 +164,15 @@ class Commands:
             return f"run {job.run} was not taken as the build: {exc.message}"
         return None
 
+    def _refused(self, watched: Watched, conversation: Conversation, job: Job) -> str | None:
+        """What the sender is told when they may not give commands (write access), else None."""
+        permission = self._permission(watched, conversation, job.sender or "")
+        if permission in WRITERS:
+            return None
+        log.warning("command.refused", sender=job.sender, permission=permission, command=job.command)
+        return (f"@{job.sender}: `/wheelpin {job.command}` needs write access to this repository (yours is "
+                f"{permission}); nothing was done.")
+
     def _permission(self, watched: Watched, conversation: Conversation, login: str) -> str:
         """`login`'s access to the repository, read at most once a minute (a burst of
         comments costs one request; a change of access counts within the minute)."""
@@ -137,3 +181,9 @@ class Commands:
         if known is None or now - known[1] > PERMISSION_TTL:
             known = watched.permissions[login] = (conversation.permission_of(login), now)
         return known[0]
+
+
+def _react(conversation: Conversation, comments: list[Comment], content: str) -> None:
+    for comment, _seen in comments:
+        if comment is not None:
+            conversation.react(comment, content)

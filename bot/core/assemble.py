@@ -86,10 +86,16 @@ def _package(requirement: str) -> str:
 
 
 def notes(component: Component, wheels: Sequence[WheelEntry]) -> tuple[str, ...]:
-    """What a reviewer must not miss: each wanted arch the new wheels have no code for."""
+    """What a reviewer must not miss: each wanted arch the new wheels have no code for, or
+    code in only some of their GPU libraries."""
+    wanted = component.wheel.archs_wanted
     carried = sorted({arch for w in wheels for arch in w.archs})
-    return tuple(f"{arch}: no code object, skipped (wheel.archs_wanted)"
-                 for arch in missing_wanted(component.wheel.archs_wanted, carried))
+    missing = missing_wanted(wanted, carried)
+    partial = [arch for arch in wanted if arch not in missing
+               and missing_wanted([arch], sorted({a for w in wheels for a in w.archs if a not in w.archs_partial}))]
+    return (tuple(f"{arch}: no code object, skipped (wheel.archs_wanted)" for arch in missing)
+            + tuple(f"{arch}: code objects in only some of the GPU libraries, so some kernels are missing "
+                    "on it (wheel.archs_wanted)" for arch in partial))
 
 
 def assemble(component: Component, *, upstream: str, old_commit: str | None, new_commit: str, image: str,

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from packaging.utils import canonicalize_name
 
-from .amdgpu import TargetId
+from .amdgpu import TargetId, sorted_processors
 from .inspect import WheelReport
 from .localversion import local_parts, segment_problems
 
@@ -163,6 +163,15 @@ def _wanted_problems(report: WheelReport, rules: WheelRules) -> list[str]:
     carries = ", ".join(report.archs) or "no HIP device code"
     return [f"none of the wanted archs {', '.join(map(str, rules.wanted_archs))} has a code object "
             f"(the wheel carries {carries})"]
+
+
+def partial_archs(report: WheelReport) -> tuple[str, ...]:
+    """The HIP processors that some GPU libraries of the wheel carry and others lack."""
+    libraries = [set(elf.archs) for elf in report.elf if elf.gpu == "hip"]
+    if len(libraries) < 2:
+        return ()
+    everywhere = libraries[0].intersection(*libraries[1:])
+    return tuple(sorted_processors(libraries[0].union(*libraries[1:]) - everywhere))
 
 
 def missing_wanted(wanted: Sequence[str], carried: Sequence[str]) -> list[str]:

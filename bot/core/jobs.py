@@ -15,7 +15,7 @@ class JobKind(StrEnum):
     CONFIG = "config"  # read a repository's config again, schedule its components
     REPOSITORY = "repository"  # the same, and a pass of each component
     COMPONENT = "component"  # one pass of one component
-    COMMAND = "command"  # `/wheelpin rebase|recheck|skip|build --from-run N` on a bot pull request
+    COMMAND = "command"  # `/wheelpin rebase|recheck|skip|build --from-run N` on a bot pull request (build: or the dashboard)
     DASHBOARD = "dashboard"  # bring the dashboard issue up to date
 
 
@@ -26,7 +26,8 @@ class Job:
     component: str | None = None
     command: str | None = None  # rebase | recheck | skip | build
     run: int | None = None  # build: the Actions run whose artifacts are the build (`--from-run`)
-    number: int | None = None  # the pull request a command was given on
+    number: int | None = None  # the pull request (or the dashboard issue) a command was given on
+    on_dashboard: bool = False  # given on the dashboard issue: `/wheelpin build --from-run N [--component C]`
     sender: str | None = None  # who gave it (the service checks their access)
     granted: bool = False  # installations after the App's new permissions were accepted: refused writes retried
     comment: int | None = field(default=None, compare=False)  # the comment that gave a command (reacted to)

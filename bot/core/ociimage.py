@@ -71,6 +71,9 @@ class WheelEntry:
     # DT_NEEDED of the wheel's ELF files, sorted (None: not recorded, as by images published
     # before it was, and foreign images)
     needed: tuple[str, ...] | None = None
+    # HIP processors some of the wheel's GPU libraries carry and others lack (a kernel
+    # missing on that GPU at run time)
+    archs_partial: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = {"file": self.file, "sha256": self.sha256, "size": self.size, "name": self.name,
@@ -78,6 +81,8 @@ class WheelEntry:
                 "archs": list(self.archs), "tags": list(self.tags)}
         if self.needed is not None:
             data["needed"] = list(self.needed)
+        if self.archs_partial:
+            data["archs_partial"] = list(self.archs_partial)
         return data
 
     @classmethod
@@ -86,7 +91,8 @@ class WheelEntry:
         return cls(str(data["file"]), str(data["sha256"]), int(data["size"]), str(data["name"]),
                    str(data["version"]), tuple(str(r) for r in data.get("requires_dist", [])),
                    tuple(str(a) for a in data.get("archs", [])), tuple(str(t) for t in data.get("tags", [])),
-                   tuple(str(n) for n in needed) if isinstance(needed, list) else None)
+                   tuple(str(n) for n in needed) if isinstance(needed, list) else None,
+                   tuple(str(a) for a in data.get("archs_partial", [])))
 
 
 def architecture_of(filenames: Sequence[str]) -> str:

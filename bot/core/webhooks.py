@@ -14,6 +14,7 @@ import hashlib
 import hmac
 from typing import Any
 
+from .dashboard import MARKER as DASHBOARD_MARKER
 from .config import CONFIG_FILES
 from .jobs import Job, JobKind
 from .proposal import read_marker
@@ -77,7 +78,11 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         issue = payload.get("issue") or {}
         body = str((payload.get("comment") or {}).get("body") or "").strip()
         words = body.split()
-        if not issue.get("pull_request") or len(words) < 2 or words[0] != "/wheelpin" or words[1] not in COMMANDS:
+        # on the dashboard issue (its body carries the marker), the one command that needs no
+        # pull request: a build taken from a run, for a head whose own build gave none
+        on_dashboard = not issue.get("pull_request") and DASHBOARD_MARKER in str(issue.get("body") or "")
+        if (not (issue.get("pull_request") or on_dashboard) or len(words) < 2 or words[0] != "/wheelpin"
+                or words[1] not in COMMANDS or (on_dashboard and words[1] != "build")):
             return []
         sender = (payload.get("sender") or {}).get("login")
         number = issue.get("number")
@@ -85,8 +90,10 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         seen = (read_marker(str(issue.get("body") or "")) or {}).get("commit")
         run = int(words[3]) if words[1] == "build" and words[2:3] == ["--from-run"] and words[3:4] and \
             words[3].isdigit() and len(words[3]) <= 18 else None
+        named = words[words.index("--component") + 1] if "--component" in words[:-1] else None
         return [Job(JobKind.COMMAND, repository, command=words[1], sender=str(sender) if sender else None, run=run,
-                    number=number if isinstance(number, int) else None,
+                    number=number if isinstance(number, int) else None, on_dashboard=on_dashboard,
+                    component=named[:64] if named else None,
                     comment=comment if isinstance(comment, int) else None,
                     seen=seen if isinstance(seen, str) else None)]
     return []

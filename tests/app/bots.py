@@ -125,14 +125,16 @@ class Bot:
         return self.send("push", payload)
 
     def comment(self, number: int, body: str, sender: str, *, seen: str | None = None) -> requests.Response:
-        """`sender` comments `body` on pull request `number`: the comment is made, then
-        delivered with the pull request's body as it is (or as it was: `seen`)."""
+        """`sender` comments `body` on pull request (or issue) `number`: the comment is made,
+        then delivered with its body as it is (or as it was: `seen`)."""
         item = self.repo.pulls[number]
         item.comments.append(body)
         payload = example("issue_comment", "created")
         payload["repository"] = {**payload["repository"], "full_name": self.repository}
         payload["issue"] = {**payload["issue"], "number": number, "pull_request": {"url": "x"},
                             "body": item.body if seen is None else seen, "state": item.state}
+        if item.is_issue:  # an issue's payload has no pull_request key (docs, "issue_comment" webhook)
+            del payload["issue"]["pull_request"]
         payload["comment"] = {**payload["comment"], "body": body, "id": comment_id(number, len(item.comments) - 1)}
         payload["sender"] = {**payload["sender"], "login": sender}
         return self.send("issue_comment", payload)

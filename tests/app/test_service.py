@@ -348,6 +348,47 @@ def test_a_build_is_taken_from_an_earlier_run(world: World, tmp_path: Path) -> N
                    for c in pull.comments)
 
 
+def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_request(world: World,
+                                                                                   tmp_path: Path) -> None:
+    """The head's own build failed, so there is no pull request to comment on: the
+    dashboard issue takes `/wheelpin build --from-run N`, answered there."""
+    with running_bot(world, tmp_path) as bot:
+        working = bot.emulator.actions
+        bot.emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("runner lost"))
+        head = world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        assert bot.pulls() == []
+        (dashboard,) = dashboards(bot)
+        assert "ended: failure" in dashboard.body  # type: ignore[attr-defined]
+        bot.emulator.actions = working
+        nightly = Run(bot.emulator.next_id, "w.yaml", "main", {"c": head}, actor="nightly-bot")
+        bot.emulator.next_id += 1
+        bot.repo.runs[nightly.id] = nightly
+        bot.emulator.finish_run(bot.repo, nightly)
+        number = dashboard.number  # type: ignore[attr-defined]
+        bot.comment(number, f"/wheelpin build --from-run {nightly.id} --component nope", "maintainer")
+        bot.idle()
+        assert "@maintainer: say which component to build: `--component NAME`, one of demo-cache." in \
+            dashboard.comments[-1]  # type: ignore[attr-defined]
+        bot.comment(number, f"/wheelpin build --from-run {nightly.id}", "visitor")
+        bot.idle()
+        assert "needs write access" in dashboard.comments[-1] and bot.pulls() == []  # type: ignore[attr-defined]
+        bot.comment(number, f"/wheelpin build --from-run {nightly.id}", "maintainer")  # one component: no name
+        taken = comment_id(number, len(dashboard.comments) - 1)  # type: ignore[attr-defined]
+        bot.idle()
+        (pull,) = bot.pulls()
+        assert head[:8] in pull.title and bot.repo.reactions[taken] == ["+1"]
+        assert f"built by run https://github.com/rocm/atom/actions/runs/{nightly.id} of w.yaml" in pull.body
+        bot.comment(pull.number, "/wheelpin build --from-run 1", "maintainer")  # on a pull request: as before
+        bot.idle()
+        copied = bot.repo.next_number  # an issue that copied the marker is not the dashboard
+        bot.repo.pulls[copied] = PullRequest(copied, "", "", "copy", dashboard.body, False, is_issue=True)  # type: ignore[attr-defined]
+        bot.repo.next_number += 1
+        bot.comment(copied, f"/wheelpin build --from-run {nightly.id}", "maintainer")
+        bot.idle()
+        assert bot.repo.pulls[copied].comments == [f"/wheelpin build --from-run {nightly.id}"]
+
+
 def test_a_command_on_a_forks_look_alike_pull_request_does_nothing(world: World, tmp_path: Path) -> None:
     """A fork's branch named like the bot's is not the bot's (the pull request's head.repo
     is the fork: docs "REST API endpoints for pull requests", head.repo): a maintainer's

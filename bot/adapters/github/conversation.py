@@ -43,6 +43,8 @@ class Conversation(Protocol):
 
     def say_once(self, branch: str, *, key: str, text: str) -> None: ...
 
+    def comment(self, number: int, text: str) -> None: ...
+
     def open_proposals(self) -> dict[str, str]: ...
 
     def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int: ...
@@ -66,6 +68,12 @@ class GitHubConversation:
 
     def say_once(self, branch: str, *, key: str, text: str) -> None:
         self.platform.say_once(branch, key=key, text=text)
+
+    def comment(self, number: int, text: str) -> None:
+        """A comment on issue `number` (the answer to a command given there)."""
+        self.client.call("POST", self.platform.url("issues", str(number), "comments"),
+                         f"commenting on issue #{number}", json={"body": text})
+        self.platform.writes += 1
 
     def permission_of(self, user: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none`: may `user` command the bot?"""
