@@ -8,6 +8,7 @@ prints the first plan of each component and writes nothing, the state file inclu
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -150,6 +151,12 @@ class Reconciler:
         if run.done and run.conclusion != "success":
             raise InputError(f"run {run_id} ended: {run.conclusion}, so its artifacts are no build")
         head = self._context(component).upstream.head()
+        # a title that names a commit (a `run-name` carrying the inputs) must name the head:
+        # the one check there is for a version that carries no commit (Mooncake's)
+        named = set(re.findall(r"\b[0-9a-f]{40}\b", run.title))
+        if named and head not in named:
+            raise InputError(f"run {run_id} built {sorted(named)[0][:12]} (its title says), not the head "
+                             f"{head[:12]} of {component.upstream.repo}")
         discard_build(self.cache, component.name, head)
         self.state.record_run(component.name, head, run_id)
         self.state.forget(component.name, head)

@@ -322,10 +322,19 @@ def test_a_build_is_taken_from_an_earlier_run(world: World, tmp_path: Path) -> N
     the build of the upstream head: fetched, verified, published and proposed, with no
     dispatch. A run that failed, or a command without a run, is answered in a sentence."""
     with running_bot(world, tmp_path) as bot:
-        world.commit_upstream("one", NEW_VERSION)
+        first = world.commit_upstream("one", NEW_VERSION)
         bot.poll_and_build()
         (pull,) = bot.pulls()
         newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.emulator.run_name = True  # titles carry the inputs: a run of another commit is refused
+        stale = Run(bot.emulator.next_id, "w.yaml", "main", {"c": first})
+        bot.emulator.next_id += 1
+        bot.repo.runs[stale.id] = stale
+        bot.emulator.finish_run(bot.repo, stale)
+        bot.comment(pull.number, f"/wheelpin build --from-run {stale.id}", "maintainer")
+        bot.idle()
+        assert any(f"run {stale.id} was not taken as the build: run {stale.id} built {first[:12]} (its title "
+                   f"says), not the head {newer[:12]}" in c for c in pull.comments), pull.comments
         nightly = Run(bot.emulator.next_id, "w.yaml", "main", {"c": newer}, actor="nightly-bot")
         bot.emulator.next_id += 1
         bot.repo.runs[nightly.id] = nightly
@@ -336,7 +345,7 @@ def test_a_build_is_taken_from_an_earlier_run(world: World, tmp_path: Path) -> N
         bot.comment(pull.number, f"/wheelpin build --from-run {nightly.id}", "maintainer")
         taken = comment_id(pull.number, len(pull.comments) - 1)
         bot.idle()
-        assert newer[:8] in pull.title and len(bot.repo.runs) == 2  # proposed, and nothing dispatched
+        assert newer[:8] in pull.title and len(bot.repo.runs) == 3  # proposed, and nothing dispatched
         assert bot.repo.reactions[taken] == ["+1"]
         assert f"built by run https://github.com/rocm/atom/actions/runs/{nightly.id} of w.yaml" in pull.body
         failed = Run(bot.emulator.next_id, "w.yaml", "main", {"c": newer}, status="completed", conclusion="failure")

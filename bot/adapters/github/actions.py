@@ -52,6 +52,7 @@ class RunSeen:
     conclusion: str | None
     url: str
     ended_at: float | None = None  # when it completed (its last update), by GitHub's clock
+    title: str = ""  # `display_title`: a dispatched run's `run-name`, which may carry its inputs
 
     @property
     def done(self) -> bool:
@@ -209,4 +210,4 @@ def _seen(run: dict[str, Any]) -> RunSeen:
         except ValueError:
             ended = None
     return RunSeen(int(run["id"]), str(run.get("status")), run.get("conclusion"), str(run.get("html_url", "")),
-                   ended)
+                   ended, str(run.get("display_title") or ""))
