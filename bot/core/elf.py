@@ -37,6 +37,7 @@ class ElfReport:
     archs: tuple[str, ...]  # HIP processors (no features) or CUDA sm_/compute_ names
     bundles: int  # HIP bundles read (one per source file in a linked library)
     compressed_bundles: int
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH (else DT_RPATH) folders, as written: `$ORIGIN/../lib`
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -47,6 +48,7 @@ class ElfReport:
             "targets": list(self.targets),
             "bundles": self.bundles,
             "compressed_bundles": self.compressed_bundles,
+            "runpath": list(self.runpath),
         }
 
 
@@ -56,7 +58,7 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
     budget = ReadBudget() if budget is None else budget
     try:
         elf = ELFFile(stream)
-        needed = _needed(elf)
+        needed, runpath = _needed(elf)
         sections = {
             section.name: (section["sh_offset"], section["sh_size"], section["sh_type"])
             for section in elf.iter_sections()
@@ -111,15 +113,18 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
         archs=tuple(archs),
         bundles=len(bundles),
         compressed_bundles=sum(1 for bundle in bundles if bundle.compression),
+        runpath=tuple(runpath),
     )
 
 
-def _needed(elf: ELFFile) -> list[str]:
+def _needed(elf: ELFFile) -> tuple[list[str], list[str]]:
+    """DT_NEEDED, and the folders DT_RUNPATH (else DT_RPATH) adds to the search
+    (`$ORIGIN/../torch/lib`, as written)."""
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
-            return [
-                str(getattr(tag, "needed"))
-                for tag in section.iter_tags()
-                if tag.entry.d_tag == "DT_NEEDED"
-            ]
-    return []
+            tags = list(section.iter_tags())
+            needed = [str(getattr(tag, "needed")) for tag in tags if tag.entry.d_tag == "DT_NEEDED"]
+            runpath = [str(getattr(tag, "runpath")) for tag in tags if tag.entry.d_tag == "DT_RUNPATH"] or \
+                [str(getattr(tag, "rpath")) for tag in tags if tag.entry.d_tag == "DT_RPATH"]
+            return needed, [folder for text in runpath for folder in text.split(":") if folder]
+    return [], []

@@ -1,0 +1,186 @@
+"""One layer of a consuming image, streamed into a `LayerSummary` (core/imagefs.py): the
+dist-infos' METADATA, the shared libraries, ld.so.conf and ROCm's version file, and the
+whiteouts. Nothing is written to disk and memory stays bounded whatever the layer:
+
+- the compression is sniffed from the first bytes (gzip, zstd, or a plain tar), whatever
+  the media type says; the bytes are counted against the size the manifest gives, and
+  the blob's digest is checked when it ends (the registry client does), the uncompressed
+  tar's digest against the config's `diff_ids`;
+- at most `MAX_MEMBERS` tar entries, `MAX_METADATA` bytes of one METADATA, `MAX_TEXT` of
+  one text file, and `MAX_RATIO` times the compressed size once uncompressed (at least
+  `MIN_INFLATED`);
+- a member whose name leaves the root (`../`), or a hard link to one, is refused.
+Each refusal is one sentence (a `LayerError`), never a crash.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import tarfile
+from collections.abc import Iterator
+from typing import IO, Any, cast
+
+import zstandard
+
+from ..core.errors import InputError
+from ..core.imagefs import LDCONF, LIBRARY, PYTHON, ROCM_VERSION, SITE, LayerSummary, normalize
+from ..core.wheelmeta import parse_metadata
+
+MAX_MEMBERS = 2_000_000
+MAX_METADATA = 1 << 20
+MAX_TEXT = 64 << 10
+MAX_RATIO = 200
+MIN_INFLATED = 1 << 30
+_CHUNK = 1 << 20
+
+
+class LayerError(InputError):
+    """A layer that cannot be read as a layer: said in one sentence."""
+
+
+class _Counted(io.RawIOBase):
+    """The layer's bytes as a stream, counted against a limit, optionally hashed."""
+
+    def __init__(self, chunks: Iterator[bytes], *, limit: int, what: str, hashed: bool = False) -> None:
+        self._chunks = chunks
+        self._pending = b""
+        self.count = 0
+        self.limit = limit
+        self.what = what
+        self.hash = hashlib.sha256() if hashed else None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        self.count += size
+        if self.count > self.limit:
+            raise LayerError(f"{self.what} is larger than {self.limit} bytes")
+        return size
+
+    def drain(self) -> None:
+        for _chunk in self._chunks:  # the registry client checks the blob's digest at the end
+            pass
+
+
+class _Inflated(io.RawIOBase):
+    """The uncompressed tar stream: counted (a bomb stops at its limit) and hashed."""
+
+    def __init__(self, source: IO[bytes], *, limit: int, what: str) -> None:
+        self._source = source
+        self.count = 0
+        self.limit = limit
+        self.what = what
+        self.hash = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._source.read(len(buffer))
+        size = len(data)
+        buffer[:size] = data
+        self.count += size
+        self.hash.update(data)
+        if self.count > self.limit:
+            raise LayerError(f"{self.what} inflates past {self.limit} bytes")
+        return size
+
+
+def _decompressed(raw: _Counted) -> IO[bytes]:
+    """The layer's tar, whatever compression its first bytes name (gzip, zstd, none)."""
+    buffered = io.BufferedReader(raw, _CHUNK)
+    magic = buffered.peek(4)[:4]
+    if magic[:2] == b"\x1f\x8b":
+        return cast(IO[bytes], gzip.GzipFile(fileobj=buffered))
+    if magic == b"\x28\xb5\x2f\xfd":
+        return cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True))
+    return buffered
+
+
+def read_layer(chunks: Iterator[bytes], *, size: int, diff_id: str | None, what: str) -> LayerSummary:
+    """The summary of one layer of `size` compressed bytes (the manifest's word);
+    `diff_id`: the digest of its uncompressed tar, from the image config."""
+    raw = _Counted(chunks, limit=size, what=what)
+    inflated = _Inflated(_decompressed(raw), limit=max(MAX_RATIO * size, MIN_INFLATED), what=what)
+    summary = LayerSummary()
+    try:
+        with tarfile.open(fileobj=inflated, mode="r|", bufsize=_CHUNK) as archive:
+            for member in archive:
+                _take(archive, member, summary, what)
+        while inflated.read(_CHUNK):  # the tar's end padding: the diff_id covers it
+            pass
+    except LayerError:
+        raise
+    except (tarfile.TarError, EOFError, OSError, zstandard.ZstdError, ValueError) as exc:
+        raise LayerError(f"{what} is not a readable tar ({type(exc).__name__}: {str(exc)[:120]})") from None
+    raw.drain()
+    if raw.count != size:
+        raise LayerError(f"{what} is {raw.count} bytes, not the {size} its manifest says")
+    if diff_id is not None and "sha256:" + inflated.hash.hexdigest() != diff_id:
+        raise LayerError(f"{what}'s content does not match its diff_id in the image config")
+    return summary
+
+
+def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSummary, what: str) -> None:
+    summary.members += 1
+    if summary.members > MAX_MEMBERS:
+        raise LayerError(f"{what} has more than {MAX_MEMBERS} entries")
+    if _escapes(member.name) or (member.islnk() and _escapes(member.linkname)):
+        raise LayerError(f"{what}: the entry {member.name[:200]!r} leads out of the image's root")
+    path = normalize(member.name)
+    if not path or summary.note_whiteout(path):
+        return
+    if member.issym() or member.islnk():
+        if LIBRARY.match(path):
+            summary.libraries[path] = member.linkname[:4096]
+        elif PYTHON.match(path):
+            summary.pythons.append(path)
+        return
+    if not member.isreg():
+        return
+    if SITE.match(path):
+        data = _read(archive, member, MAX_METADATA, what)
+        try:
+            metadata = parse_metadata(data)
+        except ValueError as exc:
+            raise LayerError(f"{what}: {path}: {exc}") from None
+        summary.dists[path] = {"name": metadata.name, "version": metadata.version,
+                               "requires": list(metadata.requires_dist)}
+    elif LDCONF.match(path) or ROCM_VERSION.match(path):
+        summary.texts[path] = _read(archive, member, MAX_TEXT, what).decode("utf-8", "replace")
+    elif LIBRARY.match(path):
+        summary.libraries[path] = ""
+    elif PYTHON.match(path):
+        summary.pythons.append(path)
+
+
+def _escapes(name: str) -> bool:
+    depth = 0
+    for part in name.replace("\\", "/").split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif part not in ("", "."):
+            depth += 1
+    return False
+
+
+def _read(archive: tarfile.TarFile, member: tarfile.TarInfo, limit: int, what: str) -> bytes:
+    if member.size > limit:
+        raise LayerError(f"{what}: {normalize(member.name)} is {member.size} bytes, more than the {limit} "
+                         "wheelpin reads of such a file")
+    source = archive.extractfile(member)
+    assert source is not None
+    return source.read(limit + 1)

@@ -1,0 +1,82 @@
+"""The consuming image read from its layers (issue 16): real images built by buildah and
+pushed to the real registry (tests/fixtures/consumerimages.py), gzip and zstd alike,
+whiteouts applied, cached by layer; a wheel checked against them."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.consumerread import LayerCache, read_consumer
+from bot.adapters.imagestore import RegistryRepository
+from bot.adapters.registry import RegistryClient
+from bot.core.consumer import check
+from bot.core.inspect import inspect_wheel
+from tests.adapters.test_consumer import push_busybox
+from tests.fixtures import consumerimages, hip
+from tests.fixtures.consumerimages import ConsumerImages
+from tests.fixtures.servers import Registry
+from tests.fixtures.wheels import build_wheel
+
+
+@pytest.fixture(scope="module")
+def consumers(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> ConsumerImages:
+    base = push_busybox(registry)
+    return consumerimages.build(registry, tmp_path_factory.mktemp("consumers"), f"{registry.host}/base/busybox@{base}")
+
+
+def opened(ref: str) -> tuple[RegistryRepository, str]:
+    host, _, rest = ref.partition("/")
+    path, _, digest = rest.partition("@")
+    return RegistryRepository(RegistryClient(host), path), digest
+
+
+@pytest.fixture
+def wheel(tmp_path: Path, consumers: ConsumerImages) -> Path:
+    """A ROCm 7 build: its library links the HIP runtime (DT_NEEDED libamdhip64.so.7) and
+    libc; it asks numpy<=2.2.6, as LMCache does."""
+    runtime = consumerimages.hip_runtime(tmp_path, 7)
+    source = tmp_path / "ops.c"
+    source.write_text("int hipGetDeviceCount(int *count);\nint ops(void) { int n; return hipGetDeviceCount(&n); }\n")
+    library = tmp_path / "c_ops.so"
+    subprocess.run([hip.tool("clang"), "-shared", "-fPIC", "-nostdlib", "-o", str(library), str(source),
+                    str(runtime), str(consumerimages.LIBC)], check=True, capture_output=True)
+    return build_wheel(tmp_path / "dist", name="lmcache", version="0.5.7+g3d3aa833", tag="cp312-cp312-linux_x86_64",
+                       files={"lmcache/__init__.py": b"", "lmcache/c_ops.so": library.read_bytes()},
+                       requires_dist=["numpy<=2.2.6", "opentelemetry-api<1.40", "torch==2.10.0",
+                                      "pywin32; sys_platform == 'win32'"])
+
+
+@pytest.mark.parametrize("which", ["rocm7", "rocm7_zstd"])
+def test_the_image_is_read_from_its_layers_whiteouts_applied(consumers: ConsumerImages, tmp_path: Path,
+                                                            which: str) -> None:
+    store, digest = opened(getattr(consumers, which))
+    cache = LayerCache(tmp_path / "layers")
+    image = read_consumer(store, digest, cache=cache)
+    files = image.files
+    installed = {name: dist.version for name, dist in files.installed().items()}
+    assert installed == {"numpy": "2.3.5", "opentelemetry-api": "1.44.0"}  # 2.2.6 removed by a later layer
+    assert files.python_version == "3.12" and files.rocm_version() == "7.2.4-97"
+    # LD_LIBRARY_PATH of the config, then ld.so.conf.d (the same folder: once), then the defaults
+    assert files.library_folders()[:3] == ["usr/local/lib", "opt/rocm/lib", "lib"]
+    assert files.libraries["opt/rocm/lib/libamdhip64.so.7"] == "libamdhip64.so.7.2.4"
+    assert "lib/x86_64-linux-gnu/libc.so.6" in files.libraries
+    assert image.layers_read > 0 and image.layers_cached == 0
+    again = read_consumer(store, digest, cache=cache)  # layers never change: read once
+    assert (again.layers_read, again.layers_cached) == (0, image.layers_read) and again.files == files
+
+
+def test_a_wheel_is_checked_against_the_image(consumers: ConsumerImages, tmp_path: Path, wheel: Path) -> None:
+    report = inspect_wheel(wheel)
+    store, digest = opened(consumers.rocm7)
+    fits = check(consumers.rocm7, read_consumer(store, digest, cache=LayerCache(None)).files, [report])
+    assert fits.unresolved == () and fits.rocm == "7.2.4-97" and fits.python == "3.12"
+    assert "numpy==2.3.5" in fits.constraints and "opentelemetry-api==1.44.0" in fits.constraints
+    store, digest = opened(consumers.rocm6)
+    older = check(consumers.rocm6, read_consumer(store, digest, cache=LayerCache(None)).files, [report])
+    assert older.rocm == "6.2.4-97"
+    assert older.unresolved == ("lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have where "
+                                "the loader looks",)
