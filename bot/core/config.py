@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .amdgpu import TargetId
-from .imageref import ImageRefError, parse_repository
+from .imageref import ImageRef, ImageRefError, parse_repository
 from .localversion import normalized_segment
 from .schedules import check_schedule, check_timezone
 from .requirements import parse_requirement
@@ -256,6 +256,33 @@ class Pin(_Model):
         return self
 
 
+class Consumer(_Model):
+    """The image the wheel is installed into, read by digest from its layers: named, or taken
+    from the downstream Dockerfile's own `FROM … AS stage` or `ARG` (so it moves with the base)."""
+
+    image: str | None = Field(default=None, description="repository@sha256:digest of the consuming image")
+    from_stage: str | None = Field(default=None, description="the stage whose FROM names the consuming image")
+    from_arg: str | None = Field(default=None, description="the ARG whose default names the consuming image")
+    file: str | None = Field(default=None, description="the Dockerfile of from_stage or from_arg (default: "
+                             "the first pin's file)")
+
+    @model_validator(mode="after")
+    def _one(self) -> Consumer:
+        given = [key for key in ("image", "from_stage", "from_arg") if getattr(self, key)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of image, from_stage, from_arg")
+        if self.image is not None:
+            try:
+                ref = ImageRef.parse(self.image)
+            except ImageRefError as exc:
+                raise ValueError(f"image: {exc}") from None
+            if ref.digest is None:
+                raise ValueError("image: name it by digest (…@sha256:<64 hex>): a tag can move")
+        if self.file is not None:
+            self.file = pin_path(self.file)
+        return self
+
+
 class Component(_Model):
     name: Annotated[str, Field(pattern=_NAME, max_length=64)]
     upstream: Upstream
@@ -268,6 +295,7 @@ class Component(_Model):
     labels: list[str] | None = None
     schedule: str | None = None
     quiet_minutes: Annotated[int, Field(ge=0)] | None = None
+    consumer: Consumer | None = None
 
     @field_validator("constraints")
     @classmethod

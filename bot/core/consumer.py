@@ -19,16 +19,20 @@ Requirements are evaluated for the image's Python and for linux x86_64.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from .config import Consumer
+from .dockerpins import parse
 from .imagefs import ImageFiles, Installed, resolve_folder
 from .inspect import WheelReport
+from .requirements import TargetEnvironment, compatible
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,21 @@ class Dependent:
     requirement: str  # its Requires-Dist line that the change breaks
     why: str
 
+    def to_json(self) -> dict[str, str]:
+        return {"dependent": self.dependent, "requirement": self.requirement, "why": self.why}
+
+
+class WheelAsks(Protocol):
+    """What a wheel declares, as the checks against an image need it (a WheelEntry or a
+    WheelReport has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def requires_dist(self) -> tuple[str, ...]: ...
+
 
 @dataclass(frozen=True)
 class ConsumerReport:
@@ -44,48 +63,46 @@ class ConsumerReport:
     python: str | None
     rocm: str | None  # the image's ROCm version
     installed: dict[str, str]  # canonical name → version
-    constraints: tuple[str, ...]  # name==version, one per installed distribution
     dependents: tuple[Dependent, ...]
-    unresolved: tuple[str, ...]  # "lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have"
+    unresolved: tuple[str, ...] = ()  # "lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have …"
+
+    @property
+    def constraints(self) -> tuple[str, ...]:
+        """One `name==version` per installed distribution: the image's own constraints."""
+        return tuple(sorted(f"{name}=={version}" for name, version in self.installed.items() if _valid(version)))
 
     def to_json(self) -> dict[str, object]:
-        return {"image": self.image, "python": self.python, "rocm": self.rocm, "installed": len(self.installed),
-                "dependents": [d.__dict__ for d in self.dependents], "unresolved": list(self.unresolved)}
+        return {"image": self.image, "python": self.python, "rocm": self.rocm, "installed": self.installed,
+                "dependents": [d.to_json() for d in self.dependents], "unresolved": list(self.unresolved)}
 
 
-def environment(python: str | None) -> dict[str, str]:
-    """PEP 508 marker values for the image: its Python, Linux on x86_64, CPython."""
-    version = python or "3"
-    return {"python_version": version, "python_full_version": version + ".0", "sys_platform": "linux",
-            "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-            "implementation_name": "cpython", "platform_python_implementation": "CPython",
-            "platform_release": "", "platform_version": "", "implementation_version": version + ".0",
-            "extra": ""}
+def target(files: ImageFiles) -> TargetEnvironment:
+    """The marker environment of the image: its Python, Linux on x86_64."""
+    return TargetEnvironment(python_version=files.python_version or "3.12")
 
 
-def _requirements(lines: Sequence[str], env: dict[str, str]) -> list[Requirement]:
+def _requirements(lines: Sequence[str], env: TargetEnvironment) -> list[Requirement]:
     found = []
     for line in lines:
         try:
             requirement = Requirement(line)
         except InvalidRequirement:
             continue
-        if requirement.marker is None or requirement.marker.evaluate(env):
+        if env.applies(requirement.marker):
             found.append(requirement)
     return found
 
 
-def check(image: str, files: ImageFiles, reports: Sequence[WheelReport]) -> ConsumerReport:
+def check(image: str, files: ImageFiles, wheels: Sequence[WheelAsks],
+          reports: Sequence[WheelReport] = ()) -> ConsumerReport:
+    """The wheels against the image: dependents, and (given the wheels' inspections) the
+    libraries their ELF files need that the image lacks."""
     installed = files.installed()
-    env = environment(files.python_version)
-    constraints = tuple(sorted(f"{name}=={dist.version}" for name, dist in installed.items()
-                               if _valid(dist.version)))
-    dependents: list[Dependent] = []
-    for report in reports:
-        dependents += _dependents(report, installed, env)
+    env = target(files)
+    dependents = [found for wheel in wheels for found in _dependents(wheel, installed, env)]
     unresolved = [problem for report in reports for problem in _libraries(report, files)]
     return ConsumerReport(image, files.python_version, files.rocm_version(),
-                          {name: dist.version for name, dist in installed.items()}, constraints,
+                          {name: dist.version for name, dist in installed.items()},
                           tuple(dict.fromkeys(dependents)), tuple(dict.fromkeys(unresolved)))
 
 
@@ -97,34 +114,22 @@ def _valid(version: str) -> bool:
     return True
 
 
-def _dependents(report: WheelReport, installed: dict[str, Installed], env: dict[str, str]) -> list[Dependent]:
-    ours = canonicalize_name(report.name)
-    wanted = {canonicalize_name(r.name): r.specifier for r in _requirements(report.requires_dist, env)}
+def _dependents(wheel: WheelAsks, installed: dict[str, Installed], env: TargetEnvironment) -> list[Dependent]:
+    ours = canonicalize_name(wheel.name)
+    wanted = {canonicalize_name(r.name): r.specifier for r in _requirements(wheel.requires_dist, env)}
     found: list[Dependent] = []
     for name, dist in sorted(installed.items()):
         if name == ours:
             continue
         for requirement in _requirements(dist.requires, env):
-            target = canonicalize_name(requirement.name)
+            needs = canonicalize_name(requirement.name)
             who = f"{dist.name}=={dist.version}"
-            if target == ours and not requirement.specifier.contains(report.version, prereleases=True):
-                found.append(Dependent(who, str(requirement), f"excludes {report.name} {report.version}"))
-            elif target in wanted and target in installed and _disjoint(requirement.specifier, wanted[target],
-                                                                         installed[target].version):
-                found.append(Dependent(who, str(requirement), f"{report.name} asks {requirement.name}"
-                                       f"{wanted[target]}, which leaves no version both accept"))
+            if needs == ours and not requirement.specifier.contains(wheel.version, prereleases=True):
+                found.append(Dependent(who, str(requirement), f"excludes {wheel.name} {wheel.version}"))
+            elif needs in wanted and str(wanted[needs]) and not compatible(requirement.specifier, wanted[needs]):
+                found.append(Dependent(who, str(requirement), f"{wheel.name} asks {requirement.name}"
+                                       f"{wanted[needs]}, and no version satisfies both"))
     return found
-
-
-def _disjoint(theirs: SpecifierSet, ours: SpecifierSet, installed: str) -> bool:
-    """Whether no version satisfies both, judged on the versions either names and the one
-    installed (a version between them satisfies both only if one of those does)."""
-    if not str(ours) or not str(theirs):
-        return False
-    candidates = {installed, *(spec.version for spec in [*theirs, *ours] if "*" not in spec.version)}
-    versions = [c for c in candidates if _valid(c)]
-    return bool(versions) and not any(theirs.contains(v, prereleases=True) and ours.contains(v, prereleases=True)
-                                      for v in versions)
 
 
 def _libraries(report: WheelReport, files: ImageFiles) -> list[str]:
@@ -146,3 +151,29 @@ def _libraries(report: WheelReport, files: ImageFiles) -> list[str]:
             if not found:
                 problems.append(f"{elf.path} needs {library}, which the image does not have where the loader looks")
     return problems
+
+
+_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def reference_in(consumer: Consumer, text: str, *, where: str) -> str:
+    """The consuming image a Dockerfile names: the default of `ARG from_arg`, or the image of
+    `FROM … AS from_stage` with the global ARGs' defaults put in. ValueError, in one
+    sentence, when the file does not say."""
+    parsed = parse(text, where=where)
+    if consumer.from_arg is not None:
+        declared = [d for d in parsed.declarations(consumer.from_arg) if d.default is not None]
+        if not declared:
+            raise ValueError(f"{where}: no `ARG {consumer.from_arg}=…` names the consuming image (consumer.from_arg)")
+        value = declared[0].default.value  # type: ignore[union-attr]
+    else:
+        assert consumer.from_stage is not None
+        stage = parsed.stage(consumer.from_stage)
+        if stage is None:
+            raise ValueError(f"{where}: no `FROM … AS {consumer.from_stage}` (consumer.from_stage)")
+        value = stage.image.value
+    defaults = {d.name: d.default.value for d in parsed.args if d.stage is None and d.default is not None}
+    value = _VARIABLE.sub(lambda m: defaults.get(m.group(1) or m.group(2), m.group(0)), value)
+    if "$" in value or not value:
+        raise ValueError(f"{where}: the consuming image {value!r} uses an ARG with no default")
+    return value

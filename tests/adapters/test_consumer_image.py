@@ -72,11 +72,11 @@ def test_the_image_is_read_from_its_layers_whiteouts_applied(consumers: Consumer
 def test_a_wheel_is_checked_against_the_image(consumers: ConsumerImages, tmp_path: Path, wheel: Path) -> None:
     report = inspect_wheel(wheel)
     store, digest = opened(consumers.rocm7)
-    fits = check(consumers.rocm7, read_consumer(store, digest, cache=LayerCache(None)).files, [report])
+    fits = check(consumers.rocm7, read_consumer(store, digest, cache=LayerCache(None)).files, [report], [report])
     assert fits.unresolved == () and fits.rocm == "7.2.4-97" and fits.python == "3.12"
     assert "numpy==2.3.5" in fits.constraints and "opentelemetry-api==1.44.0" in fits.constraints
     store, digest = opened(consumers.rocm6)
-    older = check(consumers.rocm6, read_consumer(store, digest, cache=LayerCache(None)).files, [report])
+    older = check(consumers.rocm6, read_consumer(store, digest, cache=LayerCache(None)).files, [report], [report])
     assert older.rocm == "6.2.4-97"
     assert older.unresolved == ("lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have where "
                                 "the loader looks",)
