@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     show = image_commands.add_parser("show", help="what an image holds")
     show.add_argument("ref", metavar="REF")
     show.add_argument("--json", action="store_true")
+    against = image_commands.add_parser("check", help="check wheels against the image that will consume them")
+    against.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    against.add_argument("--consumer", required=True, metavar="REF",
+                         help="the consuming image, host/repo:tag or host/repo@sha256:…, read from its layers")
+    against.add_argument("--json", action="store_true")
 
     config_parser = commands.add_parser("config", help="check a config; print its schema")
     config_commands = config_parser.add_subparsers(dest="config_command", required=True)
@@ -161,6 +166,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             wheels=tuple(args.wheels), to=args.to, component=args.component, config=args.config,
             repo=args.repo, revision=args.revision, source=args.source,
             require_archs=tuple(args.require_arch), mount_from=args.mount_from, json=args.json), settings)
+    if args.command == "image" and args.image_command == "check":
+        return image_cmd.check_command(wheels=tuple(args.wheels), consumer=args.consumer, json=args.json,
+                                       settings=settings)
     if args.command == "image":
         return image_cmd.show_command(ref=args.ref, json=args.json, settings=settings)
     if args.command == "config":

@@ -1,4 +1,5 @@
-"""`wheelpin image publish WHEEL… --to REF` and `wheelpin image show REF`."""
+"""`wheelpin image publish WHEEL… --to REF`, `wheelpin image show REF` and `wheelpin image check
+WHEEL… --consumer REF`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import structlog
 
+from ..adapters.consumerread import LayerCache, read_consumer
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, reference_of
 from ..adapters.publisher import publish
@@ -15,9 +17,12 @@ from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from ..core.amdgpu import TargetId
 from ..core.checks import WheelRules, tag_commit_problems
+from ..core.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
 from ..core.errors import UsageError, VerificationError, WheelpinError
 from ..core.imageref import ImageRef, LayoutTarget
 from ..core.inspect import inspect_wheel
+from ..core.ociimage import architecture_of
+from ..core.requirements import Conflict
 from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary
 from .output import emit_json, emit_text, human_size
 from .repo import load
@@ -140,3 +145,46 @@ def show_text(info: ImageInfo) -> str:
         lines.append(f"    sha256 {wheel.sha256}  size {human_size(wheel.size)}")
         lines += [f"    requires {requirement}" for requirement in wheel.requires_dist]
     return "\n".join(lines)
+
+
+def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settings: Settings) -> int:
+    """`wheelpin image check WHEEL… --consumer REF`: the wheels against the image that will
+    consume them, read from its layers. Exit 1 when a library is missing there, or the
+    image's installed packages conflict with the wheels."""
+    target = target_of(consumer)
+    reference = reference_of(target)
+    if isinstance(target, LayoutTarget) or reference is None:
+        raise UsageError(f"{consumer}: name the consuming image in a registry, by tag or digest")
+    reports = [inspect_wheel(wheel) for wheel in wheels]
+    try:
+        architecture = architecture_of([report.filename for report in reports])
+    except ValueError as exc:
+        raise UsageError(f"{', '.join(map(str, wheels))}: {exc}") from None
+    image = read_consumer(Registries(settings).store(target), reference,
+                          cache=LayerCache(settings.cache_dir / "layers"), architecture=architecture)
+    found = check(image.name, image.files, reports, reports)
+    conflicts = conflicts_with(found, reports, image.files)
+    if json:
+        emit_json({**found.to_json(), "conflicts": [c.to_json() for c in conflicts], "wheel_rocm": wheel_rocm(reports),
+                   "layers_read": image.layers_read, "layers_cached": image.layers_cached})
+    else:
+        emit_text("\n".join(against_lines(found, conflicts, wheel_rocm(reports),
+                                          f"{image.layers_read} layers read, {image.layers_cached} cached")))
+    return 1 if found.unresolved or conflicts or found.dependents else 0
+
+
+def against_lines(found: ConsumerReport, conflicts: list[Conflict], rocm: str | None, read: str) -> list[str]:
+    """What `image check` prints: the image, then one line per finding."""
+    lines = [f"Against {found.image} (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}; {read}):"]
+    installed = found.installed
+    for conflict in conflicts:
+        name = conflict.constraint.split("==", 1)[0]
+        lines.append(f"  {name} {installed.get(name, '?')} installed, the wheel asks {conflict.requirement}")
+    lines += [f"  {d.dependent} needs {d.requirement}: {d.why}" for d in found.dependents]
+    lines += [f"  {problem}" for problem in found.unresolved]
+    if rocm is not None:
+        lines.append(f"  the wheel is built for ROCm {rocm}; the image has ROCm {found.rocm or 'unknown'}")
+    if len(lines) == 1 + (rocm is not None):
+        lines.insert(1, f"  no conflict with its {len(installed)} installed packages; every library the wheel "
+                     "needs is there")
+    return lines

@@ -32,7 +32,7 @@ from .config import Consumer
 from .dockerpins import parse
 from .imagefs import ImageFiles, Installed, resolve_folder
 from .inspect import WheelReport
-from .requirements import TargetEnvironment, compatible
+from .requirements import Conflict, TargetEnvironment, compatible, find_conflicts
 
 
 @dataclass(frozen=True)
@@ -177,3 +177,24 @@ def reference_in(consumer: Consumer, text: str, *, where: str) -> str:
     if "$" in value or not value:
         raise ValueError(f"{where}: the consuming image {value!r} uses an ARG with no default")
     return value
+
+
+def conflicts_with(report: ConsumerReport, wheels: Sequence[WheelAsks], files: ImageFiles) -> list[Conflict]:
+    """The wheels' Requires-Dist against what the image has installed, for its Python."""
+    requires = [r for wheel in wheels for r in wheel.requires_dist]
+    return find_conflicts(requires, report.constraints, environment=target(files), source="the wheel")
+
+
+_ROCM_SEGMENT = re.compile(r"(?:^|[+.])rocm(\d+(?:\.\d+)*)")
+_HIP_RUNTIME = re.compile(r"^libamdhip64\.so\.(\d+)$")
+
+
+def wheel_rocm(reports: Sequence[WheelReport]) -> str | None:
+    """The ROCm a wheel was built for: its local version's `rocm7.2.4`, else the major
+    version of the HIP runtime its libraries need (`libamdhip64.so.7`)."""
+    for report in reports:
+        if match := _ROCM_SEGMENT.search(report.version.partition("+")[2]):
+            return match.group(1)
+    majors = sorted({m.group(1) for report in reports for elf in report.elf for name in elf.needed
+                     if (m := _HIP_RUNTIME.match(name))})
+    return majors[-1] if majors else None

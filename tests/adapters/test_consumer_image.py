@@ -19,6 +19,7 @@ from tests.adapters.test_consumer import push_busybox
 from tests.fixtures import consumerimages, hip
 from tests.fixtures.consumerimages import ConsumerImages
 from tests.fixtures.servers import Registry
+from tests.cli import wheelpin
 from tests.fixtures.wheels import build_wheel
 
 
@@ -80,3 +81,24 @@ def test_a_wheel_is_checked_against_the_image(consumers: ConsumerImages, tmp_pat
     assert older.rocm == "6.2.4-97"
     assert older.unresolved == ("lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have where "
                                 "the loader looks",)
+
+
+def test_image_check_names_conflicts_and_missing_libraries(consumers: ConsumerImages, wheel: Path,
+                                                           env: dict[str, str]) -> None:
+    older = wheelpin("image", "check", str(wheel), "--consumer", consumers.rocm6, "--json", env=env)
+    assert older.code == 1, older.stderr
+    found = older.json()
+    assert found["conflicts"] == [{"requirement": "numpy<=2.2.6", "constraint": "numpy==2.3.5"},
+                                  {"requirement": "opentelemetry-api<1.40", "constraint": "opentelemetry-api==1.44.0"}]
+    assert found["unresolved"] == ["lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have where "
+                                   "the loader looks"]
+    assert (found["rocm"], found["wheel_rocm"], found["python"]) == ("6.2.4-97", "7", "3.12")
+    assert found["installed"] == {"numpy": "2.3.5", "opentelemetry-api": "1.44.0"}
+    text = wheelpin("image", "check", str(wheel), "--consumer", consumers.rocm7_zstd, env=env)
+    assert text.code == 1
+    assert text.stdout.splitlines()[1:] == [
+        "  numpy 2.3.5 installed, the wheel asks numpy<=2.2.6",
+        "  opentelemetry-api 1.44.0 installed, the wheel asks opentelemetry-api<1.40",
+        "  the wheel is built for ROCm 7; the image has ROCm 7.2.4-97"]
+    again = wheelpin("image", "check", str(wheel), "--consumer", consumers.rocm7_zstd, "--json", env=env)
+    assert (again.json()["layers_read"], again.json()["unresolved"]) == (0, [])  # every layer from the cache
