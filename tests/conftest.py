@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.wheels import build_wheel
-from tests.fixtures import hip, pypi
+from tests.fixtures import consumerimages, hip, pypi
+from tests.fixtures.consumerimages import ConsumerImages
 
 
 @dataclass(frozen=True)
@@ -138,3 +139,12 @@ def small_wheels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                       files={"demo_cache/__init__.py": b"v = 2\n"},
                       requires_dist=["numpy<=2.2.6", "msgspec"])
     return old, new
+
+
+@pytest.fixture(scope="session")
+def consumer_images(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> ConsumerImages:
+    """Consuming images built by buildah and pushed to the real registry (ROCm 7 gzip and
+    zstd, ROCm 6): tests/fixtures/consumerimages.py."""
+    from tests.adapters.test_consumer import push_busybox
+    base = push_busybox(registry)
+    return consumerimages.build(registry, tmp_path_factory.mktemp("consumers"), f"{registry.host}/base/busybox@{base}")

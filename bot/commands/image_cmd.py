@@ -165,10 +165,10 @@ def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settin
     found = check(image.name, image.files, reports, reports)
     conflicts = conflicts_with(found, reports, image.files)
     if json:
-        emit_json({**found.to_json(), "conflicts": [c.to_json() for c in conflicts], "wheel_rocm": wheel_rocm(reports),
+        emit_json({**found.to_json(), "conflicts": [c.to_json() for c in conflicts], "wheel_rocm": wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed]),
                    "layers_read": image.layers_read, "layers_cached": image.layers_cached})
     else:
-        emit_text("\n".join(against_lines(found, conflicts, wheel_rocm(reports),
+        emit_text("\n".join(against_lines(found, conflicts, wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed]),
                                           f"{image.layers_read} layers read, {image.layers_cached} cached")))
     return 1 if found.unresolved or conflicts or found.dependents else 0
 

@@ -102,7 +102,7 @@ def assemble(component: Component, *, upstream: str, old_commit: str | None, new
              wheels: Sequence[WheelEntry], pinned: Sequence[WheelEntry], constraints_text: str | None,
              commits: Sequence[Commit], bump: BumpPlan, state: dict[str, object],
              check_refs: Sequence[str], provenance: str = "", more_verification: Sequence[str] = (),
-             more_notes: Sequence[str] = ()) -> ProposalFacts:
+             more_notes: Sequence[str] = (), consumer: Sequence[str] = ()) -> ProposalFacts:
     diff = requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text)
     return ProposalFacts(
         component=component.name, upstream=upstream, old_commit=old_commit, new_commit=new_commit,
@@ -111,4 +111,5 @@ def assemble(component: Component, *, upstream: str, old_commit: str | None, new
         verification=verification_lines(component, new_commit) + tuple(more_verification), files=tuple(sorted(bump.new_texts)),
         edits=bump.edits, state=dict(state), check_refs=tuple(check_refs),
         changes=wheel_changes(pinned, wheels), notes=notes(component, wheels) + tuple(more_notes),
-        known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text), provenance=provenance)
+        known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text), provenance=provenance,
+        consumer=tuple(consumer))

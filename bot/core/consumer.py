@@ -189,12 +189,11 @@ _ROCM_SEGMENT = re.compile(r"(?:^|[+.])rocm(\d+(?:\.\d+)*)")
 _HIP_RUNTIME = re.compile(r"^libamdhip64\.so\.(\d+)$")
 
 
-def wheel_rocm(reports: Sequence[WheelReport]) -> str | None:
+def wheel_rocm(versions: Sequence[str], needed: Sequence[str]) -> str | None:
     """The ROCm a wheel was built for: its local version's `rocm7.2.4`, else the major
     version of the HIP runtime its libraries need (`libamdhip64.so.7`)."""
-    for report in reports:
-        if match := _ROCM_SEGMENT.search(report.version.partition("+")[2]):
+    for version in versions:
+        if match := _ROCM_SEGMENT.search(version.partition("+")[2]):
             return match.group(1)
-    majors = sorted({m.group(1) for report in reports for elf in report.elf for name in elf.needed
-                     if (m := _HIP_RUNTIME.match(name))})
+    majors = sorted({m.group(1) for name in needed if (m := _HIP_RUNTIME.match(name))})
     return majors[-1] if majors else None

@@ -48,6 +48,7 @@ class ProposalFacts:
     notes: tuple[str, ...] = ()  # what a reviewer must not miss (a wanted arch skipped)
     known_conflicts: tuple[Conflict, ...] = ()  # those of diff.conflicts the pinned wheels had already
     provenance: str = ""  # who made the image: built by wheelpin (and how), or adopted
+    consumer: tuple[str, ...] = ()  # the consuming image: a header line, then what the wheel would break there
     files: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()  # every value the bump changes: file, line, old → new
     check_refs: tuple[str, ...] = ()  # references skopeo and wheelpin read (repo@digest, oci:…)
@@ -118,6 +119,9 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
                  for c in facts.diff.conflicts]
         parts.append("### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
                      "ship:\n" + "\n".join(lines) + "\n\n" + _for_upstream(facts))
+    if facts.consumer:
+        parts.append("### Against the consuming image\n" + facts.consumer[0]
+                     + "".join(f"\n- {line}" for line in facts.consumer[1:]))
     if facts.verification:
         parts.append("### Verification\n" + "\n".join(f"- ✅ {line}" for line in facts.verification)
                      + (f"\n\nProvenance: {facts.provenance}" if facts.provenance else ""))

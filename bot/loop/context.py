@@ -33,6 +33,7 @@ class Context:
     pins: list[PinState] = field(default_factory=list)
     pinned_info: ImageInfo | None = None  # the image the base pins, when it can be read
     texts: dict[str, str] = field(default_factory=dict)  # the pin files at the base
+    rules: str = ""  # what its wheels are judged under this pass (observe._rules)
 
     @property
     def name(self) -> str:

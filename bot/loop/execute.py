@@ -37,6 +37,7 @@ from ..core.redact import public_url
 from ..core.templates import TagValues, render_tag
 from ..core.verify import check_wheels, component_rules, python_tags_of, rules_digest, summary
 from .context import Context, Memory
+from .consumers import Consumers
 from .observe import Observer, pin_repository, verify_adopted
 from .results import ComponentResult, Status
 
@@ -51,6 +52,7 @@ class Executor:
     state: StateFile
     memory: Memory
     observer: Observer  # reads files of the base as observe did, from the same cache
+    consumers: Consumers  # the consuming image of a component that names one
     settle: float = SETTLE_SECONDS  # seconds before a pushed tag is read back (another writer may race)
     local_commands: bool = True  # the config's commands (a smoke test) run here; never for a repository on GitHub
 
@@ -106,7 +108,7 @@ class Executor:
     def _failed(self, context: Context, commit: str, what: str, message: str) -> None:
         """Record a failed build or verification of `commit` under the component's rules;
         its builder forgets it, so the next try starts a new build."""
-        self.state.record(context.name, commit, what, message, rules=rules_of(context.component))
+        self.state.record(context.name, commit, what, message, rules=context.rules or rules_of(context.component))
         context.builder.forget(commit)
 
     def close(self, facts: Facts, action: ClosePR, result: ComponentResult) -> Facts:
@@ -140,7 +142,8 @@ class Executor:
         if image is None:
             raise WheelpinError(f"no image of {_head(facts)[:8]} is under its tag to adopt")
         try:
-            verify_adopted(context, _head(facts), image, then=lambda wheels: self._smoke(context, _head(facts), wheels))
+            verify_adopted(context, _head(facts), image, then=lambda wheels: self._smoke(context, _head(facts), wheels),
+                           more=lambda reports: self.consumers.problems(context, facts, reports))
         except VerificationError as exc:  # refused like a build of its own: not fetched again each pass
             self._failed(context, _head(facts), "verify", exc.message)
             raise
@@ -153,6 +156,7 @@ class Executor:
         wheels = context.builder.collect(head)
         reports = [inspect_wheel(wheel) for wheel in wheels]
         problems = check_wheels(component, reports, component_rules(component, commit=head))
+        problems = problems or self.consumers.problems(context, facts, reports)
         if problems:
             message = f"verification of {head[:8]} failed, nothing published: " + summary(problems, wheels=len(reports))
             self._failed(context, head, "verify", message)
@@ -217,14 +221,23 @@ class Executor:
             sha256[None] = info.wheels[0].sha256
         bump = plan_bump(component, context.texts, image.ref, sha256)
         constraints = self.observer.read(facts.base, component.constraints_file) if component.constraints_file else None
+        against: tuple[str, ...] = ()
+        said = self._smoke_said(context, head)
+        seen = self.consumers.seen(context, facts, info.wheels)
+        if seen is not None:  # what the image has installed is a constraint, as if typed by hand
+            found, header = seen
+            constraints = "\n".join([constraints or "", *found.constraints])
+            against = (header, *(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents))
+            said["more_verification"] = (*said.get("more_verification", ()),
+                                         "every library the wheels' ELF files need is in the consuming image")
         proposal = assemble(
             component, upstream=public_url(context.upstream.upstream.repo), old_commit=facts.pinned_commit,
             new_commit=head, image=image.ref, wheels=info.wheels,
             pinned=context.pinned_info.wheels if context.pinned_info else (), constraints_text=constraints,
-            commits=self._with_refusals(component, context.upstream.commits_between(facts.pinned_commit, head)),
+            commits=self._with_refusals(context, context.upstream.commits_between(facts.pinned_commit, head)),
             bump=bump,
             state=desired_state(facts), check_refs=_check_refs(context, image),
-            provenance=self._provenance(context, head, image, info), **self._smoke_said(context, head))
+            provenance=self._provenance(context, head, image, info), consumer=against, **said)
         expected = facts.proposal.head if facts.proposal else None
         self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
                                    message=title(proposal) + "\n\n" + body(proposal), expected=expected)
@@ -256,11 +269,11 @@ class Executor:
         pusher = f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
         return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
 
-    def _with_refusals(self, component: Component, commits: Sequence[Commit]) -> list[Commit]:
+    def _with_refusals(self, context: Context, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's rules marked with why."""
-        rules, marked = rules_of(component), []
+        rules, marked = context.rules or rules_of(context.component), []
         for commit in commits:
-            failure = self.state.failure(component.name, commit.sha)
+            failure = self.state.failure(context.name, commit.sha)
             stands = failure is not None and failure.refused and failure.rules in (rules, "")
             marked.append(replace(commit, refused=_REFUSED_PREFIX.sub("", failure.message))
                           if failure and stands else commit)

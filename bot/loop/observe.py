@@ -23,15 +23,16 @@ from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.backoff import rules_of
+from ..core.consumer import reference_in
 from ..core.configfile import LoadedConfig
-from ..core.errors import TransientError, VerificationError, WheelpinError
-from ..core.inspect import inspect_wheel
+from ..core.errors import ConfigError, TransientError, VerificationError, WheelpinError
+from ..core.inspect import WheelReport, inspect_wheel
 from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins import read_pins
 from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
 from ..core.proposal import read_marker
 from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
-from ..core.verify import check_wheels, component_rules, rules_digest, summary
+from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary
 from .context import Context, Memory, Stores
 
 class Observer:
@@ -75,8 +76,9 @@ class Observer:
             pinned_commit == head or context.upstream.is_older_release(head, pinned_commit)
             or context.upstream.is_ancestor(head, pinned_commit))
         proposal = self._proposal(context.branch, base)
+        context.rules = self._rules(context, base)
         facts = Facts(component=name, head=head, base=base, base_files=base_files, pinned_commit=pinned_commit,
-                      base_has_head=base_has_head, proposal=proposal, rules=rules_of(component))
+                      base_has_head=base_has_head, proposal=proposal, rules=context.rules)
         if base_has_head:
             return facts
         if proposal is None:  # only then can a declined proposal matter
@@ -111,6 +113,30 @@ class Observer:
             self.memory.ls_remotes += 1
         head, upstream.tags = self.memory.heads[key]
         return head
+
+    def consumer_reference(self, context: Context, base: str) -> str | None:
+        """The consuming image the config names, or the downstream's Dockerfile at `base` does."""
+        consumer = context.component.consumer
+        if consumer is None:
+            return None
+        if consumer.image is not None:
+            return consumer.image
+        file = consumer.file or context.component.pins[0].file
+        try:
+            return reference_in(consumer, self.read(base, file), where=file)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _rules(self, context: Context, base: str) -> str:
+        """What a wheel of the component is judged under: its config, and the consuming
+        image it is checked against (a refusal for a library the base image lacked is
+        judged again once the base moves)."""
+        rules = rules_of(context.component)
+        try:
+            reference = self.consumer_reference(context, base)
+        except WheelpinError:
+            return rules  # said when the image is read
+        return rules if reference is None else rules + "+" + hashlib.sha256(reference.encode()).hexdigest()[:8]
 
     def read(self, base: str, path: str) -> str:
         key = (base, path)  # a commit's files never change: read each once
@@ -201,15 +227,18 @@ class Observer:
 
 
 def verify_adopted(context: Context, head: str, image: ImageFound,
-                   then: Callable[[list[Path]], None] | None = None) -> None:
-    """The wheels of an image someone else pushed, fetched and verified like a build; `then`
-    is given them once they pass (the smoke test), before they are deleted."""
+                   then: Callable[[list[Path]], None] | None = None,
+                   more: Callable[[list[WheelReport]], list[Problem]] | None = None) -> None:
+    """The wheels of an image someone else pushed, fetched and verified like a build (and
+    by `more`: against the consuming image); `then` is given them once they pass (the
+    smoke test), before they are deleted."""
     info = read_image(context.store, image.digest)
     component = context.component
     with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:
         wheels = extract_wheels(context.store, info, Path(folder))
         reports = [inspect_wheel(wheel) for wheel in wheels]
         problems = check_wheels(component, reports, component_rules(component, commit=head))
+        problems = problems or (more(reports) if more is not None else [])
         if problems:
             raise VerificationError(f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: "
                                     + summary(problems, wheels=len(reports)), problems=tuple(map(str, problems)))

@@ -30,6 +30,7 @@ from ..core.errors import ConfigError, InputError, TransientError, VerificationE
 from ..core.imageref import ImageRef
 from ..core.plan import Asks, Facts, Wait, WriteProposal, live_failure, plan
 from .builders import Builder, CommandBuilder, WorkflowBuilder
+from .consumers import Consumers
 from .context import Context, Memory, Stores
 from .execute import Executor
 from .observe import Observer
@@ -62,7 +63,9 @@ class Reconciler:
         self.memory = Memory()
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
                                  memory=self.memory)
+        self.consumers = Consumers(registries, self.observer, cache)
         self.executor = Executor(self.config, str(loaded.root), platform, self.state, self.memory, self.observer,
+                                 self.consumers,
                                  settle, local_commands=local_builds)
         self.pruner = Pruner(self.config, platform, self.state, self.memory)
         self.executed = 0
@@ -165,6 +168,7 @@ class Reconciler:
     def _run(self, components: list[Component], *, dry_run: bool, asks: Asks) -> PassResult:
         self.platform.begin_pass()
         self.memory.new_pass()
+        self.consumers.new_pass()
         self._upstreams = []
         stores_before = {id(s): (s.traffic.requests, s.traffic.bytes_uploaded) for s in self._stores.values()}
         http = getattr(self.platform, "http", None)

@@ -15,18 +15,15 @@ from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.registry import RegistryClient
 from bot.core.consumer import check
 from bot.core.inspect import inspect_wheel
-from tests.adapters.test_consumer import push_busybox
 from tests.fixtures import consumerimages, hip
 from tests.fixtures.consumerimages import ConsumerImages
-from tests.fixtures.servers import Registry
 from tests.cli import wheelpin
 from tests.fixtures.wheels import build_wheel
 
 
-@pytest.fixture(scope="module")
-def consumers(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> ConsumerImages:
-    base = push_busybox(registry)
-    return consumerimages.build(registry, tmp_path_factory.mktemp("consumers"), f"{registry.host}/base/busybox@{base}")
+@pytest.fixture
+def consumers(consumer_images: ConsumerImages) -> ConsumerImages:
+    return consumer_images
 
 
 def opened(ref: str) -> tuple[RegistryRepository, str]:

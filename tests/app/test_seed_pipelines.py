@@ -36,6 +36,7 @@ from bot.loop.runner import Reconciler
 from tests.app.worlds import HUMAN
 from tests.cli import wheelpin
 from tests.conftest import HipArtifacts
+from tests.fixtures.consumerimages import ConsumerImages
 from tests.fixtures import seedwheels
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.openapi import validate_recorded
@@ -199,6 +200,15 @@ def artifacts(seed: Seed) -> Callable[[str], dict[str, bytes]]:
     return lambda commit: {w.name: w.read_bytes() for w in sorted(seed.builds(commit).glob("*.whl"))}
 
 
+def workflow_pushes(seed: Seed) -> Callable[[str], dict[str, bytes]]:
+    """ATOM's own workflow: it pushes the image under the torch210 tag, and uploads nothing."""
+    def run(commit: str) -> dict[str, bytes]:
+        (wheel,) = seed.builds(commit).glob("*.whl")
+        seed.publish_by_hand(atom_tag(inspect_wheel(wheel).version, commit), commit)
+        return {}
+    return run
+
+
 def lmcache_version(base: str, commit: str, torch: str = "2.10") -> str:
     return f"{base}+g{commit[:8]}.rocm7.2.4.torch{torch}.cxx11abi1"
 
@@ -226,12 +236,7 @@ def test_atom_lmcache(registry: Registry, tmp_path: Path, platform: str) -> None
                             requires=seedwheels.lmcache_requires(ceilings=False))
     pin_by_hand(seed, seed.publish_by_hand(atom_tag(pinned_version, pinned), pinned))
 
-    def workflow_pushes(commit: str) -> dict[str, bytes]:  # ATOM's own workflow: it pushes, uploads nothing
-        (wheel,) = seed.builds(commit).glob("*.whl")
-        seed.publish_by_hand(atom_tag(inspect_wheel(wheel).version, commit), commit)
-        return {}
-
-    with driving(seed, tmp_path, workflow_pushes, smoke_job="success") as driver:
+    with driving(seed, tmp_path, workflow_pushes(seed), smoke_job="success") as driver:
         refused = seed.commit("Build against torch 2.11")
         seedwheels.lmcache_rocm(seed.builds(refused), lmcache_version("0.5.7.dev3", refused, "2.11"),
                                 library=seedwheels.hip_library(), requires=seedwheels.lmcache_requires())
@@ -361,3 +366,51 @@ def test_mooncake(registry: Registry, tmp_path: Path, platform: str) -> None:
             check=True, capture_output=True, text=True).stdout)["Tags"]
         assert sorted(tags_now) == sorted([f"mooncake-0.3.13.post1-g{pinned[:8]}-rocm7.2.4",
                                            f"mooncake-0.3.14-g{head[:8]}-rocm7.2.4"])  # nothing refused pushed
+
+
+def move_base(seed: Seed, driver: Driver | None, image: str) -> None:
+    """The maintainers move the Dockerfile's BASE_IMAGE (on GitHub: pushed to the default branch)."""
+    dockerfile = seed.downstream / "docker" / "Dockerfile"
+    dockerfile.write_text(re.sub(r'^ARG BASE_IMAGE=.*$', f'ARG BASE_IMAGE="{image}"', dockerfile.read_text(), flags=re.M))
+    git(["commit", "--quiet", "-am", "Move the base image"], cwd=seed.downstream, env=HUMAN)
+    if driver is not None and driver.emulator is not None:
+        git(["push", "--quiet", "--force", str(driver.repo.path), "main:main"], cwd=seed.downstream)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_atom_lmcache_against_its_consuming_image(registry: Registry, tmp_path: Path, platform: str,
+                                                  consumer_images: ConsumerImages) -> None:
+    """Issue 16: no constraint typed by hand. The consuming image is the Dockerfile's own
+    BASE_IMAGE, read from its layers: on a ROCm 6 base the ROCm 7 wheel is refused for the
+    library it lacks; once the base moves to ROCm 7, the same commit is judged again and
+    proposed, with the conflicts the hand-typed constraints used to give."""
+    seed = make_seed(tmp_path, registry, "atom-lmcache", "lmcache", platform, edit=lambda t: t.replace(
+        'constraints = ["numpy==2.3.5", "torch==2.10.0"]', 'consumer = { from_arg = "BASE_IMAGE" }'))
+    move_base(seed, None, consumer_images.rocm6)
+    pinned = seed.commit("Release 0.5.6")
+    pinned_version = lmcache_version("0.5.6.dev98", pinned)
+    seedwheels.lmcache_rocm(seed.builds(pinned), pinned_version, library=seedwheels.hip_library(rocm6=True),
+                            requires=seedwheels.lmcache_requires(ceilings=False))
+    pin_by_hand(seed, seed.publish_by_hand(atom_tag(pinned_version, pinned), pinned))
+    with driving(seed, tmp_path, workflow_pushes(seed)) as driver:
+        head = seed.commit("Faster chunk lookups")
+        version = lmcache_version("0.5.7.dev12", head)
+        seedwheels.lmcache_rocm(seed.builds(head), version, library=seedwheels.hip_library(),
+                                requires=seedwheels.lmcache_requires())
+        refused = driver.settle()
+        assert refused.code == 1 and refused.body is None
+        assert ("lmcache/c_ops.cpython-312-x86_64-linux-gnu.so needs libamdhip64.so.7, which the image does not "
+                "have where the loader looks") in refused.component["messages"][-1], refused.component
+        assert driver.settle().component["actions"][0]["kind"] == "report"  # not judged again: nothing moved
+        move_base(seed, driver, consumer_images.rocm7)
+        done = driver.settle()
+        assert done.code == 0, done.component
+        body = done.body
+        assert body is not None
+        assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` (already present in the pinned wheel)" in body
+        assert "**`opentelemetry-api<=1.40.0,>=1.20.0`** vs the image's `opentelemetry-api==1.44.0` — **new**" in body
+        host_path = consumer_images.rocm7.split("@")[0]
+        assert (f"### Against the consuming image\nAgainst `{host_path}@sha256:" in body
+                and "` (Python 3.12, ROCm 7.2.4-97; the wheel is built for ROCm 7.2.4): 2 installed packages "
+                "read from its layers" in body)
+        assert "- ✅ every library the wheels' ELF files need is in the consuming image" in body

@@ -1,0 +1,73 @@
+"""The consuming image in the loop (docs/design.md §1, step 5; `component.consumer`): found
+from the config or the downstream Dockerfile at the base, read from its layers once a pass
+(layers cached on disk by digest), and put to the wheels twice: a library the image lacks
+refuses the wheel before it is published; its installed versions become constraints, and
+the packages the wheel would leave inconsistent are said, in the proposal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..adapters.consumerread import ConsumerImage, LayerCache, read_consumer
+from ..adapters.imagestore import reference_of
+from ..core.consumer import ConsumerReport, check, wheel_rocm
+from ..core.errors import ConfigError
+from ..core.imageref import ImageRef, ImageRefError
+from ..core.inspect import WheelReport
+from ..core.ociimage import WheelEntry, architecture_of
+from ..core.plan import Facts
+from ..core.verify import Problem
+from .context import Context, Stores
+from .observe import Observer
+
+
+class Consumers:
+    def __init__(self, registries: Stores, observer: Observer, cache: Path) -> None:
+        self.registries = registries
+        self.observer = observer
+        self.layers = LayerCache(cache / "layers")
+        self._seen: dict[tuple[str, str], ConsumerImage] = {}  # (reference, architecture), this pass
+
+    def new_pass(self) -> None:
+        self._seen = {}  # a tag may have moved
+
+    def image(self, context: Context, facts: Facts, files: Sequence[str]) -> ConsumerImage | None:
+        reference = self.observer.consumer_reference(context, facts.base)
+        if reference is None:
+            return None
+        try:
+            architecture = architecture_of(list(files))
+            target = ImageRef.parse(reference)
+        except (ValueError, ImageRefError) as exc:
+            raise ConfigError(f"consumer {reference}: {exc}") from None
+        key = (reference, architecture)
+        if key not in self._seen:
+            named = reference_of(target)
+            assert named is not None  # ImageRef.parse gives a tag or a digest
+            self._seen[key] = read_consumer(self.registries.store(target), named, cache=self.layers,
+                                            architecture=architecture)
+        return self._seen[key]
+
+    def problems(self, context: Context, facts: Facts, reports: Sequence[WheelReport]) -> list[Problem]:
+        """The libraries the wheels need that the consuming image does not have."""
+        image = self.image(context, facts, [r.filename for r in reports])
+        if image is None:
+            return []
+        found = check(image.name, image.files, reports, reports)
+        by_path = {elf.path: r.filename for r in reports for elf in r.elf}
+        return [Problem("libraries", f"{text} ({image.name})", file=by_path.get(text.split(" needs ", 1)[0]))
+                for text in found.unresolved]
+
+    def seen(self, context: Context, facts: Facts, wheels: Sequence[WheelEntry]) -> tuple[ConsumerReport, str] | None:
+        """What the proposal says of the image: its report, and its header line."""
+        image = self.image(context, facts, [w.file for w in wheels])
+        if image is None:
+            return None
+        found = check(image.name, image.files, wheels)
+        built = wheel_rocm([w.version for w in wheels], [n for w in wheels for n in w.needed or ()])
+        return found, (f"Against `{image.name}` (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}"
+                       + (f"; the wheel is built for ROCm {built}" if built else "") + "): "
+                       f"{len(found.installed)} installed packages read from its layers")
+
