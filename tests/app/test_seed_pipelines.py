@@ -209,6 +209,17 @@ def workflow_pushes(seed: Seed) -> Callable[[str], dict[str, bytes]]:
     return run
 
 
+def pin_lmcache(seed: Seed, *, rocm6: bool, ceilings: bool) -> tuple[str, str]:
+    """LMCache 0.5.6 as pinned today (a ROCm 6 build, or not; an open opentelemetry-api range,
+    or not): its commit and version."""
+    pinned = seed.commit("Release 0.5.6")
+    version = lmcache_version("0.5.6.dev98", pinned)
+    seedwheels.lmcache_rocm(seed.builds(pinned), version, library=seedwheels.hip_library(rocm6=rocm6),
+                            requires=seedwheels.lmcache_requires(ceilings=ceilings))
+    pin_by_hand(seed, seed.publish_by_hand(atom_tag(version, pinned), pinned))
+    return pinned, version
+
+
 def lmcache_version(base: str, commit: str, torch: str = "2.10") -> str:
     return f"{base}+g{commit[:8]}.rocm7.2.4.torch{torch}.cxx11abi1"
 
@@ -230,11 +241,7 @@ def test_atom_lmcache(registry: Registry, tmp_path: Path, platform: str) -> None
                                               'constraints = ["numpy==2.3.5", "torch==2.10.0", '
                                               '"opentelemetry-api==1.44.0"]').replace(
                          'local_segments = [', "smoke = \"python -c 'import lmcache'\"\nlocal_segments = ["))
-    pinned = seed.commit("Release 0.5.6")
-    pinned_version = lmcache_version("0.5.6.dev98", pinned)
-    seedwheels.lmcache_rocm(seed.builds(pinned), pinned_version, library=seedwheels.hip_library(rocm6=True),
-                            requires=seedwheels.lmcache_requires(ceilings=False))
-    pin_by_hand(seed, seed.publish_by_hand(atom_tag(pinned_version, pinned), pinned))
+    pinned, pinned_version = pin_lmcache(seed, rocm6=True, ceilings=False)
 
     with driving(seed, tmp_path, workflow_pushes(seed), smoke_job="success") as driver:
         refused = seed.commit("Build against torch 2.11")
@@ -289,11 +296,7 @@ def test_vllm_lmcache(registry: Registry, tmp_path: Path, platform: str, hip_art
     seed = make_seed(tmp_path, registry, "atom-lmcache", "lmcache", platform, edit=lambda t: t.replace(
         ", publishes_image = true", "").replace(
         'archs = ["gfx942", "gfx950"]', 'archs = ["gfx942"]\narchs_wanted = ["gfx90a", "gfx942", "gfx950"]'))
-    pinned = seed.commit("Release 0.5.6")
-    pinned_version = lmcache_version("0.5.6.dev98", pinned)
-    seedwheels.lmcache_rocm(seed.builds(pinned), pinned_version, library=seedwheels.hip_library(),
-                            requires=seedwheels.lmcache_requires())
-    pin_by_hand(seed, seed.publish_by_hand(atom_tag(pinned_version, pinned), pinned))
+    pinned, pinned_version = pin_lmcache(seed, rocm6=False, ceilings=True)
     gfx942 = link_shared(tmp_path, [hip_artifacts.plain_objects["k942"]], "libops942.so").read_bytes()
     with driving(seed, tmp_path, artifacts(seed)) as driver:
         refused = seed.commit("Build the ops without the HIP runtime")
@@ -387,11 +390,7 @@ def test_atom_lmcache_against_its_consuming_image(registry: Registry, tmp_path: 
     seed = make_seed(tmp_path, registry, "atom-lmcache", "lmcache", platform, edit=lambda t: t.replace(
         'constraints = ["numpy==2.3.5", "torch==2.10.0"]', 'consumer = { from_arg = "BASE_IMAGE" }'))
     move_base(seed, None, consumer_images.rocm6)
-    pinned = seed.commit("Release 0.5.6")
-    pinned_version = lmcache_version("0.5.6.dev98", pinned)
-    seedwheels.lmcache_rocm(seed.builds(pinned), pinned_version, library=seedwheels.hip_library(rocm6=True),
-                            requires=seedwheels.lmcache_requires(ceilings=False))
-    pin_by_hand(seed, seed.publish_by_hand(atom_tag(pinned_version, pinned), pinned))
+    pinned, pinned_version = pin_lmcache(seed, rocm6=True, ceilings=False)
     with driving(seed, tmp_path, workflow_pushes(seed)) as driver:
         head = seed.commit("Faster chunk lookups")
         version = lmcache_version("0.5.7.dev12", head)
