@@ -246,6 +246,7 @@ class Executor:
                                        title=title(proposal), body=body(proposal), labels=labels)
         result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(proposal)}")
         result.notes += proposal.notes
+        result.notes += [f"{line} (in the consuming image)" for line in against[1:]]  # the dashboard says them too
 
     def _smoke_said(self, context: Context, head: str) -> dict[str, tuple[str, ...]]:
         smoked = self.memory.smoke.get((context.name, head))

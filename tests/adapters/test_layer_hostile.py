@@ -131,3 +131,38 @@ def test_a_config_that_lies_about_its_layers(registry: Registry) -> None:
     twice = push(store, [GOOD], diff_ids=[digest_of(GOOD)] * 2, tag="two")
     with pytest.raises(InputError, match="its config lists 2 layers, its manifest 1"):
         read_consumer(store, twice, cache=LayerCache(None))
+
+
+@pytest.mark.parametrize("docker", [False, True])
+def test_an_index_is_resolved_to_the_wheels_platform(registry: Registry, docker: bool) -> None:
+    """A multi-arch index (OCI) or manifest list (Docker, its media types: Docker's
+    "Image Manifest V2, Schema 2"): the linux/amd64 image is read, the arm64 one never."""
+    from bot.core.ociimage import DOCKER_LIST_TYPE, DOCKER_MANIFEST_TYPE, INDEX_TYPE
+    store = RegistryRepository(RegistryClient(registry.host), f"hostile/index-{int(docker)}")
+    amd64 = tar(file(f"{SITE}/numpy-2.3.5.dist-info/METADATA", b"Metadata-Version: 2.1\nName: numpy\nVersion: 2.3.5\n"))
+    arm64 = tar(file(f"{SITE}/numpy-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: numpy\nVersion: 1.0\n"))
+    manifests = []
+    for architecture, layer in (("arm64", gzip.compress(arm64)), ("amd64", gzip.compress(amd64))):
+        store.put_blob(digest_of(layer), len(layer), lambda layer=layer: [layer])  # type: ignore[misc]
+        raw = {"arm64": arm64, "amd64": amd64}[architecture]
+        config = canonical_json({"architecture": architecture, "os": "linux", "config": {},
+                                 "rootfs": {"type": "layers", "diff_ids": [digest_of(raw)]}})
+        store.put_blob(digest_of(config), len(config), lambda config=config: [config])  # type: ignore[misc]
+        media = DOCKER_MANIFEST_TYPE if docker else MANIFEST_TYPE
+        manifest = canonical_json({
+            "schemaVersion": 2, "mediaType": media,
+            "config": {"mediaType": "application/vnd.docker.container.image.v1+json" if docker else CONFIG_TYPE,
+                       "digest": digest_of(config), "size": len(config)},
+            "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip" if docker
+                        else "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest_of(layer),
+                        "size": len(layer)}]})
+        manifests.append({"mediaType": media, "digest": store.put_manifest(architecture, manifest, media),
+                          "size": len(manifest), "platform": {"os": "linux", "architecture": architecture}})
+    index_type = DOCKER_LIST_TYPE if docker else INDEX_TYPE
+    index = canonical_json({"schemaVersion": 2, "mediaType": index_type, "manifests": manifests})
+    store.put_manifest("multi", index, index_type)
+    image = read_consumer(store, "multi", cache=LayerCache(None))
+    assert {n: d.version for n, d in image.files.installed().items()} == {"numpy": "2.3.5"}
+    assert image.digest == manifests[1]["digest"]
+    with pytest.raises(InputError, match="the image index has no linux/riscv64 image"):
+        read_consumer(store, "multi", cache=LayerCache(None), architecture="riscv64")
