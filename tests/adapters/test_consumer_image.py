@@ -56,7 +56,7 @@ def test_the_image_is_read_from_its_layers_whiteouts_applied(consumers: Consumer
     image = read_consumer(store, digest, cache=cache)
     files = image.files
     installed = {name: dist.version for name, dist in files.installed().items()}
-    assert installed == {"numpy": "2.3.5", "opentelemetry-api": "1.44.0"}  # 2.2.6 removed by a later layer
+    assert installed == {"numpy": "2.3.5", "opentelemetry-api": "1.44.0", "vllm": "0.11.0"}  # 2.2.6: gone
     assert files.python_version == "3.12" and files.rocm_version() == "7.2.4-97"
     # LD_LIBRARY_PATH of the config, then ld.so.conf.d (the same folder: once), then the defaults
     assert files.library_folders()[:3] == ["usr/local/lib", "opt/rocm/lib", "lib"]
@@ -90,12 +90,18 @@ def test_image_check_names_conflicts_and_missing_libraries(consumers: ConsumerIm
     assert found["unresolved"] == ["lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have where "
                                    "the loader looks"]
     assert (found["rocm"], found["wheel_rocm"], found["python"]) == ("6.2.4-97", "7", "3.12")
-    assert found["installed"] == {"numpy": "2.3.5", "opentelemetry-api": "1.44.0"}
+    assert found["installed"] == {"numpy": "2.3.5", "opentelemetry-api": "1.44.0", "vllm": "0.11.0"}
+    assert found["dependents"] == [
+        {"dependent": "vllm==0.11.0", "requirement": "lmcache<=0.5.6", "why": "excludes lmcache 0.5.7+g3d3aa833"},
+        {"dependent": "vllm==0.11.0", "requirement": "numpy>=2.3",
+         "why": "lmcache asks numpy<=2.2.6, and no version satisfies both"}]
     text = wheelpin("image", "check", str(wheel), "--consumer", consumers.rocm7_zstd, env=env)
     assert text.code == 1
     assert text.stdout.splitlines()[1:] == [
         "  numpy 2.3.5 installed, the wheel asks numpy<=2.2.6",
         "  opentelemetry-api 1.44.0 installed, the wheel asks opentelemetry-api<1.40",
+        "  vllm==0.11.0 needs lmcache<=0.5.6: excludes lmcache 0.5.7+g3d3aa833",
+        "  vllm==0.11.0 needs numpy>=2.3: lmcache asks numpy<=2.2.6, and no version satisfies both",
         "  the wheel is built for ROCm 7; the image has ROCm 7.2.4-97"]
     again = wheelpin("image", "check", str(wheel), "--consumer", consumers.rocm7_zstd, "--json", env=env)
     assert (again.json()["layers_read"], again.json()["unresolved"]) == (0, [])  # every layer from the cache
