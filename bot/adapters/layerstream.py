@@ -142,8 +142,8 @@ def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSumma
     if not path or summary.note_whiteout(path):
         return
     if member.issym() or member.islnk():
-        if LIBRARY.match(path):
-            summary.libraries[path] = member.linkname[:4096]
+        if LIBRARY.match(path):  # a symlink keeps its target; a hard link is a file
+            summary.libraries[path] = member.linkname[:4096] if member.issym() else ""
         elif PYTHON.match(path):
             summary.pythons.append(path)
         return
