@@ -115,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_argument("--github-repo", metavar="OWNER/NAME", help="with --platform github")
     reconcile.add_argument("--repo", type=Path, metavar="DIR", help="the downstream checkout (default: here)")
     reconcile.add_argument("--config", type=Path, metavar="FILE")
-    reconcile.add_argument("--component", help="only this component")
+    reconcile.add_argument("--component", action="append", default=[], metavar="NAME",
+                           help="only this component (again for several)")
+    reconcile.add_argument("--summary", type=Path, metavar="FILE",
+                           help="append the pass in Markdown to FILE (an Actions run's $GITHUB_STEP_SUMMARY)")
     reconcile.add_argument("--retry-failed", action="store_true", help="retry failed builds now")
     reconcile.add_argument("--use-artifacts", type=Path, metavar="DIR",
                            help="take the wheels in DIR as the build of --commit (verified, published, "
@@ -185,8 +188,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return reconcile_cmd.reconcile_command(
             repo=args.repo, config=args.config, platform=args.platform, once=args.once,
             dry_run=args.dry_run, as_json=args.json, retry_failed=args.retry_failed,
-            component=args.component, settings=settings, github_repo=args.github_repo,
-            use_artifacts=args.use_artifacts, commit=args.commit)
+            components=args.component, settings=settings, github_repo=args.github_repo,
+            use_artifacts=args.use_artifacts, commit=args.commit, summary=args.summary)
     if args.command == "serve":
         return serve_cmd.serve_command(host=args.host, port=args.port, settings=settings)
     if args.command == "demo":

@@ -105,17 +105,18 @@ class RepositoryConfig:
     base: str  # the commit it was read at
 
 
-def read_repository_config(platform: GitHubPlatform, repository: str) -> RepositoryConfig:
-    """The repository's config file, from its default branch."""
+def read_repository_config(platform: GitHubPlatform, repository: str, path: str | None = None) -> RepositoryConfig:
+    """The repository's config file (`path`, else the first of CONFIG_FILES there is), from
+    its default branch."""
     base_name = str(platform.repo.default_branch)
     base = platform.resolve(f"refs/heads/{base_name}")
     if base is None:
         raise ConfigError(f"{repository}: no branch {base_name}")
-    for candidate in CONFIG_FILES:
+    for candidate in (path,) if path else CONFIG_FILES:
         text = platform.read_file(base, candidate)
         if text is not None:
             return RepositoryConfig(text, candidate, base)
-    raise ConfigError(f"{repository}: no {' or '.join(CONFIG_FILES)} on {base_name}")
+    raise ConfigError(f"{repository}: no {path or ' or '.join(CONFIG_FILES)} on {base_name}")
 
 
 def load_repository_config(platform: GitHubPlatform, repository: str, found: RepositoryConfig) -> LoadedConfig:
@@ -133,12 +134,12 @@ def _text_or_none(platform: GitHubPlatform, base: str, path: str) -> str | None:
 def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settings, retry_failed: bool = False,
                       registries: Registries | None = None,
                       found: RepositoryConfig | None = None,
-                      platform: GitHubPlatform | None = None) -> Reconciler:
+                      platform: GitHubPlatform | None = None, config_path: str | None = None) -> Reconciler:
     """A reconciler for `repository`, its config read from its default branch on GitHub
     (through `platform`, when one is kept). A config's `build.command` is never run for it
     (that would run the repository's code on the bot's host)."""
     platform = platform or github_platform(access, repository)
-    found = found or read_repository_config(platform, repository)
+    found = found or read_repository_config(platform, repository, config_path)
     loaded = load_repository_config(platform, repository, found)
     defaults = loaded.config.defaults
     warnings = components_warnings(loaded.config.components, lambda path: _text_or_none(platform, found.base, path),

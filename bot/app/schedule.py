@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from apscheduler.triggers.base import BaseTrigger
@@ -95,10 +95,11 @@ def schedule_of(config: Config, component: Component) -> str:
     return component.schedule or config.defaults.schedule
 
 
-def schedules_of(config: Config, only: str | None = None) -> list[str]:
-    """Each component's schedule (or only that of component `only`)."""
+def schedules_of(config: Config, only: str | Collection[str] | None = None) -> list[str]:
+    """Each component's schedule (or only those of the components named)."""
+    chosen = {only} if isinstance(only, str) else None if only is None else set(only)
     return [schedule_of(config, component)
-            for component in config.components if only is None or component.name == only]
+            for component in config.components if chosen is None or component.name in chosen]
 
 
 def next_pass(schedules: Iterable[str], after: datetime.datetime, timezone: str = "UTC") -> datetime.datetime:

@@ -6,7 +6,7 @@ import datetime
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -22,6 +22,7 @@ from ..adapters.configdisk import find_config, read_config_text
 from ..app.schedule import next_pass, said, schedules_of
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
+from .summary import append_summary
 from .repo import load
 
 
@@ -46,9 +47,9 @@ def make_reconciler(*, repo: Path, config: Path | None, settings: Settings, retr
 
 
 def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, once: bool,
-                      dry_run: bool, as_json: bool, retry_failed: bool, component: str | None,
+                      dry_run: bool, as_json: bool, retry_failed: bool, components: Sequence[str],
                       settings: Settings, github_repo: str | None = None, use_artifacts: Path | None = None,
-                      commit: str | None = None) -> int:
+                      commit: str | None = None, summary: Path | None = None) -> int:
     config_text: Callable[[], str]
     if (use_artifacts is None) != (commit is None):
         raise UsageError("--use-artifacts DIR and --commit SHA go together")
@@ -57,13 +58,14 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
             raise UsageError("--platform github needs --github-repo OWNER/NAME")
         access = GitHubAccess.from_settings(settings)
         kept = github_platform(access, github_repo)  # its token and ETag cache serve every pass
+        path = config.as_posix() if config is not None else None  # in the repository on GitHub
 
         def make() -> Reconciler:
             return github_reconciler(access=access, repository=github_repo, settings=settings,
-                                     retry_failed=retry_failed, platform=kept)
+                                     retry_failed=retry_failed, platform=kept, config_path=path)
 
         def config_text() -> str:
-            return read_repository_config(kept, github_repo).text
+            return read_repository_config(kept, github_repo, path).text
     else:
         folder = repo or Path.cwd()
         if not folder.is_dir():
@@ -75,31 +77,37 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
         def config_text() -> str:
             return read_config_text(find_config(folder, config))
     reconciler = make()  # a config that cannot be used at the start is said now, and nothing runs
-    if component is not None and reconciler.config.get(component) is None:
-        raise UsageError(f"{reconciler.loaded.path}: no component {component!r}")
+    unknown = [name for name in components if reconciler.config.get(name) is None]
+    if unknown:
+        raise UsageError(f"{reconciler.loaded.path}: no component {', '.join(map(repr, unknown))} (it has "
+                         f"{', '.join(c.name for c in reconciler.config.components)})")
+    only: list[str] | None = list(components) or None
+    where = github_repo or str(repo or Path.cwd())
 
     def show(result: PassResult) -> None:
         if as_json:
             emit_json(result.to_json(), compact=not (once or dry_run))
         else:
             emit_text(pass_text(result))
+        if summary is not None:
+            append_summary(summary, result, where=where)
 
     if use_artifacts is not None and commit is not None:
         names = [c.name for c in reconciler.config.components]
-        if component is None and len(names) != 1:
-            raise UsageError(f"--use-artifacts needs --component (one of {', '.join(names)})")
-        target = reconciler.config.get(component or names[0])
+        if len(components) > 1 or (not components and len(names) != 1):
+            raise UsageError(f"--use-artifacts needs one --component (one of {', '.join(names)})")
+        target = reconciler.config.get(components[0] if components else names[0])
         assert target is not None
         if dry_run:
             raise UsageError("--use-artifacts takes the wheels into the build cache: it has no --dry-run")
         structlog.get_logger("wheelpin.reconcile").info(
             "reconcile.reuse", said=reconciler.reuse(target, commit=commit, folder=use_artifacts))
-        component, once = target.name, True
+        only, once = [target.name], True
     if once or dry_run:
-        result = reconciler.run(dry_run=dry_run, only=component)
+        result = reconciler.run(dry_run=dry_run, only=only)
         show(result)
         return 1 if result.failed else 0
-    return loop(reconciler, make, config_text, only=component, show=show)
+    return loop(reconciler, make, config_text, only=only, show=show)
 
 
 class _Signals:
@@ -135,7 +143,7 @@ class _Signals:
 
 
 def loop(first: Reconciler, make: Callable[[], Reconciler], config_text: Callable[[], str], *,
-         only: str | None, show: Callable[[PassResult], None]) -> int:
+         only: Sequence[str] | None, show: Callable[[PassResult], None]) -> int:
     """Pass, then sleep until the soonest component schedule is due, and pass again. The
     config is read anew before each pass: a changed one makes a new reconciler, an
     unchanged one keeps it (its caches: images already verified are not fetched again),
@@ -150,7 +158,7 @@ def loop(first: Reconciler, make: Callable[[], Reconciler], config_text: Callabl
 
 
 def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler],
-            config_text: Callable[[], str], *, only: str | None, show: Callable[[PassResult], None]) -> int:
+            config_text: Callable[[], str], *, only: Sequence[str] | None, show: Callable[[PassResult], None]) -> int:
     reconciler = first
     known = _read(config_text)
     while not signals.stop:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import nullcontext
 from pathlib import Path
 from typing import ClassVar
@@ -98,12 +98,13 @@ class Reconciler:
 
     # -- a pass ---------------------------------------------------------------------------
 
-    def run(self, *, dry_run: bool = False, only: str | None = None, rebase: bool = False,
+    def run(self, *, dry_run: bool = False, only: str | Collection[str] | None = None, rebase: bool = False,
             recheck: bool = False) -> PassResult:
-        """One pass over the components (or `only` one). `rebase` rewrites the proposal on
+        """One pass over the components (or only those named). `rebase` rewrites the proposal on
         the current base even if someone else pushed to it; `recheck` retries the head's
         recorded failures and refusals, and verifies found images again."""
-        names = {c.name for c in self.config.components if only is None or c.name == only}
+        chosen = {only} if isinstance(only, str) else None if only is None else set(only)
+        names = {c.name for c in self.config.components if chosen is None or c.name in chosen}
         if recheck:
             self.memory.forget_verified(names)
         asks = Asks(retry=recheck or self.retry_failed, rebase=rebase)

@@ -1,0 +1,120 @@
+"""wheelpin as a GitHub Action (issue 17): `action.yml` and the example workflow held to
+SchemaStore's schemas (as vendored by check-jsonschema), and the action's own steps run
+here, in bash, with the environment a runner gives a composite action's steps
+(docs.github.com "Variables", default environment variables: GITHUB_REPOSITORY,
+GITHUB_API_URL, GITHUB_STEP_SUMMARY, RUNNER_TEMP, GITHUB_ACTION_PATH), against the GitHub
+emulator. GitHub's own actions (cache restore and save) are not run; keeping RUNNER_TEMP
+from one run to the next stands for them."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.app.test_reconcile_github import WORKFLOW, cli_world, workflow_build
+from tests.app.worlds import NEW_VERSION, World
+from tests.fixtures.github.emulator import GitHubEmulator
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+ACTION = ROOT / "action.yml"
+EXAMPLE = ROOT / "deploy" / "github-action.yml"
+
+
+def schema_check(kind: str, path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", f"vendor.github-{kind}",
+                           str(path)], capture_output=True, text=True)
+
+
+def test_the_action_and_the_example_workflow_fit_their_published_schemas(tmp_path: Path) -> None:
+    assert schema_check("actions", ACTION).returncode == 0, schema_check("actions", ACTION).stdout
+    assert schema_check("workflows", EXAMPLE).returncode == 0, schema_check("workflows", EXAMPLE).stdout
+    broken = tmp_path / "action.yml"  # the check can fail: an action with no `runs`
+    action = yaml.safe_load(ACTION.read_text())
+    del action["runs"]
+    broken.write_text(yaml.safe_dump(action))
+    assert schema_check("actions", broken).returncode == 1
+    steps = yaml.safe_load(EXAMPLE.read_text())["jobs"]["reconcile"]["steps"]
+    assert any(step.get("uses", "").startswith("actions/create-github-app-token@") for step in steps)
+
+
+def expand(text: str, context: dict[str, Any]) -> str:
+    """`${{ a.b }}` expressions as the runner fills them (only the plain lookups the action uses)."""
+    def value(match: re.Match[str]) -> str:
+        scope, _, name = match.group(1).strip().partition(".")
+        return str(context[scope][name])
+    return re.sub(r"\$\{\{\s*([A-Za-z_.-]+)\s*\}\}", value, text)
+
+
+def run_action(inputs: dict[str, str], *, github: dict[str, str], temp: Path) -> tuple[int, str]:
+    """The action's `run` steps in order, as a runner runs a composite action's steps."""
+    action = yaml.safe_load(ACTION.read_text())
+    given = {name: inputs.get(name, spec.get("default", "")) for name, spec in action["inputs"].items()}
+    context = {"inputs": given, "github": github, "runner": {"temp": str(temp)}}
+    summary = temp / "step-summary.md"
+    base = {"PATH": os.environ["PATH"], "HOME": str(temp), "RUNNER_TEMP": str(temp), "GITHUB_ACTION_PATH": str(ROOT),
+            "GITHUB_REPOSITORY": github["repository"], "GITHUB_API_URL": github["api_url"],
+            "GITHUB_STEP_SUMMARY": str(summary), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    code, output = 0, ""
+    for step in action["runs"]["steps"]:
+        if "run" not in step:
+            continue  # GitHub's own actions/cache: RUNNER_TEMP is kept between the test's runs instead
+        env = {**base, **{key: expand(str(value), context) for key, value in (step.get("env") or {}).items()}}
+        done = subprocess.run([step["shell"], "-e", "-c", step["run"]], env=env, capture_output=True, text=True,
+                              timeout=900)
+        code, output = done.returncode, done.stdout + done.stderr
+        if code:
+            break
+    return code, output
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """RUNNER_TEMP with the action's install step already run (once for the module)."""
+    temp = tmp_path_factory.mktemp("runner-temp")
+    code, output = run_action({"token": "x"}, github={"repository": "o/n", "api_url": "http://127.0.0.1:9"},
+                              temp=temp)
+    assert (temp / "wheelpin-venv" / "bin" / "wheelpin").exists(), output
+    return temp
+
+
+def test_the_actions_steps_run_a_pass_and_write_the_runs_summary(world: World, tmp_path: Path,
+                                                                   installed: Path) -> None:
+    cli_world(world)
+    world.set_config("build = { command = [", WORKFLOW)
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"ghs_action"})
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        emulator.actions = workflow_build(world, tmp_path)
+        github = {"repository": "rocm/atom", "api_url": emulator.url, "run_id": "1", "repository_id": "7"}
+        (installed / "step-summary.md").unlink(missing_ok=True)
+        head = world.commit_upstream("one", NEW_VERSION)
+        unknown = run_action({"token": "ghs_action", "components": "demo-cache, nope"}, github=github, temp=installed)
+        assert unknown[0] == 2 and "no component 'nope' (it has demo-cache)" in unknown[1]
+        planned = run_action({"token": "ghs_action", "dry-run": "true"}, github=github, temp=installed)
+        assert planned[0] == 0, planned[1]
+        assert not repo.runs  # a dry run dispatches nothing
+        first = run_action({"token": "ghs_action", "components": " demo-cache "}, github=github, temp=installed)
+        assert first[0] == 0, first[1]
+        (run,) = repo.runs.values()
+        assert run.inputs == {"c": head}
+        second = run_action({"token": "ghs_action"}, github=github, temp=installed)  # the next scheduled run
+        assert second[0] == 0, second[1]
+        (pull,) = repo.pulls.values()
+        assert pull.draft and head[:8] in pull.title and len(repo.runs) == 1  # followed, not dispatched again
+        summary = (installed / "step-summary.md").read_text()
+        passes = summary.split("### wheelpin: ")[1:]
+        assert [p.split("\n", 1)[0] for p in passes] == ["the plan on `rocm/atom`", "a pass on `rocm/atom`",
+                                                         "a pass on `rocm/atom`"]
+        assert "| demo-cache | 📝 planned |" in passes[0] and "- would build" in passes[0]
+        assert "| demo-cache | ⏳ waiting |" in passes[1] or "| demo-cache | ✅ done |" in passes[1]
+        assert f"| demo-cache | ✅ done | `{head[:8]}` |" in passes[2] and "wheelpin/demo-cache" in passes[2]
+        assert "Requests: " in passes[2]
+    finally:
+        emulator.stop()
