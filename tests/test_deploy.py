@@ -95,6 +95,11 @@ def kubernetes() -> dict[str, dict[str, Any]]:
     return {document["kind"]: document for document in documents if document}
 
 
+def test_the_placeholder_secret_is_kept_out_of_the_folder_applied() -> None:
+    assert [p.name for p in (ROOT / "deploy/kubernetes").iterdir()] == ["wheelpin.yaml"]
+    assert "Secret" not in kubernetes()
+
+
 def commented_settings(path: Path) -> dict[str, str]:
     """The settings a file offers commented out (`# WHEELPIN_X: value`): held to the same checks."""
     return dict(re.findall(r"^\s*#\s*(WHEELPIN_\w+):\s*(\S+)", path.read_text(), re.MULTILINE))
@@ -102,7 +107,8 @@ def commented_settings(path: Path) -> dict[str, str]:
 
 def test_the_kubernetes_manifests() -> None:
     found = kubernetes()
-    assert set(found) == {"ConfigMap", "Secret", "Deployment", "Service"}
+    assert set(found) == {"ConfigMap", "PersistentVolumeClaim", "Deployment", "Service"}
+    found["Secret"] = yaml.safe_load((ROOT / "deploy/secret.example.yaml").read_text())
     deployment = found["Deployment"]["spec"]
     assert deployment["replicas"] == 1 and deployment["strategy"] == {"type": "Recreate"}
     pod = deployment["template"]["spec"]
@@ -126,7 +132,11 @@ def test_the_kubernetes_manifests() -> None:
         if name.endswith("_FILE"):  # each secret file is a key of the Secret, where it is mounted
             folder, _, key = value.rpartition("/")
             assert folder == mounts[secret_volume["name"]] and key in secret_keys, name
-    assert config["WHEELPIN_CACHE_DIR"] in mounts.values()
+    assert config["WHEELPIN_CACHE_DIR"] == mounts["cache"]
+    cache = next(v for v in pod["volumes"] if v["name"] == "cache")  # kept across restarts, not an emptyDir
+    assert cache["persistentVolumeClaim"]["claimName"] == found["PersistentVolumeClaim"]["metadata"]["name"]
+    assert found["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteOnce"]  # with one replica, Recreate
+    assert int(config["WHEELPIN_WEDGED_AFTER"]) > container["livenessProbe"]["periodSeconds"]
     service = found["Service"]["spec"]
     assert service["selector"] == deployment["selector"]["matchLabels"]
     assert service["ports"][0]["targetPort"] == "http"
@@ -160,7 +170,8 @@ def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
 
 def test_the_deploy_guide_names_every_file_and_setting() -> None:
     guide = (ROOT / "deploy/README.md").read_text()
-    for name in ("kubernetes/wheelpin.yaml", "compose.yaml", "github-app.json", "Dockerfile"):
+    for name in ("kubernetes/wheelpin.yaml", "secret.example.yaml", "compose.yaml", "github-app.json",
+                 "github-action.yml", "Dockerfile"):
         assert name in guide
     for setting in re.findall(r"`([A-Z_]+)`", guide):
         if setting.isupper() and "_" in setting and not setting.startswith("WHEELPIN_"):

@@ -1,10 +1,11 @@
 """The long-running service behind `wheelpin serve` (docs/design.md §2, app/): its life
 cycle, the webhook door's side of it, and the worker.
 
-Webhook deliveries and the schedule only put jobs (`core/jobs.py`) on the work queue;
-one worker thread takes them one at a time, so a repository's reconciler, its state file
-and the cache's git mirrors are only ever used by one thread (builds run on GitHub
-Actions runners, so a pass is short). What each kind of job does lives beside it:
+Webhook deliveries and the schedule only put jobs (`core/jobs.py`) on the work queue; a
+bounded pool of workers (`WHEELPIN_WORKERS`) takes them, never two jobs of one repository
+at once (the queue's groups), so a repository's reconciler and state file are only ever
+used by one thread at a time, and one repository's long adoption holds up no other. The
+installations job runs alone: it is the one that changes the watch list. What each kind of job does lives beside it:
 `watchlist.py` (installations, config, repository), `commands.py` (command),
 `dashboards.py` (dashboard); a component's pass is here.
 """
@@ -45,19 +46,20 @@ class Service:
         self.settings = settings
         self.access = access
         self._said_no_access = False  # installation events without credentials: said once
-        self._retry_after: float | None = None  # how long the failing job's key must wait, when said
-        self._cause = "start"  # what asked for the job running: its follow-up jobs carry it on
+        self._local = threading.local()  # per worker: the job's cause and how long its key must wait
         self.secret = secret
         self.metrics = metrics or Metrics()
         self.clock = clock
-        self.queue: WorkQueue[Job] = WorkQueue(backoff=settings.queue_backoff, clock=clock)
+        self.queue: WorkQueue[Job] = WorkQueue(backoff=settings.queue_backoff, clock=clock,
+                                               group=lambda job: job.repository)  # one job a repository
         self.metrics.track_queue(lambda: self.queue.stats().waiting, lambda: self.queue.stats().running)
         self.scheduler = BackgroundScheduler(timezone="UTC")
         self.registries = Registries(settings)
         self.watchlist = WatchList(settings, access, queue=self.queue, scheduler=self.scheduler,
                                    metrics=self.metrics, registries=self.registries)
         self.commands = Commands(queue=self.queue, clock=clock)
-        self._worker: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
+        self._ticks: dict[str, float] = {}  # worker name → when it last took a job, finished one, or idled
         self.passes: dict[tuple[str, str], int] = {}  # (repository, component) → passes run (tests, metrics)
 
     @property
@@ -87,20 +89,23 @@ class Service:
                                    args=[Job(JobKind.INSTALLATIONS)], kwargs={"note": "schedule"}, id="installations")
             self.queue.put(Job(JobKind.INSTALLATIONS), note="start")
         self.scheduler.start()  # before the worker, which adds jobs to it
-        self._worker = threading.Thread(target=self._work, name="wheelpin-worker", daemon=True)
-        self._worker.start()
+        for number in range(self.settings.workers):
+            worker = threading.Thread(target=self._work, name=f"wheelpin-worker-{number}", daemon=True)
+            self._ticks[worker.name] = time.monotonic()
+            self._workers.append(worker)
+            worker.start()
         log.info("serve.started", github=self.access is not None, webhooks=self.secret is not None)
 
     def stop(self, grace: float | None = None) -> bool:
-        """Take no more jobs; let the running one finish within `grace` seconds. True if it did.
+        """Take no more jobs; let the running ones finish within `grace` seconds. True if they did.
         An abandoned job is repaired by the next start (the loop is level-triggered)."""
         self.queue.close()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
-        if self._worker is None:
-            return True
-        self._worker.join(self.settings.shutdown_grace if grace is None else grace)
-        finished = not self._worker.is_alive()
+        deadline = time.monotonic() + (self.settings.shutdown_grace if grace is None else grace)
+        for worker in self._workers:
+            worker.join(max(deadline - time.monotonic(), 0.0))
+        finished = not any(worker.is_alive() for worker in self._workers)
         log.info("serve.stopped", finished=finished)
         return finished
 
@@ -116,8 +121,8 @@ class Service:
             reason = "GitHub not reached yet"
         elif not self.github_ok:
             reason = f"GitHub refused the bot: {self.github_error}"
-        elif self._worker is None or not self._worker.is_alive():
-            reason = "the worker is not running"
+        elif not self._workers or not all(worker.is_alive() for worker in self._workers):
+            reason = "a worker is not running"
         elif stats.oldest_wait > self.settings.stuck_after and stats.since_done > self.settings.stuck_after:
             reason = (f"the queue is stuck: nothing has finished for {stats.since_done:.0f} s and a job "
                       f"has waited {stats.oldest_wait:.0f} s")
@@ -146,11 +151,46 @@ class Service:
 
     # -- the worker --------------------------------------------------------------------------
 
+    def alive(self) -> tuple[bool, str]:
+        """For /healthz (the liveness probe): every worker is there and ticks. A worker ticks
+        when it takes a job, finishes one, or has waited a while with nothing to do; one
+        that has not for `wedged_after` seconds is wedged, and the process is restarted."""
+        if self.queue.closed:
+            return True, "stopping"
+        for worker in self._workers:
+            if not worker.is_alive():
+                return False, f"{worker.name} has died"
+            quiet = time.monotonic() - self._ticks.get(worker.name, time.monotonic())
+            if quiet > self.settings.wedged_after:
+                return False, f"{worker.name} has not ticked for {quiet:.0f} s (a job wedged)"
+        return True, "alive"
+
+    @property
+    def _cause(self) -> str:
+        return getattr(self._local, "cause", "start")  # what asked for the job running: its follow-ups say it
+
+    @_cause.setter
+    def _cause(self, value: str) -> None:
+        self._local.cause = value
+
+    @property
+    def _retry_after(self) -> float | None:
+        return getattr(self._local, "retry_after", None)  # how long the failing job's key must wait, when said
+
+    @_retry_after.setter
+    def _retry_after(self, value: float | None) -> None:
+        self._local.retry_after = value
+
     def _work(self) -> None:
+        name = threading.current_thread().name
         while True:
-            taken = self.queue.get()
+            self._ticks[name] = time.monotonic()
+            taken = self.queue.get(timeout=30.0)
             if taken is None:
-                return
+                if self.queue.closed:
+                    return
+                continue  # idle: a tick
+            self._ticks[name] = time.monotonic()
             job, notes = taken
             self._cause = notes[-1] if notes else job.kind  # follow-up jobs carry the delivery on
             ok = False

@@ -1,7 +1,9 @@
 """The repositories the service watches (docs/design.md §2, app/): which ones (the App's
 installations, or WHEELPIN_REPOSITORIES with a token, checked), and for each its GitHub
 platform, config, reconciler, routing of deliveries and the schedule of its components.
-Changed by the worker thread only; the routing is read by webhook threads under a lock.
+Changed by workers only, a repository's entry by that repository's job and the list itself
+by the installations job, which runs alone (app/workqueue.py groups); the routing is read by
+webhook threads under a lock.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
   larger → 413), its `X-Hub-Signature-256` checked in constant time before anything is
   parsed (missing or wrong → 401, nothing done), then parsed (malformed → 400) and turned
   into queued jobs (202), or ignored (200). Nothing is reconciled inside the request.
-- `GET /healthz`: the process is alive (answers before any credentials are set).
+- `GET /healthz`: the process is alive: its workers are there and tick (a wedged one fails it,
+  so the container is restarted); answers before any credentials are set.
 - `GET /readyz`: GitHub answered the bot's credentials and the queue moves (else 503).
 - `GET /metrics`: Prometheus text format.
 
@@ -138,7 +139,9 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
         if method not in ("GET", "HEAD"):
             return _answer(start, 405, {"message": "GET only"})
         if path == "/healthz":
-            return _answer(start, 200, {"status": "alive"})
+            alive, reason = service.alive()
+            return _answer(start, 200, {"status": "alive"}) if alive else \
+                _answer(start, 503, {"status": "wedged", "reason": reason})
         if path == "/readyz":
             ready, reason = service.ready()
             return _answer(start, 200 if ready else 503, {"status": "ready" if ready else "not ready",

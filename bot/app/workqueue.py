@@ -5,8 +5,9 @@ here; workers take them one at a time.
   that is already waiting does nothing: a burst of deliveries for one key coalesces.
   Putting a key while it runs marks it to run once more afterwards, so whatever the
   burst changed is seen, and 100 deliveries cost at most 2 passes.
-- One run per key at a time; the key that has waited longest goes first, an urgent one
-  (a command a human typed) before all others.
+- One run per key at a time, and one per group (`group(key)`: a repository) when several
+  workers take keys: a key whose group runs waits; the group "*" runs alone. The key that
+  has waited longest goes first, an urgent one (a command a human typed) before all others.
 - A key whose job fails runs again by itself after a backoff (doubling, capped); other
   keys go on.
 - `close()` hands out nothing more; the job running finishes, waiting keys are dropped
@@ -50,8 +51,9 @@ class QueueStats:
 
 class WorkQueue(Generic[K]):
     def __init__(self, *, backoff: float = 30.0, max_backoff: float = 3600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, group: Callable[[K], str] | None = None) -> None:
         self.backoff, self.max_backoff = backoff, max_backoff
+        self.group = group
         self.clock = clock
         self._entries: dict[K, _Entry] = {}
         self._cond = threading.Condition()
@@ -81,6 +83,10 @@ class WorkQueue(Generic[K]):
     def _eligible(self, now: float) -> list[tuple[float, K]]:
         ready = [(e.waiting_since, k) for k, e in self._entries.items()
                  if e.waiting_since is not None and e.running_since is None and e.not_before <= now]
+        if self.group is not None:
+            busy = {self.group(k) for k, e in self._entries.items() if e.running_since is not None}
+            ready = [(since, k) for since, k in ready
+                     if "*" not in busy and self.group(k) not in busy and not (busy and self.group(k) == "*")]
         return sorted(ready, key=lambda pair: (not self._entries[pair[1]].urgent, pair[0]))
 
     def get(self, timeout: float | None = None) -> tuple[K, list[str]] | None:
@@ -98,8 +104,8 @@ class WorkQueue(Generic[K]):
                     notes, entry.notes = entry.notes, []
                     self.runs += 1
                     return key, notes
-                pending = [e.not_before for e in self._entries.values()
-                           if e.waiting_since is not None and e.running_since is None]
+                pending = [e.not_before for e in self._entries.values()  # a key its group holds up waits
+                           if e.waiting_since is not None and e.running_since is None and e.not_before > now]
                 wait = min(pending) - now if pending else None
                 if deadline is not None:
                     left = deadline - now
@@ -149,8 +155,10 @@ class WorkQueue(Generic[K]):
     def stats(self) -> QueueStats:
         with self._cond:
             now = self.clock()
-            # a key backing off has waited only since its backoff ended
-            waits = [now - max(since, self._entries[key].not_before) for since, key in self._eligible(now)]
+            # a key backing off has waited only since its backoff ended; one held up by its
+            # group's running job waits all the same
+            waits = [now - max(e.waiting_since, e.not_before) for e in self._entries.values()
+                     if e.waiting_since is not None and e.running_since is None and e.not_before <= now]
             runs = [now - e.running_since for e in self._entries.values() if e.running_since is not None]
             return QueueStats(
                 waiting=sum(1 for e in self._entries.values() if e.waiting_since is not None),

@@ -422,17 +422,25 @@ def test_a_command_on_a_forks_look_alike_pull_request_does_nothing(world: World,
 
 
 def test_repeated_commands_coalesce_and_every_comment_gets_its_reaction(world: World, tmp_path: Path) -> None:
-    """Comments that arrive while the worker is busy become one job per (pull request,
-    command, sender); the job reacts to each of them."""
+    """Comments that arrive while the repository is busy (a job of its own runs: never two
+    at once) become one job per (pull request, command, sender); the job reacts to each."""
     with running_bot(world, tmp_path) as bot:
         world.commit_upstream("one", NEW_VERSION)
         bot.poll_and_build()
         (pull,) = bot.pulls()
         release = threading.Event()
-        hold = Job(JobKind.REPOSITORY, "hold/on")
-        bot.service.queue.put(hold)  # the worker is busy with something else
+        hold = Job(JobKind.CONFIG, bot.repository)
+        held: list[Job] = []
         real = bot.service.run_job
-        bot.service.run_job = lambda job: release.wait(30) if job == hold else real(job)  # type: ignore[method-assign]
+
+        def run_job(job: Job) -> bool:
+            if job == hold and not held:
+                held.append(job)
+                return release.wait(30)
+            return real(job)
+
+        bot.service.run_job = run_job  # type: ignore[method-assign]
+        bot.service.queue.put(hold)  # the repository is busy with something else
         wait_until(lambda: bot.service.queue.stats().running == 1, what="the worker busy")
         runs = bot.service.queue.runs
         for _ in range(5):
@@ -502,3 +510,48 @@ def test_github_s_hourly_write_limit_holds_up_no_other_job(world: World, tmp_pat
         assert waiting.not_before - queue.clock() > 3000
         bot.push_config("# was: [", "# was (edited): [")  # the worker is free: a config job runs now
         wait_until(lambda: "edited" in (watched.config_text or ""), what="the config read again")
+
+
+def test_a_long_job_of_one_repository_holds_up_no_other_and_a_wedged_worker_fails_liveness(tmp_path: Path) -> None:
+    """A bounded pool (`WHEELPIN_WORKERS`, 2 by default): another repository's job runs while
+    one repository's long job (a multi-GB adoption) runs, and a second job of that
+    repository waits for it. A worker that ticks no more fails /healthz, so Kubernetes
+    restarts the process rather than only taking it out of the Service."""
+    from bot.app.service import Service
+    from bot.app.webapp import make_app
+    from tests.app.bots import settings_for
+    service = Service(settings_for(tmp_path), access=None, secret=b"s")
+    assert service.settings.workers == 2
+    ran: list[str] = []
+    release = threading.Event()
+
+    def run_job(job: Job) -> bool:
+        ran.append(f"{job.repository}:{job.kind}")
+        if job.repository == "rocm/slow":
+            release.wait(20)
+        return True
+
+    service.run_job = run_job  # type: ignore[method-assign]
+    service.start()
+    try:
+        service.queue.put(Job(JobKind.REPOSITORY, "rocm/slow"))
+        wait_until(lambda: "rocm/slow:repository" in ran, what="the slow job")
+        service.queue.put(Job(JobKind.COMPONENT, "rocm/slow", "lmcache"))
+        service.queue.put(Job(JobKind.REPOSITORY, "rocm/fast"))
+        wait_until(lambda: "rocm/fast:repository" in ran, what="the other repository's job")
+        assert "rocm/slow:component" not in ran  # one job of a repository at a time
+        statuses: list[str] = []
+        app = make_app(service)
+        assert b'"alive"' in b"".join(app({"PATH_INFO": "/healthz", "REQUEST_METHOD": "GET"},
+                                          lambda status, headers: statuses.append(status)))
+        name = next(worker.name for worker in service._workers)
+        service._ticks[name] -= service.settings.wedged_after + 1  # as if the slow job had run two hours
+        answer = b"".join(app({"PATH_INFO": "/healthz", "REQUEST_METHOD": "GET"},
+                              lambda status, headers: statuses.append(status)))
+        assert statuses == ["200 OK", "503 Service Unavailable"] and b"has not ticked for" in answer
+        release.set()
+        wait_until(lambda: "rocm/slow:component" in ran, what="the slow repository's second job")
+        wait_until(lambda: service.alive()[0], what="the workers ticking again")
+    finally:
+        release.set()
+        assert service.stop(grace=10)

@@ -186,7 +186,7 @@ def test_ready_only_while_the_queue_moves(tmp_path: Path) -> None:
     service.github_error = "GitHub refused the App's JWT (401)"
     assert "refused" in service.ready()[1]
     service.github_ok = True
-    assert service.ready() == (False, "the worker is not running")
+    assert service.ready() == (False, "a worker is not running")
     release = threading.Event()
     service.run_job = lambda job: release.wait(10)  # type: ignore[method-assign]
     service.start()

@@ -189,3 +189,25 @@ def test_stats_tell_a_stuck_queue() -> None:
     clock.now += 5
     stats = queue.stats()
     assert stats.since_done == 5 and stats.oldest_wait == 65  # b still waits, but the queue moves
+
+
+def test_several_workers_never_run_two_keys_of_one_repository_at_once() -> None:
+    """Workers take keys of other repositories while one repository's long job runs; a
+    second key of that repository waits for it; the "*" group (the installations) runs alone."""
+    queue: WorkQueue[str] = WorkQueue(group=lambda key: key.split(":")[0])
+    for key in ("a:slow", "a:other", "b:one", "c:one"):
+        queue.put(key)
+    first = queue.get(timeout=1)
+    assert first is not None and first[0] == "a:slow"
+    taken = [queue.get(timeout=1), queue.get(timeout=1)]
+    assert sorted(t[0] for t in taken if t) == ["b:one", "c:one"]  # not held up by a:slow
+    assert queue.get(timeout=0.2) is None  # a:other waits for a:slow
+    for key, _notes in [t for t in taken if t]:
+        queue.done(key, ok=True)
+    queue.put("*:installations")
+    assert queue.get(timeout=0.2) is None  # "*" waits until nothing else runs
+    started = time.monotonic()
+    threading.Timer(0.3, lambda: queue.done("a:slow", ok=True)).start()
+    nxt = queue.get(timeout=5)  # woken by done(), not by polling
+    assert nxt is not None and nxt[0] in ("a:other", "*:installations") and time.monotonic() - started < 2
+    assert queue.get(timeout=0.2) is None  # whichever it was, the other waits for it
