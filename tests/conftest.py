@@ -10,6 +10,7 @@ import pytest
 from tests.fixtures.wheels import build_wheel
 from tests.fixtures import consumerimages, hip, pypi
 from tests.fixtures.consumerimages import ConsumerImages
+from tests.fixtures.postgres import Postgres
 
 
 @dataclass(frozen=True)
@@ -148,3 +149,11 @@ def consumer_images(registry: Registry, tmp_path_factory: pytest.TempPathFactory
     from tests.adapters.test_consumer import push_busybox
     base = push_busybox(registry)
     return consumerimages.build(registry, tmp_path_factory.mktemp("consumers"), f"{registry.host}/base/busybox@{base}")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """Debian's PostgreSQL on a loopback port, for the whole session (tests/fixtures/postgres.py)."""
+    server = Postgres()
+    yield server
+    server.stop()

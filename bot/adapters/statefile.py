@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..core.backoff import Failure, Refusal
 
@@ -77,43 +78,51 @@ class StateFile:
             if self._in_memory:  # the stand-in of a dry run is gone with it
                 self.close()
 
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One statement, written once for both engines: `?` parameters, `on conflict … do
+        update` upserts (SQLite 3.24 and PostgreSQL both read them)."""
+        return self.db.execute(sql, params)
+
     def _commit(self) -> None:
         if not self._unsaved:
             self.db.commit()
 
     def run_of(self, component: str, commit: str) -> int | None:
         """The Actions run started for this build (the world knows it too: the run's title)."""
-        row = self.db.execute("select run_id from runs where component = ? and commit_sha = ?",
+        row = self._q("select run_id from runs where component = ? and commit_sha = ?",
                               (component, commit)).fetchone()
         return int(row[0]) if row else None
 
     def record_run(self, component: str, commit: str, run_id: int) -> None:
-        self.db.execute("insert or replace into runs values (?, ?, ?)", (component, commit, run_id))
-        self.db.execute("insert or replace into claimed values (?, ?)", (run_id, time.time()))
-        self.db.execute("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
+        self._q("insert into runs values (?, ?, ?) on conflict (component, commit_sha) do update"
+                " set run_id = excluded.run_id", (component, commit, run_id))
+        self._q("insert into claimed values (?, ?) on conflict (run_id) do update set at = excluded.at",
+                (run_id, time.time()))
+        self._q("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
         self._commit()
 
     def dispatch_of(self, component: str, commit: str) -> float | None:
         """When a dispatch of this build was noted, if its run is not known yet."""
-        row = self.db.execute("select at from dispatches where component = ? and commit_sha = ?",
+        row = self._q("select at from dispatches where component = ? and commit_sha = ?",
                               (component, commit)).fetchone()
         return float(row[0]) if row else None
 
     def record_dispatch(self, component: str, commit: str) -> float:
         at = time.time()
-        self.db.execute("insert or replace into dispatches values (?, ?, ?)", (component, commit, at))
+        self._q("insert into dispatches values (?, ?, ?) on conflict (component, commit_sha) do update"
+                " set at = excluded.at", (component, commit, at))
         self._commit()
         return at
 
     def drop_dispatch(self, component: str, commit: str) -> None:
-        self.db.execute("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
+        self._q("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
         self._commit()
 
     def claimed_runs(self) -> set[int]:
-        return {int(row[0]) for row in self.db.execute("select run_id from claimed")}
+        return {int(row[0]) for row in self._q("select run_id from claimed")}
 
     def failure(self, component: str, commit: str) -> Failure | None:
-        row = self.db.execute("select component, commit_sha, kind, message, attempts, at, rules from failures"
+        row = self._q("select component, commit_sha, kind, message, attempts, at, rules from failures"
                               " where component = ? and commit_sha = ?", (component, commit)).fetchone()
         if row is None:
             return None
@@ -126,59 +135,115 @@ class StateFile:
         previous = self.failure(component, commit)
         attempts = previous.attempts + 1 if previous and previous.rules == rules else 1
         failed = Failure(component, commit, kind, message, attempts, time.time(), rules)
-        self.db.execute("insert or replace into failures (component, commit_sha, kind, message, attempts, at, rules)"
-                        " values (?, ?, ?, ?, ?, ?, ?)",
-                        (component, commit, kind, message, attempts, failed.at, rules))
+        self._q("insert into failures (component, commit_sha, kind, message, attempts, at, rules)"
+                " values (?, ?, ?, ?, ?, ?, ?) on conflict (component, commit_sha) do update set kind = excluded.kind,"
+                " message = excluded.message, attempts = excluded.attempts, at = excluded.at, rules = excluded.rules",
+                (component, commit, kind, message, attempts, failed.at, rules))
         self._commit()
         return failed
 
     def forget(self, component: str, commit: str | None = None) -> None:
         if commit is None:
-            self.db.execute("delete from failures where component = ?", (component,))
+            self._q("delete from failures where component = ?", (component,))
         else:
-            self.db.execute("delete from failures where component = ? and commit_sha = ?", (component, commit))
+            self._q("delete from failures where component = ? and commit_sha = ?", (component, commit))
         self._commit()
 
     def drop_run(self, component: str, commit: str) -> None:
         """The run followed for a commit ended badly: the next try dispatches a new one."""
-        self.db.execute("delete from runs where component = ? and commit_sha = ?", (component, commit))
+        self._q("delete from runs where component = ? and commit_sha = ?", (component, commit))
         self._commit()
 
     def refusal(self, fingerprint: str) -> Refusal | None:
-        row = self.db.execute("select fingerprint, message, attempts, at from refusals where fingerprint = ?",
+        row = self._q("select fingerprint, message, attempts, at from refusals where fingerprint = ?",
                               (fingerprint,)).fetchone()
         return Refusal(*row) if row else None
 
     def record_refusal(self, fingerprint: str, message: str) -> Refusal:
         previous = self.refusal(fingerprint)
         refused = Refusal(fingerprint, message, previous.attempts + 1 if previous else 1, time.time())
-        self.db.execute("insert or replace into refusals values (?, ?, ?, ?)",
-                        (refused.fingerprint, refused.message, refused.attempts, refused.at))
+        self._q("insert into refusals values (?, ?, ?, ?) on conflict (fingerprint) do update set"
+                " message = excluded.message, attempts = excluded.attempts, at = excluded.at",
+                (refused.fingerprint, refused.message, refused.attempts, refused.at))
         self._commit()
         return refused
 
     def forget_refusals(self) -> None:
         """Permissions were granted, or a human asked to try again: every write may be made."""
-        self.db.execute("delete from refusals")
+        self._q("delete from refusals")
         self._commit()
 
     def unpinned_since(self, component: str) -> dict[str, float]:
         return {str(tag): float(since) for tag, since in
-                self.db.execute("select tag, since from unpinned where component = ?", (component,))}
+                self._q("select tag, since from unpinned where component = ?", (component,))}
 
     def record_unpinned(self, component: str, since: dict[str, float], *, at: float) -> None:
         """The component's tags unpinned now (the others were pinned again, or deleted)."""
-        self.db.execute("delete from unpinned where component = ?", (component,))
-        self.db.executemany("insert into unpinned values (?, ?, ?)",
-                            [(component, tag, first) for tag, first in sorted(since.items())])
-        self.db.execute("insert or replace into prunes values (?, ?)", (component, at))
+        self._q("delete from unpinned where component = ?", (component,))
+        for tag, first in sorted(since.items()):
+            self._q("insert into unpinned values (?, ?, ?)", (component, tag, first))
+        self._q("insert into prunes values (?, ?) on conflict (component) do update set at = excluded.at",
+                (component, at))
         self._commit()
 
     def pruned_at(self, component: str) -> float | None:
-        row = self.db.execute("select at from prunes where component = ?", (component,)).fetchone()
+        row = self._q("select at from prunes where component = ?", (component,)).fetchone()
         return float(row[0]) if row else None
 
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+class PostgresState(StateFile):
+    """The same state in PostgreSQL, which several replicas of the service share (issue 17's
+    mode, `WHEELPIN_DATABASE_URL`): the statements are StateFile's, `?` read as psycopg's
+    `%s`; the tables are made on first use. A dry run's writes are rolled back as there."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(Path("/nonexistent"))
+        self.url = url
+        self._pg: Any = None
+
+    @property
+    def db(self) -> Any:
+        if self._pg is None:
+            import psycopg  # only in this mode (the postgres extra)
+            self._pg = psycopg.connect(self.url)
+            self._pg.execute("create table if not exists failures (component text, commit_sha text, kind text,"
+                             " message text, attempts integer, at double precision, rules text default '',"
+                             " primary key (component, commit_sha))")
+            self._pg.execute("create table if not exists runs (component text, commit_sha text, run_id bigint,"
+                             " primary key (component, commit_sha))")
+            self._pg.execute("create table if not exists dispatches (component text, commit_sha text,"
+                             " at double precision, primary key (component, commit_sha))")
+            self._pg.execute("create table if not exists claimed (run_id bigint primary key, at double precision)")
+            self._pg.execute("create table if not exists refusals (fingerprint text primary key, message text,"
+                             " attempts integer, at double precision)")
+            self._pg.execute("create table if not exists unpinned (component text, tag text, since double precision,"
+                             " primary key (component, tag))")
+            self._pg.execute("create table if not exists prunes (component text primary key, at double precision)")
+            if not self._unsaved:
+                self._pg.execute("delete from refusals where at < %s", (time.time() - CLAIMS_KEPT,))
+                self._pg.execute("delete from claimed where at < %s", (time.time() - CLAIMS_KEPT,))
+            self._pg.commit()
+        return self._pg
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.db.execute(sql.replace("?", "%s"), params)
+
+    @contextmanager
+    def unsaved(self) -> Iterator[None]:
+        self._unsaved = True
+        try:
+            yield
+        finally:
+            self._unsaved = False
+            if self._pg is not None:
+                self._pg.rollback()
+
+    def close(self) -> None:
+        if self._pg is not None:
+            self._pg.close()
+            self._pg = None

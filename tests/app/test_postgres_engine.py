@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 
 import procrastinate
 import pytest
@@ -24,15 +23,8 @@ from procrastinate.exceptions import AlreadyEnqueued
 from tests.fixtures.postgres import Postgres
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Postgres]:
-    server = Postgres()
-    yield server
-    server.stop()
-
-
 def test_queueing_locks_coalesce_and_locks_serialise(postgres: Postgres) -> None:
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=postgres.url))
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=postgres.database("engine")))
     spans: dict[str, list[tuple[float, float]]] = {}
     guard = threading.Lock()
 

@@ -1,0 +1,78 @@
+"""The state the loop keeps (recorded failures, build runs followed, refused writes, image
+tags seen unpinned), the same on both engines: the SQLite file of one process, and
+PostgreSQL, which several replicas share (issue 17; Debian's server, tests/fixtures/postgres.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.statefile import PostgresState, StateFile
+from bot.core.backoff import MAX_BACKOFF, REFUSAL_BACKOFF
+from tests.fixtures.postgres import Postgres
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateFile]:
+    if request.param == "sqlite":
+        made: StateFile = StateFile(tmp_path / "state.sqlite")
+    else:
+        server: Postgres = request.getfixturevalue("postgres")
+        made = PostgresState(server.database(f"state_{tmp_path.name.lower()[-40:].replace('-', '_')}"))
+    yield made
+    made.close()
+
+
+def test_failures_count_per_rules_and_are_forgotten(state: StateFile) -> None:
+    assert state.failure("c", "x") is None
+    assert state.record("c", "x", "build", "exit 1", rules="r1").attempts == 1
+    assert state.record("c", "x", "build", "exit 1", rules="r1").attempts == 2
+    again = state.record("c", "x", "verify", "refused", rules="r2")  # other rules: counted afresh
+    assert (again.attempts, again.kind, again.refused) == (1, "verify", True)
+    stored = state.failure("c", "x")
+    assert stored is not None and stored.message == "refused" and stored.rules == "r2"
+    state.record("c", "y", "build", "exit 1")
+    state.forget("c", "x")
+    assert state.failure("c", "x") is None and state.failure("c", "y") is not None
+    state.forget("c")
+    assert state.failure("c", "y") is None
+
+
+def test_runs_and_dispatches(state: StateFile) -> None:
+    at = state.record_dispatch("c", "x")
+    assert state.dispatch_of("c", "x") == at and state.run_of("c", "x") is None
+    state.record_run("c", "x", 41)
+    state.record_run("c", "x", 42)  # a newer run of the same build
+    assert state.run_of("c", "x") == 42 and state.dispatch_of("c", "x") is None
+    assert state.claimed_runs() == {41, 42}
+    state.drop_run("c", "x")
+    assert state.run_of("c", "x") is None and state.claimed_runs() == {41, 42}
+
+
+def test_refusals_back_off_and_are_forgotten(state: StateFile) -> None:
+    first = state.record_refusal("k", "no")
+    assert first.retry_at - first.at == REFUSAL_BACKOFF
+    for _ in range(10):
+        last = state.record_refusal("k", "no")
+    assert last.retry_at - last.at == MAX_BACKOFF
+    state.forget_refusals()
+    assert state.refusal("k") is None
+
+
+def test_unpinned_tags_and_prunes(state: StateFile) -> None:
+    assert state.unpinned_since("c") == {} and state.pruned_at("c") is None
+    state.record_unpinned("c", {"a": 1.0, "b": 2.0}, at=5.0)
+    state.record_unpinned("c", {"b": 2.0}, at=9.0)
+    assert state.unpinned_since("c") == {"b": 2.0} and state.pruned_at("c") == 9.0
+
+
+def test_a_dry_run_leaves_the_state_as_it_found_it(state: StateFile) -> None:
+    state.record("c", "x", "build", "kept")
+    with state.unsaved():
+        state.record("c", "x", "build", "dry")
+        state.record_run("c", "y", 7)
+        assert state.run_of("c", "y") == 7  # seen inside
+    failure = state.failure("c", "x")
+    assert failure is not None and failure.message == "kept" and state.run_of("c", "y") is None
