@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from ..adapters.github import forget_installation_tokens
 from ..adapters.statefile import StateFile
 from ..core.errors import TransientError, WheelpinError, kind_of
 from ..core.jobs import Job, JobKind
@@ -240,6 +241,7 @@ class Service:
                 log.warning("installations.ignored", reason="no GitHub credentials: installation events are ignored")
             return True  # done: not retried
         if job.granted:  # what was refused for want of a permission may be written now
+            forget_installation_tokens()  # tokens made before keep the permissions of before
             state = StateFile(self.settings.cache_dir / "state.sqlite")
             try:
                 state.forget_refusals()

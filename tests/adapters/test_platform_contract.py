@@ -180,6 +180,30 @@ def test_app_installation_tokens_are_made_and_renewed(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_repositories_of_one_installation_share_its_token(tmp_path: Path) -> None:
+    """An installation token is good for every repository of the installation for an hour
+    (docs "Generating an installation access token for a GitHub App"): the process holds
+    one per installation, not one per repository nor per job, and drops them when the App's
+    permissions change (a token keeps the permissions it was made with)."""
+    from bot.adapters.github import AppCredentials, forget_installation_tokens
+    from tests.app.worlds import AppKey
+    key = AppKey.make()
+    server = GitHubEmulator(tmp_path / "gh", tokens=set(), app_id=4343, app_public_key=key.public)
+    try:
+        for name in ("atom", "vllm", "sglang"):
+            server.create_repo("rocm", name, seed(tmp_path / f"seed-{name}"))
+        platforms = [GitHubPlatform(api_url=server.url, owner="rocm", repo=name, author=BOT,
+                                    app=AppCredentials(4343, key.private, 7)) for name in ("atom", "vllm", "sglang")]
+        for platform in platforms * 3:
+            assert platform.resolve("refs/heads/main") is not None
+        assert len(server.issued_tokens) == 1
+        forget_installation_tokens()
+        GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT, app=AppCredentials(4343, key.private, 7))
+        assert len(server.issued_tokens) == 2
+    finally:
+        server.stop()
+
+
 def test_draft_refused_falls_back_to_a_marked_title(tmp_path: Path) -> None:
     server = GitHubEmulator(tmp_path / "gh", tokens={"t"}, drafts=False)
     try:

@@ -13,7 +13,9 @@ and `Client.call` where it does not; none reaches into github3's private attribu
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +40,15 @@ __all__ = ["AppCredentials", "Client", "GitHubError", "NotFoundError", "Page", "
 JWT_BACKDATE = 60
 JWT_LIFETIME = 540
 RENEW_BEFORE = datetime.timedelta(minutes=5)  # installation tokens live an hour
+# installation tokens held by the process: (API, App, installation, key) → the token, when it expires
+_TOKENS: dict[tuple[str | None, int, int, str], tuple[dict[str, Any], datetime.datetime]] = {}
+_TOKENS_LOCK = threading.Lock()
+
+
+def forget_installation_tokens() -> None:
+    """Drop every token held: the App's permissions changed, and old tokens keep the old ones."""
+    with _TOKENS_LOCK:
+        _TOKENS.clear()
 
 
 @dataclass(frozen=True)
@@ -127,15 +138,24 @@ class Client:
         self.gh.session.app_bearer_token_auth(app_jwt(self.app), JWT_LIFETIME)
 
     def as_installation(self) -> None:
-        """Speak to GitHub with a new token of the App's installation."""
+        """Speak to GitHub with a token of the App's installation: one the process already
+        holds for it while it has a while to live (every repository of an installation
+        shares it), else a new one."""
         app = self.app
         assert app is not None
-        url = self.url("app", "installations", str(app.installation_id), "access_tokens")
-        with self.gh.session.no_auth():
-            answer = self.gh.session.post(url, auth=AppBearerTokenAuth(app_jwt(app), JWT_LIFETIME))
-        if answer.status_code != 201:
-            raise refusal(answer_of(answer), f"an installation token for installation {app.installation_id}")
-        self.gh.session.app_installation_token_auth(answer.json())
+        key = (self.api_url, app.app_id, app.installation_id, hashlib.sha256(app.private_key).hexdigest())
+        with _TOKENS_LOCK:
+            held = _TOKENS.get(key)
+            if held is None or held[1] - datetime.datetime.now(datetime.timezone.utc) <= RENEW_BEFORE:
+                url = self.url("app", "installations", str(app.installation_id), "access_tokens")
+                with self.gh.session.no_auth():
+                    answer = self.gh.session.post(url, auth=AppBearerTokenAuth(app_jwt(app), JWT_LIFETIME))
+                if answer.status_code != 201:
+                    raise refusal(answer_of(answer), f"an installation token for installation {app.installation_id}")
+                token = answer.json()
+                expires = datetime.datetime.fromisoformat(str(token["expires_at"]).replace("Z", "+00:00"))
+                held = _TOKENS[key] = (token, expires)
+        self.gh.session.app_installation_token_auth(held[0])
 
     # -- requests ---------------------------------------------------------------------------
 
