@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.backoff import Failure, Refusal
+from ..core.errors import ConfigError, TransientError
 
 CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispatches that far apart
 
@@ -209,8 +210,20 @@ class PostgresState(StateFile):
     @property
     def db(self) -> Any:
         if self._pg is None:
-            import psycopg  # only in this mode (the postgres extra)
-            self._pg = psycopg.connect(self.url)
+            try:
+                import psycopg  # only in this mode (the postgres extra)
+            except ImportError:
+                raise ConfigError("WHEELPIN_DATABASE_URL needs PostgreSQL's driver: pip install "
+                                  "'wheelpin[postgres]'") from None
+            try:
+                self._pg = psycopg.connect(self.url, connect_timeout=10)
+            except psycopg.Error as exc:  # its text may hold the URL's password: not said
+                try:
+                    where = psycopg.conninfo.conninfo_to_dict(self.url)
+                except psycopg.Error:
+                    where = {}
+                raise TransientError(f"PostgreSQL at {where.get('host', 'localhost')}:{where.get('port', 5432)}/"
+                                     f"{where.get('dbname', '')} cannot be reached ({type(exc).__name__})") from None
             self._pg.execute("create table if not exists failures (component text, commit_sha text, kind text,"
                              " message text, attempts integer, at double precision, rules text default '',"
                              " primary key (component, commit_sha))")
@@ -247,3 +260,9 @@ class PostgresState(StateFile):
         if self._pg is not None:
             self._pg.close()
             self._pg = None
+
+
+def open_state(cache: Path, database_url: str | None = None) -> StateFile:
+    """The state: in PostgreSQL when a database is named (`WHEELPIN_DATABASE_URL`), else the
+    SQLite file in the cache folder."""
+    return PostgresState(database_url) if database_url else StateFile(cache / "state.sqlite")

@@ -149,5 +149,6 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     platform.author = defaults.author
     platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),
+                      database_url=settings.database_url.get_secret_value() if settings.database_url else None,
                       cache=settings.cache_dir, retry_failed=retry_failed,
                       actions=ActionsBuilder(platform), local_builds=False)

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from ..adapters.github import forget_installation_tokens
-from ..adapters.statefile import StateFile
+from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
 from ..core.jobs import Job, JobKind
 from ..core.webhooks import work_for
@@ -242,7 +242,8 @@ class Service:
             return True  # done: not retried
         if job.granted:  # what was refused for want of a permission may be written now
             forget_installation_tokens()  # tokens made before keep the permissions of before
-            state = StateFile(self.settings.cache_dir / "state.sqlite")
+            url = self.settings.database_url
+            state = open_state(self.settings.cache_dir, url.get_secret_value() if url else None)
             try:
                 state.forget_refusals()
             finally:

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     installation_ids: str = Field(default="", description="a shard: comma-separated installation ids this process serves (default: all)")
     schedule_jitter: int = Field(default=120, ge=0, description="seconds of random delay added to each scheduled poll")
     refresh_minutes: int = Field(default=60, ge=1, description="how often installations and configs are read again")
+    database_url: SecretStr | None = Field(default=None, description="postgresql://… : keep the state (failures, "
+                                           "backoffs, runs followed) in PostgreSQL, shared by several processes")
     workers: int = Field(default=2, ge=1, le=16, description="jobs run at once, never two of one repository")
     wedged_after: int = Field(default=7200, ge=60, description="seconds a worker may go without taking a job "
                               "or finishing one before /healthz fails (and the container is restarted)")

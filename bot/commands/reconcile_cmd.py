@@ -43,6 +43,7 @@ def make_reconciler(*, repo: Path, config: Path | None, settings: Settings, retr
     platform = LocalPlatform(repo, author=defaults.author, branch_prefix=defaults.branch_prefix,
                              signoff=defaults.signoff)
     return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
+                      database_url=settings.database_url.get_secret_value() if settings.database_url else None,
                       retry_failed=retry_failed)
 
 

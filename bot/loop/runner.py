@@ -22,7 +22,7 @@ from ..adapters.github.actions import ActionsBuilder
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.platform import Platform
 from ..adapters.publisher import SETTLE_SECONDS
-from ..adapters.statefile import StateFile
+from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
@@ -49,7 +49,7 @@ class Reconciler:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, cache: Path,
                  retry_failed: bool = False, actions: ActionsBuilder | None = None, local_builds: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
-                 settle: float = SETTLE_SECONDS) -> None:
+                 settle: float = SETTLE_SECONDS, database_url: str | None = None) -> None:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
@@ -59,7 +59,7 @@ class Reconciler:
         self.local_builds = local_builds  # never on GitHub: a config's command is the repository's code
         self.retry_failed = retry_failed
         self.builder_for = builder_for or self._builder  # tests give an in-memory one (tests/fixtures/fakes.py)
-        self.state = StateFile(cache / "state.sqlite")
+        self.state = open_state(cache, database_url)  # the SQLite file, or PostgreSQL
         self.memory = Memory()
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
                                  memory=self.memory)
