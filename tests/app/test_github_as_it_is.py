@@ -358,7 +358,7 @@ def test_labels_compare_without_case(world: World, tmp_path: Path) -> None:
 def test_app_jwt_tolerates_a_host_clock_ahead_and_names_a_far_one(tmp_path: Path) -> None:
     """GitHub's clock 30 s behind the host: `iat` a minute back is accepted (github3's
     `iat = now` was refused). Five minutes behind: the refusal names the clocks."""
-    from bot.adapters.github import AppCredentials, installation_repositories
+    from bot.adapters.github import AppCredentials, forget_installation_tokens, installation_repositories
     from bot.core.errors import CredentialsError
     from tests.adapters.test_platform_contract import seed
     from tests.app.worlds import AppKey
@@ -371,6 +371,7 @@ def test_app_jwt_tolerates_a_host_clock_ahead_and_names_a_far_one(tmp_path: Path
         server.clock_offset = -30.0
         assert installation_repositories(api_url=server.url, app=app) == ["rocm/atom"]
         server.clock_offset = -300.0
+        forget_installation_tokens()  # else the token held from the first call serves: no JWT is sent
         with pytest.raises(CredentialsError, match="clock"):
             installation_repositories(api_url=server.url, app=app)
     finally:
