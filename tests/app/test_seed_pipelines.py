@@ -290,12 +290,15 @@ def driver_repo(driver: Driver) -> Path:
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_vllm_lmcache(registry: Registry, tmp_path: Path, platform: str, hip_artifacts: HipArtifacts) -> None:
+def test_vllm_lmcache(registry: Registry, tmp_path: Path, platform: str, hip_artifacts: HipArtifacts,
+                      consumer_images: ConsumerImages) -> None:
     """vLLM's rule: gfx90a where the build has it. Pinned today: a build with gfx90a; the new
-    build has gfx942 alone. It is proposed, and gfx90a dropped cannot be missed."""
+    build has gfx942 alone. It is proposed, and gfx90a dropped cannot be missed. No
+    constraint is typed: vLLM names its release image, read from its layers (issue 16)."""
     seed = make_seed(tmp_path, registry, "atom-lmcache", "lmcache", platform, edit=lambda t: t.replace(
         ", publishes_image = true", "").replace(
-        'archs = ["gfx942", "gfx950"]', 'archs = ["gfx942"]\narchs_wanted = ["gfx90a", "gfx942", "gfx950"]'))
+        'archs = ["gfx942", "gfx950"]', 'archs = ["gfx942"]\narchs_wanted = ["gfx90a", "gfx942", "gfx950"]').replace(
+        'constraints = ["numpy==2.3.5", "torch==2.10.0"]', f'consumer = {{ image = "{consumer_images.rocm7}" }}'))
     pinned, pinned_version = pin_lmcache(seed, rocm6=False, ceilings=True)
     gfx942 = link_shared(tmp_path, [hip_artifacts.plain_objects["k942"]], "libops942.so").read_bytes()
     with driving(seed, tmp_path, artifacts(seed)) as driver:
@@ -323,6 +326,8 @@ def test_vllm_lmcache(registry: Registry, tmp_path: Path, platform: str, hip_art
         assert f"- version `{pinned_version}` → `{version}`" in body
         assert "Requires-Dist: unchanged." in body
         assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` (already present in the pinned wheel)" in body
+        assert f"`vllm==0.11.0` needs `lmcache<=0.5.6`: excludes lmcache {version}" in body
+        assert "- ✅ every library the wheels' ELF files need is in the consuming image" in body  # rocfft too
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
