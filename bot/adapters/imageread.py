@@ -50,7 +50,7 @@ class ImageInfo:
                 "wheels": [wheel.to_json() for wheel in self.wheels]}
 
 
-class _ChunkReader(io.RawIOBase):
+class ChunkReader(io.RawIOBase):
     """A readable stream over an iterator of chunks."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
@@ -117,7 +117,7 @@ def extract_wheels(store: ImageStore, info: ImageInfo, folder: Path) -> list[Pat
 
 
 def _wheels_in_layer(store: ImageStore, layer: dict[str, Any], *, keep: Path | None = None) -> list[WheelEntry]:
-    stream: io.RawIOBase | gzip.GzipFile = _ChunkReader(store.get_blob(str(layer["digest"])))
+    stream: io.RawIOBase | gzip.GzipFile = ChunkReader(store.get_blob(str(layer["digest"])))
     if layer.get("mediaType") in LAYER_TYPES_GZIP:
         stream = gzip.GzipFile(fileobj=stream)
     found: list[WheelEntry] = []

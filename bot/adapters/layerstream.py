@@ -27,6 +27,7 @@ import zstandard
 from ..core.errors import InputError
 from ..core.imagefs import LDCONF, LIBRARY, PYTHON, ROCM_VERSION, SITE, LayerSummary, normalize
 from ..core.wheelmeta import parse_metadata
+from .imageread import ChunkReader
 
 MAX_MEMBERS = 2_000_000
 MAX_METADATA = 1 << 20
@@ -40,29 +41,17 @@ class LayerError(InputError):
     """A layer that cannot be read as a layer: said in one sentence."""
 
 
-class _Counted(io.RawIOBase):
-    """The layer's bytes as a stream, counted against a limit, optionally hashed."""
+class _Counted(ChunkReader):
+    """The layer's bytes as a stream, counted against the size the manifest gives."""
 
-    def __init__(self, chunks: Iterator[bytes], *, limit: int, what: str, hashed: bool = False) -> None:
-        self._chunks = chunks
-        self._pending = b""
+    def __init__(self, chunks: Iterator[bytes], *, limit: int, what: str) -> None:
+        super().__init__(chunks)
         self.count = 0
         self.limit = limit
         self.what = what
-        self.hash = hashlib.sha256() if hashed else None
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            try:
-                self._pending = next(self._chunks)
-            except StopIteration:
-                return 0
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+        size = super().readinto(buffer)
         self.count += size
         if self.count > self.limit:
             raise LayerError(f"{self.what} is larger than {self.limit} bytes")
