@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 # a dist-info's METADATA in a site folder: …/pythonX.Y/site-packages, …/python3/dist-packages
@@ -118,7 +120,7 @@ class ImageFiles:
         main = self.main_site
         chosen: dict[str, Installed] = {}
         for dist in sorted(self.dists, key=lambda d: (d.site == main, d.site)):
-            chosen[_canonical(dist.name)] = dist
+            chosen[canonicalize_name(dist.name)] = dist
         return chosen
 
     def library_folders(self) -> list[str]:
@@ -138,13 +140,9 @@ class ImageFiles:
             if ROCM_VERSION.match(path) and self.texts[path].strip():
                 return self.texts[path].strip().splitlines()[0][:64]
         for dist in self.dists:
-            if _canonical(dist.name) in ("rocm-core", "rocm-sdk-core", "rocm"):
+            if canonicalize_name(dist.name) in ("rocm-core", "rocm-sdk-core", "rocm"):
                 return dist.version
         return None
-
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _key(version: str) -> tuple[int, ...]:
