@@ -19,8 +19,13 @@ CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispat
 
 
 class StateFile:
-    def __init__(self, path: Path) -> None:
+    """`scope` keeps apart the components of several repositories in one state (a service
+    watching rocm/vllm and rocm/sglang, both with a component `lmcache`): it prefixes
+    every component name stored (`rocm/vllm:`); the names given and returned are bare."""
+
+    def __init__(self, path: Path, *, scope: str = "") -> None:
         self.path = path
+        self.scope = scope
         self._db: sqlite3.Connection | None = None
         self._in_memory = False
         self._unsaved = False
@@ -90,11 +95,13 @@ class StateFile:
 
     def run_of(self, component: str, commit: str) -> int | None:
         """The Actions run started for this build (the world knows it too: the run's title)."""
+        component = self.scope + component
         row = self._q("select run_id from runs where component = ? and commit_sha = ?",
                               (component, commit)).fetchone()
         return int(row[0]) if row else None
 
     def record_run(self, component: str, commit: str, run_id: int) -> None:
+        component = self.scope + component
         self._q("insert into runs values (?, ?, ?) on conflict (component, commit_sha) do update"
                 " set run_id = excluded.run_id", (component, commit, run_id))
         self._q("insert into claimed values (?, ?) on conflict (run_id) do update set at = excluded.at",
@@ -104,11 +111,13 @@ class StateFile:
 
     def dispatch_of(self, component: str, commit: str) -> float | None:
         """When a dispatch of this build was noted, if its run is not known yet."""
+        component = self.scope + component
         row = self._q("select at from dispatches where component = ? and commit_sha = ?",
                               (component, commit)).fetchone()
         return float(row[0]) if row else None
 
     def record_dispatch(self, component: str, commit: str) -> float:
+        component = self.scope + component
         at = time.time()
         self._q("insert into dispatches values (?, ?, ?) on conflict (component, commit_sha) do update"
                 " set at = excluded.at", (component, commit, at))
@@ -116,6 +125,7 @@ class StateFile:
         return at
 
     def drop_dispatch(self, component: str, commit: str) -> None:
+        component = self.scope + component
         self._q("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
         self._commit()
 
@@ -123,12 +133,13 @@ class StateFile:
         return {int(row[0]) for row in self._q("select run_id from claimed")}
 
     def failure(self, component: str, commit: str) -> Failure | None:
+        component = self.scope + component
         row = self._q("select component, commit_sha, kind, message, attempts, at, rules from failures"
                               " where component = ? and commit_sha = ?", (component, commit)).fetchone()
         if row is None:
             return None
         component_, commit_, kind, message, attempts, at, rules = row
-        return Failure(component_, commit_, kind, message, int(attempts), float(at), rules or "")
+        return Failure(component_[len(self.scope):], commit_, kind, message, int(attempts), float(at), rules or "")
 
     def record(self, component: str, commit: str, kind: str, message: str, *, rules: str = "") -> Failure:
         """A failure of `commit`'s build or verification under the config digested as `rules`
@@ -136,6 +147,7 @@ class StateFile:
         previous = self.failure(component, commit)
         attempts = previous.attempts + 1 if previous and previous.rules == rules else 1
         failed = Failure(component, commit, kind, message, attempts, time.time(), rules)
+        component = self.scope + component
         self._q("insert into failures (component, commit_sha, kind, message, attempts, at, rules)"
                 " values (?, ?, ?, ?, ?, ?, ?) on conflict (component, commit_sha) do update set kind = excluded.kind,"
                 " message = excluded.message, attempts = excluded.attempts, at = excluded.at, rules = excluded.rules",
@@ -144,6 +156,7 @@ class StateFile:
         return failed
 
     def forget(self, component: str, commit: str | None = None) -> None:
+        component = self.scope + component
         if commit is None:
             self._q("delete from failures where component = ?", (component,))
         else:
@@ -152,6 +165,7 @@ class StateFile:
 
     def drop_run(self, component: str, commit: str) -> None:
         """The run followed for a commit ended badly: the next try dispatches a new one."""
+        component = self.scope + component
         self._q("delete from runs where component = ? and commit_sha = ?", (component, commit))
         self._commit()
 
@@ -175,11 +189,13 @@ class StateFile:
         self._commit()
 
     def unpinned_since(self, component: str) -> dict[str, float]:
+        component = self.scope + component
         return {str(tag): float(since) for tag, since in
                 self._q("select tag, since from unpinned where component = ?", (component,))}
 
     def record_unpinned(self, component: str, since: dict[str, float], *, at: float) -> None:
         """The component's tags unpinned now (the others were pinned again, or deleted)."""
+        component = self.scope + component
         self._q("delete from unpinned where component = ?", (component,))
         for tag, first in sorted(since.items()):
             self._q("insert into unpinned values (?, ?, ?)", (component, tag, first))
@@ -188,6 +204,7 @@ class StateFile:
         self._commit()
 
     def pruned_at(self, component: str) -> float | None:
+        component = self.scope + component
         row = self._q("select at from prunes where component = ?", (component,)).fetchone()
         return float(row[0]) if row else None
 
@@ -202,8 +219,8 @@ class PostgresState(StateFile):
     mode, `WHEELPIN_DATABASE_URL`): the statements are StateFile's, `?` read as psycopg's
     `%s`; the tables are made on first use. A dry run's writes are rolled back as there."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(Path("/nonexistent"))
+    def __init__(self, url: str, *, scope: str = "") -> None:
+        super().__init__(Path("/nonexistent"), scope=scope)
         self.url = url
         self._pg: Any = None
 
@@ -262,7 +279,9 @@ class PostgresState(StateFile):
             self._pg = None
 
 
-def open_state(cache: Path, database_url: str | None = None) -> StateFile:
+def open_state(cache: Path, database_url: str | None = None, *, scope: str = "") -> StateFile:
     """The state: in PostgreSQL when a database is named (`WHEELPIN_DATABASE_URL`), else the
-    SQLite file in the cache folder."""
-    return PostgresState(database_url) if database_url else StateFile(cache / "state.sqlite")
+    SQLite file in the cache folder; its components kept apart by `scope` (a repository)."""
+    if database_url:
+        return PostgresState(database_url, scope=scope)
+    return StateFile(cache / "state.sqlite", scope=scope)

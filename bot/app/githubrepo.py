@@ -150,5 +150,5 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
-                      cache=settings.cache_dir, retry_failed=retry_failed,
+                      cache=settings.cache_dir, retry_failed=retry_failed, state_scope=f"{repository}:",
                       actions=ActionsBuilder(platform), local_builds=False)

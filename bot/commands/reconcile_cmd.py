@@ -44,7 +44,7 @@ def make_reconciler(*, repo: Path, config: Path | None, settings: Settings, retr
                              signoff=defaults.signoff)
     return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
-                      retry_failed=retry_failed)
+                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:")
 
 
 def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, once: bool,

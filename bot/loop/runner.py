@@ -49,7 +49,8 @@ class Reconciler:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, cache: Path,
                  retry_failed: bool = False, actions: ActionsBuilder | None = None, local_builds: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
-                 settle: float = SETTLE_SECONDS, database_url: str | None = None) -> None:
+                 settle: float = SETTLE_SECONDS, database_url: str | None = None,
+                 state_scope: str = "") -> None:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
@@ -59,7 +60,8 @@ class Reconciler:
         self.local_builds = local_builds  # never on GitHub: a config's command is the repository's code
         self.retry_failed = retry_failed
         self.builder_for = builder_for or self._builder  # tests give an in-memory one (tests/fixtures/fakes.py)
-        self.state = open_state(cache, database_url)  # the SQLite file, or PostgreSQL
+        # the SQLite file, or PostgreSQL; a repository's components apart from another's
+        self.state = open_state(cache, database_url, scope=state_scope)
         self.memory = Memory()
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
                                  memory=self.memory)

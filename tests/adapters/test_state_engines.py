@@ -76,3 +76,21 @@ def test_a_dry_run_leaves_the_state_as_it_found_it(state: StateFile) -> None:
         assert state.run_of("c", "y") == 7  # seen inside
     failure = state.failure("c", "x")
     assert failure is not None and failure.message == "kept" and state.run_of("c", "y") is None
+
+
+def test_two_repositories_components_of_one_name_are_kept_apart(state: StateFile) -> None:
+    """rocm/vllm and rocm/sglang both pin LMCache: one service keeps both in one state, and
+    vLLM's failed build or followed run must not be SGLang's."""
+    vllm = type(state).__new__(type(state))
+    vllm.__dict__.update(state.__dict__, scope="rocm/vllm:")  # the same database, another scope
+    sglang = type(state).__new__(type(state))
+    sglang.__dict__.update(state.__dict__, scope="rocm/sglang:")
+    vllm.record("lmcache", "abc", "build", "exit 1")
+    vllm.record_run("lmcache", "abc", 41)
+    vllm.record_dispatch("lmcache", "def")
+    assert sglang.failure("lmcache", "abc") is None and sglang.run_of("lmcache", "abc") is None
+    assert sglang.dispatch_of("lmcache", "def") is None
+    failed = vllm.failure("lmcache", "abc")
+    assert failed is not None and failed.component == "lmcache" and vllm.run_of("lmcache", "abc") == 41
+    sglang.forget("lmcache")
+    assert vllm.failure("lmcache", "abc") is not None
