@@ -234,13 +234,8 @@ class PostgresState(StateFile):
                                   "'wheelpin[postgres]'") from None
             try:
                 self._pg = psycopg.connect(self.url, connect_timeout=10)
-            except psycopg.Error as exc:  # its text may hold the URL's password: not said
-                try:
-                    where = psycopg.conninfo.conninfo_to_dict(self.url)
-                except psycopg.Error:
-                    where = {}
-                raise TransientError(f"PostgreSQL at {where.get('host', 'localhost')}:{where.get('port', 5432)}/"
-                                     f"{where.get('dbname', '')} cannot be reached ({type(exc).__name__})") from None
+            except psycopg.Error as exc:
+                raise TransientError(unreachable(self.url, exc)) from None
             self._pg.execute("create table if not exists failures (component text, commit_sha text, kind text,"
                              " message text, attempts integer, at double precision, rules text default '',"
                              " primary key (component, commit_sha))")
@@ -277,6 +272,19 @@ class PostgresState(StateFile):
         if self._pg is not None:
             self._pg.close()
             self._pg = None
+
+
+def unreachable(url: str, exc: BaseException) -> str:
+    """The database of `url` could not be reached, said without the URL's password (an
+    error's own text may hold it, so only its type is said)."""
+    import psycopg
+
+    try:
+        where = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        where = {}
+    return (f"PostgreSQL at {where.get('host', 'localhost')}:{where.get('port', 5432)}/{where.get('dbname', '')} "
+            f"cannot be reached ({type(exc).__name__})")
 
 
 def open_state(cache: Path, database_url: str | None = None, *, scope: str = "") -> StateFile:

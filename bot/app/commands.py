@@ -15,10 +15,10 @@ import structlog
 from ..adapters.github import Conversation
 from ..core.config import Component
 from ..core.errors import WheelpinError
-from ..core.jobs import Job, JobKind
+from ..core.jobs import Intake, Job, JobKind
 from ..loop.runner import Reconciler
+from .shared import Shared
 from .watchlist import Watched
-from .workqueue import WorkQueue
 
 log = structlog.get_logger("wheelpin.serve")
 WRITERS = ("admin", "maintain", "write")
@@ -30,25 +30,41 @@ Pass = Callable[[Watched, str, bool, bool], bool]
 
 
 class Commands:
-    def __init__(self, *, queue: WorkQueue[Job], clock: Callable[[], float]) -> None:
+    def __init__(self, *, queue: Intake, clock: Callable[[], float], shared: Shared | None = None) -> None:
         self.queue = queue
         self.clock = clock
         # a command job → the comments that gave it: one sender repeating a command
-        # coalesces into one job, and every comment gets its reaction
+        # coalesces into one job, and every comment gets its reaction (with a database,
+        # kept there: the replica that runs the job is seldom the one that heard it)
         self._comments: dict[Job, list[Comment]] = {}
         self._lock = threading.Lock()
+        self.shared = shared
 
     def heard(self, job: Job) -> None:
         """A delivery gave `job` (webhook threads)."""
+        if self.shared is not None:
+            self.shared.add_comment(job.key, job.comment, job.seen)
+            return
         with self._lock:
             self._comments.setdefault(job, []).append((job.comment, job.seen))
 
     def forget(self, job: Job) -> None:
+        if self.shared is not None:
+            self.shared.drop_comments([number for number, _comment in self.shared.comments(job.key)])
+            return
         with self._lock:
             self._comments.pop(job, None)
 
     def run(self, watched: Watched, job: Job, conversation: Conversation, component_pass: Pass, *,
             cause: str) -> bool:
+        """Carry out `job`; the comments that gave it keep waiting for their reaction when it
+        is to be tried again (a comment made meanwhile is after them)."""
+        if self.shared is not None:
+            kept = self.shared.comments(job.key)
+            if self._carry_out(watched, job, [comment for _n, comment in kept], conversation, component_pass, cause):
+                self.shared.drop_comments([number for number, _comment in kept])
+                return True
+            return False
         with self._lock:
             comments = self._comments.pop(job, [])
         done = False
@@ -56,7 +72,7 @@ class Commands:
             done = self._carry_out(watched, job, comments, conversation, component_pass, cause)
             return done
         finally:
-            if not done:  # tried again after a backoff: with its comments, reacted to then
+            if not done:
                 with self._lock:
                     self._comments[job] = comments + self._comments.get(job, [])
 

@@ -22,15 +22,19 @@ log = structlog.get_logger("wheelpin.serve")
 
 def record(watched: Watched, result: ComponentResult) -> None:
     """The component's row after a pass; the last error is kept until the next one."""
+    if watched.shared is not None and result.name not in watched.rows:  # another replica's last pass
+        watched.rows.update(watched.shared.rows(watched.repository, [result.name]))
     previous = watched.rows.get(result.name, Row(result.name))
     failed = result.status == Status.FAILED
     message = result.messages[-1] if result.messages else None
-    watched.rows[result.name] = Row(
+    row = watched.rows[result.name] = Row(
         result.name, pinned=result.pinned, head=result.head, build=result.build, image=result.image,
         proposal=result.proposal, status=result.status.value + (f": {message}" if message and not failed else ""),
         last_error=message if failed else previous.last_error,
         last_error_at=time.time() if failed else previous.last_error_at,
         notes=tuple(result.notes) or (previous.notes if previous.head == result.head else ()))
+    if watched.shared is not None:  # every replica's passes on the one dashboard
+        watched.shared.save_row(watched.repository, row)
 
 
 def update(watched: Watched, conversation: Conversation) -> bool:
@@ -38,6 +42,9 @@ def update(watched: Watched, conversation: Conversation) -> bool:
     if (watched.reconciler is None and watched.config_error is None) or watched.dashboard_off:
         return True
     links = conversation.open_proposals()
+    if watched.shared is not None:  # the rows of every replica's passes
+        names = [c.name for c in watched.reconciler.config.components] if watched.reconciler else []
+        watched.rows = watched.shared.rows(watched.repository, names)
     rows = [replace(row, proposal=links.get(row.proposal, row.proposal) if row.proposal else None)
             for row in watched.rows.values()]
     body = render(rows, repository=watched.repository, config_error=watched.config_error)

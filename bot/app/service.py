@@ -8,6 +8,11 @@ used by one thread at a time, and one repository's long adoption holds up no oth
 installations job runs alone: it is the one that changes the watch list. What each kind of job does lives beside it:
 `watchlist.py` (installations, config, repository), `commands.py` (command),
 `dashboards.py` (dashboard); a component's pass is here.
+
+With WHEELPIN_DATABASE_URL the queue is procrastinate's on PostgreSQL (`pgqueue.py`), shared
+by every replica, with the same rules; so are the watch list, routing, schedule, dashboard
+rows and comments (`shared.py`), and the loop's state. Any replica takes any delivery and
+any job; one tick across replicas fires the schedule; APScheduler is not used.
 """
 
 from __future__ import annotations
@@ -15,14 +20,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from ..adapters.github import forget_installation_tokens
 from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
-from ..core.jobs import Job, JobKind
+from ..core.jobs import Intake, Job, JobKind
 from ..core.webhooks import work_for
 from ..loop.results import Status
 from . import dashboards
@@ -32,8 +37,12 @@ from .metrics import Metrics
 from .schedule import trigger_of
 from .settings import Settings
 from .watchlist import Watched, WatchList
+
+if TYPE_CHECKING:
+    from .pgqueue import PostgresQueue
+    from .shared import Shared
 from .wiring import Registries
-from .workqueue import WorkQueue
+from .workqueue import QueueStats, WorkQueue
 
 log = structlog.get_logger("wheelpin.serve")
 RETRIED = ("transient", "internal", "credentials")  # a pass that failed so is tried again after a backoff
@@ -42,8 +51,6 @@ RETRIED = ("transient", "internal", "credentials")  # a pass that failed so is t
 class Service:
     def __init__(self, settings: Settings, *, access: GitHubAccess | None, secret: bytes | None,
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-        from apscheduler.schedulers.background import BackgroundScheduler
-
         self.settings = settings
         self.access = access
         self._said_no_access = False  # installation events without credentials: said once
@@ -51,17 +58,41 @@ class Service:
         self.secret = secret
         self.metrics = metrics or Metrics()
         self.clock = clock
-        self.queue: WorkQueue[Job] = WorkQueue(backoff=settings.queue_backoff, clock=clock,
-                                               group=lambda job: job.repository)  # one job a repository
-        self.metrics.track_queue(lambda: self.queue.stats().waiting, lambda: self.queue.stats().running)
-        self.scheduler = BackgroundScheduler(timezone="UTC")
         self.registries = Registries(settings)
-        self.watchlist = WatchList(settings, access, queue=self.queue, scheduler=self.scheduler,
-                                   metrics=self.metrics, registries=self.registries)
-        self.commands = Commands(queue=self.queue, clock=clock)
+        self.shared: Shared | None = None
+        self.pg: PostgresQueue | None = None
+        self.queue: WorkQueue[Job] | None = None
+        self.scheduler: Any = None
+        intake: Intake
+        if settings.database_url is not None:  # replicas share the queue, schedule and state
+            from .pgqueue import PostgresQueue
+            from .shared import Shared
+
+            url = settings.database_url.get_secret_value()
+            self.shared = Shared(url, size=settings.workers + 4)
+            intake = self.pg = PostgresQueue(settings, url, self.shared, run=self._run_logged, tick=self._tick)
+        else:
+            from apscheduler.schedulers.background import BackgroundScheduler
+
+            intake = self.queue = WorkQueue(backoff=settings.queue_backoff, clock=clock,
+                                            group=lambda job: job.repository)  # one job a repository
+            self.scheduler = BackgroundScheduler(timezone="UTC")
+        self.intake = intake
+        self.metrics.track_queue(lambda: self.stats().waiting, lambda: self.stats().running)
+        self.watchlist = WatchList(settings, access, queue=intake, scheduler=self.scheduler,
+                                   metrics=self.metrics, registries=self.registries, shared=self.shared)
+        self.commands = Commands(queue=intake, clock=clock, shared=self.shared)
         self._workers: list[threading.Thread] = []
         self._ticks: dict[str, float] = {}  # worker name → when it last took a job, finished one, or idled
         self.passes: dict[tuple[str, str], int] = {}  # (repository, component) → passes run (tests, metrics)
+
+    def stats(self) -> QueueStats:
+        return self.pg.stats() if self.pg is not None else self._queue.stats()
+
+    @property
+    def _queue(self) -> WorkQueue[Job]:
+        assert self.queue is not None, "the in-process queue (no WHEELPIN_DATABASE_URL)"
+        return self.queue
 
     @property
     def watched(self) -> dict[str, Watched]:
@@ -84,11 +115,23 @@ class Service:
         self.watchlist.github_error = value
 
     def start(self) -> None:
+        if self.pg is not None:
+            assert self.shared is not None
+            self.shared.prepare()
+            if self.access is not None:  # the watch list read again every refresh, once across replicas
+                refresh = f"{self.settings.refresh_minutes}m UTC"
+                self.shared.schedule("*", {"installations": refresh},
+                                     first_due=lambda spec: self.watchlist.next_due(spec, time.time()))
+                self.pg.put(Job(JobKind.INSTALLATIONS), note="start")
+            self.pg.start()
+            log.info("serve.started", github=self.access is not None, webhooks=self.secret is not None,
+                     queue="postgresql")
+            return
         if self.access is not None:
-            self.scheduler.add_job(self.queue.put, trigger=trigger_of(f"{self.settings.refresh_minutes}m",
-                                                                      self.settings.schedule_jitter, "UTC"),
+            self.scheduler.add_job(self._queue.put, trigger=trigger_of(f"{self.settings.refresh_minutes}m",
+                                                                       self.settings.schedule_jitter, "UTC"),
                                    args=[Job(JobKind.INSTALLATIONS)], kwargs={"note": "schedule"}, id="installations")
-            self.queue.put(Job(JobKind.INSTALLATIONS), note="start")
+            self._queue.put(Job(JobKind.INSTALLATIONS), note="start")
         self.scheduler.start()  # before the worker, which adds jobs to it
         for number in range(self.settings.workers):
             worker = threading.Thread(target=self._work, name=f"wheelpin-worker-{number}", daemon=True)
@@ -99,21 +142,36 @@ class Service:
 
     def stop(self, grace: float | None = None) -> bool:
         """Take no more jobs; let the running ones finish within `grace` seconds. True if they did.
-        An abandoned job is repaired by the next start (the loop is level-triggered)."""
-        self.queue.close()
+        An abandoned job is repaired by the next start (the loop is level-triggered), or,
+        with a database, taken up by another replica once this one's heartbeat is stale."""
+        grace = self.settings.shutdown_grace if grace is None else grace
+        if self.pg is not None:
+            assert self.shared is not None
+            finished = self.pg.stop(grace)
+            self.shared.close()
+            log.info("serve.stopped", finished=finished)
+            return finished
+        self._queue.close()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
-        deadline = time.monotonic() + (self.settings.shutdown_grace if grace is None else grace)
+        deadline = time.monotonic() + grace
         for worker in self._workers:
             worker.join(max(deadline - time.monotonic(), 0.0))
         finished = not any(worker.is_alive() for worker in self._workers)
         log.info("serve.stopped", finished=finished)
         return finished
 
+    def _tick(self) -> None:
+        """The shared schedule's tick (one replica a period): the components due, deferred."""
+        assert self.shared is not None
+        for repository, component in self.shared.claim_due(time.time(), self.watchlist.next_due):
+            job = Job(JobKind.INSTALLATIONS) if repository == "*" else Job(JobKind.COMPONENT, repository, component)
+            self.intake.put(job, note="schedule")
+
     def ready(self) -> tuple[bool, str]:
         """For /readyz: GitHub answered the bot's credentials, and the queue moves."""
         reason = ""
-        stats = self.queue.stats()
+        stats = self.stats()
         if self.access is None:
             reason = "no GitHub credentials (WHEELPIN_GITHUB_APP_ID and WHEELPIN_GITHUB_PRIVATE_KEY_FILE, or WHEELPIN_GITHUB_TOKEN)"
         elif self.secret is None:
@@ -122,9 +180,14 @@ class Service:
             reason = "GitHub not reached yet"
         elif not self.github_ok:
             reason = f"GitHub refused the bot: {self.github_error}"
-        elif not self._workers or not all(worker.is_alive() for worker in self._workers):
+        elif not self._workers_alive():
             reason = "a worker is not running"
-        elif stats.oldest_wait > self.settings.stuck_after and stats.since_done > self.settings.stuck_after:
+        elif self.pg is not None and stats.oldest_wait > self.settings.stuck_after and \
+                self.pg.local_running() < self.settings.workers:
+            reason = (f"the queue is stuck: a job any worker could take has waited {stats.oldest_wait:.0f} s "
+                      "while this replica had room")
+        elif self.pg is None and stats.oldest_wait > self.settings.stuck_after and \
+                stats.since_done > self.settings.stuck_after:
             reason = (f"the queue is stuck: nothing has finished for {stats.since_done:.0f} s and a job "
                       f"has waited {stats.oldest_wait:.0f} s")
         elif stats.longest_run > 4 * self.settings.stuck_after:
@@ -144,7 +207,7 @@ class Service:
             urgent = job.kind is JobKind.COMMAND  # a human waits for a command
             if urgent:
                 self.commands.heard(job)
-            self.queue.put(job, note=delivery, urgent=urgent)
+            self.intake.put(job, note=delivery, urgent=urgent)
         self.metrics.deliveries.labels(event=event, outcome="queued" if jobs else "ignored").inc()
         log.info("webhook.delivery", delivery=delivery, github_event=event, action=payload.get("action"),
                  repository=repository, queued=[job.kind for job in jobs])
@@ -152,17 +215,36 @@ class Service:
 
     # -- the worker --------------------------------------------------------------------------
 
+    def _workers_alive(self) -> bool:
+        if self.pg is not None:
+            return self.pg.worker_alive()
+        return bool(self._workers) and all(worker.is_alive() for worker in self._workers)
+
     def alive(self) -> tuple[bool, str]:
         """For /healthz (the liveness probe): every worker is there and ticks. A worker ticks
         when it takes a job, finishes one, or has waited a while with nothing to do; one
-        that has not for `wedged_after` seconds is wedged, and the process is restarted."""
-        if self.queue.closed:
+        that has not for `wedged_after` seconds is wedged, and the process is restarted.
+        With a database: the worker's loop ticks, and no job here has run that long."""
+        wedged = self.settings.wedged_after
+        if self.pg is not None:
+            if self.pg.closed:
+                return True, "stopping"
+            if not self.pg.worker_alive():
+                return False, "the worker has died"
+            quiet = time.monotonic() - self.pg.beat
+            if quiet > wedged:
+                return False, f"the worker's loop has not ticked for {quiet:.0f} s"
+            running = self.pg.longest_local_run()
+            if running > wedged:
+                return False, f"a job has run {running:.0f} s (wedged)"
+            return True, "alive"
+        if self._queue.closed:
             return True, "stopping"
         for worker in self._workers:
             if not worker.is_alive():
                 return False, f"{worker.name} has died"
             quiet = time.monotonic() - self._ticks.get(worker.name, time.monotonic())
-            if quiet > self.settings.wedged_after:
+            if quiet > wedged:
                 return False, f"{worker.name} has not ticked for {quiet:.0f} s (a job wedged)"
         return True, "alive"
 
@@ -184,40 +266,51 @@ class Service:
 
     def _work(self) -> None:
         name = threading.current_thread().name
+        queue = self._queue
         while True:
             self._ticks[name] = time.monotonic()
-            taken = self.queue.get(timeout=30.0)
+            taken = queue.get(timeout=30.0)
             if taken is None:
-                if self.queue.closed:
+                if queue.closed:
                     return
                 continue  # idle: a tick
             self._ticks[name] = time.monotonic()
             job, notes = taken
-            self._cause = notes[-1] if notes else job.kind  # follow-up jobs carry the delivery on
-            ok = False
-            self._retry_after = None
-            with structlog.contextvars.bound_contextvars(repository=job.repository, job=job.kind,
-                                                         component=job.component,
-                                                         delivery=notes[-1] if notes else None):
-                try:
-                    ok = self.run_job(job)
-                except WheelpinError as exc:
-                    self.metrics.failures.labels(kind=kind_of(exc)).inc()
-                    log.warning("job.failed", error=exc.message)
-                    if isinstance(exc, TransientError):
-                        self._retry_after = exc.retry_after
-                except Exception as exc:  # a bug must not stop the worker
-                    self.metrics.failures.labels(kind="internal").inc()
-                    log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
-                finally:
-                    self.queue.done(job, ok=ok, retry_after=self._retry_after)
+            ok, retry_after = False, None
+            try:
+                ok, retry_after = self._run_logged(job, notes)
+            finally:
+                queue.done(job, ok=ok, retry_after=retry_after)
+
+    def _run_logged(self, job: Job, notes: list[str]) -> tuple[bool, float | None]:
+        """Run one job as a worker does: in its log context, a failure counted and logged
+        (never raised); (done?, how long its key must wait at least)."""
+        self._cause = notes[-1] if notes else job.kind  # follow-up jobs carry the delivery on
+        ok = False
+        self._retry_after = None
+        with structlog.contextvars.bound_contextvars(repository=job.repository, job=job.kind,
+                                                     component=job.component,
+                                                     delivery=notes[-1] if notes else None):
+            log.debug("job.started")
+            try:
+                ok = self.run_job(job)
+            except WheelpinError as exc:
+                self.metrics.failures.labels(kind=kind_of(exc)).inc()
+                log.warning("job.failed", error=exc.message)
+                if isinstance(exc, TransientError):
+                    self._retry_after = exc.retry_after
+            except Exception as exc:  # a bug must not stop the worker
+                self.metrics.failures.labels(kind="internal").inc()
+                log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
+            log.debug("job.finished", ok=ok)
+        return ok, self._retry_after
 
     def run_job(self, job: Job) -> bool:
         """Run one job; False when it should back off before running again."""
         self.metrics.jobs.labels(kind=job.kind).inc()
         if job.kind is JobKind.INSTALLATIONS:
             return self._installations(job)
-        watched = self.watched.get(job.repository)
+        watched = self.watchlist.get(job.repository)
         if watched is None:
             log.info("job.unwatched")  # not (or no longer) installed (or another shard's): nothing to do
             self.commands.forget(job)
@@ -270,7 +363,7 @@ class Service:
             dashboards.record(watched, component)
             log.info("component.pass", status=component.status.value, commit=component.head,
                      actions=[a.kind.value for a in component.actions], messages=component.messages)
-        self.queue.put(Job(JobKind.DASHBOARD, watched.repository), note=self._cause)
+        self.intake.put(Job(JobKind.DASHBOARD, watched.repository), note=self._cause)
         failed = [c for c in result.components if c.status == Status.FAILED]
         waits = [c.retry_after for c in failed if c.retry_after is not None]
         if waits:  # e.g. GitHub's write limit: the key waits that long rather than hold the worker

@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     refresh_minutes: int = Field(default=60, ge=1, description="how often installations and configs are read again")
     database_url: SecretStr | None = Field(default=None, description="postgresql://… : keep the state (failures, "
                                            "backoffs, runs followed) in PostgreSQL, shared by several processes")
+    tick_seconds: int = Field(default=60, ge=1, le=60, description="with a database: how often the shared "
+                              "schedule is looked at (once across replicas)")
+    stalled_after: int = Field(default=30, ge=5, le=3600, description="with a database: seconds without a replica's "
+                               "heartbeat before its running jobs are handed to another")
     workers: int = Field(default=2, ge=1, le=16, description="jobs run at once, never two of one repository")
     wedged_after: int = Field(default=7200, ge=60, description="seconds a worker may go without taking a job "
                               "or finishing one before /healthz fails (and the container is restarted)")

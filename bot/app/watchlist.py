@@ -4,13 +4,19 @@ platform, config, reconciler, routing of deliveries and the schedule of its comp
 Changed by workers only, a repository's entry by that repository's job and the list itself
 by the installations job, which runs alone (app/workqueue.py groups); the routing is read by
 webhook threads under a lock.
+
+With a database (app/shared.py) the list, the routing and the schedule live in PostgreSQL,
+written by whichever replica ran the job and read by all: a replica builds its entry for a
+repository when it first takes one of its jobs, and drops it once the list no longer has it.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -18,17 +24,18 @@ from ..adapters.github import Conversation, GitHubConversation, GitHubPlatform
 from ..core.config import Config
 from ..core.dashboard import Row
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
-from ..core.jobs import Job, JobKind
+from ..core.jobs import Intake, Job, JobKind
 from ..loop.runner import Reconciler
 from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from .metrics import Metrics
-from .schedule import schedule_of, trigger_of
+from .schedule import next_pass, schedule_of, trigger_of
 from .settings import Settings
 from .wiring import Registries
-from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
+
+    from .shared import Shared
 
 log = structlog.get_logger("wheelpin.serve")
 
@@ -46,6 +53,13 @@ class Routing:
         return cls(config.defaults.branch_prefix, frozenset({config.defaults.base_branch}),
                    frozenset(c.build.workflow for c in config.components if c.build.workflow))
 
+    def to_json(self) -> dict[str, Any]:
+        return {"prefix": self.prefix, "bases": sorted(self.bases), "workflows": sorted(self.workflows)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Routing:
+        return cls(str(data["prefix"]), frozenset(data["bases"]), frozenset(data["workflows"]))
+
 
 @dataclass
 class Watched:
@@ -60,15 +74,18 @@ class Watched:
     permissions: dict[str, tuple[str, float]] = field(default_factory=dict)  # login → (level, when read)
     platform: GitHubPlatform | None = None  # kept: its token, ETags and caches serve every job
     dashboard_off: bool = False  # the repository has issues turned off (410)
+    shared: Shared | None = None  # with a database: the dashboard's rows are kept there
 
 
 class WatchList:
-    def __init__(self, settings: Settings, access: GitHubAccess | None, *, queue: WorkQueue[Job],
-                 scheduler: BackgroundScheduler, metrics: Metrics, registries: Registries) -> None:
+    def __init__(self, settings: Settings, access: GitHubAccess | None, *, queue: Intake,
+                 scheduler: BackgroundScheduler | None, metrics: Metrics, registries: Registries,
+                 shared: Shared | None = None) -> None:
         self.settings = settings
         self.access = access
         self.queue = queue
-        self.scheduler = scheduler
+        self.scheduler = scheduler  # the embedded schedule; None with a database (`shared`)
+        self.shared = shared
         self.metrics = metrics
         self.registries = registries
         self.watched: dict[str, Watched] = {}
@@ -79,8 +96,27 @@ class WatchList:
         self._lock = threading.Lock()
 
     def routing(self, repository: str | None) -> Routing:
+        if self.shared is not None:  # any replica routes any delivery
+            found = self.shared.routing(str(repository)) if repository else None
+            return Routing.from_json(found) if found else Routing()
         with self._lock:
             return self._routing.get(str(repository), Routing())
+
+    def get(self, repository: str) -> Watched | None:
+        """The entry of a repository watched, None when it is not (or no longer). With a
+        database the list there decides, and this replica's entry is built at first use."""
+        if self.shared is None:
+            return self.watched.get(repository)
+        listed, installation = self.shared.installation_of(repository)
+        with self._lock:
+            if not listed or self.access is None:
+                self.watched.pop(repository, None)
+                return None
+            access = self.access.for_installation(installation) if installation is not None else self.access
+            kept = self.watched.get(repository)
+            if kept is None or kept.access != access:
+                kept = self.watched[repository] = Watched(repository, access, shared=self.shared)
+            return kept
 
     def platform(self, watched: Watched) -> GitHubPlatform:
         if watched.platform is None:
@@ -121,10 +157,17 @@ class WatchList:
                     complete = False
                     log.warning("installation.unreadable", installation=installation, account=account,
                                 error=exc.message)
-                    found.update((name, kept.access) for name, kept in self.watched.items()
-                                 if kept.access.installation_id == installation)
+                    found.update(self._kept(installation))
         else:
             found = {repository: self.access for repository in self.settings.watched_repositories}
+        if self.shared is not None:
+            self.shared.set_watched({repository: access.installation_id for repository, access in found.items()})
+            with self._lock:
+                self.watched = {name: kept for name, kept in self.watched.items() if name in found}
+            for repository in found:
+                self.queue.put(Job(JobKind.REPOSITORY if passes else JobKind.CONFIG, repository), note=cause)
+            self.metrics.watched.set(len(found))
+            return complete
         for gone in set(self.watched) - set(found):
             self._unschedule(gone)
             del self.watched[gone]
@@ -138,6 +181,14 @@ class WatchList:
             self.queue.put(Job(JobKind.REPOSITORY if passes else JobKind.CONFIG, repository), note=cause)
         self.metrics.watched.set(len(self.watched))
         return complete
+
+    def _kept(self, installation: int) -> dict[str, GitHubAccess]:
+        """The repositories an installation had when it was last read."""
+        assert self.access is not None
+        if self.shared is not None:
+            return {name: self.access.for_installation(installation)
+                    for name, had in self.shared.watched().items() if had == installation}
+        return {name: kept.access for name, kept in self.watched.items() if kept.access.installation_id == installation}
 
     # -- one repository's config --------------------------------------------------------------
 
@@ -165,6 +216,8 @@ class WatchList:
             self.queue.put(Job(JobKind.DASHBOARD, watched.repository), note=cause)
             return True
         config = reconciler.config
+        if self.shared is not None:
+            self.shared.set_routing(watched.repository, Routing.of(config).to_json())
         with self._lock:
             self._routing[watched.repository] = Routing.of(config)
         self._schedule(watched.repository, config)
@@ -178,7 +231,14 @@ class WatchList:
     # -- the schedule -------------------------------------------------------------------------
 
     def _schedule(self, repository: str, config: Config) -> None:
+        if self.shared is not None:
+            # the schedule and the zone it is read in: either changing makes it due afresh
+            self.shared.schedule(repository, {c.name: f"{schedule_of(config, c)} {config.defaults.timezone}"
+                                              for c in config.components},
+                                 first_due=lambda spec: self.next_due(spec, time.time()))
+            return
         scheduler = self.scheduler
+        assert scheduler is not None
         wanted = {}
         for component in config.components:
             # the schedule and the zone it is read in: either changing makes the job again
@@ -198,7 +258,21 @@ class WatchList:
                               id=job_id, replace_existing=True)
             self._schedules[job_id] = schedule
 
+    def next_due(self, spec: str, now: float) -> float:
+        """When a schedule (`30m` or a crontab line, then its time zone) is next due after
+        `now` (seconds since the epoch), with up to WHEELPIN_SCHEDULE_JITTER seconds added."""
+        import datetime
+
+        schedule, timezone = spec.rsplit(" ", 1)
+        after = datetime.datetime.fromtimestamp(now, datetime.UTC)
+        jitter = random.uniform(0, self.settings.schedule_jitter) if self.settings.schedule_jitter else 0.0
+        return next_pass([schedule], after, timezone).timestamp() + jitter
+
     def _unschedule(self, repository: str) -> None:
+        if self.shared is not None:
+            self.shared.unschedule(repository)
+            return
+        assert self.scheduler is not None
         for job in self.scheduler.get_jobs():
             if job.id.startswith(f"poll:{repository}:"):
                 job.remove()

@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from ..core.errors import TransientError
 from ..core.webhooks import MAX_BODY, signature_ok
 from .service import Service
 
@@ -126,6 +127,10 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
                 service.metrics.deliveries.labels(event=event, outcome="malformed").inc()
                 log.warning("webhook.unexpected_shape", exc_info=True)
                 return _answer(start, 400, {"message": f"the {event} payload is not shaped as GitHub sends it"})
+            except TransientError as exc:  # the shared queue (PostgreSQL) did not take it: GitHub may redeliver
+                service.metrics.deliveries.labels(event=event, outcome="unqueued").inc()
+                log.warning("webhook.unqueued", delivery=delivery, error=exc.message)
+                return _answer(start, 503, {"message": exc.message})
             if not jobs:
                 return _answer(start, 200, {"message": "ignored"})
             return _answer(start, 202, {"message": "queued", "jobs": [job.kind for job in jobs]})

@@ -18,7 +18,9 @@ from ..core.errors import UsageError
 
 def serve_command(*, host: str, port: int, settings: Settings) -> int:
     secret = settings.webhook_key()
-    settings.shard  # a bad shard list is said now, not at the first refresh
+    if settings.shard is not None and settings.database_url is not None:  # a bad shard list is said now
+        raise UsageError("WHEELPIN_INSTALLATION_IDS shards by hand, and WHEELPIN_DATABASE_URL makes the replicas "
+                         "share every installation: unset one of them")
     has_github = settings.github_app_id is not None or settings.github_token is not None
     access = GitHubAccess.from_settings(settings) if has_github else None
     if access is not None and not access.is_app and not settings.watched_repositories:

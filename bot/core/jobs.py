@@ -6,8 +6,10 @@ not count in the comparison)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
+from typing import Any, Protocol
 
 
 class JobKind(StrEnum):
@@ -35,3 +37,31 @@ class Job:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", JobKind(self.kind))  # "component" is JobKind.COMPONENT
+
+    @property
+    def key(self) -> str:
+        """The job as one string, equal for jobs that compare equal: what coalesces it on
+        PostgreSQL (procrastinate's `queueing_lock`) and names its comments there."""
+        return json.dumps([getattr(self, f.name) for f in fields(self) if f.compare], separators=(",", ":"))
+
+    @property
+    def lock(self) -> str:
+        """What runs one job at a time: the repository (its reconciler and state are used by
+        one job only); the installations job, which changes the watch list, has its own."""
+        return f"repository:{self.repository}" if self.kind is not JobKind.INSTALLATIONS else "installations"
+
+    def to_args(self) -> dict[str, Any]:
+        """As JSON-able arguments of a task on PostgreSQL (every field, the comment too)."""
+        return asdict(self)
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any]) -> Job:
+        known = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in args.items() if name in known})
+
+
+class Intake(Protocol):
+    """Where jobs go: the in-process work queue (app/workqueue.py) or the one on
+    PostgreSQL (app/pgqueue.py) that several replicas share."""
+
+    def put(self, key: Job, *, note: str | None = None, urgent: bool = False) -> None: ...

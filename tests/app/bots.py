@@ -83,7 +83,7 @@ class Bot:
     def idle(self, timeout: float = 120) -> None:
         """Until nothing waits or runs (a job's follow-ups are queued before it ends)."""
         def still() -> bool:
-            stats = self.service.queue.stats()
+            stats = self.service.stats()
             return stats.waiting == 0 and stats.running == 0
         wait_until(still, timeout, "the queue to drain")
 
@@ -92,6 +92,13 @@ class Bot:
 
     def poll(self) -> None:
         """The schedule fires now for the component (instead of in 30 minutes)."""
+        if self.service.shared is not None:  # on PostgreSQL: due now, deferred by the next tick
+            with self.service.shared.pool.connection() as connection:
+                made_due = connection.execute("update wheelpin_schedules set due = 0 where repository = %s and "
+                                              "component = %s", (self.repository, COMPONENT)).rowcount
+            assert made_due == 1
+            wait_until(lambda: self.service.stats().waiting or self.service.stats().running, 30, "the tick")
+            return
         job = self.service.scheduler.get_job(f"poll:{self.repository}:{COMPONENT}")
         assert job is not None, [j.id for j in self.service.scheduler.get_jobs()]
         job.func(*job.args, **job.kwargs)

@@ -1,0 +1,237 @@
+"""The service's work queue on PostgreSQL (WHEELPIN_DATABASE_URL; docs/design.md §2, app/),
+shared by every replica of `wheelpin serve`, on procrastinate (a PostgreSQL-backed task
+queue: https://procrastinate.readthedocs.io). It keeps the in-process queue's rules
+(app/workqueue.py) across processes:
+
+- A job is deferred with its key as procrastinate's `queueing_lock`: while one job of a key
+  waits, another is refused (`AlreadyEnqueued`), so a burst coalesces; one deferred while
+  the key runs is taken, so what the burst changed is seen afterwards.
+- Its `lock` is its repository (`Job.lock`): one job of a repository at a time, whichever
+  replica takes it; the installations job has a lock of its own.
+- A job that fails is retried by procrastinate after a backoff that doubles per attempt,
+  capped at an hour, at least as long as the failure said (a rate limit); deliveries
+  meanwhile coalesce into that retry.
+- A replica that dies mid-job stops its heartbeat; after WHEELPIN_STALLED_AFTER seconds
+  its job is stalled, and the next tick hands it back to the queue (procrastinate's
+  "retry stalled jobs" recipe): another replica takes it, the lock then free.
+- One periodic tick (procrastinate's periodic task: deferred once per period across all
+  replicas) claims the components due (app/shared.py `claim_due`) and defers their jobs.
+
+Each replica runs procrastinate's worker in a thread of its own with an event loop; a job
+runs in a worker thread (procrastinate runs a sync task in a thread), at most
+WHEELPIN_WORKERS at once. Deliveries and follow-up jobs are deferred synchronously, on the
+connection pool app/shared.py keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from ..core.errors import TransientError
+from ..core.jobs import Job
+from .settings import Settings
+from .shared import Shared
+from .workqueue import QueueStats
+
+log = structlog.get_logger("wheelpin.serve")
+QUEUE = "wheelpin"
+JOB_TASK = "wheelpin.job"
+TICK_TASK = "wheelpin.tick"
+MAX_BACKOFF = 3600.0
+BEAT = 10.0  # seconds between the worker loop's own ticks (liveness)
+
+# One job, run: (the job, the notes that asked for it) → (done?, seconds its key must wait)
+RunJob = Callable[[Job, list[str]], tuple[bool, float | None]]
+
+
+class BackOff(Exception):
+    """A job that must run again later (raised to procrastinate, which retries it)."""
+
+    def __init__(self, retry_after: float | None) -> None:
+        super().__init__(f"backing off (at least {retry_after} s)" if retry_after else "backing off")
+        self.retry_after = retry_after
+
+
+def backoff_strategy(first: float) -> Any:
+    """procrastinate's retry strategy for a job that backed off: forever, doubling from
+    `first` seconds per attempt, capped at an hour, never shorter than the failure said."""
+    from procrastinate.retry import BaseRetryStrategy, RetryDecision
+
+    class Doubling(BaseRetryStrategy):
+        def get_retry_decision(self, *, exception: BaseException, job: Any) -> RetryDecision | None:
+            if not isinstance(exception, BackOff):
+                return None
+            doubling = first * 2 ** min(job.attempts, 20)
+            return RetryDecision(retry_in={"seconds": min(max(doubling, exception.retry_after or 0.0), MAX_BACKOFF)})
+
+    return Doubling()
+
+
+def tick_cron(seconds: int) -> str:
+    """procrastinate's cron line (croniter's, with a sixth field for seconds) for a tick every
+    `seconds` (60: every minute)."""
+    return "* * * * *" if seconds >= 60 else f"* * * * * */{seconds}"
+
+
+class PostgresQueue:
+    def __init__(self, settings: Settings, url: str, shared: Shared, *, run: RunJob,
+                 tick: Callable[[], None]) -> None:
+        import procrastinate
+
+        self.settings = settings
+        self.shared = shared
+        self._run = run
+        self._tick = tick
+        self.intake = procrastinate.App(connector=procrastinate.SyncPsycopgConnector())
+        self.intake.open(shared.pool)
+        self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+            conninfo=url, min_size=1, max_size=settings.workers + 3))
+        self._register()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._running: dict[int, float] = {}  # procrastinate job id → when it started here (monotonic)
+        self._guard = threading.Lock()
+        self.beat = time.monotonic()  # the worker loop's last tick
+        self.last_done = time.monotonic()
+        self._closed = False
+        self.puts = 0
+        self.runs = 0
+
+    # -- the tasks --------------------------------------------------------------------------
+
+    def _register(self) -> None:
+        settings = self.settings
+
+        @self.app.task(name=JOB_TASK, queue=QUEUE, pass_context=True,
+                       retry=backoff_strategy(settings.queue_backoff))
+        def job_task(context: Any, job: dict[str, Any], note: str = "") -> None:
+            identity = context.job.id
+            with self._guard:
+                self._running[identity] = time.monotonic()
+                self.runs += 1
+            try:
+                ok, retry_after = self._run(Job.from_args(job), [note] if note else [])
+            finally:
+                with self._guard:
+                    self._running.pop(identity, None)
+                    self.last_done = time.monotonic()
+            if not ok:
+                raise BackOff(retry_after)
+
+        @self.app.periodic(cron=tick_cron(settings.tick_seconds), periodic_id="tick")
+        @self.app.task(name=TICK_TASK, queue=QUEUE)
+        async def tick_task(timestamp: int) -> None:
+            manager = self.app.job_manager
+            for stalled in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=settings.stalled_after):
+                if stalled.task_name == TICK_TASK:
+                    continue  # a tick left behind: the next one does its work
+                log.warning("job.stalled", job=stalled.id, lock=stalled.lock,
+                            reason=f"its replica sent no heartbeat for {settings.stalled_after} s: queued again")
+                await manager.retry_job(stalled)
+            await asyncio.to_thread(self._tick)
+
+    # -- deferring (any thread) -------------------------------------------------------------------
+
+    def put(self, key: Job, *, note: str | None = None, urgent: bool = False) -> None:
+        """Defer `key` (a burst of one key coalesces into the job waiting)."""
+        from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
+
+        if self._closed:
+            return
+        try:
+            self.intake.configure_task(JOB_TASK, queue=QUEUE, queueing_lock=key.key, lock=key.lock,
+                                       priority=1 if urgent else 0).defer(job=key.to_args(), note=note or "")
+        except AlreadyEnqueued:
+            pass  # one is waiting already: it sees what this delivery changed
+        except ConnectorException as exc:
+            raise TransientError(f"PostgreSQL did not take the job ({type(exc.__cause__ or exc).__name__})") from None
+        self.puts += 1
+
+    # -- the worker -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), name="wheelpin-worker",
+                                        daemon=True)
+        self._thread.start()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        async with self.app.open_async():
+            beat = asyncio.create_task(self._beat())
+            self._worker = asyncio.create_task(self.app.run_worker_async(
+                queues=[QUEUE], concurrency=self.settings.workers, name=f"wheelpin-{threading.get_native_id()}",
+                install_signal_handlers=False, delete_jobs="successful",
+                update_heartbeat_interval=max(self.settings.stalled_after / 3, 1.0),
+                stalled_worker_timeout=self.settings.stalled_after,
+                shutdown_graceful_timeout=self.settings.shutdown_grace))
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+            finally:
+                beat.cancel()
+
+    async def _beat(self) -> None:
+        while True:
+            self.beat = time.monotonic()
+            await asyncio.sleep(BEAT)
+
+    def stop(self, grace: float) -> bool:
+        """Take no more jobs; True when the running ones finished within `grace` seconds (one
+        abandoned is handed back by a tick once this replica's heartbeat is stale)."""
+        self._closed = True
+        if self._loop is not None and self._worker is not None:
+            with contextlib.suppress(RuntimeError):  # the loop ended already
+                self._loop.call_soon_threadsafe(self._worker.cancel)
+        deadline = time.monotonic() + grace
+        while self._running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        finished = not self._running
+        if self._thread is not None:
+            self._thread.join(max(deadline - time.monotonic(), 0.0) + 5)
+        self.intake.close()
+        return finished
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def worker_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def longest_local_run(self) -> float:
+        with self._guard:
+            now = time.monotonic()
+            return max((now - started for started in self._running.values()), default=0.0)
+
+    def local_running(self) -> int:
+        return len(self._running)
+
+    def stats(self) -> QueueStats:
+        """The queue across replicas (waiting, running, backing off; how long the oldest job
+        any worker could take has waited), and this replica's own runs."""
+        with self.shared._cursor() as cursor:
+            row = cursor.execute(
+                "select count(*) filter (where status = 'todo'),"
+                " count(*) filter (where status = 'doing'),"
+                " count(*) filter (where status = 'todo' and scheduled_at > now()),"
+                " coalesce(extract(epoch from now() - min(greatest(e.at, j.scheduled_at)) filter ("
+                "   where status = 'todo' and (scheduled_at is null or scheduled_at <= now())"
+                "   and (lock is null or lock not in (select lock from procrastinate_jobs"
+                "                                     where status = 'doing' and lock is not null)))), 0)"
+                " from procrastinate_jobs j left join procrastinate_events e"
+                "   on e.job_id = j.id and e.type = 'deferred'"
+                " where queue_name = %s and task_name = %s", (QUEUE, JOB_TASK)).fetchone()
+        waiting, running, backing_off, oldest = row
+        now = time.monotonic()
+        return QueueStats(waiting=int(waiting), running=int(running), backing_off=int(backing_off),
+                          oldest_wait=float(oldest), longest_run=self.longest_local_run(),
+                          since_done=now - self.last_done, puts=self.puts, runs=self.runs)

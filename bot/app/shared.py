@@ -1,0 +1,197 @@
+"""What the replicas of `wheelpin serve` share in PostgreSQL (WHEELPIN_DATABASE_URL; docs/design.md
+§2, app/), beside procrastinate's job queue (app/pgqueue.py) and the loop's state
+(adapters/statefile.py `PostgresState`):
+
+- the watch list: each repository watched and its installation, written by whichever
+  replica ran the installations job, read by any replica that takes a repository's job;
+- the routing of deliveries (branch prefix, base branches, build workflows), written when
+  a config is read, so any replica can route any delivery (receivers keep nothing);
+- the schedule: when each component (and the installations) is next due, claimed by one
+  tick at a time (`for update skip locked`), so a period fires once across replicas;
+- the dashboard's rows, so a dashboard shows every replica's passes;
+- the comments that gave a command, so each gets its reaction whichever replica runs it.
+
+One connection pool serves these and procrastinate's deferrals (the sync side)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+from ..core.dashboard import Row
+
+SCHEMA_LOCK = 0x77686C70  # "whlp": one replica at a time creates the tables
+TABLES = (
+    "create table if not exists wheelpin_watched (repository text primary key, installation bigint,"
+    " routing jsonb)",
+    "create table if not exists wheelpin_schedules (repository text, component text, spec text,"
+    " due double precision, primary key (repository, component))",
+    "create table if not exists wheelpin_rows (repository text, component text, row jsonb,"
+    " primary key (repository, component))",
+    "create table if not exists wheelpin_comments (id bigserial primary key, job text, comment bigint, seen text)",
+    "create index if not exists wheelpin_comments_job on wheelpin_comments (job)",
+)
+
+
+class Shared:
+    def __init__(self, url: str, *, size: int = 4) -> None:
+        from ..core.errors import ConfigError, TransientError
+
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise ConfigError("WHEELPIN_DATABASE_URL needs PostgreSQL's driver and procrastinate: pip install "
+                              "'wheelpin[postgres]'") from None
+        from ..adapters.statefile import unreachable
+
+        try:  # the pool opens its connections in the background; the first is waited for
+            self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=30,
+                                       kwargs={"autocommit": True, "connect_timeout": 10})
+        except Exception as exc:  # a malformed URL
+            raise TransientError(unreachable(url, exc)) from None
+        try:
+            self.pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            self.pool.close()
+            raise TransientError(unreachable(url, exc)) from None
+
+    def close(self) -> None:
+        self.pool.close()
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with self.pool.connection() as connection, connection.cursor() as cursor:
+            yield cursor
+
+    def prepare(self) -> None:
+        """procrastinate's schema and these tables, made by the first replica that starts
+        (the others wait on an advisory lock, then find them there)."""
+        from procrastinate.schema import SchemaManager
+
+        with self.pool.connection() as connection:
+            connection.execute("select pg_advisory_lock(%s)", (SCHEMA_LOCK,))
+            try:
+                found = connection.execute("select to_regclass('procrastinate_jobs')").fetchone()
+                if found is None or found[0] is None:
+                    connection.execute(SchemaManager.get_schema())
+                for statement in TABLES:
+                    connection.execute(statement)
+            finally:
+                connection.execute("select pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
+
+    # -- the watch list and routing -----------------------------------------------------------
+
+    def watched(self) -> dict[str, int | None]:
+        """Every repository watched → its installation (None: watched with a token)."""
+        with self._cursor() as cursor:
+            return dict(cursor.execute("select repository, installation from wheelpin_watched").fetchall())
+
+    def installation_of(self, repository: str) -> tuple[bool, int | None]:
+        """(watched?, its installation)."""
+        with self._cursor() as cursor:
+            row = cursor.execute("select installation from wheelpin_watched where repository = %s",
+                                 (repository,)).fetchone()
+            return (row is not None, row[0] if row else None)
+
+    def set_watched(self, found: dict[str, int | None]) -> list[str]:
+        """The watch list is now `found` (routing kept for those still watched); the
+        repositories no longer watched are returned, and their schedule and rows dropped."""
+        with self.pool.connection() as connection, connection.transaction():
+            rows = connection.execute("select repository from wheelpin_watched for update").fetchall()
+            gone = sorted({row[0] for row in rows} - set(found))
+            for repository, installation in found.items():
+                connection.execute("insert into wheelpin_watched (repository, installation) values (%s, %s) "
+                                   "on conflict (repository) do update set installation = excluded.installation",
+                                   (repository, installation))
+            for table in ("wheelpin_watched", "wheelpin_schedules", "wheelpin_rows"):
+                connection.execute(f"delete from {table} where repository = any(%s)", (gone,))
+        return gone
+
+    def routing(self, repository: str) -> dict[str, Any] | None:
+        with self._cursor() as cursor:
+            row = cursor.execute("select routing from wheelpin_watched where repository = %s",
+                                 (repository,)).fetchone()
+            return row[0] if row else None
+
+    def set_routing(self, repository: str, routing: dict[str, Any]) -> None:
+        with self._cursor() as cursor:
+            cursor.execute("update wheelpin_watched set routing = %s where repository = %s",
+                           (json.dumps(routing), repository))
+
+    # -- the schedule ---------------------------------------------------------------------------
+
+    def schedule(self, repository: str, wanted: dict[str, str], first_due: Callable[[str], float]) -> None:
+        """`repository`'s components are due as `wanted` says (component → schedule spec);
+        an unchanged spec keeps its next time, a new or changed one is due at
+        `first_due(spec)`; components no longer wanted are dropped."""
+        with self.pool.connection() as connection, connection.transaction():
+            known: dict[str, str] = dict(connection.execute("select component, spec from wheelpin_schedules where repository = %s "
+                                            "for update", (repository,)).fetchall())
+            gone = [name for name in known if name not in wanted]
+            connection.execute("delete from wheelpin_schedules where repository = %s and component = any(%s)",
+                               (repository, gone))
+            for name, spec in wanted.items():
+                if known.get(name) != spec:
+                    connection.execute(
+                        "insert into wheelpin_schedules (repository, component, spec, due) values (%s, %s, %s, %s) "
+                        "on conflict (repository, component) do update set spec = excluded.spec, due = excluded.due",
+                        (repository, name, spec, first_due(spec)))
+
+    def unschedule(self, repository: str) -> None:
+        with self._cursor() as cursor:
+            cursor.execute("delete from wheelpin_schedules where repository = %s", (repository,))
+
+    def claim_due(self, now: float, next_due: Callable[[str, float], float]) -> list[tuple[str, str]]:
+        """The (repository, component)s due at `now`, each given its next time in the same
+        transaction: rows another tick holds are skipped, so each period fires once."""
+        with self.pool.connection() as connection, connection.transaction():
+            due = connection.execute("select repository, component, spec from wheelpin_schedules where due <= %s "
+                                     "order by due for update skip locked", (now,)).fetchall()
+            for repository, component, spec in due:
+                connection.execute("update wheelpin_schedules set due = %s where repository = %s and component = %s",
+                                   (next_due(spec, now), repository, component))
+        return [(repository, component) for repository, component, _spec in due]
+
+    def schedules(self) -> dict[tuple[str, str], tuple[str, float]]:
+        with self._cursor() as cursor:
+            return {(r, c): (spec, due) for r, c, spec, due in
+                    cursor.execute("select repository, component, spec, due from wheelpin_schedules").fetchall()}
+
+    # -- the dashboard's rows ---------------------------------------------------------------------
+
+    def save_row(self, repository: str, row: Row) -> None:
+        with self._cursor() as cursor:
+            cursor.execute("insert into wheelpin_rows (repository, component, row) values (%s, %s, %s) "
+                           "on conflict (repository, component) do update set row = excluded.row",
+                           (repository, row.component, json.dumps(asdict(row))))
+
+    def rows(self, repository: str, names: list[str]) -> dict[str, Row]:
+        """The rows of the components named (in that order); those of others are dropped."""
+        with self._cursor() as cursor:
+            cursor.execute("delete from wheelpin_rows where repository = %s and not (component = any(%s))",
+                           (repository, names))
+            found = {component: row for component, row in cursor.execute(
+                "select component, row from wheelpin_rows where repository = %s", (repository,)).fetchall()}
+        return {name: Row(**{**found[name], "notes": tuple(found[name].get("notes") or ())})
+                for name in names if name in found}
+
+    # -- the comments that gave a command -----------------------------------------------------------
+
+    def add_comment(self, job: str, comment: int | None, seen: str | None) -> None:
+        with self._cursor() as cursor:
+            cursor.execute("insert into wheelpin_comments (job, comment, seen) values (%s, %s, %s)",
+                           (job, comment, seen))
+
+    def comments(self, job: str) -> list[tuple[int, tuple[int | None, str | None]]]:
+        """The comments that gave a command job, oldest first, each with its number here."""
+        with self._cursor() as cursor:
+            rows = cursor.execute("select id, comment, seen from wheelpin_comments where job = %s order by id",
+                                  (job,)).fetchall()
+        return [(number, (comment, seen)) for number, comment, seen in rows]
+
+    def drop_comments(self, numbers: list[int]) -> None:
+        with self._cursor() as cursor:
+            cursor.execute("delete from wheelpin_comments where id = any(%s)", (numbers,))
