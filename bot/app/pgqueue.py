@@ -129,6 +129,7 @@ class PostgresQueue:
         @self.app.periodic(cron=tick_cron(settings.tick_seconds), periodic_id="tick")
         @self.app.task(name=TICK_TASK, queue=QUEUE)
         async def tick_task(timestamp: int) -> None:
+            log.debug("schedule.tick", period=timestamp)  # one replica a period
             manager = self.app.job_manager
             for stalled in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=settings.stalled_after):
                 if stalled.task_name == TICK_TASK:

@@ -172,6 +172,8 @@ class Service:
         """For /readyz: GitHub answered the bot's credentials, and the queue moves."""
         reason = ""
         stats = self.stats()
+        if self.pg is not None and self.access is not None and self.github_ok is None:
+            self.watchlist.check()  # another replica may run the installations job: ask for this one
         if self.access is None:
             reason = "no GitHub credentials (WHEELPIN_GITHUB_APP_ID and WHEELPIN_GITHUB_PRIVATE_KEY_FILE, or WHEELPIN_GITHUB_TOKEN)"
         elif self.secret is None:
@@ -315,6 +317,8 @@ class Service:
             log.info("job.unwatched")  # not (or no longer) installed (or another shard's): nothing to do
             self.commands.forget(job)
             return True
+        if job.kind not in (JobKind.REPOSITORY, JobKind.CONFIG):
+            self.watchlist.current(watched, cause=self._cause)  # with a database: another replica's read
         match job.kind:
             case JobKind.REPOSITORY | JobKind.CONFIG:
                 return self.watchlist.load(watched, passes=job.kind is JobKind.REPOSITORY, cause=self._cause)

@@ -26,7 +26,7 @@ from ..core.dashboard import Row
 SCHEMA_LOCK = 0x77686C70  # "whlp": one replica at a time creates the tables
 TABLES = (
     "create table if not exists wheelpin_watched (repository text primary key, installation bigint,"
-    " routing jsonb)",
+    " routing jsonb, config text)",
     "create table if not exists wheelpin_schedules (repository text, component text, spec text,"
     " due double precision, primary key (repository, component))",
     "create table if not exists wheelpin_rows (repository text, component text, row jsonb,"
@@ -89,12 +89,12 @@ class Shared:
         with self._cursor() as cursor:
             return dict(cursor.execute("select repository, installation from wheelpin_watched").fetchall())
 
-    def installation_of(self, repository: str) -> tuple[bool, int | None]:
-        """(watched?, its installation)."""
+    def installation_of(self, repository: str) -> tuple[bool, int | None, str | None]:
+        """(watched?, its installation, the digest of its config as last read)."""
         with self._cursor() as cursor:
-            row = cursor.execute("select installation from wheelpin_watched where repository = %s",
+            row = cursor.execute("select installation, config from wheelpin_watched where repository = %s",
                                  (repository,)).fetchone()
-            return (row is not None, row[0] if row else None)
+            return (True, row[0], row[1]) if row else (False, None, None)
 
     def set_watched(self, found: dict[str, int | None]) -> list[str]:
         """The watch list is now `found` (routing kept for those still watched); the
@@ -116,10 +116,12 @@ class Shared:
                                  (repository,)).fetchone()
             return row[0] if row else None
 
-    def set_routing(self, repository: str, routing: dict[str, Any]) -> None:
+    def set_config(self, repository: str, routing: dict[str, Any] | None, config: str) -> None:
+        """The config a replica read: the routing of its deliveries, and its digest (the
+        other replicas read it again when it is not theirs)."""
         with self._cursor() as cursor:
-            cursor.execute("update wheelpin_watched set routing = %s where repository = %s",
-                           (json.dumps(routing), repository))
+            cursor.execute("update wheelpin_watched set routing = %s, config = %s where repository = %s",
+                           (json.dumps(routing) if routing is not None else None, config, repository))
 
     # -- the schedule ---------------------------------------------------------------------------
 

@@ -40,6 +40,12 @@ if TYPE_CHECKING:
 log = structlog.get_logger("wheelpin.serve")
 
 
+def digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class Routing:
     """What a delivery for a repository is matched against (read by the webhook threads)."""
@@ -75,6 +81,8 @@ class Watched:
     platform: GitHubPlatform | None = None  # kept: its token, ETags and caches serve every job
     dashboard_off: bool = False  # the repository has issues turned off (410)
     shared: Shared | None = None  # with a database: the dashboard's rows are kept there
+    config_digest: str | None = None  # of the config this replica's reconciler was made from (or its error)
+    shared_config: str | None = None  # with a database: that of the config the last replica to read it found
 
 
 class WatchList:
@@ -107,7 +115,7 @@ class WatchList:
         database the list there decides, and this replica's entry is built at first use."""
         if self.shared is None:
             return self.watched.get(repository)
-        listed, installation = self.shared.installation_of(repository)
+        listed, installation, config = self.shared.installation_of(repository)
         with self._lock:
             if not listed or self.access is None:
                 self.watched.pop(repository, None)
@@ -116,6 +124,7 @@ class WatchList:
             kept = self.watched.get(repository)
             if kept is None or kept.access != access:
                 kept = self.watched[repository] = Watched(repository, access, shared=self.shared)
+            kept.shared_config = config
             return kept
 
     def platform(self, watched: Watched) -> GitHubPlatform:
@@ -127,6 +136,23 @@ class WatchList:
         return GitHubConversation(self.platform(watched))
 
     # -- which repositories -----------------------------------------------------------------
+
+    def check(self) -> None:
+        """Ask GitHub whether it takes the bot's credentials, without reading the list (a
+        replica that has not run the installations job yet: its readiness)."""
+        if self.access is None:
+            return
+        try:
+            if self.access.is_app:
+                self.access.installations()
+            else:
+                self.access.check()
+        except CredentialsError as exc:
+            self.github_ok, self.github_error = False, exc.message
+        except WheelpinError as exc:  # GitHub not reached: asked again at the next probe
+            log.warning("github.unreachable", error=exc.message)
+        else:
+            self.github_ok, self.github_error = True, None
 
     def refresh(self, *, passes: bool, cause: str) -> bool:
         """Which repositories to watch. The App's own credentials failing is the bot not
@@ -192,10 +218,12 @@ class WatchList:
 
     # -- one repository's config --------------------------------------------------------------
 
-    def load(self, watched: Watched, *, passes: bool, cause: str) -> bool:
+    def load(self, watched: Watched, *, passes: bool, cause: str, catch_up: bool = False) -> bool:
         """Read the config again; pass every component when `passes` (a push to the base,
         a finished build) or when the config is new or changed. The hourly refresh asks
-        without `passes`, so a component's own schedule is kept (`1d` means daily)."""
+        without `passes`, so a component's own schedule is kept (`1d` means daily).
+        `catch_up`: another replica read this config already (its routing, schedule and
+        passes are done): only this replica's reconciler is made from it."""
         platform = self.platform(watched)
         platform.begin_pass()
         try:
@@ -208,25 +236,41 @@ class WatchList:
                     registries=self.registries, found=found, platform=platform)
                 watched.config_text, watched.config_error = found.text, None
                 log.info("config.loaded", path=found.path, base=found.base)
+            watched.config_digest = digest(found.text)
         except ConfigError as exc:  # the repository must fix it; shown on its dashboard, not retried
             watched.reconciler, watched.config_text, watched.config_error = None, None, exc.message
+            watched.config_digest = "error:" + digest(exc.message)
+            if catch_up:
+                return True
+            if self.shared is not None:
+                self.shared.set_config(watched.repository, None, watched.config_digest)
             self._unschedule(watched.repository)
             self.metrics.failures.labels(kind="config").inc()
             log.warning("config.unusable", error=exc.message)
             self.queue.put(Job(JobKind.DASHBOARD, watched.repository), note=cause)
             return True
         config = reconciler.config
+        names = {c.name for c in config.components}
+        watched.rows = {name: row for name, row in watched.rows.items() if name in names}
+        if catch_up:
+            return True
         if self.shared is not None:
-            self.shared.set_routing(watched.repository, Routing.of(config).to_json())
+            self.shared.set_config(watched.repository, Routing.of(config).to_json(), watched.config_digest)
         with self._lock:
             self._routing[watched.repository] = Routing.of(config)
         self._schedule(watched.repository, config)
-        names = {c.name for c in config.components}
-        watched.rows = {name: row for name, row in watched.rows.items() if name in names}
         if passes or changed:
             for component in config.components:
                 self.queue.put(Job(JobKind.COMPONENT, watched.repository, component.name), note=cause)
         return True
+
+    def current(self, watched: Watched, *, cause: str) -> None:
+        """With a database: this replica's reconciler made from the config the last replica
+        to read it found (read again here when that changed, or was never read here)."""
+        if self.shared is None:
+            return
+        if watched.config_digest is None or watched.config_digest != watched.shared_config:
+            self.load(watched, passes=False, cause=cause, catch_up=watched.shared_config is not None)
 
     # -- the schedule -------------------------------------------------------------------------
 
