@@ -16,7 +16,8 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends git ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /dist/ /tmp/dist/
-RUN pip install --no-cache-dir /tmp/dist/*.whl && rm -rf /tmp/dist
+# with the postgres extra: the same image runs one replica (SQLite) or several (WHEELPIN_DATABASE_URL)
+RUN pip install --no-cache-dir "$(ls /tmp/dist/wheelpin-*.whl)[postgres]" && rm -rf /tmp/dist
 RUN useradd --uid 10001 --user-group --create-home --home-dir /home/wheelpin wheelpin \
     && mkdir -p /var/cache/wheelpin && chown 10001:10001 /var/cache/wheelpin
 USER 10001:10001

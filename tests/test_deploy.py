@@ -50,6 +50,8 @@ def test_the_dockerfile_is_pinned_non_root_and_serves() -> None:
     assert list(cmd.value) == ["--host", "0.0.0.0", "--port", "8080"]
     env = " ".join(" ".join(i.value) for i in final if i.cmd == "ENV")
     assert all(name in SETTINGS for name in re.findall(r"WHEELPIN_\w+", env))
+    (install,) = [i for i in final if i.cmd == "RUN" and "pip install" in i.value[0]]
+    assert "[postgres]" in install.value[0]  # one image for one replica or several on PostgreSQL
 
 
 def test_the_build_step_makes_the_bots_wheel_from_what_the_dockerfile_copies(tmp_path: Path) -> None:
@@ -90,14 +92,15 @@ def test_the_healthcheck_command_passes_against_a_live_server_and_fails_without_
     assert subprocess.run([sys.executable, *live[1:]], capture_output=True, timeout=30).returncode != 0
 
 
-def kubernetes() -> dict[str, dict[str, Any]]:
-    documents = yaml.safe_load_all((ROOT / "deploy/kubernetes/wheelpin.yaml").read_text())
+def kubernetes(folder: str = "kubernetes") -> dict[str, dict[str, Any]]:
+    documents = yaml.safe_load_all((ROOT / "deploy" / folder / "wheelpin.yaml").read_text())
     return {document["kind"]: document for document in documents if document}
 
 
 def test_the_placeholder_secret_is_kept_out_of_the_folder_applied() -> None:
-    assert [p.name for p in (ROOT / "deploy/kubernetes").iterdir()] == ["wheelpin.yaml"]
-    assert "Secret" not in kubernetes()
+    for folder in ("kubernetes", "kubernetes-postgres"):
+        assert [p.name for p in (ROOT / "deploy" / folder).iterdir()] == ["wheelpin.yaml"]
+        assert "Secret" not in kubernetes(folder)
 
 
 def commented_settings(path: Path) -> dict[str, str]:
@@ -142,6 +145,38 @@ def test_the_kubernetes_manifests() -> None:
     assert service["ports"][0]["targetPort"] == "http"
 
 
+def test_the_postgresql_variant_runs_replicas_that_share_one_database() -> None:
+    """deploy/kubernetes-postgres/: N replicas, updated one at a time, a PodDisruptionBudget,
+    the database's URL from the Secret (it holds a password); the rest as the one-replica
+    variant's, where the two must agree."""
+    found, single = kubernetes("kubernetes-postgres"), kubernetes()
+    assert set(found) == {"ConfigMap", "Deployment", "PodDisruptionBudget", "Service"}
+    secret = yaml.safe_load((ROOT / "deploy/secret.example.yaml").read_text())
+    deployment = found["Deployment"]["spec"]
+    assert deployment["replicas"] >= 2 and deployment["strategy"]["type"] == "RollingUpdate"
+    assert deployment["strategy"]["rollingUpdate"]["maxUnavailable"] < deployment["replicas"]
+    budget = found["PodDisruptionBudget"]["spec"]
+    assert budget["selector"] == deployment["selector"] and budget["maxUnavailable"] < deployment["replicas"]
+    pod = deployment["template"]["spec"]
+    (container,) = pod["containers"]
+    (database,) = [item for item in container["env"] if item["name"] == "WHEELPIN_DATABASE_URL"]
+    reference = database["valueFrom"]["secretKeyRef"]
+    assert reference["name"] == secret["metadata"]["name"] and reference["key"] in secret["stringData"]
+    config = found["ConfigMap"]["data"]
+    env = {**config, **commented_settings(ROOT / "deploy/kubernetes-postgres/wheelpin.yaml"),
+           **{item["name"]: item.get("value", "") for item in container["env"]}}
+    assert set(env) <= SETTINGS, set(env) - SETTINGS
+    assert "WHEELPIN_INSTALLATION_IDS" not in env  # no hand sharding: the replicas share every installation
+    cache = next(v for v in pod["volumes"] if v["name"] == "cache")
+    assert "emptyDir" in cache  # a cache per pod; the state is in the database
+    single_pod = single["Deployment"]["spec"]["template"]["spec"]
+    (single_container,) = single_pod["containers"]
+    for key in ("args", "ports", "livenessProbe", "readinessProbe", "securityContext", "volumeMounts"):
+        assert container[key] == single_container[key], key
+    assert pod["securityContext"] == single_pod["securityContext"]
+    assert found["Service"]["spec"] == single["Service"]["spec"]
+
+
 def test_the_compose_file() -> None:
     compose = yaml.safe_load((ROOT / "deploy/compose.yaml").read_text())
     service = compose["services"]["wheelpin"]
@@ -170,7 +205,7 @@ def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
 
 def test_the_deploy_guide_names_every_file_and_setting() -> None:
     guide = (ROOT / "deploy/README.md").read_text()
-    for name in ("kubernetes/wheelpin.yaml", "secret.example.yaml", "compose.yaml", "github-app.json",
+    for name in ("kubernetes/wheelpin.yaml", "kubernetes-postgres/wheelpin.yaml", "secret.example.yaml", "compose.yaml", "github-app.json",
                  "github-action.yml", "Dockerfile"):
         assert name in guide
     for setting in re.findall(r"`([A-Z_]+)`", guide):
