@@ -45,8 +45,14 @@ class Shared:
         except ImportError:
             raise ConfigError("WHEELPIN_DATABASE_URL needs PostgreSQL's driver and procrastinate: pip install "
                               "'wheelpin[postgres]'") from None
+        import psycopg
+
         from ..adapters.statefile import unreachable
 
+        try:  # one connection first: a database that is not there is said at once, in one sentence
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            raise TransientError(unreachable(url, exc)) from None
         try:  # the pool opens its connections in the background; the first is waited for
             self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=30,
                                        kwargs={"autocommit": True, "connect_timeout": 10})

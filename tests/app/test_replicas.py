@@ -109,6 +109,8 @@ def fleet(world: World, tmp_path: Path, postgres: Postgres, count: int, **env: s
         wait_until(lambda: made.events("component.pass"), 120, "the first pass")
         made.idle()
         yield made
+        for process in made.processes:  # SIGTERM: each stops cleanly, its running jobs finished
+            assert process.stop() == 0 and process.lines[-1] == "wheelpin: stopped", process.lines[-3:]
         assert emulator.errors == []
         kinds = {(r.method, r.template, r.status, json.dumps(r.request, sort_keys=True)[:200]): r
                  for r in emulator.recorded}

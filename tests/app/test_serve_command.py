@@ -121,6 +121,12 @@ def test_serve_refuses_bad_settings_in_one_sentence(tmp_path: Path) -> None:
                              "need WHEELPIN_REGISTRY_HOST too")):
         refused = wheelpin("serve", env=partial)
         assert refused.code == 2 and wanted in refused.stderr and "pw" not in refused.stderr, refused.stderr
+    database = "postgresql://bot:hunter2@127.0.0.1:1/wheelpin"  # nothing listens on port 1
+    sharded = wheelpin("serve", env={"WHEELPIN_DATABASE_URL": database, "WHEELPIN_INSTALLATION_IDS": "1"})
+    assert sharded.code == 2 and "unset one of them" in sharded.stderr
+    gone = wheelpin("serve", env={"WHEELPIN_DATABASE_URL": database})
+    assert gone.code == 4 and gone.stderr.strip() == ("wheelpin: PostgreSQL at 127.0.0.1:1/wheelpin cannot be "
+                                                      "reached (OperationalError)"), gone.stderr
 
 
 def test_serve_answers_health_before_any_credentials_and_stops_on_sigterm(tmp_path: Path) -> None:
