@@ -112,8 +112,11 @@ class PostgresQueue:
 
         @self.app.task(name=JOB_TASK, queue=QUEUE, pass_context=True,
                        retry=backoff_strategy(settings.queue_backoff))
-        def job_task(context: Any, job: dict[str, Any], note: str = "") -> None:
+        def job_task(context: Any, job: dict[str, Any], note: str = "", deferred: float = 0.0) -> None:
             identity = context.job.id
+            # how long it waited in the queue, from its first deferral (a retry's backoff included)
+            log.debug("job.taken", repository=job.get("repository"), job=job.get("kind"),
+                      waited=round(time.time() - deferred, 4) if deferred else None, attempt=context.job.attempts)
             with self._guard:
                 self._running[identity] = time.monotonic()
                 self.runs += 1
@@ -149,7 +152,8 @@ class PostgresQueue:
             return
         try:
             self.intake.configure_task(JOB_TASK, queue=QUEUE, queueing_lock=key.key, lock=key.lock,
-                                       priority=1 if urgent else 0).defer(job=key.to_args(), note=note or "")
+                                       priority=1 if urgent else 0).defer(job=key.to_args(), note=note or "",
+                                                                           deferred=time.time())
         except AlreadyEnqueued:
             pass  # one is waiting already: it sees what this delivery changed
         except ConnectorException as exc:
