@@ -4,13 +4,16 @@ queue latency (p50/p99, from a job's deferral to a worker taking it) and GitHub 
 pass (from the GitHub emulator's own log).
 
 Run from the project root:  python bench/replicas.py [--replicas 0,1,2,3] [--repositories 20]
-    [--components 5] [--deliveries 1000] [--workers 2]
+    [--components 5] [--deliveries 1000] [--workers 2] [--latency 100]
 (0 is the embedded mode: no database; its queue latency is not logged. Needs Debian's postgresql, as .ci/run installs it,
 and `npm install --prefix tests` for the emulator's schemas.) Each replica is a
 `wheelpin serve` subprocess with its own cache and WHEELPIN_WORKERS workers; the
 repositories are installations of one GitHub App on the emulator, each with the same
 downstream of `--components` components pinned to the upstream head, so a pass is a no-op
-(read the upstream, the base, the pins; nothing to write), as most passes are.
+(read the upstream, the base, the pins; nothing to write), as most passes are. The
+emulator waits `--latency` ms before each answer, as GitHub over the internet does: a pass
+is then bound by waiting on GitHub, not by this machine's cores (with --latency 0 on a
+small machine, the replicas, PostgreSQL, the emulator and the clients share its cores).
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
     commit(downstream, "absolute paths", MAINTAINER)
     private, public = app_key()
     emulator = GitHubEmulator(root / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
+    if args.latency:  # GitHub answers in 100-300 ms over the internet; the emulator on loopback in 1-5
+        emulator.before = lambda method, path, token: time.sleep(args.latency / 1000)
     for index in range(args.repositories):
         emulator.create_repo(f"org{index % 4}", f"images{index}", downstream)  # four installations
     (root / "app.pem").write_bytes(private)
@@ -170,9 +175,11 @@ def main() -> None:
     parser.add_argument("--components", type=int, default=5)
     parser.add_argument("--deliveries", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--latency", type=float, default=100.0, help="ms the emulator waits before each answer")
     args = parser.parse_args()
     print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {args.repositories} repositories × "
-          f"{args.components} components; {args.deliveries} deliveries by 8 clients")
+          f"{args.components} components; {args.deliveries} deliveries by 8 clients; GitHub answers after "
+          f"{args.latency:.0f} ms")
     postgres = Postgres()
     try:
         with tempfile.TemporaryDirectory(prefix="wheelpin-bench-") as scratch:

@@ -6,6 +6,7 @@ wrong result."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -208,52 +209,96 @@ class StateFile:
         row = self._q("select at from prunes where component = ?", (component,)).fetchone()
         return float(row[0]) if row else None
 
+    def release(self) -> None:
+        """Between passes: what holds a shared resource gives it back (PostgreSQL's
+        connection); the SQLite file keeps its own."""
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
 
 
+_POOLS: dict[str, Any] = {}  # database URL → the process's connection pool for the state
+_PREPARED: set[str] = set()  # the URLs whose tables this process made (or found)
+_POOLS_LOCK = threading.Lock()
+POOL_SIZE = 16  # connections a process holds at most for the state (one per worker running a pass)
+
+
+def _pool(url: str) -> Any:
+    """The process's pool for `url`: a service watching 2,500 repositories keeps one
+    reconciler (and state) per repository, and must not hold a connection for each."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(url)
+        if pool is None:
+            try:
+                import psycopg  # only in this mode (the postgres extra)
+                from psycopg_pool import ConnectionPool
+            except ImportError:
+                raise ConfigError("WHEELPIN_DATABASE_URL needs PostgreSQL's driver: pip install "
+                                  "'wheelpin[postgres]'") from None
+            try:  # one connection first: a database that is not there is said at once
+                psycopg.connect(url, connect_timeout=10).close()
+            except psycopg.Error as exc:
+                raise TransientError(unreachable(url, exc)) from None
+            pool = _POOLS[url] = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=True, timeout=60,
+                                                kwargs={"connect_timeout": 10})
+        return pool
+
+
 class PostgresState(StateFile):
     """The same state in PostgreSQL, which several replicas of the service share (issue 17's
     mode, `WHEELPIN_DATABASE_URL`): the statements are StateFile's, `?` read as psycopg's
-    `%s`; the tables are made on first use. A dry run's writes are rolled back as there."""
+    `%s`; the tables are made on first use. A dry run's writes are rolled back as there.
+    A connection is borrowed from the process's pool at first use and given back by
+    `release()` (the end of each pass)."""
 
     def __init__(self, url: str, *, scope: str = "") -> None:
         super().__init__(Path("/nonexistent"), scope=scope)
         self.url = url
         self._pg: Any = None
+        self._pool: Any = None
 
     @property
     def db(self) -> Any:
         if self._pg is None:
+            import psycopg
+
+            self._pool = _pool(self.url)
             try:
-                import psycopg  # only in this mode (the postgres extra)
-            except ImportError:
-                raise ConfigError("WHEELPIN_DATABASE_URL needs PostgreSQL's driver: pip install "
-                                  "'wheelpin[postgres]'") from None
-            try:
-                self._pg = psycopg.connect(self.url, connect_timeout=10)
-            except psycopg.Error as exc:
+                self._pg = self._pool.getconn()
+            except Exception as exc:  # the pool's timeout: the database went away
                 raise TransientError(unreachable(self.url, exc)) from None
-            self._pg.execute("create table if not exists failures (component text, commit_sha text, kind text,"
-                             " message text, attempts integer, at double precision, rules text default '',"
-                             " primary key (component, commit_sha))")
-            self._pg.execute("create table if not exists runs (component text, commit_sha text, run_id bigint,"
-                             " primary key (component, commit_sha))")
-            self._pg.execute("create table if not exists dispatches (component text, commit_sha text,"
-                             " at double precision, primary key (component, commit_sha))")
-            self._pg.execute("create table if not exists claimed (run_id bigint primary key, at double precision)")
-            self._pg.execute("create table if not exists refusals (fingerprint text primary key, message text,"
-                             " attempts integer, at double precision)")
-            self._pg.execute("create table if not exists unpinned (component text, tag text, since double precision,"
-                             " primary key (component, tag))")
-            self._pg.execute("create table if not exists prunes (component text primary key, at double precision)")
-            if not self._unsaved:
-                self._pg.execute("delete from refusals where at < %s", (time.time() - CLAIMS_KEPT,))
-                self._pg.execute("delete from claimed where at < %s", (time.time() - CLAIMS_KEPT,))
-            self._pg.commit()
+            try:
+                with _POOLS_LOCK:
+                    prepared = self.url in _PREPARED
+                if not prepared:
+                    self._prepare()
+                    with _POOLS_LOCK:
+                        _PREPARED.add(self.url)
+            except psycopg.Error as exc:
+                self.release()
+                raise TransientError(unreachable(self.url, exc)) from None
         return self._pg
+
+    def _prepare(self) -> None:
+        self._pg.execute("create table if not exists failures (component text, commit_sha text, kind text,"
+                         " message text, attempts integer, at double precision, rules text default '',"
+                         " primary key (component, commit_sha))")
+        self._pg.execute("create table if not exists runs (component text, commit_sha text, run_id bigint,"
+                         " primary key (component, commit_sha))")
+        self._pg.execute("create table if not exists dispatches (component text, commit_sha text,"
+                         " at double precision, primary key (component, commit_sha))")
+        self._pg.execute("create table if not exists claimed (run_id bigint primary key, at double precision)")
+        self._pg.execute("create table if not exists refusals (fingerprint text primary key, message text,"
+                         " attempts integer, at double precision)")
+        self._pg.execute("create table if not exists unpinned (component text, tag text, since double precision,"
+                         " primary key (component, tag))")
+        self._pg.execute("create table if not exists prunes (component text primary key, at double precision)")
+        if not self._unsaved:
+            self._pg.execute("delete from refusals where at < %s", (time.time() - CLAIMS_KEPT,))
+            self._pg.execute("delete from claimed where at < %s", (time.time() - CLAIMS_KEPT,))
+        self._pg.commit()
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.db.execute(sql.replace("?", "%s"), params)
@@ -268,10 +313,17 @@ class PostgresState(StateFile):
             if self._pg is not None:
                 self._pg.rollback()
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """The connection back to the pool (what a dry run wrote rolled back first)."""
         if self._pg is not None:
-            self._pg.close()
-            self._pg = None
+            connection, self._pg = self._pg, None
+            try:
+                connection.rollback()  # every write was committed as it was made, but a dry run's
+            finally:
+                self._pool.putconn(connection)
+
+    def close(self) -> None:
+        self.release()
 
 
 def unreachable(url: str, exc: BaseException) -> str:

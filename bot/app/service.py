@@ -304,6 +304,10 @@ class Service:
             except Exception as exc:  # a bug must not stop the worker
                 self.metrics.failures.labels(kind="internal").inc()
                 log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
+            finally:
+                kept = self.watched.get(job.repository)
+                if kept is not None and kept.reconciler is not None:
+                    kept.reconciler.state.release()  # a command's or skip's state use too
             log.debug("job.finished", ok=ok)
         return ok, self._retry_after
 

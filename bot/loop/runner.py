@@ -110,10 +110,13 @@ class Reconciler:
         if recheck:
             self.memory.forget_verified(names)
         asks = Asks(retry=recheck or self.retry_failed, rebase=rebase)
-        with self.state.unsaved() if dry_run else nullcontext():
-            if recheck or self.retry_failed:
-                self.state.forget_refusals()
-            return self._run([c for c in self.config.components if c.name in names], dry_run=dry_run, asks=asks)
+        try:
+            with self.state.unsaved() if dry_run else nullcontext():
+                if recheck or self.retry_failed:
+                    self.state.forget_refusals()
+                return self._run([c for c in self.config.components if c.name in names], dry_run=dry_run, asks=asks)
+        finally:
+            self.state.release()  # PostgreSQL's connection back to the pool between passes
 
     def skip(self, component: Component, *, by: str) -> str:
         """`/wheelpin skip`: close the component's proposal unmerged, so that its commit is

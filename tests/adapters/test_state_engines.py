@@ -94,3 +94,26 @@ def test_two_repositories_components_of_one_name_are_kept_apart(state: StateFile
     assert failed is not None and failed.component == "lmcache" and vllm.run_of("lmcache", "abc") == 41
     sglang.forget("lmcache")
     assert vllm.failure("lmcache", "abc") is not None
+
+
+def test_many_repositories_states_share_a_few_connections(postgres: Postgres) -> None:
+    """A service keeps one state per repository watched (2,500 in docs/sizing.md): each
+    borrows a connection for a pass and gives it back, so the process holds a pool's few,
+    not one a repository (PostgreSQL's default max_connections is 100)."""
+    import psycopg
+
+    from bot.adapters.statefile import POOL_SIZE
+
+    url = postgres.database("many_states")
+    states = [PostgresState(url, scope=f"org/repo{index}:") for index in range(150)]
+    for index, state in enumerate(states):
+        state.record("lmcache", "abc", "build", f"exit {index}")
+        state.release()
+    with psycopg.connect(url) as connection:
+        (held,) = connection.execute("select count(*) from pg_stat_activity where datname = 'many_states' "
+                                     "and pid <> pg_backend_pid()").fetchone() or (0,)
+    assert 1 <= held <= POOL_SIZE
+    failed = states[42].failure("lmcache", "abc")
+    assert failed is not None and failed.message == "exit 42"  # each kept its own
+    for state in states:
+        state.close()
