@@ -19,6 +19,7 @@ small machine, the replicas, PostgreSQL, the emulator and the clients share its 
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime
 import json
 import sys
@@ -162,6 +163,10 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
         print(f"{label:28s} ({args.workers} workers each): {args.deliveries / intake:7.0f} deliveries/s; "
               f"{passes} passes in {seconds:5.1f} s = {passes / seconds * 60:6.0f} passes/min; {latency}; "
               f"{requests_made / max(passes, 1):5.2f} GitHub requests a pass", flush=True)
+        if args.show_requests:  # which requests a pass made, by route
+            made = collections.Counter(f"{r.method} {r.template} {r.status}" for r in emulator.recorded[before_requests:])
+            for route, number in made.most_common():
+                print(f"    {number:5d}  {route}")
     finally:
         for process in processes:
             process.stop()
@@ -175,6 +180,7 @@ def main() -> None:
     parser.add_argument("--components", type=int, default=5)
     parser.add_argument("--deliveries", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--show-requests", action="store_true", help="the passes' GitHub requests by route")
     parser.add_argument("--latency", type=float, default=100.0, help="ms the emulator waits before each answer")
     args = parser.parse_args()
     print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {args.repositories} repositories × "

@@ -44,7 +44,7 @@ def update(watched: Watched, conversation: Conversation) -> bool:
     links = conversation.open_proposals()
     if watched.shared is not None:  # the rows of every replica's passes
         names = [c.name for c in watched.reconciler.config.components] if watched.reconciler else []
-        watched.rows = watched.shared.rows(watched.repository, names)
+        watched.rows = watched.shared.rows(watched.repository, names, only=watched.reconciler is not None)
     rows = [replace(row, proposal=links.get(row.proposal, row.proposal) if row.proposal else None)
             for row in watched.rows.values()]
     body = render(rows, repository=watched.repository, config_error=watched.config_error)

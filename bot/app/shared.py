@@ -176,11 +176,13 @@ class Shared:
                            "on conflict (repository, component) do update set row = excluded.row",
                            (repository, row.component, json.dumps(asdict(row))))
 
-    def rows(self, repository: str, names: list[str]) -> dict[str, Row]:
-        """The rows of the components named (in that order); those of others are dropped."""
+    def rows(self, repository: str, names: list[str], *, only: bool = False) -> dict[str, Row]:
+        """The rows of the components named (in that order); with `only` (they are all the
+        config has), those of any other component are dropped."""
         with self._cursor() as cursor:
-            cursor.execute("delete from wheelpin_rows where repository = %s and not (component = any(%s))",
-                           (repository, names))
+            if only:
+                cursor.execute("delete from wheelpin_rows where repository = %s and not (component = any(%s))",
+                               (repository, names))
             found = {component: row for component, row in cursor.execute(
                 "select component, row from wheelpin_rows where repository = %s", (repository,)).fetchall()}
         return {name: Row(**{**found[name], "notes": tuple(found[name].get("notes") or ())})
