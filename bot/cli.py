@@ -3,23 +3,31 @@
 Exit codes (docs/design.md §3): 0 ok · 1 a check failed · 2 usage, config or credentials
 error · 3 refused by a guard · 4 transient outside failure. Errors are one sentence on
 stderr; logs go to stderr too, so `--json` output on stdout stays one clean document.
+
+It starts fast: a command's modules (and github3, requests, pydantic-settings, structlog
+behind them) are imported only when that command runs, so `--help` imports argparse alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import structlog
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .app.logging import configure_logging
-from .app.settings import Settings, load_settings
-from .commands import config_cmd, demo, image_cmd, pins_cmd, reconcile_cmd, serve_cmd, wheel
 from .core.errors import VerificationError, WheelpinError
+
+if TYPE_CHECKING:
+    from .app.settings import Settings
+
+EXIT_CODES = """exit codes:
+  0  done, nothing wrong
+  1  a check failed (a wheel refused, a conflict, a component's pass failed)
+  2  usage, config, input or credentials error
+  3  refused by a guard (a branch someone else wrote to, a tag that would be overwritten)
+  4  a transient outside failure (a registry, GitHub or the network): try again"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,16 +37,33 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _command(commands: Any, name: str, text: str, *examples: str) -> argparse.ArgumentParser:
+    """A subcommand whose help ends with its examples and the exit codes."""
+    epilog = ("examples:\n" + "\n".join(f"  {example}" for example in examples) + "\n\n" if examples else "") + EXIT_CODES
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text[:1].upper() + text[1:] + ".",
+                                                          epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser
+
+
+def _json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of text")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="wheelpin", description="Keeps ROCm wheels in container images current.")
-    parser.add_argument("--version", action="version", version=f"wheelpin {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog="wheelpin", description="Keeps ROCm wheels in container images current.",
+                     epilog="`wheelpin COMMAND --help` shows each command's options, examples and exit codes.\n\n"
+                     + EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"wheelpin {__version__}",
+                        help="print wheelpin's version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     wheel_parser = commands.add_parser("wheel", help="inspect and compare wheel files")
-    wheel_commands = wheel_parser.add_subparsers(dest="wheel_command", required=True)
+    wheel_commands = wheel_parser.add_subparsers(dest="wheel_command", required=True, metavar="COMMAND")
 
-    inspect = wheel_commands.add_parser("inspect", help="read and check one wheel")
-    inspect.add_argument("wheel", type=Path)
+    inspect = _command(wheel_commands, "inspect", "read and check one wheel",
+                       "wheelpin wheel inspect cupy_rocm_7_0-13.6.0-cp312-cp312-manylinux2014_x86_64.whl",
+                       "wheelpin wheel inspect dist/lmcache-*.whl --require-arch gfx942 --expect-commit 1a2b3c4d --json")
+    inspect.add_argument("wheel", type=Path, help="the wheel file")
     inspect.add_argument("--require-arch", action="append", default=[], metavar="ARCH",
                          help="every ELF with HIP code must carry this GPU target (repeatable)")
     inspect.add_argument("--expect-name", metavar="NAME", help="the distribution name")
@@ -50,9 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="no ELF may need a library matching GLOB (repeatable)")
     inspect.add_argument("--no-rocm-check", dest="rocm", action="store_false",
                          help="allow CUDA libraries and CUDA device code")
-    inspect.add_argument("--json", action="store_true")
+    _json(inspect)
 
-    diff = wheel_commands.add_parser("diff", help="compare the Requires-Dist of two wheels")
+    diff = _command(wheel_commands, "diff", "compare the Requires-Dist of two wheels",
+                    "wheelpin wheel diff old/lmcache-0.3.9-*.whl new/lmcache-0.3.10-*.whl",
+                    "wheelpin wheel diff ghcr.io/rocm/lmcache-wheel@sha256:… new.whl --constraint numpy==2.3.5")
     diff.add_argument("old", help="a wheel file or an image reference")
     diff.add_argument("new", help="a wheel file or an image reference")
     diff.add_argument("--constraint", action="append", default=[], metavar="SPEC",
@@ -60,61 +87,77 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--constraints", type=Path, metavar="FILE", help="a constraints file")
     diff.add_argument("--python-version", default="3.12", help="target Python (default 3.12)")
     diff.add_argument("--platform", default="linux_x86_64", help="target platform (default linux_x86_64)")
-    diff.add_argument("--extra", action="append", default=[], help="extras the image installs")
-    diff.add_argument("--json", action="store_true")
+    diff.add_argument("--extra", action="append", default=[], help="extras the image installs (repeatable)")
+    _json(diff)
 
     image_parser = commands.add_parser("image", help="publish wheels as images; read images")
-    image_commands = image_parser.add_subparsers(dest="image_command", required=True)
-    publish = image_commands.add_parser("publish", help="verify wheels and push them as one image")
-    publish.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    image_commands = image_parser.add_subparsers(dest="image_command", required=True, metavar="COMMAND")
+    publish = _command(image_commands, "publish", "verify wheels and push them as one image",
+                       "wheelpin image publish dist/*.whl --to ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
+                       "wheelpin image publish dist/*.whl --to oci:./images:lmcache --component lmcache --repo .")
+    publish.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheel files (one image)")
     publish.add_argument("--to", required=True, metavar="REF", help="host/repo:tag or oci:FOLDER:tag")
     publish.add_argument("--component", help="verify with this component's rules (from the config)")
-    publish.add_argument("--config", type=Path, metavar="FILE")
-    publish.add_argument("--repo", type=Path, metavar="DIR")
+    publish.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
+    publish.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
     publish.add_argument("--revision", metavar="SHA", help="the upstream commit the wheels were built from")
     publish.add_argument("--source", metavar="URL", help="the upstream repository")
-    publish.add_argument("--require-arch", action="append", default=[], metavar="ARCH")
+    publish.add_argument("--require-arch", action="append", default=[], metavar="ARCH",
+                         help="every ELF with HIP code must carry this GPU target (repeatable)")
     publish.add_argument("--mount-from", metavar="REPO",
                          help="a repository of the same registry that may hold the layer already")
-    publish.add_argument("--json", action="store_true")
-    show = image_commands.add_parser("show", help="what an image holds")
-    show.add_argument("ref", metavar="REF")
-    show.add_argument("--json", action="store_true")
-    against = image_commands.add_parser("check", help="check wheels against the image that will consume them")
-    against.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    _json(publish)
+    show = _command(image_commands, "show", "what an image holds",
+                    "wheelpin image show ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
+                    "wheelpin image show oci:./images:lmcache --json")
+    show.add_argument("ref", metavar="REF", help="host/repo:tag, host/repo@sha256:… or oci:FOLDER:tag")
+    _json(show)
+    against = _command(image_commands, "check", "check wheels against the image that will consume them",
+                       "wheelpin image check dist/lmcache-*.whl --consumer docker.io/rocm/vllm:latest")
+    against.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheel files")
     against.add_argument("--consumer", required=True, metavar="REF",
                          help="the consuming image, host/repo:tag or host/repo@sha256:…, read from its layers")
-    against.add_argument("--json", action="store_true")
+    _json(against)
 
     config_parser = commands.add_parser("config", help="check a config; print its schema")
-    config_commands = config_parser.add_subparsers(dest="config_command", required=True)
-    validate = config_commands.add_parser("validate", help="check a config file")
+    config_commands = config_parser.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
+    validate = _command(config_commands, "validate", "check a config file",
+                        "wheelpin config validate", "wheelpin config validate .github/wheelpin.toml --repo . --json")
     validate.add_argument("file", nargs="?", type=Path,
                           help="default: .github/wheelpin.toml or wheelpin.toml in --repo")
     validate.add_argument("--repo", type=Path, help="the repository pin paths start from")
-    validate.add_argument("--json", action="store_true")
-    config_commands.add_parser("schema", help="print the config's JSON Schema")
+    _json(validate)
+    _command(config_commands, "schema", "print the config's JSON Schema",
+             "wheelpin config schema > wheelpin.schema.json")
 
     pins_parser = commands.add_parser("pins", help="read and move the configured pins")
-    pins_commands = pins_parser.add_subparsers(dest="pins_command", required=True)
-    for name, text in (("list", "list every configured pin"), ("bump", "move one component's pins")):
-        sub = pins_commands.add_parser(name, help=text)
-        sub.add_argument("--config", type=Path, metavar="FILE")
-        sub.add_argument("--repo", type=Path, metavar="DIR", help="default: the current folder")
-        sub.add_argument("--json", action="store_true")
+    pins_commands = pins_parser.add_subparsers(dest="pins_command", required=True, metavar="COMMAND")
+    for name, text, examples in (
+            ("list", "list every configured pin", ("wheelpin pins list", "wheelpin pins list --repo ../vllm --json")),
+            ("bump", "move one component's pins",
+             ("wheelpin pins bump --component lmcache --image ghcr.io/your-org/lmcache-wheel:v0.3.10@sha256:… "
+              "--sha256 cp312=3f…",))):
+        sub = _command(pins_commands, name, text, *examples)
+        sub.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
+        sub.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
+        _json(sub)
         if name == "bump":
-            sub.add_argument("--component", required=True)
-            sub.add_argument("--image", required=True, metavar="REF@sha256:DIGEST")
+            sub.add_argument("--component", required=True, help="the component whose pins move")
+            sub.add_argument("--image", required=True, metavar="REF@sha256:DIGEST",
+                             help="the wheel image to pin, by digest")
             sub.add_argument("--sha256", action="append", default=[], metavar="[PYTAG=]HEX",
                              help="the wheel's sha256 (per python tag for multi-wheel images)")
 
-    reconcile = commands.add_parser("reconcile", help="one pass (or a loop) over the components")
+    reconcile = _command(commands, "reconcile", "one pass (or a loop) over the components",
+                         "wheelpin reconcile --once --dry-run",
+                         "wheelpin reconcile --once --platform github --github-repo rocm/vllm --component lmcache",
+                         "wheelpin reconcile            # a pass whenever a component's schedule says")
     reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
     reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
-    reconcile.add_argument("--platform", choices=["local", "github"], default="local")
+    reconcile.add_argument("--platform", choices=["local", "github"], default="local",
+                           help="where the downstream repository is: a local checkout (default) or GitHub")
     reconcile.add_argument("--github-repo", metavar="OWNER/NAME", help="with --platform github")
     reconcile.add_argument("--repo", type=Path, metavar="DIR", help="the downstream checkout (default: here)")
-    reconcile.add_argument("--config", type=Path, metavar="FILE")
     reconcile.add_argument("--component", action="append", default=[], metavar="NAME",
                            help="only this component (again for several)")
     reconcile.add_argument("--summary", type=Path, metavar="FILE",
@@ -124,19 +167,45 @@ def build_parser() -> argparse.ArgumentParser:
                            help="take the wheels in DIR as the build of --commit (verified, published, "
                            "proposed; not rebuilt); needs --commit, and --component if there are several")
     reconcile.add_argument("--commit", metavar="SHA", help="with --use-artifacts: the upstream head they were built from")
-    reconcile.add_argument("--json", action="store_true")
+    reconcile.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
+    _json(reconcile)
 
-    serve = commands.add_parser("serve", help="the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics")
+    serve = _command(commands, "serve", "the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics",
+                     "WHEELPIN_GITHUB_APP_ID=123456 WHEELPIN_GITHUB_PRIVATE_KEY_FILE=app.pem "
+                     "WHEELPIN_WEBHOOK_SECRET_FILE=secret wheelpin serve --host 0.0.0.0",
+                     "WHEELPIN_DATABASE_URL=postgresql://bot@db/wheelpin wheelpin serve   # one of N replicas")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
 
-    demo_parser = commands.add_parser("demo", help="the whole loop in a scratch folder, all local")
+    demo_parser = _command(commands, "demo", "the whole loop in a scratch folder, all local",
+                           "wheelpin demo", "wheelpin demo --workdir /tmp/wheelpin-demo --json")
     demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
-    demo_parser.add_argument("--json", action="store_true")
+    _json(demo_parser)
     return parser
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
+def run(args: argparse.Namespace, settings: Settings | None) -> int:
+    """The command asked, its module imported now (see the module's docstring); `settings`
+    is None for `config`, which needs none."""
+    if args.command == "wheel":
+        from .commands import wheel
+    elif args.command == "image":
+        from .commands import image_cmd
+    elif args.command == "config":
+        from .commands import config_cmd
+    elif args.command == "pins":
+        from .commands import pins_cmd
+    elif args.command == "reconcile":
+        from .commands import reconcile_cmd
+    elif args.command == "serve":
+        from .commands import serve_cmd
+    elif args.command == "demo":
+        from .commands import demo
+    if args.command == "config":
+        if args.config_command == "schema":
+            return config_cmd.schema_command()
+        return config_cmd.validate_command(file=args.file, repo=args.repo, as_json=args.json)
+    assert settings is not None
     if args.command == "wheel" and args.wheel_command == "inspect":
         return wheel.inspect_command(
             wheel.InspectOptions(
@@ -174,10 +243,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                                        settings=settings)
     if args.command == "image":
         return image_cmd.show_command(ref=args.ref, json=args.json, settings=settings)
-    if args.command == "config":
-        if args.config_command == "schema":
-            return config_cmd.schema_command()
-        return config_cmd.validate_command(file=args.file, repo=args.repo, as_json=args.json)
+
     if args.command == "pins" and args.pins_command == "list":
         return pins_cmd.list_command(config=args.config, repo=args.repo, as_json=args.json)
     if args.command == "pins":
@@ -199,6 +265,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    import json
+
+    if args.command == "config":  # reads a file and says what is wrong: no settings, logs nor network
+        try:
+            return run(args, None)
+        except WheelpinError as exc:
+            sys.stderr.write(f"wheelpin: {exc.message}\n")
+            return exc.exit_code
+    import structlog
+
+    from .app.logging import configure_logging
+    from .app.settings import load_settings
+
     try:
         settings = load_settings()
     except WheelpinError as exc:

@@ -129,3 +129,29 @@ def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
     assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5`" in proposal
     # nothing written outside the scratch folder (HOME points inside it, and stays empty)
     assert not (tmp_path / "home").exists()
+
+
+def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> None:
+    """As skopeo's and crane's commands do: `wheelpin X --help` says what each option does,
+    shows how the command is used, and what its exit codes mean (issue 18)."""
+    import argparse
+
+    from bot.cli import build_parser
+
+    def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += leaves(sub, (*path, name))
+        return found or [(path, parser)]
+
+    commands = leaves(build_parser(), ())
+    assert len(commands) == 12, [path for path, _ in commands]
+    for path, parser in commands:
+        for action in parser._actions:
+            if not isinstance(action, argparse._HelpAction):
+                assert action.help, f"wheelpin {' '.join(path)}: {action.option_strings or action.dest} has no help"
+        text = parser.format_help()
+        assert "examples:\n  wheelpin" in text or "examples:\n  WHEELPIN_" in text, path
+        assert "exit codes:" in text and "4  a transient outside failure" in text, path

@@ -1,0 +1,47 @@
+"""wheelpin starts fast (issue 18): a command imports only what it uses. Checked in a fresh
+interpreter, as a user runs it; the times themselves are bench/startup.py's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ("github3", "requests", "pydantic_settings", "structlog", "waitress", "procrastinate", "psycopg",
+         "apscheduler", "prometheus_client", "cryptography", "elftools", "zstandard")
+
+
+def modules_after(code: str, cwd: Path | None = None) -> set[str]:
+    script = f"import sys\n{code}\nimport json\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=cwd,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    return {name.split(".")[0] for name in json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def test_importing_the_command_and_asking_for_help_import_no_library_behind_a_command() -> None:
+    assert not set(HEAVY) & modules_after("import bot.cli")
+    helped = modules_after("import bot.cli\ntry:\n    bot.cli.main(['reconcile', '--help'])\nexcept SystemExit:\n    pass")
+    assert not set(HEAVY) & helped
+
+
+def test_validating_a_config_imports_no_network_library(tmp_path: Path) -> None:
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker/Dockerfile").write_text('ARG LMCACHE_IMAGE="ghcr.io/o/lmcache-wheel:v1@sha256:' + "a" * 64
+                                                 + '"\nFROM scratch\n')
+    (tmp_path / "wheelpin.toml").write_text(
+        '[[component]]\nname = "lmcache"\nupstream = { repo = "https://github.com/LMCache/LMCache", branch = "dev" }\n'
+        'wheel = { distribution = "lmcache" }\nbuild = { workflow = "build.yml" }\n'
+        'image = { repository = "ghcr.io/o/lmcache-wheel", tag = "v{version}" }\n'
+        'pins = [{ file = "docker/Dockerfile", image_arg = "LMCACHE_IMAGE" }]\n')
+    loaded = modules_after("import bot.cli\ncode = bot.cli.main(['config', 'validate'])\nassert code == 0, code",
+                           cwd=tmp_path)
+    assert not {"github3", "requests", "pydantic_settings", "structlog", "waitress", "procrastinate"} & loaded
+
+
+def test_python_dash_m_bot_is_the_command() -> None:
+    done = subprocess.run([sys.executable, "-m", "bot", "--version"], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    from bot import __version__
+    assert done.returncode == 0 and done.stdout.strip() == f"wheelpin {__version__}"
