@@ -1,11 +1,18 @@
 """What the service tells its operators on `/metrics` (Prometheus text format,
-prometheus-client). One registry per service, so that tests can run several."""
+prometheus-client). One registry per service, so that tests can run several.
+
+Names follow Prometheus's conventions (prometheus.io/docs/practices/naming): a unit
+before `_total` (`wheelpin_registry_uploaded_bytes_total`), `wheelpin_build_info` with the
+version as a label, the process and platform collectors (`process_*`, `python_info`) as
+the default registry has them. GitHub's rate limit is an installation's (its token's), so
+its gauge is labelled by installation, not repository."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector,
+                               ProcessCollector, generate_latest)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..loop.results import PassResult
@@ -17,6 +24,11 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        from .. import __version__
+
+        Info("wheelpin_build", "The wheelpin running", registry=r).info({"version": __version__})
         self.deliveries = Counter("wheelpin_webhook_deliveries", "Webhook deliveries, by event and outcome",
                                   ["event", "outcome"], registry=r)
         self.passes = Counter("wheelpin_passes", "Reconcile passes of one component, by result",
@@ -33,10 +45,10 @@ class Metrics:
                                        "GitHub API requests: counted against the rate limit, or free (304)",
                                        ["kind"], registry=r)
         self.github_remaining = Gauge("wheelpin_github_rate_limit_remaining",
-                                      "Requests left in GitHub's rate-limit window, as last answered",
-                                      ["repository"], registry=r)
+                                      "Requests left in an installation's GitHub rate-limit window, as last answered",
+                                      ["installation"], registry=r)
         self.registry_requests = Counter("wheelpin_registry_requests", "Registry requests", registry=r)
-        self.registry_bytes = Counter("wheelpin_registry_bytes_uploaded", "Bytes uploaded to registries",
+        self.registry_bytes = Counter("wheelpin_registry_uploaded_bytes", "Bytes uploaded to registries",
                                       registry=r)
         self.git_requests = Counter("wheelpin_git_requests", "git ls-remote and fetch calls", ["kind"],
                                     registry=r)
@@ -47,8 +59,10 @@ class Metrics:
         self.queue_depth.set_function(depth)
         self.queue_running.set_function(running)
 
-    def record_pass(self, result: PassResult, seconds: float, repository: str,
+    def record_pass(self, result: PassResult, seconds: float, installation: str,
                     rate_remaining: int | None) -> None:
+        """A component's pass; `installation` is the id whose token it used ("token" for a
+        personal or Actions token)."""
         for component in result.components:
             self.passes.labels(result=component.status).inc()
             for action in component.actions:
@@ -64,7 +78,7 @@ class Metrics:
         self.git_requests.labels(kind="ls_remote").inc(requests.get("git_ls_remote", 0))
         self.git_requests.labels(kind="fetch").inc(requests.get("git_fetch", 0))
         if rate_remaining is not None:
-            self.github_remaining.labels(repository=repository).set(rate_remaining)
+            self.github_remaining.labels(installation=installation).set(rate_remaining)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

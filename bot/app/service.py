@@ -363,7 +363,8 @@ class Service:
         result = reconciler.run(only=name, **options)
         platform = reconciler.platform
         http = getattr(platform, "http", None)
-        self.metrics.record_pass(result, time.monotonic() - started, watched.repository,
+        installation = watched.access.installation_id
+        self.metrics.record_pass(result, time.monotonic() - started, "token" if installation is None else str(installation),
                                  http.traffic.rate_remaining if http is not None else None)
         key = (watched.repository, name)
         self.passes[key] = self.passes.get(key, 0) + 1

@@ -66,8 +66,9 @@ def test_from_the_schedule_and_a_workflow_run_webhook_to_an_updated_draft_pull_r
         assert updated.number == pull.number and newer[:8] in updated.title and updated.draft
         assert len(dashboards(bot)) == 1 and f"`{newer[:8]}`" in dashboards(bot)[0].body  # type: ignore[attr-defined]
         assert metric(bot, "wheelpin_actions_total", kind="propose") == 2
-        assert metric(bot, "wheelpin_registry_bytes_uploaded_total") > 0
-        assert 0 < metric(bot, "wheelpin_github_rate_limit_remaining", repository="rocm/atom") <= 5000
+        assert metric(bot, "wheelpin_registry_uploaded_bytes_total") > 0
+        installation = str(bot.emulator.installations["rocm"])  # the limit is the installation's token's
+        assert 0 < metric(bot, "wheelpin_github_rate_limit_remaining", installation=installation) <= 5000
 
 
 def test_commands_on_the_pull_request(world: World, tmp_path: Path) -> None:

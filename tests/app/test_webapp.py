@@ -154,15 +154,20 @@ def test_health_ready_and_metrics(served: Served) -> None:
     metrics = served.session.get(served.url + "/metrics")
     assert metrics.status_code == 200 and metrics.headers["Content-Type"].startswith("text/plain")
     families = {family.name: family for family in text_string_to_metric_families(metrics.text)}
-    assert families and all(name.startswith("wheelpin_") for name in families)
+    # wheelpin's own, and the process and platform collectors' (as prometheus-client's default registry)
+    assert families and all(name.startswith(("wheelpin_", "process_", "python_")) for name in families)
+    assert {"process_cpu_seconds", "process_resident_memory_bytes", "python_info"} <= set(families)
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in families.values() for s in family.samples}
     assert samples[("wheelpin_queue_depth", ())] == 1
     assert samples[("wheelpin_webhook_deliveries_total", (("event", "push"), ("outcome", "queued")))] == 1
     assert samples[("wheelpin_webhook_deliveries_total", (("event", "unverified"), ("outcome", "bad-signature")))] == 1
     for wanted in ("wheelpin_passes", "wheelpin_actions", "wheelpin_failures", "wheelpin_github_requests",
-                   "wheelpin_github_rate_limit_remaining", "wheelpin_registry_bytes_uploaded"):
+                   "wheelpin_github_rate_limit_remaining", "wheelpin_registry_uploaded_bytes"):
         assert wanted in families
+    from bot import __version__
+    assert samples[("wheelpin_build_info", (("version", __version__),))] == 1
+    assert families["wheelpin_github_rate_limit_remaining"].documentation.startswith("Requests left in an installation")
     assert served.session.get(served.url + "/nothing").status_code == 404
     assert served.session.get(served.url + "/webhook").status_code == 405
 
