@@ -1,0 +1,39 @@
+"""The log stream (bot/app/logging.py): the libraries' standard-library records are
+rendered as wheelpin's own, so a JSON stream is all JSON (issue 18)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stderr_of(code: str, level: str = "info") -> list[str]:
+    script = (f"from bot.app.logging import configure_logging\nconfigure_logging(level={level!r}, fmt='json')\n"
+              "import logging, structlog\n" + code)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stderr.splitlines() if line]
+
+
+def test_library_records_are_json_lines_like_wheelpin_s() -> None:
+    lines = stderr_of("structlog.get_logger('wheelpin').info('ours', token='s3cret')\n"
+                      "logging.getLogger('waitress').warning('Task queue depth is %d', 5)\n"
+                      "logging.getLogger('urllib3.connectionpool').info('Resetting dropped connection: %s', 'x')\n"
+                      "logging.getLogger('urllib3').debug('not shown at info')\n"
+                      "logging.getLogger('procrastinate.worker').info('Starting job t[1]()')\n"
+                      "try:\n    1 / 0\nexcept ZeroDivisionError:\n    logging.getLogger('apscheduler').exception('job failed')\n")
+    records = [json.loads(line) for line in lines]  # every line JSON
+    assert [r["event"] for r in records] == ["ours", "Task queue depth is 5", "Resetting dropped connection: x",
+                                             "job failed"]
+    assert records[0]["token"] == "[redacted]"
+    assert records[1]["logger"] == "waitress" and records[1]["level"] == "warning" and "timestamp" in records[1]
+    assert "ZeroDivisionError" in records[3]["exception"]
+
+
+def test_procrastinate_s_per_job_lines_show_when_debugging() -> None:
+    lines = stderr_of("logging.getLogger('procrastinate.worker').info('Starting job t[1]()')", level="debug")
+    assert [json.loads(line)["event"] for line in lines] == ["Starting job t[1]()"]
