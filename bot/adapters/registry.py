@@ -137,7 +137,11 @@ class RegistryClient:
             return
         if scheme != "bearer" or "realm" not in params:
             raise CredentialsError(f"{self.host} answered 401 with no usable challenge for {scope}")
-        query = {"scope": scope, **({"service": params["service"]} if "service" in params else {})}
+        # several scopes (a mount's source too) are each a `scope` parameter of the GET, and one
+        # space-separated `scope` field of the OAuth2 POST (Docker's token specs: "Token
+        # Authentication Specification", "OAuth2 Token Authentication")
+        service = [("service", params["service"])] if "service" in params else []
+        query = [("scope", part) for part in scope.split()] + service
         realm = urlsplit(params["realm"])
         if credential is not None and realm.scheme != "https" and not (
                 is_loopback(realm.netloc) or realm.netloc in self._insecure):
@@ -148,8 +152,9 @@ class RegistryClient:
             try:
                 if credential is not None and credential.identity_token:
                     answer = self._session.post(params["realm"], data={
-                        **query, "grant_type": "refresh_token", "refresh_token": credential.secret,
-                        "client_id": "wheelpin"}, timeout=(self.retry.connect_timeout, 60))
+                        "scope": scope, **dict(service), "grant_type": "refresh_token",
+                        "refresh_token": credential.secret, "client_id": "wheelpin"},
+                        timeout=(self.retry.connect_timeout, 60))
                 else:
                     auth = (credential.username, credential.secret) if credential else None
                     answer = self._session.get(params["realm"], params=query, auth=auth,
@@ -293,6 +298,10 @@ class RegistryClient:
         """
         scope = self.scope(repository, push=True)
         if mount_from:
+            # the token must grant pull on the source too, or a registry does not mount: it
+            # answers 202 and the whole blob is uploaded again (Distribution's "Cross
+            # Repository Blob Mount"; Docker Hub and GHCR behave so)
+            scope = f"{scope} repository:{mount_from}:pull"
             mounted = self.request("POST", f"/v2/{repository}/blobs/uploads/?"
                                    + urlencode({"mount": digest, "from": mount_from}), scope=scope)
             mounted.close()

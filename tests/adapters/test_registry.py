@@ -181,6 +181,26 @@ def test_cross_repository_mount(registry: Registry, rocm_wheel: Path, env: dict[
     assert mounted.json()["digest"] == first.json()["digest"]
 
 
+def test_cross_repository_mount_behind_a_token_service(token_registry: Registry, token_server: TokenServer,
+                                                      rocm_wheel: Path, env: dict[str, str]) -> None:
+    """Behind a token service (Docker Hub, GHCR) a registry mounts only if the token grants
+    pull on the source repository too (the Distribution spec, "Mounting a blob from another
+    repository"; docker-registry checks the token's access claims); else it answers 202 and
+    the whole layer goes up again, silently."""
+    login = {**env, "WHEELPIN_REGISTRY_HOST": token_registry.host, "WHEELPIN_REGISTRY_USERNAME": "alice",
+             "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"]}
+    first = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{token_registry.host}/tokens/staging/lmcache:m1",
+                     "--json", env=login)
+    assert first.code == 0, first.stderr
+    issued = len(token_server.issued)
+    mounted = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{token_registry.host}/tokens/release/lmcache:m1",
+                       "--mount-from", "tokens/staging/lmcache", "--json", env=login)
+    assert mounted.code == 0, mounted.stderr
+    assert mounted.json()["bytes_uploaded"] < 4096 < first.json()["bytes_uploaded"]  # the layer was mounted
+    scopes = [{(a["name"], tuple(a["actions"])) for a in claims["access"]} for claims in token_server.issued[issued:]]
+    assert {("tokens/release/lmcache", ("pull", "push")), ("tokens/staging/lmcache", ("pull",))} in scopes
+
+
 def test_a_layout_tag_is_checked_again_under_its_lock(tmp_path: Path) -> None:
     """The publisher's guard reads the tag before it uploads; a writer that took the tag
     meanwhile must still win, so `put_manifest` itself refuses to move a tag."""
