@@ -1,8 +1,14 @@
-"""Registry credentials the way docker, skopeo and crane find them.
+"""Registry credentials the way docker, skopeo, podman, buildah and crane find them.
 
-`$DOCKER_CONFIG/config.json` (default `~/.docker/config.json`): `auths` entries
-(`auth` = base64 of `user:password`, or `username`/`password`, or `identitytoken`),
-`credHelpers` per host and `credsStore` for all, through `docker-credential-<helper> get`.
+Files read in sequence until one has a credential for the host, as containers-auth.json(5)
+says (man.archlinux.org/man/containers-auth.json.5): `$REGISTRY_AUTH_FILE` if set, else
+`$XDG_RUNTIME_DIR/containers/auth.json` (where `podman login` and `skopeo login` write);
+then `${XDG_CONFIG_HOME:-~/.config}/containers/auth.json`; then docker's
+`$DOCKER_CONFIG/config.json` (default `~/.docker/config.json`). Each has the same format:
+`auths` entries (`auth` = base64 of `user:password`, or `username`/`password`, or
+`identitytoken`), `credHelpers` per host and `credsStore` for all, through
+`docker-credential-<helper> get`. (Entries keyed by a namespace, `quay.io/user/image`, are
+not matched: wheelpin asks per host.)
 Settings (`WHEELPIN_REGISTRY_USERNAME`/`_PASSWORD`) serve the one host
 `WHEELPIN_REGISTRY_HOST` names (the settings refuse them without it).
 Secrets never reach a log line or an error message.
@@ -43,17 +49,19 @@ class CredentialStore:
                  password: str | None = None, host: str | None = None) -> None:
         folder = os.environ.get("DOCKER_CONFIG")
         self.config_path = config_path or (Path(folder) if folder else Path.home() / ".docker") / "config.json"
+        self.config_paths = [self.config_path] if config_path else [*containers_auth_files(), self.config_path]
         self._fallback = Credential(username, password) if username and password else None
         self._fallback_host = host  # settings' credentials go to this registry only
         self._cache: dict[str, Credential | None] = {}
 
-    def _config(self) -> dict[str, object]:
+    @staticmethod
+    def _config(path: Path) -> dict[str, object]:
         try:
-            data = json.loads(self.config_path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise CredentialsError(f"{self.config_path}: cannot read the docker config ({type(exc).__name__})") from None
+            raise CredentialsError(f"{path}: cannot read the registry credentials file ({type(exc).__name__})") from None
         return data if isinstance(data, dict) else {}
 
     def get(self, host: str) -> Credential | None:
@@ -62,7 +70,16 @@ class CredentialStore:
         return self._cache[host]
 
     def _lookup(self, host: str) -> Credential | None:
-        config = self._config()
+        for path in self.config_paths:
+            found = self._lookup_in(path, host)
+            if found is not None:
+                return found
+        if self._fallback is not None and self._fallback_host in (None, host):
+            return self._fallback
+        return None
+
+    def _lookup_in(self, path: Path, host: str) -> Credential | None:
+        config = self._config(path)
         helpers = config.get("credHelpers")
         keys = _keys_for(host)
         if isinstance(helpers, dict):
@@ -74,7 +91,7 @@ class CredentialStore:
             for key in keys:
                 entry = auths.get(key)
                 if isinstance(entry, dict):
-                    found = _from_auth_entry(entry, host, self.config_path)
+                    found = _from_auth_entry(entry, host, path)
                     if found is not None:
                         return found
         store = config.get("credsStore")
@@ -83,9 +100,16 @@ class CredentialStore:
                 found = _from_helper(store, key, host, missing_ok=True)
                 if found is not None:
                     return found
-        if self._fallback is not None and self._fallback_host in (None, host):
-            return self._fallback
         return None
+
+
+def containers_auth_files() -> list[Path]:
+    """The containers tools' auth files, in the order they are read (see the module)."""
+    override = os.environ.get("REGISTRY_AUTH_FILE")
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    primary = [Path(override)] if override else [Path(runtime) / "containers/auth.json"] if runtime else []
+    config_home = os.environ.get("XDG_CONFIG_HOME")
+    return [*primary, (Path(config_home) if config_home else Path.home() / ".config") / "containers/auth.json"]
 
 
 def _from_auth_entry(entry: dict[str, object], host: str, path: Path) -> Credential | None:

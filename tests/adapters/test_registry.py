@@ -152,6 +152,26 @@ def test_credential_helper(basic_registry: Registry, small_wheels: tuple[Path, P
     assert missing.code == 2 and "docker-credential-wheelpintest" in missing.stderr
 
 
+def test_credentials_skopeo_login_wrote(basic_registry: Registry, small_wheels: tuple[Path, Path],
+                                       env: dict[str, str], tmp_path: Path) -> None:
+    """`skopeo login` (as podman and buildah) writes containers' auth.json; wheelpin reads it
+    where they do: REGISTRY_AUTH_FILE, else $XDG_RUNTIME_DIR/containers/auth.json."""
+    auth_file = tmp_path / "auth.json"
+    login = subprocess.run(["skopeo", "login", "--tls-verify=false", "--authfile", str(auth_file), "-u", "alice",
+                            "--password-stdin", basic_registry.host], input=USERS["alice"], text=True,
+                           capture_output=True, timeout=60)
+    assert login.returncode == 0, login.stderr
+    to = f"{basic_registry.host}/containers-auth/demo:v1"
+    runtime = tmp_path / "run"
+    (runtime / "containers").mkdir(parents=True)
+    for where in ({"REGISTRY_AUTH_FILE": str(auth_file)}, {"XDG_RUNTIME_DIR": str(runtime)}):
+        if "XDG_RUNTIME_DIR" in where:
+            shutil.copy(auth_file, runtime / "containers/auth.json")
+        published = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--json", env={**env, **where})
+        assert published.code == 0, published.stderr  # env's DOCKER_CONFIG is empty: auth.json it was
+        assert USERS["alice"] not in published.stderr + published.stdout
+
+
 def test_bearer_token_flow(token_registry: Registry, token_server: TokenServer,
                            small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
     to = f"{token_registry.host}/tokens/demo:v1"

@@ -58,6 +58,34 @@ def test_docker_config_entries(tmp_path: Path) -> None:
     assert store.get("127.0.0.1:5000") is None
 
 
+def test_containers_auth_files_come_before_docker_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """containers-auth.json(5): the primary file ($XDG_RUNTIME_DIR/containers/auth.json, or
+    REGISTRY_AUTH_FILE), then $XDG_CONFIG_HOME/containers/auth.json, then docker's; the
+    first file with a credential for the host wins."""
+    def write(path: Path, auths: dict[str, str]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"auths": {host: {"auth": base64.b64encode(f"{user}:pw".encode()).decode()}
+                                              for host, user in auths.items()}}))
+
+    write(tmp_path / "run/containers/auth.json", {"ghcr.io": "bob"})
+    write(tmp_path / "config/containers/auth.json", {"ghcr.io": "not-bob", "quay.io": "quinn"})
+    write(tmp_path / "docker/config.json", {"ghcr.io": "carol", "docker.io": "dora"})
+    write(tmp_path / "override.json", {"ghcr.io": "dave"})
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))
+    monkeypatch.delenv("REGISTRY_AUTH_FILE", raising=False)
+    store = CredentialStore()
+    assert [store.get(host).username for host in ("ghcr.io", "quay.io", "docker.io")] == \
+        ["bob", "quinn", "dora"]  # type: ignore[union-attr]
+    assert store.get("registry.example") is None
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(tmp_path / "override.json"))  # replaces the primary file
+    assert CredentialStore().get("ghcr.io").username == "dave"  # type: ignore[union-attr]
+    (tmp_path / "override.json").write_text("{broken")
+    with pytest.raises(CredentialsError, match="override.json: cannot read"):
+        CredentialStore().get("ghcr.io")
+
+
 def test_broken_docker_config(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(CredentialsError, match="config.json"):
