@@ -66,5 +66,7 @@ def read_bounded(root: Path, path: str) -> str | None:
 
 
 def schema_command() -> int:
-    emit_text(json.dumps(Config.model_json_schema(), indent=2))
+    from ..core.config import json_schema
+
+    emit_text(json.dumps(json_schema(), indent=2))
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -38,26 +38,36 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # NUL ends a path for the OS; others 
 CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")  # looked for in this order
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # a field's docstring is its description in the JSON Schema (editors show it)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Author(_Model):
     name: str = "wheelpin[bot]"
+    """The name on the commits wheelpin makes."""
     email: str = "wheelpin@users.noreply.github.com"
+    """The email on the commits wheelpin makes."""
 
 
 class Defaults(_Model):
     """Repository-wide settings; a component may override labels, schedule, quiet period."""
 
     base_branch: str = "main"
+    """The branch pull requests are proposed against (and pins are read from)."""
     branch_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+/$")] = "wheelpin/"
+    """The prefix of wheelpin's branches: a component's is the prefix and its name."""
     labels: list[str] = ["wheelpin"]
+    """Labels put on every pull request wheelpin opens."""
     schedule: str = "30m"
+    """How often the upstream is looked at: an interval (`30m`, `6h`, `1d`) or a crontab line (`0 6 * * 1-5`)."""
     timezone: str = Field(default="UTC", description="the IANA time zone crontab lines are read in, "
                           "such as Europe/Berlin (intervals do not care)")
     quiet_minutes: Annotated[int, Field(ge=0)] = 0
+    """Minutes an upstream commit must be old before it is built (a burst of pushes builds once)."""
     author: Author = Author()
+    """Who wheelpin's commits are by."""
     signoff: bool = False
+    """Add a `Signed-off-by` line to wheelpin's commits (for repositories that require DCO)."""
 
     @field_validator("schedule")
     @classmethod
@@ -74,7 +84,9 @@ class Upstream(_Model):
     """Any git URL (https, ssh, file://, a local path) and a branch or a tag pattern."""
 
     repo: Annotated[str, Field(min_length=1)]
+    """The upstream git repository: a URL, or a path relative to the config's repository."""
     branch: str | None = None
+    """Follow the head of this branch (give this or `tags`)."""
     tags: str | None = Field(default=None, description="the newest release tag by version: a glob such as "
                              "v* , or a pattern naming the version part, such as v{version}-rocm")
 
@@ -96,13 +108,17 @@ class Upstream(_Model):
 
 class Wheel(_Model):
     distribution: str
+    """The wheel's distribution name (as on PyPI), checked against the wheel's file name and METADATA."""
     archs: list[str] = []
+    """GPU targets every ELF with HIP code must carry, such as gfx942 or gfx90a:xnack-."""
     archs_wanted: list[str] = Field(
         default=[], description="archs used where present: a missing one is named in the proposal and "
         "the dashboard; a wheel with none of them is refused"
     )
     require_needed: list[str] = []
+    """Globs of libraries some ELF must need (DT_NEEDED), such as libamdhip64.so.*."""
     forbid_needed: list[str] = []
+    """Globs of libraries no ELF may need, such as libcudart.so.*."""
     rocm: bool = Field(default=True, description="refuse CUDA libraries and CUDA device code")
     python_tags: list[str] = Field(default=[], description="one wheel per tag, e.g. cp310…cp313")
     version_carries_commit: bool = Field(
@@ -151,12 +167,16 @@ class Build(_Model):
     """A local `command`, or a GitHub Actions `workflow` dispatched with `inputs`."""
 
     command: str | list[str] | None = None
+    """A local build command (the local platform only; never run on GitHub): it writes the wheels to $WHEELPIN_OUT."""
     workflow: str | None = None
+    """The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input."""
     inputs: dict[str, str] = {}
+    """The workflow's inputs: templates of {sha} {sha8} {ref} {component}."""
     ref: str | None = Field(default=None, description="the downstream ref to dispatch on")
     publishes_image: bool = Field(default=False, description="the workflow pushes the image itself "
                                   "(as ATOM's does): wheelpin adopts it, verified, and never re-pushes")
     timeout_minutes: Annotated[int, Field(gt=0)] = 180
+    """Minutes a build may take before it counts as failed."""
 
     @model_validator(mode="after")
     def _one_builder(self) -> Build:
@@ -237,8 +257,11 @@ class Pin(_Model):
     """One place a Dockerfile pins the component: an ARG (+ its sha256 ARG) or a FROM."""
 
     file: str
+    """The Dockerfile, relative to the repository root."""
     image_arg: Annotated[str, Field(pattern=_ARG)] | None = None
+    """The ARG whose default is the wheel image reference (repository:tag@sha256:digest)."""
     sha256_arg: Annotated[str, Field(pattern=_ARG)] | None = None
+    """The ARG whose default is the wheel's sha256."""
     from_stage: str | None = Field(default=None, description="pin the FROM line `AS <stage>`")
     python_tag: str | None = Field(default=None, description="which wheel sha256_arg names")
 
@@ -285,17 +308,29 @@ class Consumer(_Model):
 
 class Component(_Model):
     name: Annotated[str, Field(pattern=_NAME, max_length=64)]
+    """The component's name: its branch, image tag and dashboard row."""
     upstream: Upstream
+    """Where the wheel's source comes from."""
     wheel: Wheel
+    """What the built wheel must be: checked before it is published."""
     build: Build
+    """How a wheel is built for an upstream commit."""
     image: Image
+    """Where the wheel image is published, by digest."""
     constraints: list[str] = []
+    """Pins of the consuming image the wheel's Requires-Dist must agree with, such as numpy==2.3.5."""
     constraints_file: str | None = None
+    """A constraints file in the repository, read as `constraints`."""
     pins: Annotated[list[Pin], Field(min_length=1)]
+    """The places in the repository's Dockerfiles that pin the wheel image."""
     labels: list[str] | None = None
+    """Labels for this component's pull requests (default: `defaults.labels`)."""
     schedule: str | None = None
+    """This component's schedule (default: `defaults.schedule`)."""
     quiet_minutes: Annotated[int, Field(ge=0)] | None = None
+    """This component's quiet period (default: `defaults.quiet_minutes`)."""
     consumer: Consumer | None = None
+    """The image the wheel is installed into, checked against the wheel before it is published."""
 
     @field_validator("constraints")
     @classmethod
@@ -339,8 +374,11 @@ class Config(_Model):
     """A repository's `wheelpin.toml`."""
 
     version: Literal[1] = 1
+    """The config format's version."""
     defaults: Defaults = Defaults()
+    """Settings for every component."""
     component: Annotated[list[Component], Field(min_length=1)]
+    """The components: each an upstream whose wheel is pinned here."""
     # Unique component names are checked by `configfile`, which can name the line.
 
     @property
@@ -349,3 +387,42 @@ class Config(_Model):
 
     def get(self, name: str) -> Component | None:
         return next((c for c in self.component if c.name == name), None)
+
+
+# Where the schema is published (config/wheelpin.schema.json, kept equal to
+# `wheelpin config schema` by tests/test_config_schema.py), for editors and SchemaStore.
+SCHEMA_ID = "https://raw.githubusercontent.com/your-org/wheelpin/main/config/wheelpin.schema.json"
+SCHEMA_EXAMPLES: dict[tuple[str, str], list[Any]] = {  # (model, field) → examples an editor offers
+    ("Defaults", "schedule"): ["30m", "6h", "1d", "0 6 * * 1-5"],
+    ("Defaults", "timezone"): ["UTC", "Europe/Berlin", "America/Los_Angeles"],
+    ("Component", "schedule"): ["2h", "*/15 * * * *"],
+    ("Component", "name"): ["lmcache", "mooncake"],
+    ("Upstream", "repo"): ["https://github.com/LMCache/LMCache", "https://github.com/kvcache-ai/Mooncake"],
+    ("Upstream", "branch"): ["dev", "main"],
+    ("Upstream", "tags"): ["v*"],
+    ("Wheel", "distribution"): ["lmcache", "mooncake-transfer-engine"],
+    ("Wheel", "archs"): [["gfx942", "gfx950"]],
+    ("Wheel", "forbid_needed"): [["libcudart.so.*", "libcuda.so.*"]],
+    ("Build", "workflow"): ["build-lmcache.yml"],
+    ("Build", "inputs"): [{"commit": "{sha}"}],
+    ("Image", "repository"): ["ghcr.io/your-org/lmcache-wheel", "oci:../images"],
+    ("Image", "tag"): ["{component}-{version}", "v{version_base}-g{sha8}"],
+    ("Pin", "file"): ["docker/Dockerfile.rocm"],
+    ("Pin", "image_arg"): ["LMCACHE_WHEEL_IMAGE"],
+    ("Pin", "sha256_arg"): ["LMCACHE_WHEEL_SHA256"],
+    ("Component", "constraints"): [["numpy==2.3.5", "torch==2.9.0"]],
+}
+
+
+def json_schema() -> dict[str, Any]:
+    """The config's JSON Schema (draft 2020-12) as published: every property described,
+    examples where a value is not obvious, an `$id` where it lives."""
+    schema = Config.model_json_schema()
+    definitions = schema.get("$defs", {})
+    for (model, field_name), examples in SCHEMA_EXAMPLES.items():
+        holder = schema if model == "Config" else definitions[model]
+        holder["properties"][field_name]["examples"] = examples
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            **schema, "title": "wheelpin config",
+            "description": "wheelpin.toml (or .github/wheelpin.toml): which upstreams feed which ROCm wheels into "
+                           "which pins of this repository's Dockerfiles. https://github.com/your-org/wheelpin"}
