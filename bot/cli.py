@@ -45,6 +45,23 @@ def _command(commands: Any, name: str, text: str, *examples: str) -> argparse.Ar
     return parser
 
 
+def _registry_flags(parser: argparse.ArgumentParser) -> None:
+    """How registries are spoken to, as oras and skopeo spell it (also WHEELPIN_PLAIN_HTTP,
+    WHEELPIN_TLS_VERIFY, WHEELPIN_INSECURE_REGISTRIES)."""
+    parser.add_argument("--plain-http", action="store_true", default=None,
+                        help="speak to registries over plain HTTP (loopback ones always are)")
+    parser.add_argument("--tls-verify", type=_boolean, metavar="true|false", default=None,
+                        help="false: HTTPS without checking the registry's certificate")
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"say true or false, not {text!r}")
+
+
 def _json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of text")
 
@@ -89,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--platform", default="linux_x86_64", help="target platform (default linux_x86_64)")
     diff.add_argument("--extra", action="append", default=[], help="extras the image installs (repeatable)")
     _json(diff)
+    _registry_flags(diff)
 
     image_parser = commands.add_parser("image", help="publish wheels as images; read images")
     image_commands = image_parser.add_subparsers(dest="image_command", required=True, metavar="COMMAND")
@@ -107,17 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--mount-from", metavar="REPO",
                          help="a repository of the same registry that may hold the layer already")
     _json(publish)
+    _registry_flags(publish)
     show = _command(image_commands, "show", "what an image holds",
                     "wheelpin image show ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
                     "wheelpin image show oci:./images:lmcache --json")
     show.add_argument("ref", metavar="REF", help="host/repo:tag, host/repo@sha256:… or oci:FOLDER:tag")
     _json(show)
+    _registry_flags(show)
     against = _command(image_commands, "check", "check wheels against the image that will consume them",
                        "wheelpin image check dist/lmcache-*.whl --consumer docker.io/rocm/vllm:latest")
     against.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheel files")
     against.add_argument("--consumer", required=True, metavar="REF",
                          help="the consuming image, host/repo:tag or host/repo@sha256:…, read from its layers")
     _json(against)
+    _registry_flags(against)
 
     config_parser = commands.add_parser("config", help="check a config; print its schema")
     config_commands = config_parser.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
@@ -142,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
         _json(sub)
         if name == "bump":
+            _registry_flags(sub)
             sub.add_argument("--component", required=True, help="the component whose pins move")
             sub.add_argument("--image", required=True, metavar="REF@sha256:DIGEST",
                              help="the wheel image to pin, by digest")
@@ -169,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_argument("--commit", metavar="SHA", help="with --use-artifacts: the upstream head they were built from")
     reconcile.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
     _json(reconcile)
+    _registry_flags(reconcile)
 
     serve = _command(commands, "serve", "the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics",
                      "WHEELPIN_GITHUB_APP_ID=123456 WHEELPIN_GITHUB_PRIVATE_KEY_FILE=app.pem "
@@ -283,8 +306,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WheelpinError as exc:
         sys.stderr.write(f"wheelpin: {exc.message}\n")
         return exc.exit_code
+    flags = {name: getattr(args, name) for name in ("plain_http", "tls_verify") if getattr(args, name, None) is not None}
+    if flags:  # a command's flags over the environment's settings
+        settings = settings.model_copy(update=flags)
     configure_logging(level=settings.log_level, fmt=settings.log_format)
     log = structlog.get_logger("wheelpin")
+    if not settings.tls_verify:
+        log.warning("registry.tls_unverified", reason="registries' certificates are not checked (--tls-verify=false)")
     try:
         return run(args, settings)
     except WheelpinError as exc:

@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 import requests
 import structlog
 
-from ..core.errors import CredentialsError, TransientError, VerificationError
+from ..core.errors import CredentialsError, TransientError, UsageError, VerificationError
 from ..core.imageref import SHA256_DIGEST
 from ..core.ociimage import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
@@ -39,7 +39,9 @@ class RegistryClient:
     def __init__(self, host: str, *, credentials: CredentialStore | None = None,
                  insecure: Iterable[str] = (), retry: RetryPolicy = RetryPolicy(),
                  anonymous: bool = False, session: requests.Session | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, tls_verify: bool = True) -> None:
+        """`insecure` hosts (and loopback ones) are spoken to over plain HTTP; `tls_verify`
+        False speaks HTTPS without checking the certificate (skopeo's --tls-verify=false)."""
         self.host = host
         api_host = "registry-1.docker.io" if host in ("docker.io", "index.docker.io") else host
         scheme = "http" if is_loopback(host) or host in set(insecure) else "https"
@@ -50,6 +52,14 @@ class RegistryClient:
         self._anonymous = anonymous
         self._session = session or requests.Session()
         self._session.headers["User-Agent"] = "wheelpin"
+        # False on each request, not only on the session: requests lets REQUESTS_CA_BUNDLE or
+        # CURL_CA_BUNDLE in the environment override a session's verify=False (psf/requests#3829)
+        self._verify: bool | None = None
+        if not tls_verify:
+            import urllib3
+
+            self._verify = False
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # said once, by the settings
         self._tokens: dict[str, tuple[str, float]] = {}
         self._insecure = set(insecure)
         self._basic = False
@@ -82,9 +92,13 @@ class RegistryClient:
             self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
             try:
                 response = self._session.request(
-                    method, full, headers=merged, data=body, stream=stream, auth=auth,
+                    method, full, headers=merged, data=body, stream=stream, auth=auth, verify=self._verify,
                     timeout=(self.retry.connect_timeout, self.retry.read_timeout),
                     allow_redirects=method in ("GET", "HEAD"))
+            except requests.exceptions.SSLError:  # not a passing fault: said at once, with the way out
+                raise UsageError(f"{self.host}: no trusted HTTPS there (the TLS handshake failed): for a registry "
+                                 "without HTTPS give --plain-http (or WHEELPIN_INSECURE_REGISTRIES), for one whose "
+                                 "certificate this machine does not trust --tls-verify=false") from None
             except requests.RequestException as exc:  # never its text: it may hold a header
                 kind = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
                 if not replayable or attempt + 1 >= self.retry.attempts:
@@ -151,13 +165,13 @@ class RegistryClient:
         for attempt in range(self.retry.attempts):
             try:
                 if credential is not None and credential.identity_token:
-                    answer = self._session.post(params["realm"], data={
+                    answer = self._session.post(params["realm"], verify=self._verify, data={
                         "scope": scope, **dict(service), "grant_type": "refresh_token",
                         "refresh_token": credential.secret, "client_id": "wheelpin"},
                         timeout=(self.retry.connect_timeout, 60))
                 else:
                     auth = (credential.username, credential.secret) if credential else None
-                    answer = self._session.get(params["realm"], params=query, auth=auth,
+                    answer = self._session.get(params["realm"], params=query, auth=auth, verify=self._verify,
                                                timeout=(self.retry.connect_timeout, 60))
             except requests.RequestException:
                 answer = None

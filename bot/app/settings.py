@@ -43,7 +43,10 @@ class Settings(BaseSettings):
     registry_username: str | None = None
     registry_password: SecretStr | None = None
     registry_password_file: Path | None = None
-    insecure_registries: str = Field(default="", description="comma-separated host[:port]s")
+    insecure_registries: str = Field(default="", description="comma-separated host[:port]s spoken to over plain HTTP")
+    plain_http: bool = Field(default=False, description="every registry over plain HTTP (`--plain-http`, as oras)")
+    tls_verify: bool = Field(default=True, description="false: HTTPS without checking registries' certificates "
+                             "(`--tls-verify=false`, as skopeo)")
     registry_attempts: int = Field(default=5, ge=1, le=20)
     registry_backoff: float = Field(default=0.5, ge=0)
     registry_timeout: float = Field(default=120.0, gt=0)

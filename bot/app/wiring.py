@@ -27,9 +27,10 @@ class Registries:
 
     def client(self, host: str) -> RegistryClient:
         if host not in self._clients:
-            self._clients[host] = RegistryClient(host, credentials=self.credentials,
-                                                 insecure=self.settings.insecure_hosts,
-                                                 retry=self.retry, anonymous=self.anonymous)
+            insecure = [*self.settings.insecure_hosts, *([host] if self.settings.plain_http else [])]
+            self._clients[host] = RegistryClient(host, credentials=self.credentials, insecure=insecure,
+                                                 retry=self.retry, anonymous=self.anonymous,
+                                                 tls_verify=self.settings.tls_verify)
         return self._clients[host]
 
     def store(self, target: ImageRef | LayoutTarget) -> ImageStore:

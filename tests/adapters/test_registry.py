@@ -172,6 +172,40 @@ def test_credentials_skopeo_login_wrote(basic_registry: Registry, small_wheels: 
         assert USERS["alice"] not in published.stderr + published.stdout
 
 
+def test_plain_http_and_tls_verify_as_oras_and_skopeo_spell_them(registry: Registry, small_wheels: tuple[Path, Path],
+                                                                env: dict[str, str], tmp_path: Path) -> None:
+    """A registry named by an address that is not loopback's is spoken to over HTTPS with
+    its certificate checked, unless the command says `--plain-http` (oras) or
+    `--tls-verify=false` (skopeo). 0.0.0.0 reaches this host (Linux takes it as a local
+    address) without being a loopback name."""
+    import urllib3
+
+    from tests.fixtures.servers import Registry as Server
+
+    local = "127.0.0.1,localhost,::1,0.0.0.0"
+    env = {**env, "NO_PROXY": local, "no_proxy": local}  # the tests' dead proxy is for the world outside
+    wheel = str(small_wheels[0])
+    plain = f"0.0.0.0:{registry.port}/flags/demo:v1"
+    refused = wheelpin("image", "publish", wheel, "--to", plain, env=env)
+    assert refused.code == 2 and "--plain-http" in refused.stderr.strip().splitlines()[-1], refused.stderr
+    published = wheelpin("image", "publish", wheel, "--to", plain, "--plain-http", "--json", env=env)
+    assert published.code == 0, published.stderr
+    assert wheelpin("image", "show", plain, env={**env, "WHEELPIN_PLAIN_HTTP": "true"}).code == 0
+    urllib3.disable_warnings()  # the fixture's own readiness check
+    secure = Server(tmp_path / "tls-registry", tls=True)
+    try:
+        target = f"0.0.0.0:{secure.port}/flags/demo:v1"
+        unchecked = wheelpin("image", "publish", wheel, "--to", target, env=env)
+        assert unchecked.code == 2 and "--tls-verify=false" in unchecked.stderr.strip().splitlines()[-1]
+        taken = wheelpin("image", "publish", wheel, "--to", target, "--tls-verify=false", "--json", env=env)
+        assert taken.code == 0, taken.stderr
+        assert "InsecureRequestWarning" not in taken.stderr and "tls_unverified" in taken.stderr
+        shown = wheelpin("image", "show", target, "--tls-verify", "false", "--json", env=env)
+        assert shown.code == 0 and shown.json()["wheels"][0]["file"] == small_wheels[0].name
+    finally:
+        secure.stop()
+
+
 def test_bearer_token_flow(token_registry: Registry, token_server: TokenServer,
                            small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
     to = f"{token_registry.host}/tokens/demo:v1"
