@@ -211,3 +211,17 @@ def test_the_deploy_guide_names_every_file_and_setting() -> None:
     for setting in re.findall(r"`([A-Z_]+)`", guide):
         if setting.isupper() and "_" in setting and not setting.startswith("WHEELPIN_"):
             assert f"WHEELPIN_{setting}" in SETTINGS, setting
+
+
+def test_the_version_is_said_in_one_place_and_the_changelog_follows_it() -> None:
+    import importlib.metadata
+    import tomllib
+
+    from bot import __version__
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and project["dynamic"] == ["version"]  # read from bot/__init__.py
+    assert importlib.metadata.version("wheelpin") == __version__
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    sections = re.findall(r"^## (\S+)", changelog, re.MULTILINE)
+    assert sections[0] == "Unreleased" and __version__ in sections
