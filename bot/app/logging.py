@@ -55,12 +55,15 @@ def configure_logging(*, level: str = "warning", fmt: str = "auto") -> None:
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact_secrets,
     ]
+    # wheelpin's events and the libraries' records both leave through the one handler below,
+    # under its lock: two threads' lines never run into one (they did with two writers)
     structlog.configure(
-        processors=[structlog.contextvars.merge_contextvars, *shared, structlog.processors.format_exc_info, renderer],
+        processors=[structlog.contextvars.merge_contextvars, *shared,
+                    structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )
     handler = _Stderr()

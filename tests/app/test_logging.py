@@ -37,3 +37,19 @@ def test_library_records_are_json_lines_like_wheelpin_s() -> None:
 def test_procrastinate_s_per_job_lines_show_when_debugging() -> None:
     lines = stderr_of("logging.getLogger('procrastinate.worker').info('Starting job t[1]()')", level="debug")
     assert [json.loads(line)["event"] for line in lines] == ["Starting job t[1]()"]
+
+
+def test_lines_from_many_threads_never_run_into_one_another() -> None:
+    """wheelpin's events and the libraries' records leave through one handler: with both
+    written by many threads at once, each line is still one JSON document (two writers ran
+    lines together under load, in the multi-replica tests)."""
+    lines = stderr_of(
+        "import threading\n"
+        "def spam(n):\n"
+        "    for i in range(400):\n"
+        "        structlog.get_logger('wheelpin').info('ours', n=n, i=i, text='x' * 200)\n"
+        "        logging.getLogger('waitress').warning('theirs %d %d %s', n, i, 'y' * 200)\n"
+        "threads = [threading.Thread(target=spam, args=(n,)) for n in range(8)]\n"
+        "[t.start() for t in threads]\n[t.join() for t in threads]\n")
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 8 * 400 * 2
