@@ -15,9 +15,22 @@ FROM ${PYTHON_IMAGE}
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git ca-certificates \
     && rm -rf /var/lib/apt/lists/*
+# The dependencies from the lock (deploy/lock.py writes it: each pinned, with its wheel's sha256),
+# the postgres extra's among them: one image runs one replica (SQLite) or several (WHEELPIN_DATABASE_URL).
+COPY deploy/requirements.lock /tmp/requirements.lock
+RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r /tmp/requirements.lock \
+    && rm /tmp/requirements.lock
 COPY --from=build /dist/ /tmp/dist/
-# with the postgres extra: the same image runs one replica (SQLite) or several (WHEELPIN_DATABASE_URL)
-RUN pip install --no-cache-dir "$(ls /tmp/dist/wheelpin-*.whl)[postgres]" && rm -rf /tmp/dist
+RUN pip install --no-cache-dir --no-deps /tmp/dist/wheelpin-*.whl && rm -rf /tmp/dist
+# `docker build --build-arg VERSION=… --build-arg REVISION=$(git rev-parse HEAD)` (deploy/README.md)
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="wheelpin" \
+      org.opencontainers.image.description="Keeps the ROCm wheels inside container images current" \
+      org.opencontainers.image.source="https://github.com/your-org/wheelpin" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 RUN useradd --uid 10001 --user-group --create-home --home-dir /home/wheelpin wheelpin \
     && mkdir -p /var/cache/wheelpin && chown 10001:10001 /var/cache/wheelpin
 USER 10001:10001

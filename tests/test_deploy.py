@@ -50,8 +50,41 @@ def test_the_dockerfile_is_pinned_non_root_and_serves() -> None:
     assert list(cmd.value) == ["--host", "0.0.0.0", "--port", "8080"]
     env = " ".join(" ".join(i.value) for i in final if i.cmd == "ENV")
     assert all(name in SETTINGS for name in re.findall(r"WHEELPIN_\w+", env))
-    (install,) = [i for i in final if i.cmd == "RUN" and "pip install" in i.value[0]]
-    assert "[postgres]" in install.value[0]  # one image for one replica or several on PostgreSQL
+    locked, own = [i for i in final if i.cmd == "RUN" and "pip install" in i.value[0]]
+    assert "--require-hashes" in locked.value[0] and "requirements.lock" in locked.value[0]
+    assert "--no-deps" in own.value[0]  # wheelpin itself; everything it needs came from the lock
+    labels = " ".join(" ".join(i.value) for i in final if i.cmd == "LABEL")
+    for label in ("source", "version", "revision", "licenses"):
+        assert f"org.opencontainers.image.{label}" in labels
+    from bot import __version__
+    args = {i.value[0].split("=")[0]: i.value[0].partition("=")[2] for i in final if i.cmd == "ARG"}
+    assert args["VERSION"] == __version__  # the default: the version's one place, bot/__init__.py
+
+
+def test_the_image_s_lock_pins_every_dependency_with_a_hash(tmp_path: Path) -> None:
+    """deploy/requirements.lock (deploy/lock.py) holds every dependency of wheelpin[postgres],
+    each pinned with a sha256; pip takes it with --require-hashes for the image's Python."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    text = (ROOT / "deploy" / "requirements.lock").read_text()
+    pinned = dict(re.findall(r"^([A-Za-z0-9._-]+)==(\S+) \\\n    --hash=sha256:[0-9a-f]{64}$", text, re.MULTILINE))
+    assert len(pinned) == len(re.findall(r"^[A-Za-z0-9]", text, re.MULTILINE))  # every entry has its hash
+    locked = {canonicalize_name(name) for name in pinned}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]
+              + project["optional-dependencies"]["postgres"]}
+    assert wanted <= locked, wanted - locked
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
+                           "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
+                           "--abi", "cp311", "--platform", "manylinux2014_x86_64", "--platform",
+                           "manylinux_2_17_x86_64", "--platform", "manylinux_2_28_x86_64", "-d", str(tmp_path),
+                           "-r", str(ROOT / "deploy" / "requirements.lock")], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(list(tmp_path.glob("*.whl"))) == len(pinned)
 
 
 def test_the_build_step_makes_the_bots_wheel_from_what_the_dockerfile_copies(tmp_path: Path) -> None:
@@ -62,6 +95,7 @@ def test_the_build_step_makes_the_bots_wheel_from_what_the_dockerfile_copies(tmp
         *sources, _destination = copy.value
         for source in sources:
             target = context / source
+            target.parent.mkdir(parents=True, exist_ok=True)
             if (ROOT / source).is_dir():
                 shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__"))
             else:
