@@ -200,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
 
+    completion = _command(commands, "completion", "print a shell completion script",
+                          "wheelpin completion bash > /etc/bash_completion.d/wheelpin",
+                          "wheelpin completion zsh > \"${fpath[1]}/_wheelpin\"",
+                          "wheelpin completion fish > ~/.config/fish/completions/wheelpin.fish")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell the script is for")
+
     demo_parser = _command(commands, "demo", "the whole loop in a scratch folder, all local",
                            "wheelpin demo", "wheelpin demo --workdir /tmp/wheelpin-demo --json")
     demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
@@ -290,6 +296,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import json
 
+    if args.command == "completion":  # the parser itself, as a shell's script
+        from .commands.completion import completion_command
+
+        return completion_command(args.shell, build_parser())
     if args.command == "config":  # reads a file and says what is wrong: no settings, logs nor network
         try:
             return run(args, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -147,7 +148,7 @@ def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> No
         return found or [(path, parser)]
 
     commands = leaves(build_parser(), ())
-    assert len(commands) == 12, [path for path, _ in commands]
+    assert len(commands) == 13, [path for path, _ in commands]
     for path, parser in commands:
         for action in parser._actions:
             if not isinstance(action, argparse._HelpAction):
@@ -155,3 +156,32 @@ def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> No
         text = parser.format_help()
         assert "examples:\n  wheelpin" in text or "examples:\n  WHEELPIN_" in text, path
         assert "exit codes:" in text and "4  a transient outside failure" in text, path
+
+
+def test_shell_completion_completes_commands_and_options(tmp_path: Path) -> None:
+    """`wheelpin completion bash` is sourced into a real bash and asked as bash asks it (the
+    words typed so far in COMP_WORDS); fish's lines name every command; zsh's is shtab's."""
+    script = wheelpin("completion", "bash")
+    assert script.code == 0
+    (tmp_path / "wheelpin.bash").write_text(script.stdout)
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(words)
+        asked = subprocess.run(["bash", "-c", f"source {tmp_path / 'wheelpin.bash'}; COMP_WORDS=({line}); "
+                                f"COMP_CWORD={len(words) - 1}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; "
+                                "_shtab_wheelpin; printf '%s\\n' \"${COMPREPLY[@]}\""],
+                               capture_output=True, text=True, timeout=30)
+        assert asked.returncode == 0, asked.stderr
+        return asked.stdout.split()
+
+    assert complete("wheelpin", "rec") == ["reconcile"]
+    assert set(complete("wheelpin", "image", "")) == {"publish", "show", "check"}
+    assert set(complete("wheelpin", "reconcile", "--pl")) == {"--platform", "--plain-http"}
+    fish = wheelpin("completion", "fish")
+    assert fish.code == 0 and "complete -c wheelpin" in fish.stdout
+    for command in ("reconcile", "serve", "demo", "completion"):
+        assert f"-a {command} " in fish.stdout
+    assert "-l tls-verify -r" in fish.stdout and "__fish_seen_subcommand_from image" in fish.stdout
+    zsh = wheelpin("completion", "zsh")
+    assert zsh.code == 0 and zsh.stdout.startswith("#compdef wheelpin")
+    assert wheelpin("completion", "tcsh").code == 2
