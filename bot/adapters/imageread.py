@@ -2,14 +2,13 @@
 other tools pushed, by streaming its layers and reading each wheel's METADATA.
 
 A manifest list / index is resolved to its linux/amd64 manifest. A foreign layer is
-streamed once (gzip or plain tar); each `*.whl` in it is spooled to a temporary file
+streamed once (gzip, zstd or plain tar, as its first bytes say); each `*.whl` in it is spooled to a temporary file
 (a zip is read from its end) and read with the same code as `wheel inspect`, so memory
 stays bounded whatever the wheel's size.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import json
@@ -25,7 +24,6 @@ from ..core.inspect import read_wheel_metadata
 from ..core.ociimage import (
     DOCKER_LIST_TYPE,
     INDEX_TYPE,
-    LAYER_TYPES_GZIP,
     WheelEntry,
     wheels_from_annotations,
 )
@@ -117,9 +115,9 @@ def extract_wheels(store: ImageStore, info: ImageInfo, folder: Path) -> list[Pat
 
 
 def _wheels_in_layer(store: ImageStore, layer: dict[str, Any], *, keep: Path | None = None) -> list[WheelEntry]:
-    stream: io.RawIOBase | gzip.GzipFile = ChunkReader(store.get_blob(str(layer["digest"])))
-    if layer.get("mediaType") in LAYER_TYPES_GZIP:
-        stream = gzip.GzipFile(fileobj=stream)
+    from .layerstream import decompressed
+
+    stream = decompressed(ChunkReader(store.get_blob(str(layer["digest"]))))
     found: list[WheelEntry] = []
     with tarfile.open(fileobj=stream, mode="r|") as archive:
         for member in archive:

@@ -87,7 +87,13 @@ class _Inflated(io.RawIOBase):
 
 
 def _decompressed(raw: _Counted) -> IO[bytes]:
-    """The layer's tar, whatever compression its first bytes name (gzip, zstd, none)."""
+    return decompressed(raw)
+
+
+def decompressed(raw: io.RawIOBase) -> IO[bytes]:
+    """A layer's tar, whatever compression its first bytes name (gzip, zstd, none): the
+    media type is not trusted for it (a zstd layer may be labelled `tar+gzip` by old tools,
+    and `skopeo copy --dest-compress-format zstd` writes `tar+zstd`)."""
     buffered = io.BufferedReader(raw, _CHUNK)
     magic = buffered.peek(4)[:4]
     if magic[:2] == b"\x1f\x8b":

@@ -4,6 +4,7 @@ takes the wheel from our image by digest with `COPY --from` and checks its sha25
 from __future__ import annotations
 
 import hashlib
+import json
 import io
 import subprocess
 import tarfile
@@ -155,3 +156,35 @@ pins = [{{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_ar
     text = (repo / "docker/Dockerfile").read_text()
     assert f"{tag}@{digest}" in text
     assert f"DEMO_WHEEL_SHA256={hashlib.sha256(small_wheels[1].read_bytes()).hexdigest()}" in text
+
+
+def test_a_foreign_image_with_zstd_layers_is_read(registry: Registry, small_wheels: tuple[Path, Path],
+                                                  env: dict[str, str], tmp_path: Path) -> None:
+    """The same foreign image, its layers recompressed with zstd by skopeo (as registries and
+    builders that prefer zstd push them): its wheel is read from the zstd layer."""
+    storage, environment = buildah_environment(registry, tmp_path)
+    context = tmp_path / "foreign"
+    context.mkdir()
+    wheel = small_wheels[0]
+    (context / wheel.name).write_bytes(wheel.read_bytes())
+    (context / "Dockerfile").write_text(f"FROM scratch\nCOPY {wheel.name} /\n")
+    gzipped, zstd = f"{registry.host}/atom/foreign:gzip", f"{registry.host}/atom/foreign:zstd"
+    for command in (["bud", "--isolation", "chroot", "-t", "foreign-zstd", str(context)],
+                    ["push", "foreign-zstd", f"docker://{gzipped}"]):
+        done = subprocess.run(["buildah", *storage, *command], capture_output=True, text=True,
+                              env=environment, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    layout = f"oci:{tmp_path / 'zstd-layout'}:foreign"  # recompressed there (a registry copy reuses the gzip blob)
+    for source, target, flags in ((f"docker://{gzipped}", layout, ["--src-tls-verify=false", "--dest-compress-format",
+                                                                    "zstd", "--dest-compress"]),
+                                  (layout, f"docker://{zstd}", ["--dest-tls-verify=false"])):
+        copied = subprocess.run(["skopeo", "copy", "--quiet", *flags, source, target], capture_output=True, text=True,
+                                env=environment, timeout=600)
+        assert copied.returncode == 0, copied.stderr[-2000:]
+    manifest = json.loads(subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false", f"docker://{zstd}"],
+                                         capture_output=True, text=True, check=True, timeout=60).stdout)
+    assert [layer["mediaType"] for layer in manifest["layers"]] == ["application/vnd.oci.image.layer.v1.tar+zstd"]
+    shown = wheelpin("image", "show", zstd, "--json", env=env)
+    assert shown.code == 0, shown.stderr
+    (found,) = shown.json()["wheels"]
+    assert found["file"] == wheel.name and found["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
