@@ -320,6 +320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if flags:  # a command's flags over the environment's settings
         settings = settings.model_copy(update=flags)
     configure_logging(level=settings.log_level, fmt=settings.log_format)
+    from .adapters import progress
+
+    humans = sys.stderr.isatty() and settings.log_format != "json" and args.command != "serve"
+    progress.configure(bar=humans, interval=settings.progress_seconds)
     log = structlog.get_logger("wheelpin")
     if not settings.tls_verify:
         log.warning("registry.tls_unverified", reason="registries' certificates are not checked (--tls-verify=false)")

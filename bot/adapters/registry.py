@@ -24,6 +24,7 @@ from ..core.errors import CredentialsError, TransientError, UsageError, Verifica
 from ..core.imageref import SHA256_DIGEST
 from ..core.ociimage import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
+from .progress import tracked
 from .registrywire import (HashedBody, RetryPolicy, Traffic, hostname, is_loopback, parse_challenge,
                            retry_after_of, with_digest)
 
@@ -290,8 +291,10 @@ class RegistryClient:
             response.close()
             raise TransientError(f"{self.host}/{repository}: blob GET {digest} answered {response.status_code}")
         hashed = hashlib.sha256()
+        length = response.headers.get("Content-Length", "")
         try:
-            for chunk in response.iter_content(_CHUNK):
+            for chunk in tracked(response.iter_content(_CHUNK), f"download {self.host}/{repository} {digest[:19]}",
+                                 int(length) if length.isdigit() else None):
                 hashed.update(chunk)
                 self.traffic.bytes_downloaded += len(chunk)
                 yield chunk
@@ -322,9 +325,10 @@ class RegistryClient:
             if mounted.status_code == 201:
                 return 0
         last: TransientError | None = None
+        what = f"upload {self.host}/{repository} {digest[:19]}"
         for attempt in range(self.retry.attempts):
             try:
-                return self._upload_once(repository, digest, size, chunks, scope)
+                return self._upload_once(repository, digest, size, lambda: tracked(chunks(), what, size), scope)
             except TransientError as exc:
                 last = exc
                 self._wait(attempt, exc.retry_after, "upload failed")
