@@ -27,7 +27,7 @@ from .archive import (
     members_in_order,
 )
 from .elf import ELF_MAGIC, ElfError, ElfReport, read_elf
-from .offload import ReadBudget
+from .offload import BundleError, ReadBudget
 from .errors import InputError
 from .wheelmeta import (
     Metadata,
@@ -101,8 +101,12 @@ def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> Whe
         integrity, notes = _check_dist_info(path, archive, dist_info, wheel_name, metadata)
         record = _read_record(path, archive, dist_info, integrity)
         budget = ReadBudget.for_wheel(path.stat().st_size)
-        elf_reports = _read_members(path, archive, record, dist_info, integrity, budget)
-    sha256, size = file_sha256(path)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as hasher:  # the whole file's sha256 meanwhile (hashlib lets go of the GIL)
+            whole = hasher.submit(file_sha256, path)
+            elf_reports = _read_members(path, archive, record, dist_info, integrity, budget)
+            sha256, size = whole.result()
     build = "".join(str(part) for part in wheel_name.build) or None
     return WheelReport(
         path=str(path),
@@ -218,6 +222,73 @@ def record_limit(archive: zipfile.ZipFile) -> int:
 
 
 MAX_MISSING_NAMED = 20  # RECORD rows naming absent members, each named; then counted
+# From this much compressed member data on, members are hashed and their ELF read by a few
+# processes at once (each opens the archive itself and streams its share, so memory stays
+# per-process bounded); below it, the processes would cost more than they save.
+PARALLEL_FROM = 32 << 20
+MAX_WORKERS = 4
+
+
+def _workers(archive: zipfile.ZipFile) -> int:
+    import os
+
+    if sum(info.compress_size for info in archive.infolist()) < PARALLEL_FROM:
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+def _shares(infos: list[zipfile.ZipInfo], count: int) -> list[list[int]]:
+    """The members' indexes in `count` shares of about equal compressed bytes, each in
+    archive order (a worker reads its share front to back)."""
+    shares: list[list[int]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for index in sorted(range(len(infos)), key=lambda i: -infos[i].compress_size):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(index)
+        loads[lightest] += infos[index].compress_size
+    return [sorted(share, key=lambda i: infos[i].header_offset) for share in shares if share]
+
+
+def _check_share(path: str, names: list[str], inflate: int, entries: int
+                 ) -> tuple[list[tuple[str, bytes, ElfReport | None]], int, int]:
+    """In a worker process: hash the named members and read those that are ELF, with a
+    budget of their own; (each member's result, inflate spent, entries kept)."""
+    budget = ReadBudget(inflate=inflate, entries=entries)
+    wheel = Path(path)
+    with open_archive(wheel) as archive:
+        infos = {info.filename: info for info in archive.infolist()}
+        done = [(name, *_read_one_member(wheel, archive, infos[name], budget)) for name in names]
+    return done, inflate - budget.inflate, entries - budget.entries
+
+
+def _checked(path: Path, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo],
+             budget: ReadBudget) -> list[tuple[bytes, ElfReport | None]]:
+    """Each member's (sha256, ELF report), in `infos` order: read here, or by a few
+    processes for a large wheel. Their budgets are each the whole wheel's; what they spent
+    together is held to it after (the refusal of a bomb is the same, only said later)."""
+    count = _workers(archive)
+    if count == 1 or len(infos) < 2:
+        return [_read_one_member(path, archive, info, budget) for info in infos]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("forkserver")  # no fork of a threaded service
+    context.set_forkserver_preload(["bot.core.inspect"])
+    results: dict[str, tuple[bytes, ElfReport | None]] = {}
+    inflated = kept = 0
+    with ProcessPoolExecutor(count, mp_context=context) as pool:
+        shares = [pool.submit(_check_share, str(path), [infos[i].filename for i in share], budget.inflate,
+                              budget.entries) for share in _shares(infos, count)]
+        for future in shares:
+            done, spent, entries = future.result()
+            results.update((name, (digest, elf)) for name, digest, elf in done)
+            inflated, kept = inflated + spent, kept + entries
+    try:
+        budget.spend_inflate(inflated, "its bundles together")
+        budget.keep_entries(kept, "its bundles together")
+    except BundleError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    return [results[info.filename] for info in infos]
 
 
 def _read_members(
@@ -231,9 +302,9 @@ def _read_members(
     unsigned = {f"{dist_info}/RECORD", f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s"}
     reports: list[ElfReport] = []
     seen: set[str] = set()
-    for info in members_in_order(archive):
+    infos = members_in_order(archive)
+    for info, (digest, elf) in zip(infos, _checked(path, archive, infos, budget)):
         seen.add(info.filename)
-        digest, elf = _read_one_member(path, archive, info, budget)
         if elf is not None:
             reports.append(elf)
         if record is None or info.filename in unsigned:

@@ -1,0 +1,48 @@
+"""Members checked by a few processes for a large wheel (bot/core/inspect.py, issue 18): the
+report is the one a single process makes, and the per-wheel budget still holds when the
+bundles that pass it lie in members different workers read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.core import inspect, offload
+from bot.core.errors import InputError
+from tests.fixtures import hostile
+
+
+def report_of(wheel: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool) -> inspect.WheelReport:
+    monkeypatch.setattr(inspect, "PARALLEL_FROM", 0 if parallel else 1 << 62)
+    monkeypatch.setattr(inspect, "_workers", (lambda archive: 2) if parallel else (lambda archive: 1))
+    return inspect.inspect_wheel(wheel)
+
+
+def test_parallel_and_single_process_reports_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           rocm_wheel: Path) -> None:
+    alone = report_of(rocm_wheel, monkeypatch, parallel=False)
+    shared = report_of(rocm_wheel, monkeypatch, parallel=True)
+    assert alone == shared and alone.elf and alone.archs
+
+
+def test_a_record_mismatch_is_found_whichever_worker_reads_it(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    library = hostile.minimal_elf({".text": b"\x90" * 64})
+    wheel = hostile.elf_wheel(tmp_path / hostile.WHEEL, library, listed=False)
+    alone = report_of(wheel, monkeypatch, parallel=False)
+    shared = report_of(wheel, monkeypatch, parallel=True)
+    assert alone.integrity == shared.integrity and any("not listed in RECORD" in p for p in shared.integrity)
+
+
+def test_entries_over_the_wheel_s_budget_in_two_members_are_refused_in_parallel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each member keeps 60% of the entries a wheel may hold: each worker alone is within its
+    budget; together they are not, as one process would have found."""
+    share = offload.MAX_ENTRIES * 6 // 10
+    members = [hostile.deflated(f"demo/_c{i}.so", hostile.minimal_elf({".hip_fatbin": hostile.plain_bundle_with(share, seed=i)}))
+               for i in range(2)]
+    wheel = hostile.write_zip(tmp_path / hostile.WHEEL, [*members, *hostile.dist_info()])
+    for parallel in (False, True):
+        with pytest.raises(InputError, match="pass the"):
+            report_of(wheel, monkeypatch, parallel=parallel)
