@@ -26,6 +26,13 @@ def test_importing_the_command_and_asking_for_help_import_no_library_behind_a_co
     assert not set(HEAVY) & helped
 
 
+def test_the_local_loop_loads_no_github_library() -> None:
+    """A reconcile on the local platform (the README's first command) never speaks to GitHub:
+    github3 and the App's JWT code load only for a repository on GitHub."""
+    loaded = modules_after("import bot.commands.reconcile_cmd, bot.loop.runner, bot.loop.builders")
+    assert not {"github3", "jwt", "procrastinate", "waitress", "apscheduler"} & loaded
+
+
 def test_validating_a_config_imports_no_network_library(tmp_path: Path) -> None:
     (tmp_path / "docker").mkdir()
     (tmp_path / "docker/Dockerfile").write_text('ARG LMCACHE_IMAGE="ghcr.io/o/lmcache-wheel:v1@sha256:' + "a" * 64

@@ -13,7 +13,6 @@ from types import FrameType
 import structlog
 
 from ..adapters.localplatform import LocalPlatform
-from ..app.githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from ..loop.results import PassResult
 from ..loop.runner import Reconciler
 from ..app.settings import Settings
@@ -57,6 +56,8 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
     if platform == "github":
         if github_repo is None:
             raise UsageError("--platform github needs --github-repo OWNER/NAME")
+        from ..app.githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
+
         access = GitHubAccess.from_settings(settings)
         kept = github_platform(access, github_repo)  # its token and ETag cache serve every pass
         path = config.as_posix() if config is not None else None  # in the repository on GitHub

@@ -20,9 +20,8 @@ import shutil
 import socket
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..adapters.github.actions import ActionsBuilder
 from ..adapters.smoke import SmokeResult
 from ..adapters.builders import COMPLETE, build_folder, build_provenance, built_wheels, run_local_build
 from ..adapters.statefile import StateFile
@@ -31,6 +30,9 @@ from ..core.config import Component
 from ..core.errors import BuildFailed, TransientError, WheelpinError
 from ..core.plan import BuildSeen, BuildState
 from ..core.templates import commit_values, render
+
+if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
+    from ..adapters.github.actions import ActionsBuilder
 
 DISPATCH_GRACE = 600.0  # seconds a noted dispatch is waited for before it counts as lost
 

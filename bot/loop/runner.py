@@ -13,12 +13,11 @@ import time
 from collections.abc import Callable, Collection
 from contextlib import nullcontext
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import structlog
 
 from ..adapters.builders import discard_build, seed_build
-from ..adapters.github.actions import ActionsBuilder
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.platform import Platform
 from ..adapters.publisher import SETTLE_SECONDS
@@ -36,6 +35,9 @@ from .execute import Executor
 from .observe import Observer
 from .prune import Pruner
 from .results import ComponentResult, PassResult, Status
+
+if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
+    from ..adapters.github.actions import ActionsBuilder
 
 log = structlog.get_logger("wheelpin.reconcile")
 MAX_STEPS = 8
