@@ -30,7 +30,7 @@ def test_the_local_loop_loads_no_github_library() -> None:
     """A reconcile on the local platform (the README's first command) never speaks to GitHub:
     github3 and the App's JWT code load only for a repository on GitHub."""
     loaded = modules_after("import bot.commands.reconcile_cmd, bot.loop.runner, bot.loop.builders")
-    assert not {"github3", "jwt", "procrastinate", "waitress", "apscheduler"} & loaded
+    assert not {"github3", "jwt", "procrastinate", "waitress", "psycopg"} & loaded
 
 
 def test_validating_a_config_imports_no_network_library(tmp_path: Path) -> None:
