@@ -200,6 +200,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
 
+    app_parser = commands.add_parser("app", help="the GitHub App wheelpin runs as")
+    app_commands = app_parser.add_subparsers(dest="app_command", required=True, metavar="COMMAND")
+    create = _command(app_commands, "create", "create the GitHub App in one step (GitHub's manifest flow)",
+                      "wheelpin app create --org your-org --webhook-url https://wheelpin.example.org/webhook",
+                      "wheelpin app create --out ./secrets   # for your own account")
+    create.add_argument("--org", help="the organization that will own the App (default: your account)")
+    create.add_argument("--name", default="wheelpin", help="the App's name, unique on GitHub (default wheelpin)")
+    create.add_argument("--webhook-url", metavar="URL",
+                        help="where GitHub sends deliveries (your public address + /webhook); none: webhooks off")
+    create.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
+                        help="where the private key, webhook secret and settings are written (default: here)")
+    create.add_argument("--port", type=int, default=0, help="the loopback port of the page (default: any free one)")
+
     completion = _command(commands, "completion", "print a shell completion script",
                           "wheelpin completion bash > /etc/bash_completion.d/wheelpin",
                           "wheelpin completion zsh > \"${fpath[1]}/_wheelpin\"",
@@ -230,6 +243,8 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         from .commands import serve_cmd
     elif args.command == "demo":
         from .commands import demo
+    elif args.command == "app":
+        from .commands.app_cmd import app_create_command
     if args.command == "config":
         if args.config_command == "schema":
             return config_cmd.schema_command()
@@ -287,6 +302,9 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
             use_artifacts=args.use_artifacts, commit=args.commit, summary=args.summary)
     if args.command == "serve":
         return serve_cmd.serve_command(host=args.host, port=args.port, settings=settings)
+    if args.command == "app":
+        return app_create_command(org=args.org, name=args.name, webhook_url=args.webhook_url, out=args.out,
+                                  port=args.port, settings=settings)
     if args.command == "demo":
         return demo.demo_command(workdir=args.workdir, json=args.json, settings=settings)
     raise AssertionError(f"unhandled command {args.command}")

@@ -148,7 +148,7 @@ def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> No
         return found or [(path, parser)]
 
     commands = leaves(build_parser(), ())
-    assert len(commands) == 13, [path for path, _ in commands]
+    assert len(commands) == 14, [path for path, _ in commands]
     for path, parser in commands:
         for action in parser._actions:
             if not isinstance(action, argparse._HelpAction):

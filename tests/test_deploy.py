@@ -229,6 +229,8 @@ def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
     manifest = json.loads((ROOT / "deploy/github-app.json").read_text())
     assert manifest["default_permissions"] == {"contents": "write", "pull_requests": "write", "issues": "write",
                                                "actions": "write", "workflows": "write", "metadata": "read"}
+    from bot.app.appmanifest import EVENTS, PERMISSIONS  # `wheelpin app create` asks for the same
+    assert manifest["default_permissions"] == PERMISSIONS and manifest["default_events"] == EVENTS
     assert manifest["hook_attributes"]["url"].endswith("/webhook") and manifest["public"] is False
     handled = {event for event, payload in examples()
                if work_for(event, payload, base_branches=frozenset({"main", "master", "simple-tag"}))}

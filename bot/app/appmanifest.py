@@ -1,0 +1,45 @@
+"""The GitHub App wheelpin runs as, and creating it in one step (docs/design.md §2, app/), by
+GitHub's manifest flow ("Registering a GitHub App from a manifest",
+docs.github.com/apps/sharing-github-apps/registering-a-github-app-from-a-manifest):
+
+1. the browser posts the manifest (`manifest`, a JSON string) to
+   `https://github.com/settings/apps/new?state=S` (or `/organizations/ORG/settings/apps/new`);
+2. GitHub sends the browser back to the manifest's `redirect_url` with `?code=C&state=S`;
+3. `POST /app-manifests/{code}/conversions` (no credentials; the code lives an hour) answers
+   the App's id, private key (`pem`) and webhook secret.
+
+`wheelpin app create` serves steps 1 and 2 on loopback and does step 3 (commands/app_cmd.py).
+deploy/github-app.json is the same manifest, for the hand-made way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write",
+               "workflows": "write", "metadata": "read"}
+EVENTS = ["push", "pull_request", "workflow_run", "issue_comment"]
+
+
+def manifest(*, name: str, webhook_url: str | None, redirect_url: str, public: bool = False) -> dict[str, Any]:
+    """The App's manifest: what wheelpin needs and no more (tests/test_deploy.py)."""
+    return {
+        "name": name,
+        "url": "https://github.com/your-org/wheelpin",
+        "description": "Keeps the ROCm wheels inside container images current: builds, verifies, publishes by "
+                       "digest, proposes the pins as draft pull requests.",
+        "hook_attributes": {"url": webhook_url or "https://wheelpin.example.org/webhook",
+                            "active": webhook_url is not None},
+        "redirect_url": redirect_url,
+        "public": public,
+        "default_permissions": dict(PERMISSIONS),
+        "default_events": list(EVENTS),
+    }
+
+
+def web_and_api(api_url: str | None) -> tuple[str, str]:
+    """GitHub's web address and its REST API's, from WHEELPIN_GITHUB_API_URL's normalised
+    form (None: github.com; `https://HOST`: Enterprise Server, its API at /api/v3)."""
+    if api_url is None:
+        return "https://github.com", "https://api.github.com"
+    return api_url, f"{api_url}/api/v3"
