@@ -17,7 +17,6 @@ from .amdgpu import TargetId
 from .imageref import ImageRef, ImageRefError, parse_repository
 from .localversion import normalized_segment
 from .schedules import check_schedule, check_timezone
-from .requirements import parse_requirement
 from .templates import (
     COMMAND_FIELDS,
     COMMIT_FIELDS,
@@ -38,36 +37,34 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # NUL ends a path for the OS; others 
 CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")  # looked for in this order
 
 class _Model(BaseModel):
-    # a field's docstring is its description in the JSON Schema (editors show it)
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    # every field says what it is (`Field(description=…)`): the JSON Schema's descriptions,
+    # which editors show (pydantic's attribute docstrings would cost 50 ms at each start)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Author(_Model):
-    name: str = "wheelpin[bot]"
-    """The name on the commits wheelpin makes."""
-    email: str = "wheelpin@users.noreply.github.com"
-    """The email on the commits wheelpin makes."""
+    name: Annotated[str, Field(description="The name on the commits wheelpin makes.")] = "wheelpin[bot]"
+    email: Annotated[str, Field(
+        description="The email on the commits wheelpin makes.")] = "wheelpin@users.noreply.github.com"
 
 
 class Defaults(_Model):
     """Repository-wide settings; a component may override labels, schedule, quiet period."""
 
-    base_branch: str = "main"
-    """The branch pull requests are proposed against (and pins are read from)."""
-    branch_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+/$")] = "wheelpin/"
-    """The prefix of wheelpin's branches: a component's is the prefix and its name."""
-    labels: list[str] = ["wheelpin"]
-    """Labels put on every pull request wheelpin opens."""
-    schedule: str = "30m"
-    """How often the upstream is looked at: an interval (`30m`, `6h`, `1d`) or a crontab line (`0 6 * * 1-5`)."""
+    base_branch: Annotated[str, Field(
+        description="The branch pull requests are proposed against (and pins are read from).")] = "main"
+    branch_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+/$",
+        description="The prefix of wheelpin's branches: a component's is the prefix and its name.")] = "wheelpin/"
+    labels: Annotated[list[str], Field(description="Labels put on every pull request wheelpin opens.")] = ["wheelpin"]
+    schedule: Annotated[str, Field(
+        description="How often the upstream is looked at: an interval (`30m`, `6h`, `1d`) or a crontab line (`0 6 * * 1-5`).")] = "30m"
     timezone: str = Field(default="UTC", description="the IANA time zone crontab lines are read in, "
                           "such as Europe/Berlin (intervals do not care)")
-    quiet_minutes: Annotated[int, Field(ge=0)] = 0
-    """Minutes an upstream commit must be old before it is built (a burst of pushes builds once)."""
-    author: Author = Author()
-    """Who wheelpin's commits are by."""
-    signoff: bool = False
-    """Add a `Signed-off-by` line to wheelpin's commits (for repositories that require DCO)."""
+    quiet_minutes: Annotated[int, Field(ge=0,
+        description="Minutes an upstream commit must be old before it is built (a burst of pushes builds once).")] = 0
+    author: Annotated[Author, Field(description="Who wheelpin's commits are by.")] = Author()
+    signoff: Annotated[bool, Field(
+        description="Add a `Signed-off-by` line to wheelpin's commits (for repositories that require DCO).")] = False
 
     @field_validator("schedule")
     @classmethod
@@ -83,10 +80,9 @@ class Defaults(_Model):
 class Upstream(_Model):
     """Any git URL (https, ssh, file://, a local path) and a branch or a tag pattern."""
 
-    repo: Annotated[str, Field(min_length=1)]
-    """The upstream git repository: a URL, or a path relative to the config's repository."""
-    branch: str | None = None
-    """Follow the head of this branch (give this or `tags`)."""
+    repo: Annotated[str, Field(min_length=1,
+        description="The upstream git repository: a URL, or a path relative to the config's repository.")]
+    branch: Annotated[str | None, Field(description="Follow the head of this branch (give this or `tags`).")] = None
     tags: str | None = Field(default=None, description="the newest release tag by version: a glob such as "
                              "v* , or a pattern naming the version part, such as v{version}-rocm")
 
@@ -107,18 +103,18 @@ class Upstream(_Model):
 
 
 class Wheel(_Model):
-    distribution: str
-    """The wheel's distribution name (as on PyPI), checked against the wheel's file name and METADATA."""
-    archs: list[str] = []
-    """GPU targets every ELF with HIP code must carry, such as gfx942 or gfx90a:xnack-."""
+    distribution: Annotated[str, Field(
+        description="The wheel's distribution name (as on PyPI), checked against the wheel's file name and METADATA.")]
+    archs: Annotated[list[str], Field(
+        description="GPU targets every ELF with HIP code must carry, such as gfx942 or gfx90a:xnack-.")] = []
     archs_wanted: list[str] = Field(
         default=[], description="archs used where present: a missing one is named in the proposal and "
         "the dashboard; a wheel with none of them is refused"
     )
-    require_needed: list[str] = []
-    """Globs of libraries some ELF must need (DT_NEEDED), such as libamdhip64.so.*."""
-    forbid_needed: list[str] = []
-    """Globs of libraries no ELF may need, such as libcudart.so.*."""
+    require_needed: Annotated[list[str], Field(
+        description="Globs of libraries some ELF must need (DT_NEEDED), such as libamdhip64.so.*.")] = []
+    forbid_needed: Annotated[list[str], Field(
+        description="Globs of libraries no ELF may need, such as libcudart.so.*.")] = []
     rocm: bool = Field(default=True, description="refuse CUDA libraries and CUDA device code")
     python_tags: list[str] = Field(default=[], description="one wheel per tag, e.g. cp310…cp313")
     version_carries_commit: bool = Field(
@@ -166,17 +162,17 @@ class Wheel(_Model):
 class Build(_Model):
     """A local `command`, or a GitHub Actions `workflow` dispatched with `inputs`."""
 
-    command: str | list[str] | None = None
-    """A local build command (the local platform only; never run on GitHub): it writes the wheels to $WHEELPIN_OUT."""
-    workflow: str | None = None
-    """The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input."""
-    inputs: dict[str, str] = {}
-    """The workflow's inputs: templates of {sha} {sha8} {ref} {component}."""
+    command: Annotated[str | list[str] | None, Field(
+        description="A local build command (the local platform only; never run on GitHub): it writes the wheels to $WHEELPIN_OUT.")] = None
+    workflow: Annotated[str | None, Field(
+        description="The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input.")] = None
+    inputs: Annotated[dict[str, str], Field(
+        description="The workflow's inputs: templates of {sha} {sha8} {ref} {component}.")] = {}
     ref: str | None = Field(default=None, description="the downstream ref to dispatch on")
     publishes_image: bool = Field(default=False, description="the workflow pushes the image itself "
                                   "(as ATOM's does): wheelpin adopts it, verified, and never re-pushes")
-    timeout_minutes: Annotated[int, Field(gt=0)] = 180
-    """Minutes a build may take before it counts as failed."""
+    timeout_minutes: Annotated[int, Field(gt=0,
+        description="Minutes a build may take before it counts as failed.")] = 180
 
     @model_validator(mode="after")
     def _one_builder(self) -> Build:
@@ -256,12 +252,11 @@ def escape_problem(root: Path, file: str) -> str | None:
 class Pin(_Model):
     """One place a Dockerfile pins the component: an ARG (+ its sha256 ARG) or a FROM."""
 
-    file: str
-    """The Dockerfile, relative to the repository root."""
-    image_arg: Annotated[str, Field(pattern=_ARG)] | None = None
-    """The ARG whose default is the wheel image reference (repository:tag@sha256:digest)."""
-    sha256_arg: Annotated[str, Field(pattern=_ARG)] | None = None
-    """The ARG whose default is the wheel's sha256."""
+    file: Annotated[str, Field(description="The Dockerfile, relative to the repository root.")]
+    image_arg: Annotated[Annotated[str, Field(pattern=_ARG)] | None, Field(
+        description="The ARG whose default is the wheel image reference (repository:tag@sha256:digest).")] = None
+    sha256_arg: Annotated[Annotated[str, Field(pattern=_ARG)] | None, Field(
+        description="The ARG whose default is the wheel's sha256.")] = None
     from_stage: str | None = Field(default=None, description="pin the FROM line `AS <stage>`")
     python_tag: str | None = Field(default=None, description="which wheel sha256_arg names")
 
@@ -307,34 +302,32 @@ class Consumer(_Model):
 
 
 class Component(_Model):
-    name: Annotated[str, Field(pattern=_NAME, max_length=64)]
-    """The component's name: its branch, image tag and dashboard row."""
-    upstream: Upstream
-    """Where the wheel's source comes from."""
-    wheel: Wheel
-    """What the built wheel must be: checked before it is published."""
-    build: Build
-    """How a wheel is built for an upstream commit."""
-    image: Image
-    """Where the wheel image is published, by digest."""
-    constraints: list[str] = []
-    """Pins of the consuming image the wheel's Requires-Dist must agree with, such as numpy==2.3.5."""
-    constraints_file: str | None = None
-    """A constraints file in the repository, read as `constraints`."""
-    pins: Annotated[list[Pin], Field(min_length=1)]
-    """The places in the repository's Dockerfiles that pin the wheel image."""
-    labels: list[str] | None = None
-    """Labels for this component's pull requests (default: `defaults.labels`)."""
-    schedule: str | None = None
-    """This component's schedule (default: `defaults.schedule`)."""
-    quiet_minutes: Annotated[int, Field(ge=0)] | None = None
-    """This component's quiet period (default: `defaults.quiet_minutes`)."""
-    consumer: Consumer | None = None
-    """The image the wheel is installed into, checked against the wheel before it is published."""
+    name: Annotated[str, Field(pattern=_NAME, max_length=64,
+        description="The component's name: its branch, image tag and dashboard row.")]
+    upstream: Annotated[Upstream, Field(description="Where the wheel's source comes from.")]
+    wheel: Annotated[Wheel, Field(description="What the built wheel must be: checked before it is published.")]
+    build: Annotated[Build, Field(description="How a wheel is built for an upstream commit.")]
+    image: Annotated[Image, Field(description="Where the wheel image is published, by digest.")]
+    constraints: Annotated[list[str], Field(
+        description="Pins of the consuming image the wheel's Requires-Dist must agree with, such as numpy==2.3.5.")] = []
+    constraints_file: Annotated[str | None, Field(
+        description="A constraints file in the repository, read as `constraints`.")] = None
+    pins: Annotated[Annotated[list[Pin], Field(min_length=1)], Field(
+        description="The places in the repository's Dockerfiles that pin the wheel image.")]
+    labels: Annotated[list[str] | None, Field(
+        description="Labels for this component's pull requests (default: `defaults.labels`).")] = None
+    schedule: Annotated[str | None, Field(
+        description="This component's schedule (default: `defaults.schedule`).")] = None
+    quiet_minutes: Annotated[Annotated[int, Field(ge=0)] | None, Field(
+        description="This component's quiet period (default: `defaults.quiet_minutes`).")] = None
+    consumer: Annotated[Consumer | None, Field(
+        description="The image the wheel is installed into, checked against the wheel before it is published.")] = None
 
     @field_validator("constraints")
     @classmethod
     def _constraints(cls, value: list[str]) -> list[str]:
+        from .requirements import parse_requirement  # packaging's markers: loaded when a config has constraints
+
         for index, text in enumerate(value):
             parse_requirement(text, source=f"constraints[{index}]")
         return value
@@ -373,12 +366,10 @@ class Component(_Model):
 class Config(_Model):
     """A repository's `wheelpin.toml`."""
 
-    version: Literal[1] = 1
-    """The config format's version."""
-    defaults: Defaults = Defaults()
-    """Settings for every component."""
-    component: Annotated[list[Component], Field(min_length=1)]
-    """The components: each an upstream whose wheel is pinned here."""
+    version: Annotated[Literal[1], Field(description="The config format's version.")] = 1
+    defaults: Annotated[Defaults, Field(description="Settings for every component.")] = Defaults()
+    component: Annotated[Annotated[list[Component], Field(min_length=1)], Field(
+        description="The components: each an upstream whose wheel is pinned here.")]
     # Unique component names are checked by `configfile`, which can name the line.
 
     @property

@@ -24,8 +24,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML)
-
 from .config import Build, Component
 from .templates import TemplateError, fields_of
 
@@ -35,7 +33,7 @@ WORKFLOWS = ".github/workflows"
 
 # What `safe_load` raises besides YAMLError: a bad date (`2020-13-45`) or an integer of
 # too many digits is a ValueError, deep nesting a RecursionError.
-_PARSE_ERRORS = (yaml.YAMLError, ValueError, RecursionError, OverflowError, TypeError)
+_PARSE_ERRORS = (ValueError, RecursionError, OverflowError, TypeError)  # and yaml's own errors
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _FILE_NAME = re.compile(r"^[A-Za-z0-9._-]+\.ya?ml$")
 
@@ -135,9 +133,11 @@ def _parsed(workflow_text: str, path: str) -> dict[Any, Any] | list[str]:
     if _over_limit(workflow_text):
         return [f"{path}: the workflow file is larger than wheelpin's limit of 1 MiB "
                 f"({MAX_WORKFLOW_BYTES} bytes), so it was not checked"]
+    import yaml  # type: ignore[import-untyped]  # no stubs (types-PyYAML); loaded when a workflow is read
+
     try:
         document = yaml.safe_load(workflow_text)
-    except _PARSE_ERRORS as exc:
+    except (yaml.YAMLError, *_PARSE_ERRORS) as exc:
         return [f"{path}: is not valid YAML ({_one_line(exc)}), so GitHub cannot run it either"]
     if not isinstance(document, dict):
         kind = "empty" if document is None else f"a YAML {_kind(document)}, not a mapping"
