@@ -31,6 +31,8 @@ def test_the_local_loop_loads_no_github_library() -> None:
     github3 and the App's JWT code load only for a repository on GitHub."""
     loaded = modules_after("import bot.commands.reconcile_cmd, bot.loop.runner, bot.loop.builders")
     assert not {"github3", "jwt", "procrastinate", "waitress", "psycopg"} & loaded
+    # nor requests, when no registry is spoken to (an OCI layout folder): it loads with the client
+    assert "requests" not in modules_after("import bot.adapters.imagestore, bot.app.wiring, bot.core.wheelmeta")
 
 
 def test_validating_a_config_imports_no_network_library(tmp_path: Path) -> None:

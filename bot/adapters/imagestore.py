@@ -14,12 +14,15 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import InputError, RefusedError, VerificationError
 from ..core.imageref import SHA256_DIGEST, ImageRef, LayoutTarget
 from ..core.ociimage import INDEX_TYPE, canonical_json
-from .registry import RegistryClient, Traffic
+from .registrywire import Traffic
+
+if TYPE_CHECKING:  # requests loads only when a registry is spoken to
+    from .registry import RegistryClient
 
 REF_NAME = "org.opencontainers.image.ref.name"
 

@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlencode, urlsplit
 
-import requests
+from typing import TYPE_CHECKING
 
 from ..core.errors import VerificationError
+
+if TYPE_CHECKING:  # a type here; the client that sends requests imports it
+    import requests
 
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 

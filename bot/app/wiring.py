@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..adapters.credentials import CredentialStore
 from ..adapters.imagestore import DigestCache, ImageStore, open_store
-from ..adapters.registry import RegistryClient, RetryPolicy
+from ..adapters.registrywire import RetryPolicy
 from ..core.errors import UsageError
 from ..core.imageref import ImageRef, ImageRefError, LayoutTarget, parse_target
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from ..adapters.registry import RegistryClient
 
 
 class Registries:
@@ -26,6 +31,8 @@ class Registries:
         self._clients: dict[str, RegistryClient] = {}
 
     def client(self, host: str) -> RegistryClient:
+        from ..adapters.registry import RegistryClient  # requests: loaded when a registry is spoken to
+
         if host not in self._clients:
             insecure = [*self.settings.insecure_hosts, *([host] if self.settings.plain_http else [])]
             self._clients[host] = RegistryClient(host, credentials=self.credentials, insecure=insecure,

@@ -12,7 +12,6 @@ import csv
 import io
 from dataclasses import dataclass
 
-from packaging.metadata import parse_email
 from packaging.tags import Tag
 from packaging.utils import (
     InvalidWheelFilename,
@@ -76,6 +75,8 @@ def parse_metadata(data: bytes) -> Metadata:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"METADATA is not UTF-8 (byte {exc.start})") from None
+    from packaging.metadata import parse_email  # its SPDX table costs 20 ms: loaded when METADATA is read
+
     raw, unparsed = parse_email(data)
     unreadable = sorted(key for key in unparsed if key.replace("-", "_") in _FIELDS_USED)
     if unreadable:
@@ -94,6 +95,8 @@ def parse_metadata(data: bytes) -> Metadata:
 
 def parse_wheel_tags(data: bytes) -> list[str]:
     """The `Tag:` lines of a WHEEL file, as written."""
+    from packaging.metadata import parse_email
+
     _raw, unparsed = parse_email(data)
     return [tag.strip() for tag in unparsed.get("tag", [])]
 
