@@ -210,8 +210,10 @@ class StateFile:
         return float(row[0]) if row else None
 
     def release(self) -> None:
-        """Between passes: what holds a shared resource gives it back (PostgreSQL's
-        connection); the SQLite file keeps its own."""
+        """Between passes: the connection is closed (PostgreSQL's given back to the pool),
+        and opened again at the next use. A repository's next pass may run on another
+        worker thread, and sqlite3 refuses a connection made in another thread."""
+        self.close()
 
     def close(self) -> None:
         if self._db is not None:

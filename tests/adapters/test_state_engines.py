@@ -117,3 +117,27 @@ def test_many_repositories_states_share_a_few_connections(postgres: Postgres) ->
     assert failed is not None and failed.message == "exit 42"  # each kept its own
     for state in states:
         state.close()
+
+
+def test_a_pass_on_another_worker_thread_uses_the_state_after_a_release(state: StateFile) -> None:
+    """WHEELPIN_WORKERS: a repository's passes run one at a time, but not always on the same
+    thread; each pass ends with `release()`, and the next opens the state in its own thread
+    (sqlite3 refuses a connection made in another thread: found by the clean-clone CI)."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def one_pass(commit: str) -> None:
+        try:
+            state.record("c", commit, "build", "exit 1")
+            assert state.failure("c", commit) is not None
+        except BaseException as exc:  # noqa: BLE001  # carried to the test's thread
+            errors.append(exc)
+        finally:
+            state.release()
+
+    for commit in ("a", "b", "c"):
+        worker = threading.Thread(target=one_pass, args=(commit,))
+        worker.start()
+        worker.join()
+    assert errors == [] and state.failure("c", "a") is not None
