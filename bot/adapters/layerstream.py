@@ -86,10 +86,6 @@ class _Inflated(io.RawIOBase):
         return size
 
 
-def _decompressed(raw: _Counted) -> IO[bytes]:
-    return decompressed(raw)
-
-
 def decompressed(raw: io.RawIOBase) -> IO[bytes]:
     """A layer's tar, whatever compression its first bytes name (gzip, zstd, none): the
     media type is not trusted for it (a zstd layer may be labelled `tar+gzip` by old tools,
@@ -107,7 +103,7 @@ def read_layer(chunks: Iterator[bytes], *, size: int, diff_id: str | None, what:
     """The summary of one layer of `size` compressed bytes (the manifest's word);
     `diff_id`: the digest of its uncompressed tar, from the image config."""
     raw = _Counted(chunks, limit=size, what=what)
-    inflated = _Inflated(_decompressed(raw), limit=max(MAX_RATIO * size, MIN_INFLATED), what=what)
+    inflated = _Inflated(decompressed(raw), limit=max(MAX_RATIO * size, MIN_INFLATED), what=what)
     summary = LayerSummary()
     try:
         with tarfile.open(fileobj=inflated, mode="r|", bufsize=_CHUNK) as archive:

@@ -80,10 +80,14 @@ class StateFile:
             yield
         finally:
             self._unsaved = False
-            if self._db is not None:
-                self._db.rollback()
-            if self._in_memory:  # the stand-in of a dry run is gone with it
-                self.close()
+            self._roll_back()
+
+    def _roll_back(self) -> None:
+        """What a dry run wrote is undone."""
+        if self._db is not None:
+            self._db.rollback()
+        if self._in_memory:  # the stand-in of a dry run is gone with it
+            self.close()
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """One statement, written once for both engines: `?` parameters, `on conflict … do
@@ -305,15 +309,9 @@ class PostgresState(StateFile):
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.db.execute(sql.replace("?", "%s"), params)
 
-    @contextmanager
-    def unsaved(self) -> Iterator[None]:
-        self._unsaved = True
-        try:
-            yield
-        finally:
-            self._unsaved = False
-            if self._pg is not None:
-                self._pg.rollback()
+    def _roll_back(self) -> None:
+        if self._pg is not None:
+            self._pg.rollback()
 
     def release(self) -> None:
         """The connection back to the pool (what a dry run wrote rolled back first)."""

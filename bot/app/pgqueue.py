@@ -229,7 +229,7 @@ class PostgresQueue:
     def stats(self) -> QueueStats:
         """The queue across replicas (waiting, running, backing off; how long the oldest job
         any worker could take has waited), and this replica's own runs."""
-        with self.shared._cursor() as cursor:
+        with self.shared.cursor() as cursor:
             row = cursor.execute(
                 "select count(*) filter (where status = 'todo'),"
                 " count(*) filter (where status = 'doing'),"

@@ -68,7 +68,8 @@ class Shared:
         self.pool.close()
 
     @contextmanager
-    def _cursor(self) -> Iterator[Any]:
+    def cursor(self) -> Iterator[Any]:
+        """A cursor on a pooled connection (autocommit), given back when the block ends."""
         with self.pool.connection() as connection, connection.cursor() as cursor:
             yield cursor
 
@@ -92,12 +93,12 @@ class Shared:
 
     def watched(self) -> dict[str, int | None]:
         """Every repository watched → its installation (None: watched with a token)."""
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             return dict(cursor.execute("select repository, installation from wheelpin_watched").fetchall())
 
     def installation_of(self, repository: str) -> tuple[bool, int | None, str | None]:
         """(watched?, its installation, the digest of its config as last read)."""
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             row = cursor.execute("select installation, config from wheelpin_watched where repository = %s",
                                  (repository,)).fetchone()
             return (True, row[0], row[1]) if row else (False, None, None)
@@ -117,7 +118,7 @@ class Shared:
         return gone
 
     def routing(self, repository: str) -> dict[str, Any] | None:
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             row = cursor.execute("select routing from wheelpin_watched where repository = %s",
                                  (repository,)).fetchone()
             return row[0] if row else None
@@ -125,7 +126,7 @@ class Shared:
     def set_config(self, repository: str, routing: dict[str, Any] | None, config: str) -> None:
         """The config a replica read: the routing of its deliveries, and its digest (the
         other replicas read it again when it is not theirs)."""
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute("update wheelpin_watched set routing = %s, config = %s where repository = %s",
                            (json.dumps(routing) if routing is not None else None, config, repository))
 
@@ -149,7 +150,7 @@ class Shared:
                         (repository, name, spec, first_due(spec)))
 
     def unschedule(self, repository: str) -> None:
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute("delete from wheelpin_schedules where repository = %s", (repository,))
 
     def claim_due(self, now: float, next_due: Callable[[str, float], float]) -> list[tuple[str, str]]:
@@ -164,14 +165,14 @@ class Shared:
         return [(repository, component) for repository, component, _spec in due]
 
     def schedules(self) -> dict[tuple[str, str], tuple[str, float]]:
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             return {(r, c): (spec, due) for r, c, spec, due in
                     cursor.execute("select repository, component, spec, due from wheelpin_schedules").fetchall()}
 
     # -- the dashboard's rows ---------------------------------------------------------------------
 
     def save_row(self, repository: str, row: Row) -> None:
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute("insert into wheelpin_rows (repository, component, row) values (%s, %s, %s) "
                            "on conflict (repository, component) do update set row = excluded.row",
                            (repository, row.component, json.dumps(asdict(row))))
@@ -179,7 +180,7 @@ class Shared:
     def rows(self, repository: str, names: list[str], *, only: bool = False) -> dict[str, Row]:
         """The rows of the components named (in that order); with `only` (they are all the
         config has), those of any other component are dropped."""
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             if only:
                 cursor.execute("delete from wheelpin_rows where repository = %s and not (component = any(%s))",
                                (repository, names))
@@ -191,17 +192,17 @@ class Shared:
     # -- the comments that gave a command -----------------------------------------------------------
 
     def add_comment(self, job: str, comment: int | None, seen: str | None) -> None:
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute("insert into wheelpin_comments (job, comment, seen) values (%s, %s, %s)",
                            (job, comment, seen))
 
     def comments(self, job: str) -> list[tuple[int, tuple[int | None, str | None]]]:
         """The comments that gave a command job, oldest first, each with its number here."""
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             rows = cursor.execute("select id, comment, seen from wheelpin_comments where job = %s order by id",
                                   (job,)).fetchall()
         return [(number, (comment, seen)) for number, comment, seen in rows]
 
     def drop_comments(self, numbers: list[int]) -> None:
-        with self._cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute("delete from wheelpin_comments where id = any(%s)", (numbers,))

@@ -155,6 +155,21 @@ def settings_for(tmp_path: Path, **changes: Any) -> Settings:
                     **changes)
 
 
+def app_on_emulator(world: World, tmp_path: Path) -> tuple[GitHubEmulator, EmulatedRepo, bytes]:
+    """The world's downstream as rocm/atom on the emulator, where one GitHub App is installed
+    and Actions runs build as the world's runner does; the App's key and the webhook secret
+    written to `tmp_path` (app.pem, webhook-secret) as an operator gives them to `serve`."""
+    github_world(world)
+    private, public = app_key()
+    emulator = GitHubEmulator(tmp_path / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
+    emulator.auto_advance = False
+    emulator.actions = lambda repo, run: {w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])}
+    repo = emulator.create_repo("rocm", "atom", world.downstream)
+    (tmp_path / "app.pem").write_bytes(private)
+    (tmp_path / "webhook-secret").write_bytes(SECRET + b"\n")
+    return emulator, repo, private
+
+
 @contextmanager
 def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None = None,
                 edit: tuple[str, str] | None = None, **settings: Any) -> Iterator[Bot]:
@@ -197,4 +212,5 @@ def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None
         emulator.stop()
 
 
-__all__ = ["HUMAN", "Bot", "running_bot", "wait_until", "app_key", "SECRET", "APP_ID", "github_world"]
+__all__ = ["HUMAN", "Bot", "running_bot", "wait_until", "app_key", "SECRET", "APP_ID", "github_world",
+           "app_on_emulator"]

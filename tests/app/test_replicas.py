@@ -32,9 +32,9 @@ import psycopg
 import requests
 
 from bot.adapters.git import git
-from tests.app.bots import APP_ID, COMPONENT, SECRET, app_key, github_world, wait_until
+from tests.app.bots import APP_ID, COMPONENT, SECRET, app_on_emulator, wait_until
 from tests.app.test_serve_command import Process
-from tests.app.worlds import NEW_VERSION, World, make_world, runner_build
+from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.emulator import Repo as EmulatedRepo
 from tests.fixtures.github.openapi import validate_recorded
@@ -83,14 +83,7 @@ class Fleet:
 
 @contextmanager
 def fleet(world: World, tmp_path: Path, postgres: Postgres, count: int, **env: str) -> Iterator[Fleet]:
-    github_world(world)
-    private, public = app_key()
-    emulator = GitHubEmulator(tmp_path / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
-    emulator.auto_advance = False
-    emulator.actions = lambda repo, run: {w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])}
-    repo = emulator.create_repo("rocm", "atom", world.downstream)
-    (tmp_path / "app.pem").write_bytes(private)
-    (tmp_path / "webhook-secret").write_bytes(SECRET)
+    emulator, repo, _private = app_on_emulator(world, tmp_path)
     database = postgres.database(f"fleet_{uuid.uuid4().hex[:10]}")
     common = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
               "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(tmp_path / "app.pem"),

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import requests
 
-from tests.app.bots import APP_ID, SECRET, app_key, github_world, wait_until
-from tests.app.worlds import NEW_VERSION, World, runner_build
+from tests.app.bots import APP_ID, SECRET, app_on_emulator, wait_until
+from tests.app.worlds import NEW_VERSION, World
 from tests.cli import environment, wheelpin
-from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.webhooks import deliver, example, sign
 
 
@@ -48,14 +47,7 @@ class Process:
 
 
 def test_serve_runs_the_loop_and_never_logs_a_secret(world: World, tmp_path: Path) -> None:
-    github_world(world)
-    private, public = app_key()
-    emulator = GitHubEmulator(tmp_path / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
-    emulator.auto_advance = False
-    emulator.actions = lambda repo, run: {w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])}
-    repo = emulator.create_repo("rocm", "atom", world.downstream)
-    (tmp_path / "app.pem").write_bytes(private)
-    (tmp_path / "webhook-secret").write_bytes(SECRET + b"\n")
+    emulator, repo, private = app_on_emulator(world, tmp_path)
     head = world.commit_upstream("one", NEW_VERSION)  # the first pass at start dispatches its build
     env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "WHEELPIN_GITHUB_API_URL": emulator.url,
            "WHEELPIN_GITHUB_APP_ID": str(APP_ID), "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(tmp_path / "app.pem"),
