@@ -6,13 +6,16 @@ stderr; logs go to stderr too, so `--json` output on stdout stays one clean docu
 
 It starts fast: a command's modules (and github3, requests, pydantic-settings, structlog
 behind them) are imported only when that command runs, so `--help` imports argparse alone.
+Run as the process's entry, start-up runs with the cyclic garbage collector off: see
+`_collect_from_here`.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,15 +69,25 @@ def _json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of text")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (the command being run), every other command is its
+    name and help alone: its options are built when it runs (a few ms of each start-up)."""
     parser = _Parser(prog="wheelpin", description="Keeps ROCm wheels in container images current.",
                      epilog="`wheelpin COMMAND --help` shows each command's options, examples and exit codes.\n\n"
                      + EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"wheelpin {__version__}",
                         help="print wheelpin's version and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    for name, (text, define) in _COMMANDS.items():
+        if only is None or name == only:
+            define(commands, name, text)
+        else:
+            commands.add_parser(name, help=text)
+    return parser
 
-    wheel_parser = commands.add_parser("wheel", help="inspect and compare wheel files")
+
+def _wheel(commands: Any, name: str, text: str) -> None:
+    wheel_parser = commands.add_parser(name, help=text)
     wheel_commands = wheel_parser.add_subparsers(dest="wheel_command", required=True, metavar="COMMAND")
 
     inspect = _command(wheel_commands, "inspect", "read and check one wheel",
@@ -108,7 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     _json(diff)
     _registry_flags(diff)
 
-    image_parser = commands.add_parser("image", help="publish wheels as images; read images")
+
+
+def _image(commands: Any, name: str, text: str) -> None:
+    image_parser = commands.add_parser(name, help=text)
     image_commands = image_parser.add_subparsers(dest="image_command", required=True, metavar="COMMAND")
     publish = _command(image_commands, "publish", "verify wheels and push them as one image",
                        "wheelpin image publish dist/*.whl --to ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
@@ -140,7 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     _json(against)
     _registry_flags(against)
 
-    config_parser = commands.add_parser("config", help="check a config; print its schema")
+
+
+def _config(commands: Any, name: str, text: str) -> None:
+    config_parser = commands.add_parser(name, help=text)
     config_commands = config_parser.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
     validate = _command(config_commands, "validate", "check a config file",
                         "wheelpin config validate", "wheelpin config validate .github/wheelpin.toml --repo . --json")
@@ -151,7 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     _command(config_commands, "schema", "print the config's JSON Schema",
              "wheelpin config schema > wheelpin.schema.json")
 
-    pins_parser = commands.add_parser("pins", help="read and move the configured pins")
+
+
+def _pins(commands: Any, name: str, text: str) -> None:
+    pins_parser = commands.add_parser(name, help=text)
     pins_commands = pins_parser.add_subparsers(dest="pins_command", required=True, metavar="COMMAND")
     for name, text, examples in (
             ("list", "list every configured pin", ("wheelpin pins list", "wheelpin pins list --repo ../vllm --json")),
@@ -170,7 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--sha256", action="append", default=[], metavar="[PYTAG=]HEX",
                              help="the wheel's sha256 (per python tag for multi-wheel images)")
 
-    reconcile = _command(commands, "reconcile", "one pass (or a loop) over the components",
+
+
+def _reconcile(commands: Any, name: str, text: str) -> None:
+    reconcile = _command(commands, name, text,
                          "wheelpin reconcile --once --dry-run",
                          "wheelpin reconcile --once --platform github --github-repo rocm/vllm --component lmcache",
                          "wheelpin reconcile            # a pass whenever a component's schedule says")
@@ -193,14 +218,20 @@ def build_parser() -> argparse.ArgumentParser:
     _json(reconcile)
     _registry_flags(reconcile)
 
-    serve = _command(commands, "serve", "the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics",
+
+
+def _serve(commands: Any, name: str, text: str) -> None:
+    serve = _command(commands, name, text,
                      "WHEELPIN_GITHUB_APP_ID=123456 WHEELPIN_GITHUB_PRIVATE_KEY_FILE=app.pem "
                      "WHEELPIN_WEBHOOK_SECRET_FILE=secret wheelpin serve --host 0.0.0.0",
                      "WHEELPIN_DATABASE_URL=postgresql://bot@db/wheelpin wheelpin serve   # one of N replicas")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
 
-    app_parser = commands.add_parser("app", help="the GitHub App wheelpin runs as")
+
+
+def _app(commands: Any, name: str, text: str) -> None:
+    app_parser = commands.add_parser(name, help=text)
     app_commands = app_parser.add_subparsers(dest="app_command", required=True, metavar="COMMAND")
     create = _command(app_commands, "create", "create the GitHub App in one step (GitHub's manifest flow)",
                       "wheelpin app create --org your-org --webhook-url https://wheelpin.example.org/webhook",
@@ -213,17 +244,49 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where the private key, webhook secret and settings are written (default: here)")
     create.add_argument("--port", type=int, default=0, help="the loopback port of the page (default: any free one)")
 
-    completion = _command(commands, "completion", "print a shell completion script",
+
+
+def _completion(commands: Any, name: str, text: str) -> None:
+    completion = _command(commands, name, text,
                           "wheelpin completion bash > /etc/bash_completion.d/wheelpin",
                           "wheelpin completion zsh > \"${fpath[1]}/_wheelpin\"",
                           "wheelpin completion fish > ~/.config/fish/completions/wheelpin.fish")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell the script is for")
 
-    demo_parser = _command(commands, "demo", "the whole loop in a scratch folder, all local",
+
+
+def _demo(commands: Any, name: str, text: str) -> None:
+    demo_parser = _command(commands, name, text,
                            "wheelpin demo", "wheelpin demo --workdir /tmp/wheelpin-demo --json")
     demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
     _json(demo_parser)
-    return parser
+
+
+_COMMANDS: dict[str, tuple[str, Callable[[Any, str, str], None]]] = {
+    "wheel": ("inspect and compare wheel files", _wheel),
+    "image": ("publish wheels as images; read images", _image),
+    "config": ("check a config; print its schema", _config),
+    "pins": ("read and move the configured pins", _pins),
+    "reconcile": ("one pass (or a loop) over the components", _reconcile),
+    "serve": ("the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics", _serve),
+    "app": ("the GitHub App wheelpin runs as", _app),
+    "completion": ("print a shell completion script", _completion),
+    "demo": ("the whole loop in a scratch folder, all local", _demo),
+}
+
+
+
+
+def _collect_from_here() -> None:
+    """Start-up (argparse, pydantic's models, structlog, the command's modules) makes some
+    40,000 objects that live as long as the process; with the collector on, import walked
+    them again and again, and the interpreter's exit once more (about 45 ms of a 300 ms
+    no-op reconcile, bench/startup.py). So `main`, as the process's entry, turns the
+    collector off; here, the command's modules loaded, those objects go to the permanent
+    generation (gc.freeze) and the collector, on again, walks only what the command makes."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def run(args: argparse.Namespace, settings: Settings | None) -> int:
@@ -245,6 +308,7 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         from .commands import demo
     elif args.command == "app":
         from .commands.app_cmd import app_create_command
+    _collect_from_here()
     if args.command == "config":
         if args.config_command == "schema":
             return config_cmd.schema_command()
@@ -311,7 +375,19 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The `wheelpin` program: `argv` None when it is the process (its script, `python -m
+    bot`), which alone switches the collector off for start-up (a caller's process keeps its own)."""
+    if argv is None:
+        gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        gc.enable()
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(only=words[0] if words and words[0] in _COMMANDS else None).parse_args(words)
     import json
 
     if args.command == "completion":  # the parser itself, as a shell's script

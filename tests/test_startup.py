@@ -31,6 +31,8 @@ def test_the_local_loop_loads_no_github_library() -> None:
     github3 and the App's JWT code load only for a repository on GitHub."""
     loaded = modules_after("import bot.commands.reconcile_cmd, bot.loop.runner, bot.loop.builders")
     assert not {"github3", "jwt", "procrastinate", "waitress", "psycopg"} & loaded
+    # nor what only a pass with something to do needs: reading ELF and GPU code, publishing
+    assert not {"elftools", "zstandard"} & loaded
     # nor requests, when no registry is spoken to (an OCI layout folder): it loads with the client
     assert "requests" not in modules_after("import bot.adapters.imagestore, bot.app.wiring, bot.core.wheelmeta")
 
@@ -54,3 +56,41 @@ def test_python_dash_m_bot_is_the_command() -> None:
                           cwd=Path(__file__).resolve().parents[1])
     from bot import __version__
     assert done.returncode == 0 and done.stdout.strip() == f"wheelpin {__version__}"
+
+
+def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Path) -> None:
+    """A no-op pass (the demo's downstream once its pin is current) verifies, publishes and
+    proposes nothing: those modules load at a pass's first action (bot/loop/runner.executor)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "WHEELPIN_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    made = subprocess.run([sys.executable, "-m", "bot", "demo", "--workdir", str(tmp_path / "demo")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert made.returncode == 0, made.stderr
+    script = ("import sys, json\nsys.argv = ['wheelpin', 'reconcile', '--once', '--dry-run']\nimport bot.cli\n"
+              "code = bot.cli.main()\nprint(json.dumps([code, sorted(sys.modules)]))")
+    env["WHEELPIN_CACHE_DIR"] = str(tmp_path / "demo" / "cache")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=tmp_path / "demo" / "downstream")
+    code, modules = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 0 and "nothing at" in done.stdout, done.stdout + done.stderr
+    assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.inspect",
+                "bot.core.consumer", "bot.app.schedule", "elftools", "zstandard"} & set(modules)
+
+
+def test_start_up_runs_without_the_collector_only_when_wheelpin_is_the_process() -> None:
+    """As the process's entry, `main` turns the cyclic collector off for start-up and, the
+    command's modules loaded, freezes what they made and turns it on again; called by
+    another program (argv given), it leaves that program's collector alone."""
+    script = ("import gc, sys, json\nsys.argv = ['wheelpin', 'config', 'schema']\nimport bot.cli\n"
+              "seen = []\nreal = bot.cli._collect_from_here\n"
+              "def spy():\n    seen.append(gc.isenabled())\n    real()\n    seen.append(gc.isenabled())\n"
+              "bot.cli._collect_from_here = spy\n"
+              "code = bot.cli.main()\nfrozen = gc.get_freeze_count()\ngc.unfreeze()\n"
+              "bot.cli.main(['config', 'schema'])\n"
+              "print(json.dumps([code, seen, frozen, gc.get_freeze_count(), gc.isenabled()]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    code, seen, frozen, frozen_after_call, enabled = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 0 and frozen > 10_000, (code, frozen)
+    # the program: off during start-up, on after; the caller's call: on before and after, nothing frozen
+    assert seen == [False, True, True, True] and frozen_after_call == 0 and enabled

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import VerificationError
-from ..core.inspect import read_wheel_metadata
 from ..core.ociimage import (
     DOCKER_LIST_TYPE,
     INDEX_TYPE,
@@ -115,6 +114,7 @@ def extract_wheels(store: ImageStore, info: ImageInfo, folder: Path) -> list[Pat
 
 
 def _wheels_in_layer(store: ImageStore, layer: dict[str, Any], *, keep: Path | None = None) -> list[WheelEntry]:
+    from ..core.inspect import read_wheel_metadata  # images of older wheelpins, without annotations
     from .layerstream import decompressed
 
     stream = decompressed(ChunkReader(store.get_blob(str(layer["digest"]))))

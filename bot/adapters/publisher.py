@@ -15,12 +15,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from ..core.errors import InputError, RefusedError, TransientError, VerificationError
 from ..core.checks import partial_archs
-from ..core.inspect import WheelReport
 from ..core.ociimage import (
     MANIFEST_TYPE,
     WheelEntry,
@@ -31,6 +31,9 @@ from ..core.ociimage import (
     wheels_from_annotations,
 )
 from .imagestore import ImageStore, tag_taken
+
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+    from ..core.inspect import WheelReport
 
 log = structlog.get_logger("wheelpin.publish")
 

@@ -18,7 +18,6 @@ from ..loop.runner import Reconciler
 from ..app.settings import Settings
 from ..app.wiring import Registries
 from ..adapters.configdisk import find_config, read_config_text
-from ..app.schedule import next_pass, said, schedules_of
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
 from .summary import append_summary
@@ -161,6 +160,8 @@ def loop(first: Reconciler, make: Callable[[], Reconciler], config_text: Callabl
 
 def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler],
             config_text: Callable[[], str], *, only: Sequence[str] | None, show: Callable[[PassResult], None]) -> int:
+    from ..app.schedule import next_pass, said, schedules_of  # cron: for the loop, not one pass
+
     reconciler = first
     known = _read(config_text)
     while not signals.stop:

@@ -10,13 +10,15 @@ import fnmatch
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.utils import canonicalize_name
 
 from .amdgpu import TargetId, sorted_processors
-from .inspect import WheelReport
 from .localversion import local_parts, segment_problems
+
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+    from .inspect import WheelReport
 
 # Libraries that only a CUDA build links against (ROCm builds of torch ship
 # libtorch_hip / libc10_hip instead of libtorch_cuda / libc10_cuda).

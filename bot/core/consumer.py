@@ -22,7 +22,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -31,8 +31,10 @@ from packaging.version import InvalidVersion, Version
 from .config import Consumer
 from .dockerpins import parse
 from .imagefs import ImageFiles, Installed, resolve_folder
-from .inspect import WheelReport
 from .requirements import Conflict, TargetEnvironment, compatible, find_conflicts
+
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+    from .inspect import WheelReport
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,7 @@ window, so no offset in a hostile file can make us read outside it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import BinaryIO
-
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
+from typing import TYPE_CHECKING, BinaryIO
 
 from .amdgpu import processor_sort_key, sorted_processors
 from .binwindow import Window
@@ -20,6 +17,9 @@ from .offload import Bundle, BundleError, CudaEntry, ReadBudget, read_bundles, r
 ELF_MAGIC = b"\x7fELF"
 HIP_SECTIONS = (".hip_fatbin",)
 CUDA_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+
+if TYPE_CHECKING:  # pyelftools (~20 ms of imports) loads when an ELF is read, not with the loop
+    from elftools.elf.elffile import ELFFile
 
 
 class ElfError(ValueError):
@@ -55,6 +55,8 @@ class ElfReport:
 def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None = None) -> ElfReport:
     """Read an ELF from a seekable stream of `size` bytes; ElfError on malformed data or
     device code past `budget` (shared by the members of one wheel)."""
+    from elftools.elf.elffile import ELFFile
+
     budget = ReadBudget() if budget is None else budget
     try:
         elf = ELFFile(stream)
@@ -120,6 +122,8 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
 def _needed(elf: ELFFile) -> tuple[list[str], list[str]]:
     """DT_NEEDED, and the folders DT_RUNPATH (else DT_RPATH) adds to the search
     (`$ORIGIN/../torch/lib`, as written)."""
+    from elftools.elf.dynamic import DynamicSection
+
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
             tags = list(section.iter_tags())

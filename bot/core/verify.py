@@ -7,13 +7,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.utils import parse_wheel_filename
 
 from .amdgpu import TargetId
 from .checks import KINDS, WheelRules, kinded_problems
 from .config import Component
-from .inspect import WheelReport
+
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+    from .inspect import WheelReport
 
 
 def rules_digest(component: Component) -> str:

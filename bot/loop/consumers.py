@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..adapters.consumerread import ConsumerImage, LayerCache, read_consumer
 from ..adapters.imagestore import reference_of
 from ..core.consumer import ConsumerReport, check, wheel_rocm
 from ..core.errors import ConfigError
 from ..core.imageref import ImageRef, ImageRefError
-from ..core.inspect import WheelReport
 from ..core.ociimage import WheelEntry, architecture_of
 from ..core.plan import Facts
 from ..core.verify import Problem
 from .context import Context, Stores
 from .observe import Observer
+
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+    from ..core.inspect import WheelReport
 
 
 class Consumers:

@@ -17,16 +17,15 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..adapters.imageread import ImageInfo, extract_wheels, read_image
 from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.backoff import rules_of
-from ..core.consumer import reference_in
 from ..core.configfile import LoadedConfig
 from ..core.errors import ConfigError, TransientError, VerificationError, WheelpinError
-from ..core.inspect import WheelReport, inspect_wheel
 from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins import read_pins
 from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
@@ -34,6 +33,9 @@ from ..core.proposal import read_marker
 from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
 from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary
 from .context import Context, Memory, Stores
+
+if TYPE_CHECKING:
+    from ..core.inspect import WheelReport
 
 class Observer:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, state: StateFile,
@@ -122,6 +124,8 @@ class Observer:
         if consumer.image is not None:
             return consumer.image
         file = consumer.file or context.component.pins[0].file
+        from ..core.consumer import reference_in  # the consumer checks' module: loaded for a component with one
+
         try:
             return reference_in(consumer, self.read(base, file), where=file)
         except ValueError as exc:
@@ -232,6 +236,8 @@ def verify_adopted(context: Context, head: str, image: ImageFound,
     """The wheels of an image someone else pushed, fetched and verified like a build (and
     by `more`: against the consuming image); `then` is given them once they pass (the
     smoke test), before they are deleted."""
+    from ..core.inspect import inspect_wheel  # the wheels' reading loads when a wheel is read
+
     info = read_image(context.store, image.digest)
     component = context.component
     with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:

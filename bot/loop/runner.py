@@ -20,7 +20,6 @@ import structlog
 from ..adapters.builders import discard_build, seed_build
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.platform import Platform
-from ..adapters.publisher import SETTLE_SECONDS
 from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
@@ -29,15 +28,14 @@ from ..core.errors import ConfigError, InputError, TransientError, VerificationE
 from ..core.imageref import ImageRef
 from ..core.plan import Asks, Facts, Wait, WriteProposal, live_failure, plan
 from .builders import Builder, CommandBuilder, WorkflowBuilder
-from .consumers import Consumers
 from .context import Context, Memory, Stores
-from .execute import Executor
 from .observe import Observer
 from .prune import Pruner
 from .results import ComponentResult, PassResult, Status
 
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..adapters.github.actions import ActionsBuilder
+    from .execute import Executor
 
 log = structlog.get_logger("wheelpin.reconcile")
 MAX_STEPS = 8
@@ -51,7 +49,7 @@ class Reconciler:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, cache: Path,
                  retry_failed: bool = False, actions: ActionsBuilder | None = None, local_builds: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
-                 settle: float = SETTLE_SECONDS, database_url: str | None = None,
+                 settle: float | None = None, database_url: str | None = None,
                  state_scope: str = "") -> None:
         self.loaded = loaded
         self.config: Config = loaded.config
@@ -67,16 +65,29 @@ class Reconciler:
         self.memory = Memory()
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
                                  memory=self.memory)
-        self.consumers = Consumers(registries, self.observer, cache)
-        self.executor = Executor(self.config, str(loaded.root), platform, self.state, self.memory, self.observer,
-                                 self.consumers,
-                                 settle, local_commands=local_builds)
+        self.settle = settle  # None: the publisher's own (tests give 0)
+        self._executor: Executor | None = None
         self.pruner = Pruner(self.config, platform, self.state, self.memory)
         self.executed = 0
         self._stores: dict[str, ImageStore] = {}
         self._upstreams: list[UpstreamRepo] = []
 
     # -- wiring ---------------------------------------------------------------------------
+
+    @property
+    def executor(self) -> Executor:
+        """What carries out a plan's actions, with its reader of consuming images: made at a
+        pass's first action. Verifying, publishing and assembling a proposal are most of the
+        loop's modules, and a pass that finds everything current needs none of them."""
+        if self._executor is None:
+            from .consumers import Consumers
+            from .execute import Executor
+
+            consumers = Consumers(self.registries, self.observer, self.cache)
+            self._executor = Executor(self.config, str(self.loaded.root), self.platform, self.state, self.memory,
+                                      self.observer, consumers, local_commands=self.local_builds,
+                                      **({} if self.settle is None else {"settle": self.settle}))
+        return self._executor
 
     def _store(self, component: Component) -> ImageStore:
         if component.image.repository not in self._stores:
@@ -176,7 +187,8 @@ class Reconciler:
     def _run(self, components: list[Component], *, dry_run: bool, asks: Asks) -> PassResult:
         self.platform.begin_pass()
         self.memory.new_pass()
-        self.consumers.new_pass()
+        if self._executor is not None:
+            self._executor.consumers.new_pass()
         self._upstreams = []
         stores_before = {id(s): (s.traffic.requests, s.traffic.bytes_uploaded) for s in self._stores.values()}
         http = getattr(self.platform, "http", None)
