@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..core.config import Component
 from ..core.templates import commit_values, render
+from .progress import waited
 from .upstream import UpstreamRepo
 
 COMPLETE = ".complete"
@@ -140,7 +141,8 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
                                        start_new_session=True)
             (folder / RUNNING).write_text(f"{process.pid} {_started(process.pid) or 0}\n")
             try:
-                code = process.wait(timeout=component.build.timeout_minutes * 60)
+                code = waited(process, f"build {component.name} {commit[:8]}", log,
+                              component.build.timeout_minutes * 60)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)  # the build and every child it started
                 process.wait()

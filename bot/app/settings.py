@@ -36,7 +36,7 @@ class Settings(BaseSettings):
 
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     log_format: Literal["auto", "json", "console"] = "auto"
-    progress_seconds: float = Field(default=10.0, ge=0, description="how often a long upload or download is "
+    progress_seconds: float = Field(default=10.0, ge=0, description="how often a long upload, download or build is "
                                     "said in the logs (a bar instead on a terminal)")
     cache_dir: Path = Field(default_factory=_default_cache)
 
