@@ -4,7 +4,8 @@ These are the process's own knobs (where its cache lives, how it logs); what a
 repository wants from wheelpin lives in that repository's config file instead.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would evaluate each setting's
+# annotation from a string at every start (as in core/config.py).
 
 from pathlib import Path
 from typing import Literal
