@@ -1,14 +1,20 @@
 """Benchmark: how fast `wheelpin` starts (issue 18): wall time of `--help`, `config validate`
 and a no-op `reconcile --once --dry-run` of one component (the demo's downstream, its pin
-current), each the median of `--runs` fresh processes, next to the targets and to a bare
-`python -c pass`.
+current), each the median of `--runs` fresh processes, next to the targets.
 
-Two interpreters, side by side: this one (a development venv, where wheelpin is an editable
-install: setuptools' editable finder runs at every start, ~13 ms of pathlib and urllib
-imports) and wheelpin as users have it installed (a venv whose site-packages are this one's
-libraries without the editable hook, wheelpin on the path), which the targets are about.
+Next to each command, its floor: a script that only imports the libraries the command
+cannot do without and uses each once (pydantic with one model, packaging with one
+requirement, tomli; for a pass also pydantic-settings, structlog configured, sqlite3 and
+BuildKit's parser). What the command takes above it is wheelpin's own start-up. This
+machine's speed drifts by ±10 % from one minute to the next, so the cases run interleaved,
+one round after another, and are compared within one run.
 
-Run from the project root:  python bench/startup.py [--runs 15]
+Two interpreters: wheelpin as users have it installed (a venv whose site-packages are this
+one's libraries without the editable hook, wheelpin on the path), which the targets are
+about, and this one (a development venv, where wheelpin is an editable install:
+setuptools' editable finder runs at every start).
+
+Run from the project root:  python bench/startup.py [--runs 21]
 """
 
 from __future__ import annotations
@@ -24,15 +30,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def timed(command: list[str], cwd: Path, env: dict[str, str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True)
-        times.append(time.perf_counter() - started)
-        assert done.returncode == 0, (command, done.stderr.decode()[-500:])
-    return statistics.median(times)
+_VALIDATE_FLOOR = """import gc; gc.disable()
+import argparse, tomli
+from pydantic import BaseModel, Field
+class M(BaseModel):
+    x: int = Field(default=1, description="x")
+M(x=2)
+import packaging.requirements
+packaging.requirements.Requirement("numpy==2.3.5")
+"""
+_PASS_FLOOR = _VALIDATE_FLOOR + """import logging, sqlite3, subprocess
+import dockerfile, structlog
+from pydantic_settings import BaseSettings
+class S(BaseSettings):
+    y: int = 1
+S()
+structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
+sqlite3.connect(":memory:").close()
+"""
 
 
 def installed_python(scratch: Path) -> str:
@@ -46,9 +61,21 @@ def installed_python(scratch: Path) -> str:
     return str(venv / "bin" / "python")
 
 
+def interleaved(commands: dict[str, list[str]], cwd: Path, env: dict[str, str], runs: int) -> dict[str, float]:
+    """The median wall time of each command, the commands run in turn `runs` times over."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            started = time.perf_counter()
+            done = subprocess.run(command, cwd=cwd, env=env, capture_output=True)
+            times[name].append(time.perf_counter() - started)
+            assert done.returncode == 0, (command, done.stderr.decode()[-500:])
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="wheelpin-startup-") as scratch:
         work = Path(scratch)
@@ -60,17 +87,25 @@ def main() -> None:
         env["WHEELPIN_CACHE_DIR"] = str(work / "demo" / "cache")
         subprocess.run([*wheelpin, "reconcile", "--once"], cwd=downstream, env=env, capture_output=True)  # warm
         installed = installed_python(work)
-        cases = [("python -c pass", ["-c", "pass"], None),
-                 ("wheelpin --help", ["-m", "bot", "--help"], 0.150),
-                 ("wheelpin config validate", ["-m", "bot", "config", "validate"], 0.150),
+        cases = [("python -c pass", ["-c", "pass"], None, None),
+                 ("wheelpin --help", ["-m", "bot", "--help"], 0.150, None),
+                 ("wheelpin config validate", ["-m", "bot", "config", "validate"], 0.150, _VALIDATE_FLOOR),
                  ("wheelpin reconcile --once --dry-run (1 component, no-op)",
-                  ["-m", "bot", "reconcile", "--once", "--dry-run"], 0.250)]
-        print(f"{'':58s} {'installed':>10s} {'dev venv':>10s}")
-        for label, command, target in cases:
-            seconds = timed([installed, *command], downstream, env, args.runs)
-            dev = timed([sys.executable, *command], downstream, env, args.runs)
+                  ["-m", "bot", "reconcile", "--once", "--dry-run"], 0.250, _PASS_FLOOR)]
+        commands: dict[str, list[str]] = {}
+        for label, command, _target, floor in cases:
+            commands[label] = [installed, *command]
+            commands[f"dev {label}"] = [sys.executable, *command]
+            if floor is not None:
+                commands[f"floor {label}"] = [installed, "-c", floor]
+        medians = interleaved(commands, downstream, env, args.runs)
+        print(f"{'':58s} {'installed':>10s} {'dev venv':>10s} {'its libraries':>14s}")
+        for label, _command, target, floor in cases:
+            seconds = medians[label]
             goal = f"(target {target * 1000:.0f} ms: {'met' if seconds <= target else 'NOT met'})" if target else ""
-            print(f"{label:58s} {seconds * 1000:7.1f} ms {dev * 1000:7.1f} ms {goal}", flush=True)
+            libraries = f"{medians[f'floor {label}'] * 1000:8.1f} ms" if floor is not None else f"{'':11s}"
+            print(f"{label:58s} {seconds * 1000:7.1f} ms {medians[f'dev {label}'] * 1000:7.1f} ms   {libraries} {goal}",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,14 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .ociimage import WheelEntry
 from .pins import Edit
 from .requirements import Conflict, RequirementsDiff
-from .wheeldiff import WheelChanges
+
+if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
+    from .wheeldiff import WheelChanges
 
 MAX_BODY = 65_536
 MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
