@@ -17,10 +17,10 @@ from pathlib import Path
 
 from ..adapters.git import git
 from ..adapters.imagestore import ImageStore, LayoutStore
+from ..adapters.inspectpool import inspect_wheel
 from ..adapters.publisher import publish
 from ..loop.results import PassResult
 from ..app.settings import Settings
-from ..core.inspect import inspect_wheel
 from .output import emit_json, emit_text
 from .reconcile_cmd import make_reconciler, pass_text
 

@@ -12,6 +12,7 @@ import structlog
 from ..adapters.consumerread import LayerCache, read_consumer
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, reference_of
+from ..adapters.inspectpool import inspect_wheel
 from ..adapters.publisher import publish
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
@@ -20,7 +21,6 @@ from ..core.checks import WheelRules, tag_commit_problems
 from ..core.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
 from ..core.errors import UsageError, VerificationError, WheelpinError
 from ..core.imageref import ImageRef, LayoutTarget
-from ..core.inspect import inspect_wheel
 from ..core.ociimage import architecture_of
 from ..core.requirements import Conflict
 from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary

@@ -10,10 +10,11 @@ import structlog
 from ..core.amdgpu import TargetId
 from ..core.checks import WheelRules, problems
 from ..core.errors import InputError, UsageError
-from ..core.inspect import WheelReport, inspect_wheel, read_wheel_metadata
+from ..core.inspect import WheelReport, read_wheel_metadata
 from ..core.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
 from ..adapters.imageread import read_image
 from ..adapters.imagestore import reference_of
+from ..adapters.inspectpool import inspect_wheel
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from .output import emit_json, emit_text, human_size

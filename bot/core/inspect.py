@@ -4,6 +4,11 @@ One pass over the archive, member by member in the order their data lies: every
 member's sha256 is checked against RECORD, and every ELF member is spooled to a
 temporary file (never the whole wheel, never in memory) to read its DT_NEEDED list and
 device code. The report holds facts only; `checks` turns them into problems.
+
+A large wheel's members may be checked in shares at once: this module says what a share
+is and how one is checked (`check_share`, each share's budget then summed against the
+wheel's); running shares in other processes is `adapters/inspectpool.py`'s, given here as
+a `Spread`.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import csv
 import hashlib
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,8 +95,24 @@ def file_sha256(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> WheelReport:
-    """Read a wheel file; InputError (exit 2) when it cannot be read as a wheel at all."""
+# What one share's check gives back: each member's (name, sha256, ELF report), the
+# inflate budget it spent and the bundle entries it kept.
+ShareResult = tuple[list[tuple[str, bytes, "ElfReport | None"]], int, int]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How a large wheel's members may be checked at once: in `workers` shares, which `run`
+    checks each with `check_share(path, names, inflate, entries)` and returns in order."""
+
+    workers: int
+    run: Callable[[Path, list[list[str]], int, int], list[ShareResult]]
+
+
+def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits(), spread: Spread | None = None
+                  ) -> WheelReport:
+    """Read a wheel file; InputError (exit 2) when it cannot be read as a wheel at all.
+    With `spread`, a wheel of PARALLEL_FROM compressed bytes or more is read in shares."""
     _require_file(path)
     try:
         wheel_name = WheelName.parse(path.name)
@@ -105,7 +127,7 @@ def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> Whe
 
         with ThreadPoolExecutor(1) as hasher:  # the whole file's sha256 meanwhile (hashlib lets go of the GIL)
             whole = hasher.submit(file_sha256, path)
-            elf_reports = _read_members(path, archive, record, dist_info, integrity, budget)
+            elf_reports = _read_members(path, archive, record, dist_info, integrity, budget, spread)
             sha256, size = whole.result()
     build = "".join(str(part) for part in wheel_name.build) or None
     return WheelReport(
@@ -222,19 +244,11 @@ def record_limit(archive: zipfile.ZipFile) -> int:
 
 
 MAX_MISSING_NAMED = 20  # RECORD rows naming absent members, each named; then counted
-# From this much compressed member data on, members are hashed and their ELF read by a few
-# processes at once (each opens the archive itself and streams its share, so memory stays
-# per-process bounded); below it, the processes would cost more than they save.
+# From this much compressed member data on, members are hashed and their ELF read in shares
+# at once, when a `Spread` is given (each share's reader opens the archive itself and
+# streams its members, so memory stays bounded per reader); below it, starting the readers
+# would cost more than it saves.
 PARALLEL_FROM = 32 << 20
-MAX_WORKERS = 4
-
-
-def _workers(archive: zipfile.ZipFile) -> int:
-    import os
-
-    if sum(info.compress_size for info in archive.infolist()) < PARALLEL_FROM:
-        return 1
-    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
 
 
 def _shares(infos: list[zipfile.ZipInfo], count: int) -> list[list[int]]:
@@ -249,10 +263,9 @@ def _shares(infos: list[zipfile.ZipInfo], count: int) -> list[list[int]]:
     return [sorted(share, key=lambda i: infos[i].header_offset) for share in shares if share]
 
 
-def _check_share(path: str, names: list[str], inflate: int, entries: int
-                 ) -> tuple[list[tuple[str, bytes, ElfReport | None]], int, int]:
-    """In a worker process: hash the named members and read those that are ELF, with a
-    budget of their own; (each member's result, inflate spent, entries kept)."""
+def check_share(path: str, names: list[str], inflate: int, entries: int) -> ShareResult:
+    """One share (in a worker process): hash the named members and read those that are ELF,
+    with a budget of their own; (each member's result, inflate spent, entries kept)."""
     budget = ReadBudget(inflate=inflate, entries=entries)
     wheel = Path(path)
     with open_archive(wheel) as archive:
@@ -262,27 +275,19 @@ def _check_share(path: str, names: list[str], inflate: int, entries: int
 
 
 def _checked(path: Path, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo],
-             budget: ReadBudget) -> list[tuple[bytes, ElfReport | None]]:
-    """Each member's (sha256, ELF report), in `infos` order: read here, or by a few
-    processes for a large wheel. Their budgets are each the whole wheel's; what they spent
-    together is held to it after (the refusal of a bomb is the same, only said later)."""
-    count = _workers(archive)
-    if count == 1 or len(infos) < 2:
+             budget: ReadBudget, spread: Spread | None) -> list[tuple[bytes, ElfReport | None]]:
+    """Each member's (sha256, ELF report), in `infos` order: read here, or in shares by
+    `spread` for a large wheel. The shares' budgets are each the whole wheel's; what they
+    spent together is held to it after (the refusal of a bomb is the same, only said later)."""
+    large = sum(info.compress_size for info in archive.infolist()) >= PARALLEL_FROM
+    if spread is None or spread.workers < 2 or not large or len(infos) < 2:
         return [_read_one_member(path, archive, info, budget) for info in infos]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    context = multiprocessing.get_context("forkserver")  # no fork of a threaded service
-    context.set_forkserver_preload(["bot.core.inspect"])
     results: dict[str, tuple[bytes, ElfReport | None]] = {}
     inflated = kept = 0
-    with ProcessPoolExecutor(count, mp_context=context) as pool:
-        shares = [pool.submit(_check_share, str(path), [infos[i].filename for i in share], budget.inflate,
-                              budget.entries) for share in _shares(infos, count)]
-        for future in shares:
-            done, spent, entries = future.result()
-            results.update((name, (digest, elf)) for name, digest, elf in done)
-            inflated, kept = inflated + spent, kept + entries
+    names = [[infos[i].filename for i in share] for share in _shares(infos, spread.workers)]
+    for done, spent, entries in spread.run(path, names, budget.inflate, budget.entries):
+        results.update((name, (digest, elf)) for name, digest, elf in done)
+        inflated, kept = inflated + spent, kept + entries
     try:
         budget.spend_inflate(inflated, "its bundles together")
         budget.keep_entries(kept, "its bundles together")
@@ -298,12 +303,13 @@ def _read_members(
     dist_info: str,
     problems: list[str],
     budget: ReadBudget,
+    spread: Spread | None,
 ) -> list[ElfReport]:
     unsigned = {f"{dist_info}/RECORD", f"{dist_info}/RECORD.jws", f"{dist_info}/RECORD.p7s"}
     reports: list[ElfReport] = []
     seen: set[str] = set()
     infos = members_in_order(archive)
-    for info, (digest, elf) in zip(infos, _checked(path, archive, infos, budget)):
+    for info, (digest, elf) in zip(infos, _checked(path, archive, infos, budget, spread)):
         seen.add(info.filename)
         if elf is not None:
             reports.append(elf)

@@ -18,6 +18,7 @@ import structlog
 
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import LayoutStore
+from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_test
@@ -27,7 +28,6 @@ from ..core.backoff import rules_of
 from ..core.config import Component, Config
 from ..core.errors import (BuildFailed, PermissionRefused, RefusedError, RuleRefused, VerificationError,
                            WheelpinError)
-from ..core.inspect import inspect_wheel
 from ..core.pins import plan_bump
 from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
                          ImageFound, PublishImage, RecordFailure, Report, StartBuild, Wait, WriteProposal,

@@ -236,7 +236,7 @@ def verify_adopted(context: Context, head: str, image: ImageFound,
     """The wheels of an image someone else pushed, fetched and verified like a build (and
     by `more`: against the consuming image); `then` is given them once they pass (the
     smoke test), before they are deleted."""
-    from ..core.inspect import inspect_wheel  # the wheels' reading loads when a wheel is read
+    from ..adapters.inspectpool import inspect_wheel  # the wheels' reading loads when a wheel is read
 
     info = read_image(context.store, image.digest)
     component = context.component

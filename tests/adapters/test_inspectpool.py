@@ -1,6 +1,7 @@
-"""Members checked by a few processes for a large wheel (bot/core/inspect.py, issue 18): the
-report is the one a single process makes, and the per-wheel budget still holds when the
-bundles that pass it lie in members different workers read."""
+"""Members checked by a few processes for a large wheel (bot/adapters/inspectpool.py over
+bot/core/inspect.py's shares, issue 18): the report is the one a single process makes, and
+the per-wheel budget still holds when the bundles that pass it lie in members different
+workers read."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters import inspectpool
 from bot.core import inspect, offload
 from bot.core.errors import InputError
 from tests.fixtures import hostile
 
 
 def report_of(wheel: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool) -> inspect.WheelReport:
-    monkeypatch.setattr(inspect, "PARALLEL_FROM", 0 if parallel else 1 << 62)
-    monkeypatch.setattr(inspect, "_workers", (lambda archive: 2) if parallel else (lambda archive: 1))
-    return inspect.inspect_wheel(wheel)
+    """A small test wheel taken as large (PARALLEL_FROM 0), read in two processes or here."""
+    monkeypatch.setattr(inspect, "PARALLEL_FROM", 0)
+    return inspect.inspect_wheel(wheel, spread=inspect.Spread(2, inspectpool.in_processes) if parallel else None)
 
 
 def test_parallel_and_single_process_reports_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -46,3 +48,22 @@ def test_entries_over_the_wheel_s_budget_in_two_members_are_refused_in_parallel(
     for parallel in (False, True):
         with pytest.raises(InputError, match="pass the"):
             report_of(wheel, monkeypatch, parallel=parallel)
+
+
+def test_the_commands_read_a_large_wheel_in_processes_and_a_small_one_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rocm_wheel: Path) -> None:
+    """`inspectpool.inspect_wheel`, which every command and the loop call, spreads a wheel
+    of PARALLEL_FROM compressed bytes or more over processes; below, no process starts."""
+    runs: list[int] = []
+
+    def counted(path: Path, shares: list[list[str]], inflate: int, entries: int) -> list[inspect.ShareResult]:
+        runs.append(len(shares))
+        return real(path, shares, inflate, entries)
+
+    real = inspectpool.in_processes
+    monkeypatch.setattr(inspectpool, "in_processes", counted)
+    monkeypatch.setattr(inspectpool, "workers", lambda: 2)
+    small = inspectpool.inspect_wheel(rocm_wheel)
+    assert runs == []
+    monkeypatch.setattr(inspect, "PARALLEL_FROM", 0)
+    assert inspectpool.inspect_wheel(rocm_wheel) == small and runs == [2]
