@@ -70,8 +70,9 @@ def _json(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with `only` (the command being run), every other command is its
-    name and help alone: its options are built when it runs (a few ms of each start-up)."""
+    """The whole parser; with `only` (the command being run, named first on the command
+    line), that command alone: the others' options would be built for nothing (a few ms
+    of each start-up), and only the whole parser's help lists them."""
     parser = _Parser(prog="wheelpin", description="Keeps ROCm wheels in container images current.",
                      epilog="`wheelpin COMMAND --help` shows each command's options, examples and exit codes.\n\n"
                      + EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -79,10 +80,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                         help="print wheelpin's version and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for name, (text, define) in _COMMANDS.items():
-        if only is None or name == only:
+        if only in (None, name):
             define(commands, name, text)
-        else:
-            commands.add_parser(name, help=text)
     return parser
 
 
