@@ -121,7 +121,6 @@ def _wheel(commands: Any, name: str, text: str) -> None:
     _registry_flags(diff)
 
 
-
 def _image(commands: Any, name: str, text: str) -> None:
     image_parser = commands.add_parser(name, help=text)
     image_commands = image_parser.add_subparsers(dest="image_command", required=True, metavar="COMMAND")
@@ -156,7 +155,6 @@ def _image(commands: Any, name: str, text: str) -> None:
     _registry_flags(against)
 
 
-
 def _config(commands: Any, name: str, text: str) -> None:
     config_parser = commands.add_parser(name, help=text)
     config_commands = config_parser.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
@@ -170,27 +168,25 @@ def _config(commands: Any, name: str, text: str) -> None:
              "wheelpin config schema > wheelpin.schema.json")
 
 
-
 def _pins(commands: Any, name: str, text: str) -> None:
     pins_parser = commands.add_parser(name, help=text)
     pins_commands = pins_parser.add_subparsers(dest="pins_command", required=True, metavar="COMMAND")
-    for name, text, examples in (
+    for verb, says, examples in (
             ("list", "list every configured pin", ("wheelpin pins list", "wheelpin pins list --repo ../vllm --json")),
             ("bump", "move one component's pins",
              ("wheelpin pins bump --component lmcache --image ghcr.io/your-org/lmcache-wheel:v0.3.10@sha256:… "
               "--sha256 cp312=3f…",))):
-        sub = _command(pins_commands, name, text, *examples)
+        sub = _command(pins_commands, verb, says, *examples)
         sub.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
         sub.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
         _json(sub)
-        if name == "bump":
+        if verb == "bump":
             _registry_flags(sub)
             sub.add_argument("--component", required=True, help="the component whose pins move")
             sub.add_argument("--image", required=True, metavar="REF@sha256:DIGEST",
                              help="the wheel image to pin, by digest")
             sub.add_argument("--sha256", action="append", default=[], metavar="[PYTAG=]HEX",
                              help="the wheel's sha256 (per python tag for multi-wheel images)")
-
 
 
 def _reconcile(commands: Any, name: str, text: str) -> None:
@@ -218,7 +214,6 @@ def _reconcile(commands: Any, name: str, text: str) -> None:
     _registry_flags(reconcile)
 
 
-
 def _serve(commands: Any, name: str, text: str) -> None:
     serve = _command(commands, name, text,
                      "WHEELPIN_GITHUB_APP_ID=123456 WHEELPIN_GITHUB_PRIVATE_KEY_FILE=app.pem "
@@ -226,7 +221,6 @@ def _serve(commands: Any, name: str, text: str) -> None:
                      "WHEELPIN_DATABASE_URL=postgresql://bot@db/wheelpin wheelpin serve   # one of N replicas")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
-
 
 
 def _app(commands: Any, name: str, text: str) -> None:
@@ -244,14 +238,12 @@ def _app(commands: Any, name: str, text: str) -> None:
     create.add_argument("--port", type=int, default=0, help="the loopback port of the page (default: any free one)")
 
 
-
 def _completion(commands: Any, name: str, text: str) -> None:
     completion = _command(commands, name, text,
                           "wheelpin completion bash > /etc/bash_completion.d/wheelpin",
                           "wheelpin completion zsh > \"${fpath[1]}/_wheelpin\"",
                           "wheelpin completion fish > ~/.config/fish/completions/wheelpin.fish")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell the script is for")
-
 
 
 def _demo(commands: Any, name: str, text: str) -> None:
@@ -272,8 +264,6 @@ _COMMANDS: dict[str, tuple[str, Callable[[Any, str, str], None]]] = {
     "completion": ("print a shell completion script", _completion),
     "demo": ("the whole loop in a scratch folder, all local", _demo),
 }
-
-
 
 
 def _collect_from_here() -> None:
