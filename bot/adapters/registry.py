@@ -6,12 +6,19 @@ until it expires). Loopback registries and those named insecure are spoken to ov
 HTTP, every other over HTTPS. 429, 5xx, resets and timeouts are retried with backoff
 (honouring Retry-After) and then raise TransientError; 401/403 raise CredentialsError;
 nothing else is ever read as "not found". Secrets never appear in logs or errors.
+
+One client per host serves the whole process, and the service's worker threads share it:
+each thread speaks through a `requests.Session` of its own (requests promises no
+thread-safe Session, psf/requests#2766) and counts its own `traffic`, so a pass (which runs
+in one thread) reports the requests and bytes it made, not a concurrent pass's; bearer
+tokens are shared by all threads.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -48,11 +55,10 @@ class RegistryClient:
         scheme = "http" if is_loopback(host) or host in set(insecure) else "https"
         self.base = f"{scheme}://{api_host}"
         self.retry = retry
-        self.traffic = Traffic()
+        self._local = threading.local()  # this thread's session and traffic
         self._credentials = credentials or CredentialStore()
         self._anonymous = anonymous
-        self._session = session or requests.Session()
-        self._session.headers["User-Agent"] = "wheelpin"
+        self._given_session = session  # tests give one; every thread then speaks through it
         # False on each request, not only on the session: requests lets REQUESTS_CA_BUNDLE or
         # CURL_CA_BUNDLE in the environment override a session's verify=False (psf/requests#3829)
         self._verify: bool | None = None
@@ -65,6 +71,22 @@ class RegistryClient:
         self._insecure = set(insecure)
         self._basic = False
         self._sleep = sleep
+
+    @property
+    def traffic(self) -> Traffic:
+        """What this thread's requests through this client cost."""
+        traffic: Traffic | None = getattr(self._local, "traffic", None)
+        if traffic is None:
+            traffic = self._local.traffic = Traffic()
+        return traffic
+
+    @property
+    def _session(self) -> requests.Session:
+        session: requests.Session | None = self._given_session or getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+        session.headers["User-Agent"] = "wheelpin"
+        return session
 
     # -- the request loop ---------------------------------------------------------------
 

@@ -289,3 +289,51 @@ def test_two_processes_racing_for_one_layout_tag(tmp_path: Path, small_wheels: t
         index = json.loads((folder / "index.json").read_text())
         assert [m["digest"] for m in index["manifests"]
                 if m["annotations"]["org.opencontainers.image.ref.name"] == tag] == won
+
+
+def test_worker_threads_sharing_a_client_each_count_their_own_traffic(token_registry: Registry,
+                                                                       token_server: TokenServer,
+                                                                       tmp_path: Path) -> None:
+    """The service's workers share one client per registry host. A pass runs in one worker,
+    and what it reports (the `wheelpin_registry_*` metrics are summed from it) must be its
+    own requests and bytes, not those of a pass that ran meanwhile in another; and each
+    thread speaks through a `requests.Session` of its own (requests promises none is
+    thread-safe: psf/requests#2766). Tokens, though, are got once and shared."""
+    import hashlib
+    import threading
+
+    from bot.adapters.credentials import CredentialStore
+    from bot.adapters.registry import RegistryClient
+
+    credentials = CredentialStore(config_path=tmp_path / "config.json", username="alice",
+                                  password=USERS["alice"], host=token_registry.host)
+    client = RegistryClient(token_registry.host, credentials=credentials)
+    blob = b"one layer of many bytes " * 4096
+    digest = "sha256:" + hashlib.sha256(blob).hexdigest()
+    seen: dict[str, tuple[int, int, int, int]] = {}
+    start = threading.Barrier(2)
+
+    def uploader() -> None:
+        start.wait()
+        sent = client.upload_blob("tokens/threads/up", digest, len(blob), lambda: [blob])
+        seen["up"] = (client.traffic.requests, client.traffic.bytes_uploaded, sent, id(client._session))
+
+    def reader() -> None:
+        start.wait()
+        for _ in range(5):
+            client.manifest_digest("tokens/threads/none", "v1")
+        seen["read"] = (client.traffic.requests, client.traffic.bytes_uploaded, 0, id(client._session))
+
+    issued = len(token_server.issued)
+    threads = [threading.Thread(target=uploader), threading.Thread(target=reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    up_requests, up_bytes, sent, up_session = seen["up"]
+    read_requests, read_bytes, _, read_session = seen["read"]
+    assert up_bytes == sent == len(blob) and read_bytes == 0  # the upload is the uploader's alone
+    assert 2 <= up_requests <= 6 and 5 <= read_requests <= 7  # each its own (a 401 and a token each at most)
+    assert up_session != read_session and client.traffic.requests == 0  # this thread sent nothing
+    scopes = [tuple(claims["access"][0]["actions"]) for claims in token_server.issued[issued:]]
+    assert scopes.count(("pull",)) <= 2 and scopes.count(("pull", "push")) <= 2
