@@ -48,6 +48,13 @@ def _command(commands: Any, name: str, text: str, *examples: str) -> argparse.Ar
     return parser
 
 
+def _group(commands: Any, name: str, text: str) -> Any:
+    """A command of subcommands (`wheelpin NAME COMMAND`): its subcommands' parsers, the one
+    chosen in `NAME_command`."""
+    group = commands.add_parser(name, help=text)
+    return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
+
+
 def _registry_flags(parser: argparse.ArgumentParser) -> None:
     """How registries are spoken to, as oras and skopeo spell it (also WHEELPIN_PLAIN_HTTP,
     WHEELPIN_TLS_VERIFY, WHEELPIN_INSECURE_REGISTRIES)."""
@@ -86,8 +93,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _wheel(commands: Any, name: str, text: str) -> None:
-    wheel_parser = commands.add_parser(name, help=text)
-    wheel_commands = wheel_parser.add_subparsers(dest="wheel_command", required=True, metavar="COMMAND")
+    wheel_commands = _group(commands, name, text)
 
     inspect = _command(wheel_commands, "inspect", "read and check one wheel",
                        "wheelpin wheel inspect cupy_rocm_7_0-13.6.0-cp312-cp312-manylinux2014_x86_64.whl",
@@ -122,8 +128,7 @@ def _wheel(commands: Any, name: str, text: str) -> None:
 
 
 def _image(commands: Any, name: str, text: str) -> None:
-    image_parser = commands.add_parser(name, help=text)
-    image_commands = image_parser.add_subparsers(dest="image_command", required=True, metavar="COMMAND")
+    image_commands = _group(commands, name, text)
     publish = _command(image_commands, "publish", "verify wheels and push them as one image",
                        "wheelpin image publish dist/*.whl --to ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
                        "wheelpin image publish dist/*.whl --to oci:./images:lmcache --component lmcache --repo .")
@@ -156,8 +161,7 @@ def _image(commands: Any, name: str, text: str) -> None:
 
 
 def _config(commands: Any, name: str, text: str) -> None:
-    config_parser = commands.add_parser(name, help=text)
-    config_commands = config_parser.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
+    config_commands = _group(commands, name, text)
     validate = _command(config_commands, "validate", "check a config file",
                         "wheelpin config validate", "wheelpin config validate .github/wheelpin.toml --repo . --json")
     validate.add_argument("file", nargs="?", type=Path,
@@ -169,8 +173,7 @@ def _config(commands: Any, name: str, text: str) -> None:
 
 
 def _pins(commands: Any, name: str, text: str) -> None:
-    pins_parser = commands.add_parser(name, help=text)
-    pins_commands = pins_parser.add_subparsers(dest="pins_command", required=True, metavar="COMMAND")
+    pins_commands = _group(commands, name, text)
     for verb, says, examples in (
             ("list", "list every configured pin", ("wheelpin pins list", "wheelpin pins list --repo ../vllm --json")),
             ("bump", "move one component's pins",
@@ -224,8 +227,7 @@ def _serve(commands: Any, name: str, text: str) -> None:
 
 
 def _app(commands: Any, name: str, text: str) -> None:
-    app_parser = commands.add_parser(name, help=text)
-    app_commands = app_parser.add_subparsers(dest="app_command", required=True, metavar="COMMAND")
+    app_commands = _group(commands, name, text)
     create = _command(app_commands, "create", "create the GitHub App in one step (GitHub's manifest flow)",
                       "wheelpin app create --org your-org --webhook-url https://wheelpin.example.org/webhook",
                       "wheelpin app create --out ./secrets   # for your own account")
