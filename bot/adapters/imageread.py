@@ -1,10 +1,16 @@
-"""Reading what a wheel image holds: from its annotations (kilobytes), or, for images
-other tools pushed, by streaming its layers and reading each wheel's METADATA.
+"""Reading what a wheel image holds, with one answer whoever pushed it: from wheelpin's
+annotations (kilobytes), or, for images other tools pushed (buildah, docker, skopeo, a
+workflow wheelpin adopts), from the wheels themselves.
 
 A manifest list / index is resolved to its linux/amd64 manifest. A foreign layer is
-streamed once (gzip, zstd or plain tar, as its first bytes say); each `*.whl` in it is spooled to a temporary file
-(a zip is read from its end) and read with the same code as `wheel inspect`, so memory
-stays bounded whatever the wheel's size.
+streamed once (gzip, zstd or plain tar, as its first bytes say); each `*.whl` in it is
+spooled to a temporary file (a zip is read from its end) and inspected with the same
+code as `wheel inspect` and the verify step (`WheelEntry.of_report`), so its GPU archs,
+python tags, DT_NEEDED and Requires-Dist are the ones wheelpin's own annotations would
+say, and memory stays bounded whatever the wheel's size. What was read is kept by the
+image's digest (content that never changes): in this process, and in the cache folder
+under a name carrying `FACTS_FORMAT`, so a foreign image is streamed once, not on every
+pass, and facts an older wheelpin read differently are read again.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import io
 import json
 import tarfile
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +35,11 @@ from ..core.ociimage import (
     wheels_from_annotations,
 )
 from .imagestore import ImageStore
+
+# The cache folder's name for wheel facts read from layers; a new number when what is read
+# from a wheel changes, so nothing an older wheelpin worked out is trusted.
+FACTS_FORMAT = "wheelfacts-v1"
+_MEMO_SIZE = 64  # images whose layer-read facts this process keeps (a few KiB each)
 
 
 @dataclass(frozen=True)
@@ -97,28 +110,69 @@ def read_image(store: ImageStore, reference: str) -> ImageInfo:
             wheels = wheels_from_annotations(labels)
             source = "labels"
     if wheels is None:
-        wheels = []
-        for layer in manifest.get("layers", []):
-            wheels += _wheels_in_layer(store, layer)
+        wheels = list(_layer_facts(store, digest, manifest.get("layers", [])))
         source = "layers"
     return ImageInfo(store.name, digest, annotations, labels, tuple(wheels), source,
                      store.traffic.bytes_downloaded - before, tuple(manifest.get("layers", [])))
 
 
+_memo: OrderedDict[str, tuple[WheelEntry, ...]] = OrderedDict()
+_memo_lock = threading.Lock()  # the service's workers read images at once
+
+
+def _layer_facts(store: ImageStore, digest: str, layers: list[dict[str, Any]]) -> tuple[WheelEntry, ...]:
+    """The wheels of the image `digest` names, inspected from its layers once."""
+    with _memo_lock:
+        if digest in _memo:
+            _memo.move_to_end(digest)
+            return _memo[digest]
+    wheels = _cached_facts(store, digest)
+    if wheels is None:
+        wheels = tuple(entry for layer in layers for entry in _wheels_in_layer(store, layer))
+        store.cache.put_derived(FACTS_FORMAT, digest, json.dumps([w.to_json() for w in wheels]).encode())
+    remember_facts(digest, wheels)
+    return wheels
+
+
+def remember_facts(digest: str, wheels: tuple[WheelEntry, ...]) -> None:
+    with _memo_lock:
+        _memo[digest] = wheels
+        _memo.move_to_end(digest)
+        while len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
+
+
+def _cached_facts(store: ImageStore, digest: str) -> tuple[WheelEntry, ...] | None:
+    data = store.cache.get_derived(FACTS_FORMAT, digest)
+    if data is None:
+        return None
+    try:
+        return tuple(WheelEntry.from_json(item) for item in json.loads(data))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None  # a damaged entry is read again
+
+
 def extract_wheels(store: ImageStore, info: ImageInfo, folder: Path) -> list[Path]:
     """Stream the image's layers and keep its wheel files in `folder` (for adoption)."""
-    paths: list[Path] = []
-    for layer in info.layers:
-        paths += [folder / entry.file for entry in _wheels_in_layer(store, layer, keep=folder)]
-    return paths
+    return [path for layer in info.layers for path in _spooled_wheels(store, layer, folder)]
 
 
-def _wheels_in_layer(store: ImageStore, layer: dict[str, Any], *, keep: Path | None = None) -> list[WheelEntry]:
-    from ..core.inspect import read_wheel_metadata  # images of older wheelpins, without annotations
+def _wheels_in_layer(store: ImageStore, layer: dict[str, Any]) -> list[WheelEntry]:
+    from .inspectpool import inspect_wheel  # the wheels' reading loads when a wheel is read
+
+    found: list[WheelEntry] = []
+    with tempfile.TemporaryDirectory(prefix="wheelpin-layer-") as folder:
+        for path in _spooled_wheels(store, layer, Path(folder)):
+            found.append(WheelEntry.of_report(inspect_wheel(path)))
+            path.unlink()  # one wheel on disk at a time
+    return found
+
+
+def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> Iterator[Path]:
+    """Each `*.whl` file of the layer, written to `folder` as the stream reaches it."""
     from .layerstream import decompressed
 
     stream = decompressed(ChunkReader(store.get_blob(str(layer["digest"]))))
-    found: list[WheelEntry] = []
     with tarfile.open(fileobj=stream, mode="r|") as archive:
         for member in archive:
             name = member.name.lstrip("./")
@@ -126,14 +180,8 @@ def _wheels_in_layer(store: ImageStore, layer: dict[str, Any], *, keep: Path | N
                 continue
             source = archive.extractfile(member)
             assert source is not None
-            with tempfile.TemporaryDirectory(prefix="wheelpin-layer-") as folder:
-                path = (keep or Path(folder)) / Path(name).name
-                hashed = hashlib.sha256()
-                with path.open("wb") as spool:
-                    while chunk := source.read(1 << 20):
-                        hashed.update(chunk)
-                        spool.write(chunk)
-                metadata = read_wheel_metadata(path)
-                found.append(WheelEntry(path.name, hashed.hexdigest(), member.size, metadata.name,
-                                        metadata.version, metadata.requires_dist))
-    return found
+            path = folder / Path(name).name
+            with path.open("wb") as spool:
+                while chunk := source.read(1 << 20):
+                    spool.write(chunk)
+            yield path

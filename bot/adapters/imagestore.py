@@ -46,6 +46,8 @@ class ImageStore(Protocol):
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str: ...
     def get_manifest(self, reference: str) -> bytes: ...
     def get_blob(self, digest: str) -> Iterator[bytes]: ...
+    @property
+    def cache(self) -> DigestCache: ...
     def delete(self, reference: str) -> bool:
         """Delete a tag, or a digest with every tag naming it; False when the store cannot
         delete that way (`RegistryClient.delete_manifest`)."""
@@ -70,7 +72,28 @@ class DigestCache:
         return data if "sha256:" + hashlib.sha256(data).hexdigest() == digest else None
 
     def put(self, digest: str, data: bytes) -> None:
-        path = self._path(digest)
+        self._write(self._path(digest), data)
+
+    def _derived_path(self, kind: str, digest: str) -> Path | None:
+        if self.folder is None or not SHA256_DIGEST.match(digest):
+            return None
+        return self.folder / kind / digest.split(":", 1)[1]
+
+    def get_derived(self, kind: str, digest: str) -> bytes | None:
+        """What wheelpin worked out from the content `digest` names (which never changes),
+        under `kind`: a name that carries the format's version, so an older wheelpin's
+        results are read again, never trusted."""
+        path = self._derived_path(kind, digest)
+        try:
+            return path.read_bytes() if path is not None and path.is_file() else None
+        except OSError:
+            return None
+
+    def put_derived(self, kind: str, digest: str, data: bytes) -> None:
+        self._write(self._derived_path(kind, digest), data)
+
+    @staticmethod
+    def _write(path: Path | None, data: bytes) -> None:
         if path is None:
             return
         try:
@@ -145,6 +168,7 @@ class LayoutStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._traffic = Traffic()
+        self.cache = DigestCache(None)  # its blobs are on disk already
 
     @property
     def name(self) -> str:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import structlog
 
 from ..core.errors import InputError, RefusedError, TransientError, VerificationError
-from ..core.checks import partial_archs
 from ..core.ociimage import (
     MANIFEST_TYPE,
     WheelEntry,
@@ -61,13 +60,6 @@ class PublishResult:
         return {"ref": self.ref, "digest": self.digest, "status": self.status,
                 "wheels": [{"file": w.file, "sha256": w.sha256} for w in self.wheels],
                 "bytes_uploaded": self.bytes_uploaded}
-
-
-def entry_of(report: WheelReport) -> WheelEntry:
-    return WheelEntry(report.filename, report.sha256, report.size, report.name, report.version,
-                      report.requires_dist, tuple(report.archs), report.tags,
-                      tuple(sorted({library for elf in report.elf for library in elf.needed})),
-                      partial_archs(report))
 
 
 def _check_wheels(wheels: Sequence[Path], reports: Sequence[WheelReport]) -> str:
@@ -112,7 +104,7 @@ def publish(
     `mount_from` names another repository of the same registry that may hold the layer
     (a cross-repository mount then costs no upload)."""
     architecture = _check_wheels(wheels, reports)
-    entries = tuple(sorted((entry_of(r) for r in reports), key=lambda e: e.file))
+    entries = tuple(sorted((WheelEntry.of_report(r) for r in reports), key=lambda e: e.file))
     verified = {e.file: (e.sha256, e.size) for e in entries}
     digest, size = layer_digest(wheels, verified)
     image = build_image(entries, layer_digest=digest, layer_size=size, architecture=architecture,

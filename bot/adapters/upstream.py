@@ -116,6 +116,20 @@ class UpstreamRepo:
         out = git(["log", "-1", "--format=%H%x09%s", new], cwd=self.mirror)
         return [Commit(*line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
 
+    def expand(self, hint: str, *, near: str) -> str | None:
+        """The full commit an abbreviated (or full) `hint` names among the commits the mirror
+        holds once `near` and its history are fetched, or None when it names none, or
+        more than one."""
+        if near.startswith(hint):
+            return near  # the head itself: nothing to fetch
+        try:
+            self.fetch(near)
+        except TransientError:
+            return None
+        out = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{hint}^{{commit}}"],
+                  cwd=self.mirror, check=False).strip()
+        return out if len(out) == 40 and out.startswith(hint) else None  # ambiguous: git says nothing
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         try:
             self.fetch(newer)

@@ -143,6 +143,10 @@ def show_text(info: ImageInfo) -> str:
     for wheel in info.wheels:
         lines.append(f"  {wheel.file}")
         lines.append(f"    sha256 {wheel.sha256}  size {human_size(wheel.size)}")
+        lines.append(f"    tags {', '.join(wheel.tags) or 'none'}  GPU archs {wheel.archs_text}"
+                     + (f" (in only some GPU libraries: {', '.join(wheel.archs_partial)})" if wheel.archs_partial else ""))
+        if wheel.needed is not None:
+            lines.append(f"    needs {', '.join(wheel.needed) or 'no shared library'}")
         lines += [f"    requires {requirement}" for requirement in wheel.requires_dist]
     return "\n".join(lines)
 

@@ -20,11 +20,15 @@ import tarfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.tags import parse_tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from .errors import VerificationError
+
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+    from .inspect import WheelReport
 
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
@@ -75,6 +79,15 @@ class WheelEntry:
     # missing on that GPU at run time)
     archs_partial: tuple[str, ...] = ()
 
+    @property
+    def archs_text(self) -> str:
+        """The GPU archs as said to a person; none recorded with no DT_NEEDED recorded
+        either is an image that does not say (an older wheelpin's), not a wheel without
+        device code."""
+        if self.archs:
+            return ", ".join(self.archs)
+        return "no device code" if self.needed is not None else "not recorded"
+
     def to_json(self) -> dict[str, Any]:
         data = {"file": self.file, "sha256": self.sha256, "size": self.size, "name": self.name,
                 "version": self.version, "requires_dist": list(self.requires_dist),
@@ -86,13 +99,35 @@ class WheelEntry:
         return data
 
     @classmethod
+    def of_report(cls, report: WheelReport) -> WheelEntry:
+        """What an image says of a wheel, from the wheel itself: the one reading of a wheel,
+        whether wheelpin publishes it, adopts it or finds it in an image another tool pushed."""
+        from .checks import partial_archs
+
+        return cls(report.filename, report.sha256, report.size, report.name, report.version,
+                   report.requires_dist, tuple(report.archs), report.tags,
+                   tuple(sorted({library for elf in report.elf for library in elf.needed})),
+                   partial_archs(report))
+
+    @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
         needed = data.get("needed")
-        return cls(str(data["file"]), str(data["sha256"]), int(data["size"]), str(data["name"]),
+        file = str(data["file"])
+        tags = tuple(str(t) for t in data.get("tags", [])) or tags_of(file)  # the file name says them
+        return cls(file, str(data["sha256"]), int(data["size"]), str(data["name"]),
                    str(data["version"]), tuple(str(r) for r in data.get("requires_dist", [])),
-                   tuple(str(a) for a in data.get("archs", [])), tuple(str(t) for t in data.get("tags", [])),
+                   tuple(str(a) for a in data.get("archs", [])), tags,
                    tuple(str(n) for n in needed) if isinstance(needed, list) else None,
                    tuple(str(a) for a in data.get("archs_partial", [])))
+
+
+def tags_of(filename: str) -> tuple[str, ...]:
+    """The python-abi-platform tags a wheel's file name carries (none for a name that is
+    not a wheel's)."""
+    try:
+        return tuple(str(tag) for tag in sorted(parse_wheel_filename(filename)[3], key=str))
+    except InvalidWheelFilename:
+        return ()
 
 
 def architecture_of(filenames: Sequence[str]) -> str:

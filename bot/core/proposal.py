@@ -110,8 +110,8 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
             listed.append(f"- … and {cut} more commits (cut to fit)")
         parts.append("### Commits\n" + "\n".join(listed))
     rows = ["| wheel | size | sha256 | GPU archs | tags |", "|---|---|---|---|---|"]
-    rows += [f"| `{w.file}` | {_size(w.size)} | `{w.sha256}` | "
-             f"{', '.join(w.archs) or 'no device code'} | {', '.join(w.tags)} |" for w in facts.wheels]
+    rows += [f"| `{w.file}` | {_size(w.size)} | `{w.sha256}` | {w.archs_text} | {', '.join(w.tags)} |"
+             for w in facts.wheels]
     parts.append("### Wheels\n" + "\n".join(rows) + f"\n\nImage: `{facts.image}`")
     parts.append("### Requires-Dist\n" + _diff_text(facts.diff) if not facts.diff.empty
                  else "Requires-Dist: unchanged.")

@@ -142,6 +142,25 @@ def tag_pattern(template: str, *, component: str, sha: str | None = None) -> re.
     return re.compile("^" + "".join(parts) + "$")
 
 
+def commit_in_tag(template: str, tag: str, *, component: str) -> str | None:
+    """The commit (40 hex digits, or 8 from `{sha8}`) a tag made by `template` names, or
+    None when the tag does not fit the template or the template names no commit."""
+    parts: list[str] = []
+    named = False
+    for literal, name, _spec, _conversion in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        pattern = "[a-z0-9.]+" if is_local_placeholder(name) else _PATTERNS[name]
+        if name in COMMIT_FIELDS and not named:
+            pattern, named = f"(?P<commit>{pattern})", True
+        elif name == "component":
+            pattern = re.escape(component)
+        parts.append(f"(?:{pattern})")
+    match = re.fullmatch("".join(parts), tag) if named else None
+    return match.group("commit") if match else None
+
+
 def commit_only(template: str) -> bool:
     """Whether the tag follows from the commit alone (no version placeholder)."""
     fields = set(fields_of(template))

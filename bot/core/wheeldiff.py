@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .amdgpu import sorted_processors
-from .ociimage import WheelEntry
+from .ociimage import WheelEntry, tags_of
 
 # The ROCm runtime libraries whose soname version is ROCm's major version.
 ROCM_RUNTIMES = ("libamdhip64", "libhsa-runtime64")
@@ -48,8 +48,9 @@ class WheelChanges:
 
 
 def python_tag(entry: WheelEntry) -> str:
-    """The interpreter tag of a wheel (`cp312`), from its file name's tags."""
-    tags = {tag.split("-", 1)[0] for tag in entry.tags}
+    """The interpreter tag of a wheel (`cp312`), from its file name's tags (what the entry
+    records, else the file name itself: a name is never taken for a tag)."""
+    tags = {tag.split("-", 1)[0] for tag in entry.tags or tags_of(entry.file)}
     return ".".join(sorted(tags)) if tags else entry.file
 
 

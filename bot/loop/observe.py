@@ -30,6 +30,7 @@ from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins import read_pins
 from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
 from ..core.proposal import read_marker
+from ..core.revision import commit_hints
 from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
 from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary
 from .context import Context, Memory, Stores
@@ -71,7 +72,7 @@ class Observer:
         context.pins = read_pins(component, context.texts)
         base_files = hashlib.sha256(json.dumps(context.texts, sort_keys=True).encode()).hexdigest()
         context.pinned_info = self._pinned_info(context)
-        pinned_commit = context.pinned_info.annotations.get(REVISION) if context.pinned_info else None
+        pinned_commit = self._pinned_commit(context, head)
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
         # a newest tag older than the pin is never proposed
         base_has_head = pinned_commit is not None and (
@@ -162,6 +163,25 @@ class Observer:
             raise
         except WheelpinError:
             return None  # a pinned image we cannot read: the proposal says "unknown"
+
+    def _pinned_commit(self, context: Context, head: str) -> str | None:
+        """The commit the base pins: wheelpin's revision annotation as it stands, else the
+        first other hint the image gives (core/revision.py) that names a commit upstream."""
+        info = context.pinned_info
+        if info is None:
+            return None
+        revision = info.annotations.get(REVISION)
+        if revision is not None:
+            return revision
+        ref = context.pins[0].ref if context.pins else None
+        hints = commit_hints(annotations=info.annotations, labels=info.labels, tag=ref.tag if ref else None,
+                             template=context.component.image.tag, component=context.name,
+                             versions=[w.version for w in info.wheels])
+        for hint in hints:
+            commit = context.upstream.expand(hint, near=head)
+            if commit is not None:
+                return commit
+        return None
 
     def _proposal(self, branch: str, base: str) -> ProposalSeen | None:
         head = self.platform.resolve(f"refs/heads/{branch}")

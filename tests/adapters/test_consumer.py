@@ -14,6 +14,7 @@ from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.registry import RegistryClient
 from bot.core.ociimage import CONFIG_TYPE, LAYER_TYPE, MANIFEST_TYPE, canonical_json, digest_of
 from tests.cli import wheelpin
+from tests.fixtures.foreignpush import buildah_environment as foreign_environment
 from tests.fixtures.servers import Registry
 
 BUSYBOX = Path("/bin/busybox")
@@ -87,13 +88,7 @@ def test_buildah_copies_the_wheel_by_digest(registry: Registry, rocm_wheel: Path
 
 
 def buildah_environment(registry: Registry, tmp_path: Path) -> tuple[list[str], dict[str, str]]:
-    conf = tmp_path / "registries.conf"
-    conf.write_text(f'[[registry]]\nlocation = "{registry.host}"\ninsecure = true\n')
-    storage = ["--root", str(tmp_path / "root"), "--runroot", str(tmp_path / "runroot"),
-               "--storage-driver", "vfs"]
-    environment = {"CONTAINERS_REGISTRIES_CONF": str(conf), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-                   "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
-    return storage, environment
+    return foreign_environment(registry.host, tmp_path)
 
 
 def test_foreign_image_is_read_from_its_layer(registry: Registry, small_wheels: tuple[Path, Path],

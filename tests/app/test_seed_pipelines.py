@@ -37,6 +37,7 @@ from tests.app.worlds import HUMAN
 from tests.cli import wheelpin
 from tests.conftest import HipArtifacts
 from tests.fixtures.consumerimages import ConsumerImages
+from tests.fixtures.foreignpush import push_foreign
 from tests.fixtures import seedwheels
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.openapi import validate_recorded
@@ -209,6 +210,17 @@ def workflow_pushes(seed: Seed) -> Callable[[str], dict[str, bytes]]:
     return run
 
 
+def foreign_workflow_pushes(seed: Seed, folder: Path) -> Callable[[str], dict[str, bytes]]:
+    """ATOM's own workflow as it is: `docker build && docker push` of a FROM-scratch image,
+    no wheelpin annotation (here skopeo's copy, zstd layers, OCI media types)."""
+    def run(commit: str) -> dict[str, bytes]:
+        (wheel,) = seed.builds(commit).glob("*.whl")
+        push_foreign(f"{seed.repository}:{atom_tag(inspect_wheel(wheel).version, commit)}", [wheel], folder,
+                     tool="skopeo")
+        return {}
+    return run
+
+
 def pin_lmcache(seed: Seed, *, rocm6: bool, ceilings: bool) -> tuple[str, str]:
     """LMCache 0.5.6 as pinned today (a ROCm 6 build, or not; an open opentelemetry-api range,
     or not): its commit and version."""
@@ -283,6 +295,42 @@ def test_atom_lmcache(registry: Registry, tmp_path: Path, platform: str) -> None
                     "lmcache-rocm-wheel.yaml; wheelpin fetched its 1 wheel and verified them") in body
         for path in ("docker/Dockerfile", "docker/atom_release.dockerfile"):  # both files, one proposal
             assert atom_tag(version, head) in git(["show", f"wheelpin/lmcache:{path}"], cwd=driver_repo(driver))
+
+
+def test_atom_lmcache_as_atom_pushes_it(registry: Registry, tmp_path: Path) -> None:
+    """ATOM's shipped setup as it is: its workflow pushes the image (no wheelpin annotation),
+    and the image pinned today was pushed the same way, not by wheelpin. What the proposal
+    says comes from the wheels themselves: the pinned commit from the tag, the commit list
+    from it to the head, the same archs and tag (nothing "dropped"), the ROCm move."""
+    seed = make_seed(tmp_path, registry, "atom-lmcache", "lmcache", "github")
+    pinned = seed.commit("Release 0.5.6")
+    pinned_version = lmcache_version("0.5.6.dev98", pinned)
+    (wheel,) = [seedwheels.lmcache_rocm(seed.builds(pinned), pinned_version, library=seedwheels.hip_library(rocm6=True),
+                                        requires=seedwheels.lmcache_requires(ceilings=False))]
+    pin_by_hand(seed, push_foreign(f"{seed.repository}:{atom_tag(pinned_version, pinned)}", [wheel], tmp_path))
+    with driving(seed, tmp_path, foreign_workflow_pushes(seed, tmp_path)) as driver:
+        quiet = driver.settle()  # the base pins the head: known from the tag, nothing to do
+        assert quiet.code == 0 and quiet.body is None, quiet.component
+        middle = seed.commit("Document the chunk size")  # built by nobody: listed all the same
+        head = seed.commit("Faster chunk lookups")
+        version = lmcache_version("0.5.7.dev12", head)
+        seedwheels.lmcache_rocm(seed.builds(head), version, library=seedwheels.hip_library(),
+                                requires=seedwheels.lmcache_requires())
+        done = driver.settle()
+        assert done.code == 0, done.component
+    body = done.body
+    assert body is not None
+    assert f"Moves **lmcache** from `{pinned[:8]}` to `{head[:8]}` of " in body
+    commits = body.split("### Commits\n")[1].split("\n\n")[0]
+    assert commits.splitlines() == [f"- `{head[:8]}` Faster chunk lookups", f"- `{middle[:8]}` Document the chunk size"]
+    changes = body.split("### From → to\n")[1].split("\n\n")[0]
+    assert "dropped" not in changes and "not compared" not in changes, changes
+    assert "- ⚠️ **`libamdhip64.so.6` → `libamdhip64.so.7`: a ROCm major version change" in changes
+    assert f"- version `{pinned_version}` → `{version}`" in changes
+    row = next(line for line in body.splitlines() if line.startswith(f"| `lmcache-{version.replace('+', '+')}"))
+    assert "gfx942" in row and "gfx950" in row and row.endswith(f"| {seedwheels.LMCACHE_TAG} |"), row
+    assert "- ✅ HIP code for gfx942, gfx950 in every GPU library" in body
+    assert "Provenance: adopted: pushed by run" in body
 
 
 def driver_repo(driver: Driver) -> Path:

@@ -79,7 +79,6 @@ def test_a_wanted_arch_in_only_some_gpu_libraries_is_named(hip_artifacts: HipArt
     """vLLM wants gfx90a where present: a wheel whose one library has it and another lacks
     it would miss kernels on that GPU. The image records it; the proposal names it."""
     from bot.adapters.configdisk import load_config
-    from bot.adapters.publisher import entry_of
     from bot.core.assemble import notes
     from bot.core.inspect import inspect_wheel
     from bot.core.ociimage import WheelEntry
@@ -89,7 +88,7 @@ def test_a_wanted_arch_in_only_some_gpu_libraries_is_named(hip_artifacts: HipArt
     lib942 = hip.link_shared(tmp_path, [hip_artifacts.plain_objects["k942"]], "lib942.so")  # gfx942
     wheel = build_wheel(tmp_path, name="lmcache", version="0.5.7+g3d3aa833", tag="cp312-cp312-linux_x86_64",
                         files={"lmcache/a.so": lib90a.read_bytes(), "lmcache/b.so": lib942.read_bytes()})
-    entry = entry_of(inspect_wheel(wheel))
+    entry = WheelEntry.of_report(inspect_wheel(wheel))
     assert entry.archs == ("gfx90a", "gfx942") and entry.archs_partial == ("gfx90a",)
     assert WheelEntry.from_json(entry.to_json()) == entry
     config = Path(__file__).parent.parent.parent / "config" / "atom-lmcache"

@@ -24,7 +24,8 @@ from bot.core.ociimage import (
 )
 
 ENTRY = WheelEntry("lmcache-0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1-cp312-cp312-manylinux_2_39_x86_64.whl",
-                   "e" * 64, 1234, "lmcache", "0.5.6.dev98+g05fc77a0", ("numpy<=2.2.6",))
+                   "e" * 64, 1234, "lmcache", "0.5.6.dev98+g05fc77a0", ("numpy<=2.2.6",),
+                   tags=("cp312-cp312-manylinux_2_39_x86_64",))
 
 
 def image(**kwargs: object):  # type: ignore[no-untyped-def]
@@ -95,3 +96,12 @@ def test_mixed_architectures_are_refused() -> None:
 def test_foreign_annotations_are_not_ours() -> None:
     assert wheels_from_annotations({"com.amd.atom.lmcache.commit": "x"}) is None
     assert wheels_from_annotations({"io.wheelpin.wheels": "not json"}) is None
+
+
+def test_an_entry_without_tags_takes_them_from_its_file_name() -> None:
+    """Images whose annotations predate the tags: the file name says them, and a file name
+    is never taken for a tag (issue 31: "python tags dropped: lmcache-…whl")."""
+    old = WheelEntry.from_json({k: v for k, v in ENTRY.to_json().items() if k != "tags"})
+    assert old.tags == ("cp312-cp312-manylinux_2_39_x86_64",)
+    assert old.archs_text == "not recorded"  # nor archs, nor DT_NEEDED: not "no device code"
+    assert WheelEntry.from_json({**ENTRY.to_json(), "needed": []}).archs_text == "no device code"
