@@ -61,10 +61,17 @@ def seed_build(cache: Path, component: str, commit: str, wheels: Sequence[Path],
     staging.mkdir(parents=True)
     for wheel in wheels:
         shutil.copyfile(wheel, staging / wheel.name)
-    (folder / PROVENANCE).write_text(provenance + "\n")
+    note_provenance(cache, component, commit, provenance)
     (staging / COMPLETE).write_text(commit + "\n")
     staging.rename(out)
     return sorted(out.glob("*.whl"))
+
+
+def note_provenance(cache: Path, component: str, commit: str, provenance: str) -> None:
+    """Say where the build of `commit` comes from, when it is not a build of wheelpin's."""
+    folder = build_folder(cache, component, commit)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / PROVENANCE).write_text(provenance + "\n")
 
 
 def discard_build(cache: Path, component: str, commit: str) -> None:

@@ -3,7 +3,8 @@ on the dashboard issue for a head with no pull request (docs/design.md §1, "Com
 the comments that gave a command (one job however many times it was repeated), who may
 give one (write access, read at most once a minute), and carrying it out: refused
 without write access, not done on a closed pull request, nor a skip of a commit the
-commenter did not see. Each comment gets its reaction: 👍 done, 😕 not done."""
+commenter did not see. Each comment gets its reaction: 👍 done, 😕 not done, 👀 with a reply when it changed
+nothing (the pull request already proposed the head)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..adapters.github import Conversation
 from ..core.config import Component
 from ..core.errors import WheelpinError
 from ..core.jobs import Intake, Job, JobKind
+from ..loop.results import Status
 from ..loop.runner import Reconciler
 from .shared import Shared
 from .watchlist import Watched
@@ -127,6 +129,13 @@ class Commands:
         if not component_pass(watched, component.name, job.command == "rebase", job.command == "recheck"):
             return False  # a transient failure: the retry reacts
         row = watched.rows.get(component.name)  # 👍 carried out; 😕 its pass failed (the PR says why)
+        if row is not None and row.status.startswith(Status.NOTHING.value):  # said, not thanked for
+            head = f"`{row.head[:8]}`" if row.head else "the upstream head"
+            conversation.say_once(target.branch, key=f"nothing-{job.command}-{job.sender}-{row.head}",
+                                  text=f"@{job.sender}: `/wheelpin {job.command}` changed nothing: this pull request "
+                                  f"already proposes {head}, built and verified, on the current base.")
+            react("eyes")
+            return True
         react("confused" if row is not None and row.status.startswith("failed") else "+1")
         return True
 

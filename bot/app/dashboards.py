@@ -21,17 +21,19 @@ log = structlog.get_logger("wheelpin.serve")
 
 
 def record(watched: Watched, result: ComponentResult) -> None:
-    """The component's row after a pass; the last error is kept until the next one."""
+    """The component's row after a pass; the last error is kept until the next one, or
+    until a pass succeeds (a wait or a branch left alone says nothing of it)."""
     if watched.shared is not None and result.name not in watched.rows:  # another replica's last pass
         watched.rows.update(watched.shared.rows(watched.repository, [result.name]))
     previous = watched.rows.get(result.name, Row(result.name))
     failed = result.status == Status.FAILED
+    succeeded = result.status in (Status.DONE, Status.NOTHING)  # the last error is over
     message = result.messages[-1] if result.messages else None
     row = watched.rows[result.name] = Row(
         result.name, pinned=result.pinned, head=result.head, build=result.build, image=result.image,
         proposal=result.proposal, status=result.status.value + (f": {message}" if message and not failed else ""),
-        last_error=message if failed else previous.last_error,
-        last_error_at=time.time() if failed else previous.last_error_at,
+        last_error=message if failed else None if succeeded else previous.last_error,
+        last_error_at=time.time() if failed else None if succeeded else previous.last_error_at,
         notes=tuple(result.notes) or (previous.notes if previous.head == result.head else ()))
     if watched.shared is not None:  # every replica's passes on the one dashboard
         watched.shared.save_row(watched.repository, row)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..adapters.smoke import SmokeResult
-from ..adapters.builders import COMPLETE, build_folder, build_provenance, built_wheels, run_local_build
+from ..adapters.builders import (COMPLETE, build_folder, build_provenance, built_wheels, discard_build,
+                                 run_local_build)
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component
@@ -51,6 +52,13 @@ class Builder(Protocol):
 
     def forget(self, commit: str) -> None: ...
 
+    def reused(self, commit: str) -> str | None:
+        """Where the wheels of `commit` came from when a maintainer gave them instead of a
+        build (`reconcile --use-artifacts`, `/wheelpin build --from-run`); None for a build."""
+
+    def discard(self, commit: str) -> None:
+        """Forget the wheels given as the build of `commit` (refused): the next pass builds it."""
+
     def describe(self, commit: str) -> str | None:
         """Who made the build of `commit`, for the proposal (None: nothing is known)."""
 
@@ -76,8 +84,12 @@ class _Cached:
         """The build of `commit` failed and was recorded: the next try starts anew."""
 
     def reused(self, commit: str) -> str | None:
-        """Where wheels a maintainer pointed wheelpin at came from (`reconcile --use-artifacts`)."""
+        """Where wheels a maintainer pointed wheelpin at came from (`reconcile --use-artifacts`,
+        `/wheelpin build --from-run`)."""
         return build_provenance(self.cache, self.component.name, commit)
+
+    def discard(self, commit: str) -> None:
+        discard_build(self.cache, self.component.name, commit)
 
 
 class CommandBuilder(_Cached):
@@ -129,10 +141,11 @@ class WorkflowBuilder(_Cached):
         run_id = self.state.run_of(self.component.name, commit)
         if run_id is None or self.actions is None:
             return self.reused(commit)
+        named = f", named by `/wheelpin build --from-run {run_id}`" if self.reused(commit) else ""
         try:
-            return f"run {self.actions.run(run_id).url} of {self.component.build.workflow}"
+            return f"run {self.actions.run(run_id).url} of {self.component.build.workflow}{named}"
         except WheelpinError:
-            return f"run {run_id} of {self.component.build.workflow}"
+            return f"run {run_id} of {self.component.build.workflow}{named}"
 
     def smoke_seen(self, commit: str) -> SmokeResult | None:
         """The run's jobs named like `smoke`: passed when all succeeded. A run with none, or
@@ -151,6 +164,11 @@ class WorkflowBuilder(_Cached):
 
     def forget(self, commit: str) -> None:
         """The run followed for `commit` ended badly: the next try dispatches a new one."""
+        self.state.drop_run(self.component.name, commit)
+
+    def discard(self, commit: str) -> None:
+        """A run a maintainer named was refused: neither it nor its wheels are followed again."""
+        super().discard(commit)
         self.state.drop_run(self.component.name, commit)
 
     def _actions(self) -> ActionsBuilder:

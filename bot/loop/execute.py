@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import assert_never
+from typing import NoReturn, assert_never
 
 import structlog
 
@@ -26,8 +26,8 @@ from ..adapters.statefile import StateFile
 from ..core.assemble import assemble
 from ..core.backoff import rules_of
 from ..core.config import Component, Config
-from ..core.errors import (BuildFailed, PermissionRefused, RefusedError, RuleRefused, VerificationError,
-                           WheelpinError)
+from ..core.errors import (BuildFailed, InputError, PermissionRefused, RefusedError, RuleRefused,
+                           VerificationError, WheelpinError)
 from ..core.pins import plan_bump
 from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
                          ImageFound, PublishImage, RecordFailure, Report, StartBuild, Wait, WriteProposal,
@@ -111,6 +111,22 @@ class Executor:
         self.state.record(context.name, commit, what, message, rules=context.rules or rules_of(context.component))
         context.builder.forget(commit)
 
+    def _refused(self, context: Context, head: str, why: str, problems: tuple[str, ...]) -> NoReturn:
+        """The wheels of `head`'s build failed the checks: nothing is published. A build
+        wheelpin made (or dispatched) is recorded as refused, so that commit is not built
+        again. Wheels a maintainer gave instead (`--use-artifacts`, `/wheelpin build
+        --from-run`) are no build of the commit's own: they are forgotten, nothing is
+        recorded, and the commit is built as usual by the next pass."""
+        given = context.builder.reused(head)
+        if given is not None:
+            context.builder.discard(head)
+            raise VerificationError(f"the wheels taken as the build of {head[:8]} ({given}) were refused and "
+                                    f"forgotten; {head[:8]} is built as usual at the next pass: {why}",
+                                    problems=problems)
+        message = f"verification of {head[:8]} failed, nothing published: {why}"
+        self._failed(context, head, "verify", message)
+        raise VerificationError(message, problems=problems)
+
     def close(self, facts: Facts, action: ClosePR, result: ComponentResult) -> Facts:
         self.platform.close(action.branch, expected=action.expected, reason=action.why)
         result.messages.append(f"closed {action.branch}: {action.why}")
@@ -132,6 +148,11 @@ class Executor:
         try:
             wheels = context.builder.collect(head)
         except BuildFailed as exc:
+            given = context.builder.reused(head)
+            if given is not None:  # a run a maintainer named: forgotten, not recorded against the commit
+                context.builder.discard(head)
+                raise BuildFailed(f"{given}: {exc.message}; it is forgotten, and {head[:8]} is built as usual "
+                                  "at the next pass", recorded=exc.recorded) from None
             self._failed(context, head, "build", exc.recorded)
             raise
         result.messages.append(f"fetched {len(wheels)} wheel(s) of the build of {head[:8]}")
@@ -154,13 +175,14 @@ class Executor:
     def publish(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
         component, head = context.component, _head(facts)
         wheels = context.builder.collect(head)
-        reports = [inspect_wheel(wheel) for wheel in wheels]
+        try:
+            reports = [inspect_wheel(wheel) for wheel in wheels]
+        except InputError as exc:  # a wheel that cannot be read is refused like one that fails a check
+            self._refused(context, head, exc.message, (exc.message,))
         problems = check_wheels(component, reports, component_rules(component, commit=head))
         problems = problems or self.consumers.problems(context, facts, reports)
         if problems:
-            message = f"verification of {head[:8]} failed, nothing published: " + summary(problems, wheels=len(reports))
-            self._failed(context, head, "verify", message)
-            raise VerificationError(message, problems=tuple(map(str, problems)))
+            self._refused(context, head, summary(problems, wheels=len(reports)), tuple(map(str, problems)))
         self._smoke(context, head, wheels)
         tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
                                                         version=reports[0].version))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import structlog
 
-from ..adapters.builders import discard_build, seed_build
+from ..adapters.builders import discard_build, note_provenance, seed_build
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.platform import Platform
 from ..adapters.statefile import open_state
@@ -26,7 +26,7 @@ from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
 from ..core.errors import ConfigError, InputError, TransientError, VerificationError, WheelpinError, kind_of
 from ..core.imageref import ImageRef
-from ..core.plan import Asks, Facts, Wait, WriteProposal, live_failure, plan
+from ..core.plan import Asks, Facts, Wait, WriteProposal, desired_state, live_failure, plan
 from .builders import Builder, CommandBuilder, WorkflowBuilder
 from .context import Context, Memory, Stores
 from .observe import Observer
@@ -167,12 +167,20 @@ class Reconciler:
         if component.build.workflow is None:
             raise ConfigError(f"{component.name} builds with build.command, not on GitHub Actions; locally, "
                               "`wheelpin reconcile --use-artifacts DIR --commit SHA` takes wheels built elsewhere")
+        if component.build.publishes_image:
+            raise ConfigError(
+                f"{component.name}'s workflow pushes its image itself (build.publishes_image = true), so wheelpin "
+                f"publishes no run's artifacts: run {component.build.workflow} for the upstream head so it pushes "
+                "the image under its tag, and wheelpin adopts it at its next pass (or set build.publishes_image = "
+                "false to let wheelpin publish the workflow's artifacts)")
         if self.actions is None:
             raise ConfigError(f"{component.name}: a run's artifacts are read on the GitHub platform only")
         run = self.actions.run(run_id)
         if run.done and run.conclusion != "success":
             raise InputError(f"run {run_id} ended: {run.conclusion}, so its artifacts are no build")
-        head = self._context(component).upstream.head()
+        context = self._context(component)
+        head = context.upstream.head()
+        self._nothing_to_take(context, head)
         # a title that names a commit (a `run-name` carrying the inputs) must name the head:
         # the one check there is for a version that carries no commit (Mooncake's)
         named = set(re.findall(r"\b[0-9a-f]{40}\b", run.title))
@@ -180,9 +188,24 @@ class Reconciler:
             raise InputError(f"run {run_id} built {sorted(named)[0][:12]} (its title says), not the head "
                              f"{head[:12]} of {component.upstream.repo}")
         discard_build(self.cache, component.name, head)
+        note_provenance(self.cache, component.name, head,
+                        f"run {run_id} of {component.build.workflow}, named by `/wheelpin build --from-run {run_id}`")
         self.state.record_run(component.name, head, run_id)
         self.state.forget(component.name, head)
         return f"{component.name}: run {run_id} followed as the build of {head[:8]}"
+
+    def _nothing_to_take(self, context: Context, head: str) -> None:
+        """InputError when the head needs no build: the base pins it, or its image is
+        published and its proposal already says so (a command that would change nothing)."""
+        self.platform.begin_pass()
+        self.memory.new_pass()
+        facts = self.observer.observe(context, time.time())
+        if facts.base_has_head or facts.base_pins_image:
+            raise InputError(f"nothing to take: the base already pins {head[:8]}, the upstream head")
+        image, proposal = facts.image, facts.proposal
+        if image is not None and proposal is not None and proposal.state == desired_state(facts):
+            raise InputError(f"nothing to take: {head[:8]}, the upstream head, is already published as "
+                             f"{image.ref} and proposed on {proposal.branch}")
 
     def _run(self, components: list[Component], *, dry_run: bool, asks: Asks) -> PassResult:
         self.platform.begin_pass()

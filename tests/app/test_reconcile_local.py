@@ -242,6 +242,49 @@ def test_an_earlier_build_is_reused_verified_and_not_rebuilt(world: World, tmp_p
     assert refused.code == 1 and f"does not carry commit g{newer[:8]}" in component(refused)["messages"][-1]
 
 
+def test_wheels_given_for_the_wrong_commit_are_refused_and_forgotten(world: World, tmp_path: Path) -> None:
+    """A wrong `--use-artifacts` folder (another commit's wheel) cannot poison the commit:
+    it is refused once and forgotten, the next pass builds the commit as usual, and the
+    proposal lists no refusal of it."""
+    first = world.commit_upstream("one", NEW_VERSION)
+    elsewhere = tmp_path / "artifacts"
+    elsewhere.mkdir()
+    for wheel in runner_build(world, tmp_path, first):
+        shutil.copy(wheel, elsewhere)
+    head = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+    refused = world.reconcile("--use-artifacts", str(elsewhere), "--commit", head)
+    assert refused.code == 1
+    said = component(refused)["messages"][-1]
+    assert f"were refused and forgotten; {head[:8]} is built as usual at the next pass" in said, said
+    assert f"does not carry commit g{head[:8]}" in said and world.branch() is None
+    assert not (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds" / "demo-cache" / head).exists()
+    done = world.reconcile()
+    assert done.code == 0, done.stdout + done.stderr
+    assert [a["kind"] for a in component(done)["actions"]] == ["build", "publish", "propose"]
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert head[:8] in message.splitlines()[0] and "⛔" not in message
+    assert "wheels a maintainer gave" not in message  # its own build, said as such
+
+
+def test_a_wheel_that_cannot_be_read_is_refused_in_the_commit_list(world: World) -> None:
+    """A build that leaves a file named like a wheel that is no zip: the commit is refused
+    like one whose wheel fails a check (not rebuilt), and the next proposal marks it ⛔."""
+    from bot.commands.demo import BUILD_SCRIPT
+
+    broken = world.commit_upstream("broken packaging", {"build_wheel.py": (
+        "import pathlib, sys\n"
+        "pathlib.Path(sys.argv[1], 'demo_cache-0.1.1-py3-none-any.whl').write_bytes(b'not a zip')\n")})
+    refused = world.reconcile()
+    assert refused.code == 1 and "nothing published" in component(refused)["messages"][-1], refused.stdout
+    assert component(world.reconcile())["actions"][0]["kind"] == "report"  # not rebuilt
+    head = world.commit_upstream("fixed packaging", {**NEW_VERSION, "build_wheel.py": BUILD_SCRIPT})
+    done = world.reconcile()
+    assert done.code == 0, done.stdout + done.stderr
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert f"- `{broken[:8]}` broken packaging — ⛔ refused: " in message, message
+    assert f"- `{head[:8]}` fixed packaging\n" in message
+
+
 def test_the_exact_wheel_is_smoke_tested_before_it_is_published(world: World) -> None:
     """Mooncake's release rule: the wheel itself, installed alone in a fresh venv, must
     import. A failed smoke test publishes nothing."""

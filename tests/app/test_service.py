@@ -358,6 +358,63 @@ def test_a_build_is_taken_from_an_earlier_run(world: World, tmp_path: Path) -> N
                    for c in pull.comments)
 
 
+def test_a_wrong_run_is_refused_and_forgotten_and_a_command_that_changes_nothing_says_so(
+        world: World, tmp_path: Path) -> None:
+    """A run of another commit named by `/wheelpin build --from-run N` cannot poison the head:
+    refused once, forgotten, and the next pass dispatches the head's own build, whose
+    proposal lists no refusal. A command with nothing to do says so, and gets no 👍."""
+    with running_bot(world, tmp_path) as bot:
+        first = world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        (own,) = bot.repo.runs
+        bot.comment(pull.number, f"/wheelpin build --from-run {own}", "maintainer")
+        asked = comment_id(pull.number, len(pull.comments) - 1)
+        bot.idle()
+        assert f"nothing to take: {first[:8]}, the upstream head, is already published as " in pull.comments[-1]
+        assert bot.repo.reactions[asked] == ["confused"]
+        bot.comment(pull.number, "/wheelpin recheck", "maintainer")
+        asked = comment_id(pull.number, len(pull.comments) - 1)
+        bot.idle()
+        assert "`/wheelpin recheck` changed nothing: this pull request already proposes" in pull.comments[-1]
+        assert bot.repo.reactions[asked] == ["eyes"]
+
+        head = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        bot.emulator.run_name = False  # a workflow with no `run-name`: its title names no commit
+        stale = Run(bot.emulator.next_id, "w.yaml", "main", {"c": first})
+        bot.emulator.next_id += 1
+        bot.repo.runs[stale.id] = stale
+        bot.emulator.finish_run(bot.repo, stale)
+        bot.comment(pull.number, f"/wheelpin build --from-run {stale.id}", "maintainer")
+        asked = comment_id(pull.number, len(pull.comments) - 1)
+        bot.idle()
+        assert bot.repo.reactions[asked] == ["confused"], pull.comments[-1]  # its pass failed: the dashboard says why
+        (dashboard,) = dashboards(bot)
+        assert "were refused and forgotten" in dashboard.body, pull.comments[-1]  # type: ignore[attr-defined]
+        runs = len(bot.repo.runs)
+        bot.poll_and_build()
+        assert len(bot.repo.runs) == runs + 1 and head[:8] in pull.title  # its own build, dispatched
+        assert "⛔" not in pull.body and f"from-run {stale.id}" not in pull.body
+        assert "were refused" not in dashboard.body  # type: ignore[attr-defined]  # the success cleared it
+
+
+def test_a_run_is_not_taken_where_the_workflow_publishes_the_image(world: World, tmp_path: Path) -> None:
+    """ATOM's shipped config: its workflow pushes the image (build.publishes_image), so
+    wheelpin publishes no run's artifacts; the reply says why and what to do instead."""
+    with running_bot(world, tmp_path, edit=('inputs = { c = "{sha}" } }',
+                                            'inputs = { c = "{sha}" }, publishes_image = true }')) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()  # the run uploads wheels but pushes no image: nothing to adopt
+        (dashboard,) = dashboards(bot)
+        (run,) = bot.repo.runs
+        bot.comment(dashboard.number, f"/wheelpin build --from-run {run}", "maintainer")  # type: ignore[attr-defined]
+        bot.idle()
+        said = dashboard.comments[-1]  # type: ignore[attr-defined]
+        assert f"@maintainer: run {run} was not taken as the build: demo-cache's workflow pushes its image itself " \
+               "(build.publishes_image = true)" in said and "wheelpin adopts it at its next pass" in said, said
+        assert bot.pulls() == []
+
+
 def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_request(world: World,
                                                                                    tmp_path: Path) -> None:
     """The head's own build failed, so there is no pull request to comment on: the
@@ -450,7 +507,9 @@ def test_repeated_commands_coalesce_and_every_comment_gets_its_reaction(world: W
         release.set()
         bot.idle()
         assert bot.service.queue.runs - runs <= 3  # the command once, then its component and dashboard
-        assert all(bot.repo.reactions.get(number) == ["+1"] for number in ids), bot.repo.reactions
+        # a recheck of a proposal that is current changes nothing: said once, each comment 👀, no 👍
+        assert all(bot.repo.reactions.get(number) == ["eyes"] for number in ids), bot.repo.reactions
+        assert sum("changed nothing" in c for c in pull.comments) == 1
 
 
 def test_a_deleted_dashboard_is_opened_again(world: World, tmp_path: Path) -> None:
