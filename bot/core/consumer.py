@@ -8,6 +8,8 @@ Pure.
   distribution whose Requires-Dist excludes the new wheel's version, or one that needs a
   package in versions the new wheel's own ranges exclude (moving that package to suit the
   wheel would break it).
+- **Absent**: the wheel's requirements that no installed distribution meets by name
+  (`grpcio>=1.78.0`): what installing it would bring into the image.
 - **Libraries**: each DT_NEEDED of each ELF file of the wheel, found as the loader would
   (`core/ldso.py`): a soname already loaded by a distribution the wheel requires (torch's
   `libc10.so`, loaded by `import torch` before the wheel's extension), else a path
@@ -71,6 +73,7 @@ class ConsumerReport:
     installed: dict[str, str]  # canonical name → version
     dependents: tuple[Dependent, ...]
     unresolved: tuple[str, ...] = ()  # "lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have …"
+    absent: tuple[str, ...] = ()  # the wheels' requirements the image has no distribution for: "grpcio>=1.78.0"
 
     @property
     def constraints(self) -> tuple[str, ...]:
@@ -79,7 +82,8 @@ class ConsumerReport:
 
     def to_json(self) -> dict[str, object]:
         return {"image": self.image, "python": self.python, "rocm": self.rocm, "installed": self.installed,
-                "dependents": [d.to_json() for d in self.dependents], "unresolved": list(self.unresolved)}
+                "dependents": [d.to_json() for d in self.dependents], "unresolved": list(self.unresolved),
+                "absent": list(self.absent)}
 
 
 def target(files: ImageFiles) -> TargetEnvironment:
@@ -101,14 +105,31 @@ def _requirements(lines: Sequence[str], env: TargetEnvironment) -> list[Requirem
 
 def check(image: str, files: ImageFiles, wheels: Sequence[WheelAsks],
           reports: Sequence[WheelReport] = ()) -> ConsumerReport:
-    """The wheels against the image: dependents, and (given the wheels' inspections) the libraries their ELF files need that it lacks."""
+    """The wheels against the image: dependents, the requirements it has nothing for, and
+    (given the wheels' inspections) the libraries their ELF files need that it lacks."""
     installed = files.installed()
     env = target(files)
     dependents = [found for wheel in wheels for found in _dependents(wheel, installed, env)]
     unresolved = [problem for report in reports for problem in _libraries(report, files, installed, env)]
     return ConsumerReport(image, files.python_version, files.rocm_version(),
                           {name: dist.version for name, dist in installed.items()},
-                          tuple(dict.fromkeys(dependents)), tuple(dict.fromkeys(unresolved)))
+                          tuple(dict.fromkeys(dependents)), tuple(dict.fromkeys(unresolved)),
+                          tuple(_absent(wheels, installed, env)))
+
+
+def _absent(wheels: Sequence[WheelAsks], installed: dict[str, Installed], env: TargetEnvironment) -> list[str]:
+    """Each requirement of the wheels whose distribution the image does not have, without
+    its marker (it applies): `grpcio>=1.78.0`."""
+    ours = {canonicalize_name(wheel.name) for wheel in wheels}
+    found = []
+    for wheel in wheels:
+        for requirement in _requirements(wheel.requires_dist, env):
+            name = canonicalize_name(requirement.name)
+            if name not in installed and name not in ours:
+                extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+                found.append(requirement.name + extras + (f" @ {requirement.url}" if requirement.url
+                                                          else str(requirement.specifier)))
+    return list(dict.fromkeys(found))
 
 
 def _valid(version: str) -> bool:
