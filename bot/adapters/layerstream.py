@@ -9,7 +9,7 @@ layer:
   the blob's digest is checked when it ends (the registry client does), the uncompressed
   tar's digest against the config's `diff_ids`;
 - at most `MAX_MEMBERS` tar entries, `MAX_METADATA` bytes of one METADATA, `MAX_TEXT` of
-  one text file, and `MAX_RATIO` times the compressed size once uncompressed (at least
+  one text file (of `MAX_TEXTS` at most), and `MAX_RATIO` times the compressed size once uncompressed (at least
   `MIN_INFLATED`);
 - a RECORD of at most `MAX_RECORD` bytes, read as a stream: only the shared objects it
   lists are kept, `MAX_RECORD_LIBRARIES` of them at most;
@@ -41,6 +41,7 @@ from .imageread import ChunkReader
 MAX_MEMBERS = 2_000_000
 MAX_METADATA = 1 << 20
 MAX_TEXT = 64 << 10
+MAX_TEXTS = 256  # text files of one layer: a Debian and ROCm image has a dozen
 MAX_RATIO = 200
 MIN_INFLATED = 1 << 30
 MAX_RECORD = 32 << 20  # torch's RECORD is some 3 MiB
@@ -173,6 +174,8 @@ def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSumma
     elif match := RECORD.match(path):
         summary.records[path] = _record_libraries(archive, member, match.group("site"), what)
     elif LDCONF.match(path) or ROCM_VERSION.match(path):
+        if len(summary.texts) >= MAX_TEXTS:
+            raise LayerError(f"{what} has more than {MAX_TEXTS} ld.so.conf files")
         summary.texts[path] = _read(archive, member, MAX_TEXT, what).decode("utf-8", "replace")
     elif LIBRARY.match(path):
         summary.libraries[path] = ""

@@ -33,7 +33,7 @@ SITE = re.compile(_DIST_INFO + "METADATA$")
 RECORD = re.compile(_DIST_INFO + "RECORD$")  # …/RECORD: the files the distribution installed
 # any shared object, whatever its prefix: ld-linux-x86-64.so.2 is one, and so is libc10.so
 LIBRARY = re.compile(r"^(?:.*/)?[^/]+\.so(?:\.[0-9][^/]*)?$")
-LDCONF = re.compile(r"^etc/ld\.so\.conf(?:\.d/[^/]+)?$")
+LDCONF = re.compile(r"^etc/ld\.so\.conf(?:\.d/.+)?$")  # what an include there may name
 ROCM_VERSION = re.compile(r"^opt/rocm[^/]*/\.info/version$")
 PYTHON = re.compile(r"^(?:.*/)?bin/python(?P<version>3\.\d+)$")
 # a symlink to one of these is to a file, not a folder the loader's search could go through

@@ -89,7 +89,7 @@ def conf_folders(texts: Mapping[str, str]) -> list[str]:
     if LD_SO_CONF in texts:
         _read_conf(LD_SO_CONF, texts, folders, set(), 0)
     else:
-        for path in sorted(p for p in texts if p.startswith(LD_SO_CONF + ".d/") and p.endswith(".conf")):
+        for path in sorted(p for p in texts if _glob(LD_SO_CONF + ".d/*.conf", p)):
             _read_conf(path, texts, folders, set(), 0)
     return list(dict.fromkeys(f for f in folders if f))
 
