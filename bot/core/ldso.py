@@ -83,8 +83,8 @@ def conf_folders(texts: Mapping[str, str]) -> list[str]:
     Without /etc/ld.so.conf, ldconfig itself would read none of etc/ld.so.conf.d; but an
     image without it still has the cache ldconfig wrote when its packages put their files
     there (a package adds its folder to ld.so.conf.d and runs ldconfig), and wheelpin read
-    them all before it read `include` lines: so every etc/ld.so.conf.d file, in name order,
-    stands in for the include that is not there."""
+    them all before it read `include` lines: so Debian's `include
+    /etc/ld.so.conf.d/*.conf` stands in for the file that is not there."""
     folders: list[str] = []
     if LD_SO_CONF in texts:
         _read_conf(LD_SO_CONF, texts, folders, set(), 0)
@@ -99,17 +99,16 @@ def _read_conf(path: str, texts: Mapping[str, str], folders: list[str], seen: se
         return
     seen.add(path)
     for line in texts.get(path, "").splitlines():
-        line = line.split("#", 1)[0].strip()
-        word, _, rest = line.partition(" ")
-        if word == "include" or line.startswith("include\t"):
-            for pattern in (rest or line[len("include"):]).split():
+        words = line.split("#", 1)[0].split()
+        if words[:1] == ["include"]:
+            for pattern in words[1:]:
                 whole = pattern if pattern.startswith("/") else posixpath.join("/" + posixpath.dirname(path), pattern)
                 for included in sorted(p for p in texts if _glob(normalize(whole), p)):  # glob(3) sorts its names
                     _read_conf(included, texts, folders, seen, depth + 1)
-        elif word == "hwcap" or not line:
+        elif words[:1] == ["hwcap"] or not words:
             continue  # glibc's ldconfig ignores hwcap lines now
         else:
-            folders += [normalize(folder.split("=", 1)[0]) for folder in _SEPARATORS.split(line) if folder]
+            folders += [normalize(folder.split("=", 1)[0]) for folder in _SEPARATORS.split(" ".join(words)) if folder]
 
 
 def _glob(pattern: str, path: str) -> bool:
