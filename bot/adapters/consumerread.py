@@ -2,7 +2,9 @@
 runtime (docs/design.md §1, step 5): its manifest (an index resolved to the wheel's
 platform), its config (`Env`, `diff_ids`) and each layer, summarised by
 `adapters/layerstream.py` and cached by the layer's digest: layers never change, so a new
-base image costs only its new layers. `core/imagefs.merge` makes one view of them.
+base image costs only its new layers (a summary cached by a wheelpin that summarised
+layers otherwise, `imagefs.FORMAT`, is read again). `core/imagefs.merge` makes one view
+of them.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class LayerCache:
         try:
             return LayerSummary.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError):
-            return None  # a damaged entry is read again
+            return None  # a damaged entry, or one of another format, is read again
 
     def put(self, digest: str, summary: LayerSummary) -> None:
         path = self._path(digest)

@@ -1,23 +1,31 @@
 """One layer of a consuming image, streamed into a `LayerSummary` (core/imagefs.py): the
-dist-infos' METADATA, the shared libraries, ld.so.conf and ROCm's version file, and the
-whiteouts. Nothing is written to disk and memory stays bounded whatever the layer:
+dist-infos' METADATA and the shared objects their RECORD lists, the shared objects (files
+and symlinks), the other symlinks that may be folders, ld.so.conf and ROCm's version
+file, and the whiteouts. Nothing is written to disk and memory stays bounded whatever the
+layer:
 
 - the compression is sniffed from the first bytes (gzip, zstd, or a plain tar), whatever
   the media type says; the bytes are counted against the size the manifest gives, and
   the blob's digest is checked when it ends (the registry client does), the uncompressed
   tar's digest against the config's `diff_ids`;
 - at most `MAX_MEMBERS` tar entries, `MAX_METADATA` bytes of one METADATA, `MAX_TEXT` of
-  one text file, and `MAX_RATIO` times the compressed size once uncompressed (at least
+  one text file (of `MAX_TEXTS` at most), and `MAX_RATIO` times the compressed size once uncompressed (at least
   `MIN_INFLATED`);
+- a RECORD of at most `MAX_RECORD` bytes, read as a stream: only the shared objects it
+  lists are kept, `MAX_RECORD_LIBRARIES` of them at most;
+- a symlink target of at most `PATH_MAX` bytes (the kernel's bound on a path), and at
+  most `MAX_LINKS` symlinks that may be folders;
 - a member whose name leaves the root (`../`), or a hard link to one, is refused.
 Each refusal is one sentence (a `LayerError`), never a crash.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import io
+import posixpath
 import tarfile
 from collections.abc import Iterator
 from typing import IO, Any, cast
@@ -25,15 +33,21 @@ from typing import IO, Any, cast
 import zstandard
 
 from ..core.errors import InputError
-from ..core.imagefs import LDCONF, LIBRARY, PYTHON, ROCM_VERSION, SITE, LayerSummary, normalize
+from ..core.imagefs import LDCONF, LIBRARY, PYTHON, RECORD, ROCM_VERSION, SITE, LayerSummary, may_be_folder
+from ..core.ldso import normalize
 from ..core.wheelmeta import parse_metadata
 from .imageread import ChunkReader
 
 MAX_MEMBERS = 2_000_000
 MAX_METADATA = 1 << 20
 MAX_TEXT = 64 << 10
+MAX_TEXTS = 256  # text files of one layer: a Debian and ROCm image has a dozen
 MAX_RATIO = 200
 MIN_INFLATED = 1 << 30
+MAX_RECORD = 32 << 20  # torch's RECORD is some 3 MiB
+MAX_RECORD_LIBRARIES = 20_000
+PATH_MAX = 4096
+MAX_LINKS = 100_000  # a Debian and ROCm image keeps a few thousand
 _CHUNK = 1 << 20
 
 
@@ -132,11 +146,20 @@ def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSumma
     path = normalize(member.name)
     if not path or summary.note_whiteout(path):
         return
+    if member.issym() and not member.linkname:
+        return  # names nothing: no path goes through it
+    if member.issym() and len(member.linkname.encode("utf-8", "surrogateescape")) > PATH_MAX:
+        raise LayerError(f"{what}: the symlink {path[:200]!r} has a target longer than {PATH_MAX} bytes (PATH_MAX)")
     if member.issym() or member.islnk():
         if LIBRARY.match(path):  # a symlink keeps its target; a hard link is a file
-            summary.libraries[path] = member.linkname[:4096] if member.issym() else ""
+            summary.libraries[path] = member.linkname if member.issym() else ""
         elif PYTHON.match(path):
             summary.pythons.append(path)
+        elif member.issym() and may_be_folder(path, member.linkname):
+            if len(summary.links) >= MAX_LINKS:
+                raise LayerError(f"{what} has more than {MAX_LINKS} symlinks that may be folders, more than "
+                                 "wheelpin keeps of one layer")
+            summary.links[path] = member.linkname
         return
     if not member.isreg():
         return
@@ -148,12 +171,34 @@ def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSumma
             raise LayerError(f"{what}: {path}: {exc}") from None
         summary.dists[path] = {"name": metadata.name, "version": metadata.version,
                                "requires": list(metadata.requires_dist)}
+    elif match := RECORD.match(path):
+        summary.records[path] = _record_libraries(archive, member, match.group("site"), what)
     elif LDCONF.match(path) or ROCM_VERSION.match(path):
+        if len(summary.texts) >= MAX_TEXTS:
+            raise LayerError(f"{what} has more than {MAX_TEXTS} ld.so.conf files")
         summary.texts[path] = _read(archive, member, MAX_TEXT, what).decode("utf-8", "replace")
     elif LIBRARY.match(path):
         summary.libraries[path] = ""
     elif PYTHON.match(path):
         summary.pythons.append(path)
+
+
+def _record_libraries(archive: tarfile.TarFile, member: tarfile.TarInfo, site: str, what: str) -> list[str]:
+    """The shared objects a RECORD lists, as paths from the root (its paths are from the
+    site folder): which distribution installed a library (torch's libc10.so)."""
+    source = _open(archive, member, MAX_RECORD, what)
+    found: list[str] = []
+    try:
+        # line by line (a stream-mode tar member cannot seek, which io.TextIOWrapper asks)
+        for row in csv.reader(line.decode("utf-8", "replace") for line in source):
+            if row and LIBRARY.match(row[0]):
+                if len(found) >= MAX_RECORD_LIBRARIES:
+                    raise LayerError(f"{what}: {normalize(member.name)} lists more than {MAX_RECORD_LIBRARIES} "
+                                     "shared objects")
+                found.append(normalize(posixpath.join(site, row[0])))
+    except csv.Error as exc:
+        raise LayerError(f"{what}: {normalize(member.name)} is not a readable RECORD ({exc})") from None
+    return found
 
 
 def _escapes(name: str) -> bool:
@@ -168,10 +213,14 @@ def _escapes(name: str) -> bool:
     return False
 
 
-def _read(archive: tarfile.TarFile, member: tarfile.TarInfo, limit: int, what: str) -> bytes:
+def _open(archive: tarfile.TarFile, member: tarfile.TarInfo, limit: int, what: str) -> IO[bytes]:
     if member.size > limit:
         raise LayerError(f"{what}: {normalize(member.name)} is {member.size} bytes, more than the {limit} "
                          "wheelpin reads of such a file")
     source = archive.extractfile(member)
     assert source is not None
-    return source.read(limit + 1)
+    return source
+
+
+def _read(archive: tarfile.TarFile, member: tarfile.TarInfo, limit: int, what: str) -> bytes:
+    return _open(archive, member, limit, what).read(limit + 1)

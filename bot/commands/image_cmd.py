@@ -154,7 +154,8 @@ def show_text(info: ImageInfo) -> str:
 def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settings: Settings) -> int:
     """`wheelpin image check WHEEL… --consumer REF`: the wheels against the image that will
     consume them, read from its layers. Exit 1 when a library is missing there, or the
-    image's installed packages conflict with the wheels."""
+    image's installed packages conflict with the wheels; the requirements the image has
+    no distribution for are said (`absent`), and are no failure."""
     target = target_of(consumer)
     reference = reference_of(target)
     if isinstance(target, LayoutTarget) or reference is None:
@@ -168,11 +169,12 @@ def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settin
                           cache=LayerCache(settings.cache_dir / "layers"), architecture=architecture)
     found = check(image.name, image.files, reports, reports)
     conflicts = conflicts_with(found, reports, image.files)
+    built = wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed])
     if json:
-        emit_json({**found.to_json(), "conflicts": [c.to_json() for c in conflicts], "wheel_rocm": wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed]),
+        emit_json({**found.to_json(), "conflicts": [c.to_json() for c in conflicts], "wheel_rocm": built,
                    "layers_read": image.layers_read, "layers_cached": image.layers_cached})
     else:
-        emit_text("\n".join(against_lines(found, conflicts, wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed]),
+        emit_text("\n".join(against_lines(found, conflicts, built,
                                           f"{image.layers_read} layers read, {image.layers_cached} cached")))
     return 1 if found.unresolved or conflicts or found.dependents else 0
 
@@ -188,7 +190,9 @@ def against_lines(found: ConsumerReport, conflicts: list[Conflict], rocm: str | 
     lines += [f"  {problem}" for problem in found.unresolved]
     if rocm is not None:
         lines.append(f"  the wheel is built for ROCm {rocm}; the image has ROCm {found.rocm or 'unknown'}")
-    if len(lines) == 1 + (rocm is not None):
+    if found.absent:  # not a failure: pip installs them with the wheel, but the image grows by them
+        lines.append(f"  new to the image: {', '.join(found.absent)}")
+    if len(lines) == 1 + (rocm is not None) + bool(found.absent):
         lines.insert(1, f"  no conflict with its {len(installed)} installed packages; every library the wheel "
                      "needs is there")
     return lines

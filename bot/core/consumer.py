@@ -8,12 +8,17 @@ Pure.
   distribution whose Requires-Dist excludes the new wheel's version, or one that needs a
   package in versions the new wheel's own ranges exclude (moving that package to suit the
   wheel would break it).
-- **Libraries**: each DT_NEEDED of each ELF file of the wheel, found as the loader would:
-  in the folders of the ELF's RUNPATH (`$ORIGIN` is where the wheel installs it, in the
-  image's main site folder), the wheel's own files, `LD_LIBRARY_PATH`, ld.so.conf and the
-  default folders. One not found is a verification problem (`libamdhip64.so.7` against a
-  ROCm 6 image).
-Requirements are evaluated for the image's Python and for linux x86_64.
+- **Absent**: the wheel's requirements that no installed distribution meets by name
+  (`grpcio>=1.78.0`): what installing it would bring into the image.
+- **Libraries**: each DT_NEEDED of each ELF file of the wheel, found as the loader would
+  (`core/ldso.py`): a soname already loaded by a distribution the wheel requires (torch's
+  `libc10.so`, loaded by `import torch` before the wheel's extension), else a path
+  through the image's symlinks from DT_RPATH, `LD_LIBRARY_PATH`, DT_RUNPATH (`$ORIGIN` is
+  where the wheel installs the ELF file, in the image's main site folder; the wheel's own
+  files are there), ld.so.conf and the default folders. One not found is a verification
+  problem (`libamdhip64.so.7` against a ROCm 6 image); one an installed distribution that
+  the wheel does not require has is said with its name.
+Requirements are evaluated for the image's Python and for linux x86_64, no extra.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from packaging.version import InvalidVersion, Version
 
 from .config import Consumer
 from .dockerpins import parse
-from .imagefs import ImageFiles, Installed, resolve_folder
+from .imagefs import ImageFiles, Installed
+from .ldso import Tree, conf_folders, locate, search_folders
 from .requirements import Conflict, TargetEnvironment, compatible, find_conflicts
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
@@ -67,6 +73,7 @@ class ConsumerReport:
     installed: dict[str, str]  # canonical name → version
     dependents: tuple[Dependent, ...]
     unresolved: tuple[str, ...] = ()  # "lmcache/c_ops.so needs libamdhip64.so.7, which the image does not have …"
+    absent: tuple[str, ...] = ()  # the wheels' requirements the image has no distribution for: "grpcio>=1.78.0"
 
     @property
     def constraints(self) -> tuple[str, ...]:
@@ -75,7 +82,8 @@ class ConsumerReport:
 
     def to_json(self) -> dict[str, object]:
         return {"image": self.image, "python": self.python, "rocm": self.rocm, "installed": self.installed,
-                "dependents": [d.to_json() for d in self.dependents], "unresolved": list(self.unresolved)}
+                "dependents": [d.to_json() for d in self.dependents], "unresolved": list(self.unresolved),
+                "absent": list(self.absent)}
 
 
 def target(files: ImageFiles) -> TargetEnvironment:
@@ -97,15 +105,31 @@ def _requirements(lines: Sequence[str], env: TargetEnvironment) -> list[Requirem
 
 def check(image: str, files: ImageFiles, wheels: Sequence[WheelAsks],
           reports: Sequence[WheelReport] = ()) -> ConsumerReport:
-    """The wheels against the image: dependents, and (given the wheels' inspections) the
-    libraries their ELF files need that the image lacks."""
+    """The wheels against the image: dependents, the requirements it has nothing for, and
+    (given the wheels' inspections) the libraries their ELF files need that it lacks."""
     installed = files.installed()
     env = target(files)
     dependents = [found for wheel in wheels for found in _dependents(wheel, installed, env)]
-    unresolved = [problem for report in reports for problem in _libraries(report, files)]
+    unresolved = [problem for report in reports for problem in _libraries(report, files, installed, env)]
     return ConsumerReport(image, files.python_version, files.rocm_version(),
                           {name: dist.version for name, dist in installed.items()},
-                          tuple(dict.fromkeys(dependents)), tuple(dict.fromkeys(unresolved)))
+                          tuple(dict.fromkeys(dependents)), tuple(dict.fromkeys(unresolved)),
+                          tuple(_absent(wheels, installed, env)))
+
+
+def _absent(wheels: Sequence[WheelAsks], installed: dict[str, Installed], env: TargetEnvironment) -> list[str]:
+    """Each requirement of the wheels whose distribution the image does not have, without
+    its marker (it applies): `grpcio>=1.78.0`."""
+    ours = {canonicalize_name(wheel.name) for wheel in wheels}
+    found = []
+    for wheel in wheels:
+        for requirement in _requirements(wheel.requires_dist, env):
+            name = canonicalize_name(requirement.name)
+            if name not in installed and name not in ours:
+                extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+                found.append(requirement.name + extras + (f" @ {requirement.url}" if requirement.url
+                                                          else str(requirement.specifier)))
+    return list(dict.fromkeys(found))
 
 
 def _valid(version: str) -> bool:
@@ -134,25 +158,57 @@ def _dependents(wheel: WheelAsks, installed: dict[str, Installed], env: TargetEn
     return found
 
 
-def _libraries(report: WheelReport, files: ImageFiles) -> list[str]:
+def _libraries(report: WheelReport, files: ImageFiles, installed: dict[str, Installed],
+               env: TargetEnvironment) -> list[str]:
     """Each DT_NEEDED of the wheel's ELF files that the loader would not find, as a sentence."""
     site = files.main_site or "usr/lib/python3/dist-packages"
     own = {posixpath.join(site, elf.path) for elf in report.elf}  # every ELF member, `*.libs/` too
-    present = set(files.libraries) | own
-    names = {posixpath.basename(path) for path in present}
-    folders = files.library_folders()
+    tree = Tree({path for path, target in files.libraries.items() if not target} | own,
+                {**files.links, **{path: target for path, target in files.libraries.items() if target}})
+    conf = conf_folders(files.texts)
+    loaded = _loaded(report, installed, env)
+    has = _owners(installed)
     problems = []
     for elf in report.elf:
         origin = posixpath.dirname(posixpath.join(site, elf.path))
-        searched = [resolve_folder(folder, origin) for folder in elf.runpath] + folders
         for library in elf.needed:
-            if "/" in library:
-                found = posixpath.normpath(library).lstrip("/") in present
-            else:
-                found = library in names and any(posixpath.join(folder, library) in present for folder in searched)
-            if not found:
-                problems.append(f"{elf.path} needs {library}, which the image does not have where the loader looks")
+            if "/" not in library and library in loaded:
+                continue  # the loader matches a soname already loaded before it searches
+            folders = search_folders(rpath=elf.rpath, runpath=elf.runpath, origin=origin, env=files.env, conf=conf)
+            if locate(library, folders, tree) is None:
+                text = f"{elf.path} needs {library}, which the image does not have where the loader looks"
+                if owner := has.get(library):
+                    text += f"; {owner.name} {owner.version} in the image has it, but {report.name} does not " \
+                            f"require {owner.name}"
+                problems.append(text)
     return problems
+
+
+def _owners(installed: dict[str, Installed]) -> dict[str, Installed]:
+    """Each shared object name an installed distribution's RECORD lists, and that distribution."""
+    owners: dict[str, Installed] = {}
+    for _name, dist in sorted(installed.items()):
+        for path in dist.libraries:
+            owners.setdefault(posixpath.basename(path), dist)
+    return owners
+
+
+def _loaded(wheel: WheelAsks, installed: dict[str, Installed], env: TargetEnvironment) -> dict[str, Installed]:
+    """The shared objects loaded before the wheel's extensions are: those of the installed
+    distributions it requires, and of those they require. `import lmcache` runs `import
+    torch`, which loads torch/lib/libc10.so; the loader then matches a DT_NEEDED
+    `libc10.so` with no RUNPATH to it. One level down is enough: it covers a library a
+    requirement takes from its own requirement (torch's from triton); a deeper chain is
+    one no wheel wheelpin follows has, and each level widens what is taken on trust."""
+    required: dict[str, Installed] = {}
+    for requirement in _requirements(wheel.requires_dist, env):
+        dist = installed.get(canonicalize_name(requirement.name))
+        if dist is not None:
+            required[canonicalize_name(dist.name)] = dist
+            for deeper in _requirements(dist.requires, env):
+                if (below := installed.get(canonicalize_name(deeper.name))) is not None:
+                    required.setdefault(canonicalize_name(below.name), below)
+    return _owners(required)
 
 
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")

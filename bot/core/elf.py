@@ -37,7 +37,8 @@ class ElfReport:
     archs: tuple[str, ...]  # HIP processors (no features) or CUDA sm_/compute_ names
     bundles: int  # HIP bundles read (one per source file in a linked library)
     compressed_bundles: int
-    runpath: tuple[str, ...] = ()  # DT_RUNPATH (else DT_RPATH) folders, as written: `$ORIGIN/../lib`
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH folders, as written: `$ORIGIN/../lib`
+    rpath: tuple[str, ...] = ()  # DT_RPATH folders: searched before LD_LIBRARY_PATH, and only with no DT_RUNPATH
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -49,6 +50,7 @@ class ElfReport:
             "bundles": self.bundles,
             "compressed_bundles": self.compressed_bundles,
             "runpath": list(self.runpath),
+            "rpath": list(self.rpath),
         }
 
 
@@ -60,7 +62,7 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
     budget = ReadBudget() if budget is None else budget
     try:
         elf = ELFFile(stream)
-        needed, runpath = _needed(elf)
+        needed, runpath, rpath = _needed(elf)
         sections = {
             section.name: (section["sh_offset"], section["sh_size"], section["sh_type"])
             for section in elf.iter_sections()
@@ -116,19 +118,25 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
         bundles=len(bundles),
         compressed_bundles=sum(1 for bundle in bundles if bundle.compression),
         runpath=tuple(runpath),
+        rpath=tuple(rpath),
     )
 
 
-def _needed(elf: ELFFile) -> tuple[list[str], list[str]]:
-    """DT_NEEDED, and the folders DT_RUNPATH (else DT_RPATH) adds to the search
-    (`$ORIGIN/../torch/lib`, as written)."""
+def _needed(elf: ELFFile) -> tuple[list[str], list[str], list[str]]:
+    """DT_NEEDED, and the folders DT_RUNPATH and DT_RPATH add to the search
+    (`$ORIGIN/../torch/lib`, as written). Both are kept: the loader searches them at
+    different places, and ignores DT_RPATH when DT_RUNPATH is there (ld.so(8))."""
     from elftools.elf.dynamic import DynamicSection
 
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
             tags = list(section.iter_tags())
             needed = [str(getattr(tag, "needed")) for tag in tags if tag.entry.d_tag == "DT_NEEDED"]
-            runpath = [str(getattr(tag, "runpath")) for tag in tags if tag.entry.d_tag == "DT_RUNPATH"] or \
-                [str(getattr(tag, "rpath")) for tag in tags if tag.entry.d_tag == "DT_RPATH"]
-            return needed, [folder for text in runpath for folder in text.split(":") if folder]
-    return [], []
+            runpath = [str(getattr(tag, "runpath")) for tag in tags if tag.entry.d_tag == "DT_RUNPATH"]
+            rpath = [str(getattr(tag, "rpath")) for tag in tags if tag.entry.d_tag == "DT_RPATH"]
+            return needed, _folders(runpath), _folders(rpath)
+    return [], [], []
+
+
+def _folders(texts: list[str]) -> list[str]:
+    return [folder for text in texts for folder in text.split(":") if folder]

@@ -1,8 +1,10 @@
 """What a consuming image holds, as far as checking a wheel against it needs (docs/design.md
-§1, step 5): its installed Python distributions, its shared libraries and the loader's
-search folders, and its ROCm version. Pure: `adapters/layerstream.py` reads one layer into
+§1, step 5): its installed Python distributions (and the shared objects their RECORD
+lists), its shared objects and the symlinks that may be folders, the loader's
+configuration, and its ROCm version. Pure: `adapters/layerstream.py` reads one layer into
 a `LayerSummary`, cached by the layer's digest (layers never change); `merge` applies the
-summaries in layer order, with whiteouts, into one `ImageFiles`.
+summaries in layer order, with whiteouts, into one `ImageFiles`; `core/ldso.py` searches
+it as the loader would.
 
 Whiteouts as the OCI image spec defines them ("Representing Changes", layer.md): a file
 `.wh.NAME` deletes NAME (and all under it) from the layers below; `.wh..wh..opq` in a
@@ -14,28 +16,39 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from .ldso import DEFAULT_FOLDERS, conf_folders, normalize
+
+FORMAT = 2  # of a LayerSummary's JSON: a summary cached in another format is read again from its layer
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 # a dist-info's METADATA in a site folder: …/pythonX.Y/site-packages, …/python3/dist-packages
-SITE = re.compile(r"^(?P<site>(?:.*/)?(?:python(?P<version>[23](?:\.\d+)?))/(?:site|dist)-packages)/"
-                  r"(?P<dist>[^/]+)\.dist-info/METADATA$")
-LIBRARY = re.compile(r"^(?:.*/)?lib[^/]*\.so(?:\.[0-9][^/]*)?$")
-LDCONF = re.compile(r"^etc/ld\.so\.conf(?:\.d/[^/]+\.conf)?$")
+_DIST_INFO = r"^(?P<site>(?:.*/)?(?:python(?P<version>[23](?:\.\d+)?))/(?:site|dist)-packages)/(?P<dist>[^/]+)\.dist-info/"
+SITE = re.compile(_DIST_INFO + "METADATA$")
+RECORD = re.compile(_DIST_INFO + "RECORD$")  # …/RECORD: the files the distribution installed
+# any shared object, whatever its prefix: ld-linux-x86-64.so.2 is one, and so is libc10.so
+LIBRARY = re.compile(r"^(?:.*/)?[^/]+\.so(?:\.[0-9][^/]*)?$")
+LDCONF = re.compile(r"^etc/ld\.so\.conf(?:\.d/.+)?$")  # what an include there may name
 ROCM_VERSION = re.compile(r"^opt/rocm[^/]*/\.info/version$")
 PYTHON = re.compile(r"^(?:.*/)?bin/python(?P<version>3\.\d+)$")
-DEFAULT_LIBRARY_FOLDERS = ("lib", "usr/lib", "lib64", "usr/lib64", "lib/x86_64-linux-gnu",
-                           "usr/lib/x86_64-linux-gnu")
+# a symlink to one of these is to a file, not a folder the loader's search could go through
+_FILE_SUFFIX = re.compile(r"\.(?:[ch](?:c|h|pp|xx)?|cu|cuh|hip|inc|inl|py[cdi]?|pxd|txt|md|rst|html?|css|js|json|xml|"
+                          r"ya?ml|toml|cfg|conf|ini|cmake|pc|[gx]z|bz2|zst|tgz|zip|png|svg|jpe?g|gif|ico|ttf|otf|"
+                          r"woff2?|pem|crt|key|pub|sh|bash|pl|pm|rb|a|o|mo|po|service|socket|timer|target|"
+                          r"desktop|list|bin|dat|db|hsaco|co|bc|ll|kdb)$", re.IGNORECASE)
 
 
-def normalize(name: str) -> str:
-    """A tar member's name as a path from the root: `./usr/lib/` is `usr/lib`."""
-    return posixpath.normpath("/" + name).lstrip("/") if name.strip("./") else ""
+def may_be_folder(path: str, target: str) -> bool:
+    """Whether a symlink that names no shared object could be a folder: a loader's search
+    may go through it (`opt/rocm` → `rocm-7.2.4`, `lib64` → `usr/lib64`). One whose name
+    or target ends like a file's (`.h`, `.py`, `.gz`…) cannot, and is not kept."""
+    return not (_FILE_SUFFIX.search(posixpath.basename(path)) or _FILE_SUFFIX.search(posixpath.basename(target))
+                or target in ("/dev/null", "../dev/null"))
 
 
 @dataclass
@@ -43,21 +56,29 @@ class LayerSummary:
     """What one layer adds and deletes, of what the checks need. JSON for the cache."""
 
     dists: dict[str, dict[str, Any]] = field(default_factory=dict)  # METADATA path → name, version, requires
-    libraries: dict[str, str] = field(default_factory=dict)  # library path → symlink target ("" for a file)
+    libraries: dict[str, str] = field(default_factory=dict)  # shared object path → symlink target ("" for a file)
     texts: dict[str, str] = field(default_factory=dict)  # ld.so.conf files, ROCm's .info/version
     pythons: list[str] = field(default_factory=list)  # bin/python3.X paths
     whiteouts: list[str] = field(default_factory=list)  # paths deleted from the layers below
     opaque: list[str] = field(default_factory=list)  # folders whose lower content is hidden
     members: int = 0
+    links: dict[str, str] = field(default_factory=dict)  # other symlinks that may be folders: path → target
+    records: dict[str, list[str]] = field(default_factory=dict)  # RECORD path → the shared objects it lists
 
     def to_json(self) -> dict[str, Any]:
-        return {"dists": self.dists, "libraries": self.libraries, "texts": self.texts, "pythons": self.pythons,
-                "whiteouts": self.whiteouts, "opaque": self.opaque, "members": self.members}
+        return {"format": FORMAT, "dists": self.dists, "libraries": self.libraries, "texts": self.texts,
+                "pythons": self.pythons, "whiteouts": self.whiteouts, "opaque": self.opaque,
+                "members": self.members, "links": self.links, "records": self.records}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LayerSummary:
+        """ValueError for a summary of another format (an older wheelpin's lacks the links
+        and RECORDs, and kept only `lib*` names): it is read again, never trusted."""
+        if data.get("format") != FORMAT:
+            raise ValueError(f"a layer summary of format {data.get('format')!r}, not {FORMAT}")
         return cls(dict(data["dists"]), dict(data["libraries"]), dict(data["texts"]), list(data["pythons"]),
-                   list(data["whiteouts"]), list(data["opaque"]), int(data["members"]))
+                   list(data["whiteouts"]), list(data["opaque"]), int(data["members"]), dict(data["links"]),
+                   {path: list(found) for path, found in data["records"].items()})
 
     def note_whiteout(self, path: str) -> bool:
         """Record `path` if it is a whiteout; True when it was one (it is no file then)."""
@@ -71,8 +92,14 @@ class LayerSummary:
         return False
 
 
-def _under(path: str, folder: str) -> bool:
-    return folder == "" or path == folder or path.startswith(folder + "/")
+def _gone(path: str, hidden: set[str]) -> bool:
+    """Whether `path` or a folder above it is in `hidden` ("" being the root)."""
+    while True:
+        if path in hidden:
+            return True
+        if not path:
+            return False
+        path = posixpath.dirname(path)
 
 
 @dataclass(frozen=True)
@@ -81,6 +108,7 @@ class Installed:
     version: str
     requires: tuple[str, ...]
     site: str  # the site folder it is installed in
+    libraries: tuple[str, ...] = ()  # the shared objects its RECORD lists, paths from the root
 
 
 @dataclass(frozen=True)
@@ -93,6 +121,7 @@ class ImageFiles:
     pythons: tuple[str, ...]
     env: dict[str, str]  # the image config's Env
     members: int = 0
+    links: dict[str, str] = field(default_factory=dict)  # symlinks that may be folders: path → target
 
     @property
     def python_version(self) -> str | None:
@@ -124,16 +153,11 @@ class ImageFiles:
         return chosen
 
     def library_folders(self) -> list[str]:
-        """Where the loader looks: `LD_LIBRARY_PATH` of the image config, the folders of
-        ld.so.conf (and the files it includes), then the default folders."""
-        folders = [normalize(p) for p in self.env.get("LD_LIBRARY_PATH", "").split(":") if p.strip()]
-        for path in sorted(p for p in self.texts if LDCONF.match(p)):
-            for line in self.texts[path].splitlines():
-                line = line.split("#", 1)[0].strip()
-                if line and not line.startswith("include"):
-                    folders.append(normalize(line))
-        folders += DEFAULT_LIBRARY_FOLDERS
-        return list(dict.fromkeys(f for f in folders if f))
+        """Where the loader looks for any object (DT_RPATH and DT_RUNPATH aside):
+        `LD_LIBRARY_PATH` of the image config, the folders of ld.so.conf (and the files it
+        includes), then the default folders."""
+        folders = [normalize(p) for p in self.env.get("LD_LIBRARY_PATH", "").split(":") if p.strip() and "$" not in p]
+        return list(dict.fromkeys(f for f in [*folders, *conf_folders(self.texts), *DEFAULT_FOLDERS] if f))
 
     def rocm_version(self) -> str | None:
         for path in sorted(self.texts):
@@ -157,21 +181,27 @@ def merge(layers: Sequence[LayerSummary], env: Mapping[str, str]) -> ImageFiles:
     libraries: dict[str, str] = {}
     texts: dict[str, str] = {}
     pythons: dict[str, None] = {}
+    links: dict[str, str] = {}
+    records: dict[str, list[str]] = {}
     members = 0
     for layer in layers:
-        gone = [*layer.opaque, *layer.whiteouts]
+        gone = {*layer.opaque, *layer.whiteouts}
         if gone:
-            for table in (dists, libraries, texts, pythons):
-                for path in [p for p in table if any(_under(p, folder) for folder in gone)]:
+            tables: tuple[dict[str, Any], ...] = (dists, libraries, texts, pythons, links, records)
+            for table in tables:
+                for path in [p for p in table if _gone(p, gone)]:
                     del table[path]
         dists.update(layer.dists)
         libraries.update(layer.libraries)
         texts.update(layer.texts)
         pythons.update(dict.fromkeys(layer.pythons))
+        links.update(layer.links)
+        records.update(layer.records)
         members += layer.members
-    installed = tuple(Installed(str(d["name"]), str(d["version"]), tuple(d["requires"]), _site(path))
+    installed = tuple(Installed(str(d["name"]), str(d["version"]), tuple(d["requires"]), _site(path),
+                                tuple(records.get(posixpath.join(posixpath.dirname(path), "RECORD"), ())))
                       for path, d in sorted(dists.items()))
-    return ImageFiles(installed, libraries, texts, tuple(pythons), dict(env), members)
+    return ImageFiles(installed, libraries, texts, tuple(pythons), dict(env), members, links)
 
 
 def _site(metadata: str) -> str:
@@ -183,12 +213,3 @@ def env_of(config: Mapping[str, Any]) -> dict[str, str]:
     """The `Env` of an image config (`KEY=value` lines), as a mapping."""
     lines = (config.get("config") or {}).get("Env") or []
     return dict(line.split("=", 1) for line in lines if isinstance(line, str) and "=" in line)
-
-
-def resolve_folder(folder: str, origin: str) -> str:
-    """A RUNPATH folder as installed: `$ORIGIN` (or `${ORIGIN}`) is the ELF file's folder."""
-    text = folder.replace("${ORIGIN}", "$ORIGIN")
-    if "$ORIGIN" in text:
-        text = text.replace("$ORIGIN", "/" + origin)
-    return normalize(text)
-

@@ -64,7 +64,8 @@ class Consumers:
                 for text in found.unresolved]
 
     def seen(self, context: Context, facts: Facts, wheels: Sequence[WheelEntry]) -> tuple[ConsumerReport, str] | None:
-        """What the proposal says of the image: its report, and its header line."""
+        """What the proposal says of the image: its report (its `absent`: the wheels'
+        requirements the image has no distribution for), and its header line."""
         image = self.image(context, facts, [w.file for w in wheels])
         if image is None:
             return None

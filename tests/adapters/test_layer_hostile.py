@@ -80,6 +80,10 @@ def test_a_good_layer_in_each_compression(compress) -> None:  # type: ignore[no-
      "is 2097174 bytes, more than the 1048576 wheelpin reads of such a file"),
     (tar(file(f"{SITE}/bad-1.dist-info/METADATA", b"Metadata-Version: 2.1\n")), None, None,
      "METADATA has no Name or no Version field"),
+    (tar(link("opt/rocm", "x" * 4097)), None, None,
+     "the symlink 'opt/rocm' has a target longer than 4096 bytes (PATH_MAX)"),
+    (tar(file(f"{SITE}/torch-2.10.0.dist-info/RECORD", b'"torch/lib/libc10.so' + b"x" * 200_000 + b"\n")), None,
+     None, "RECORD is not a readable RECORD"),
 ])
 def test_a_hostile_layer_is_one_sentence(blob: bytes, size: int | None, diff_id: str | None, says: str) -> None:
     with pytest.raises(LayerError) as raised:
@@ -98,6 +102,38 @@ def test_too_many_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(layerstream, "MAX_MEMBERS", 10)
     with pytest.raises(LayerError, match="has more than 10 entries"):
         read(tar(*(file(f"f{i}", b"") for i in range(11))))
+
+
+def test_a_layer_keeps_the_symlinks_that_may_be_folders_and_the_libraries_of_a_record() -> None:
+    record = (b"torch/__init__.py,sha256=x,1\ntorch/lib/libc10.so,sha256=y,2\n"
+              b"torch/lib/libtorch.so,,\n../../../bin/torchrun,,\n")
+    summary = read(tar(link("lib64", "usr/lib64"), link("opt/rocm", "rocm-7.2.4"), link("usr/include/x.h", "y.h"),
+                       link("usr/lib64/ld-linux-x86-64.so.2", "../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
+                       file("usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", b"\x7fELF"),
+                       file(f"{SITE}/torch-2.10.0.dist-info/RECORD", record)))
+    assert summary.links == {"lib64": "usr/lib64", "opt/rocm": "rocm-7.2.4"}  # type: ignore[attr-defined]
+    assert summary.libraries == {  # type: ignore[attr-defined]
+        "usr/lib64/ld-linux-x86-64.so.2": "../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+        "usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2": ""}
+    assert summary.records == {f"{SITE}/torch-2.10.0.dist-info/RECORD": [  # type: ignore[attr-defined]
+        f"{SITE}/torch/lib/libc10.so", f"{SITE}/torch/lib/libtorch.so"]}
+
+
+@pytest.mark.parametrize(("bound", "blob", "says"), [
+    ("MAX_LINKS", tar(*(link(f"opt/l{i}", f"t{i}") for i in range(4))),
+     "has more than 3 symlinks that may be folders, more than wheelpin keeps of one layer"),
+    ("MAX_RECORD_LIBRARIES", tar(file(f"{SITE}/t-1.dist-info/RECORD", b"".join(b"l%d.so,,\n" % i for i in range(4)))),
+     "RECORD lists more than 3 shared objects"),
+    ("MAX_RECORD", tar(file(f"{SITE}/t-1.dist-info/RECORD", b"l.so,,\n")), "bytes, more than the 3 wheelpin reads"),
+    ("MAX_TEXTS", tar(*(file(f"etc/ld.so.conf.d/{i}.conf", b"/opt\n") for i in range(4))),
+     "has more than 3 ld.so.conf files"),
+])
+def test_what_a_layer_summary_keeps_is_bounded(monkeypatch: pytest.MonkeyPatch, bound: str, blob: bytes,
+                                                says: str) -> None:
+    monkeypatch.setattr(layerstream, bound, 3)
+    with pytest.raises(LayerError) as raised:
+        read(blob)
+    assert says in raised.value.message and "\n" not in raised.value.message
 
 
 def push(store: RegistryRepository, layers: list[bytes], diff_ids: list[str] | None = None, tag: str = "t") -> str:

@@ -463,7 +463,7 @@ def test_atom_lmcache_against_its_consuming_image(registry: Registry, tmp_path: 
         assert "**`opentelemetry-api<=1.40.0,>=1.20.0`** vs the image's `opentelemetry-api==1.44.0` — **new**" in body
         host_path = consumer_images.rocm7.split("@")[0]
         assert (f"### Against the consuming image\nAgainst `{host_path}@sha256:" in body
-                and "` (Python 3.12, ROCm 7.2.4-97; the wheel is built for ROCm 7.2.4): 3 installed packages "
+                and "` (Python 3.12, ROCm 7.2.4-97; the wheel is built for ROCm 7.2.4): 4 installed packages "
                 "read from its layers" in body)
         assert f"\n- `vllm==0.11.0` needs `lmcache<=0.5.6`: excludes lmcache {version}" in body
         assert f"`vllm==0.11.0` needs `lmcache<=0.5.6`: excludes lmcache {version} (in the consuming image)" in \
