@@ -250,6 +250,9 @@ class Executor:
             found, header = seen
             constraints = "\n".join([constraints or "", *found.constraints])
             against = (header, *(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents))
+            if found.absent:  # a consuming Dockerfile installs the wheel with --no-deps: they would be missing
+                against += ("new to the image: " + ", ".join(f"`{r}`" for r in found.absent)
+                            + " (not installed there; `pip install --no-deps` leaves them out)",)
             said["more_verification"] = (*said.get("more_verification", ()),
                                          "every library the wheels' ELF files need is in the consuming image")
         proposal = assemble(

@@ -466,6 +466,10 @@ def test_atom_lmcache_against_its_consuming_image(registry: Registry, tmp_path: 
                 and "` (Python 3.12, ROCm 7.2.4-97; the wheel is built for ROCm 7.2.4): 4 installed packages "
                 "read from its layers" in body)
         assert f"\n- `vllm==0.11.0` needs `lmcache<=0.5.6`: excludes lmcache {version}" in body
+        absent = next(line for line in body.splitlines() if line.startswith("- new to the image: "))
+        for requirement in ("`grpcio>=1.78.0`", "`redis`", "`aiofile`"):  # what vLLM's maintainers added by hand
+            assert requirement in absent, absent
+        assert "`numpy" not in absent and "`torch" not in absent and "`opentelemetry-api" not in absent
         assert f"`vllm==0.11.0` needs `lmcache<=0.5.6`: excludes lmcache {version} (in the consuming image)" in \
             done.component["notes"]  # and so on the dashboard
         assert "- ✅ every library the wheels' ELF files need is in the consuming image" in body
