@@ -14,7 +14,7 @@ from ..core.config import Upstream
 from ..core.errors import TransientError
 from ..core.proposal import Commit
 from ..core.redact import public_url
-from ..core.tagversions import ANY_RELEASE, TagPattern, is_older, newest, release_of
+from ..core.tagversions import ANY_RELEASE, TagPattern, is_older, newest, release_of, tag_on
 from .git import GitError, git, git_ok
 
 
@@ -77,6 +77,14 @@ class UpstreamRepo:
         # is still newer than `v0.5.10-rocm`
         theirs = release_of(than, self.tags, pattern) or release_of(than, self.tags, ANY_RELEASE)
         return mine is not None and theirs is not None and is_older(mine, theirs)
+
+    def tag_of(self, commit: str | None) -> str | None:
+        """The release tag on `commit` when the component follows tags (the pattern's, else
+        any that reads as a release: a pin may carry one the pattern does not match)."""
+        if commit is None or self.upstream.tags is None or not self.tags:
+            return None
+        return (tag_on(commit, self.tags, TagPattern.parse(self.upstream.tags))
+                or tag_on(commit, self.tags, ANY_RELEASE))
 
     def _ensure_mirror(self) -> None:
         if not (self.mirror / "HEAD").exists():

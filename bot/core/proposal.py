@@ -40,6 +40,8 @@ class ProposalFacts:
     upstream: str
     old_commit: str | None
     new_commit: str
+    old_tag: str | None = None  # the upstream's release tags on them, when the component follows tags
+    new_tag: str | None = None
     version: str
     image: str  # repository:tag@digest as pinned
     wheels: tuple[WheelEntry, ...]
@@ -93,9 +95,11 @@ def _size(size: int) -> str:
 
 
 def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list[str]:
-    old = facts.old_commit[:8] if facts.old_commit else "(none pinned)"
+    old = f"`{facts.old_commit[:8]}`" if facts.old_commit else "`(none pinned)`"
+    old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
+    new = f"`{facts.new_commit[:8]}`" + (f" (tag `{facts.new_tag}`)" if facts.new_tag else "")
     link = compare_link(facts.upstream, facts.old_commit, facts.new_commit)
-    head = [f"Moves **{facts.component}** from `{old}` to `{facts.new_commit[:8]}` of {facts.upstream}."]
+    head = [f"Moves **{facts.component}** from {old} to {new} of {facts.upstream}."]
     if link:
         head.append(f"Compare: {link}")
     parts = ["\n\n".join(head)]

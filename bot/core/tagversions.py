@@ -95,10 +95,14 @@ def newest(tags: Mapping[str, str], pattern: TagPattern) -> str | None:
     return max(versions, key=lambda tag: (key(versions[tag]), tag))
 
 
+def tag_on(commit: str, tags: Mapping[str, str], pattern: TagPattern) -> str | None:
+    """The matching tag of the highest version on `commit` (None: it has none)."""
+    return newest({tag: commit_ for tag, commit_ in tags.items() if commit_ == commit}, pattern)
+
+
 def release_of(commit: str, tags: Mapping[str, str], pattern: TagPattern) -> str | None:
     """The highest version among the matching tags on `commit` (None: it has none)."""
-    on = {tag: commit_ for tag, commit_ in tags.items() if commit_ == commit}
-    found = newest(on, pattern)
+    found = tag_on(commit, tags, pattern)
     return pattern.version_of(found) if found is not None else None
 
 

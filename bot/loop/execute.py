@@ -262,7 +262,8 @@ class Executor:
             commits=self._with_refusals(context, context.upstream.commits_between(facts.pinned_commit, head)),
             bump=bump,
             state=desired_state(facts), check_refs=_check_refs(context, image),
-            provenance=self._provenance(context, head, image, info), consumer=against, **said)
+            provenance=self._provenance(context, head, image, info), consumer=against,
+            tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)), **said)
         expected = facts.proposal.head if facts.proposal else None
         self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
                                    message=title(proposal) + "\n\n" + body(proposal), expected=expected)

@@ -530,6 +530,8 @@ def test_following_release_tags_never_proposes_a_downgrade(world: World) -> None
     moved = world.reconcile()
     assert component(moved)["status"] == "done", moved.stdout
     assert f"g{newer[:8]}@sha256:" in world.branch_file()
+    body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)  # the tags named, the pin's too
+    assert f"Moves **demo-cache** from `{first[:8]}` (tag `v0.6.0`) to `{newer[:8]}` (tag `v0.7.0-rocm`) of " in body
 
 
 def test_a_config_change_judges_a_refused_commit_again(world: World) -> None:
