@@ -40,6 +40,7 @@ class ProposalFacts:
     upstream: str
     old_commit: str | None
     new_commit: str
+    pinned_image: str | None = None  # what the base pins, when its commit cannot be told (old_commit None)
     old_tag: str | None = None  # the upstream's release tags on them, when the component follows tags
     new_tag: str | None = None
     version: str
@@ -95,7 +96,12 @@ def _size(size: int) -> str:
 
 
 def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list[str]:
-    old = f"`{facts.old_commit[:8]}`" if facts.old_commit else "`(none pinned)`"
+    if facts.old_commit:
+        old = f"`{facts.old_commit[:8]}`"
+    elif facts.pinned_image:  # pinned, by an image that does not say its commit: never "none pinned"
+        old = f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` (its upstream commit not known)"
+    else:
+        old = "`(none pinned)`"
     old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
     new = f"`{facts.new_commit[:8]}`" + (f" (tag `{facts.new_tag}`)" if facts.new_tag else "")
     link = compare_link(facts.upstream, facts.old_commit, facts.new_commit)

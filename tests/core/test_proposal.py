@@ -112,3 +112,18 @@ def test_conflicts_are_marked_new_or_already_present_and_refused_commits_say_why
     upstream = text.split("<summary>For upstream: text for an issue</summary>", 1)[1]
     assert "lmcache 0.5.6.dev98+g05fc77a0 (commit 05fc77a0bbbb) declares requirements that exclude" in upstream
     assert "- `opentelemetry-api<1.40` excludes `opentelemetry-api==1.44.0`" in upstream
+
+
+def test_a_pin_whose_commit_is_not_known_is_never_none_pinned() -> None:
+    """An image that says no commit (no revision, no `g<sha>` in its tag or version): the
+    base still pins it, so the proposal names the pin, not "(none pinned)"."""
+    pinned = "docker.io/rocm/atom-dev:lmcache-nightly@sha256:" + "d" * 64
+    text = body(facts(old_commit=None, pinned_image=pinned))
+    assert "from `atom-dev:lmcache-nightly@sha256:dddd" in text and "(its upstream commit not known)" in text
+    assert "(none pinned)" not in text
+    assert "from `(none pinned)` to `05fc77a0`" in body(facts(old_commit=None))
+
+
+def test_the_release_tags_are_named_beside_the_commits() -> None:
+    text = body(facts(old_tag="v0.5.5", new_tag="v0.5.6"))
+    assert "from `aaaaaaaa` (tag `v0.5.5`) to `05fc77a0` (tag `v0.5.6`) of https://github.com/LMCache/LMCache" in text
