@@ -110,6 +110,9 @@ def _wheel(commands: Any, name: str, text: str) -> None:
                          help="no ELF may need a library matching GLOB (repeatable)")
     inspect.add_argument("--no-rocm-check", dest="rocm", action="store_false",
                          help="allow CUDA libraries and CUDA device code")
+    inspect.add_argument("--allow-vendored-rocm", action="store_true",
+                         help="allow ROCm's own libraries in the wheel (libamdhip64-5f3a9c1e.so.7 that auditwheel "
+                         "grafted); by default the image must provide them")
     _json(inspect)
 
     diff = _command(wheel_commands, "diff", "compare the Requires-Dist of two wheels",
@@ -313,6 +316,7 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
                 expect_name=args.expect_name,
                 expect_commit=args.expect_commit,
                 rocm=args.rocm,
+                allow_vendored_rocm=args.allow_vendored_rocm,
                 require_needed=tuple(args.require_needed),
                 forbid_needed=tuple(args.forbid_needed),
                 json=args.json,

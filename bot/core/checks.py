@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 
 from .amdgpu import TargetId, sorted_processors
 from .localversion import local_parts, segment_problems
+from .rocmlibs import ROCM_RUNTIMES, library_of, rocm_library
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
     from .inspect import WheelReport
@@ -47,6 +48,7 @@ class WheelRules:
     require_needed: tuple[str, ...] = ()
     forbid_needed: tuple[str, ...] = ()
     local_segments: tuple[str, ...] = ()  # normalized (core/localversion.py)
+    allow_vendored_rocm: bool = False  # a wheel may carry ROCm's own libraries (core/rocmlibs.py)
 
     def __post_init__(self) -> None:
         if self.expect_commit is not None and not _HEX.match(self.expect_commit.lower()):
@@ -196,9 +198,54 @@ def _library_problems(report: WheelReport, rules: WheelRules) -> list[Finding]:
         if rules.rocm and elf.gpu == "cuda":
             archs = f" ({', '.join(elf.archs)})" if elf.archs else ""
             found.append(Finding("cuda", f"{elf.path} carries CUDA device code{archs}"))
+    # A copy auditwheel grafted into the wheel (libamdhip64-5f3a9c1e.so.7) is not a library
+    # the image provides, which is what a required one is.
+    provided = [library for elf in report.elf for library in elf.needed if not _grafted(library)]
     for pattern in rules.require_needed:
-        if not any(
-            fnmatch.fnmatchcase(library, pattern) for elf in report.elf for library in elf.needed
-        ):
+        if not any(fnmatch.fnmatchcase(library, pattern) for library in provided):
             found.append(Finding("libraries", f"no ELF file in the wheel needs a library matching {pattern}"))
+    if not rules.allow_vendored_rocm:
+        found += [Finding("libraries", text) for text in vendored_rocm_problems(report)]
     return found
+
+
+def _grafted(library: str) -> bool:
+    read = library_of(library)
+    return read is not None and read.hash is not None
+
+
+def vendored_rocm_problems(report: WheelReport) -> list[str]:
+    """One sentence per ROCm library the wheel carries: an ELF member named like one or
+    whose soname is one, renamed by auditwheel or not; else a DT_NEEDED naming a renamed
+    copy (libamdhip64-5f3a9c1e.so.7) no member carries. The image must provide them: two
+    copies of the HIP runtime in one process, or one of another ROCm than the image's
+    driver stack, is what the image's ROCm exists to prevent."""
+    found: list[str] = []
+    carried_names: set[str] = set()
+    for elf in report.elf:
+        names = [elf.path.rsplit("/", 1)[-1], *([elf.soname] if elf.soname else [])]
+        carried_names.update(names)
+        library = next((rocm for name in names if (rocm := _rocm_name(name))), None)
+        if library is not None:
+            found.append(f"{elf.path} carries {_what(library)}; the image must provide it {_exclude(library)}")
+    for elf in report.elf:
+        for needed in elf.needed:
+            library = _rocm_name(needed) if _grafted(needed) and needed not in carried_names else None
+            if library is not None:
+                found.append(f"{elf.path} needs {needed}, a copy of {_what(library)} grafted by auditwheel; "
+                             f"the image must provide it {_exclude(library)}")
+    return found
+
+
+def _rocm_name(file_name: str) -> str | None:
+    """The name of the ROCm library a file or soname is (librocfft-device-0), else None."""
+    read = library_of(file_name)
+    return read.name if read is not None and rocm_library(read.name) else None
+
+
+def _what(library: str) -> str:
+    return f"the ROCm runtime {library}" if library in ROCM_RUNTIMES else f"the ROCm library {library}"
+
+
+def _exclude(library: str) -> str:
+    return f"(auditwheel repair --exclude '{library}.so*')"

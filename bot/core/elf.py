@@ -38,6 +38,7 @@ class ElfReport:
     bundles: int  # HIP bundles read (one per source file in a linked library)
     compressed_bundles: int
     runpath: tuple[str, ...] = ()  # DT_RUNPATH (else DT_RPATH) folders, as written: `$ORIGIN/../lib`
+    soname: str | None = None  # DT_SONAME: the name a library is linked by (auditwheel sets a grafted one's)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -49,6 +50,7 @@ class ElfReport:
             "bundles": self.bundles,
             "compressed_bundles": self.compressed_bundles,
             "runpath": list(self.runpath),
+            "soname": self.soname,
         }
 
 
@@ -60,7 +62,7 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
     budget = ReadBudget() if budget is None else budget
     try:
         elf = ELFFile(stream)
-        needed, runpath = _needed(elf)
+        needed, runpath, soname = _needed(elf)
         sections = {
             section.name: (section["sh_offset"], section["sh_size"], section["sh_type"])
             for section in elf.iter_sections()
@@ -116,12 +118,13 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
         bundles=len(bundles),
         compressed_bundles=sum(1 for bundle in bundles if bundle.compression),
         runpath=tuple(runpath),
+        soname=soname,
     )
 
 
-def _needed(elf: ELFFile) -> tuple[list[str], list[str]]:
-    """DT_NEEDED, and the folders DT_RUNPATH (else DT_RPATH) adds to the search
-    (`$ORIGIN/../torch/lib`, as written)."""
+def _needed(elf: ELFFile) -> tuple[list[str], list[str], str | None]:
+    """DT_NEEDED, the folders DT_RUNPATH (else DT_RPATH) adds to the search
+    (`$ORIGIN/../torch/lib`, as written), and DT_SONAME."""
     from elftools.elf.dynamic import DynamicSection
 
     for section in elf.iter_sections():
@@ -130,5 +133,7 @@ def _needed(elf: ELFFile) -> tuple[list[str], list[str]]:
             needed = [str(getattr(tag, "needed")) for tag in tags if tag.entry.d_tag == "DT_NEEDED"]
             runpath = [str(getattr(tag, "runpath")) for tag in tags if tag.entry.d_tag == "DT_RUNPATH"] or \
                 [str(getattr(tag, "rpath")) for tag in tags if tag.entry.d_tag == "DT_RPATH"]
-            return needed, [folder for text in runpath for folder in text.split(":") if folder]
-    return [], []
+            sonames = [str(getattr(tag, "soname")) for tag in tags if tag.entry.d_tag == "DT_SONAME"]
+            return needed, [folder for text in runpath for folder in text.split(":") if folder], \
+                (sonames[0] if sonames else None)
+    return [], [], None
