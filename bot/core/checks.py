@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from packaging.utils import canonicalize_name
 
 from .amdgpu import TargetId, sorted_processors
-from .localversion import local_parts, segment_problems
-from .rocmlibs import ROCM_RUNTIMES, library_of, rocm_library
+from .localversion import carried, local_parts, segment_problems
+from .rocmlibs import HIP_RUNTIME, ROCM_RUNTIMES, hip_majors, library_of, rocm_library
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
     from .inspect import WheelReport
@@ -84,6 +84,7 @@ def kinded_problems(report: WheelReport, rules: WheelRules) -> list[Finding]:
     found += [Finding("name", text) for text in _name_problems(report, rules)]
     found += [Finding("commit", text) for text in _commit_problems(report, rules)]
     found += [Finding("abi", text) for text in segment_problems(report.version, rules.local_segments)]
+    found += [Finding("abi", text) for text in rocm_major_problems(report)]
     found += [Finding("archs", text) for text in _arch_problems(report, rules) + _wanted_problems(report, rules)]
     found += _library_problems(report, rules)
     return found
@@ -249,3 +250,19 @@ def _what(library: str) -> str:
 
 def _exclude(library: str) -> str:
     return f"(auditwheel repair --exclude '{library}.so*')"
+
+
+def rocm_major_problems(report: WheelReport) -> list[str]:
+    """A local version naming a ROCm (rocm7.2.4) whose major is not the HIP runtime's its
+    ELF files need (libamdhip64.so.6): the wheel was built against another ROCm than it
+    says, and its image tag would promise the wrong one. Not judged when either is absent."""
+    segment = carried(report.version, "rocm")
+    majors = hip_majors([library for elf in report.elf for library in elf.needed])
+    if segment is None or not majors:
+        return []
+    said = segment[len("rocm"):].split(".")[0]
+    wrong = [major for major in majors if major != said]
+    if not wrong:
+        return []
+    needs = ", ".join(f"{HIP_RUNTIME}.so.{major}" for major in majors)
+    return [f"version {report.version} says {segment}, but its ELF files need {needs} (ROCm {'/'.join(majors)})"]

@@ -21,6 +21,7 @@ wheel", globs allowed). `library_of` sees through that renaming.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The runtimes whose soname version is ROCm's major version (libamdhip64.so.7 is ROCm 7).
@@ -94,3 +95,9 @@ def rocm_library(name: str) -> str | None:
         if name == library or name.startswith(library + "-"):
             return library
     return None
+
+
+def hip_majors(needed: Sequence[str]) -> list[str]:
+    """The majors of the HIP runtime that DT_NEEDED entries name (`libamdhip64.so.6` → 6), sorted."""
+    majors = {lib.major for name in needed if (lib := library_of(name)) and lib.name == HIP_RUNTIME and lib.major}
+    return sorted(majors, key=int)

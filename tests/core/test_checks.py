@@ -13,7 +13,7 @@ from bot.core.elf import ElfReport
 from bot.core.inspect import WheelReport, inspect_wheel
 from bot.core.rocmlibs import library_of, rocm_library
 from tests.cli import wheelpin
-from tests.fixtures.consumerimages import stub_library
+from tests.fixtures.consumerimages import hip_runtime, stub_library
 from tests.fixtures.wheels import build_wheel
 
 COMMIT = "05fc77a0d1c2b3a4e5f60718293a4b5c6d7e8f90"
@@ -191,6 +191,27 @@ def test_rocm_libraries_copied_in_unrenamed_are_refused_and_others_grafted_are_n
 def test_which_names_are_rocm_libraries(name: str, library: str | None) -> None:
     read = library_of(name)
     assert (rocm_library(read.name) if read else None) == library
+
+
+# -- the ROCm a local version says is the HIP runtime's the ELF files need ------------------
+
+
+@pytest.mark.parametrize(("major", "said"), [
+    (7, []),
+    (6, ["version 0.5.6+g05fc77a0.rocm7.2.4 says rocm7.2.4, but its ELF files need libamdhip64.so.6 (ROCm 6)"]),
+])
+def test_the_local_versions_rocm_against_the_hip_runtime_needed(tmp_path: Path, major: int, said: list[str]) -> None:
+    runtime = hip_runtime(tmp_path, major)
+    ops = stub_library(tmp_path, "c_ops.so", "c_ops.so", needed=[runtime])
+    wheel = build_wheel(tmp_path / "dist", name="lmcache", version="0.5.6+g05fc77a0.rocm7.2.4",
+                        tag="cp312-cp312-linux_x86_64", files={"lmcache/c_ops.so": ops.read_bytes()})
+    assert problems(inspect_wheel(wheel), WheelRules()) == said
+
+
+def test_no_rocm_said_or_no_hip_runtime_needed_is_not_judged(report: WheelReport) -> None:
+    assert problems(report, WheelRules()) == []  # rocm7.2.4, but no ELF needs libamdhip64
+    plain = replace(report, version="0.5.6", elf=(fake_elf(needed=("libamdhip64.so.6",)),))
+    assert problems(plain, WheelRules()) == []
 
 
 def test_wheel_inspect_refuses_a_carried_hip_runtime_unless_allowed(tmp_path: Path) -> None:
