@@ -89,6 +89,12 @@ def library_of(file_name: str) -> SharedLibrary | None:
     return SharedLibrary(match.group("name"), match.group("hash"), match.group("version"))
 
 
+def grafted(file_name: str) -> bool:
+    """Whether `file_name` is a copy auditwheel grafted into a wheel (libamdhip64-5f3a9c1e.so.7)."""
+    read = library_of(file_name)
+    return read is not None and read.hash is not None
+
+
 def rocm_library(name: str) -> str | None:
     """The ROCm library (from ROCM_LIBRARIES) that a library named `name` is, or None."""
     for library in ROCM_LIBRARIES:
