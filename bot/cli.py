@@ -33,6 +33,20 @@ EXIT_CODES = """exit codes:
   4  a transient outside failure (a registry, GitHub or the network): try again"""
 
 
+# What `reconcile` exits with (commands/reconcile_cmd.exit_code): a pass reports each
+# component rather than stopping at the first problem, so its codes say how the pass ended.
+RECONCILE_EXIT_CODES = """exit codes:
+  0  every component is as it should be, or waits (a build under way, a quiet period);
+     without --once: stopped by SIGTERM or Ctrl-C (a second one stops at once: 130)
+  1  a component's pass failed (a wheel refused, a build failed, a registry or GitHub
+     error during the pass): each failure is in the output, its kind in --json's error_kind
+  2  usage, config, input or credentials error: no pass ran
+  3  no component failed, but a branch a human wrote to was left alone (status left-alone;
+     in a dry run, would be): delete the branch, or drop those commits, to let wheelpin
+     propose there again
+  4  a transient outside failure before any pass (reading the config from GitHub): try again"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -40,9 +54,11 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _command(commands: Any, name: str, text: str, *examples: str) -> argparse.ArgumentParser:
-    """A subcommand whose help ends with its examples and the exit codes."""
-    epilog = ("examples:\n" + "\n".join(f"  {example}" for example in examples) + "\n\n" if examples else "") + EXIT_CODES
+def _command(commands: Any, name: str, text: str, *examples: str, exit_codes: str = EXIT_CODES
+             ) -> argparse.ArgumentParser:
+    """A subcommand whose help ends with its examples and its exit codes (EXIT_CODES unless
+    the command says its own)."""
+    epilog = ("examples:\n" + "\n".join(f"  {example}" for example in examples) + "\n\n" if examples else "") + exit_codes
     parser: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text[:1].upper() + text[1:] + ".",
                                                           epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     return parser
@@ -110,6 +126,9 @@ def _wheel(commands: Any, name: str, text: str) -> None:
                          help="no ELF may need a library matching GLOB (repeatable)")
     inspect.add_argument("--no-rocm-check", dest="rocm", action="store_false",
                          help="allow CUDA libraries and CUDA device code")
+    inspect.add_argument("--allow-vendored-rocm", action="store_true",
+                         help="allow ROCm's own libraries in the wheel (libamdhip64-5f3a9c1e.so.7 that auditwheel "
+                         "grafted); by default the image must provide them")
     _json(inspect)
 
     diff = _command(wheel_commands, "diff", "compare the Requires-Dist of two wheels",
@@ -196,7 +215,8 @@ def _reconcile(commands: Any, name: str, text: str) -> None:
     reconcile = _command(commands, name, text,
                          "wheelpin reconcile --once --dry-run",
                          "wheelpin reconcile --once --platform github --github-repo rocm/vllm --component lmcache",
-                         "wheelpin reconcile            # a pass whenever a component's schedule says")
+                         "wheelpin reconcile            # a pass whenever a component's schedule says",
+                         exit_codes=RECONCILE_EXIT_CODES)
     reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
     reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
     reconcile.add_argument("--platform", choices=["local", "github"], default="local",
@@ -313,6 +333,7 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
                 expect_name=args.expect_name,
                 expect_commit=args.expect_commit,
                 rocm=args.rocm,
+                allow_vendored_rocm=args.allow_vendored_rocm,
                 require_needed=tuple(args.require_needed),
                 forbid_needed=tuple(args.forbid_needed),
                 json=args.json,

@@ -188,3 +188,34 @@ def test_shell_completion_completes_commands_and_options(tmp_path: Path) -> None
     zsh = wheelpin("completion", "zsh")
     assert zsh.code == 0 and zsh.stdout.startswith("#compdef wheelpin")
     assert wheelpin("completion", "tcsh").code == 2
+
+
+def test_image_publish_with_a_component_smoke_tests_the_exact_wheel(tmp_path: Path) -> None:
+    """`wheel.smoke` runs before `image publish --component` publishes, as in a pass: in a
+    fresh venv holding only the wheel. A failure publishes nothing, in one sentence."""
+    (tmp_path / "wheelpin.toml").write_text("""
+[[component]]
+name = "demo"
+upstream = { repo = "../upstream", branch = "main" }
+wheel = { distribution = "demo", version_carries_commit = false, smoke = "python -c 'import demo; assert demo.WORKS'" }
+build = { command = "true" }
+image = { repository = "example.org/demo", tag = "v{version_base}-g{sha8}" }
+pins = [{ file = "wheelpin.toml", image_arg = "X" }]
+""")
+    env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
+    broken = build_wheel(tmp_path / "broken", name="demo", version="1.0", files={"demo/__init__.py": b"WORKS = False\n"})
+    layout = tmp_path / "images"
+    refused = wheelpin("image", "publish", str(broken), "--to", f"oci:{layout}:v1.0", "--component", "demo",
+                       "--repo", str(tmp_path), env=env)
+    (said,) = [line for line in refused.stderr.splitlines() if line.startswith("wheelpin:")]
+    assert refused.code == 1 and said.startswith("wheelpin: smoke test failed, nothing published: py3: `python -c")
+    assert "AssertionError" in said and not (layout / "index.json").exists()
+    good = build_wheel(tmp_path / "good", name="demo", version="1.0", files={"demo/__init__.py": b"WORKS = True\n"})
+    published = wheelpin("image", "publish", str(good), "--to", f"oci:{layout}:v1.0", "--component", "demo",
+                         "--repo", str(tmp_path), env=env)
+    assert published.code == 0, published.stderr
+    assert published.stdout.splitlines()[-1] == "smoke test `python -c 'import demo; assert demo.WORKS'` passed for py3"
+    again = wheelpin("image", "publish", str(good), "--to", f"oci:{layout}:v1.0", "--component", "demo",
+                     "--repo", str(tmp_path), "--json", env=env)
+    assert again.code == 0 and again.json()["smoke"] == [
+        "smoke test `python -c 'import demo; assert demo.WORKS'` passed for py3"]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.verify import python_tags_of
 from .builders import build_environment
 
 SMOKE_SECONDS = 600  # each venv, install and smoke command
@@ -55,6 +56,16 @@ def interpreter_for(tag: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return found if said.returncode == 0 and said.stdout.strip() == version else None
+
+
+def smoke_wheels(command: str, wheels: Sequence[Path], *, seconds: int = SMOKE_SECONDS) -> SmokeResult:
+    """`command` against each of `wheels`, in a fresh venv per python tag its file name carries."""
+    return smoke_test(command, {tag: wheel for wheel in wheels for tag in python_tags_of(wheel.name)}, seconds=seconds)
+
+
+def smoke_said(command: str, smoked: SmokeResult) -> list[str]:
+    """What a passed smoke test says: the tags it passed for, and each tag it could not run."""
+    return ([f"smoke test `{command}` passed for {', '.join(smoked.passed)}"] if smoked.passed else []) + smoked.not_run
 
 
 def smoke_test(command: str, wheels: dict[str, Path], *, seconds: int = SMOKE_SECONDS) -> SmokeResult:

@@ -14,6 +14,7 @@ from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, reference_of
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.publisher import publish
+from ..adapters.smoke import smoke_said, smoke_wheels
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from ..core.amdgpu import TargetId
@@ -71,6 +72,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     if found:
         raise VerificationError(f"nothing published: {summary(found, wheels=len(reports))}",
                                 problems=tuple(map(str, found)))
+    said = _smoke(component.wheel.smoke, options.wheels) if component and component.wheel.smoke else []
     registries = Registries(settings)
     readers = Registries(settings, anonymous=True)
     result = publish(registries.store(target), tag, list(options.wheels), reports,
@@ -79,11 +81,24 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
                      rules=rules_digest(component) if component else None,
                      reader=_anonymous_if_public(readers, target), mount_from=options.mount_from)
     if options.json:
-        emit_json(result.to_json())
+        emit_json({**result.to_json(), "smoke": said})
     else:
         emit_text(result.ref)
         emit_text(f"{result.status}: {len(result.wheels)} wheel(s), {human_size(result.bytes_uploaded)} uploaded")
+        for line in said:
+            emit_text(line)
     return 0
+
+
+def _smoke(command: str, wheels: tuple[Path, ...]) -> list[str]:
+    """`wheel.smoke` on the exact wheels before they are published, as a pass runs it
+    (loop/execute.py): a failure publishes nothing; what passed, and each python tag with
+    no interpreter here, is said."""
+    smoked = smoke_wheels(command, list(wheels))
+    if smoked.failed:
+        raise VerificationError(f"smoke test failed, nothing published: {'; '.join(smoked.failed)}",
+                                problems=tuple(smoked.failed))
+    return smoke_said(command, smoked)
 
 
 def check_layout_folder(folder: Path) -> None:

@@ -107,8 +107,18 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
     if once or dry_run:
         result = reconciler.run(dry_run=dry_run, only=only)
         show(result)
-        return 1 if result.failed else 0
+        return exit_code(result)
     return loop(reconciler, make, config_text, only=only, show=show)
+
+
+def exit_code(result: PassResult) -> int:
+    """One pass's exit code, as `wheelpin reconcile --help` lists them (cli.RECONCILE_EXIT_CODES):
+    1 when a component failed, before all else; 3 when none failed but a branch a human
+    wrote to was left alone (not wheelpin's failure, but the proposal is stuck until
+    someone deletes the branch, and a script must be able to tell without parsing); else 0."""
+    if result.failed:
+        return 1
+    return 3 if result.left_alone else 0
 
 
 class _Signals:

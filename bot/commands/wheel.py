@@ -29,6 +29,7 @@ class InspectOptions:
     expect_name: str | None = None
     expect_commit: str | None = None
     rocm: bool = True
+    allow_vendored_rocm: bool = False
     require_needed: tuple[str, ...] = ()
     forbid_needed: tuple[str, ...] = ()
     json: bool = False
@@ -42,6 +43,7 @@ def rules_from(options: InspectOptions) -> WheelRules:
             expect_name=options.expect_name,
             expect_commit=options.expect_commit,
             rocm=options.rocm,
+            allow_vendored_rocm=options.allow_vendored_rocm,
             require_needed=options.require_needed,
             forbid_needed=options.forbid_needed,
         )

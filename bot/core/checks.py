@@ -16,6 +16,8 @@ from packaging.utils import canonicalize_name
 
 from .amdgpu import TargetId, sorted_processors
 from .localversion import local_parts, segment_problems
+from .rocmlibs import grafted
+from .rocmrules import rocm_major_problems, vendored_rocm_problems
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
     from .inspect import WheelReport
@@ -47,6 +49,7 @@ class WheelRules:
     require_needed: tuple[str, ...] = ()
     forbid_needed: tuple[str, ...] = ()
     local_segments: tuple[str, ...] = ()  # normalized (core/localversion.py)
+    allow_vendored_rocm: bool = False  # a wheel may carry ROCm's own libraries (core/rocmlibs.py)
 
     def __post_init__(self) -> None:
         if self.expect_commit is not None and not _HEX.match(self.expect_commit.lower()):
@@ -82,6 +85,7 @@ def kinded_problems(report: WheelReport, rules: WheelRules) -> list[Finding]:
     found += [Finding("name", text) for text in _name_problems(report, rules)]
     found += [Finding("commit", text) for text in _commit_problems(report, rules)]
     found += [Finding("abi", text) for text in segment_problems(report.version, rules.local_segments)]
+    found += [Finding("abi", text) for text in rocm_major_problems(report)]
     found += [Finding("archs", text) for text in _arch_problems(report, rules) + _wanted_problems(report, rules)]
     found += _library_problems(report, rules)
     return found
@@ -196,9 +200,12 @@ def _library_problems(report: WheelReport, rules: WheelRules) -> list[Finding]:
         if rules.rocm and elf.gpu == "cuda":
             archs = f" ({', '.join(elf.archs)})" if elf.archs else ""
             found.append(Finding("cuda", f"{elf.path} carries CUDA device code{archs}"))
+    # A copy auditwheel grafted into the wheel (libamdhip64-5f3a9c1e.so.7) is not a library
+    # the image provides, which is what a required one is.
+    provided = [library for elf in report.elf for library in elf.needed if not grafted(library)]
     for pattern in rules.require_needed:
-        if not any(
-            fnmatch.fnmatchcase(library, pattern) for elf in report.elf for library in elf.needed
-        ):
+        if not any(fnmatch.fnmatchcase(library, pattern) for library in provided):
             found.append(Finding("libraries", f"no ELF file in the wheel needs a library matching {pattern}"))
+    if not rules.allow_vendored_rocm:
+        found += [Finding("libraries", text) for text in vendored_rocm_problems(report)]
     return found

@@ -117,6 +117,10 @@ class Wheel(_Model):
     forbid_needed: Annotated[list[str], Field(
         description="Globs of libraries no ELF may need, such as libcudart.so.*.")] = []
     rocm: bool = Field(default=True, description="refuse CUDA libraries and CUDA device code")
+    allow_vendored_rocm: bool = Field(
+        default=False, description="let the wheel carry ROCm's own libraries (libamdhip64, librocblas…), as "
+        "PyTorch's self-contained ROCm wheels do; by default the image must provide them"
+    )
     python_tags: list[str] = Field(default=[], description="one wheel per tag, e.g. cp310…cp313")
     version_carries_commit: bool = Field(
         default=True, description="the version's local part holds g<sha8> (LMCache yes, Mooncake no)"

@@ -39,6 +39,7 @@ class ElfReport:
     compressed_bundles: int
     runpath: tuple[str, ...] = ()  # DT_RUNPATH folders, as written: `$ORIGIN/../lib`
     rpath: tuple[str, ...] = ()  # DT_RPATH folders: searched before LD_LIBRARY_PATH, and only with no DT_RUNPATH
+    soname: str | None = None  # DT_SONAME: the name a library is linked by (auditwheel sets a grafted one's)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -51,6 +52,7 @@ class ElfReport:
             "compressed_bundles": self.compressed_bundles,
             "runpath": list(self.runpath),
             "rpath": list(self.rpath),
+            "soname": self.soname,
         }
 
 
@@ -62,7 +64,7 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
     budget = ReadBudget() if budget is None else budget
     try:
         elf = ELFFile(stream)
-        needed, runpath, rpath = _needed(elf)
+        needed, runpath, rpath, soname = _needed(elf)
         sections = {
             section.name: (section["sh_offset"], section["sh_size"], section["sh_type"])
             for section in elf.iter_sections()
@@ -119,13 +121,15 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
         compressed_bundles=sum(1 for bundle in bundles if bundle.compression),
         runpath=tuple(runpath),
         rpath=tuple(rpath),
+        soname=soname,
     )
 
 
-def _needed(elf: ELFFile) -> tuple[list[str], list[str], list[str]]:
-    """DT_NEEDED, and the folders DT_RUNPATH and DT_RPATH add to the search
-    (`$ORIGIN/../torch/lib`, as written). Both are kept: the loader searches them at
-    different places, and ignores DT_RPATH when DT_RUNPATH is there (ld.so(8))."""
+def _needed(elf: ELFFile) -> tuple[list[str], list[str], list[str], str | None]:
+    """DT_NEEDED; the folders DT_RUNPATH and DT_RPATH add to the search
+    (`$ORIGIN/../torch/lib`, as written), both kept: the loader searches them at
+    different places, and ignores DT_RPATH when DT_RUNPATH is there (ld.so(8)); and
+    DT_SONAME."""
     from elftools.elf.dynamic import DynamicSection
 
     for section in elf.iter_sections():
@@ -134,8 +138,9 @@ def _needed(elf: ELFFile) -> tuple[list[str], list[str], list[str]]:
             needed = [str(getattr(tag, "needed")) for tag in tags if tag.entry.d_tag == "DT_NEEDED"]
             runpath = [str(getattr(tag, "runpath")) for tag in tags if tag.entry.d_tag == "DT_RUNPATH"]
             rpath = [str(getattr(tag, "rpath")) for tag in tags if tag.entry.d_tag == "DT_RPATH"]
-            return needed, _folders(runpath), _folders(rpath)
-    return [], [], []
+            sonames = [str(getattr(tag, "soname")) for tag in tags if tag.entry.d_tag == "DT_SONAME"]
+            return needed, _folders(runpath), _folders(rpath), (sonames[0] if sonames else None)
+    return [], [], [], None
 
 
 def _folders(texts: list[str]) -> list[str]:

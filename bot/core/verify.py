@@ -40,6 +40,7 @@ def component_rules(component: Component, *, commit: str | None) -> WheelRules:
         require_needed=tuple(wheel.require_needed),
         forbid_needed=tuple(wheel.forbid_needed),
         local_segments=tuple(wheel.local_segments),
+        allow_vendored_rocm=wheel.allow_vendored_rocm,
     )
 
 

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 from .amdgpu import sorted_processors
 from .ociimage import WheelEntry, tags_of
+from .rocmlibs import ROCM_RUNTIMES
 
-# The ROCm runtime libraries whose soname version is ROCm's major version.
-ROCM_RUNTIMES = ("libamdhip64", "libhsa-runtime64")
 _SONAME = re.compile(r"^(.+?)\.so(?:\.(.+))?$")
 
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..core.backoff import Failure
-from ..core.plan import Action, Facts
+from ..core.plan import Action, Facts, Report
 
 
 class Status(StrEnum):
@@ -70,6 +70,12 @@ class PassResult:
     def failed(self) -> bool:
         return any(c.status == Status.FAILED for c in self.components)
 
+    @property
+    def left_alone(self) -> bool:
+        """A component's branch was left alone (in a dry run: would be), as a human wrote to it."""
+        return any(c.status == Status.LEFT_ALONE or any(isinstance(a, Report) and a.left_alone for a in c.actions)
+                   for c in self.components)
+
     def to_json(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "failed": self.failed, "requests": self.requests,
+        return {"dry_run": self.dry_run, "failed": self.failed, "left_alone": self.left_alone, "requests": self.requests,
                 "components": [c.to_json() for c in self.components]}

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.adapters.git import git
 from tests.app.test_reconcile_github import WORKFLOW, cli_world, workflow_build
-from tests.app.worlds import NEW_VERSION, World
+from tests.app.worlds import HUMAN, NEW_VERSION, World
 from tests.fixtures.github.emulator import GitHubEmulator
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -116,5 +117,14 @@ def test_the_actions_steps_run_a_pass_and_write_the_runs_summary(world: World, t
         assert "| demo-cache | ⏳ waiting |" in passes[1] or "| demo-cache | ✅ done |" in passes[1]
         assert f"| demo-cache | ✅ done | `{head[:8]}` |" in passes[2] and "wheelpin/demo-cache" in passes[2]
         assert "Requests: " in passes[2]
+        # a human pushes to the bot's branch: wheelpin exits 3, which the action warns of, not fails on
+        branch = git(["rev-parse", "refs/heads/wheelpin/demo-cache"], cwd=repo.path).strip()
+        tree = git(["rev-parse", f"{branch}^{{tree}}"], cwd=repo.path).strip()
+        human = git(["commit-tree", tree, "-p", branch, "-m", "tweak"], cwd=repo.path, env=HUMAN).strip()
+        git(["update-ref", "refs/heads/wheelpin/demo-cache", human], cwd=repo.path)
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        touched = run_action({"token": "ghs_action"}, github=github, temp=installed)
+        assert touched[0] == 0 and "::warning title=wheelpin::a branch a human wrote to was left alone" in touched[1]
+        assert "| demo-cache | ✋ left-alone |" in (installed / "step-summary.md").read_text()
     finally:
         emulator.stop()

@@ -94,10 +94,23 @@ def test_a_human_commit_on_the_bot_branch_is_left_alone(world: World) -> None:
     touched = world.branch()
     world.commit_upstream("two", {"requirements.txt": "numpy>=2.3\nredis\n"})
     result = world.reconcile()
-    assert result.code == 0, result.stderr
-    assert component(result)["status"] == "left-alone"
+    assert result.code == 3, result.stderr  # not a failure, but a script must be able to tell (--help)
+    assert component(result)["status"] == "left-alone" and result.json()["left_alone"] is True
     assert "carries commits the bot did not make" in component(result)["messages"][0]
     assert world.branch() == touched
+    assert world.reconcile("--dry-run").code == 3  # the plan leaves it alone too
+
+
+def test_a_failed_component_exits_1_before_a_branch_left_alone() -> None:
+    from bot.commands.reconcile_cmd import exit_code
+    from bot.loop.results import ComponentResult, PassResult, Status
+
+    def ended(*statuses: Status) -> int:
+        return exit_code(PassResult([ComponentResult(f"c{i}", status) for i, status in enumerate(statuses)], False))
+
+    assert ended(Status.DONE, Status.NOTHING, Status.WAITING) == 0
+    assert ended(Status.DONE, Status.LEFT_ALONE) == 3
+    assert ended(Status.LEFT_ALONE, Status.FAILED) == 1
 
 
 def test_build_failure_is_reported_and_backed_off(world: World) -> None:

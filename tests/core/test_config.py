@@ -250,3 +250,17 @@ def test_hostile_configs_are_one_sentence_and_exit_2(tmp_path: Path, text: bytes
     result = wheelpin("config", "validate", str(path))
     assert result.code == 2 and sentence in result.stderr, result.stderr
     assert "internal error" not in result.stderr and len(result.stderr.splitlines()) <= 2
+
+
+def test_allow_vendored_rocm_is_a_rule_and_its_change_verifies_again(repo: Path) -> None:
+    from bot.core.verify import component_rules, rules_digest
+
+    path = repo / "wheelpin.toml"
+    path.write_text(GOOD)
+    (default,) = load_config(path, root=repo).config.components
+    path.write_text(GOOD.replace('require_needed = ["libamdhip64*"] }',
+                                 'require_needed = ["libamdhip64*"], allow_vendored_rocm = true }'))
+    (allowed,) = load_config(path, root=repo).config.components
+    assert not component_rules(default, commit=None).allow_vendored_rocm
+    assert component_rules(allowed, commit=None).allow_vendored_rocm
+    assert rules_digest(default) != rules_digest(allowed)  # an image verified under the other rule is not taken
