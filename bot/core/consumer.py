@@ -37,7 +37,9 @@ from .config import Consumer
 from .dockerpins import parse
 from .imagefs import ImageFiles, Installed
 from .ldso import Tree, conf_folders, locate, search_folders
+from .localversion import carried
 from .requirements import Conflict, TargetEnvironment, compatible, find_conflicts
+from .rocmlibs import hip_majors
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
     from .inspect import WheelReport
@@ -243,15 +245,11 @@ def conflicts_with(report: ConsumerReport, wheels: Sequence[WheelAsks], files: I
     return find_conflicts(requires, report.constraints, environment=target(files), source="the wheel")
 
 
-_ROCM_SEGMENT = re.compile(r"(?:^|[+.])rocm(\d+(?:\.\d+)*)")
-_HIP_RUNTIME = re.compile(r"^libamdhip64\.so\.(\d+)$")
-
-
 def wheel_rocm(versions: Sequence[str], needed: Sequence[str]) -> str | None:
     """The ROCm a wheel was built for: its local version's `rocm7.2.4`, else the major
     version of the HIP runtime its libraries need (`libamdhip64.so.7`)."""
     for version in versions:
-        if match := _ROCM_SEGMENT.search(version.partition("+")[2]):
-            return match.group(1)
-    majors = sorted({m.group(1) for name in needed if (m := _HIP_RUNTIME.match(name))})
+        if segment := carried(version, "rocm"):
+            return segment.removeprefix("rocm")
+    majors = hip_majors(needed)
     return majors[-1] if majors else None

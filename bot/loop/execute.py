@@ -21,7 +21,7 @@ from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
 from ..adapters.publisher import SETTLE_SECONDS, publish
-from ..adapters.smoke import SmokeResult, smoke_test
+from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
 from ..core.assemble import assemble
 from ..core.backoff import rules_of
@@ -213,7 +213,7 @@ class Executor:
             smoked = SmokeResult(by_workflow=True, not_run=["smoke test: not run (wheelpin runs no repository "
                                                             "command on its host; the build workflow should)"])
         if smoked is None:
-            smoked = smoke_test(command, {tag: wheel for wheel in wheels for tag in python_tags_of(wheel.name)})
+            smoked = smoke_wheels(command, wheels)
         if smoked.failed:
             message = f"smoke test of {head[:8]} failed, nothing published: " + "; ".join(smoked.failed)
             self._failed(context, head, "verify", message)
@@ -283,8 +283,8 @@ class Executor:
         said: tuple[str, ...] = ()
         if smoked.by_workflow and smoked.passed:
             said = (f"smoke test passed in the build run: {', '.join(smoked.passed)}",)
-        elif smoked.passed:
-            said = (f"smoke test `{command}` passed for {', '.join(smoked.passed)}",)
+        elif smoked.passed and command is not None:
+            said = tuple(smoke_said(command, replace(smoked, not_run=[])))
         return {"more_verification": said, "more_notes": tuple(smoked.not_run)}
 
     def _provenance(self, context: Context, head: str, image: ImageFound, info: ImageInfo) -> str:

@@ -232,6 +232,15 @@ def pin_lmcache(seed: Seed, *, rocm6: bool, ceilings: bool) -> tuple[str, str]:
     return pinned, version
 
 
+def faster_lookups(seed: Seed) -> tuple[str, str]:
+    """The upstream commit each LMCache pipeline proposes, built against ROCm 7: it and its version."""
+    head = seed.commit("Faster chunk lookups")
+    version = lmcache_version("0.5.7.dev12", head)
+    seedwheels.lmcache_rocm(seed.builds(head), version, library=seedwheels.hip_library(),
+                            requires=seedwheels.lmcache_requires())
+    return head, version
+
+
 def lmcache_version(base: str, commit: str, torch: str = "2.10") -> str:
     return f"{base}+g{commit[:8]}.rocm7.2.4.torch{torch}.cxx11abi1"
 
@@ -265,10 +274,7 @@ def test_atom_lmcache(registry: Registry, tmp_path: Path, platform: str) -> None
         if platform == "local":  # wheelpin publishes nothing it refused
             assert seed.store().tag_digest(atom_tag(lmcache_version("0.5.7.dev3", refused, "2.11"), refused)) is None
 
-        head = seed.commit("Faster chunk lookups")
-        version = lmcache_version("0.5.7.dev12", head)
-        seedwheels.lmcache_rocm(seed.builds(head), version, library=seedwheels.hip_library(),
-                                requires=seedwheels.lmcache_requires())
+        head, version = faster_lookups(seed)
         done = driver.settle()
         assert done.code == 0, done.component
         body = done.body
@@ -312,10 +318,7 @@ def test_atom_lmcache_as_atom_pushes_it(registry: Registry, tmp_path: Path) -> N
         quiet = driver.settle()  # the base pins the head: known from the tag, nothing to do
         assert quiet.code == 0 and quiet.body is None, quiet.component
         middle = seed.commit("Document the chunk size")  # built by nobody: listed all the same
-        head = seed.commit("Faster chunk lookups")
-        version = lmcache_version("0.5.7.dev12", head)
-        seedwheels.lmcache_rocm(seed.builds(head), version, library=seedwheels.hip_library(),
-                                requires=seedwheels.lmcache_requires())
+        head, version = faster_lookups(seed)
         done = driver.settle()
         assert done.code == 0, done.component
     body = done.body
@@ -445,10 +448,7 @@ def test_atom_lmcache_against_its_consuming_image(registry: Registry, tmp_path: 
     move_base(seed, None, consumer_images.rocm6)
     pinned, pinned_version = pin_lmcache(seed, rocm6=True, ceilings=False)
     with driving(seed, tmp_path, workflow_pushes(seed)) as driver:
-        head = seed.commit("Faster chunk lookups")
-        version = lmcache_version("0.5.7.dev12", head)
-        seedwheels.lmcache_rocm(seed.builds(head), version, library=seedwheels.hip_library(),
-                                requires=seedwheels.lmcache_requires())
+        head, version = faster_lookups(seed)
         refused = driver.settle()
         assert refused.code == 1 and refused.body is None
         assert ("lmcache/c_ops.cpython-312-x86_64-linux-gnu.so needs libamdhip64.so.7, which the image does not "
