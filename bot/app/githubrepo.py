@@ -119,9 +119,19 @@ def read_repository_config(platform: GitHubPlatform, repository: str, path: str 
     raise ConfigError(f"{repository}: no {path or ' or '.join(CONFIG_FILES)} on {base_name}")
 
 
-def load_repository_config(platform: GitHubPlatform, repository: str, found: RepositoryConfig) -> LoadedConfig:
-    return load_config_text(found.text, path=Path(f"{repository}/{found.path}"), root=Path.cwd(),
-                            exists=lambda file: platform.read_file(found.base, file) is not None)
+# The root of a config read from GitHub: it has no folder on the host (never the process's
+# working directory, which a relative path would otherwise reach), and /dev/null, a
+# device, can hold nothing beneath it. It also names the repository in messages and keys.
+GITHUB_ROOT = Path("/dev/null")
+
+
+def load_repository_config(platform: GitHubPlatform, repository: str, found: RepositoryConfig, *,
+                           host_paths: bool = False) -> LoadedConfig:
+    """The config a tenant wrote: nothing in it reaches the bot's host (core/hostreach.py),
+    unless the operator allows absolute host paths (`host_paths`, WHEELPIN_ALLOW_HOST_PATHS)."""
+    return load_config_text(found.text, path=Path(f"{repository}/{found.path}"), root=GITHUB_ROOT / repository,
+                            exists=lambda file: platform.read_file(found.base, file) is not None,
+                            from_github=True, host_paths=host_paths)
 
 
 def _text_or_none(platform: GitHubPlatform, base: str, path: str) -> str | None:
@@ -140,7 +150,7 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     (that would run the repository's code on the bot's host)."""
     platform = platform or github_platform(access, repository)
     found = found or read_repository_config(platform, repository, config_path)
-    loaded = load_repository_config(platform, repository, found)
+    loaded = load_repository_config(platform, repository, found, host_paths=settings.allow_host_paths)
     defaults = loaded.config.defaults
     warnings = components_warnings(loaded.config.components, lambda path: _text_or_none(platform, found.base, path),
                                    where=f"{repository} at {found.base[:8]}")

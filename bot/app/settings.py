@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     stuck_after: int = Field(default=900, ge=1, description="seconds a key may wait, or a job run ×4, before /readyz fails")
     shutdown_grace: float = Field(default=25.0, ge=0, description="seconds a running job may finish on shutdown")
     queue_backoff: float = Field(default=30.0, ge=0, description="first wait of a failing key, doubled per failure")
+    allow_host_paths: bool = Field(default=False, description="let a config read from GitHub name absolute "
+                                   "paths on this host (upstream.repo, file://, oci:): only for a single-tenant "
+                                   "deployment whose repositories the operator trusts, and for tests")
     http_connections: int = Field(default=HTTP_CONNECTIONS, ge=10, le=100_000,
                                   description="open HTTP connections served at once (idle ones included)")
     http_idle_timeout: int = Field(default=HTTP_IDLE_TIMEOUT, ge=1, le=86_400,

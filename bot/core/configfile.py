@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from .config import Config
 from .errors import ConfigError
+from .hostreach import host_problems
 from .tomlpos import key_lines, line_of
 
 class ConfigInvalid(ConfigError):
@@ -65,11 +66,14 @@ def _depth(value: Any) -> int:
 
 def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str], bool] | None,
                      directory: Callable[[str], bool] | None = None,
-                     escapes: Callable[[str], str | None] | None = None) -> LoadedConfig:
+                     escapes: Callable[[str], str | None] | None = None,
+                     from_github: bool = False, host_paths: bool = False) -> LoadedConfig:
     """Parse and validate config text read from anywhere (a file, a repository on GitHub);
     `exists` says whether the repository holds a file (None: do not check), `directory`
     whether a path that is no file is a directory (so the problem says so), `escapes` why a
-    pin file leads out of a checkout through a symlink (None: it does not, or no checkout)."""
+    pin file leads out of a checkout through a symlink (None: it does not, or no checkout).
+    `from_github`: the text is a tenant's, so no key may reach the bot's host (hostreach.py),
+    but absolute host paths when the operator allows them (`host_paths`)."""
     if len(text) > MAX_CONFIG:
         raise ConfigInvalid(path, [f"{path}: the config is over {MAX_CONFIG} bytes"])
     try:
@@ -88,6 +92,8 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
 
     problems = _repository_problems(raw, root, located, exists, directory, escapes) if exists else []
     problems += _duplicate_names(raw, located)
+    if from_github:
+        problems += host_problems(raw, located, host_paths=host_paths)
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:

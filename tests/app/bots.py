@@ -151,8 +151,10 @@ class Bot:
 
 
 def settings_for(tmp_path: Path, **changes: Any) -> Settings:
-    return Settings(cache_dir=tmp_path / "cache", registry_backoff=0.05, schedule_jitter=0, queue_backoff=0.2,
-                    **changes)
+    """The service's settings in the tests; host paths allowed (the operator's setting, which
+    no config can give), since the worlds' upstreams and image layouts are folders here."""
+    return Settings(**{"cache_dir": tmp_path / "cache", "registry_backoff": 0.05, "schedule_jitter": 0,
+                       "queue_backoff": 0.2, "allow_host_paths": True, **changes})
 
 
 def app_on_emulator(world: World, tmp_path: Path) -> tuple[GitHubEmulator, EmulatedRepo, bytes]:

@@ -297,3 +297,26 @@ def test_installation_repositories(tmp_path: Path) -> None:
             validate(record.method, record.template, record.status, record.body)
     finally:
         server.stop()
+
+
+def test_a_config_on_github_reaches_nothing_on_the_host(world: World, tmp_path: Path) -> None:
+    """Without the operator's WHEELPIN_ALLOW_HOST_PATHS, `reconcile --platform github` refuses a
+    tenant's file:// upstream and oci: layout in one sentence each, and reads or writes neither."""
+    cli_world(world)
+    world.set_config("build = { command = [", WORKFLOW)
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    emulator.actions = workflow_build(world, tmp_path)
+    try:
+        repo = emulator.create_repo("rocm", "atom", world.downstream)
+        env = {key: value for key, value in world.env.items() if key != "WHEELPIN_ALLOW_HOST_PATHS"}
+        env |= {"WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "t"}
+        world.commit_upstream("one", NEW_VERSION)
+        mirrors = sorted((tmp_path / "cache").glob("upstream/*"))  # the world's own, made locally
+        refused = wheelpin("reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", env=env)
+        assert refused.code == 2, refused.stdout + refused.stderr
+        said = refused.stdout + refused.stderr
+        assert "upstream.repo: a config read from GitHub names a remote git URL" in said
+        assert "(and 1 more)" in said  # image.repository's oci: folder, also refused
+        assert not repo.runs and sorted((tmp_path / "cache").glob("upstream/*")) == mirrors  # never fetched
+    finally:
+        emulator.stop()

@@ -52,7 +52,7 @@ def test_serve_runs_the_loop_and_never_logs_a_secret(world: World, tmp_path: Pat
     env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "WHEELPIN_GITHUB_API_URL": emulator.url,
            "WHEELPIN_GITHUB_APP_ID": str(APP_ID), "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(tmp_path / "app.pem"),
            "WHEELPIN_WEBHOOK_SECRET_FILE": str(tmp_path / "webhook-secret"), "WHEELPIN_LOG_LEVEL": "debug",
-           "WHEELPIN_LOG_FORMAT": "json", "WHEELPIN_SCHEDULE_JITTER": "0"}
+           "WHEELPIN_LOG_FORMAT": "json", "WHEELPIN_SCHEDULE_JITTER": "0", "WHEELPIN_ALLOW_HOST_PATHS": "1"}
     served = Process(env, "--port", "0")
     try:
         url = served.url()

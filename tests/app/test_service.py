@@ -615,3 +615,15 @@ def test_a_long_job_of_one_repository_holds_up_no_other_and_a_wedged_worker_fail
     finally:
         release.set()
         assert service.stop(grace=10)
+
+
+def test_a_tenants_config_reaches_nothing_on_the_host(world: World, tmp_path: Path) -> None:
+    """The service without the operator's allow_host_paths: a config naming a file:// upstream
+    and an oci: folder is said on the dashboard, and neither is read or written."""
+    mirrors = sorted((tmp_path / "cache").glob("upstream/*"))  # the world's own, made locally
+    with running_bot(world, tmp_path, allow_host_paths=False) as bot:
+        (dashboard,) = dashboards(bot)
+        assert "The config cannot be used" in dashboard.body  # type: ignore[attr-defined]
+        assert "a config read from GitHub names a remote git URL" in dashboard.body  # type: ignore[attr-defined]
+        assert not bot.repo.runs and sorted((tmp_path / "cache").glob("upstream/*")) == mirrors  # never fetched
+        assert bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}") is None

@@ -71,7 +71,10 @@ def make_world(tmp_path: Path, *, registry: str | None = None) -> World:
     upstream, first = make_upstream(root)
     downstream = make_downstream(root, first, settings, registry=registry)
     env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(tmp_path / "docker"),
-           "WHEELPIN_REGISTRY_BACKOFF": "0.05"}
+           "WHEELPIN_REGISTRY_BACKOFF": "0.05",
+           # the upstream and image layout are folders here; a config read from the GitHub
+           # emulator reaches them only with the operator's setting (core/hostreach.py)
+           "WHEELPIN_ALLOW_HOST_PATHS": "1"}
     return World(root, upstream, downstream, env)
 
 
