@@ -25,6 +25,12 @@ from .watchlist import Watched
 log = structlog.get_logger("wheelpin.serve")
 WRITERS = ("admin", "maintain", "write")
 PERMISSION_TTL = 60.0  # seconds a collaborator's permission is trusted once read
+# Seconds a refusal on the dashboard is said once in, per sender and command: anyone who
+# can comment on a public repository would otherwise spend the installation's writes (a
+# comment and a reaction per refused comment; GitHub allows an installation's content
+# writes by the hour, docs "Rate limits for the REST API", secondary limits). A pull
+# request's refusal is said once per pull request already (say_once).
+REFUSAL_PERIOD = 3600.0
 Comment = tuple[int | None, str | None]  # the comment's id, and the commit its pull request proposed then
 
 # a component's pass, asked by a command: (watched, component, rebase, recheck) → done
@@ -41,6 +47,9 @@ class Commands:
         self._comments: dict[Job, list[Comment]] = {}
         self._lock = threading.Lock()
         self.shared = shared
+        # (repository, sender, command) → when the dashboard last said its refusal (this
+        # process's; each replica says it at most once a period)
+        self._refused_at: dict[tuple[str, str, str], float] = {}
 
     def heard(self, job: Job) -> None:
         """A delivery gave `job` (webhook threads)."""
@@ -157,6 +166,9 @@ class Commands:
 
         refused = self._refused(watched, conversation, job)
         if refused is not None:
+            if self._said_lately(watched.repository, job):
+                log.info("command.refused_quietly", sender=job.sender, command=job.command)
+                return True
             conversation.comment(job.number, refused)
             _react(conversation, comments, "confused")
             return True
@@ -188,6 +200,18 @@ class Commands:
         except WheelpinError as exc:
             return f"run {job.run} was not taken as the build: {exc.message}"
         return None
+
+    def _said_lately(self, repository: str, job: Job) -> bool:
+        """Whether this sender's refusal of this command was said within REFUSAL_PERIOD
+        (else it is now, and counted from now)."""
+        key, now = (repository, job.sender or "", job.command or ""), self.clock()
+        with self._lock:
+            last = self._refused_at.get(key)
+            if last is not None and now - last < REFUSAL_PERIOD:
+                return True
+            self._refused_at = {k: t for k, t in self._refused_at.items() if now - t < REFUSAL_PERIOD}
+            self._refused_at[key] = now
+        return False
 
     def _refused(self, watched: Watched, conversation: Conversation, job: Job) -> str | None:
         """What the sender is told when they may not give commands (write access), else None."""

@@ -20,6 +20,7 @@ after REQUEST_DEADLINE seconds (a slowloris, a header byte a second) is cut.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -74,7 +75,7 @@ def _read_body(environ: Environ) -> bytes | None:
     until it ends or passes the cap."""
     length_text = environ.get("CONTENT_LENGTH") or ""
     stream = environ["wsgi.input"]
-    if length_text.isdigit():
+    if re.fullmatch(r"[0-9]{1,20}", length_text):  # ASCII digits: isdigit() takes '²', int() does not
         if int(length_text) > MAX_BODY:
             return None
         wanted = int(length_text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from typing import Any
 
 from .dashboard import MARKER as DASHBOARD_MARKER
@@ -21,6 +22,7 @@ from .proposal import read_marker
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 COMMANDS = ("rebase", "recheck", "skip", "build")  # build: `/wheelpin build --from-run RUN_ID`
+_RUN_ID = re.compile(r"[0-9]{1,18}")  # a run id fits in 63 bits
 
 
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -88,8 +90,10 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         number = issue.get("number")
         comment = (payload.get("comment") or {}).get("id")
         seen = (read_marker(str(issue.get("body") or "")) or {}).get("commit")
+        # ASCII digits only: str.isdigit accepts '²', which int() refuses; anything else is
+        # no run, which the reply asks for in a sentence
         run = int(words[3]) if words[1] == "build" and words[2:3] == ["--from-run"] and words[3:4] and \
-            words[3].isdigit() and len(words[3]) <= 18 else None
+            _RUN_ID.fullmatch(words[3]) else None
         named = words[words.index("--component") + 1] if "--component" in words[:-1] else None
         return [Job(JobKind.COMMAND, repository, command=words[1], sender=str(sender) if sender else None, run=run,
                     number=number if isinstance(number, int) else None, on_dashboard=on_dashboard,

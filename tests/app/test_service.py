@@ -437,9 +437,18 @@ def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_requ
         bot.idle()
         assert "@maintainer: say which component to build: `--component NAME`, one of demo-cache." in \
             dashboard.comments[-1]  # type: ignore[attr-defined]
+        assert bot.comment(number, "/wheelpin build --from-run ²", "maintainer").ok  # isdigit's, not int's
+        bot.idle()
+        assert "@maintainer: say which run to take the build from" in dashboard.comments[-1]  # type: ignore[attr-defined]
         bot.comment(number, f"/wheelpin build --from-run {nightly.id}", "visitor")
         bot.idle()
         assert "needs write access" in dashboard.comments[-1] and bot.pulls() == []  # type: ignore[attr-defined]
+        for _ in range(11):  # a read-only user repeating it: refused once a period, not per comment
+            bot.comment(number, f"/wheelpin build --from-run {nightly.id}", "visitor")
+            bot.idle()
+        repeated = [comment_id(number, index) for index in range(len(dashboard.comments) - 11, len(dashboard.comments))]  # type: ignore[attr-defined]
+        assert sum("needs write access" in c for c in dashboard.comments) == 1  # type: ignore[attr-defined]
+        assert not any(bot.repo.reactions.get(comment) for comment in repeated)
         bot.comment(number, f"/wheelpin build --from-run {nightly.id}", "maintainer")  # one component: no name
         taken = comment_id(number, len(dashboard.comments) - 1)  # type: ignore[attr-defined]
         bot.idle()

@@ -72,3 +72,15 @@ def test_signatures() -> None:
     assert not signature_ok(b"other", body, good)
     assert not signature_ok(b"s3cret", body, None)  # unsigned
     assert not signature_ok(b"s3cret", body, "sha1=" + "0" * 40)
+
+
+@pytest.mark.parametrize("given, run", [("123", 123), ("²", None), ("١٢", None), ("12a", None), ("9" * 19, None)])
+def test_a_run_id_is_ascii_digits(given: str, run: int | None) -> None:
+    """`str.isdigit` takes '²' and Arabic-Indic digits, which int() refuses or reads: only
+    ASCII digits are a run id; anything else is a job with no run, which the reply asks for."""
+    base = next(p for name, p in ALL if name == "issue_comment" and p.get("action") == "created")
+    payload = json.loads(json.dumps(base))
+    payload["issue"]["pull_request"] = {"url": "x"}
+    payload["comment"]["body"] = f"/wheelpin build --from-run {given}"
+    (job,) = work_for("issue_comment", payload)
+    assert job.command == "build" and job.run == run
