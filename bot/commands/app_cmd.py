@@ -21,6 +21,8 @@ from ..app.settings import Settings
 from ..core.errors import CredentialsError, TransientError, UsageError
 
 WAIT = 15 * 60  # seconds the page waits for GitHub to send the browser back
+COOKIE = "wheelpin_app_create"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 def app_create_command(*, org: str | None, name: str, webhook_url: str | None, out: Path, port: int,
@@ -35,21 +37,36 @@ def app_create_command(*, org: str | None, name: str, webhook_url: str | None, o
     done = threading.Event()
     outcome: dict[str, Any] = {}
 
+    browser = secrets.token_urlsafe(24)  # the cookie of the browser the page was served to
+
     class Page(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
 
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
+            port_here = server.server_address[1]
+            if not loopback_host(self.headers.get("Host"), port_here):
+                # DNS rebinding: a site whose name now resolves to 127.0.0.1 reaches this
+                # page with its own Host; answered as RFC 9110 §15.5.20's 421, no state
+                self._answer(421, "<p>This page answers only at 127.0.0.1, localhost or [::1].</p>")
+                return
             if parts.path == "/":
-                self._answer(200, _form(web, org, state, server_manifest))
+                if self.headers.get("Host") != f"127.0.0.1:{port_here}":  # one origin holds the cookie
+                    self._redirect(f"{address}/")
+                    return
+                self._answer(200, _form(web, org, state, server_manifest), cookie=browser)
             elif parts.path == "/callback":
                 query = parse_qs(parts.query)
                 if query.get("state") != [state] or not query.get("code"):
                     self._answer(400, "<p>This answer is not for the App wheelpin asked for (its state differs).</p>")
                     return
+                if not secrets.compare_digest(_cookie(self.headers.get("Cookie")) or "", browser):
+                    self._answer(400, "<p>This answer did not come to the browser that started creating the "
+                                      "App; open the page wheelpin named in that browser.</p>")
+                    return
                 try:
-                    outcome["app"] = _convert(api, query["code"][0])
+                    outcome["app"] = _check_created(_convert(api, query["code"][0]), server_manifest)
                 except (CredentialsError, TransientError) as exc:
                     outcome["error"] = exc
                     self._answer(502, f"<p>{html.escape(exc.message)}</p>")
@@ -59,11 +76,23 @@ def app_create_command(*, org: str | None, name: str, webhook_url: str | None, o
             else:
                 self._answer(404, "<p>Not here.</p>")
 
-        def _answer(self, status: int, body: str) -> None:
+        def _redirect(self, location: str) -> None:
+            self.send_response(302)
+            self.send_header("Location", location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def _answer(self, status: int, body: str, cookie: str | None = None) -> None:
             data = f"<!doctype html><meta charset=utf-8><title>wheelpin</title>{body}".encode()
             self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            if cookie is not None:
+                # HttpOnly: no script reads it. Lax, not Strict: GitHub sends the browser
+                # back by a cross-site top-level GET, which carries Lax cookies and never
+                # Strict ones (RFC 6265bis, "SameSite" cookies; Lax: top-level navigations)
+                self.send_header("Set-Cookie", f"{COOKIE}={cookie}; HttpOnly; SameSite=Lax; Path=/")
             self.end_headers()
             self.wfile.write(data)
 
@@ -95,6 +124,36 @@ def app_create_command(*, org: str | None, name: str, webhook_url: str | None, o
                      f"its key, webhook secret and settings are in {out} (wheelpin-app.env); install it on the "
                      f"repositories to watch: {app['html_url']}/installations/new\n")
     return 0
+
+
+def loopback_host(host: str | None, port: int) -> bool:
+    """Whether a request's Host names this loopback page (its name and its port)."""
+    return host is not None and host.lower() in {f"{name}:{port}" for name in LOOPBACK_NAMES}
+
+
+def _cookie(header: str | None) -> str | None:
+    for part in (header or "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE:
+            return value
+    return None
+
+
+def _check_created(app: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """The App GitHub traded the code for, when it is the one the manifest described (its
+    name, its url, its permissions and events: the conversion answers them, OpenAPI
+    "integration"); another App's code (someone's callback link) is refused before anything
+    is written. The hook's address is not in the answer, so it is not compared."""
+    differs = [what for what, got, meant in (
+        ("name", app.get("name"), wanted["name"]),
+        ("url", app.get("external_url"), wanted["url"]),
+        ("permissions", {k: v for k, v in (app.get("permissions") or {}).items() if v}, wanted["default_permissions"]),
+        ("events", sorted(app.get("events") or []), sorted(wanted["default_events"])),
+    ) if got != meant]
+    if differs:
+        raise CredentialsError(f"GitHub's answer is the App {str(app.get('slug') or app.get('name'))!r}, not the one "
+                               f"wheelpin described (its {', '.join(differs)} differ); nothing was written")
+    return app
 
 
 def _form(web: str, org: str | None, state: str, body: dict[str, Any]) -> str:

@@ -49,7 +49,8 @@ def test_the_app_is_created_from_its_manifest_and_its_secrets_written_for_serve(
     out = tmp_path / "secrets"
     try:
         creating = Creating(env, "--org", "rocm", "--webhook-url", "https://bot.example.org/webhook", "--out", str(out))
-        page = requests.get(creating.page(), timeout=10).text
+        browser = requests.Session()  # the browser that opened the page holds its cookie
+        page = browser.get(creating.page(), timeout=10).text
         action, manifest = form_of(page)
         state = action.split("?state=")[1]
         assert action == f"{emulator.url}/organizations/rocm/settings/apps/new?state={state}" and len(state) >= 24
@@ -58,10 +59,10 @@ def test_the_app_is_created_from_its_manifest_and_its_secrets_written_for_serve(
         callback = manifest["redirect_url"]
         assert callback == creating.page() + "callback"
         # someone else's answer: refused, nothing traded, still waiting
-        forged = requests.get(callback, params={"code": "c0de", "state": "not-ours"}, timeout=10)
+        forged = browser.get(callback, params={"code": "c0de", "state": "not-ours"}, timeout=10)
         assert forged.status_code == 400 and creating.proc.poll() is None
         emulator.manifest_codes["c0de"] = manifest  # GitHub's page took the form: its code
-        back = requests.get(callback, params={"code": "c0de", "state": state}, timeout=30)
+        back = browser.get(callback, params={"code": "c0de", "state": state}, timeout=30)
         assert back.status_code == 200
         assert creating.proc.wait(30) == 0, creating.lines
         said = creating.proc.stdout.read() if creating.proc.stdout else ""
@@ -88,14 +89,67 @@ def test_a_code_github_refuses_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "secrets"
     try:
         creating = Creating(env, "--out", str(out))
-        page = requests.get(creating.page(), timeout=10).text
+        browser = requests.Session()
+        page = browser.get(creating.page(), timeout=10).text
         action, manifest = form_of(page)
         assert action.startswith(f"{emulator.url}/settings/apps/new?state=")  # the user's own account
         assert manifest["hook_attributes"]["active"] is False  # no webhook address given
         state = action.split("?state=")[1]
-        answer = requests.get(manifest["redirect_url"], params={"code": "used-or-old", "state": state}, timeout=30)
+        answer = browser.get(manifest["redirect_url"], params={"code": "used-or-old", "state": state}, timeout=30)
         assert answer.status_code == 502
         assert creating.proc.wait(30) == 2
     finally:
         emulator.stop()
     assert any("refused the code" in line for line in creating.lines) and not out.exists()
+
+
+def test_the_page_answers_only_loopback_names_and_the_browser_that_started(tmp_path: Path) -> None:
+    """DNS rebinding (another Host) gets no state; a callback from another browser (no
+    cookie) trades nothing; both leave the command waiting for the real one."""
+    emulator = GitHubEmulator(tmp_path / "github", tokens=set())
+    env = {"WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
+    try:
+        creating = Creating(env, "--out", str(tmp_path / "secrets"))
+        address = creating.page()
+        port = address.rsplit(":", 1)[1].strip("/")
+        rebound = requests.get(address, headers={"Host": f"attacker.example:{port}"}, timeout=10)
+        assert rebound.status_code == 421 and "state=" not in rebound.text
+        assert requests.get(address, headers={"Host": "127.0.0.1:1"}, timeout=10).status_code == 421
+        moved = requests.get(address, headers={"Host": f"localhost:{port}"}, timeout=10, allow_redirects=False)
+        assert moved.status_code == 302 and moved.headers["Location"] == address
+        browser = requests.Session()
+        served = browser.get(address, timeout=10)
+        assert "HttpOnly" in served.headers["Set-Cookie"] and "SameSite=Lax" in served.headers["Set-Cookie"]
+        action, manifest = form_of(served.text)
+        state = action.split("?state=")[1]
+        emulator.manifest_codes["c0de"] = manifest
+        other = requests.get(manifest["redirect_url"], params={"code": "c0de", "state": state}, timeout=10)
+        assert other.status_code == 400 and "browser that started" in other.text
+        assert creating.proc.poll() is None and "c0de" in emulator.manifest_codes  # nothing traded
+    finally:
+        creating.proc.kill()
+        creating.proc.wait(10)
+        emulator.stop()
+
+
+def test_another_apps_code_writes_nothing(tmp_path: Path) -> None:
+    """A callback carrying the code of an App wheelpin did not describe (someone's own
+    manifest): GitHub's answer is compared with the manifest, and nothing is written."""
+    emulator = GitHubEmulator(tmp_path / "github", tokens=set())
+    env = {"WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "secrets"
+    try:
+        creating = Creating(env, "--out", str(out))
+        browser = requests.Session()
+        action, manifest = form_of(browser.get(creating.page(), timeout=10).text)
+        state = action.split("?state=")[1]
+        emulator.manifest_codes["evil"] = {**manifest, "name": "attacker-app",
+                                           "default_permissions": {"contents": "read", "metadata": "read"}}
+        answer = browser.get(manifest["redirect_url"], params={"code": "evil", "state": state}, timeout=30)
+        assert answer.status_code == 502
+        assert creating.proc.wait(30) == 2
+    finally:
+        emulator.stop()
+    said = "\n".join(creating.lines)
+    assert "'attacker-app', not the one wheelpin described (its name, permissions differ)" in said, said
+    assert not out.exists()
