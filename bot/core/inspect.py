@@ -35,6 +35,7 @@ from .archive import (
 from .elf import ELF_MAGIC, ElfError, ElfReport, read_elf
 from .offload import BundleError, ReadBudget
 from .errors import InputError
+from .requirements import parse_requirement
 from .wheelmeta import (
     Metadata,
     RecordEntry,
@@ -182,6 +183,11 @@ def _read_metadata(path: Path, archive: zipfile.ZipFile) -> tuple[str, Metadata]
     try:
         metadata = parse_metadata(read_small_member(path, archive, info))
         Version(metadata.version)
+        # packaging's parse_email keeps a Requires-Dist as text, whatever it holds: one
+        # that is no PEP 508 requirement is refused here, where the wheel is read, rather
+        # than failing later in a diff or a consumer check (or being skipped there)
+        for requirement in metadata.requires_dist:
+            parse_requirement(requirement, source="Requires-Dist")
     except (ValueError, InvalidVersion) as exc:
         raise InputError(f"{path}: {info.filename} is malformed ({exc})") from None
     return info.filename.split("/")[0], metadata

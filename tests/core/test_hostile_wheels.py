@@ -234,3 +234,16 @@ def test_the_command_line_says_one_sentence_and_exit_2(tmp_path: Path) -> None:
     result = wheelpin("wheel", "inspect", str(wheel))
     assert result.code == 2, result.stderr
     assert "decompression bomb" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("requirement", [b"numpy >=", b"torch (==2.9", b"a; python_version >> '3'"])
+def test_a_requires_dist_packaging_cannot_read_is_refused(tmp_path: Path, requirement: bytes) -> None:
+    """packaging's parse_email keeps any text as a Requires-Dist: `wheel inspect` and
+    `image check` (which inspects before it reads the image) say so in one sentence, exit 2."""
+    metadata = hostile.METADATA + b"Requires-Dist: " + requirement + b"\n"
+    wheel = hostile.write_zip(tmp_path / hostile.WHEEL, hostile.dist_info(metadata=metadata))
+    refused(wheel, r"METADATA is malformed \(Requires-Dist: requirement .* is malformed")
+    for args in (("wheel", "inspect", str(wheel)), ("image", "check", str(wheel), "--consumer", "registry.invalid/x:1")):
+        result = wheelpin(*args)
+        assert result.code == 2 and "Requires-Dist" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
