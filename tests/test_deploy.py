@@ -153,9 +153,13 @@ def test_the_kubernetes_manifests() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 10001
     ports = {port["name"]: port["containerPort"] for port in container["ports"]}
     assert container["args"] == ["--host", "0.0.0.0", "--port", str(ports["http"])]
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     config = found["ConfigMap"]["data"]
+    # the probes' own listener: never queued behind webhook clients on the main door
+    assert int(config["WHEELPIN_HEALTH_PORT"]) == ports["health"] != ports["http"]
+    annotations = found["Deployment"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(ports["health"])
     env = {**config, **commented_settings(ROOT / "deploy/kubernetes/wheelpin.yaml"),
            **{item["name"]: item["value"] for item in container.get("env", [])}}
     assert set(env) <= SETTINGS, set(env) - SETTINGS

@@ -30,6 +30,10 @@ HTTP_CONNECTIONS = 1000
 # does not redeliver by itself). A delivery still arriving is not idle: what bounds a
 # slow one is webapp.REQUEST_DEADLINE.
 HTTP_IDLE_TIMEOUT = 75
+# Connections one client address may hold open: 1,100 slow clients that reconnect when cut
+# held every slot. A quarter leaves the rest to GitHub (whose deliveries come from many
+# addresses); behind one proxy, raise it to WHEELPIN_HTTP_CONNECTIONS.
+HTTP_CONNECTIONS_PER_ADDRESS = 250
 
 
 class Settings(BaseSettings):
@@ -87,6 +91,10 @@ class Settings(BaseSettings):
                                    "deployment whose repositories the operator trusts, and for tests")
     http_connections: int = Field(default=HTTP_CONNECTIONS, ge=10, le=100_000,
                                   description="open HTTP connections served at once (idle ones included)")
+    http_connections_per_address: int = Field(default=HTTP_CONNECTIONS_PER_ADDRESS, ge=1, le=100_000,
+                                              description="open HTTP connections one client address may hold")
+    health_port: int | None = Field(default=None, ge=0, le=65_535, description="a second port answering only "
+                                    "/healthz, /readyz and /metrics, for probes: never queued behind webhook clients")
     http_idle_timeout: int = Field(default=HTTP_IDLE_TIMEOUT, ge=1, le=86_400,
                                    description="seconds an HTTP connection may sit idle before it is closed")
 

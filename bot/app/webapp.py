@@ -14,7 +14,10 @@ connection in one asyncore loop and gives a request to a thread only once it has
 arrived, so a connection costs a slot and its buffers, never a thread. The slots are
 many (WHEELPIN_HTTP_CONNECTIONS, fitted to the open-files limit), an idle connection is
 closed after WHEELPIN_HTTP_IDLE_TIMEOUT seconds, and a request that is still arriving
-after REQUEST_DEADLINE seconds (a slowloris, a header byte a second) is cut.
+after REQUEST_DEADLINE seconds (a slowloris, a header byte a second) is cut. One client
+address holds at most WHEELPIN_HTTP_CONNECTIONS_PER_ADDRESS of the slots, and with
+WHEELPIN_HEALTH_PORT the probes have a listener of their own (/healthz, /readyz, /metrics
+only), so a full door never fails a liveness probe.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ INBUF_OVERFLOW = 64 * 1024  # body bytes a connection keeps in memory before spi
 # Open files one connection may need (its socket, a temporary file for a large body) and
 # those kept for everything else (the worker's git, SQLite, HTTP pools, the scheduler).
 FILES_PER_CONNECTION = 2
+HEALTH_CONNECTIONS = 32  # the health port's slots: probes and a scraper, a few at a time
+HEALTH_THREADS = 2
 RESERVED_FILES = 256
 
 STATUS = {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 401: "401 Unauthorized",
@@ -90,6 +95,31 @@ def _read_body(environ: Environ) -> bytes | None:
         parts.append(bytes(part))
         size += len(part)
     return None if size > MAX_BODY else b"".join(parts)
+
+
+def _health(service: Service, path: str, start: StartResponse) -> list[bytes] | None:
+    """The answer to a probe or a scrape, None for any other path."""
+    if path == "/healthz":
+        alive, reason = service.alive()
+        return _answer(start, 200, {"status": "alive"}) if alive else \
+            _answer(start, 503, {"status": "wedged", "reason": reason})
+    if path == "/readyz":
+        ready, reason = service.ready()
+        return _answer(start, 200 if ready else 503, {"status": "ready" if ready else "not ready",
+                                                      "reason": reason})
+    if path == "/metrics":
+        return _answer(start, 200, service.metrics.render(), service.metrics.content_type)
+    return None
+
+
+def make_health_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[bytes]]:
+    """The health port's app (WHEELPIN_HEALTH_PORT): /healthz, /readyz and /metrics only."""
+    def app(environ: Environ, start: StartResponse) -> list[bytes]:
+        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+            return _answer(start, 405, {"message": "GET only"})
+        return _health(service, environ.get("PATH_INFO", ""), start) or _answer(start, 404, {"message": "not found"})
+
+    return app
 
 
 def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[bytes]]:
@@ -144,17 +174,7 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
             return webhook(environ, start)
         if method not in ("GET", "HEAD"):
             return _answer(start, 405, {"message": "GET only"})
-        if path == "/healthz":
-            alive, reason = service.alive()
-            return _answer(start, 200, {"status": "alive"}) if alive else \
-                _answer(start, 503, {"status": "wedged", "reason": reason})
-        if path == "/readyz":
-            ready, reason = service.ready()
-            return _answer(start, 200 if ready else 503, {"status": "ready" if ready else "not ready",
-                                                          "reason": reason})
-        if path == "/metrics":
-            return _answer(start, 200, service.metrics.render(), service.metrics.content_type)
-        return _answer(start, 404, {"message": "not found"})
+        return _health(service, path, start) or _answer(start, 404, {"message": "not found"})
 
     return app
 
@@ -184,19 +204,41 @@ def fit_connections(wanted: int) -> int:
     return fits
 
 
+def _listeners(server: Any) -> list[Any]:
+    """waitress's listening sockets: one, or several (a host name with more than one address)."""
+    from waitress.server import BaseWSGIServer
+
+    return [server] if isinstance(server, BaseWSGIServer) else [
+        each for each in server.map.values() if isinstance(each, BaseWSGIServer)]
+
+
+def _cap_per_address(server: Any, cap: int) -> None:
+    """Close, as soon as it is accepted, a connection from an address that already holds
+    `cap` (waitress's accept makes a channel through `channel_class`): one client, however
+    many times it reconnects, cannot take every slot."""
+    for listener in _listeners(server):
+        def channel(owner: Any, conn: Any, addr: Any, adj: Any, map: Any = None,
+                    make: Any = listener.channel_class) -> Any:
+            host = addr[0] if isinstance(addr, tuple) else addr
+            held = sum(1 for each in list(owner.active_channels.values())
+                       if (each.addr[0] if isinstance(each.addr, tuple) else each.addr) == host)
+            if held >= cap:
+                log.info("http.address_over_cap", address=host, connections=held)
+                conn.close()
+                return None
+            return make(owner, conn, addr, adj, map=map)
+
+        listener.channel_class = channel
+
+
 def _cut_overdue_requests(server: Any, deadline: float) -> None:
     """Make waitress's sweep (which closes connections idle past channel_timeout) also
     close a connection whose request has been arriving for more than `deadline` seconds.
     A request is first seen at a sweep, so it is cut within deadline + 2 sweeps of its start."""
     import weakref
 
-    from waitress.server import BaseWSGIServer
-
     first_seen: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-    # one listening socket, or several (a host name with more than one address)
-    listeners = [server] if isinstance(server, BaseWSGIServer) else [
-        each for each in server.map.values() if isinstance(each, BaseWSGIServer)]
-    for listener in listeners:
+    for listener in _listeners(server):
         def maintenance(now: float, listener: Any = listener, sweep: Any = listener.maintenance) -> None:
             sweep(now)
             for channel in list(listener.active_channels.values()):
@@ -207,14 +249,15 @@ def _cut_overdue_requests(server: Any, deadline: float) -> None:
                     log.info("http.request_overdue", seconds=round(now - first_seen[arriving]))
                     channel.will_close = True
 
-        listener.maintenance = maintenance  # type: ignore[method-assign]
+        listener.maintenance = maintenance
 
 
 class HTTPServer:
     """waitress serving the app on a host and port (0: any free port), in its own thread,
     sized so that idle and slow clients cannot close the door (see the module's text)."""
 
-    def __init__(self, service: Service, *, host: str = "127.0.0.1", port: int = 8080, threads: int = 8) -> None:
+    def __init__(self, service: Service, *, host: str = "127.0.0.1", port: int = 8080, threads: int = 8,
+                 health_only: bool = False) -> None:
         import logging
         import threading
 
@@ -223,15 +266,19 @@ class HTTPServer:
         logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is N" on every burst
 
         settings = service.settings
-        self.connections = fit_connections(settings.http_connections)
+        # the health port: a few slots and threads of its own, so a probe never waits
+        # behind webhook clients, whatever they hold of the main door
+        self.connections = HEALTH_CONNECTIONS if health_only else fit_connections(settings.http_connections)
         self.server = create_server(
-            make_app(service), host=host, port=port, threads=threads, ident="wheelpin",
+            (make_health_app if health_only else make_app)(service), host=host, port=port,
+            threads=HEALTH_THREADS if health_only else threads, ident="wheelpin",
             clear_untrusted_proxy_headers=True, max_request_body_size=WIRE_LIMIT,
             max_request_header_size=HEADER_LIMIT, inbuf_overflow=INBUF_OVERFLOW,
             connection_limit=self.connections + 2,  # waitress counts its listening socket and its trigger too
             channel_timeout=settings.http_idle_timeout, cleanup_interval=CLEANUP_INTERVAL, backlog=BACKLOG,
             asyncore_use_poll=True)  # select() cannot watch a file descriptor past 1023
         _cut_overdue_requests(self.server, REQUEST_DEADLINE)
+        _cap_per_address(self.server, settings.http_connections_per_address)
         self.host = host
         self.port = int(self.server.effective_port)  # type: ignore[union-attr]
         self.thread = threading.Thread(target=self.server.run, name="wheelpin-http", daemon=True)

@@ -31,6 +31,14 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
         server = HTTPServer(service, host=host, port=port)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    health = None
+    if settings.health_port is not None:  # probes on a listener of their own
+        try:
+            health = HTTPServer(service, host=host, port=settings.health_port, health_only=True)
+        except OSError as exc:
+            server.server.close()  # never started: only its listening socket to let go
+            raise UsageError(f"cannot listen on {host}:{settings.health_port} (WHEELPIN_HEALTH_PORT: "
+                             f"{exc.strerror or exc})") from None
     stop = threading.Event()
 
     def on_signal(number: int, _frame: FrameType | None) -> None:
@@ -40,11 +48,16 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
     signal.signal(signal.SIGINT, on_signal)
     service.start()
     server.start()
-    sys.stderr.write(f"wheelpin: listening on {server.url}\n")
+    if health is not None:
+        health.start()
+    sys.stderr.write(f"wheelpin: listening on {server.url}"
+                     + (f" (health on {health.url})" if health is not None else "") + "\n")
     sys.stderr.flush()
     while not stop.wait(1.0):
         pass
     server.stop()
+    if health is not None:
+        health.stop()
     finished = service.stop()
     sys.stderr.write("wheelpin: stopped\n" if finished else
                      "wheelpin: stopped; the running job was abandoned (the next start repairs it)\n")

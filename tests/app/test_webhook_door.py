@@ -258,3 +258,40 @@ def test_the_connections_fit_the_open_files_limit(tmp_path: Path) -> None:
         fits, soft_now, _, said = run(512, 4096)
         assert fits == 1000 and soft_now >= 2 * 1000 and not said  # raised (by us, or a Go library's runtime)
     assert run(512, 512) == ((512 - 256) // 2, 512, 512, True)  # lowered, and said
+
+
+def test_one_address_cannot_take_every_connection(tmp_path: Path) -> None:
+    """One client address holds at most WHEELPIN_HTTP_CONNECTIONS_PER_ADDRESS: its next
+    connection is closed as soon as it is accepted, and another address is still served."""
+    for _service, server in serving(tmp_path, http_connections=40, http_connections_per_address=5):
+        held = [connect(server) for _ in range(5)]
+        for sock in held:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: wheelpin\r\n")  # never finished
+        time.sleep(0.5)
+        extra = connect(server)
+        assert closed_by_server(extra, 5)
+        assert not any(closed_by_server(sock, 0.2) for sock in held)
+        other = socket.create_connection((server.host, server.port), timeout=5, source_address=("127.0.0.2", 0))
+        other.sendall(b"GET /healthz HTTP/1.1\r\nHost: wheelpin\r\nConnection: close\r\n\r\n")
+        assert other.recv(64).startswith(b"HTTP/1.1 200")
+        for sock in held + [extra, other]:
+            sock.close()
+
+
+def test_the_health_port_answers_while_the_door_is_full(tmp_path: Path) -> None:
+    """With WHEELPIN_HEALTH_PORT, /healthz /readyz /metrics have a listener of their own:
+    answered while every slot of the main door is held; nothing else is served there."""
+    for service, server in serving(tmp_path, http_connections=10, http_connections_per_address=100):
+        health = HTTPServer(service, host="127.0.0.1", port=0, health_only=True)
+        health.start()
+        held = [connect(server) for _ in range(30)]
+        try:
+            time.sleep(1.0)
+            for path in ("/healthz", "/metrics"):
+                assert requests.get(health.url + path, timeout=2).status_code == 200
+            assert requests.post(health.url + "/webhook", data=b"{}", timeout=2).status_code == 405
+            assert requests.get(health.url + "/webhook", timeout=2).status_code == 404
+        finally:
+            for sock in held:
+                sock.close()
+            health.stop()
