@@ -61,7 +61,8 @@ def run_action(inputs: dict[str, str], *, github: dict[str, str], temp: Path) ->
     summary = temp / "step-summary.md"
     base = {"PATH": os.environ["PATH"], "HOME": str(temp), "RUNNER_TEMP": str(temp), "GITHUB_ACTION_PATH": str(ROOT),
             "GITHUB_REPOSITORY": github["repository"], "GITHUB_API_URL": github["api_url"],
-            "GITHUB_STEP_SUMMARY": str(summary), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+            "GITHUB_STEP_SUMMARY": str(summary), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "WHEELPIN_ALLOW_HOST_PATHS": "1"}  # the world's upstream is a repository on this host
     code, output = 0, ""
     for step in action["runs"]["steps"]:
         if "run" not in step:
