@@ -65,10 +65,30 @@ class Jail:
     hidden: tuple[Path, ...] = ()
 
 
+def undumpable() -> None:
+    """This process made non-dumpable (prctl(2) PR_SET_DUMPABLE 0): its /proc/<pid>/environ,
+    mem, fd… then belong to root and ptrace access is refused to other processes of the
+    same user (proc(5)), so a command run unsandboxed cannot read the bot's settings and
+    tokens there either; and no core dump holds them. Called at the start of a command
+    that runs builds or smoke tests, or serves. Where prctl is not (not Linux), nothing."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+_PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+
+
 def enabled() -> bool:
     """True when commands run sandboxed; raises SandboxUnavailable when they cannot be and
-    the operator has not said WHEELPIN_SANDBOX=off."""
+    the operator has not said WHEELPIN_SANDBOX=off (then False, said once as a warning)."""
     if os.environ.get(SETTING, "").strip().lower() == OFF:
+        _warn_unsandboxed()
         return False
     problem = _problem()
     if problem is not None:
@@ -77,6 +97,15 @@ def enabled() -> bool:
             f"and bwrap cannot run here ({problem}): install bubblewrap (Debian: apt-get install bubblewrap) "
             f"where user namespaces are allowed, or set {SETTING}={OFF} to run them unsandboxed (unsafe)")
     return True
+
+
+@functools.cache
+def _warn_unsandboxed() -> None:
+    import structlog
+
+    structlog.get_logger("wheelpin.sandbox").warning(
+        "sandbox.off", reason=f"{SETTING}={OFF}: builds and smoke tests run unsandboxed and can read "
+                              "what this user can (credentials files, the cache folder)")
 
 
 @functools.cache
