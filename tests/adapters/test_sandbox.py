@@ -223,3 +223,27 @@ def test_only_allow_listed_variables_reach_a_build(monkeypatch: pytest.MonkeyPat
     assert {"PIP_INDEX_URL", "LC_ALL"} <= set(builders.build_environment())
     monkeypatch.setenv(builders.PASS_SETTING, "CUSTOM")
     assert builders.build_environment()["CUSTOM"] == "1"
+
+
+def test_a_build_dies_with_its_pass(tmp_path: Path, daemon_mark: str) -> None:
+    """SIGKILL to the bot (no `finally` runs): bwrap's --die-with-parent ends the build."""
+    code = (f"import sys; from pathlib import Path; from tests.adapters.test_sandbox import build; "
+            f"build(Path(sys.argv[1]), 'setsid sleep {daemon_mark} </dev/null >/dev/null 2>&1 & sleep {daemon_mark}')")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(_running(f"sleep\0{daemon_mark}")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_running(f"sleep\0{daemon_mark}")) == 2, "the build did not start"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while _running(f"sleep\0{daemon_mark}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running(f"sleep\0{daemon_mark}") == []
+
+
+def test_the_bots_process_is_made_non_dumpable() -> None:
+    code = ("import ctypes, ctypes.util; from bot.adapters.sandbox import undumpable; undumpable(); "
+            "print(ctypes.CDLL(ctypes.util.find_library('c')).prctl(3, 0, 0, 0, 0))")  # PR_GET_DUMPABLE
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0"
