@@ -320,6 +320,11 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
     elif args.command == "app":
         from .commands.app_cmd import app_create_command
     _collect_from_here()
+    if args.command in ("reconcile", "serve", "demo") or (args.command, getattr(args, "image_command", None)) == (
+            "image", "publish"):  # they run builds or smoke tests, or hold the service's secrets
+        from .adapters.sandbox import undumpable
+
+        undumpable()
     if args.command == "config":
         if args.config_command == "schema":
             return config_cmd.schema_command()

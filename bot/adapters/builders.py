@@ -2,9 +2,12 @@
 upstream at the commit, with `{sha}`, `{sha8}`, `{out}` filled and the same values in
 `WHEELPIN_*` variables. Output and exit status are kept in a log beside the wheels; a
 `.complete` marker is written only after success, so a killed build is never taken
-for a finished one. The build runs in its own process group, noted in `build.pid` while
-it runs: a pass killed meanwhile leaves it running, and the next build of that commit
-ends it first, so two builds never run side by side."""
+for a finished one. The build runs in a sandbox (adapters/sandbox.py: the bot's
+processes, environment, credentials and cache out of its reach; all it started ends with
+it), with an allow-listed environment, its output bounded (adapters/boundedlog.py). It
+also runs in its own process group, noted in `build.pid` while it runs: unsandboxed
+(WHEELPIN_SANDBOX=off), a pass killed meanwhile leaves it running, and the next build of
+that commit ends it first, so two builds never run side by side."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from pathlib import Path
 
 from ..core.config import Component
 from ..core.templates import commit_values, render
+from . import sandbox
+from .boundedlog import MiB, BoundedLog
 from .progress import waited
 from .upstream import UpstreamRepo
 
@@ -34,14 +39,31 @@ class BuildResult:
     message: str
 
 
-_SECRET_NAMES = re.compile(r"PASSWORD|TOKEN|SECRET|CREDENTIAL|PRIVATE_KEY|AUTH", re.I)
+# What a build or a smoke test is given of wheelpin's environment: an allow-list, never a
+# deny-list (a token named GH_PAT or MY_SERVICE_API_KEY says nothing of what it is).
+# The locale, the time zone, the terminal; proxies and package indexes (pip, uv) and the
+# certificates they trust; where ROCm is and what a ROCm build is for. A value carrying
+# credentials in a URL (`https://user:pass@proxy`) is left out all the same.
+_PASSED = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "SOURCE_DATE_EPOCH",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_TRUSTED_HOST", "PIP_CERT",
+    "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_CACHE_DIR", "PIP_PREFER_BINARY",
+    "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    "ROCM_PATH", "ROCM_HOME", "HIP_PATH", "PYTORCH_ROCM_ARCH", "GPU_ARCHS", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL",
+})
+PASS_SETTING = "WHEELPIN_BUILD_ENV"  # more names to pass, separated by commas: the operator's choice
+_URL_CREDENTIALS = re.compile(r"://[^/@\s]*@")
 
 
 def build_environment() -> dict[str, str]:
-    """The environment a build runs in: the process's, less wheelpin's own settings and
-    anything that looks like a secret — a build runs upstream code."""
+    """The environment a build and a smoke test run in: the allow-listed variables of the
+    process (LC_* too) and those WHEELPIN_BUILD_ENV names; HOME and TMPDIR are the
+    sandbox's (adapters/sandbox.py); the build's own WHEELPIN_* values are added by it."""
+    passed = _PASSED | {name.strip() for name in os.environ.get(PASS_SETTING, "").split(",") if name.strip()}
     return {key: value for key, value in os.environ.items()
-            if not key.startswith("WHEELPIN_") and key != "DOCKER_CONFIG" and not _SECRET_NAMES.search(key)}
+            if (key in passed or key.startswith("LC_")) and not _URL_CREDENTIALS.search(value)}
 
 
 def build_folder(cache: Path, component: str, commit: str) -> Path:
@@ -126,12 +148,20 @@ def end_orphaned_build(folder: Path) -> bool:
     return found
 
 
+LOG_HEAD = 8 * MiB  # a build's log keeps its first bytes (how it began) …
+LOG_TAIL = 8 * MiB  # … and its last (where it failed): adapters/boundedlog.py
+
+
 def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo, cache: Path) -> BuildResult:
+    sandboxed = sandbox.enabled()  # refused in one sentence before anything is made
     folder = build_folder(cache, component.name, commit)
     end_orphaned_build(folder)
     out = folder / "out"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    scratch = folder / "tmp"  # the build's /tmp and HOME, gone after it
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
     log = folder / "build.log"
     checkout = upstream.checkout(commit, cache / "checkouts" / component.name / commit[:12])
     values = {**commit_values(commit, component.name), "out": str(out)}
@@ -140,37 +170,57 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
     # a list is run as it is; a string through the shell, with the values quoted
     run: list[str] | str = ([render(part, values) for part in command] if isinstance(command, list)
                             else render(command, {k: shlex.quote(v) for k, v in values.items()}))
-    environment = {**build_environment(), **{f"WHEELPIN_{k.upper()}": v for k, v in values.items()}}
+    environment = sandbox.sandbox_environment(
+        {**build_environment(), **{f"WHEELPIN_{k.upper()}": v for k, v in values.items()}},
+        sandboxed=sandboxed, scratch=scratch)
+    # the checkout's git metadata lives in the mirror (a worktree of it): shown read-only,
+    # so setuptools-scm and `git describe` work, less FETCH_HEAD (it names the fetched URL)
+    jail = sandbox.Jail(workdir=checkout, scratch=scratch, writable=(checkout, out),
+                        readable=(upstream.mirror, *sandbox.readable_pythons()),
+                        hidden=(upstream.mirror / "FETCH_HEAD",))
+    argv: list[str] | str = sandbox.wrapped(run, jail) if sandboxed else run
     try:
-        with log.open("wb") as stream:
-            process = subprocess.Popen(run, shell=isinstance(run, str), cwd=checkout,  # noqa: S602
-                                       stdout=stream, stderr=subprocess.STDOUT, env=environment,
+        output = BoundedLog(log, head=LOG_HEAD, tail=LOG_TAIL)
+        try:
+            process = subprocess.Popen(argv, shell=isinstance(argv, str), cwd=checkout,  # noqa: S602
+                                       stdout=output.writer, stderr=subprocess.STDOUT, env=environment,
                                        start_new_session=True)
-            (folder / RUNNING).write_text(f"{process.pid} {_started(process.pid) or 0}\n")
+        except OSError:
+            output.started()
+            output.finish()
+            raise
+        output.started()
+        (folder / RUNNING).write_text(f"{process.pid} {_started(process.pid) or 0}\n")
+        try:
+            code = waited(process, f"build {component.name} {commit[:8]}", log,
+                          component.build.timeout_minutes * 60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the build and every child it started
+            process.wait()
+            code = -1
+        finally:
             try:
-                code = waited(process, f"build {component.name} {commit[:8]}", log,
-                              component.build.timeout_minutes * 60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)  # the build and every child it started
-                process.wait()
-                code = -1
-            finally:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)  # children it left behind end with it
-                except (ProcessLookupError, PermissionError):
-                    pass
-                (folder / RUNNING).unlink(missing_ok=True)
+                os.killpg(process.pid, signal.SIGKILL)  # children it left behind end with it
+            except (ProcessLookupError, PermissionError):
+                pass
+            (folder / RUNNING).unlink(missing_ok=True)
+            written, cut = output.finish(), output.cut
     except OSError as exc:
         log.write_text(f"cannot run the build command: {exc}\n")
-        code = -2
+        code, written, cut = -2, 0, False
     finally:
         upstream.remove_checkout(checkout)
+        shutil.rmtree(scratch, ignore_errors=True)
+    said = (f" (its {written // MiB} MiB of output cut to the first {LOG_HEAD // MiB} and last "
+            f"{LOG_TAIL // MiB} MiB in its log)" if cut else "")
     wheels = tuple(sorted(out.glob("*.whl")))
     if code != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-        return BuildResult(False, wheels, log, f"build of {commit[:8]} failed (exit {code}): "
+        with log.open("rb") as stream:  # the end of the log, where the error is
+            stream.seek(max(stream.seek(0, 2) - 4096, 0))
+            tail = stream.read().decode(errors="replace").strip().splitlines()[-3:]
+        return BuildResult(False, wheels, log, f"build of {commit[:8]} failed (exit {code}){said}: "
                            + " / ".join(tail)[-300:])
     if not wheels:
-        return BuildResult(False, wheels, log, f"build of {commit[:8]} left no wheel in {{out}}")
+        return BuildResult(False, wheels, log, f"build of {commit[:8]} left no wheel in {{out}}{said}")
     (out / COMPLETE).write_text(commit + "\n")
-    return BuildResult(True, wheels, log, f"built {len(wheels)} wheel(s)")
+    return BuildResult(True, wheels, log, f"built {len(wheels)} wheel(s){said}")

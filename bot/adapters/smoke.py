@@ -3,7 +3,10 @@ Mooncake's release rule): `wheel.smoke`, a shell command such as
 `python -c 'import mooncake'`, run once per python tag in a fresh venv holding only that
 wheel (`pip install --no-deps --no-index`), where an interpreter for the tag exists on
 this host. A tag without one is said, never passed in silence. Bounded: each step has a
-timeout, and only the tail of the output is kept.
+timeout, its output is kept bounded while it is written (adapters/boundedlog.py) and only
+its tail is said. The smoke command, the step that runs the wheel's code, runs in the
+sandbox builds run in (adapters/sandbox.py), with their allow-listed environment; making
+the venv and installing the wheel into it run none of the wheel's code.
 
 On GitHub the bot runs no command of a repository: the build workflow smoke-tests its
 wheels, and a failed smoke fails the run (docs/design.md §1.2).
@@ -24,10 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.verify import python_tags_of
+from . import sandbox
+from .boundedlog import BoundedLog
 from .builders import build_environment
 
 SMOKE_SECONDS = 600  # each venv, install and smoke command
-TAIL = 1500  # characters of a failed step's output kept
+TAIL = 1500  # characters of a failed step's output said
+KEPT = 64 * 1024  # bytes of a step's output kept on disk, at its start and again at its end
 _CPYTHON = re.compile(r"^cp(\d)(\d+)$")
 
 
@@ -71,13 +77,14 @@ def smoke_said(command: str, smoked: SmokeResult) -> list[str]:
 def smoke_test(command: str, wheels: dict[str, Path], *, seconds: int = SMOKE_SECONDS) -> SmokeResult:
     """`command` in a fresh venv per python tag → wheel (`wheels`)."""
     result = SmokeResult()
+    sandboxed = sandbox.enabled()  # refused in one sentence before anything runs
     for tag, wheel in sorted(wheels.items()):
         python = interpreter_for(tag)
         if python is None:
             result.not_run.append(f"{tag}: no interpreter for it on this host, smoke test not run")
             continue
         with tempfile.TemporaryDirectory(prefix="wheelpin-smoke-") as folder:
-            failed = _one(command, python, wheel, Path(folder), seconds)
+            failed = _one(command, python, wheel, Path(folder), seconds, sandboxed=sandboxed)
         if failed is None:
             result.passed.append(tag)
         else:
@@ -85,7 +92,7 @@ def smoke_test(command: str, wheels: dict[str, Path], *, seconds: int = SMOKE_SE
     return result
 
 
-def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int) -> str | None:
+def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int, *, sandboxed: bool) -> str | None:
     """None when `command` passed with `wheel` installed alone, else what went wrong."""
     venv = folder / "venv"
     host_pip = importlib.util.find_spec("pip") is not None
@@ -99,28 +106,41 @@ def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int) -> 
                  "--quiet", str(wheel)], folder, seconds)
     if step is not None:
         return f"pip install --no-deps {wheel.name} failed ({step})"
-    environment = {**build_environment(), "VIRTUAL_ENV": str(venv),
-                   "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"}
-    step = _run(command, folder, seconds, env=environment)
+    scratch = folder / "tmp"
+    environment = sandbox.sandbox_environment(
+        {**build_environment(), "VIRTUAL_ENV": str(venv),
+         "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"},
+        sandboxed=sandboxed, scratch=scratch)
+    jail = sandbox.Jail(workdir=folder, scratch=scratch, writable=(folder,),
+                        readable=(sandbox.interpreter_home(python), *sandbox.readable_pythons()))
+    step = _run(sandbox.wrapped(command, jail) if sandboxed else command, folder, seconds, env=environment)
     return None if step is None else f"`{command}` failed ({step})"
 
 
 def _run(command: Sequence[str] | str, cwd: Path, seconds: int, env: dict[str, str] | None = None) -> str | None:
     """None on exit 0; else the exit status and the tail of the output, in one line."""
     log = cwd / "output.log"
-    with log.open("wb") as stream:
+    output = BoundedLog(log, head=KEPT, tail=KEPT)
+    try:
+        process = subprocess.Popen(command, shell=isinstance(command, str), cwd=cwd,  # noqa: S602
+                                   env=env if env is not None else build_environment(), stdout=output.writer,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        output.started()
+        output.finish()
+        return f"could not start: {exc.strerror or exc}"
+    output.started()
+    try:
+        code = process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return f"still running after {seconds} s, stopped"
+    finally:
         try:
-            process = subprocess.Popen(command, shell=isinstance(command, str), cwd=cwd,  # noqa: S602
-                                       env=env if env is not None else build_environment(), stdout=stream,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-        except OSError as exc:
-            return f"could not start: {exc.strerror or exc}"
-        try:
-            code = process.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)  # the command and whatever it started
-            process.wait()
-            return f"still running after {seconds} s, stopped"
+        except (ProcessLookupError, PermissionError):
+            pass
+        process.wait()
+        output.finish()
     if code == 0:
         return None
     with log.open("rb") as stream:

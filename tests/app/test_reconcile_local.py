@@ -563,8 +563,9 @@ def test_a_config_change_judges_a_refused_commit_again(world: World) -> None:
 
 
 def test_a_build_left_running_by_a_killed_pass_is_ended_by_the_next(world: World, tmp_path: Path) -> None:
-    """SIGKILL reaches the pass, not its build (in a session of its own): the next pass
-    ends that build's process group before it builds again."""
+    """Unsandboxed (WHEELPIN_SANDBOX=off; sandboxed, the build dies with its pass,
+    tests/adapters/test_sandbox.py): SIGKILL reaches the pass, not its build (in a session
+    of its own): the next pass ends that build's process group before it builds again."""
     import os
     import signal
     import sys
@@ -572,6 +573,7 @@ def test_a_build_left_running_by_a_killed_pass_is_ended_by_the_next(world: World
 
     from tests.cli import environment
 
+    world.env["WHEELPIN_SANDBOX"] = "off"
     flag = tmp_path / "build-now"
     world.set_config('build = { command = [', f'build = {{ command = ["sh", "-c", "if [ -e {flag} ]; then '
                      f'exec python3 build_wheel.py \\"$1\\"; else sleep 300 & sleep 300; fi", "build", "{{out}}"] }}\n# was: [')
