@@ -160,8 +160,10 @@ class Driver:
     def run(self) -> Pass:
         branch = f"wheelpin/{self.seed.component}"
         if self.emulator is None:
+            # the runner's build script and its builds, beside the seed: shown to the sandboxed build
+            shown = f"{self.seed.root / 'build.py'}:{self.seed.root / 'builds'}"
             result = wheelpin("reconcile", "--once", "--repo", str(self.seed.downstream), "--json",
-                              env={"WHEELPIN_CACHE_DIR": str(self.seed.cache)})
+                              env={"WHEELPIN_CACHE_DIR": str(self.seed.cache), "WHEELPIN_SANDBOX_READ": shown})
             found = git(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], cwd=self.seed.downstream,
                         check=False).strip()
             body = git(["log", "-1", "--format=%B", found], cwd=self.seed.downstream) if found else None
