@@ -132,6 +132,20 @@ def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()
 
 
+def test_the_demo_runs_on_a_machine_without_bubblewrap(tmp_path: Path) -> None:
+    """The README's first command on a fresh machine: no bwrap there, so the demo's own
+    build (a script it wrote) runs unsandboxed and the demo says so; it does not fail."""
+    import shutil
+
+    bin_folder = tmp_path / "bin"  # git alone on PATH: no bwrap
+    bin_folder.mkdir()
+    (bin_folder / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
+    result = wheelpin("demo", "--workdir", str(tmp_path / "work"),
+                      env={"HOME": str(tmp_path / "home"), "PATH": str(bin_folder)})
+    assert result.code == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "bwrap cannot run here: no bwrap on PATH. The demo's own build script runs unsandboxed" in result.stdout
+
+
 def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> None:
     """As skopeo's and crane's commands do: `wheelpin X --help` says what each option does,
     shows how the command is used, and what its exit codes mean (issue 18)."""

@@ -108,6 +108,11 @@ def _warn_unsandboxed() -> None:
                               "what this user can (credentials files, the cache folder)")
 
 
+def unavailable() -> str | None:
+    """Why builds cannot be sandboxed here (no bwrap, no user namespaces), None when they can."""
+    return _problem()
+
+
 @functools.cache
 def _problem() -> str | None:
     """Why bwrap cannot run here, None when it can: asked once per process, with the

@@ -11,6 +11,7 @@ Nothing is written outside the scratch folder.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -158,6 +159,7 @@ def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int
     local = settings.model_copy(update={"cache_dir": root / "cache"})
     say = (lambda text: None) if json else emit_text
     say(f"wheelpin demo in {root}\n")
+    _unsandboxed_if_needed(say)
     upstream, first = make_upstream(root)
     downstream = make_downstream(root, first, local)
     say(f"1. An upstream ({upstream}) at {first[:8]}, and a downstream ({downstream}) whose\n"
@@ -189,6 +191,21 @@ def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int
         f"  wheelpin image show oci:{root / 'images'}:demo-cache-v0.1.1-g{third[:8]}\n"
         f"  wheelpin reconcile --once --repo {downstream} --dry-run   (with WHEELPIN_CACHE_DIR={root / 'cache'})")
     return 1 if any(p.failed for p in passes) else 0
+
+
+def _unsandboxed_if_needed(say) -> None:  # type: ignore[no-untyped-def]
+    """The demo's build runs a script the demo itself wrote, so on a machine where bwrap
+    cannot run (a fresh one without bubblewrap) it runs unsandboxed, and says so, rather
+    than failing the README's first command. A repository's own build never does."""
+    from ..adapters import sandbox
+
+    if os.environ.get(sandbox.SETTING):
+        return  # the operator's word stands
+    problem = sandbox.unavailable()
+    if problem is not None:
+        os.environ[sandbox.SETTING] = sandbox.OFF
+        say(f"(bwrap cannot run here: {problem}. The demo's own build script runs unsandboxed; wheelpin refuses\n"
+            " to run a real repository's build that way: install bubblewrap first.)\n")
 
 
 def _pass(downstream: Path, settings: Settings, say) -> PassResult:  # type: ignore[no-untyped-def]
