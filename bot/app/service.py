@@ -78,7 +78,7 @@ class Service:
                                             group=lambda job: job.repository)  # one job a repository
             self.scheduler = BackgroundScheduler(timezone="UTC")
         self.intake = intake
-        self.metrics.track_queue(lambda: self.stats().waiting, lambda: self.stats().running)
+        self.metrics.track_queue(lambda: self._gauge("waiting"), lambda: self._gauge("running"))
         self.watchlist = WatchList(settings, access, queue=intake, scheduler=self.scheduler,
                                    metrics=self.metrics, registries=self.registries, shared=self.shared)
         self.commands = Commands(queue=intake, clock=clock, shared=self.shared)
@@ -88,6 +88,14 @@ class Service:
 
     def stats(self) -> QueueStats:
         return self.pg.stats() if self.pg is not None else self._queue.stats()
+
+    def _gauge(self, name: str) -> float:
+        """A queue gauge for /metrics: NaN while the database cannot be read (a scrape
+        must not fail because PostgreSQL restarts)."""
+        try:
+            return float(getattr(self.stats(), name))
+        except TransientError:
+            return float("nan")
 
     @property
     def _queue(self) -> WorkQueue[Job]:
@@ -171,7 +179,11 @@ class Service:
     def ready(self) -> tuple[bool, str]:
         """For /readyz: GitHub answered the bot's credentials, and the queue moves."""
         reason = ""
-        stats = self.stats()
+        try:
+            stats = self.stats()
+        except TransientError as exc:  # the database is down or restarting: not ready, yet alive
+            self.metrics.ready.set(0)
+            return False, exc.message
         if self.pg is not None and self.access is not None and self.github_ok is None:
             self.watchlist.check()  # another replica may run the installations job: ask for this one
         if self.access is None:
@@ -184,6 +196,8 @@ class Service:
             reason = f"GitHub refused the bot: {self.github_error}"
         elif not self._workers_alive():
             reason = "a worker is not running"
+        elif self.pg is not None and not self.pg.worker_up:
+            reason = f"the queue's worker is starting again ({self.pg.worker_error or 'not started yet'})"
         elif self.pg is not None and stats.oldest_wait > self.settings.stuck_after and \
                 self.pg.local_running() < self.settings.workers:
             reason = (f"the queue is stuck: a job any worker could take has waited {stats.oldest_wait:.0f} s "
@@ -226,7 +240,10 @@ class Service:
         """For /healthz (the liveness probe): every worker is there and ticks. A worker ticks
         when it takes a job, finishes one, or has waited a while with nothing to do; one
         that has not for `wedged_after` seconds is wedged, and the process is restarted.
-        With a database: the worker's loop ticks, and no job here has run that long."""
+        With a database: the worker's loop ticks, and no job here has run that long. The
+        database itself is not asked: one that restarts pauses every replica's worker,
+        which starts again by itself, and restarting every pod at once would not help
+        (only /readyz says the database is away)."""
         wedged = self.settings.wedged_after
         if self.pg is not None:
             if self.pg.closed:

@@ -11,7 +11,10 @@
 - the dashboard's rows, so a dashboard shows every replica's passes;
 - the comments that gave a command, so each gets its reaction whichever replica runs it.
 
-One connection pool serves these and procrastinate's deferrals (the sync side)."""
+One connection pool serves these and procrastinate's deferrals (the sync side). A database
+that cannot be reached (down, restarting) is a TransientError from every method here: a
+delivery is then answered 503 (GitHub or the sender tries again), a job backs off; the pool
+replaces the connections a restart broke (issue 32)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ from typing import Any
 
 from ..core.dashboard import Row
 
+# Seconds a caller waits for a pooled connection. A webhook delivery waits on it, and GitHub
+# gives up on an answer after 10 s: a database that does not answer within this is a 503.
+POOL_WAIT = 5.0
 SCHEMA_LOCK = 0x77686C70  # "whlp": one replica at a time creates the tables
 TABLES = (
     "create table if not exists wheelpin_watched (repository text primary key, installation bigint,"
@@ -53,8 +59,14 @@ class Shared:
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as exc:
             raise TransientError(unreachable(url, exc)) from None
+        self.url = url
         try:  # the pool opens its connections in the background; the first is waited for
-            self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=30,
+            # check: a connection is tried (an empty query) before it is lent, so one a
+            # restart of the database broke is dropped and replaced rather than failing its
+            # caller (psycopg_pool >= 3.2, ConnectionPool.check_connection:
+            # https://www.psycopg.org/psycopg3/docs/advanced/pool.html#connection-checks)
+            self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=POOL_WAIT,
+                                       check=ConnectionPool.check_connection,
                                        kwargs={"autocommit": True, "connect_timeout": 10})
         except Exception as exc:  # a malformed URL
             raise TransientError(unreachable(url, exc)) from None
@@ -68,9 +80,25 @@ class Shared:
         self.pool.close()
 
     @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled connection (autocommit), given back when the block ends; the database
+        not reached, or lost mid-block, is a TransientError (psycopg_pool's PoolTimeout is a
+        psycopg.OperationalError)."""
+        import psycopg
+
+        from ..adapters.statefile import unreachable
+        from ..core.errors import TransientError
+
+        try:
+            with self.pool.connection() as connection:
+                yield connection
+        except psycopg.OperationalError as exc:
+            raise TransientError(unreachable(self.url, exc)) from None
+
+    @contextmanager
     def cursor(self) -> Iterator[Any]:
         """A cursor on a pooled connection (autocommit), given back when the block ends."""
-        with self.pool.connection() as connection, connection.cursor() as cursor:
+        with self.connection() as connection, connection.cursor() as cursor:
             yield cursor
 
     def prepare(self) -> None:
@@ -78,7 +106,7 @@ class Shared:
         (the others wait on an advisory lock, then find them there)."""
         from procrastinate.schema import SchemaManager
 
-        with self.pool.connection() as connection:
+        with self.connection() as connection:
             connection.execute("select pg_advisory_lock(%s)", (SCHEMA_LOCK,))
             try:
                 found = connection.execute("select to_regclass('procrastinate_jobs')").fetchone()
@@ -106,7 +134,7 @@ class Shared:
     def set_watched(self, found: dict[str, int | None]) -> list[str]:
         """The watch list is now `found` (routing kept for those still watched); the
         repositories no longer watched are returned, and their schedule and rows dropped."""
-        with self.pool.connection() as connection, connection.transaction():
+        with self.connection() as connection, connection.transaction():
             rows = connection.execute("select repository from wheelpin_watched for update").fetchall()
             gone = sorted({row[0] for row in rows} - set(found))
             for repository, installation in found.items():
@@ -136,7 +164,7 @@ class Shared:
         """`repository`'s components are due as `wanted` says (component → schedule spec);
         an unchanged spec keeps its next time, a new or changed one is due at
         `first_due(spec)`; components no longer wanted are dropped."""
-        with self.pool.connection() as connection, connection.transaction():
+        with self.connection() as connection, connection.transaction():
             known: dict[str, str] = dict(connection.execute("select component, spec from wheelpin_schedules where repository = %s "
                                             "for update", (repository,)).fetchall())
             gone = [name for name in known if name not in wanted]
@@ -156,7 +184,7 @@ class Shared:
     def claim_due(self, now: float, next_due: Callable[[str, float], float]) -> list[tuple[str, str]]:
         """The (repository, component)s due at `now`, each given its next time in the same
         transaction: rows another tick holds are skipped, so each period fires once."""
-        with self.pool.connection() as connection, connection.transaction():
+        with self.connection() as connection, connection.transaction():
             due = connection.execute("select repository, component, spec from wheelpin_schedules where due <= %s "
                                      "order by due for update skip locked", (now,)).fetchall()
             for repository, component, spec in due:
