@@ -43,6 +43,7 @@ import structlog
 
 from ..core.errors import TransientError
 from ..core.jobs import Job
+from .lease import Fenced
 from .settings import Settings
 from .shared import Shared
 from .workqueue import QueueStats
@@ -119,6 +120,7 @@ class PostgresQueue:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: asyncio.Task[None] | None = None
         self._running: dict[int, float] = {}  # procrastinate job id → when it started here (monotonic)
+        self._abandoned: set[int] = set()  # jobs fenced here: their end is not written (app/lease.py)
         self._guard = threading.Lock()
         self.beat = time.monotonic()  # the worker loop's last tick
         self.last_done = time.monotonic()
@@ -148,6 +150,10 @@ class PostgresQueue:
             ok, retry_after = False, None
             try:
                 ok, retry_after = self._run(Job.from_args(job), [note] if note else [])
+            except Fenced:  # another replica runs this job now (app/lease.py): its row is that one's
+                ok = True
+                with self._guard:
+                    self._abandoned.add(identity)
             except Exception as exc:  # never a failure procrastinate would not retry: the job is kept
                 log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
             finally:
@@ -183,6 +189,13 @@ class PostgresQueue:
             write = getattr(manager, name)
 
             async def again(*args: Any, _write: Any = write, _name: str = name, **kwargs: Any) -> Any:
+                job = kwargs.get("job", args[0] if args else None)
+                with self._guard:
+                    abandoned = job is not None and job.id in self._abandoned
+                    self._abandoned.discard(getattr(job, "id", None))
+                if abandoned:
+                    log.info("job.end_left", job=getattr(job, "id", None), reason="taken over by another replica: its end is theirs")
+                    return None
                 for pause in (*END_RETRIES, None):
                     try:
                         return await _write(*args, **kwargs)

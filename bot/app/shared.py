@@ -9,7 +9,8 @@
 - the schedule: when each component (and the installations) is next due, claimed by one
   tick at a time (`for update skip locked`), so a period fires once across replicas;
 - the dashboard's rows, so a dashboard shows every replica's passes;
-- the comments that gave a command, so each gets its reaction whichever replica runs it.
+- the comments that gave a command, so each gets its reaction whichever replica runs it;
+- each repository's lease (app/lease.py): the epoch of the job that may write to it.
 
 One connection pool serves these and procrastinate's deferrals (the sync side). A database
 that cannot be reached (down, restarting) is a TransientError from every method here: a
@@ -39,7 +40,11 @@ TABLES = (
     " primary key (repository, component))",
     "create table if not exists wheelpin_comments (id bigserial primary key, job text, comment bigint, seen text)",
     "create index if not exists wheelpin_comments_job on wheelpin_comments (job)",
+    # expires: epoch seconds on the database's clock (never a replica's)
+    "create table if not exists wheelpin_leases (repository text primary key, epoch bigint not null,"
+    " holder text, expires double precision not null)",
 )
+NOW = "extract(epoch from clock_timestamp())"  # the database's clock, at the statement (not the transaction)
 
 
 class Shared:
@@ -234,3 +239,34 @@ class Shared:
     def drop_comments(self, numbers: list[int]) -> None:
         with self.cursor() as cursor:
             cursor.execute("delete from wheelpin_comments where id = any(%s)", (numbers,))
+
+    # -- the repositories' leases (app/lease.py) ------------------------------------------------
+
+    def take_lease(self, repository: str, holder: str, seconds: float) -> tuple[int | None, float]:
+        """(the new epoch, 0) when `repository`'s lease was free or expired, now held by
+        `holder` for `seconds`; (None, seconds it is still held) when another holds it.
+        Taking it raises the epoch: whoever held it before can renew it no more."""
+        with self.cursor() as cursor:
+            row = cursor.execute(
+                "insert into wheelpin_leases as l (repository, epoch, holder, expires)"
+                f" values (%s, 1, %s, {NOW} + %s) on conflict (repository) do update"
+                " set epoch = l.epoch + 1, holder = excluded.holder, expires = excluded.expires"
+                f" where l.expires <= {NOW} returning epoch", (repository, holder, seconds)).fetchone()
+            if row is not None:
+                return int(row[0]), 0.0
+            held = cursor.execute(f"select expires - {NOW} from wheelpin_leases where repository = %s",
+                                  (repository,)).fetchone()
+        return None, max(float(held[0]) if held else 0.0, 0.0)
+
+    def renew_lease(self, repository: str, epoch: int, seconds: float) -> bool:
+        """The lease held for `seconds` more, if `epoch` still holds it (one statement: a
+        takeover either came before it, and this fails, or waits for its row lock)."""
+        with self.cursor() as cursor:
+            return cursor.execute(f"update wheelpin_leases set expires = {NOW} + %s where repository = %s"
+                                  " and epoch = %s returning epoch", (seconds, repository, epoch)).fetchone() is not None
+
+    def release_lease(self, repository: str, epoch: int) -> None:
+        """The lease free at once for the next job (if `epoch` still holds it)."""
+        with self.cursor() as cursor:
+            cursor.execute(f"update wheelpin_leases set expires = {NOW} where repository = %s and epoch = %s",
+                           (repository, epoch))
