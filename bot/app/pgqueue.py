@@ -23,7 +23,8 @@ WHEELPIN_WORKERS at once. Deliveries and follow-up jobs are deferred synchronous
 connection pool app/shared.py keeps.
 
 A database that restarts is a pause (issue 32): procrastinate's worker stops itself when
-one of its side tasks (the LISTEN connection, the heartbeat, the periodic deferrer) fails,
+one of its side tasks (the LISTEN connection, the heartbeat, the periodic deferrer) fails
+("Side task … failed …, stopping worker": procrastinate 3.x, `Worker._monitor_side_tasks`),
 so the worker is started again here, after a doubling pause, until it runs; the thread and
 its beat (the liveness probe's) never stop. A job whose end could not be written stays
 `doing` under the old worker's stale heartbeat, and a tick hands it back. A delivery that
@@ -194,7 +195,8 @@ class PostgresQueue:
                     abandoned = job is not None and job.id in self._abandoned
                     self._abandoned.discard(getattr(job, "id", None))
                 if abandoned:
-                    log.info("job.end_left", job=getattr(job, "id", None), reason="taken over by another replica: its end is theirs")
+                    log.info("job.end_left", job=getattr(job, "id", None),
+                             reason="taken over by another replica: its end is theirs")
                     return None
                 for pause in (*END_RETRIES, None):
                     try:

@@ -245,7 +245,10 @@ class Shared:
     def take_lease(self, repository: str, holder: str, seconds: float) -> tuple[int | None, float]:
         """(the new epoch, 0) when `repository`'s lease was free or expired, now held by
         `holder` for `seconds`; (None, seconds it is still held) when another holds it.
-        Taking it raises the epoch: whoever held it before can renew it no more."""
+        Taking it raises the epoch: whoever held it before can renew it no more. A row the
+        DO UPDATE's WHERE leaves alone is not updated and not returned, and two takers of
+        one row are serialized on it (https://www.postgresql.org/docs/15/sql-insert.html,
+        "ON CONFLICT Clause")."""
         with self.cursor() as cursor:
             row = cursor.execute(
                 "insert into wheelpin_leases as l (repository, epoch, holder, expires)"
@@ -262,8 +265,9 @@ class Shared:
         """The lease held for `seconds` more, if `epoch` still holds it (one statement: a
         takeover either came before it, and this fails, or waits for its row lock)."""
         with self.cursor() as cursor:
-            return cursor.execute(f"update wheelpin_leases set expires = {NOW} + %s where repository = %s"
-                                  " and epoch = %s returning epoch", (seconds, repository, epoch)).fetchone() is not None
+            row = cursor.execute(f"update wheelpin_leases set expires = {NOW} + %s where repository = %s"
+                                 " and epoch = %s returning epoch", (seconds, repository, epoch)).fetchone()
+        return row is not None
 
     def release_lease(self, repository: str, epoch: int) -> None:
         """The lease free at once for the next job (if `epoch` still holds it)."""

@@ -320,8 +320,8 @@ def test_a_database_that_restarts_under_load_is_a_pause(registry: Registry, tmp_
             try:
                 made.idle(60)
             except AssertionError:
-                print("queue left:", made.sql("select id, status, task_name, lock, worker_id, attempts, scheduled_at, now() "
-                                        "from procrastinate_jobs where status in ('todo', 'doing')"))
+                print("queue left:", made.sql("select id, status, task_name, lock, worker_id, attempts, scheduled_at,"
+                                              " now() from procrastinate_jobs where status in ('todo', 'doing')"))
                 print("queue left:", made.sql("select id, last_heartbeat, now() from procrastinate_workers"))
                 for index in range(2):
                     print("queue left:", index, [line for line in made.processes[index].lines
