@@ -31,6 +31,7 @@ from ..core.errors import CredentialsError, TransientError, UsageError, Verifica
 from ..core.imageref import SHA256_DIGEST
 from ..core.ociimage import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
+from . import writes
 from .progress import tracked
 from .registrywire import (HashedBody, RetryPolicy, Traffic, hostname, is_loopback, parse_challenge,
                            retry_after_of, with_digest)
@@ -111,6 +112,7 @@ class RegistryClient:
             credential = self._credential()
             auth = (credential.username, credential.secret) if (
                 self._basic and credential is not None and not credential.identity_token) else None
+            writes.before(method, full)  # a fenced job stops here (adapters/writes.py)
             self.traffic.requests += 1
             self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
             try:

@@ -247,7 +247,11 @@ def _pool(url: str) -> Any:
                 psycopg.connect(url, connect_timeout=10).close()
             except psycopg.Error as exc:
                 raise TransientError(unreachable(url, exc)) from None
+            # check: a connection is tried before it is lent, so one that a restart of the
+            # database broke is replaced instead of failing a pass (psycopg_pool >= 3.2:
+            # https://www.psycopg.org/psycopg3/docs/advanced/pool.html#connection-checks)
             pool = _POOLS[url] = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=True, timeout=60,
+                                                check=ConnectionPool.check_connection,
                                                 kwargs={"connect_timeout": 10})
         return pool
 
@@ -316,9 +320,13 @@ class PostgresState(StateFile):
     def release(self) -> None:
         """The connection back to the pool (what a dry run wrote rolled back first)."""
         if self._pg is not None:
+            import psycopg
+
             connection, self._pg = self._pg, None
             try:
                 connection.rollback()  # every write was committed as it was made, but a dry run's
+            except psycopg.OperationalError:
+                pass  # the database went away mid-pass: the pool drops a broken connection given back
             finally:
                 self._pool.putconn(connection)
 

@@ -21,6 +21,14 @@ Each replica runs procrastinate's worker in a thread of its own with an event lo
 runs in a worker thread (procrastinate runs a sync task in a thread), at most
 WHEELPIN_WORKERS at once. Deliveries and follow-up jobs are deferred synchronously, on the
 connection pool app/shared.py keeps.
+
+A database that restarts is a pause (issue 32): procrastinate's worker stops itself when
+one of its side tasks (the LISTEN connection, the heartbeat, the periodic deferrer) fails
+("Side task … failed …, stopping worker": procrastinate 3.x, `Worker._monitor_side_tasks`),
+so the worker is started again here, after a doubling pause, until it runs; the thread and
+its beat (the liveness probe's) never stop. A job whose end could not be written stays
+`doing` under the old worker's stale heartbeat, and a tick hands it back. A delivery that
+cannot be deferred is a TransientError (the webhook door's 503), never lost silently.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import structlog
 
 from ..core.errors import TransientError
 from ..core.jobs import Job
+from .lease import Fenced
 from .settings import Settings
 from .shared import Shared
 from .workqueue import QueueStats
@@ -52,6 +61,13 @@ BEAT = 10.0  # seconds between the worker loop's own ticks (liveness)
 # the follow-up waited procrastinate's default 5 s. Half a second costs an idle replica
 # two small queries a second.
 FETCH_POLL = 0.5
+# Seconds between attempts to start the worker again after it stopped (the database went
+# away): doubling from the first, capped; a worker that ran a while starts from the first again.
+RESTART_FIRST = 0.5
+RESTART_MAX = 5.0
+RESTART_RESET = 60.0
+# Pauses before writing a job's end again (finish or retry) when the database did not take it.
+END_RETRIES = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 # One job, run: (the job, the notes that asked for it) → (done?, seconds its key must wait)
 RunJob = Callable[[Job, list[str]], tuple[bool, float | None]]
@@ -100,14 +116,20 @@ class PostgresQueue:
         self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
             conninfo=url, min_size=1, max_size=settings.workers + 3))
         self._register()
+        self._keep_job_ends()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: asyncio.Task[None] | None = None
         self._running: dict[int, float] = {}  # procrastinate job id → when it started here (monotonic)
+        self._abandoned: set[int] = set()  # jobs fenced here: their end is not written (app/lease.py)
         self._guard = threading.Lock()
         self.beat = time.monotonic()  # the worker loop's last tick
         self.last_done = time.monotonic()
         self._closed = False
+        self._wake: asyncio.Event | None = None
+        self.worker_up = False  # procrastinate's worker runs (False in the pause before it is started again)
+        self.restarts = 0
+        self.worker_error: str | None = None  # why it last stopped
         self.puts = 0
         self.runs = 0
 
@@ -126,8 +148,15 @@ class PostgresQueue:
             with self._guard:
                 self._running[identity] = time.monotonic()
                 self.runs += 1
+            ok, retry_after = False, None
             try:
                 ok, retry_after = self._run(Job.from_args(job), [note] if note else [])
+            except Fenced:  # another replica runs this job now (app/lease.py): its row is that one's
+                ok = True
+                with self._guard:
+                    self._abandoned.add(identity)
+            except Exception as exc:  # never a failure procrastinate would not retry: the job is kept
+                log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
             finally:
                 with self._guard:
                     self._running.pop(identity, None)
@@ -148,10 +177,47 @@ class PostgresQueue:
                 await manager.retry_job(stalled)
             await asyncio.to_thread(self._tick)
 
+    def _keep_job_ends(self) -> None:
+        """A job's end (procrastinate's `finish_job`, or `retry_job` for a backoff) written
+        again while the database is away (a restart broke the connection mid-write). One
+        still not written after END_RETRIES would leave the job `doing` under a worker that
+        still beats, never handed back: the worker is then started again, its old record
+        is left to go stale (or is deleted), and the next tick hands the job back."""
+        from procrastinate.exceptions import ConnectorException
+
+        manager = self.app.job_manager
+        for name in ("finish_job", "retry_job"):
+            write = getattr(manager, name)
+
+            async def again(*args: Any, _write: Any = write, _name: str = name, **kwargs: Any) -> Any:
+                job = kwargs.get("job", args[0] if args else None)
+                with self._guard:
+                    abandoned = job is not None and job.id in self._abandoned
+                    self._abandoned.discard(getattr(job, "id", None))
+                if abandoned:
+                    log.info("job.end_left", job=getattr(job, "id", None),
+                             reason="taken over by another replica: its end is theirs")
+                    return None
+                for pause in (*END_RETRIES, None):
+                    try:
+                        return await _write(*args, **kwargs)
+                    except ConnectorException as exc:
+                        if pause is None:
+                            log.warning("job.end_unwritten", write=_name, error=type(exc.__cause__ or exc).__name__,
+                                        reason="the worker starts again; a tick hands the job back")
+                            self.worker_error = f"a job's end could not be written ({_name})"
+                            self._cancel_worker(wake=False)
+                            raise
+                        await asyncio.sleep(pause)
+                return None
+
+            setattr(manager, name, again)
+
     # -- deferring (any thread) -------------------------------------------------------------------
 
     def put(self, key: Job, *, note: str | None = None, urgent: bool = False) -> None:
         """Defer `key` (a burst of one key coalesces into the job waiting)."""
+        import psycopg
         from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 
         if self._closed:
@@ -162,7 +228,7 @@ class PostgresQueue:
                                                                            deferred=time.time())
         except AlreadyEnqueued:
             pass  # one is waiting already: it sees what this delivery changed
-        except ConnectorException as exc:
+        except (ConnectorException, psycopg.Error) as exc:  # the pool's timeout too (psycopg_pool.PoolTimeout)
             raise TransientError(f"PostgreSQL did not take the job ({type(exc.__cause__ or exc).__name__})") from None
         self.puts += 1
 
@@ -175,20 +241,54 @@ class PostgresQueue:
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
-        async with self.app.open_async():
-            beat = asyncio.create_task(self._beat())
-            self._worker = asyncio.create_task(self.app.run_worker_async(
-                queues=[QUEUE], concurrency=self.settings.workers, name=f"wheelpin-{threading.get_native_id()}",
-                install_signal_handlers=False, delete_jobs="successful", fetch_job_polling_interval=FETCH_POLL,
-                update_heartbeat_interval=max(self.settings.stalled_after / 3, 1.0),
-                stalled_worker_timeout=self.settings.stalled_after,
-                shutdown_graceful_timeout=self.settings.shutdown_grace))
-            try:
-                await self._worker
-            except asyncio.CancelledError:
-                pass
-            finally:
-                beat.cancel()
+        self._wake = asyncio.Event()
+        beat = asyncio.create_task(self._beat())  # ticks while the worker is started again, too
+        try:
+            # procrastinate's pool checks a connection before lending it (check_connection), so
+            # one broken by a restart of the database is replaced, not used
+            async with self.app.open_async():
+                pause = RESTART_FIRST
+                while not self._closed:
+                    started = time.monotonic()
+                    await self._run_worker()
+                    if self._closed:
+                        break
+                    if time.monotonic() - started > RESTART_RESET:
+                        pause = RESTART_FIRST
+                    self.worker_up = False
+                    log.warning("queue.worker_restarting", seconds=pause, reason=self.worker_error)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), pause)
+                    pause = min(pause * 2, RESTART_MAX)
+                    self.restarts += 1
+        finally:
+            beat.cancel()
+
+    async def _run_worker(self) -> None:
+        """procrastinate's worker, until it stops: cancelled by `stop()`, or by itself when
+        the database went away (a side task failed, a query raised)."""
+        self._worker = asyncio.create_task(self.app.run_worker_async(
+            queues=[QUEUE], concurrency=self.settings.workers, name=f"wheelpin-{threading.get_native_id()}",
+            install_signal_handlers=False, delete_jobs="successful", fetch_job_polling_interval=FETCH_POLL,
+            update_heartbeat_interval=max(self.settings.stalled_after / 3, 1.0),
+            stalled_worker_timeout=self.settings.stalled_after,
+            shutdown_graceful_timeout=self.settings.shutdown_grace))
+        self.worker_up = True
+        try:
+            await self._worker
+            self.worker_error = "the worker stopped (a side task failed: the database went away?)"
+        except asyncio.CancelledError:
+            pass  # stop(), or a job's end not written (`_keep_job_ends`)
+        except Exception as exc:  # the database went away: register_worker, fetch_job or unregister raised
+            self.worker_error = f"the worker stopped: {type(exc.__cause__ or exc).__name__}"
+
+    def _cancel_worker(self, wake: bool = True) -> None:
+        """(In the loop) the worker running now is cancelled; at stop, a pause before a
+        restart ends too."""
+        if self._worker is not None:
+            self._worker.cancel()
+        if wake and self._wake is not None:
+            self._wake.set()
 
     async def _beat(self) -> None:
         while True:
@@ -199,9 +299,11 @@ class PostgresQueue:
         """Take no more jobs; True when the running ones finished within `grace` seconds (one
         abandoned is handed back by a tick once this replica's heartbeat is stale)."""
         self._closed = True
-        if self._loop is not None and self._worker is not None:
+        if self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop ended already
-                self._loop.call_soon_threadsafe(self._worker.cancel)
+                # the task cancelled is the one running when the loop gets to it, not one
+                # that a restart replaced meanwhile
+                self._loop.call_soon_threadsafe(self._cancel_worker)
         deadline = time.monotonic() + grace
         while self._running and time.monotonic() < deadline:
             time.sleep(0.05)

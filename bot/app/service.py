@@ -17,6 +17,8 @@ any job; one tick across replicas fires the schedule; APScheduler is not used.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +35,7 @@ from ..loop.results import Status
 from . import dashboards
 from .commands import Commands
 from .githubrepo import GitHubAccess
+from .lease import Fenced, Leases
 from .metrics import Metrics
 from .schedule import trigger_of
 from .settings import Settings
@@ -61,6 +64,7 @@ class Service:
         self.registries = Registries(settings)
         self.shared: Shared | None = None
         self.pg: PostgresQueue | None = None
+        self.leases: Leases | None = None  # with a database: each job's repository lease (lease.py)
         self.queue: WorkQueue[Job] | None = None
         self.scheduler: Any = None
         intake: Intake
@@ -71,6 +75,8 @@ class Service:
             url = settings.database_url.get_secret_value()
             self.shared = Shared(url, size=settings.workers + 4)
             intake = self.pg = PostgresQueue(settings, url, self.shared, run=self._run_logged, tick=self._tick)
+            self.leases = Leases(self.shared, seconds=settings.stalled_after,
+                                 holder=f"{socket.gethostname()}:{os.getpid()}")
         else:
             from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -78,7 +84,7 @@ class Service:
                                             group=lambda job: job.repository)  # one job a repository
             self.scheduler = BackgroundScheduler(timezone="UTC")
         self.intake = intake
-        self.metrics.track_queue(lambda: self.stats().waiting, lambda: self.stats().running)
+        self.metrics.track_queue(lambda: self._gauge("waiting"), lambda: self._gauge("running"))
         self.watchlist = WatchList(settings, access, queue=intake, scheduler=self.scheduler,
                                    metrics=self.metrics, registries=self.registries, shared=self.shared)
         self.commands = Commands(queue=intake, clock=clock, shared=self.shared)
@@ -88,6 +94,14 @@ class Service:
 
     def stats(self) -> QueueStats:
         return self.pg.stats() if self.pg is not None else self._queue.stats()
+
+    def _gauge(self, name: str) -> float:
+        """A queue gauge for /metrics: NaN while the database cannot be read (a scrape
+        must not fail because PostgreSQL restarts)."""
+        try:
+            return float(getattr(self.stats(), name))
+        except TransientError:
+            return float("nan")
 
     @property
     def _queue(self) -> WorkQueue[Job]:
@@ -123,6 +137,8 @@ class Service:
                 self.shared.schedule("*", {"installations": refresh},
                                      first_due=lambda spec: self.watchlist.next_due(spec, time.time()))
                 self.pg.put(Job(JobKind.INSTALLATIONS), note="start")
+            assert self.leases is not None
+            self.leases.start()
             self.pg.start()
             log.info("serve.started", github=self.access is not None, webhooks=self.secret is not None,
                      queue="postgresql")
@@ -148,6 +164,8 @@ class Service:
         if self.pg is not None:
             assert self.shared is not None
             finished = self.pg.stop(grace)
+            if self.leases is not None:
+                self.leases.stop()
             self.shared.close()
             log.info("serve.stopped", finished=finished)
             return finished
@@ -171,7 +189,11 @@ class Service:
     def ready(self) -> tuple[bool, str]:
         """For /readyz: GitHub answered the bot's credentials, and the queue moves."""
         reason = ""
-        stats = self.stats()
+        try:
+            stats = self.stats()
+        except TransientError as exc:  # the database is down or restarting: not ready, yet alive
+            self.metrics.ready.set(0)
+            return False, exc.message
         if self.pg is not None and self.access is not None and self.github_ok is None:
             self.watchlist.check()  # another replica may run the installations job: ask for this one
         if self.access is None:
@@ -184,6 +206,8 @@ class Service:
             reason = f"GitHub refused the bot: {self.github_error}"
         elif not self._workers_alive():
             reason = "a worker is not running"
+        elif self.pg is not None and not self.pg.worker_up:
+            reason = f"the queue's worker is starting again ({self.pg.worker_error or 'not started yet'})"
         elif self.pg is not None and stats.oldest_wait > self.settings.stuck_after and \
                 self.pg.local_running() < self.settings.workers:
             reason = (f"the queue is stuck: a job any worker could take has waited {stats.oldest_wait:.0f} s "
@@ -226,7 +250,10 @@ class Service:
         """For /healthz (the liveness probe): every worker is there and ticks. A worker ticks
         when it takes a job, finishes one, or has waited a while with nothing to do; one
         that has not for `wedged_after` seconds is wedged, and the process is restarted.
-        With a database: the worker's loop ticks, and no job here has run that long."""
+        With a database: the worker's loop ticks, and no job here has run that long. The
+        database itself is not asked: one that restarts pauses every replica's worker,
+        which starts again by itself, and restarting every pod at once would not help
+        (only /readyz says the database is away)."""
         wedged = self.settings.wedged_after
         if self.pg is not None:
             if self.pg.closed:
@@ -294,7 +321,14 @@ class Service:
                                                      component=job.component,
                                                      delivery=notes[-1] if notes else None):
             log.debug("job.started")
+            leased = self.leases is not None and job.repository is not None
             try:
+                if leased:  # the repository's lease: its epoch fences this job's writes (lease.py)
+                    assert self.leases is not None and job.repository is not None
+                    wait = self.leases.take(job.repository)
+                    if wait is not None:
+                        raise TransientError(f"{job.repository}: another job's lease on it lasts {wait:.1f} s more",
+                                             retry_after=max(wait, 0.5))
                 ok = self.run_job(job)
             except WheelpinError as exc:
                 self.metrics.failures.labels(kind=kind_of(exc)).inc()
@@ -308,7 +342,10 @@ class Service:
                 kept = self.watched.get(job.repository)
                 if kept is not None and kept.reconciler is not None:
                     kept.reconciler.state.release()  # a command's or skip's state use too
-            log.debug("job.finished", ok=ok)
+                fenced = leased and self.leases is not None and self.leases.release()
+            log.debug("job.finished", ok=ok, fenced=fenced or None)
+        if fenced:  # the job is another replica's now: its end is not this replica's to write
+            raise Fenced(f"{job.repository}: taken over by another replica")
         return ok, self._retry_after
 
     def run_job(self, job: Job) -> bool:
@@ -361,6 +398,8 @@ class Service:
             return True
         started = time.monotonic()
         result = reconciler.run(only=name, **options)
+        if self.leases is not None and self.leases.held is not None and self.leases.held.fenced:
+            raise Fenced(f"{watched.repository}: taken over by another replica")  # its pass is not recorded
         platform = reconciler.platform
         http = getattr(platform, "http", None)
         installation = watched.access.installation_id

@@ -9,9 +9,13 @@
 - the schedule: when each component (and the installations) is next due, claimed by one
   tick at a time (`for update skip locked`), so a period fires once across replicas;
 - the dashboard's rows, so a dashboard shows every replica's passes;
-- the comments that gave a command, so each gets its reaction whichever replica runs it.
+- the comments that gave a command, so each gets its reaction whichever replica runs it;
+- each repository's lease (app/lease.py): the epoch of the job that may write to it.
 
-One connection pool serves these and procrastinate's deferrals (the sync side)."""
+One connection pool serves these and procrastinate's deferrals (the sync side). A database
+that cannot be reached (down, restarting) is a TransientError from every method here: a
+delivery is then answered 503 (GitHub or the sender tries again), a job backs off; the pool
+replaces the connections a restart broke (issue 32)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,9 @@ from typing import Any
 
 from ..core.dashboard import Row
 
+# Seconds a caller waits for a pooled connection. A webhook delivery waits on it, and GitHub
+# gives up on an answer after 10 s: a database that does not answer within this is a 503.
+POOL_WAIT = 5.0
 SCHEMA_LOCK = 0x77686C70  # "whlp": one replica at a time creates the tables
 TABLES = (
     "create table if not exists wheelpin_watched (repository text primary key, installation bigint,"
@@ -33,7 +40,11 @@ TABLES = (
     " primary key (repository, component))",
     "create table if not exists wheelpin_comments (id bigserial primary key, job text, comment bigint, seen text)",
     "create index if not exists wheelpin_comments_job on wheelpin_comments (job)",
+    # expires: epoch seconds on the database's clock (never a replica's)
+    "create table if not exists wheelpin_leases (repository text primary key, epoch bigint not null,"
+    " holder text, expires double precision not null)",
 )
+NOW = "extract(epoch from clock_timestamp())"  # the database's clock, at the statement (not the transaction)
 
 
 class Shared:
@@ -53,8 +64,14 @@ class Shared:
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as exc:
             raise TransientError(unreachable(url, exc)) from None
+        self.url = url
         try:  # the pool opens its connections in the background; the first is waited for
-            self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=30,
+            # check: a connection is tried (an empty query) before it is lent, so one a
+            # restart of the database broke is dropped and replaced rather than failing its
+            # caller (psycopg_pool >= 3.2, ConnectionPool.check_connection:
+            # https://www.psycopg.org/psycopg3/docs/advanced/pool.html#connection-checks)
+            self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=POOL_WAIT,
+                                       check=ConnectionPool.check_connection,
                                        kwargs={"autocommit": True, "connect_timeout": 10})
         except Exception as exc:  # a malformed URL
             raise TransientError(unreachable(url, exc)) from None
@@ -68,9 +85,25 @@ class Shared:
         self.pool.close()
 
     @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled connection (autocommit), given back when the block ends; the database
+        not reached, or lost mid-block, is a TransientError (psycopg_pool's PoolTimeout is a
+        psycopg.OperationalError)."""
+        import psycopg
+
+        from ..adapters.statefile import unreachable
+        from ..core.errors import TransientError
+
+        try:
+            with self.pool.connection() as connection:
+                yield connection
+        except psycopg.OperationalError as exc:
+            raise TransientError(unreachable(self.url, exc)) from None
+
+    @contextmanager
     def cursor(self) -> Iterator[Any]:
         """A cursor on a pooled connection (autocommit), given back when the block ends."""
-        with self.pool.connection() as connection, connection.cursor() as cursor:
+        with self.connection() as connection, connection.cursor() as cursor:
             yield cursor
 
     def prepare(self) -> None:
@@ -78,7 +111,7 @@ class Shared:
         (the others wait on an advisory lock, then find them there)."""
         from procrastinate.schema import SchemaManager
 
-        with self.pool.connection() as connection:
+        with self.connection() as connection:
             connection.execute("select pg_advisory_lock(%s)", (SCHEMA_LOCK,))
             try:
                 found = connection.execute("select to_regclass('procrastinate_jobs')").fetchone()
@@ -106,7 +139,7 @@ class Shared:
     def set_watched(self, found: dict[str, int | None]) -> list[str]:
         """The watch list is now `found` (routing kept for those still watched); the
         repositories no longer watched are returned, and their schedule and rows dropped."""
-        with self.pool.connection() as connection, connection.transaction():
+        with self.connection() as connection, connection.transaction():
             rows = connection.execute("select repository from wheelpin_watched for update").fetchall()
             gone = sorted({row[0] for row in rows} - set(found))
             for repository, installation in found.items():
@@ -136,7 +169,7 @@ class Shared:
         """`repository`'s components are due as `wanted` says (component → schedule spec);
         an unchanged spec keeps its next time, a new or changed one is due at
         `first_due(spec)`; components no longer wanted are dropped."""
-        with self.pool.connection() as connection, connection.transaction():
+        with self.connection() as connection, connection.transaction():
             known: dict[str, str] = dict(connection.execute("select component, spec from wheelpin_schedules where repository = %s "
                                             "for update", (repository,)).fetchall())
             gone = [name for name in known if name not in wanted]
@@ -156,7 +189,7 @@ class Shared:
     def claim_due(self, now: float, next_due: Callable[[str, float], float]) -> list[tuple[str, str]]:
         """The (repository, component)s due at `now`, each given its next time in the same
         transaction: rows another tick holds are skipped, so each period fires once."""
-        with self.pool.connection() as connection, connection.transaction():
+        with self.connection() as connection, connection.transaction():
             due = connection.execute("select repository, component, spec from wheelpin_schedules where due <= %s "
                                      "order by due for update skip locked", (now,)).fetchall()
             for repository, component, spec in due:
@@ -206,3 +239,38 @@ class Shared:
     def drop_comments(self, numbers: list[int]) -> None:
         with self.cursor() as cursor:
             cursor.execute("delete from wheelpin_comments where id = any(%s)", (numbers,))
+
+    # -- the repositories' leases (app/lease.py) ------------------------------------------------
+
+    def take_lease(self, repository: str, holder: str, seconds: float) -> tuple[int | None, float]:
+        """(the new epoch, 0) when `repository`'s lease was free or expired, now held by
+        `holder` for `seconds`; (None, seconds it is still held) when another holds it.
+        Taking it raises the epoch: whoever held it before can renew it no more. A row the
+        DO UPDATE's WHERE leaves alone is not updated and not returned, and two takers of
+        one row are serialized on it (https://www.postgresql.org/docs/15/sql-insert.html,
+        "ON CONFLICT Clause")."""
+        with self.cursor() as cursor:
+            row = cursor.execute(
+                "insert into wheelpin_leases as l (repository, epoch, holder, expires)"
+                f" values (%s, 1, %s, {NOW} + %s) on conflict (repository) do update"
+                " set epoch = l.epoch + 1, holder = excluded.holder, expires = excluded.expires"
+                f" where l.expires <= {NOW} returning epoch", (repository, holder, seconds)).fetchone()
+            if row is not None:
+                return int(row[0]), 0.0
+            held = cursor.execute(f"select expires - {NOW} from wheelpin_leases where repository = %s",
+                                  (repository,)).fetchone()
+        return None, max(float(held[0]) if held else 0.0, 0.0)
+
+    def renew_lease(self, repository: str, epoch: int, seconds: float) -> bool:
+        """The lease held for `seconds` more, if `epoch` still holds it (one statement: a
+        takeover either came before it, and this fails, or waits for its row lock)."""
+        with self.cursor() as cursor:
+            row = cursor.execute(f"update wheelpin_leases set expires = {NOW} + %s where repository = %s"
+                                 " and epoch = %s returning epoch", (seconds, repository, epoch)).fetchone()
+        return row is not None
+
+    def release_lease(self, repository: str, epoch: int) -> None:
+        """The lease free at once for the next job (if `epoch` still holds it)."""
+        with self.cursor() as cursor:
+            cursor.execute(f"update wheelpin_leases set expires = {NOW} where repository = %s and epoch = %s",
+                           (repository, epoch))

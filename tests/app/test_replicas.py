@@ -11,7 +11,13 @@ What is checked, and against what:
 - a replica SIGKILLed mid-job: its job is taken up by another only once its heartbeat is
   stale (procrastinate's stalled jobs, WHEELPIN_STALLED_AFTER), and the pass completes;
 - the schedule fires once per period across replicas: procrastinate records one tick per
-  period (`procrastinate_periodic_defers`), and a component made due runs once.
+  period (`procrastinate_periodic_defers`), and a component made due runs once;
+- PostgreSQL restarted under a stream of deliveries (issue 32): each is answered 202 or
+  503 (never 500), /healthz stays 200 throughout, every replica's worker starts again by
+  itself, and every delivery answered 202 is followed by a job of its key (from the logs);
+- a replica SIGSTOPped just before it dispatches, past its job's takeover, then SIGCONTed:
+  the replica that took the job over dispatched, and the resumed one writes nothing (its
+  lease's epoch was raised: app/lease.py): one run for the head, never two.
 """
 
 from __future__ import annotations
@@ -263,3 +269,127 @@ def test_the_schedule_fires_once_per_period_across_replicas(registry: Registry, 
         (due,) = made.sql("select due from wheelpin_schedules where repository = %s and component = %s",
                           REPOSITORY, COMPONENT)
         assert due[0] > time.time() + 60  # its next time is its schedule's, not the tick's
+
+
+def test_a_database_that_restarts_under_load_is_a_pause(registry: Registry, tmp_path: Path) -> None:
+    world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
+    server = Postgres()  # a server of its own: this test stops it
+    try:
+        with fleet(world, tmp_path, server, 2) as made:
+            push = example("push")
+            push.update(ref="refs/heads/main", repository={**push["repository"], "full_name": REPOSITORY})
+            sent: list[tuple[float, int, list[str]]] = []  # (sent at, answer, the jobs it queued)
+            health: list[tuple[float, int]] = []
+            done = threading.Event()
+
+            def sender(offset: int) -> None:
+                session = requests.Session()
+                number = offset
+                while not done.is_set():
+                    started = time.time()
+                    answer = deliver(session, made.urls[number % 2], SECRET, "push", push)
+                    sent.append((started, answer.status_code,
+                                 answer.json().get("jobs", []) if answer.status_code == 202 else []))
+                    number += 1
+                    time.sleep(0.1)
+
+            def prober() -> None:
+                while not done.is_set():
+                    for url in made.urls:
+                        health.append((time.time(), requests.get(url + "/healthz", timeout=10).status_code))
+                    time.sleep(0.5)
+
+            threads = [threading.Thread(target=sender, args=(i,)) for i in range(2)]
+            threads.append(threading.Thread(target=prober))
+            for thread in threads:
+                thread.start()
+            time.sleep(2)
+            server.down()
+            down = time.time()
+            time.sleep(8)  # procrastinate's listeners fail meanwhile, and deliveries find no database
+            server.start()
+            up = time.time()
+            for url in made.urls:  # each replica ready again by itself
+                wait_until(lambda url=url: requests.get(url + "/readyz", timeout=10).status_code == 200, 60,
+                           "/readyz after the restart")
+            recovered = time.time()
+            time.sleep(3)  # deliveries to the recovered fleet
+            done.set()
+            for thread in threads:
+                thread.join(30)
+            try:
+                made.idle(60)
+            except AssertionError:
+                print("queue left:", made.sql("select id, status, task_name, lock, worker_id, attempts, scheduled_at,"
+                                              " now() from procrastinate_jobs where status in ('todo', 'doing')"))
+                print("queue left:", made.sql("select id, last_heartbeat, now() from procrastinate_workers"))
+                for index in range(2):
+                    print("queue left:", index, [line for line in made.processes[index].lines
+                                           if "restart" in line or "stalled" in line or "Side" in line][-20:])
+                raise
+            answers = [status for _at, status, _jobs in sent]
+            assert set(answers) <= {202, 503}, sorted(set(answers))
+            assert 503 in answers  # the outage was seen at the door, as a 503
+            assert [at for at, status, _jobs in sent if status == 202 and at > recovered]
+            assert health and {status for _at, status in health} == {200}  # liveness never failed
+            # every delivery answered 202 is followed by a job of its key: its own, or the one
+            # waiting it coalesced into
+            started = [(at(r), r.get("job")) for r in made.events("job.started") if r.get("repository") == REPOSITORY]
+            lost = [(round(sent_at - down, 2), kinds) for sent_at, status, kinds in sent if status == 202
+                    and not all(any(kind == job and when >= sent_at for when, job in started) for kind in kinds)]
+            assert lost == [], lost
+            # no job given up (a tick that failed is not one: the next tick does its work)
+            assert made.sql("select id, args from procrastinate_jobs where status = 'failed' "
+                            "and task_name = 'wheelpin.job'") == []
+            restarted = made.events("queue.worker_restarting")
+            print(f"PostgreSQL down {up - down:.1f} s: {answers.count(202)} deliveries accepted, "
+                  f"{answers.count(503)} answered 503; ready again {recovered - up:.1f} s after it came back; "
+                  f"{len(restarted)} worker restarts")
+    finally:
+        server.stop()
+
+
+def test_a_replica_paused_past_its_takeover_writes_nothing_beside_the_one_that_took_it_over(
+        registry: Registry, postgres: Postgres, tmp_path: Path) -> None:
+    world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
+    with fleet(world, tmp_path, postgres, 2) as made:
+        head = world.commit_upstream("one", NEW_VERSION)
+        held, release = threading.Event(), threading.Event()
+        holder: list[str] = []
+
+        def hold(method: str, path: str, token: str) -> None:
+            # the listing of the workflow's runs that comes right before a dispatch
+            if method == "GET" and "/actions/workflows/" in path and path.split("?")[0].endswith("/runs") \
+                    and not holder:
+                holder.append(token)
+                held.set()
+                release.wait(120)
+
+        made.emulator.before = hold
+        made.make_due(REPOSITORY, COMPONENT)
+        assert held.wait(60), "no replica came to dispatch"
+        running = [index for index in range(2)
+                   if len([r for r in made.events("job.started", index) if r.get("repository") == REPOSITORY])
+                   > len([r for r in made.events("job.finished", index) if r.get("repository") == REPOSITORY])]
+        (victim,) = running
+        paused = made.processes[victim].proc
+        paused.send_signal(signal.SIGSTOP)
+        try:
+            release.set()  # its answer waits in its socket: no run yet, so it would dispatch on waking
+            wait_until(lambda: [r for r in made.repo.runs.values() if r.inputs == {"c": head}], 90,
+                       "the other replica to take the pass over and dispatch the build")
+        finally:
+            paused.send_signal(signal.SIGCONT)
+
+        def ended() -> bool:  # the resumed replica's pass is over, whatever it did
+            mine = [r for r in made.records(victim) if r.get("repository") == REPOSITORY
+                    and r.get("event") in ("job.started", "job.finished")]
+            return bool(mine) and mine[-1]["event"] == "job.finished"
+
+        wait_until(ended, 60, "the resumed replica's pass to end")
+        made.idle()
+        time.sleep(1)
+        dispatched = [r for r in made.repo.runs.values() if r.inputs == {"c": head}]
+        assert len(dispatched) == 1, [(r.id, r.actor) for r in dispatched]
+        assert made.events("job.fenced", victim)  # it stopped at its write, and said why
+        assert made.events("job.stalled", 1 - victim) or made.events("job.stalled", victim)

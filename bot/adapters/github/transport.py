@@ -35,6 +35,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from ...core.errors import TransientError
+from .. import writes
 
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
 # https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
@@ -212,6 +213,7 @@ class GitHubHTTP(HTTPAdapter):
         for attempt in range(self.attempts):
             if method in WRITES:
                 self.pacer.wait(self.max_wait)  # each attempt is a request GitHub counts
+            writes.before(method, url)  # after any wait: a fenced job stops here (adapters/writes.py)
             response = super().send(request, **kwargs)
             self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
             if response.status_code == 304 and cached is not None:
