@@ -268,6 +268,7 @@ def serve(folder: Path, port_file: Path) -> None:
                 pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.handle_error = lambda request, address: None  # type: ignore[method-assign]  # a reader that stops
     port_file.write_text(str(server.server_address[1]))
     server.serve_forever()
 
@@ -356,11 +357,11 @@ def main() -> int:
             finally:
                 server.kill()
                 server.wait()
-            over = seconds > SECONDS or rss > RSS or code != 2
+            over = seconds > SECONDS or rss > RSS or code not in (2, 4)  # an input error, or a transient one
             worst |= over
             print(f"{name:28} {built:7.1f} {stored:8.1f} {code!s:>4} {seconds:6.1f} {rss / (1 << 20):11.0f}  "
                   f"{'OVER ' if over else ''}{said}", flush=True)
-    print(f"bound: each under {SECONDS:g} s and {RSS >> 20} MB peak RSS, and refused in one sentence (exit 2)")
+    print(f"bound: each under {SECONDS:g} s and {RSS >> 20} MB peak RSS, and refused in one sentence (exit 2, or 4 for a registry too slow)")
     return 1 if worst else 0
 
 

@@ -32,6 +32,9 @@ MAX_IMAGE_KEPT_BYTES = 48 << 20
 # a cached summary's file: its JSON is at most some times MAX_KEPT_BYTES (escapes, keys); a
 # larger one is not read, and the layer is read again
 _MAX_CACHED = 4 * MAX_KEPT_BYTES + (8 << 20)
+# entries of all the layers of one image: Python's tarfile reads some 50,000 headers a second,
+# and no image a hostile registry serves may take wheelpin minutes (a layer has MAX_MEMBERS)
+MAX_IMAGE_MEMBERS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -108,14 +111,19 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
     if len(diff_ids) != len(descriptors):
         raise InputError(f"{name}: its config lists {len(diff_ids)} layers, its manifest {len(descriptors)}")
     summaries: list[LayerSummary] = []
-    read = kept = kept_bytes = 0
+    read = kept = kept_bytes = members = 0
     for index, (layer, diff_id) in enumerate(zip(descriptors, diff_ids), start=1):
         summary = cache.get(layer.digest, size=layer.size, diff_id=diff_id)
         if summary is None:
             what = f"layer {index} of {store.name}@{digest[:19]}"
-            summary = read_layer(store.get_blob(layer.digest), size=layer.size, diff_id=diff_id, what=what)
+            summary = read_layer(store.get_blob(layer.digest), size=layer.size, diff_id=diff_id, what=what,
+                                 members=MAX_IMAGE_MEMBERS - members)
             cache.put(layer.digest, summary, size=layer.size, diff_id=diff_id)
             read += 1
+        members += summary.members
+        if members > MAX_IMAGE_MEMBERS:  # cached summaries count as well
+            raise InputError(f"{name}'s layers have more than {MAX_IMAGE_MEMBERS} entries, more than wheelpin reads "
+                             "of one image")
         entries, size = summary.weight()
         kept, kept_bytes = kept + entries, kept_bytes + size
         if kept > MAX_IMAGE_KEPT or kept_bytes > MAX_IMAGE_KEPT_BYTES:

@@ -107,7 +107,7 @@ def _read_image(store: ImageStore, reference: str) -> ImageInfo:
             wheels = wheels_from_annotations(labels)
             source = "labels"
     if wheels is None:
-        wheels = list(_layer_facts(store, digest, manifest["layers"]))
+        wheels = list(_layer_facts(store, digest, manifest.get("layers") or []))
         source = "layers"
     return ImageInfo(store.name, digest, annotations, labels, tuple(wheels), source,
                      store.traffic.bytes_downloaded - before, tuple(manifest.get("layers") or []))

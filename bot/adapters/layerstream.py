@@ -64,6 +64,9 @@ MAX_RECORD_LIBRARIES = 20_000
 PATH_MAX = 4096
 MAX_LINKS = 100_000  # a Debian and ROCm image keeps a few thousand
 _CHUNK = 1 << 20
+# tarfile's stream mode copies what is left of its buffer on every header it reads: with a
+# buffer of 1 MiB, a layer of a million empty files spent most of its time copying
+_TAR_BUFFER = 64 << 10
 
 
 class LayerError(InputError):
@@ -134,9 +137,12 @@ def decompressed(raw: io.RawIOBase) -> IO[bytes]:
     return buffered
 
 
-def read_layer(chunks: Iterator[bytes], *, size: int, diff_id: str | None, what: str) -> LayerSummary:
+def read_layer(chunks: Iterator[bytes], *, size: int, diff_id: str | None, what: str,
+               members: int = MAX_MEMBERS) -> LayerSummary:
     """The summary of one layer of `size` compressed bytes (the manifest's word);
-    `diff_id`: the digest of its uncompressed tar, from the image config."""
+    `diff_id`: the digest of its uncompressed tar, from the image config; `members`: the
+    entries it may have (fewer than `MAX_MEMBERS` when the layers below took some of the
+    image's)."""
     if not 0 <= size <= MAX_LAYER:
         raise LayerError(f"{what} is said to be {size} bytes; wheelpin reads layers of at most {MAX_LAYER}")
     raw = _Counted(chunks, limit=size, what=what)
@@ -144,8 +150,8 @@ def read_layer(chunks: Iterator[bytes], *, size: int, diff_id: str | None, what:
     summary = LayerSummary()
     kept = _Kept(what)
     try:
-        for archive, member in entries(cast(IO[bytes], inflated), bufsize=_CHUNK):
-            _take(archive, member, summary, kept, what)
+        for archive, member in entries(cast(IO[bytes], inflated), bufsize=_TAR_BUFFER):
+            _take(archive, member, summary, kept, members, what)
         while inflated.read(_CHUNK):  # the tar's end padding: the diff_id covers it
             pass
     except LayerError:
@@ -180,11 +186,12 @@ class _Kept:
                              "of one layer")
 
 
-def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSummary, kept: _Kept,
+def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSummary, kept: _Kept, members: int,
           what: str) -> None:
     summary.members += 1
-    if summary.members > MAX_MEMBERS:
-        raise LayerError(f"{what} has more than {MAX_MEMBERS} entries")
+    if summary.members > min(members, MAX_MEMBERS):
+        raise LayerError(f"{what} has more than {min(members, MAX_MEMBERS)} entries"
+                         + ("" if members >= MAX_MEMBERS else ", more than the layers below leave of an image's"))
     for kind, name in (("path", member.name), ("link target", member.linkname)):
         if len(name.encode("utf-8", "surrogateescape")) > PATH_MAX:
             raise LayerError(f"{what}: the entry {normalize(member.name)[:200]!r} has a {kind} longer than "
@@ -194,8 +201,9 @@ def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSumma
     path = normalize(member.name)
     if not path:
         return
-    if summary.note_whiteout(path):
-        kept.add(path)
+    deleted = summary.note_whiteout(path)
+    if deleted is not None:
+        kept.add(deleted)
         return
     if member.issym() and not member.linkname:
         return  # names nothing: no path goes through it

@@ -6,8 +6,9 @@ what it receives against it as it reads.
 A read timeout bounds one wait for bytes, not a read: a registry that sends 1 KiB every
 5 s never trips it. So, over the whole read of one image:
 
-- after `GRACE_SECONDS`, the bytes received must average at least `MIN_RATE` a second (a
-  cached layer costs no bytes, and a registry this slow is no registry to read from);
+- after `GRACE_SECONDS` spent waiting for the registry, the bytes received must average at
+  least `MIN_RATE` a second of that wait (only the wait: reading a layer of a million small
+  files from a few MB is work of wheelpin's, not slowness of the registry's);
 - no read lasts longer than `MAX_SECONDS`, however fast the bytes come;
 - one wait for bytes is at most `STALL_SECONDS` (the client's read timeout, lowered).
 Past any of them the read stops with one sentence (a `TransientError`: the next pass may
@@ -35,16 +36,19 @@ class Deadline:
         self.what = what
         self.started = time.monotonic()
         self.received = 0
+        self.waited = 0.0  # seconds spent waiting for the registry's bytes
 
-    def check(self, received: int = 0) -> None:
-        """Count `received` bytes; TransientError when the read is past its bounds."""
+    def check(self, received: int = 0, waited: float = 0.0) -> None:
+        """Count `received` bytes that took `waited` seconds to come; TransientError when
+        the read is past its bounds."""
         self.received += received
-        elapsed = time.monotonic() - self.started
-        if elapsed > MAX_SECONDS:
+        self.waited += waited
+        if time.monotonic() - self.started > MAX_SECONDS:
             raise TransientError(f"reading {self.what} took more than {MAX_SECONDS:.0f} s; stopped")
-        if elapsed > GRACE_SECONDS and self.received < MIN_RATE * elapsed:
-            raise TransientError(f"the registry sent {self.what} at {self.received / elapsed / 1024:.1f} KiB/s over "
-                                 f"{elapsed:.0f} s, slower than the {MIN_RATE >> 10} KiB/s wheelpin waits for; stopped")
+        if self.waited > GRACE_SECONDS and self.received < MIN_RATE * self.waited:
+            raise TransientError(f"the registry sent {self.what} at {self.received / self.waited / 1024:.1f} KiB/s "
+                                 f"over {self.waited:.0f} s, slower than the {MIN_RATE >> 10} KiB/s wheelpin waits "
+                                 "for; stopped")
 
 
 _current: ContextVar[Deadline | None] = ContextVar("wheelpin_image_deadline", default=None)
@@ -65,11 +69,12 @@ def image_deadline(what: str) -> Iterator[Deadline]:
         _current.reset(token)
 
 
-def received(size: int) -> None:
-    """Count bytes the registry sent (and check the deadline), if an image is being read."""
+def received(size: int, waited: float = 0.0) -> None:
+    """Count bytes the registry sent in `waited` seconds (and check the deadline), if an
+    image is being read."""
     deadline = _current.get()
     if deadline is not None:
-        deadline.check(size)
+        deadline.check(size, waited)
 
 
 def read_timeout(default: float) -> float:

@@ -341,13 +341,18 @@ class RegistryClient:
         raw = response.raw
         count = 0
         try:
-            while chunk := raw.read1(_CHUNK, decode_content=True):
+            while True:
+                asked = time.monotonic()
+                chunk = raw.read1(_CHUNK, decode_content=True)
+                waited = time.monotonic() - asked
+                if not chunk:
+                    break
                 count += len(chunk)
                 self.traffic.bytes_downloaded += len(chunk)
                 if limit is not None and count > limit:
                     raise InputError(f"{self.host}/{repository}: {what} is larger than the {limit} bytes "
                                      "wheelpin reads of one")
-                readdeadline.received(len(chunk))
+                readdeadline.received(len(chunk), waited)
                 yield chunk
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(f"{self.host}/{repository}: {what} download broke ({type(exc).__name__})") from None

@@ -100,16 +100,17 @@ class LayerSummary:
             size += sum(map(len, paths))
         return entries, size
 
-    def note_whiteout(self, path: str) -> bool:
-        """Record `path` if it is a whiteout; True when it was one (it is no file then)."""
+    def note_whiteout(self, path: str) -> str | None:
+        """Record `path` if it is a whiteout: the path it deletes (or the folder it makes
+        opaque), None when it is no whiteout."""
         folder, name = posixpath.split(path)
         if name == OPAQUE:
             self.opaque.append(folder)
-            return True
+            return folder
         if name.startswith(WHITEOUT):
             self.whiteouts.append(posixpath.join(folder, name[len(WHITEOUT):]))
-            return True
-        return False
+            return self.whiteouts[-1]
+        return None
 
 
 class Hidden:
