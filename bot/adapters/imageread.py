@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import tarfile
 import tempfile
 import threading
 from collections import OrderedDict
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError
 from ..core.ociimage import WheelEntry, wheels_from_annotations
 from . import imagedocs
 from .imagestore import ImageStore
@@ -166,12 +166,14 @@ def _wheels_in_layer(store: ImageStore, layer: dict[str, Any]) -> list[WheelEntr
 
 
 def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> Iterator[Path]:
-    """Each `*.whl` file of the layer, written to `folder` as the stream reaches it."""
+    """Each `*.whl` file of the layer, written to `folder` as the stream reaches it (its tar
+    headers bounded and none kept, as a consuming image's: `adapters/boundedtar.py`)."""
+    from .boundedtar import TarRefused, entries
     from .layerstream import decompressed
 
     stream = decompressed(ChunkReader(store.get_blob(str(layer["digest"]))))
-    with tarfile.open(fileobj=stream, mode="r|") as archive:
-        for member in archive:
+    try:
+        for archive, member in entries(stream, bufsize=64 << 10):
             name = member.name.lstrip("./")
             if not member.isfile() or not name.endswith(".whl"):
                 continue
@@ -182,3 +184,5 @@ def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> I
                 while chunk := source.read(1 << 20):
                     spool.write(chunk)
             yield path
+    except TarRefused as exc:
+        raise InputError(f"{store.name}: the layer {str(layer['digest'])[:19]} {exc}") from None

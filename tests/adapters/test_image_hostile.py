@@ -419,3 +419,15 @@ def test_an_image_reads_a_bounded_number_of_entries_in_all(monkeypatch: pytest.M
     store = MemoryStore("hostile")
     with pytest.raises(LayerError, match="layer 2 of .* has more than 2 entries, more than the layers below leave"):
         read_consumer(store, image(store, layers=layers), cache=LayerCache(None))
+
+
+def test_a_wheel_image_layer_has_its_tar_headers_bounded_too() -> None:
+    layer = pax_path_layer(1 << 20)
+    store = MemoryStore("hostile")
+    store.blobs[digest(layer)] = layer
+    config = b'{"config": {}}'
+    reference = image(store, manifest={"config": {"digest": digest(config), "size": len(config)},
+                                       "layers": [{"digest": digest(layer), "size": len(layer)}]},
+                      config_bytes=config)
+    with pytest.raises(InputError, match="has an extended tar header of 1048"):
+        read_image(store, reference)
