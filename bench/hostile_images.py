@@ -1,7 +1,7 @@
 """Benchmark: reading a consuming image that a hostile registry serves (issue 32, item 1).
 Each class of attack reported against the consumer-image reader, at about the size it
 was reported at, must end in under 60 s with a peak RSS under 300 MB, refused in one
-sentence (exit 2).
+sentence (exit 2; 4 for a registry too slow to wait for).
 
 Run from the project root:  python bench/hostile_images.py [--scale 1.0] [--only NAME]
 Each case's blobs are built on disk by one child process; a second child serves them as

@@ -3,8 +3,14 @@ runtime (docs/design.md §1, step 5): its manifest (an index resolved to the whe
 platform), its config (`Env`, `diff_ids`) and each layer, summarised by
 `adapters/layerstream.py` and cached by the layer's digest: layers never change, so a new
 base image costs only its new layers (a summary cached by a wheelpin that summarised
-layers otherwise, `imagefs.FORMAT`, is read again). `core/imagefs.merge` makes one view
-of them.
+layers otherwise, `imagefs.FORMAT`, is read again; one checked against another size or
+`diff_id` than the manifest and config now claim is read again, and so refused as a first
+read would be). `core/imagefs.merge` makes one view of them.
+
+Bounded whatever the registry sends (issue 32): the manifest and config by
+`adapters/imagedocs.py` (size, shape), each layer by `adapters/layerstream.py`, the image
+in all here (`MAX_LAYERS`, `MAX_IMAGE_MEMBERS`, `MAX_IMAGE_KEPT`), and the whole read by one
+deadline (`adapters/readdeadline.py`).
 """
 
 from __future__ import annotations
