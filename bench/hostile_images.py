@@ -158,14 +158,14 @@ def huge_manifest(folder: Path, size: int) -> None:
     _image(folder, [], extra={"annotations": {"x": "y" * size}})
 
 
-def claims_huge_size(folder: Path, inflated: int) -> None:
-    """A zstd blob of zeros inflating to `inflated` bytes, its manifest claiming 10^13 bytes."""
+def claims_huge_size(folder: Path, inflated: int, claim: int = 10**13) -> None:
+    """A zstd blob of zeros inflating to `inflated` bytes, its manifest claiming `claim` bytes."""
     frame = zstandard.ZstdCompressor(level=3).compress(bytes(64 << 20))
     path = folder / "zeros"
     with path.open("wb") as out:
         for _ in range(max(1, inflated // (64 << 20))):
             out.write(frame)
-    _image(folder, [(path, "sha256:" + "0" * 64)], sizes=[10**13])
+    _image(folder, [(path, "sha256:" + "0" * 64)], sizes=[claim])
 
 
 def whiteouts(folder: Path, count: int) -> None:
@@ -208,6 +208,7 @@ def cases(scale: float) -> dict[str, Callable[[Path], None]]:
         "config-1GiB-claimed-500B": lambda folder: config_larger_than_claimed(folder, n(1 << 30)),
         "manifest-200MB": lambda folder: huge_manifest(folder, n(200 << 20)),
         "zstd-64GiB-claimed-1e13": lambda folder: claims_huge_size(folder, n(64 << 30)),
+        "zstd-64GiB-claimed-60GiB": lambda folder: claims_huge_size(folder, n(64 << 30), claim=60 << 30),
         "whiteouts-40k-x-40k": lambda folder: whiteouts(folder, n(40_000)),
         "900-METADATA-of-1MiB": lambda folder: requires_flood(folder, n(900)),
         "drip-1KiB-every-5s": lambda folder: slow_registry(folder, n(1 << 20)),
