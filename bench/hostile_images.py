@@ -169,8 +169,9 @@ def claims_huge_size(folder: Path, inflated: int, claim: int = 10**13) -> None:
 
 
 def whiteouts(folder: Path, count: int) -> None:
-    """`count` deep shared objects, then `count` whiteouts of other deep paths above them."""
-    deep = "/".join(["a"] * 900)
+    """`count` deep shared objects, then `count` whiteouts of other deep paths above them
+    (190 folders deep: as deep as a layer's summary may keep 40,000 of)."""
+    deep = "/".join(["a"] * 190)
     below, above = _Layer(folder), _Layer(folder)
     for index in range(count):
         below.member(tarfile.TarInfo(f"{deep}/lib{index}.so"))
@@ -358,11 +359,13 @@ def main() -> int:
             finally:
                 server.kill()
                 server.wait()
-            over = seconds > SECONDS or rss > RSS or code not in (2, 4)  # an input error, or a transient one
+            # refused as an input error (2) or a registry too slow (4), or read within the bounds (0)
+            over = seconds > SECONDS or rss > RSS or code not in (0, 2, 4)
             worst |= over
             print(f"{name:28} {built:7.1f} {stored:8.1f} {code!s:>4} {seconds:6.1f} {rss / (1 << 20):11.0f}  "
                   f"{'OVER ' if over else ''}{said}", flush=True)
-    print(f"bound: each under {SECONDS:g} s and {RSS >> 20} MB peak RSS, and refused in one sentence (exit 2, or 4 for a registry too slow)")
+    print(f"bound: each under {SECONDS:g} s and {RSS >> 20} MB peak RSS; read, or refused in one sentence "
+          "(exit 2, or 4 for a registry too slow)")
     return 1 if worst else 0
 
 
