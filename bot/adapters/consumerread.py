@@ -3,8 +3,14 @@ runtime (docs/design.md §1, step 5): its manifest (an index resolved to the whe
 platform), its config (`Env`, `diff_ids`) and each layer, summarised by
 `adapters/layerstream.py` and cached by the layer's digest: layers never change, so a new
 base image costs only its new layers (a summary cached by a wheelpin that summarised
-layers otherwise, `imagefs.FORMAT`, is read again). `core/imagefs.merge` makes one view
-of them.
+layers otherwise, `imagefs.FORMAT`, is read again; one checked against another size or
+`diff_id` than the manifest and config now claim is read again, and so refused as a first
+read would be). `core/imagefs.merge` makes one view of them.
+
+Bounded whatever the registry sends (issue 32): the manifest and config by
+`adapters/imagedocs.py` (size, shape), each layer by `adapters/layerstream.py`, the image
+in all here (`MAX_LAYERS`, `MAX_IMAGE_MEMBERS`, `MAX_IMAGE_KEPT`), and the whole read by one
+deadline (`adapters/readdeadline.py`).
 """
 
 from __future__ import annotations
@@ -15,17 +21,26 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..core.errors import InputError
 from ..core.imagefs import ImageFiles, LayerSummary, env_of, merge
 from ..core.imageref import SHA256_DIGEST
-from ..core.ociimage import DOCKER_LIST_TYPE, INDEX_TYPE
+from . import imagedocs
 from .imagestore import ImageStore
-from .layerstream import LayerError, read_layer
+from .layerstream import MAX_KEPT_BYTES, LayerError, read_layer
+from .readdeadline import image_deadline
 
 MAX_LAYERS = 256  # overlay filesystems stack at most 128; twice that is no real image
-MAX_CONFIG = 4 << 20
+# what the summaries of one image keep in all (`LayerSummary.weight`): each layer's is bounded
+# by layerstream.MAX_KEPT, this bounds the merged view (some 100 MB of Python objects at most)
+MAX_IMAGE_KEPT = 400_000
+MAX_IMAGE_KEPT_BYTES = 48 << 20
+# a cached summary's file: its JSON is at most some times MAX_KEPT_BYTES (escapes, keys); a
+# larger one is not read, and the layer is read again
+_MAX_CACHED = 4 * MAX_KEPT_BYTES + (8 << 20)
+# entries of all the layers of one image: Python's tarfile reads some 50,000 headers a second,
+# and no image a hostile registry serves may take wheelpin minutes (a layer has MAX_MEMBERS)
+MAX_IMAGE_MEMBERS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -38,7 +53,10 @@ class ConsumerImage:
 
 
 class LayerCache:
-    """Layer summaries on disk, one JSON file per layer digest (`None`: no cache)."""
+    """Layer summaries on disk, one JSON file per layer digest (`None`: no cache). An entry
+    holds the size and diff_id it was read and checked against: a manifest or config that
+    claims another of the same digest is not given the summary, the layer is read again
+    (and its claim refused as a cold read refuses it)."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -48,80 +66,79 @@ class LayerCache:
             return None
         return self.folder / digest.split(":", 1)[1]
 
-    def get(self, digest: str) -> LayerSummary | None:
+    def get(self, digest: str, *, size: int, diff_id: str) -> LayerSummary | None:
         path = self._path(digest)
-        if path is None or not path.is_file():
-            return None
         try:
-            return LayerSummary.from_json(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError):
+            if path is None or not path.is_file() or path.stat().st_size > _MAX_CACHED:
+                return None
+            entry = json.loads(path.read_bytes())
+            if entry.get("size") != size or entry.get("diff_id") != diff_id:
+                return None  # checked against other claims than these
+            return LayerSummary.from_json(entry)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None  # a damaged entry, or one of another format, is read again
 
-    def put(self, digest: str, summary: LayerSummary) -> None:
+    def put(self, digest: str, summary: LayerSummary, *, size: int, diff_id: str) -> None:
         path = self._path(digest)
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(dir=path.parent, prefix=".layer.")
         with os.fdopen(handle, "w") as stream:
-            json.dump(summary.to_json(), stream)
+            json.dump({**summary.to_json(), "size": size, "diff_id": diff_id}, stream)
         os.replace(name, path)
-
-
-def _document(data: bytes, what: str) -> dict[str, Any]:
-    try:
-        document = json.loads(data)
-    except ValueError:
-        raise InputError(f"{what} is not JSON") from None
-    if not isinstance(document, dict):
-        raise InputError(f"{what} is not a JSON object")
-    return document
-
-
-def _platform(store: ImageStore, index: dict[str, Any], architecture: str) -> tuple[str, dict[str, Any]]:
-    for entry in index.get("manifests") or []:
-        platform = entry.get("platform") or {}
-        if platform.get("os") == "linux" and platform.get("architecture") == architecture:
-            digest = str(entry.get("digest"))
-            return digest, _document(store.get_manifest(digest), f"{store.name}@{digest}")
-    raise InputError(f"{store.name}: the image index has no linux/{architecture} image")
 
 
 def read_consumer(store: ImageStore, reference: str, *, cache: LayerCache,
                   architecture: str = "amd64") -> ConsumerImage:
-    """The image `reference` (a digest, or a tag read once to its digest) names in `store`."""
+    """The image `reference` (a digest, or a tag read once to its digest) names in `store`,
+    read within one deadline (`adapters/readdeadline.py`)."""
+    with image_deadline(f"{store.name}@{reference}"):
+        return _read(store, reference, cache, architecture)
+
+
+def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: str) -> ConsumerImage:
     raw = store.get_manifest(reference)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
-    manifest = _document(raw, f"{store.name}@{digest}")
-    if manifest.get("mediaType") in (INDEX_TYPE, DOCKER_LIST_TYPE) or "manifests" in manifest:
-        digest, manifest = _platform(store, manifest, architecture)
-    layers = manifest.get("layers") or []
-    if not isinstance(layers, list) or len(layers) > MAX_LAYERS:
-        raise InputError(f"{store.name}@{digest} has {len(layers)} layers, more than the {MAX_LAYERS} wheelpin reads")
-    config_digest = str((manifest.get("config") or {}).get("digest") or "")
-    config_size = int((manifest.get("config") or {}).get("size") or 0)
-    if not SHA256_DIGEST.match(config_digest) or config_size > MAX_CONFIG:
-        raise InputError(f"{store.name}@{digest}: its config is missing or over {MAX_CONFIG} bytes")
-    config = _document(b"".join(store.get_blob(config_digest)), f"{store.name}@{digest}'s config")
-    diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
-    if len(diff_ids) != len(layers):
-        raise InputError(f"{store.name}@{digest}: its config lists {len(diff_ids)} layers, its manifest {len(layers)}")
+    manifest = imagedocs.document(raw, f"{store.name}@{digest}")
+    if imagedocs.is_index(manifest):
+        digest = imagedocs.platform_digest(manifest, architecture, f"{store.name}@{digest}")
+        manifest = imagedocs.document(store.get_manifest(digest), f"{store.name}@{digest}")
+    name = f"{store.name}@{digest}"
+    layers = manifest.get("layers")
+    if isinstance(layers, list) and len(layers) > MAX_LAYERS:  # said before each is looked at
+        raise InputError(f"{name} has {len(layers)} layers, more than the {MAX_LAYERS} wheelpin reads")
+    descriptors = imagedocs.layers(manifest, name)
+    config_descriptor = imagedocs.config_descriptor(manifest, name)
+    if config_descriptor is None:
+        raise InputError(f"{name}: its config is missing")
+    config = imagedocs.read_config(store, config_descriptor, name)
+    diff_ids = imagedocs.diff_ids(config, name)
+    if len(diff_ids) != len(descriptors):
+        raise InputError(f"{name}: its config lists {len(diff_ids)} layers, its manifest {len(descriptors)}")
     summaries: list[LayerSummary] = []
-    read = 0
-    for index, (layer, diff_id) in enumerate(zip(layers, diff_ids), start=1):
-        layer_digest = str(layer.get("digest") or "")
-        if not SHA256_DIGEST.match(layer_digest):
-            raise InputError(f"{store.name}@{digest}: layer {index} has no sha256 digest")
-        summary = cache.get(layer_digest)
+    read = kept = kept_bytes = members = 0
+    for index, (layer, diff_id) in enumerate(zip(descriptors, diff_ids), start=1):
+        summary = cache.get(layer.digest, size=layer.size, diff_id=diff_id)
         if summary is None:
             what = f"layer {index} of {store.name}@{digest[:19]}"
-            summary = read_layer(store.get_blob(layer_digest), size=int(layer.get("size") or 0),
-                                 diff_id=str(diff_id), what=what)
-            cache.put(layer_digest, summary)
+            summary = read_layer(store.get_blob(layer.digest), size=layer.size, diff_id=diff_id, what=what,
+                                 members=MAX_IMAGE_MEMBERS - members)
+            cache.put(layer.digest, summary, size=layer.size, diff_id=diff_id)
             read += 1
+        members += summary.members
+        if members > MAX_IMAGE_MEMBERS:  # cached summaries count as well
+            raise InputError(f"{name}'s layers have more than {MAX_IMAGE_MEMBERS} entries, more than wheelpin reads "
+                             "of one image")
+        entries, size = summary.weight()
+        kept, kept_bytes = kept + entries, kept_bytes + size
+        if kept > MAX_IMAGE_KEPT or kept_bytes > MAX_IMAGE_KEPT_BYTES:
+            raise InputError(f"{name}'s layers name more than {MAX_IMAGE_KEPT} libraries, links, distributions and "
+                             f"requirements, or more than {MAX_IMAGE_KEPT_BYTES} bytes of them, more than wheelpin "
+                             "keeps of one image")
         summaries.append(summary)
     files = merge(summaries, env_of(config))
-    return ConsumerImage(f"{store.name}@{digest}", digest, files, read, len(layers) - read)
+    return ConsumerImage(name, digest, files, read, len(descriptors) - read)
 
 
 __all__ = ["ConsumerImage", "LayerCache", "LayerError", "read_consumer"]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import tarfile
 import tempfile
 import threading
 from collections import OrderedDict
@@ -27,14 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import VerificationError
-from ..core.ociimage import (
-    DOCKER_LIST_TYPE,
-    INDEX_TYPE,
-    WheelEntry,
-    wheels_from_annotations,
-)
+from ..core.errors import InputError
+from ..core.ociimage import WheelEntry, wheels_from_annotations
+from . import imagedocs
 from .imagestore import ImageStore
+from .readdeadline import image_deadline
 
 # The cache folder's name for wheel facts read from layers; a new number when what is read
 # from a wheel changes, so nothing an older wheelpin worked out is trusted.
@@ -82,38 +78,39 @@ class ChunkReader(io.RawIOBase):
         return size
 
 
-def _platform_manifest(store: ImageStore, document: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    for entry in document.get("manifests", []):
-        platform = entry.get("platform", {})
-        if platform.get("os", "linux") == "linux" and platform.get("architecture", "amd64") == "amd64":
-            digest = str(entry["digest"])
-            return digest, json.loads(store.get_manifest(digest))
-    raise VerificationError(f"{store.name}: the image index has no linux/amd64 image")
-
-
 def read_image(store: ImageStore, reference: str) -> ImageInfo:
+    """What the image `reference` names holds, read within one deadline
+    (`adapters/readdeadline.py`); its documents are bounded and checked for shape by
+    `adapters/imagedocs.py` (a malformed one is an InputError)."""
+    with image_deadline(f"{store.name}@{reference}"):
+        return _read_image(store, reference)
+
+
+def _read_image(store: ImageStore, reference: str) -> ImageInfo:
     before = store.traffic.bytes_downloaded
     raw = store.get_manifest(reference)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
-    manifest: dict[str, Any] = json.loads(raw)
-    if manifest.get("mediaType") in (INDEX_TYPE, DOCKER_LIST_TYPE) or "manifests" in manifest:
-        digest, manifest = _platform_manifest(store, manifest)
-    annotations = {str(k): str(v) for k, v in (manifest.get("annotations") or {}).items()}
+    manifest = imagedocs.document(raw, f"{store.name}@{digest}")
+    if imagedocs.is_index(manifest):
+        digest = imagedocs.platform_digest(manifest, "amd64", f"{store.name}@{digest}", lenient=True)
+        manifest = imagedocs.document(store.get_manifest(digest), f"{store.name}@{digest}")
+    name = f"{store.name}@{digest}"
+    imagedocs.layers(manifest, name)  # their shape is checked before anything else is read
+    annotations = imagedocs.manifest_annotations(manifest, name)
     wheels = wheels_from_annotations(annotations)
     labels: dict[str, str] = {}
     source = "annotations"
     if wheels is None:
-        config_digest = manifest.get("config", {}).get("digest")
-        if config_digest:
-            config = json.loads(b"".join(store.get_blob(str(config_digest))))
-            labels = {str(k): str(v) for k, v in ((config.get("config") or {}).get("Labels") or {}).items()}
+        config = imagedocs.config_descriptor(manifest, name)
+        if config is not None:
+            labels = imagedocs.labels(imagedocs.read_config(store, config, name), name)
             wheels = wheels_from_annotations(labels)
             source = "labels"
     if wheels is None:
-        wheels = list(_layer_facts(store, digest, manifest.get("layers", [])))
+        wheels = list(_layer_facts(store, digest, manifest.get("layers") or []))
         source = "layers"
     return ImageInfo(store.name, digest, annotations, labels, tuple(wheels), source,
-                     store.traffic.bytes_downloaded - before, tuple(manifest.get("layers", [])))
+                     store.traffic.bytes_downloaded - before, tuple(manifest.get("layers") or []))
 
 
 _memo: OrderedDict[str, tuple[WheelEntry, ...]] = OrderedDict()
@@ -169,12 +166,14 @@ def _wheels_in_layer(store: ImageStore, layer: dict[str, Any]) -> list[WheelEntr
 
 
 def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> Iterator[Path]:
-    """Each `*.whl` file of the layer, written to `folder` as the stream reaches it."""
+    """Each `*.whl` file of the layer, written to `folder` as the stream reaches it (its tar
+    headers bounded and none kept, as a consuming image's: `adapters/boundedtar.py`)."""
+    from .boundedtar import TarRefused, entries
     from .layerstream import decompressed
 
     stream = decompressed(ChunkReader(store.get_blob(str(layer["digest"]))))
-    with tarfile.open(fileobj=stream, mode="r|") as archive:
-        for member in archive:
+    try:
+        for archive, member in entries(stream, bufsize=64 << 10):
             name = member.name.lstrip("./")
             if not member.isfile() or not name.endswith(".whl"):
                 continue
@@ -185,3 +184,5 @@ def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> I
                 while chunk := source.read(1 << 20):
                     spool.write(chunk)
             yield path
+    except TarRefused as exc:
+        raise InputError(f"{store.name}: the layer {str(layer['digest'])[:19]} {exc}") from None

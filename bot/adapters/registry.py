@@ -26,12 +26,13 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
 import structlog
+import urllib3
 
-from ..core.errors import CredentialsError, TransientError, UsageError, VerificationError
+from ..core.errors import CredentialsError, InputError, TransientError, UsageError, VerificationError
 from ..core.imageref import SHA256_DIGEST
 from ..core.ociimage import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
-from . import writes
+from . import readdeadline, writes
 from .progress import tracked
 from .registrywire import (HashedBody, RetryPolicy, Traffic, hostname, is_loopback, parse_challenge,
                            retry_after_of, with_digest)
@@ -40,6 +41,9 @@ __all__ = ["RegistryClient", "RetryPolicy", "Traffic", "hostname", "is_loopback"
 
 log = structlog.get_logger("wheelpin.registry")
 _CHUNK = 1 << 20
+# distribution/distribution refuses a manifest over 4 MiB on push (its `maxManifestBodySize`):
+# no registry holds a larger one, so a larger answer is refused before it is all read
+MAX_MANIFEST = 4 << 20
 
 
 class RegistryClient:
@@ -64,8 +68,6 @@ class RegistryClient:
         # CURL_CA_BUNDLE in the environment override a session's verify=False (psf/requests#3829)
         self._verify: bool | None = None
         if not tls_verify:
-            import urllib3
-
             self._verify = False
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # said once, by the settings
         self._tokens: dict[str, tuple[str, float]] = {}
@@ -107,6 +109,7 @@ class RegistryClient:
         authenticated = False
         attempt = 0
         while True:
+            readdeadline.received(0)  # an image read past its deadline asks no more
             body = data() if callable(data) else data
             merged = {**(headers or {}), **self._auth_header(scope)}
             credential = self._credential()
@@ -118,7 +121,7 @@ class RegistryClient:
             try:
                 response = self._session.request(
                     method, full, headers=merged, data=body, stream=stream, auth=auth, verify=self._verify,
-                    timeout=(self.retry.connect_timeout, self.retry.read_timeout),
+                    timeout=(self.retry.connect_timeout, readdeadline.read_timeout(self.retry.read_timeout)),
                     allow_redirects=method in ("GET", "HEAD"))
             except requests.exceptions.SSLError:  # not a passing fault: said at once, with the way out
                 raise UsageError(f"{self.host}: no trusted HTTPS there (the TLS handshake failed): for a registry "
@@ -259,14 +262,18 @@ class RegistryClient:
         return tags
 
     def get_manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
-        response = self.request("GET", f"/v2/{repository}/manifests/{reference}",
+        """The manifest's bytes and media type; one over `MAX_MANIFEST` is refused (InputError)."""
+        response = self.request("GET", f"/v2/{repository}/manifests/{reference}", stream=True,
                                 scope=self.scope(repository), headers={"Accept": ACCEPT_MANIFESTS})
-        if response.status_code == 404:
-            raise VerificationError(f"{self.host}/{repository}@{reference}: no such manifest")
-        if response.status_code != 200:
-            raise TransientError(f"{self.host}/{repository}: manifest GET answered {response.status_code}")
-        data = response.content
-        self.traffic.bytes_downloaded += len(data)
+        try:
+            if response.status_code == 404:
+                raise VerificationError(f"{self.host}/{repository}@{reference}: no such manifest")
+            if response.status_code != 200:
+                raise TransientError(f"{self.host}/{repository}: manifest GET answered {response.status_code}")
+            data = b"".join(self._body(response, repository, limit=MAX_MANIFEST,
+                                       what=f"the manifest {self.host}/{repository}@{reference}"))
+        finally:
+            response.close()
         if reference.startswith("sha256:") and "sha256:" + hashlib.sha256(data).hexdigest() != reference:
             raise TransientError(f"{self.host}/{repository}@{reference}: the manifest sent does not match its digest")
         return data, response.headers.get("Content-Type", "")
@@ -317,17 +324,39 @@ class RegistryClient:
         hashed = hashlib.sha256()
         length = response.headers.get("Content-Length", "")
         try:
-            for chunk in tracked(response.iter_content(_CHUNK), f"download {self.host}/{repository} {digest[:19]}",
+            for chunk in tracked(self._body(response, repository, what=f"blob {digest}"),
+                                 f"download {self.host}/{repository} {digest[:19]}",
                                  int(length) if length.isdigit() else None):
                 hashed.update(chunk)
-                self.traffic.bytes_downloaded += len(chunk)
                 yield chunk
-        except requests.RequestException as exc:
-            raise TransientError(f"{self.host}/{repository}: blob {digest} download broke ({type(exc).__name__})") from None
         finally:
             response.close()
         if "sha256:" + hashed.hexdigest() != digest:
             raise TransientError(f"{self.host}/{repository}: the blob {digest} sent does not match its digest")
+
+    def _body(self, response: requests.Response, repository: str, *, what: str,
+              limit: int | None = None) -> Iterator[bytes]:
+        """A streamed answer's bytes as they come (each read waits for one arrival, never a
+        whole chunk: a registry that drips is seen dripping), counted against the image
+        read's deadline (`adapters/readdeadline.py`) and, when given, `limit` bytes."""
+        raw = response.raw
+        count = 0
+        try:
+            while True:
+                asked = time.monotonic()
+                chunk = raw.read1(_CHUNK, decode_content=True)
+                waited = time.monotonic() - asked
+                if not chunk:
+                    break
+                count += len(chunk)
+                self.traffic.bytes_downloaded += len(chunk)
+                if limit is not None and count > limit:
+                    raise InputError(f"{self.host}/{repository}: {what} is larger than the {limit} bytes "
+                                     "wheelpin reads of one")
+                readdeadline.received(len(chunk), waited)
+                yield chunk
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(f"{self.host}/{repository}: {what} download broke ({type(exc).__name__})") from None
 
     def upload_blob(self, repository: str, digest: str, size: int, chunks: Callable[[], Iterable[bytes]],
                     *, mount_from: str | None = None) -> int:

@@ -81,7 +81,7 @@ def test_a_good_layer_in_each_compression(compress) -> None:  # type: ignore[no-
     (tar(file(f"{SITE}/bad-1.dist-info/METADATA", b"Metadata-Version: 2.1\n")), None, None,
      "METADATA has no Name or no Version field"),
     (tar(link("opt/rocm", "x" * 4097)), None, None,
-     "the symlink 'opt/rocm' has a target longer than 4096 bytes (PATH_MAX)"),
+     "the entry 'opt/rocm' has a link target longer than 4096 bytes (PATH_MAX)"),
     (tar(file(f"{SITE}/torch-2.10.0.dist-info/RECORD", b'"torch/lib/libc10.so' + b"x" * 200_000 + b"\n")), None,
      None, "RECORD is not a readable RECORD"),
 ])
