@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from ..core.errors import InputError
 from ..core.ociimage import WheelEntry, wheels_from_annotations
@@ -36,6 +36,7 @@ from .readdeadline import image_deadline
 # from a wheel changes, so nothing an older wheelpin worked out is trusted.
 FACTS_FORMAT = "wheelfacts-v1"
 _MEMO_SIZE = 64  # images whose layer-read facts this process keeps (a few KiB each)
+MAX_WHEELS = 64  # wheels one layer of a wheel image may hold (Mooncake's image: one per python tag)
 
 
 @dataclass(frozen=True)
@@ -166,17 +167,32 @@ def _wheels_in_layer(store: ImageStore, layer: dict[str, Any]) -> list[WheelEntr
 
 
 def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> Iterator[Path]:
-    """Each `*.whl` file of the layer, written to `folder` as the stream reaches it (its tar
-    headers bounded and none kept, as a consuming image's: `adapters/boundedtar.py`)."""
-    from .boundedtar import TarRefused, entries
-    from .layerstream import decompressed
+    """Each `*.whl` file of the layer, written to `folder` as the stream reaches it, read as
+    a consuming image's layers are (`layerstream.layer_stream`: the blob held to its
+    declared size, its inflation to the bytes received; tar headers bounded and none kept,
+    `adapters/boundedtar.py`), at most `MAX_WHEELS` of them."""
+    import tarfile
 
-    stream = decompressed(ChunkReader(store.get_blob(str(layer["digest"]))))
+    import zstandard
+
+    from .boundedtar import TarRefused, entries
+    from .layerstream import layer_stream
+
+    digest = str(layer.get("digest"))
+    what = f"{store.name}: the layer {digest[:19]}"
+    size = layer.get("size")
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise InputError(f"{what} has no size in its manifest")
+    _raw, stream = layer_stream(store.get_blob(digest), size=size, what=what)
+    wheels = 0
     try:
-        for archive, member in entries(stream, bufsize=64 << 10):
+        for archive, member in entries(cast(IO[bytes], stream), bufsize=64 << 10):
             name = member.name.lstrip("./")
             if not member.isfile() or not name.endswith(".whl"):
                 continue
+            wheels += 1
+            if wheels > MAX_WHEELS:
+                raise InputError(f"{what} holds more than {MAX_WHEELS} wheels; wheelpin reads at most that many")
             source = archive.extractfile(member)
             assert source is not None
             path = folder / Path(name).name
@@ -185,4 +201,6 @@ def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> I
                     spool.write(chunk)
             yield path
     except TarRefused as exc:
-        raise InputError(f"{store.name}: the layer {str(layer['digest'])[:19]} {exc}") from None
+        raise InputError(f"{what} {exc}") from None
+    except (tarfile.TarError, EOFError, zstandard.ZstdError) as exc:
+        raise InputError(f"{what} is not a readable tar ({type(exc).__name__}: {str(exc)[:120]})") from None

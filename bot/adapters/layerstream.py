@@ -137,16 +137,24 @@ def decompressed(raw: io.RawIOBase) -> IO[bytes]:
     return buffered
 
 
+def layer_stream(chunks: Iterator[bytes], *, size: int, what: str) -> tuple[_Counted, _Inflated]:
+    """A layer blob of `size` compressed bytes (the manifest's word) as its uncompressed tar:
+    the blob counted against `size` (and `MAX_LAYER`), its inflation against the bytes
+    received so far. Both readers of layers, the consuming image's and a wheel image's,
+    read through it."""
+    if not 0 <= size <= MAX_LAYER:
+        raise LayerError(f"{what} is said to be {size} bytes; wheelpin reads layers of at most {MAX_LAYER}")
+    raw = _Counted(chunks, limit=size, what=what)
+    return raw, _Inflated(decompressed(raw), received=raw, what=what)
+
+
 def read_layer(chunks: Iterator[bytes], *, size: int, diff_id: str | None, what: str,
                members: int = MAX_MEMBERS) -> LayerSummary:
     """The summary of one layer of `size` compressed bytes (the manifest's word);
     `diff_id`: the digest of its uncompressed tar, from the image config; `members`: the
     entries it may have (fewer than `MAX_MEMBERS` when the layers below took some of the
     image's)."""
-    if not 0 <= size <= MAX_LAYER:
-        raise LayerError(f"{what} is said to be {size} bytes; wheelpin reads layers of at most {MAX_LAYER}")
-    raw = _Counted(chunks, limit=size, what=what)
-    inflated = _Inflated(decompressed(raw), received=raw, what=what)
+    raw, inflated = layer_stream(chunks, size=size, what=what)
     summary = LayerSummary()
     kept = _Kept(what)
     try:

@@ -427,3 +427,40 @@ def test_a_wheel_image_layer_has_its_tar_headers_bounded_too() -> None:
                       config_bytes=config)
     with pytest.raises(InputError, match="has an extended tar header of 1048"):
         read_image(store, reference)
+
+
+def wheel_image(store: MemoryStore, layer: bytes, *, claimed: int | None = None) -> str:
+    store.blobs[digest(layer)] = layer
+    config = b'{"config": {}}'
+    return image(store, manifest={"config": {"digest": digest(config), "size": len(config)},
+                                  "layers": [{"digest": digest(layer), "size": len(layer) if claimed is None else claimed}]},
+                 config_bytes=config)
+
+
+def test_a_wheel_image_layer_inflates_no_further_than_a_consuming_images(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A foreign wheel image's layer is read through the same bounds as a consuming image's:
+    its inflation by the bytes received (not spooled to disk without end), its blob by the
+    size its manifest claims."""
+    monkeypatch.setattr(layerstream, "MIN_INFLATED", 1 << 20)
+    monkeypatch.setattr(layerstream, "MAX_RATIO", 4)
+    bomb = zstandard.ZstdCompressor().compress(tar("bomb.whl", data={"bomb.whl": b"\0" * (8 << 20)}))
+    store = MemoryStore("hostile")
+    with pytest.raises(InputError, match="inflates past"):
+        read_image(store, wheel_image(store, bomb))
+    small = tar("a.whl", data={"a.whl": b"PK" + b"\0" * 4096})
+    with pytest.raises(InputError, match="is larger than 100 bytes"):
+        read_image(store, wheel_image(store, small, claimed=100))
+
+
+def test_a_wheel_image_layer_holds_a_bounded_number_of_wheels(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    from bot.adapters import imageread
+
+    monkeypatch.setattr(imageread, "MAX_WHEELS", 2)
+    layer = tar("a.whl", "b.whl", "c.whl")
+    store = MemoryStore("hostile")
+    info = imageread.ImageInfo("hostile", "sha256:0", {}, {}, (), "layers", 0,
+                               ({"digest": digest(layer), "size": len(layer)},))
+    store.blobs[digest(layer)] = layer
+    with pytest.raises(InputError, match="holds more than 2 wheels"):
+        imageread.extract_wheels(store, info, tmp_path)
