@@ -101,7 +101,8 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
     common = {"WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
               "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(root / "app.pem"), "WHEELPIN_WEBHOOK_SECRET_FILE": str(root / "secret"),
               "WHEELPIN_LOG_LEVEL": "debug", "WHEELPIN_LOG_FORMAT": "json", "WHEELPIN_SCHEDULE_JITTER": "0",
-              "WHEELPIN_TICK_SECONDS": "1", "WHEELPIN_WORKERS": str(args.workers)}
+              "WHEELPIN_TICK_SECONDS": "1", "WHEELPIN_WORKERS": str(args.workers),
+              "WHEELPIN_ALLOW_HOST_PATHS": "1"}  # the upstream and the images are folders on this host
     if url:
         common["WHEELPIN_DATABASE_URL"] = url
     processes = [Process({**common, "WHEELPIN_CACHE_DIR": str(root / f"cache{i}")}, "--port", "0")
