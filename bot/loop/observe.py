@@ -67,7 +67,8 @@ class Observer:
             self.memory.bases[base_name] = self.platform.resolve(f"refs/heads/{base_name}")
         base = self.memory.bases[base_name]
         if base is None:
-            return Facts(component=name, head=head, error=f"{self.loaded.root}: no base branch {base_name}")
+            return Facts(component=name, head=head, error=f"{self.loaded.path}: its repository has no base branch {base_name} "
+                         "([defaults].base_branch)")
         context.texts = {pin.file: self.read(base, pin.file) for pin in component.pins}
         context.pins = read_pins(component, context.texts)
         base_files = hashlib.sha256(json.dumps(context.texts, sort_keys=True).encode()).hexdigest()
