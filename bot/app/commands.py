@@ -47,8 +47,8 @@ class Commands:
         self._comments: dict[Job, list[Comment]] = {}
         self._lock = threading.Lock()
         self.shared = shared
-        # (repository, sender, command) → when the dashboard last said its refusal (this
-        # process's; each replica says it at most once a period)
+        # (repository, sender, command) → when the dashboard last said its refusal, without a
+        # database (with one, the database keeps it for every replica: Shared.said_lately)
         self._refused_at: dict[tuple[str, str, str], float] = {}
 
     def heard(self, job: Job) -> None:
@@ -205,6 +205,8 @@ class Commands:
         """Whether this sender's refusal of this command was said within REFUSAL_PERIOD
         (else it is now, and counted from now)."""
         key, now = (repository, job.sender or "", job.command or ""), self.clock()
+        if self.shared is not None:  # every replica's: one refusal a period, whichever hears it
+            return self.shared.said_lately("refused " + " ".join(key), REFUSAL_PERIOD)
         with self._lock:
             last = self._refused_at.get(key)
             if last is not None and now - last < REFUSAL_PERIOD:

@@ -43,6 +43,8 @@ TABLES = (
     # expires: epoch seconds on the database's clock (never a replica's)
     "create table if not exists wheelpin_leases (repository text primary key, epoch bigint not null,"
     " holder text, expires double precision not null)",
+    # when a refusal was last said, per (repository, sender, command): epoch seconds, database clock
+    "create table if not exists wheelpin_said (key text primary key, at double precision not null)",
 )
 NOW = "extract(epoch from clock_timestamp())"  # the database's clock, at the statement (not the transaction)
 
@@ -239,6 +241,19 @@ class Shared:
     def drop_comments(self, numbers: list[int]) -> None:
         with self.cursor() as cursor:
             cursor.execute("delete from wheelpin_comments where id = any(%s)", (numbers,))
+
+    # -- what was said lately (a refusal, once a period) -----------------------------------------
+
+    def said_lately(self, key: str, period: float) -> bool:
+        """Whether `key` was said within `period` seconds, by any replica; if not, it counts
+        as said now. One statement: of two replicas asking at once, one inserts or moves the
+        row and the other finds it fresh (ON CONFLICT … DO UPDATE … WHERE returns no row
+        when the WHERE leaves it alone)."""
+        with self.cursor() as cursor:
+            row = cursor.execute(
+                f"insert into wheelpin_said as s (key, at) values (%s, {NOW}) on conflict (key) do update"
+                f" set at = excluded.at where s.at <= {NOW} - %s returning at", (key, period)).fetchone()
+        return row is None
 
     # -- the repositories' leases (app/lease.py) ------------------------------------------------
 

@@ -78,3 +78,29 @@ def test_a_commands_comments_wait_in_order_until_it_is_done(shared: Shared) -> N
     shared.drop_comments([number for number, _comment in kept])
     assert [comment for _number, comment in shared.comments("job")] == [(3, "ccc")]
     assert [comment for _number, comment in shared.comments("other")] == [(9, None)]
+
+
+def test_a_refusal_is_said_once_a_period_by_all_replicas(shared: Shared, postgres: Postgres) -> None:
+    """A read-only user repeating a command on the dashboard: whichever replica hears it,
+    the refusal is said once a period (each replica's own memory let N replicas say it N
+    times), and two replicas asking at once say it once."""
+    other = Shared(shared.url)
+    try:
+        answers: list[bool] = []
+        start = threading.Barrier(6)
+
+        def ask(replica: Shared) -> None:
+            start.wait()
+            answers.append(replica.said_lately("refused rocm/atom visitor build", 3600))
+
+        askers = [threading.Thread(target=ask, args=(replica,)) for replica in (shared, other) * 3]
+        for thread in askers:
+            thread.start()
+        for thread in askers:
+            thread.join()
+        assert sorted(answers) == [False] + [True] * 5  # said by one of them, now
+        assert other.said_lately("refused rocm/atom visitor build", 3600)
+        assert not shared.said_lately("refused rocm/atom visitor rebase", 3600)  # another command: its own
+        assert not shared.said_lately("refused rocm/atom visitor build", 0)  # the period over: said again
+    finally:
+        other.close()
