@@ -27,7 +27,7 @@ HTTP_CONNECTIONS = 1000
 # Seconds a connection may sit idle. Longer than the 60 s idle timeout of the usual
 # proxies in front (AWS ALB, nginx's upstream keepalive), so the proxy, not wheelpin,
 # closes a kept-alive connection (else a POST can race the close and fail, and GitHub
-# does not redeliver by itself). A delivery still arriving is not idle: what bounds a
+# never sends a failed delivery again by itself: its work waits for the next poll or refresh). A delivery still arriving is not idle: what bounds a
 # slow one is webapp.REQUEST_DEADLINE.
 HTTP_IDLE_TIMEOUT = 75
 # Connections one client address may hold open: 1,100 slow clients that reconnect when cut

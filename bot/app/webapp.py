@@ -1,8 +1,9 @@
 """The service's HTTP side, a plain WSGI application served by waitress:
 
 - `POST /webhook`: GitHub deliveries. The body is read (at most 25 MiB, GitHub's own cap:
-  larger → 413), its `X-Hub-Signature-256` checked in constant time before anything is
-  parsed (missing or wrong → 401, nothing done), then parsed (malformed → 400) and turned
+  larger → 413), its `X-Hub-Signature-256` checked in constant time over the body as sent
+  before anything is parsed (missing or wrong → 401, nothing done), then parsed: JSON, or a
+  form's `payload` field (a repository webhook's default content type; malformed → 400), and turned
   into queued jobs (202), or ignored (200). Nothing is reconciled inside the request.
 - `GET /healthz`: the process is alive: its workers are there and tick (a wedged one fails it,
   so the container is restarted); answers before any credentials are set.
@@ -30,7 +31,7 @@ from typing import Any
 import structlog
 
 from ..core.errors import TransientError
-from ..core.webhooks import MAX_BODY, signature_ok
+from ..core.webhooks import MAX_BODY, payload_text, signature_ok
 from .service import Service
 
 log = structlog.get_logger("wheelpin.http")
@@ -142,13 +143,15 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
                 return _answer(start, 401, {"message": "X-Hub-Signature-256 is missing or wrong"})
             if not event:
                 return _answer(start, 400, {"message": "no X-GitHub-Event header"})
+            text = payload_text(body, environ.get("CONTENT_TYPE"))
             try:
-                payload = json.loads(body)
+                payload = None if text is None else json.loads(text)
             except (ValueError, RecursionError):  # not JSON, not UTF-8, an integer past 4,300 digits, nested too deep
                 payload = None
             if not isinstance(payload, dict):
                 service.metrics.deliveries.labels(event=event, outcome="malformed").inc()
-                return _answer(start, 400, {"message": "the body is not a JSON object"})
+                return _answer(start, 400, {"message": "the body is not a JSON object "
+                                                       "(nor a form whose payload field is one)"})
             if event == "ping":
                 service.metrics.deliveries.labels(event=event, outcome="pong").inc()
                 return _answer(start, 200, {"message": "pong", "zen": payload.get("zen")})
@@ -158,7 +161,10 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
                 service.metrics.deliveries.labels(event=event, outcome="malformed").inc()
                 log.warning("webhook.unexpected_shape", exc_info=True)
                 return _answer(start, 400, {"message": f"the {event} payload is not shaped as GitHub sends it"})
-            except TransientError as exc:  # the shared queue (PostgreSQL) did not take it: GitHub may redeliver
+            # the shared queue (PostgreSQL) did not take it: GitHub does not send it again by
+            # itself, so the next poll or refresh picks up what it asked for (or someone
+            # redelivers it by hand); a 503 says so in the hook's Recent Deliveries
+            except TransientError as exc:
                 service.metrics.deliveries.labels(event=event, outcome="unqueued").inc()
                 log.warning("webhook.unqueued", delivery=delivery, error=exc.message)
                 return _answer(start, 503, {"message": exc.message})

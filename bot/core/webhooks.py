@@ -3,7 +3,10 @@ the loop to look at again.
 
 A delivery never reconciles anything itself: it names jobs (`core/jobs.py`: a repository,
 and a component when the event is about one), which the service's queue coalesces. The loop
-is level-triggered, so redeliveries need no de-duplication. Commands in comments
+is level-triggered, so a delivery sent again (by hand, from the hook's Recent Deliveries) needs
+no de-duplication. GitHub never sends a failed delivery again by itself
+(https://docs.github.com/en/webhooks/using-webhooks/handling-failed-webhook-deliveries): what a
+lost delivery asked for is picked up by the next poll or refresh. Commands in comments
 (`/wheelpin rebase|recheck|skip`, `/wheelpin build --from-run RUN_ID`) are parsed here; who may give them is the service's
 check (write access), since that needs the API.
 """
@@ -14,6 +17,7 @@ import hashlib
 import hmac
 import re
 from typing import Any
+from urllib.parse import parse_qs
 
 from .dashboard import MARKER as DASHBOARD_MARKER
 from .config import CONFIG_FILES
@@ -23,6 +27,12 @@ from .proposal import read_marker
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 COMMANDS = ("rebase", "recheck", "skip", "build")  # build: `/wheelpin build --from-run RUN_ID`
 _RUN_ID = re.compile(r"[0-9]{1,18}")  # a run id fits in 63 bits
+# A repository or organization webhook's content type is `application/x-www-form-urlencoded`
+# unless its owner picks JSON: the body is then `payload=<the JSON, URL-encoded>`
+# (https://docs.github.com/en/webhooks/using-webhooks/creating-webhooks, "Content type";
+# https://docs.github.com/en/webhooks/webhook-events-and-payloads, "Delivery headers").
+# A GitHub App's deliveries are always JSON.
+FORM = "application/x-www-form-urlencoded"
 
 
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -31,6 +41,22 @@ def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
         return False
     expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected.encode(), header.strip().encode())
+
+
+def payload_text(body: bytes, content_type: str | None) -> bytes | str | None:
+    """The JSON text a delivery carries: the body itself, or for a form-encoded delivery its
+    `payload` field decoded (None when there is no such field, or it is not UTF-8). The
+    signature is checked over the raw body before this, as GitHub computes it over the body
+    as sent, whatever its content type."""
+    if (content_type or "").split(";", 1)[0].strip().lower() != FORM:
+        return body
+    try:
+        # a form has one field; a few more are tolerated, not thousands (parse_qs's cap)
+        fields = parse_qs(body.decode("ascii"), keep_blank_values=True, errors="strict", max_num_fields=8)
+    except (UnicodeDecodeError, ValueError):  # not ASCII, a %-escape that is not UTF-8, too many fields
+        return None
+    values = fields.get("payload") or []
+    return values[0] if len(values) == 1 else None
 
 
 def _repository(payload: dict[str, Any]) -> str | None:

@@ -206,3 +206,23 @@ def test_ready_only_while_the_queue_moves(tmp_path: Path) -> None:
     assert service.stop(grace=0.05) is False  # the running job is abandoned, not waited on forever
     release.set()
     assert service.stop(grace=5) is True
+
+
+def test_a_form_encoded_delivery_is_taken_signed_over_its_raw_body(served: Served) -> None:
+    # a repository webhook's default content type: `payload=<the JSON, URL-encoded>`, the
+    # signature computed over that body as sent (docs "Creating webhooks", "Delivery headers")
+    from urllib.parse import urlencode
+
+    body = urlencode({"payload": json.dumps(push())}).encode()
+    headers = {"X-GitHub-Event": "push", "X-GitHub-Delivery": "form-1", "X-Hub-Signature-256": sign(SECRET, body),
+               "Content-Type": "application/x-www-form-urlencoded", "User-Agent": "GitHub-Hookshot/test"}
+    answer = served.session.post(served.url + "/webhook", data=body, headers=headers, timeout=10)
+    assert answer.status_code == 202 and answer.json()["jobs"] == ["repository"]
+    # signed over the decoded JSON instead of the raw body: refused
+    headers["X-Hub-Signature-256"] = sign(SECRET, json.dumps(push()).encode())
+    assert served.session.post(served.url + "/webhook", data=body, headers=headers, timeout=10).status_code == 401
+    # a form without a payload field, or with a payload that is not a JSON object: 400
+    for bad in (b"other=1", urlencode({"payload": "[1]"}).encode(), b"payload=%ff"):
+        headers["X-Hub-Signature-256"] = sign(SECRET, bad)
+        assert served.session.post(served.url + "/webhook", data=bad, headers=headers, timeout=10).status_code == 400
+    assert served.service.queue.puts == 1
