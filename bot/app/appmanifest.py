@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.githubhost import github_host
+
 PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write",
                "workflows": "write", "metadata": "read"}
 EVENTS = ["push", "pull_request", "workflow_run", "issue_comment"]
@@ -38,8 +40,7 @@ def manifest(*, name: str, webhook_url: str | None, redirect_url: str, public: b
 
 
 def web_and_api(api_url: str | None) -> tuple[str, str]:
-    """GitHub's web address and its REST API's, from WHEELPIN_GITHUB_API_URL's normalised
-    form (None: github.com; `https://HOST`: Enterprise Server, its API at /api/v3)."""
-    if api_url is None:
-        return "https://github.com", "https://api.github.com"
-    return api_url, f"{api_url}/api/v3"
+    """GitHub's web address (where the manifest is posted) and its REST API's (where the code
+    is converted), from WHEELPIN_GITHUB_API_URL (core/githubhost.py tells them apart)."""
+    host = github_host(api_url)
+    return host.web, host.api

@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ..core.githubhost import github_host
+
 
 def _default_cache() -> Path:
     return Path.home() / ".cache" / "wheelpin"
@@ -61,7 +63,8 @@ class Settings(BaseSettings):
 
     # GitHub: a token (personal or installation), or an App (id, private key, installation)
     github_api_url: str | None = Field(default=None, description="GitHub Enterprise Server (https://HOST; "
-                                       "/api/v3 may be written too), or an emulator; unset for github.com")
+                                       "/api/v3 may be written too), GHE.com (https://SUBDOMAIN.ghe.com or "
+                                       "https://api.SUBDOMAIN.ghe.com), or an emulator; unset for github.com")
     github_token: SecretStr | None = None
     github_app_id: int | None = None
     github_private_key_file: Path | None = None
@@ -173,26 +176,11 @@ class Settings(BaseSettings):
         return self.registry_password.get_secret_value() if self.registry_password else None
 
 
-_GITHUB_COM = {"api.github.com", "github.com", "www.github.com"}
-
-
 def normalize_github_api_url(value: str | None) -> str | None:
-    """`https://HOST` of a GitHub Enterprise Server, as github3 wants it (it adds `/api/v3`
-    itself), from `https://HOST`, `https://HOST/api/v3` or either with trailing slashes;
-    None (github.com) for nothing, `https://api.github.com` or `https://github.com`."""
-    from urllib.parse import urlsplit
-
-    if value is None or not value.strip():
-        return None
-    url = value.strip().rstrip("/")
-    if url.lower().endswith("/api/v3"):
-        url = url[: -len("/api/v3")].rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in {"http", "https"} or not parts.hostname:
-        raise ValueError(f"give the server's address as https://HOST, not {value!r}")
-    if parts.hostname.lower() in _GITHUB_COM and not parts.path and parts.port is None:
-        return None
-    return url
+    """GitHub's web address (`https://HOST` of an Enterprise Server, `https://SUBDOMAIN.ghe.com`),
+    from its web or its API address (core/githubhost.py tells which is which); None for github.com."""
+    host = github_host(value)
+    return None if host.is_github_com else host.web
 
 
 def load_settings() -> Settings:

@@ -153,3 +153,21 @@ def test_another_apps_code_writes_nothing(tmp_path: Path) -> None:
     said = "\n".join(creating.lines)
     assert "'attacker-app', not the one wheelpin described (its name, permissions differ)" in said, said
     assert not out.exists()
+
+
+def test_on_ghe_com_the_manifest_goes_to_its_web_host_and_the_code_to_its_api(tmp_path: Path) -> None:
+    # GHE.com (data residency): the web at SUBDOMAIN.ghe.com, the API at api.SUBDOMAIN.ghe.com
+    # with no /api/v3 ("About GitHub Enterprise Cloud with data residency"). Neither is reachable
+    # from the tests: the page's form is read, and the process stopped before any code is traded.
+    from bot.app.appmanifest import web_and_api
+
+    assert web_and_api("https://api.octo.ghe.com") == web_and_api("https://octo.ghe.com/") == \
+        ("https://octo.ghe.com", "https://api.octo.ghe.com")
+    env = {"WHEELPIN_GITHUB_API_URL": "https://api.octo.ghe.com", "WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
+    creating = Creating(env, "--org", "rocm", "--out", str(tmp_path / "secrets"))
+    try:
+        action, _ = form_of(requests.Session().get(creating.page(), timeout=10).text)
+    finally:
+        creating.proc.kill()
+        creating.proc.wait(30)
+    assert action.startswith("https://octo.ghe.com/organizations/rocm/settings/apps/new?state=")

@@ -29,6 +29,7 @@ from github3.issues.issue import ShortIssue
 from github3.session import AppBearerTokenAuth
 
 from ...core.errors import CredentialsError, WheelpinError
+from ...core.githubhost import github_host
 from .answer import Answer, answer_of, message_of, refusal
 from .transport import GitHubHTTP
 
@@ -99,9 +100,12 @@ def translate(exc: GitHubError, what: str) -> WheelpinError:
 
 
 def _github(api_url: str | None, token: str | None = None) -> github3.GitHub:
-    """A github3 client for github.com, or for the GitHub Enterprise Server at `api_url`
-    (`https://HOST`: github3 adds `/api/v3`)."""
-    return github3.GitHubEnterprise(api_url.rstrip("/") + "/", token=token) if api_url else github3.GitHub(token=token)
+    """A github3 client for the GitHub at `api_url` (None: github.com), speaking to its REST
+    API's root as core/githubhost.py finds it: github3.GitHubEnterprise would add `/api/v3`
+    to every host, which GHE.com's API (https://api.SUBDOMAIN.ghe.com) does not have."""
+    gh = github3.GitHub(token=token)
+    gh.session.base_url = github_host(api_url).api
+    return gh
 
 
 class Client:
