@@ -5,7 +5,9 @@ against the bot as it was before."""
 
 from __future__ import annotations
 
+import io
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -156,6 +158,43 @@ def test_artifacts_still_missing_after_the_grace_fail_the_build(world: World, tm
         failed = gh.reconciler.run().components[0]
         assert failed.status == "failed" and "left no wheel" in failed.messages[-1]
 
+
+
+def test_every_artifact_of_a_matrix_build_is_taken(world: World, tmp_path: Path) -> None:
+    """A matrix build uploads one artifact per job: more than GitHub lists on a page (30
+    unless asked, 100 at most). The wheels listed last, on the second page, are taken too
+    (they used to be lost: only the first 30 artifacts were read)."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, archive=False) as gh:
+        build = workflow_build(world, tmp_path)
+        empty = io.BytesIO()
+        zipfile.ZipFile(empty, "w").close()  # a job's artifact with no wheel in it (its logs, say)
+        gh.emulator.actions = lambda repo, run: {**{f"logs-{n}.zip": empty.getvalue() for n in range(110)},
+                                                 **build(repo, run)}
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        done = gh.reconciler.run().components[0]
+        assert [a.kind for a in done.actions] == ["fetch", "publish", "propose"], done.to_json()
+        (pull,) = gh.repo.pulls.values()
+        assert head[:8] in pull.title
+        pages = [r for r in gh.emulator.recorded if r.template.endswith("/artifacts")]
+        assert len(pages) == 2, [r.path for r in pages]  # 100, then the rest
+        validate_recorded(gh.emulator.recorded)
+
+
+def test_a_run_with_too_many_artifacts_is_refused(world: World, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing is read up to a bound (MAX_ARTIFACTS, lowered here), not to its end."""
+    from bot.adapters.github import actions
+
+    monkeypatch.setattr(actions, "MAX_ARTIFACTS", 40)
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, archive=False) as gh:
+        gh.emulator.actions = lambda repo, run: {f"logs-{n}.zip": b"" for n in range(45)}
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        failed = gh.reconciler.run().components[0]
+        assert failed.status == "failed" and "has more than 40 artifacts" in failed.messages[-1], failed.to_json()
 
 # -- errors by what GitHub says ---------------------------------------------------------------
 

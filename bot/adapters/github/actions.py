@@ -13,6 +13,8 @@ session, beside the GitHub platform. As GitHub really behaves:
 - A configured workflow GitHub does not know (404), or a dispatch it refuses (422:
   "Unexpected inputs provided", "No ref found", no `workflow_dispatch` trigger, more than
   25 inputs) is a config error carrying GitHub's message, never retried.
+- A run's artifacts are listed page after page (30 a page unless asked), at most
+  MAX_ARTIFACTS of them: a matrix build uploads one per job.
 - Artifacts can be missing from the listing for a while after the run completed: that
   is transient for ARTIFACT_GRACE after the run's end, a failed build after.
 - An artifact uploaded with `archive: false` (actions/upload-artifact v7) downloads as
@@ -24,6 +26,7 @@ without the token.
 from __future__ import annotations
 
 import datetime
+import itertools
 import re
 import shutil
 import tempfile
@@ -39,6 +42,7 @@ from .answer import answer_of, refusal
 from .platform import GitHubPlatform
 
 MAX_ARTIFACT = 8 << 30
+MAX_ARTIFACTS = 1000  # artifacts of one run read at most: ten pages of 100
 ARTIFACT_GRACE = 300.0  # seconds after a run's end that its artifacts may still be unlisted
 CLOCK_MARGIN = 120.0  # seconds: the bot's clock and GitHub's may differ
 NOT_PERMITTED = "is not a permitted key"
@@ -142,12 +146,22 @@ class ActionsBuilder:
                                       key="jobs")
         return [(str(job.get("name") or ""), job.get("conclusion")) for job in listed if isinstance(job, dict)]
 
+    def artifacts(self, run_id: int) -> list[Any]:
+        """Every artifact of run `run_id`, page after page: GitHub lists 30 a page unless asked
+        (100 at most), so a matrix build's 31st wheel is on the second page (docs "List
+        workflow run artifacts"). A run with more than MAX_ARTIFACTS is refused, not read on."""
+        listed = list(itertools.islice(self.client.paginate(
+            f"{self.base}/actions/runs/{run_id}/artifacts", f"listing the artifacts of run {run_id}",
+            key="artifacts"), MAX_ARTIFACTS + 1))
+        if len(listed) > MAX_ARTIFACTS:
+            raise InputError(f"run {run_id} has more than {MAX_ARTIFACTS} artifacts: too many to take as one build")
+        return listed
+
     def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
         """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,
         within `artifact_grace` of the run's end, is a TransientError (GitHub lists them
         late); after it, an empty list."""
-        listed = self._answer("GET", f"/actions/runs/{run_id}/artifacts", f"listing the artifacts of run {run_id}")
-        artifacts = [a for a in listed.get("artifacts", []) if isinstance(a, dict) and not a.get("expired")]
+        artifacts = [a for a in self.artifacts(run_id) if isinstance(a, dict) and not a.get("expired")]
         if not artifacts and ended_at is not None and time.time() - ended_at < self.artifact_grace:
             raise TransientError(f"run {run_id} has ended, but GitHub lists no artifact of it yet",
                                  retry_after=15.0)
