@@ -127,6 +127,30 @@ def test_ghes_dispatch_on_the_command_line(world: World, tmp_path: Path) -> None
         emulator.stop()
 
 
+
+@pytest.mark.parametrize("login", [None, "wheelpin-test[bot]"])
+def test_an_installation_token_that_may_not_read_its_user_never_dispatches_twice(
+        world: World, tmp_path: Path, login: str | None) -> None:
+    """An installation token (or GITHUB_TOKEN) given as WHEELPIN_GITHUB_TOKEN: GET /user
+    answers it 403. The dispatch returns no run id and the workflow has no `run-name`. The
+    dispatch note is kept (it used to be dropped on the 403, and every pass dispatched
+    again); with the bot's login given (WHEELPIN_GITHUB_LOGIN) the run is followed."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, token="ghs_9_0", login=login,
+                   run_details=False, run_name=False) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        head = world.commit_upstream("one", NEW_VERSION)
+        passes = [gh.reconciler.run().components[0] for _ in range(4)]
+        assert len(gh.repo.runs) == 1, [p.to_json() for p in passes]
+        if login is None:  # by title only: the run is waited for, never dispatched again
+            assert all(p.error_kind == "transient" for p in passes), [p.to_json() for p in passes]
+            assert "not listed yet" in passes[-1].messages[-1]
+        else:
+            assert passes[-1].status == "nothing", passes[-1].to_json()
+            (pull,) = gh.repo.pulls.values()
+            assert head[:8] in pull.title
+        validate_recorded(gh.emulator.recorded)
+
 # -- artifacts -------------------------------------------------------------------------------
 
 

@@ -9,7 +9,10 @@ session, beside the GitHub platform. As GitHub really behaves:
 - Without the id, the run is found by its title carrying the commit (a `run-name` that
   uses the input), else as the oldest run of the workflow dispatched by the bot since the
   dispatch was noted and not yet claimed by another build — so a pass killed after its
-  dispatch follows that run instead of dispatching twice.
+  dispatch follows that run instead of dispatching twice. Who the bot is comes from GET
+  /app for an App, WHEELPIN_GITHUB_LOGIN or GET /user for a token; GET /user answers
+  installation tokens and GITHUB_TOKEN 403, and then runs are found by title only. A
+  dispatch that landed is never forgotten because its run could not be looked for.
 - A configured workflow GitHub does not know (404), or a dispatch it refuses (422:
   "Unexpected inputs provided", "No ref found", no `workflow_dispatch` trigger, more than
   25 inputs) is a config error carrying GitHub's message, never retried.
@@ -88,7 +91,12 @@ class ActionsBuilder:
             answer = self._dispatch(path, workflow, body)
         if isinstance(answer, dict) and answer.get("workflow_run_id"):
             return int(answer["workflow_run_id"])
-        found = self.find_run(workflow, commit, since=since, claimed=claimed)
+        try:
+            found = self.find_run(workflow, commit, since=since, claimed=claimed)
+        except TransientError:
+            raise
+        except WheelpinError:  # the dispatch landed: its run is looked for again, never dispatched twice
+            return None
         return found.id if found else None
 
     def _dispatch(self, path: str, workflow: str, body: dict[str, Any]) -> Any:
@@ -110,7 +118,8 @@ class ActionsBuilder:
                  claimed: Collection[int] = ()) -> RunSeen | None:
         """The newest run of `workflow` whose title or name carries the full commit; else,
         when a dispatch was noted at `since`, the oldest unclaimed run the bot dispatched
-        after it (the titles of a workflow without `run-name` are all the same)."""
+        after it (the titles of a workflow without `run-name` are all the same), when the
+        bot's login is known (GET /user refuses installation tokens: then by title only)."""
         params = {"event": "workflow_dispatch", "per_page": "100"}
         if since is not None:
             stamp = datetime.datetime.fromtimestamp(since - CLOCK_MARGIN, datetime.timezone.utc)
@@ -121,9 +130,10 @@ class ActionsBuilder:
         for run in runs:
             if commit in f"{run.get('display_title', '')} {run.get('name', '')}":
                 return _seen(run)
-        if since is None:
+        bot = self.platform.known_login() if since is not None else None
+        if bot is None:  # a token GitHub will not tell who it is (GET /user: 403): by title only
             return None
-        bot = self.platform.bot_login().lower()
+        bot = bot.lower()
         mine = [run for run in runs if int(run["id"]) not in claimed
                 and str((run.get("triggering_actor") or run.get("actor") or {}).get("login", "")).lower() == bot]
         return _seen(min(mine, key=lambda run: int(run["id"]))) if mine else None
