@@ -106,11 +106,19 @@ class RepositoryConfig:
     base: str  # the commit it was read at
 
 
-def read_repository_config(platform: GitHubPlatform, repository: str, path: str | None = None) -> RepositoryConfig:
+def read_repository_config(platform: GitHubPlatform, repository: str, path: str | None = None, *,
+                           reread: bool = False) -> RepositoryConfig:
     """The repository's config file (`path`, else the first of CONFIG_FILES there is), from
-    its default branch."""
+    its default branch. The repository (its default branch) is read again when `reread`, and
+    when the branch it named is gone: a renamed default branch is followed without a restart."""
+    if reread:
+        platform.reread_repository()
     base_name = str(platform.repo.default_branch)
     base = platform.resolve(f"refs/heads/{base_name}")
+    if base is None and not reread:
+        platform.reread_repository()
+        base_name = str(platform.repo.default_branch)
+        base = platform.resolve(f"refs/heads/{base_name}")
     if base is None:
         raise ConfigError(f"{repository}: no branch {base_name}")
     for candidate in (path,) if path else CONFIG_FILES:

@@ -66,6 +66,11 @@ class GitHubPlatform:
 
     # -- reading ----------------------------------------------------------------------------
 
+    def reread_repository(self) -> None:
+        """Read the repository again: its default branch (where the config is read) is read
+        once, and a maintainer may rename or change it while the service runs."""
+        self.repo = self.client.repository(self.owner, self.name)
+
     def begin_pass(self) -> None:
         """A pass starts: the bot's branches are listed afresh, once (one request, 304 when
         nothing moved), instead of one lookup per component."""
