@@ -3,9 +3,12 @@ workflow with the full commit, followed to its end, its artifact taken as the bu
 
 github3.py 4.0.1 models no Actions API, so these calls go through its own authenticated
 session, beside the GitHub platform. As GitHub really behaves:
-- The dispatch asks `return_run_details` for the run id. GitHub Enterprise Server refuses
-  the key (422 `"return_run_details" is not a permitted key`): it is sent again without
-  it, and left out from then on.
+- The dispatch asks `return_run_details` for the run id (api.github.com and GHE.com
+  describe it: 200 with `workflow_run_id`, else 204). GitHub Enterprise Server's REST
+  descriptions (3.17–3.19) lack the key and answer 204 only; what a server that does not
+  know it answers is not documented: a 204 is taken as no id, and a 422 to a dispatch
+  carrying the key (whatever its message) is sent once more without it, the key left out
+  from then on when that is accepted.
 - Without the id, the run is found by its title carrying the commit (a `run-name` that
   uses the input), else as the oldest run of the workflow dispatched by the bot since the
   dispatch was noted and not yet claimed by another build — so a pass killed after its
@@ -48,7 +51,6 @@ MAX_ARTIFACT = 8 << 30
 MAX_ARTIFACTS = 1000  # artifacts of one run read at most: ten pages of 100
 ARTIFACT_GRACE = 300.0  # seconds after a run's end that its artifacts may still be unlisted
 CLOCK_MARGIN = 120.0  # seconds: the bot's clock and GitHub's may differ
-NOT_PERMITTED = "is not a permitted key"
 WHEEL_FILE = re.compile(r"^[^/]+\.dist-info/WHEEL$")
 
 
@@ -72,7 +74,7 @@ class ActionsBuilder:
         self.client = platform.client
         self.session = platform.client.session
         self.base = platform.url()  # https://api.github.com/repos/OWNER/NAME
-        self.run_details = True  # False once the server refused `return_run_details` (GHES)
+        self.run_details = True  # False once a server refused a dispatch with `return_run_details` only
         self.artifact_grace = artifact_grace
 
     def _answer(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
@@ -87,8 +89,8 @@ class ActionsBuilder:
         try:
             answer = self._dispatch(path, workflow, {**body, "return_run_details": True} if self.run_details else body)
         except _NotPermitted:
-            self.run_details = False  # GitHub Enterprise Server: its description of the endpoint has no such key
-            answer = self._dispatch(path, workflow, body)
+            answer = self._dispatch(path, workflow, body)  # a ConfigError if refused without the key too
+            self.run_details = False  # a server whose description of the endpoint has no such key (GHES)
         if isinstance(answer, dict) and answer.get("workflow_run_id"):
             return int(answer["workflow_run_id"])
         try:
@@ -105,7 +107,7 @@ class ActionsBuilder:
         if answer.status_code < 400:
             return answer.json() if answer.content else None
         said = answer_of(answer)
-        if answer.status_code == 422 and NOT_PERMITTED in said.message and "return_run_details" in body:
+        if answer.status_code == 422 and "return_run_details" in body:  # GitHub words no refusal of the key
             raise _NotPermitted(said.message)
         if answer.status_code == 404:
             raise ConfigError(f"GitHub knows no workflow {workflow} in {self.platform.repo.full_name} (404): "
