@@ -20,7 +20,7 @@ from ..core.githubhost import github_host
 
 PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write",
                "workflows": "write", "metadata": "read"}
-EVENTS = ["push", "pull_request", "workflow_run", "issue_comment"]
+EVENTS = ["push", "pull_request", "workflow_run", "issue_comment", "repository"]  # repository: a default branch changed
 
 
 def manifest(*, name: str, webhook_url: str | None, redirect_url: str, public: bool = False) -> dict[str, Any]:

@@ -39,6 +39,7 @@ class GitHubAccess:
     app_id: int | None = None
     private_key: bytes | None = field(default=None, repr=False)
     installation_id: int | None = None
+    login: str | None = None  # with a token: who it acts as (WHEELPIN_GITHUB_LOGIN)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GitHubAccess:
@@ -55,7 +56,7 @@ class GitHubAccess:
         if settings.github_token is None:
             raise UsageError("GitHub needs WHEELPIN_GITHUB_TOKEN, or a GitHub App (WHEELPIN_GITHUB_APP_ID, "
                              "WHEELPIN_GITHUB_PRIVATE_KEY_FILE)")
-        return cls(settings.github_api_url, token=settings.github_token.get_secret_value())
+        return cls(settings.github_api_url, token=settings.github_token.get_secret_value(), login=settings.github_login)
 
     @property
     def is_app(self) -> bool:
@@ -95,7 +96,7 @@ def github_platform(access: GitHubAccess, repository: str, author: Author | None
         raise UsageError(f"{repository!r}: give OWNER/NAME")
     app = access.app() if access.is_app else None
     return GitHubPlatform(api_url=access.api_url, owner=owner, repo=name, token=None if app else access.token,
-                          app=app, author=author or Author())
+                          app=app, author=author or Author(), login=None if app else access.login)
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,19 @@ class RepositoryConfig:
     base: str  # the commit it was read at
 
 
-def read_repository_config(platform: GitHubPlatform, repository: str, path: str | None = None) -> RepositoryConfig:
+def read_repository_config(platform: GitHubPlatform, repository: str, path: str | None = None, *,
+                           reread: bool = False) -> RepositoryConfig:
     """The repository's config file (`path`, else the first of CONFIG_FILES there is), from
-    its default branch."""
+    its default branch. The repository (its default branch) is read again when `reread`, and
+    when the branch it named is gone: a renamed default branch is followed without a restart."""
+    if reread:
+        platform.reread_repository()
     base_name = str(platform.repo.default_branch)
     base = platform.resolve(f"refs/heads/{base_name}")
+    if base is None and not reread:
+        platform.reread_repository()
+        base_name = str(platform.repo.default_branch)
+        base = platform.resolve(f"refs/heads/{base_name}")
     if base is None:
         raise ConfigError(f"{repository}: no branch {base_name}")
     for candidate in (path,) if path else CONFIG_FILES:

@@ -66,6 +66,10 @@ class Settings(BaseSettings):
                                        "/api/v3 may be written too), GHE.com (https://SUBDOMAIN.ghe.com or "
                                        "https://api.SUBDOMAIN.ghe.com), or an emulator; unset for github.com")
     github_token: SecretStr | None = None
+    github_login: str | None = Field(default=None, description="with a token: the login it acts as "
+                                     "(`<app-slug>[bot]` for an installation token, `github-actions[bot]` for "
+                                     "GITHUB_TOKEN), which GET /user refuses to tell those tokens; unset: asked of "
+                                     "GitHub, and runs found by their title only when it will not say")
     github_app_id: int | None = None
     github_private_key_file: Path | None = None
     github_installation_id: int | None = None

@@ -227,7 +227,9 @@ class WatchList:
         platform = self.platform(watched)
         platform.begin_pass()
         try:
-            found = read_repository_config(platform, watched.repository)
+            # without passes (the hourly refresh, a default branch changed): the repository's
+            # default branch is read again too; a pass reads it again only when it is gone
+            found = read_repository_config(platform, watched.repository, reread=not passes and not catch_up)
             reconciler = watched.reconciler
             changed = reconciler is None or found.text != watched.config_text
             if reconciler is None or changed:

@@ -96,6 +96,11 @@ def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
         head = ((payload.get("pull_request") or {}).get("head") or {}).get("ref")
         component = _component_of(head, prefix)
         return [Job(JobKind.COMPONENT, repository, component)] if component else []
+    if event == "repository" and (action == "renamed" or (
+            action == "edited" and "default_branch" in (payload.get("changes") or {}))):
+        # a default branch changed arrives as `edited` with `changes.default_branch`; the config
+        # is read from it (https://docs.github.com/en/webhooks/webhook-events-and-payloads#repository)
+        return [Job(JobKind.CONFIG, repository)]
     if event == "workflow_run" and action == "completed":
         run = payload.get("workflow_run") or {}
         path = str(run.get("path") or "")

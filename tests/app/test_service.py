@@ -17,7 +17,7 @@ from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
 from tests.fixtures.github.emulator import PullRequest, Run, comment_id
-from tests.fixtures.webhooks import examples
+from tests.fixtures.webhooks import example, examples
 
 
 def dashboards(bot: Bot) -> list[object]:
@@ -176,6 +176,41 @@ def test_a_config_change_takes_effect_without_a_restart(world: World, tmp_path: 
         job = bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}")
         assert "*/15" in str(job.trigger) and "cannot be used" not in dashboards(bot)[0].body  # type: ignore[attr-defined]
 
+
+
+def _rename_default_branch(bot: Bot) -> None:
+    """A maintainer renames `main` to `trunk` and sets the schedule there."""
+    bot.emulator.rename_branch(bot.repo, "main", "trunk")
+    bot.world.set_config('base_branch = "main"', 'base_branch = "trunk"\nschedule = "6h"')
+    git(["push", "--quiet", "--force", str(bot.repo.path), "main:trunk"], cwd=bot.world.downstream)
+
+
+def test_a_renamed_default_branch_is_followed_without_a_restart(world: World, tmp_path: Path) -> None:
+    """The default branch, where the config is read, was read once: after a rename every
+    read failed ("no branch main") until a restart. GitHub says so (`repository` `edited`,
+    `changes.default_branch`), and a push's config read finds the old branch gone."""
+    with running_bot(world, tmp_path) as bot:
+        _rename_default_branch(bot)
+        payload = next(p for name, p in examples() if name == "repository"
+                       and "default_branch" in (p.get("changes") or {}))  # how GitHub tells of it
+        payload["repository"] = {**payload["repository"], "full_name": bot.repository, "default_branch": "trunk"}
+        bot.send("repository", payload)
+        bot.idle()
+        job = bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}")
+        assert job is not None and job.trigger.interval.total_seconds() == 6 * 3600
+        assert all("cannot be used" not in d.body for d in dashboards(bot))  # type: ignore[attr-defined]
+
+
+def test_a_default_branch_gone_is_read_again(world: World, tmp_path: Path) -> None:
+    with running_bot(world, tmp_path) as bot:
+        _rename_default_branch(bot)
+        payload = example("push")  # a push GitHub delivered before the rename's webhook
+        payload.update(ref="refs/heads/main", repository={**payload["repository"], "full_name": bot.repository})
+        bot.send("push", payload)
+        bot.idle()
+        job = bot.service.scheduler.get_job(f"poll:rocm/atom:{COMPONENT}")
+        assert job is not None and job.trigger.interval.total_seconds() == 6 * 3600
+        assert all("no branch main" not in d.body for d in dashboards(bot))  # type: ignore[attr-defined]
 
 def test_a_burst_of_a_thousand_deliveries(world: World, tmp_path: Path) -> None:
     """All acknowledged, none lost (the change made in the middle of the burst is seen),

@@ -3,16 +3,24 @@ workflow with the full commit, followed to its end, its artifact taken as the bu
 
 github3.py 4.0.1 models no Actions API, so these calls go through its own authenticated
 session, beside the GitHub platform. As GitHub really behaves:
-- The dispatch asks `return_run_details` for the run id. GitHub Enterprise Server refuses
-  the key (422 `"return_run_details" is not a permitted key`): it is sent again without
-  it, and left out from then on.
+- The dispatch asks `return_run_details` for the run id (api.github.com and GHE.com
+  describe it: 200 with `workflow_run_id`, else 204). GitHub Enterprise Server's REST
+  descriptions (3.17–3.19) lack the key and answer 204 only; what a server that does not
+  know it answers is not documented: a 204 is taken as no id, and a 422 to a dispatch
+  carrying the key (whatever its message) is sent once more without it, the key left out
+  from then on when that is accepted.
 - Without the id, the run is found by its title carrying the commit (a `run-name` that
   uses the input), else as the oldest run of the workflow dispatched by the bot since the
   dispatch was noted and not yet claimed by another build — so a pass killed after its
-  dispatch follows that run instead of dispatching twice.
+  dispatch follows that run instead of dispatching twice. Who the bot is comes from GET
+  /app for an App, WHEELPIN_GITHUB_LOGIN or GET /user for a token; GET /user answers
+  installation tokens and GITHUB_TOKEN 403, and then runs are found by title only. A
+  dispatch that landed is never forgotten because its run could not be looked for.
 - A configured workflow GitHub does not know (404), or a dispatch it refuses (422:
   "Unexpected inputs provided", "No ref found", no `workflow_dispatch` trigger, more than
   25 inputs) is a config error carrying GitHub's message, never retried.
+- A run's artifacts are listed page after page (30 a page unless asked), at most
+  MAX_ARTIFACTS of them: a matrix build uploads one per job.
 - Artifacts can be missing from the listing for a while after the run completed: that
   is transient for ARTIFACT_GRACE after the run's end, a failed build after.
 - An artifact uploaded with `archive: false` (actions/upload-artifact v7) downloads as
@@ -24,6 +32,7 @@ without the token.
 from __future__ import annotations
 
 import datetime
+import itertools
 import re
 import shutil
 import tempfile
@@ -39,9 +48,9 @@ from .answer import answer_of, refusal
 from .platform import GitHubPlatform
 
 MAX_ARTIFACT = 8 << 30
+MAX_ARTIFACTS = 1000  # artifacts of one run read at most: ten pages of 100
 ARTIFACT_GRACE = 300.0  # seconds after a run's end that its artifacts may still be unlisted
 CLOCK_MARGIN = 120.0  # seconds: the bot's clock and GitHub's may differ
-NOT_PERMITTED = "is not a permitted key"
 WHEEL_FILE = re.compile(r"^[^/]+\.dist-info/WHEEL$")
 
 
@@ -65,7 +74,7 @@ class ActionsBuilder:
         self.client = platform.client
         self.session = platform.client.session
         self.base = platform.url()  # https://api.github.com/repos/OWNER/NAME
-        self.run_details = True  # False once the server refused `return_run_details` (GHES)
+        self.run_details = True  # False once a server refused a dispatch with `return_run_details` only
         self.artifact_grace = artifact_grace
 
     def _answer(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
@@ -80,11 +89,16 @@ class ActionsBuilder:
         try:
             answer = self._dispatch(path, workflow, {**body, "return_run_details": True} if self.run_details else body)
         except _NotPermitted:
-            self.run_details = False  # GitHub Enterprise Server: its description of the endpoint has no such key
-            answer = self._dispatch(path, workflow, body)
+            answer = self._dispatch(path, workflow, body)  # a ConfigError if refused without the key too
+            self.run_details = False  # a server whose description of the endpoint has no such key (GHES)
         if isinstance(answer, dict) and answer.get("workflow_run_id"):
             return int(answer["workflow_run_id"])
-        found = self.find_run(workflow, commit, since=since, claimed=claimed)
+        try:
+            found = self.find_run(workflow, commit, since=since, claimed=claimed)
+        except TransientError:
+            raise
+        except WheelpinError:  # the dispatch landed: its run is looked for again, never dispatched twice
+            return None
         return found.id if found else None
 
     def _dispatch(self, path: str, workflow: str, body: dict[str, Any]) -> Any:
@@ -93,7 +107,7 @@ class ActionsBuilder:
         if answer.status_code < 400:
             return answer.json() if answer.content else None
         said = answer_of(answer)
-        if answer.status_code == 422 and NOT_PERMITTED in said.message and "return_run_details" in body:
+        if answer.status_code == 422 and "return_run_details" in body:  # GitHub words no refusal of the key
             raise _NotPermitted(said.message)
         if answer.status_code == 404:
             raise ConfigError(f"GitHub knows no workflow {workflow} in {self.platform.repo.full_name} (404): "
@@ -106,7 +120,8 @@ class ActionsBuilder:
                  claimed: Collection[int] = ()) -> RunSeen | None:
         """The newest run of `workflow` whose title or name carries the full commit; else,
         when a dispatch was noted at `since`, the oldest unclaimed run the bot dispatched
-        after it (the titles of a workflow without `run-name` are all the same)."""
+        after it (the titles of a workflow without `run-name` are all the same), when the
+        bot's login is known (GET /user refuses installation tokens: then by title only)."""
         params = {"event": "workflow_dispatch", "per_page": "100"}
         if since is not None:
             stamp = datetime.datetime.fromtimestamp(since - CLOCK_MARGIN, datetime.timezone.utc)
@@ -117,9 +132,10 @@ class ActionsBuilder:
         for run in runs:
             if commit in f"{run.get('display_title', '')} {run.get('name', '')}":
                 return _seen(run)
-        if since is None:
+        bot = self.platform.known_login() if since is not None else None
+        if bot is None:  # a token GitHub will not tell who it is (GET /user: 403): by title only
             return None
-        bot = self.platform.bot_login().lower()
+        bot = bot.lower()
         mine = [run for run in runs if int(run["id"]) not in claimed
                 and str((run.get("triggering_actor") or run.get("actor") or {}).get("login", "")).lower() == bot]
         return _seen(min(mine, key=lambda run: int(run["id"]))) if mine else None
@@ -142,12 +158,22 @@ class ActionsBuilder:
                                       key="jobs")
         return [(str(job.get("name") or ""), job.get("conclusion")) for job in listed if isinstance(job, dict)]
 
+    def artifacts(self, run_id: int) -> list[Any]:
+        """Every artifact of run `run_id`, page after page: GitHub lists 30 a page unless asked
+        (100 at most), so a matrix build's 31st wheel is on the second page (docs "List
+        workflow run artifacts"). A run with more than MAX_ARTIFACTS is refused, not read on."""
+        listed = list(itertools.islice(self.client.paginate(
+            f"{self.base}/actions/runs/{run_id}/artifacts", f"listing the artifacts of run {run_id}",
+            key="artifacts"), MAX_ARTIFACTS + 1))
+        if len(listed) > MAX_ARTIFACTS:
+            raise InputError(f"run {run_id} has more than {MAX_ARTIFACTS} artifacts: too many to take as one build")
+        return listed
+
     def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
         """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,
         within `artifact_grace` of the run's end, is a TransientError (GitHub lists them
         late); after it, an empty list."""
-        listed = self._answer("GET", f"/actions/runs/{run_id}/artifacts", f"listing the artifacts of run {run_id}")
-        artifacts = [a for a in listed.get("artifacts", []) if isinstance(a, dict) and not a.get("expired")]
+        artifacts = [a for a in self.artifacts(run_id) if isinstance(a, dict) and not a.get("expired")]
         if not artifacts and ended_at is not None and time.time() - ended_at < self.artifact_grace:
             raise TransientError(f"run {run_id} has ended, but GitHub lists no artifact of it yet",
                                  retry_after=15.0)

@@ -18,7 +18,8 @@ import structlog
 
 from ...core.commits import carries_marker, check_bot_branch, co_authored, signed_off
 from ...core.config import Author
-from ...core.errors import ConfigError, CredentialsError, InputError, RefusedError, RuleRefused, TransientError
+from ...core.errors import (ConfigError, CredentialsError, InputError, PermissionRefused, RefusedError, RuleRefused,
+                            TransientError)
 from ...core.proposal import read_marker
 from ..localplatform import BranchCommit
 from .answer import WORKFLOW_REFUSAL, Answer, answer_of, is_too_large, refusal
@@ -40,7 +41,7 @@ class GitHubPlatform:
     def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
                  token: str | None = None, app: AppCredentials | None = None,
                  branch_prefix: str = "wheelpin/", signoff: bool = False,
-                 http: GitHubHTTP | None = None) -> None:
+                 http: GitHubHTTP | None = None, login: str | None = None) -> None:
         if (token is None) == (app is None):
             raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
         self.app = app
@@ -56,13 +57,19 @@ class GitHubPlatform:
         self.signs = False  # commits made with no identity, for GitHub to sign (learnt from a refusal)
         self.page_size = 100
         self._bot_refs: dict[str, str] | None = None
-        self._login: str | None = None
+        self._login: str | None = login  # given with a token, which may not ask GitHub who it is
+        self._login_refused = False  # GitHub refused to tell the token who it is (GET /user: 403)
 
     def url(self, *parts: str) -> str:
         """The API URL of `parts` under this repository."""
         return self.client.url("repos", self.owner, self.name, *parts)
 
     # -- reading ----------------------------------------------------------------------------
+
+    def reread_repository(self) -> None:
+        """Read the repository again: its default branch (where the config is read) is read
+        once, and a maintainer may rename or change it while the service runs."""
+        self.repo = self.client.repository(self.owner, self.name)
 
     def begin_pass(self) -> None:
         """A pass starts: the bot's branches are listed afresh, once (one request, 304 when
@@ -365,4 +372,15 @@ class GitHubPlatform:
         """The login the bot writes as: `<app slug>[bot]` for an App, the token's user."""
         if self._login is None:
             self._login = bot_login(self.client)
+        return self._login
+
+    def known_login(self) -> str | None:
+        """The bot's login, or None when GitHub will not tell this token who it is: GET /user
+        answers installation tokens and Actions' GITHUB_TOKEN 403 "Resource not accessible by
+        integration" (actions/create-github-app-token#258); asked once per process."""
+        if self._login is None and not self._login_refused:
+            try:
+                return self.bot_login()
+            except PermissionRefused:
+                self._login_refused = True
         return self._login
