@@ -56,7 +56,7 @@ class GitHubAccess:
         if settings.github_token is None:
             raise UsageError("GitHub needs WHEELPIN_GITHUB_TOKEN, or a GitHub App (WHEELPIN_GITHUB_APP_ID, "
                              "WHEELPIN_GITHUB_PRIVATE_KEY_FILE)")
-        return cls(settings.github_api_url, token=settings.github_token.get_secret_value(), login=settings.github_login)
+        return cls(settings.github_api_url, token=settings.github_token.get_secret_value(), login=settings.github_login or None)  # an empty input is none given
 
     @property
     def is_app(self) -> bool:
