@@ -207,9 +207,10 @@ class Client:
         """An issue of a listing read with `paginate`, as github3 models it."""
         return ShortIssue(dict(data), self.gh.session)
 
-    def app_installations(self) -> list[tuple[int, str]]:
+    def app_installations(self) -> list[dict[str, Any]]:
+        """Every installation of the App as GitHub lists it (read by `app.installation_of`)."""
         self.as_app()
-        return [(int(found.id), str(found.account["login"])) for found in self.gh.app_installations()]
+        return [dict(found.as_dict()) for found in self.gh.app_installations()]
 
     def app_slug(self) -> str:
         self.as_app()
