@@ -20,6 +20,7 @@ from ...core.commits import carries_marker, check_bot_branch, co_authored, signe
 from ...core.config import Author
 from ...core.errors import ConfigError, CredentialsError, InputError, RefusedError, RuleRefused, TransientError
 from ...core.proposal import read_marker
+from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..localplatform import BranchCommit
 from .answer import WORKFLOW_REFUSAL, Answer, answer_of, is_too_large, refusal
 from .app import bot_login
@@ -190,7 +191,9 @@ class GitHubPlatform:
             message = signed_off(message, self.author)
         try:
             base_tree = self.repo.git_commit(base).tree.sha
-            entries = [{"path": path, "mode": "100644", "type": "blob",
+            modes = self._base_modes(base_tree, list(files))
+            kept = {path: mode_to_write(path, modes, base=base) for path in files}  # refused before any write
+            entries = [{"path": path, "mode": kept[path], "type": "blob",
                         "sha": self.repo.create_blob(text, "utf-8")} for path, text in sorted(files.items())]
             tree = self.repo.create_tree(entries, base_tree=base_tree).sha if entries else base_tree
             commit = self._commit(message, tree, base)
@@ -205,6 +208,26 @@ class GitHubPlatform:
         self.writes += 1
         self._bot_refs = None
         return str(commit)
+
+    def _base_modes(self, tree: str, paths: list[str]) -> dict[str, str]:
+        """The git mode in `tree` of each path and of each folder above it, read folder by
+        folder through the trees API (https://docs.github.com/en/rest/git/trees#get-a-tree;
+        a listing of one folder, not of the whole repository, which GitHub truncates)."""
+        listings: dict[str, dict[str, tuple[str, str]]] = {}  # tree sha → name → (mode, sha)
+        modes: dict[str, str] = {}
+        for path in paths:
+            folder = tree
+            for above in folders_and_path(path):
+                if folder not in listings:
+                    data = self.client.call("GET", self.url("git", "trees", folder), f"reading the tree above {path}").data
+                    listings[folder] = {str(e["path"]): (str(e["mode"]), str(e["sha"])) for e in data.get("tree", [])}
+                entry = listings[folder].get(above.rsplit("/", 1)[-1])
+                if entry is None:
+                    break
+                modes[above], folder = entry
+                if entry[0] != FOLDER:
+                    break
+        return modes
 
     def _commit(self, message: str, tree: str, base: str) -> str:
         if self.signs and self.app is not None:
