@@ -308,6 +308,22 @@ def test_signed_commits_required_the_app_makes_commits_github_signs(world: World
         validate_recorded(gh.emulator.recorded)
 
 
+def test_signed_commits_required_an_installation_token_makes_commits_github_signs(world: World, tmp_path: Path) -> None:
+    """The Action is handed an installation token (actions/create-github-app-token; prefix
+    `ghs_`, docs "About authentication"): it is the App's bot, and GitHub signs its commits
+    made with no identity, as it does the service's App's."""
+    with on_github(world, tmp_path, token="ghs_7_0", require_signed=True) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        done = gh.reconciler.run().components[0]
+        assert done.status == "done", done.to_json()
+        assert branch_sha(gh.repo.path) in gh.emulator.signed
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        again = gh.reconciler.run().components[0]  # its own signed commit is the bot's, not a human's
+        assert again.status == "done", again.to_json()
+        assert branch_sha(gh.repo.path) in gh.emulator.signed
+        validate_recorded(gh.emulator.recorded)
+
+
 def test_rules_refusing_a_token_are_said_in_githubs_words(world: World, tmp_path: Path) -> None:
     with on_github(world, tmp_path, require_signed=True) as gh:
         world.commit_upstream("one", NEW_VERSION)

@@ -128,11 +128,11 @@ APP_ID = 11
 
 @contextmanager
 def on_github(world: World, folder: Path, *, actions: bool = False, local_builds: bool = True,
-              name: str = "atom", app: bool = False, **switches: object) -> Iterator[OnGitHub]:
+              name: str = "atom", app: bool = False, token: str = "t", **switches: object) -> Iterator[OnGitHub]:
     """The world's downstream served by the GitHub emulator (its behaviour `switches` set),
-    and a reconciler using it, with a token or (`app`) as a GitHub App installation."""
+    and a reconciler using it, with `token` or (`app`) as a GitHub App installation."""
     key = AppKey.make() if app else None
-    emulator = GitHubEmulator(folder / "github", tokens={"t"}, app_id=APP_ID if key else None,
+    emulator = GitHubEmulator(folder / "github", tokens={token}, app_id=APP_ID if key else None,
                               app_public_key=key.public if key else None)
     for switch, value in switches.items():
         assert hasattr(emulator, switch), switch
@@ -141,7 +141,7 @@ def on_github(world: World, folder: Path, *, actions: bool = False, local_builds
         repo = emulator.create_repo("rocm", name, world.downstream)
         loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
         credentials = AppCredentials(APP_ID, key.private, emulator.installations["rocm"]) if key else None
-        platform = GitHubPlatform(api_url=emulator.url, token=None if key else "t", app=credentials,
+        platform = GitHubPlatform(api_url=emulator.url, token=None if key else token, app=credentials,
                                   owner="rocm", repo=name, author=loaded.config.defaults.author)
         settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
         reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),

@@ -37,6 +37,12 @@ class _SignatureWanted(Exception):
     """The repository's rules want signed commits: make the commit again, for GitHub to sign."""
 
 
+def is_installation_token(token: str | None) -> bool:
+    """A GitHub App installation token: GitHub's tokens say their kind in their prefix, and
+    `ghs_` is an installation's ("About authentication to GitHub", GitHub's token formats)."""
+    return token is not None and token.startswith("ghs_")
+
+
 class GitHubPlatform:
     def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
                  token: str | None = None, app: AppCredentials | None = None,
@@ -55,6 +61,10 @@ class GitHubPlatform:
         self.signoff = signoff
         self.writes = 0
         self.signs = False  # commits made with no identity, for GitHub to sign (learnt from a refusal)
+        # GitHub signs the commits of an App's bot made with no identity: the App's own, or an
+        # installation token handed in (the Action's, from actions/create-github-app-token),
+        # known by its prefix `ghs_` (docs "About authentication", GitHub's token formats)
+        self.bot_signed = app is not None or is_installation_token(token)
         self.page_size = 100
         self._bot_refs: dict[str, str] | None = None
         self._login: str | None = None
@@ -170,7 +180,12 @@ class GitHubPlatform:
             return False
         if commit.author_email == self.author.email:
             return True
-        return self.app is not None and commit.author_email.endswith(f"+{self.bot_login()}@users.noreply.github.com")
+        if self.app is None:
+            # an installation token cannot ask who its bot is (GET /user answers 403, GET /app
+            # wants the App's JWT): any App's bot, naming the configured author as co-author
+            return self.bot_signed and commit.author_email.endswith("[bot]@users.noreply.github.com") \
+                and co_authored(commit.message, self.author).rstrip() == commit.message.rstrip()
+        return commit.author_email.endswith(f"+{self.bot_login()}@users.noreply.github.com")
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -230,7 +245,7 @@ class GitHubPlatform:
         return modes
 
     def _commit(self, message: str, tree: str, base: str) -> str:
-        if self.signs and self.app is not None:
+        if self.signs and self.bot_signed:
             return str(self.repo.create_commit(co_authored(message, self.author), tree, [base]).sha)
         identity = {"name": self.author.name, "email": self.author.email}
         return str(self.repo.create_commit(message, tree, [base], author=identity, committer=identity).sha)
@@ -261,9 +276,10 @@ class GitHubPlatform:
         """What a 422 on a ref write means: GitHub's own words for rules and permissions."""
         lower = said.lower
         if "signature" in lower and ("verified" in lower or "signed" in lower):
-            if self.app is not None and not self.signs:
+            if self.bot_signed and not self.signs:
                 return _SignatureWanted(said.message)  # made again, for GitHub to sign
-            unsigned = " (GitHub signs an App's commits, not a token's: use a GitHub App)" if self.app is None else ""
+            unsigned = "" if self.bot_signed else (" (GitHub signs an App's commits, not a personal token's: use a "
+                                                   "GitHub App, or its installation token)")
             return RuleRefused(f"GitHub refused writing {branch}: {said.message}{unsigned}")
         if WORKFLOW_REFUSAL in lower:
             return refusal(said, f"writing {branch}")
