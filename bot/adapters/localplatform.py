@@ -19,6 +19,7 @@ from pathlib import Path
 from ..core.commits import carries_marker, check_bot_branch, signed_off
 from ..core.config import Author
 from ..core.errors import InputError, RefusedError, UsageError
+from .filemodes import folders_and_path, mode_to_write
 from .git import ZERO, GitError, git, git_bytes
 
 
@@ -87,10 +88,10 @@ class LocalPlatform:
         with tempfile.TemporaryDirectory(prefix="wheelpin-index-") as folder:
             index = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
             git(["read-tree", base], cwd=self.repo, env=index)
+            kept = {path: mode_to_write(path, self._base_modes(base, path), base=base) for path in files}
             for path, text in sorted(files.items()):
                 blob = git(["hash-object", "-w", "--stdin"], cwd=self.repo, input=text.encode()).strip()
-                mode = git(["ls-tree", base, "--", path], cwd=self.repo).split(" ", 1)[0] or "100644"
-                git(["update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}"], cwd=self.repo, env=index)
+                git(["update-index", "--add", "--cacheinfo", f"{kept[path]},{blob},{path}"], cwd=self.repo, env=index)
             tree = git(["write-tree"], cwd=self.repo, env=index).strip()
         commit = git(["commit-tree", tree, "-p", base, "-F", "-"], cwd=self.repo, input=message,
                      env=identity).strip()
@@ -101,6 +102,12 @@ class LocalPlatform:
             raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone") from None
         self.writes += 1
         return commit
+
+    def _base_modes(self, base: str, path: str) -> dict[str, str]:
+        """The mode at `base` of `path` and of each folder above it (ls-tree names a folder
+        itself, not its entries, when given its path)."""
+        listed = git(["ls-tree", "-z", base, "--", *folders_and_path(path)], cwd=self.repo)
+        return {line.split("\t", 1)[1]: line.split(" ", 1)[0] for line in listed.split("\0") if "\t" in line}
 
     def begin_pass(self) -> None:
         """Nothing to prepare: every look is a local git command."""

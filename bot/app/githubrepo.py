@@ -14,6 +14,7 @@ from ..adapters.github.actions import ActionsBuilder
 from ..adapters.github import (
     AppCredentials,
     GitHubPlatform,
+    Installation,
     app_installations,
     check_token,
     installation_repositories,
@@ -73,8 +74,8 @@ class GitHubAccess:
     def for_installation(self, installation_id: int) -> GitHubAccess:
         return replace(self, installation_id=installation_id)
 
-    def installations(self) -> list[tuple[int, str]]:
-        """(installation id, account) of every installation of the App."""
+    def installations(self) -> list[Installation]:
+        """Every installation of the App."""
         return app_installations(api_url=self.api_url, app=self.app(0))
 
     def check(self) -> None:

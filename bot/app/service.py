@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ..adapters.github import forget_installation_tokens
+from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
 from ..core.jobs import Intake, Job, JobKind
@@ -85,6 +86,8 @@ class Service:
             self.scheduler = BackgroundScheduler(timezone="UTC")
         self.intake = intake
         self.metrics.track_queue(lambda: self._gauge("waiting"), lambda: self._gauge("running"))
+        # GitHub's write limits are the App's, whichever replica writes: each takes its share
+        share_writes(settings.replicas if settings.database_url is not None else 1)
         self.watchlist = WatchList(settings, access, queue=intake, scheduler=self.scheduler,
                                    metrics=self.metrics, registries=self.registries, shared=self.shared)
         self.commands = Commands(queue=intake, clock=clock, shared=self.shared)

@@ -87,6 +87,8 @@ class Settings(BaseSettings):
                               "schedule is looked at (once across replicas)")
     stalled_after: int = Field(default=30, ge=5, le=3600, description="with a database: seconds without a replica's "
                                "heartbeat before its running jobs are handed to another")
+    replicas: int = Field(default=1, ge=1, le=1000, description="with a database: how many replicas run; each "
+                          "paces its GitHub writes at 1/N of GitHub's content-creation limits, shared by the App")
     workers: int = Field(default=2, ge=1, le=16, description="jobs run at once, never two of one repository")
     wedged_after: int = Field(default=7200, ge=60, description="seconds a worker may go without taking a job "
                               "or finishing one before /healthz fails (and the container is restarted)")

@@ -101,6 +101,7 @@ class WatchList:
         self.github_error: str | None = None
         self._routing: dict[str, Routing] = {}
         self._schedules: dict[str, str] = {}  # scheduler job id → the schedule it was made from
+        self._suspended: set[int] = set()  # installations said to be suspended (said again once unsuspended)
         self._lock = threading.Lock()
 
     def routing(self, repository: str | None) -> Routing:
@@ -156,8 +157,10 @@ class WatchList:
 
     def refresh(self, *, passes: bool, cause: str) -> bool:
         """Which repositories to watch. The App's own credentials failing is the bot not
-        ready; one installation that cannot be read (suspended, its token refused) keeps
-        the repositories it had, is logged, and the job is tried again after a backoff."""
+        ready; one installation that cannot be read (its token refused) keeps the
+        repositories it had, is logged, and the job is tried again after a backoff. A
+        suspended one is skipped, said once: GitHub refuses all its calls until its owner
+        unsuspends it, and says so (an `installation` delivery, `unsuspend`: a refresh)."""
         if self.access is None:
             return True
         complete = True
@@ -173,15 +176,18 @@ class WatchList:
         if self.access.is_app:
             shard = self.settings.shard
             found: dict[str, GitHubAccess] = {}
-            for installation, account in installations:
-                if shard is not None and installation not in shard:
+            self._said_suspended({i.id for i in installations if i.suspended and (shard is None or i.id in shard)},
+                                 {i.id: i.account for i in installations})
+            for listed in installations:
+                installation = listed.id
+                if (shard is not None and installation not in shard) or listed.suspended:
                     continue
                 access = self.access.for_installation(installation)
                 try:
                     found.update((repository, access) for repository in access.repositories())
                 except WheelpinError as exc:
                     complete = False
-                    log.warning("installation.unreadable", installation=installation, account=account,
+                    log.warning("installation.unreadable", installation=installation, account=listed.account,
                                 error=exc.message)
                     found.update(self._kept(installation))
         else:
@@ -207,6 +213,13 @@ class WatchList:
             self.queue.put(Job(JobKind.REPOSITORY if passes else JobKind.CONFIG, repository), note=cause)
         self.metrics.watched.set(len(self.watched))
         return complete
+
+    def _said_suspended(self, suspended: set[int], accounts: dict[int, str]) -> None:
+        """Say each installation that became suspended once, not at every refresh."""
+        for installation in sorted(suspended - self._suspended):
+            log.warning("installation.suspended", installation=installation, account=accounts.get(installation),
+                        reason="GitHub refuses its calls until it is unsuspended: its repositories are not watched")
+        self._suspended = suspended
 
     def _kept(self, installation: int) -> dict[str, GitHubAccess]:
         """The repositories an installation had when it was last read."""

@@ -286,3 +286,32 @@ def test_limit_wait_reads_headers_in_any_case_and_knows_what_is_no_limit() -> No
     assert limit_wait(403, {"x-ratelimit-remaining": "12"}, "Must have admin rights", 0, now=now) is None
     assert limit_wait(404, {"Retry-After": "5"}, "", 0, now=now) is None
     assert limit_wait(500, {}, "", 3, now=now, backoff=2.0) == 16.0
+
+
+def test_one_write_pacer_per_identity_across_repositories() -> None:
+    """GitHub's content-creation limits (80 a minute, 500 an hour: docs "Rate limits for the
+    REST API", secondary rate limits) count an App's or a user's writes across all its
+    repositories: every client of one App (any installation) or one token paces with one
+    pacer; another App, token or GitHub paces apart; with N replicas each takes 1/N."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from bot.adapters.github.client import AppCredentials, Client
+    from bot.adapters.github.transport import share_writes
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption())
+    url = "http://127.0.0.1:9"
+    try:
+        share_writes(1)
+        first, second = Client(url, token="t").http.pacer, Client(url, token="t").http.pacer
+        assert first is second and first.windows == ((60.0, 70), (3600.0, 500))
+        assert Client(url, token="u").http.pacer is not first
+        assert Client("http://127.0.0.1:10", token="t").http.pacer is not first
+        app = Client(url, app=AppCredentials(5, key, 7)).http.pacer
+        assert Client(url, app=AppCredentials(5, key, 8)).http.pacer is app  # another installation, one App
+        assert Client(url, app=AppCredentials(6, key, 7)).http.pacer is not app
+        share_writes(3)  # a replica of three: its share
+        assert Client(url, token="t").http.pacer.windows == ((60.0, 23), (3600.0, 166))
+    finally:
+        share_writes(1)

@@ -102,3 +102,22 @@ def test_non_utf8_files_are_refused(repo: Path) -> None:
     local = platform(repo)
     with pytest.raises(Exception, match="not UTF-8"):
         local.read_file(local.resolve("refs/heads/main") or "", "Dockerfile")
+
+
+def test_a_symlink_is_not_written_through(repo: Path) -> None:
+    """A pinned path that is a symlink at the base (or under one) is refused, nothing
+    written: git would have made the new text the link's target (mode 120000 kept), and
+    a path under a linked folder failed in `update-index`."""
+    from bot.core.errors import ConfigError
+
+    (repo / "Dockerfile.link").symlink_to("Dockerfile")
+    (repo / "linked").symlink_to(".")
+    git(["add", "-A"], cwd=repo)
+    git(["commit", "--quiet", "-m", "links"], cwd=repo, env=WHO)
+    local = platform(repo)
+    base = local.resolve("refs/heads/main")
+    assert base is not None
+    for path in ("Dockerfile.link", "linked/Dockerfile"):
+        with pytest.raises(ConfigError, match="symbolic link"):
+            local.write_branch("wheelpin/x", base=base, files={path: "ARG X=2\n"}, message="m", expected=None)
+    assert local.resolve("refs/heads/wheelpin/x") is None

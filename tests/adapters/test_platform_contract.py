@@ -169,8 +169,8 @@ def test_app_installation_tokens_are_made_and_renewed(tmp_path: Path) -> None:
         assert len(server.issued_tokens) >= 2 and server.issued_tokens[0].startswith("ghs_7_")
         assert platform.bot_login() == "wheelpin-test[bot]"  # the App's slug, as GitHub names its bot user
         validate("GET", "/app", 200, next(r.body for r in server.recorded if r.template == "/app"))
-        from bot.adapters.github import app_installations
-        assert app_installations(api_url=server.url, app=AppCredentials(4242, private, 0)) == [(7, "rocm")]
+        from bot.adapters.github import Installation, app_installations
+        assert app_installations(api_url=server.url, app=AppCredentials(4242, private, 0)) == [Installation(7, "rocm", False)]
         wrong = AppCredentials(999, private, 7)
         with pytest.raises(Exception, match="installation token"):
             GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT, app=wrong)

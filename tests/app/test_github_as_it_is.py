@@ -393,6 +393,22 @@ def test_signed_commits_required_the_app_makes_commits_github_signs(world: World
         validate_recorded(gh.emulator.recorded)
 
 
+def test_signed_commits_required_an_installation_token_makes_commits_github_signs(world: World, tmp_path: Path) -> None:
+    """The Action is handed an installation token (actions/create-github-app-token; prefix
+    `ghs_`, docs "About authentication"): it is the App's bot, and GitHub signs its commits
+    made with no identity, as it does the service's App's."""
+    with on_github(world, tmp_path, token="ghs_7_0", require_signed=True) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        done = gh.reconciler.run().components[0]
+        assert done.status == "done", done.to_json()
+        assert branch_sha(gh.repo.path) in gh.emulator.signed
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        again = gh.reconciler.run().components[0]  # its own signed commit is the bot's, not a human's
+        assert again.status == "done", again.to_json()
+        assert branch_sha(gh.repo.path) in gh.emulator.signed
+        validate_recorded(gh.emulator.recorded)
+
+
 def test_rules_refusing_a_token_are_said_in_githubs_words(world: World, tmp_path: Path) -> None:
     with on_github(world, tmp_path, require_signed=True) as gh:
         world.commit_upstream("one", NEW_VERSION)
@@ -565,3 +581,47 @@ def test_a_refused_write_is_tried_again_when_what_it_writes_changes(world: World
         gh.emulator.no_force_push = False  # the rule is lifted; the base has not moved
         gh.reconciler.retry_failed = True
         assert gh.reconciler.run().components[0].status == "done"
+
+
+# -- file modes ---------------------------------------------------------------------------------
+
+
+def base_entry(repo_path: Path, path: str, mode: str, text: str) -> None:
+    """A human commit on main that makes `path` an entry of `mode` (a symlink's text is its target)."""
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**HUMAN, "GIT_INDEX_FILE": os.path.join(folder, "index")}
+        git(["read-tree", "main"], cwd=repo_path, env=env)
+        blob = git(["hash-object", "-w", "--stdin"], cwd=repo_path, input=text).strip()
+        git(["update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}"], cwd=repo_path, env=env)
+        tree = git(["write-tree"], cwd=repo_path, env=env).strip()
+        commit = git(["commit-tree", tree, "-p", "main", "-m", f"{path}: {mode}"], cwd=repo_path, env=env).strip()
+    git(["update-ref", "refs/heads/main", commit], cwd=repo_path)
+
+
+def test_a_pinned_file_keeps_its_mode(world: World, tmp_path: Path) -> None:
+    """An executable pinned file stays executable on the bot's branch (the git trees API
+    gives each entry's mode; the bot wrote every file 100644)."""
+    with on_github(world, tmp_path) as gh:
+        text = git(["show", "main:docker/Dockerfile"], cwd=gh.repo.path)
+        base_entry(gh.repo.path, "docker/Dockerfile", "100755", text)
+        world.commit_upstream("one", NEW_VERSION)
+        assert gh.reconciler.run().components[0].status == "done"
+        listed = git(["ls-tree", branch_sha(gh.repo.path), "--", "docker/Dockerfile"], cwd=gh.repo.path)
+        assert listed.startswith("100755 "), listed
+        validate_recorded(gh.emulator.recorded)
+
+
+def test_a_pinned_path_that_is_a_symlink_is_not_written_through(world: World, tmp_path: Path) -> None:
+    """GitHub's contents API answers a symlink to a file with that file's content; the bot
+    edited it and wrote the text over the link as a plain file. Now: one sentence, no write."""
+    with on_github(world, tmp_path) as gh:
+        text = git(["show", "main:docker/Dockerfile"], cwd=gh.repo.path)
+        base_entry(gh.repo.path, "docker/Dockerfile.real", "100644", text)
+        base_entry(gh.repo.path, "docker/Dockerfile", "120000", "Dockerfile.real")
+        world.commit_upstream("one", NEW_VERSION)
+        result = gh.reconciler.run().components[0]
+        assert result.status != "done" and "symbolic link" in result.messages[-1], result.to_json()
+        assert not [r for r in gh.emulator.recorded if r.method == "POST" and "/git/" in r.template]
+        validate_recorded(gh.emulator.recorded)

@@ -305,10 +305,10 @@ def test_a_shard_watches_only_its_installations(world: World, tmp_path: Path) ->
         assert bot.repo.issues == []
 
 
-def test_one_suspended_installation_holds_up_no_other(world: World, tmp_path: Path) -> None:
-    """An installation whose token GitHub refuses keeps what it watched; the others are
-    refreshed, the bot stays ready, and the refresh is tried again by itself."""
-    from bot.core.jobs import Job, JobKind
+def test_one_unreadable_installation_holds_up_no_other(world: World, tmp_path: Path) -> None:
+    """An installation whose repositories GitHub will not list keeps what it watched; the
+    others are refreshed, the bot stays ready, and the refresh is tried again by itself."""
+    from tests.fixtures.github.emulator import Fault
 
     with running_bot(world, tmp_path) as bot:
         other = bot.emulator.create_repo("amd", "atom", world.downstream)
@@ -316,17 +316,76 @@ def test_one_suspended_installation_holds_up_no_other(world: World, tmp_path: Pa
         bot.idle()
         assert set(bot.service.watched) == {"rocm/atom", "amd/atom"}
         assert [d for d in other.issues if MARKER in d.body]  # its dashboard: it is reconciled
-        bot.emulator.suspended.add(bot.emulator.installations["amd"])
+        # installations are read in the order listed (by account): amd's listing is refused
+        bot.emulator.faults.append(Fault("GET", "^/installation/repositories", 403, message="Forbidden"))
         newcomer = bot.emulator.create_repo("rocm", "atom2", world.downstream)
         bot.service.queue.put(Job("installations"))
         wait_until(lambda: "rocm/atom2" in bot.service.watched, what="the other installation refreshed")
         assert set(bot.service.watched) == {"rocm/atom", "amd/atom", "rocm/atom2"}
         assert bot.service.ready() == (True, "ready")
-        wait_until(lambda: bot.service.queue.failures(Job("installations")) >= 2, what="a retry by itself")
-        bot.emulator.suspended.clear()  # unsuspended: the next retry completes
-        wait_until(lambda: bot.service.queue.failures(Job("installations")) == 0, what="a clean refresh")
+        wait_until(lambda: bot.service.queue.failures(Job("installations")) == 0, what="a clean retry by itself")
         bot.idle()
         assert newcomer.issues and bot.service.ready() == (True, "ready")
+
+
+def test_a_suspended_installation_is_skipped_and_said_once(world: World, tmp_path: Path) -> None:
+    """GitHub lists a suspended installation with `suspended_at` and refuses its tokens
+    (403 "This installation has been suspended"): its repositories are not watched, it is
+    said once, and the refresh is not retried; unsuspended (an `installation` delivery),
+    they are watched again."""
+    from structlog.testing import capture_logs
+
+    from tests.fixtures.github.openapi import validate_recorded
+    from tests.fixtures.webhooks import example
+
+    with running_bot(world, tmp_path) as bot:
+        bot.emulator.create_repo("amd", "atom", world.downstream)
+        amd = bot.emulator.installations["amd"]
+        bot.service.queue.put(Job("installations"))
+        bot.idle()
+        bot.emulator.suspended.add(amd)
+        with capture_logs() as logs:
+            for _ in range(2):
+                bot.service.queue.put(Job("installations"))
+                bot.idle()
+        assert set(bot.service.watched) == {"rocm/atom"}
+        assert bot.service.queue.failures(Job("installations")) == 0 and bot.service.ready() == (True, "ready")
+        assert [entry["installation"] for entry in logs if entry["event"] == "installation.suspended"] == [amd]
+        assert not [entry for entry in logs if entry["event"] == "installation.unreadable"]
+        bot.emulator.suspended.clear()
+        payload = example("installation", "unsuspend")
+        payload["installation"] = {**payload["installation"], "id": amd}
+        bot.send("installation", payload)
+        bot.idle()
+        assert set(bot.service.watched) == {"rocm/atom", "amd/atom"}
+        validate_recorded(bot.emulator.recorded)
+
+
+def test_installations_of_an_enterprise_or_of_no_account_are_read(world: World, tmp_path: Path) -> None:
+    """GitHub's description of `installation.account`: a simple-user or an enterprise
+    (`slug` and `name`, no `login`), or null. Such installations are watched like any
+    other, and the bot stays ready."""
+    from tests.fixtures.github.openapi import validate_recorded
+
+    with running_bot(world, tmp_path) as bot:
+        bot.emulator.create_repo("amd", "atom", world.downstream)
+        bot.emulator.create_repo("intel", "atom", world.downstream)
+        # the properties OpenAPI `enterprise` requires (validate_recorded holds the listing to it)
+        bot.emulator.accounts[bot.emulator.installations["amd"]] = {
+            "id": 3, "node_id": "E_3", "name": "AMD", "slug": "amd", "html_url": "https://github.com/enterprises/amd",
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "avatar_url": "https://avatars.githubusercontent.com/b/3"}
+        bot.emulator.accounts[bot.emulator.installations["intel"]] = None
+        bot.service.queue.put(Job("installations"))
+        bot.idle()
+        assert set(bot.service.watched) == {"rocm/atom", "amd/atom", "intel/atom"}
+        assert bot.service.queue.failures(Job("installations")) == 0
+        bot.service.watchlist.check()
+        assert bot.service.ready() == (True, "ready")
+        # `components/schemas/installation` says anyOf [simple-user, enterprise]; the copy inlined
+        # under GET /app/installations says allOf, which no enterprise account (no `login`) meets
+        bot.emulator.recorded[:] = [r for r in bot.emulator.recorded if r.template != "/app/installations"]
+        validate_recorded(bot.emulator.recorded)
 
 
 def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> None:

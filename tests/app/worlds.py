@@ -131,7 +131,7 @@ def on_github(world: World, folder: Path, *, actions: bool = False, local_builds
               name: str = "atom", app: bool = False, token: str = "t", login: str | None = None,
               **switches: object) -> Iterator[OnGitHub]:
     """The world's downstream served by the GitHub emulator (its behaviour `switches` set),
-    and a reconciler using it, with a token or (`app`) as a GitHub App installation."""
+    and a reconciler using it, with `token` or (`app`) as a GitHub App installation."""
     key = AppKey.make() if app else None
     emulator = GitHubEmulator(folder / "github", tokens={token}, app_id=APP_ID if key else None,
                               app_public_key=key.public if key else None)

@@ -10,11 +10,11 @@
 """
 
 from .actions import ActionsBuilder
-from .app import app_installations, check_token, installation_repositories
+from .app import Installation, app_installations, check_token, installation_repositories
 from .client import AppCredentials, app_jwt, forget_installation_tokens
 from .conversation import Conversation, GitHubConversation, IssuesDisabled, PullTarget
 from .platform import GitHubPlatform
 
 __all__ = ["ActionsBuilder", "AppCredentials", "Conversation", "GitHubConversation", "GitHubPlatform",
-           "IssuesDisabled", "PullTarget", "app_installations", "app_jwt", "check_token",
+           "Installation", "IssuesDisabled", "PullTarget", "app_installations", "app_jwt", "check_token",
            "forget_installation_tokens", "installation_repositories"]

@@ -4,13 +4,35 @@ installed it, which repositories each lets it see, and who the bot is when it wr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from .client import AppCredentials, Client, GitHubError, translate
 
 
-def app_installations(*, api_url: str | None, app: AppCredentials) -> list[tuple[int, str]]:
-    """The installations of a GitHub App, as (installation id, account login): what it watches."""
+@dataclass(frozen=True)
+class Installation:
+    """One installation of the App, as `GET /app/installations` lists it."""
+
+    id: int
+    account: str  # a user's or organization's login, an enterprise's slug; "" when GitHub names none
+    suspended: bool  # GitHub refuses its tokens (403) until the account unsuspends it
+
+
+def installation_of(data: Mapping[str, Any]) -> Installation:
+    """An installation from its listing. GitHub's description (OpenAPI `installation`):
+    `account` is a simple-user or an enterprise, or null, and an enterprise has a `slug`
+    and a `name` but no `login`; `suspended_at` is set while the installation is suspended."""
+    account = data.get("account")
+    name = (account.get("login") or account.get("slug")) if isinstance(account, Mapping) else None
+    return Installation(int(data["id"]), str(name or ""), data.get("suspended_at") is not None)
+
+
+def app_installations(*, api_url: str | None, app: AppCredentials) -> list[Installation]:
+    """The installations of a GitHub App: what it watches."""
     try:
-        return Client(api_url, app=app).app_installations()
+        return [installation_of(found) for found in Client(api_url, app=app).app_installations()]
     except GitHubError as exc:
         raise translate(exc, "listing the App's installations") from None
 

@@ -31,7 +31,7 @@ from github3.session import AppBearerTokenAuth
 from ...core.errors import CredentialsError, WheelpinError
 from ...core.githubhost import github_host
 from .answer import Answer, answer_of, message_of, refusal
-from .transport import GitHubHTTP
+from .transport import GitHubHTTP, identity_pacer
 
 __all__ = ["AppCredentials", "Client", "GitHubError", "NotFoundError", "Page", "UnprocessableEntity",
            "app_jwt", "decipher", "said", "translate"]
@@ -108,6 +108,16 @@ def _github(api_url: str | None, token: str | None = None) -> github3.GitHub:
     return gh
 
 
+def writer_identity(api_url: str | None, token: str | None, app: AppCredentials | None) -> str:
+    """Whom GitHub counts a write against: the App (all its installations' tokens write as
+    its bot), or the token (its digest: which user it is costs a request, and two tokens of
+    one user then pace apart), on one GitHub."""
+    host = api_url or "github.com"
+    if app is not None:
+        return f"{host} app {app.app_id}"
+    return f"{host} token {hashlib.sha256((token or '').encode()).hexdigest()[:16]}"
+
+
 class Client:
     def __init__(self, api_url: str | None, *, token: str | None = None, app: AppCredentials | None = None,
                  http: GitHubHTTP | None = None) -> None:
@@ -116,7 +126,7 @@ class Client:
         self.api_url = api_url
         self.app = app
         self.gh = _github(api_url, token)
-        self.http = http or GitHubHTTP()
+        self.http = http or GitHubHTTP(pacer=identity_pacer(writer_identity(api_url, token, app)))
         for scheme in ("http://", "https://"):
             self.gh.session.mount(scheme, self.http)
 
@@ -211,9 +221,10 @@ class Client:
         """An issue of a listing read with `paginate`, as github3 models it."""
         return ShortIssue(dict(data), self.gh.session)
 
-    def app_installations(self) -> list[tuple[int, str]]:
+    def app_installations(self) -> list[dict[str, Any]]:
+        """Every installation of the App as GitHub lists it (read by `app.installation_of`)."""
         self.as_app()
-        return [(int(found.id), str(found.account["login"])) for found in self.gh.app_installations()]
+        return [dict(found.as_dict()) for found in self.gh.app_installations()]
 
     def app_slug(self) -> str:
         self.as_app()

@@ -21,6 +21,7 @@ from ...core.config import Author
 from ...core.errors import (ConfigError, CredentialsError, InputError, PermissionRefused, RefusedError, RuleRefused,
                             TransientError)
 from ...core.proposal import read_marker
+from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..localplatform import BranchCommit
 from .answer import WORKFLOW_REFUSAL, Answer, answer_of, is_too_large, refusal
 from .app import bot_login
@@ -35,6 +36,12 @@ MAX_FILE = 10 << 20  # a config or Dockerfile read from GitHub: larger is not a 
 
 class _SignatureWanted(Exception):
     """The repository's rules want signed commits: make the commit again, for GitHub to sign."""
+
+
+def is_installation_token(token: str | None) -> bool:
+    """A GitHub App installation token: GitHub's tokens say their kind in their prefix, and
+    `ghs_` is an installation's ("About authentication to GitHub", GitHub's token formats)."""
+    return token is not None and token.startswith("ghs_")
 
 
 class GitHubPlatform:
@@ -55,6 +62,10 @@ class GitHubPlatform:
         self.signoff = signoff
         self.writes = 0
         self.signs = False  # commits made with no identity, for GitHub to sign (learnt from a refusal)
+        # GitHub signs the commits of an App's bot made with no identity: the App's own, or an
+        # installation token handed in (the Action's, from actions/create-github-app-token),
+        # known by its prefix `ghs_` (docs "About authentication", GitHub's token formats)
+        self.bot_signed = app is not None or is_installation_token(token)
         self.page_size = 100
         self._bot_refs: dict[str, str] | None = None
         self._login: str | None = login  # given with a token, which may not ask GitHub who it is
@@ -176,7 +187,12 @@ class GitHubPlatform:
             return False
         if commit.author_email == self.author.email:
             return True
-        return self.app is not None and commit.author_email.endswith(f"+{self.bot_login()}@users.noreply.github.com")
+        if self.app is None:
+            # an installation token cannot ask who its bot is (GET /user answers 403, GET /app
+            # wants the App's JWT): any App's bot, naming the configured author as co-author
+            return self.bot_signed and commit.author_email.endswith("[bot]@users.noreply.github.com") \
+                and co_authored(commit.message, self.author).rstrip() == commit.message.rstrip()
+        return commit.author_email.endswith(f"+{self.bot_login()}@users.noreply.github.com")
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -197,7 +213,9 @@ class GitHubPlatform:
             message = signed_off(message, self.author)
         try:
             base_tree = self.repo.git_commit(base).tree.sha
-            entries = [{"path": path, "mode": "100644", "type": "blob",
+            modes = self._base_modes(base_tree, list(files))
+            kept = {path: mode_to_write(path, modes, base=base) for path in files}  # refused before any write
+            entries = [{"path": path, "mode": kept[path], "type": "blob",
                         "sha": self.repo.create_blob(text, "utf-8")} for path, text in sorted(files.items())]
             tree = self.repo.create_tree(entries, base_tree=base_tree).sha if entries else base_tree
             commit = self._commit(message, tree, base)
@@ -213,8 +231,28 @@ class GitHubPlatform:
         self._bot_refs = None
         return str(commit)
 
+    def _base_modes(self, tree: str, paths: list[str]) -> dict[str, str]:
+        """The git mode in `tree` of each path and of each folder above it, read folder by
+        folder through the trees API (https://docs.github.com/en/rest/git/trees#get-a-tree;
+        a listing of one folder, not of the whole repository, which GitHub truncates)."""
+        listings: dict[str, dict[str, tuple[str, str]]] = {}  # tree sha → name → (mode, sha)
+        modes: dict[str, str] = {}
+        for path in paths:
+            folder = tree
+            for above in folders_and_path(path):
+                if folder not in listings:
+                    data = self.client.call("GET", self.url("git", "trees", folder), f"reading the tree above {path}").data
+                    listings[folder] = {str(e["path"]): (str(e["mode"]), str(e["sha"])) for e in data.get("tree", [])}
+                entry = listings[folder].get(above.rsplit("/", 1)[-1])
+                if entry is None:
+                    break
+                modes[above], folder = entry
+                if entry[0] != FOLDER:
+                    break
+        return modes
+
     def _commit(self, message: str, tree: str, base: str) -> str:
-        if self.signs and self.app is not None:
+        if self.signs and self.bot_signed:
             return str(self.repo.create_commit(co_authored(message, self.author), tree, [base]).sha)
         identity = {"name": self.author.name, "email": self.author.email}
         return str(self.repo.create_commit(message, tree, [base], author=identity, committer=identity).sha)
@@ -245,9 +283,10 @@ class GitHubPlatform:
         """What a 422 on a ref write means: GitHub's own words for rules and permissions."""
         lower = said.lower
         if "signature" in lower and ("verified" in lower or "signed" in lower):
-            if self.app is not None and not self.signs:
+            if self.bot_signed and not self.signs:
                 return _SignatureWanted(said.message)  # made again, for GitHub to sign
-            unsigned = " (GitHub signs an App's commits, not a token's: use a GitHub App)" if self.app is None else ""
+            unsigned = "" if self.bot_signed else (" (GitHub signs an App's commits, not a personal token's: use a "
+                                                   "GitHub App, or its installation token)")
             return RuleRefused(f"GitHub refused writing {branch}: {said.message}{unsigned}")
         if WORKFLOW_REFUSAL in lower:
             return refusal(said, f"writing {branch}")

@@ -140,6 +140,35 @@ class WritePacer:
             self._sent.append(self._monotonic())
 
 
+# GitHub counts content-creating requests per user or App, across all its repositories (the
+# secondary limits above): one pacer per identity in a process, whichever repository writes
+_PACERS: dict[str, WritePacer] = {}
+_PACERS_LOCK = threading.Lock()
+_SHARE = [1]  # the replicas writing as the same identities (PostgreSQL), each paced at 1/N
+
+
+def share_writes(replicas: int) -> None:
+    """This process is one of `replicas` that write as the same identities: each paces its
+    writes at 1/N of the limits (no shared counter to keep; docs/sizing.md). Pacers made
+    before are dropped."""
+    if replicas < 1:
+        raise ValueError("replicas must be at least 1")
+    with _PACERS_LOCK:
+        _SHARE[0] = replicas
+        _PACERS.clear()
+
+
+def identity_pacer(identity: str, *, per_minute: int = 70, per_hour: int = 500) -> WritePacer:
+    """The one write pacer of `identity` (an App, or a token) in this process."""
+    with _PACERS_LOCK:
+        pacer = _PACERS.get(identity)
+        if pacer is None:
+            share = _SHARE[0]
+            pacer = _PACERS[identity] = WritePacer(max(1, per_minute // share), max(1, per_hour // share),
+                                                   sleep=time.sleep, monotonic=time.monotonic)
+        return pacer
+
+
 @dataclass
 class GitHubTraffic:
     counted: int = 0
@@ -195,11 +224,13 @@ class GitHubHTTP(HTTPAdapter):
                  writes_per_minute: int = 70, writes_per_hour: int = 500,
                  sleep: Callable[[float], None] = time.sleep, monotonic: Callable[[], float] = time.monotonic,
                  clock: Callable[[], float] = time.time,  # epoch seconds, as x-ratelimit-reset
-                 cache_bytes: int = 16 << 20, largest_cached: int = 1 << 20) -> None:
+                 cache_bytes: int = 16 << 20, largest_cached: int = 1 << 20, pacer: WritePacer | None = None) -> None:
         super().__init__()
         self.attempts, self.backoff, self.max_wait = attempts, backoff, max_wait
         self._sleep, self._clock = sleep, clock
-        self.pacer = WritePacer(writes_per_minute, writes_per_hour, sleep=sleep, monotonic=monotonic)
+        # `pacer`: its identity's, shared with every client writing as it (`identity_pacer`)
+        self.pacer = pacer if pacer is not None else WritePacer(writes_per_minute, writes_per_hour, sleep=sleep,
+                                                                monotonic=monotonic)  # (an empty pacer is falsy)
         self.cache = _ETagCache(cache_bytes, largest_cached)
         self.traffic = GitHubTraffic()
 
