@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .core.errors import VerificationError, WheelpinError
+from .core.errors import VerificationError, WheelpinError, kind_of
 
 if TYPE_CHECKING:
     from .app.settings import Settings
@@ -31,6 +31,38 @@ EXIT_CODES = """exit codes:
   2  usage, config, input or credentials error
   3  refused by a guard (a branch someone else wrote to, a tag that would be overwritten)
   4  a transient outside failure (a registry, GitHub or the network): try again"""
+
+# Each code's line in a command's help, as EXIT_CODES says it.
+_MEANING = dict((int(line.split()[0]), line) for line in EXIT_CODES.splitlines()[1:])
+
+# The exit codes each command can return, kept here in one place: its help lists these alone
+# (a code a command cannot return only misleads a script written against it), and
+# tests/test_cli.py checks the help against this table. 2 is every command's (argparse's
+# usage errors); 1 where a check can fail (a wheel's problems, a conflict, an image or tag
+# that is not there: VerificationError); 3 only where a guard can refuse (the publisher's tag
+# that holds other content, a branch a human wrote to); 4 only where the command reaches a
+# registry, GitHub, the network or the database. A bug's internal error is 1 too, not listed.
+EXIT_CODES_OF: dict[str, tuple[int, ...]] = {
+    "wheel inspect": (0, 1, 2),        # a local file: nothing outside to fail
+    "wheel diff": (0, 1, 2, 4),        # either side may be an image in a registry
+    "image publish": (0, 1, 2, 3, 4),  # a tag holding other content is refused (3)
+    "image show": (0, 1, 2, 4),
+    "image check": (0, 1, 2, 4),
+    "config validate": (0, 2),         # an invalid config is a config error: 2
+    "config schema": (0, 2),
+    "pins list": (0, 2),               # files in the checkout alone
+    "pins bump": (0, 1, 2, 4),         # without --sha256, the image is read from its registry
+    "reconcile": (0, 1, 2, 3, 4),      # RECONCILE_EXIT_CODES says how a pass ends on each
+    "serve": (0, 2, 4),
+    "app create": (0, 2, 4),
+    "completion": (0, 2),
+    "demo": (0, 1, 2),                 # all local: a scratch folder, an OCI layout
+}
+
+
+def exit_codes(codes: tuple[int, ...]) -> str:
+    """The `exit codes:` section of a command's help: the lines of EXIT_CODES for `codes`."""
+    return "\n".join(["exit codes:", *(_MEANING[code] for code in codes)])
 
 
 # What `reconcile` exits with (commands/reconcile_cmd.exit_code): a pass reports each
@@ -54,13 +86,16 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _command(commands: Any, name: str, text: str, *examples: str, exit_codes: str = EXIT_CODES
+def _command(commands: Any, name: str, text: str, *examples: str, exit_codes_text: str | None = None
              ) -> argparse.ArgumentParser:
-    """A subcommand whose help ends with its examples and its exit codes (EXIT_CODES unless
-    the command says its own)."""
-    epilog = ("examples:\n" + "\n".join(f"  {example}" for example in examples) + "\n\n" if examples else "") + exit_codes
+    """A subcommand whose help ends with its examples and its exit codes: those EXIT_CODES_OF
+    gives it (its key is the parser's prog without `wheelpin `), or `exit_codes_text` when the
+    command says its own."""
+    examples_text = "examples:\n" + "\n".join(f"  {example}" for example in examples) + "\n\n" if examples else ""
     parser: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text[:1].upper() + text[1:] + ".",
-                                                          epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    codes = EXIT_CODES_OF[parser.prog.removeprefix("wheelpin ")]
+    parser.epilog = examples_text + (exit_codes_text or exit_codes(codes))
     return parser
 
 
@@ -216,7 +251,7 @@ def _reconcile(commands: Any, name: str, text: str) -> None:
                          "wheelpin reconcile --once --dry-run",
                          "wheelpin reconcile --once --platform github --github-repo rocm/vllm --component lmcache",
                          "wheelpin reconcile            # a pass whenever a component's schedule says",
-                         exit_codes=RECONCILE_EXIT_CODES)
+                         exit_codes_text=RECONCILE_EXIT_CODES)
     reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
     reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
     reconcile.add_argument("--platform", choices=["local", "github"], default="local",
@@ -397,36 +432,73 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         gc.disable()
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here when the output was small enough to be buffered
+        return code
+    except BrokenPipeError:
+        # stdout's reader went away (`wheelpin pins list --json | head -c 10`): end quietly, as
+        # Python's signal docs ("Note on SIGPIPE") advise, and not by SIGPIPE's default, which
+        # would also end `serve` when a socket's peer goes away. stdout goes to devnull, so the
+        # interpreter's own flush at exit meets no second BrokenPipeError; 1, as Python exits on EPIPE.
+        if argv is None:  # only the process's own stdout: a caller's stays theirs
+            import os
+
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
     finally:
         gc.enable()
 
 
+def _failed(args: argparse.Namespace, message: str, *, kind: str, code: int, problems: Sequence[str] = ()) -> int:
+    """The one way a command ends on an error: its sentence on stderr and, with `--json`, a JSON
+    document on stdout saying the same (a script reading stdout learns why there is no
+    report), unless the command printed its document already (stdout stays one document)."""
+    from .commands import output
+
+    sys.stderr.write(f"wheelpin: {message}\n")
+    if getattr(args, "json", False) and not output.emitted:
+        document: dict[str, Any] = {"error": message, "kind": kind, "exit": code}
+        if problems:
+            document["problems"] = list(problems)
+        output.emit_json(document)
+    return code
+
+
 def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(only=words[0] if words and words[0] in _COMMANDS else None).parse_args(words)
-    import json
+    if not words:
+        # A command is missing: a usage error, so 2 with the whole help on stderr (argparse's
+        # convention, and stdout stays clean for a script), rather than argparse's bare
+        # "the following arguments are required" that names no command.
+        build_parser().print_help(sys.stderr)
+        return 2
+    args = build_parser(only=words[0] if words[0] in _COMMANDS else None).parse_args(words)
+    try:
+        return _start(args)
+    except WheelpinError as exc:
+        return _failed(args, exc.message, kind=kind_of(exc), code=exc.exit_code,
+                       problems=exc.problems if isinstance(exc, VerificationError) else ())
+    except KeyboardInterrupt:
+        sys.stderr.write("wheelpin: interrupted\n")
+        return 130
 
+
+def _start(args: argparse.Namespace) -> int:
+    """The command parsed: its settings, logging, then the command; a WheelpinError goes up to
+    `_main`, which alone turns errors into exit codes."""
     if args.command == "completion":  # the parser itself, as a shell's script
         from .commands.completion import completion_command
 
         return completion_command(args.shell, build_parser())
     if args.command == "config":  # reads a file and says what is wrong: no settings, logs nor network
-        try:
-            return run(args, None)
-        except WheelpinError as exc:
-            sys.stderr.write(f"wheelpin: {exc.message}\n")
-            return exc.exit_code
+        return run(args, None)
     import structlog
 
     from .app.logging import configure_logging
     from .app.settings import load_settings
 
-    try:
-        settings = load_settings()
-    except WheelpinError as exc:
-        sys.stderr.write(f"wheelpin: {exc.message}\n")
-        return exc.exit_code
+    settings = load_settings()
     flags = {name: getattr(args, name) for name in ("plain_http", "tls_verify") if getattr(args, name, None) is not None}
     if flags:  # a command's flags over the environment's settings
         settings = settings.model_copy(update=flags)
@@ -440,21 +512,12 @@ def _main(argv: Sequence[str] | None) -> int:
         log.warning("registry.tls_unverified", reason="registries' certificates are not checked (--tls-verify=false)")
     try:
         return run(args, settings)
-    except WheelpinError as exc:
-        sys.stderr.write(f"wheelpin: {exc.message}\n")
-        if isinstance(exc, VerificationError) and exc.problems and getattr(args, "json", False):
-            sys.stdout.write(json.dumps({"error": exc.message, "problems": list(exc.problems)}, indent=2) + "\n")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("wheelpin: interrupted\n")
-        return 130
+    except (WheelpinError, KeyboardInterrupt, BrokenPipeError):
+        raise  # _main's and main's to say
     except Exception as exc:  # a bug: say so in one sentence, the trace goes to debug logs
         log.debug("internal_error", exc_info=True)
-        sys.stderr.write(
-            f"wheelpin: internal error ({type(exc).__name__}: {exc}); "
-            "WHEELPIN_LOG_LEVEL=debug shows the trace\n"
-        )
-        return 1
+        return _failed(args, f"internal error ({type(exc).__name__}: {exc}); WHEELPIN_LOG_LEVEL=debug shows the trace",
+                       kind="internal", code=1)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,8 @@ def test_unreadable_wheel_exits_2_with_one_sentence(tmp_path: Path) -> None:
     bad = tmp_path / "demo-1.0-py3-none-any.whl"
     bad.write_bytes(b"PK\x03\x04 not really")
     result = wheelpin("wheel", "inspect", str(bad), "--json")
-    assert result.code == 2 and result.stdout == ""
+    assert result.code == 2 and result.json() == {"error": result.stderr.split("wheelpin: ", 1)[1].strip(),
+                                                  "kind": "input", "exit": 2}
     lines = [line for line in result.stderr.splitlines() if line.startswith("wheelpin:")]
     assert len(lines) == 1 and str(bad) in lines[0]
     assert "Traceback" not in result.stderr
@@ -106,8 +107,68 @@ def test_diff_bad_constraints_file(wheels: tuple[Path, Path], tmp_path: Path) ->
 
 
 def test_usage_errors_exit_2() -> None:
-    assert wheelpin().code == 2
     assert wheelpin("wheel", "frobnicate").code == 2
+
+
+def test_bare_wheelpin_prints_its_help_on_stderr_and_exits_2() -> None:
+    """No command is a usage error (argparse's 2), but says more than argparse's "arguments
+    are required": the whole help, commands and all, on stderr; stdout stays empty."""
+    result = wheelpin()
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr.startswith("usage: wheelpin") and "one pass (or a loop) over the components" in result.stderr
+    assert "exit codes:" in result.stderr
+
+
+@pytest.mark.parametrize("args", [("config", "schema"), ("completion", "bash"), ("pins", "list", "--json")])
+def test_a_closed_pipe_ends_quietly_with_1(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """`wheelpin … | head -c 10`: stdout's reader gone (here, before wheelpin writes), it
+    exits 1 as Python's signal docs advise ("Note on SIGPIPE"), no traceback, no
+    "Exception ignored" from the interpreter's last flush."""
+    import os
+    import sys
+
+    from tests.cli import environment
+
+    (tmp_path / "wheelpin.toml").write_text("""
+[[component]]
+name = "demo"
+upstream = { repo = "../upstream", branch = "main" }
+wheel = { distribution = "demo" }
+build = { command = "true" }
+image = { repository = "example.org/demo", tag = "v{version}" }
+pins = [{ file = "wheelpin.toml", image_arg = "X" }]
+""")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before wheelpin writes: every write meets EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "bot.cli", *args], stdout=write, stderr=subprocess.PIPE,
+                              text=True, env=environment(), cwd=tmp_path, timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr and "Exception" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "kind"), [
+    (("reconcile", "--once", "--config", "{tmp}/wheelpin.toml", "--repo", "{tmp}", "--json"), "config"),
+    (("pins", "list", "--config", "{tmp}/wheelpin.toml", "--json"), "config"),
+    (("config", "validate", "{tmp}/wheelpin.toml", "--json"), "config"),
+    (("image", "show", "oci:{tmp}/nothing", "--json"), "usage"),
+    (("wheel", "inspect", "{tmp}/nope-1.0-py3-none-any.whl", "--json"), "input"),
+])
+def test_json_commands_stopped_by_an_error_print_a_json_error(tmp_path: Path, args: tuple[str, ...],
+                                                               kind: str) -> None:
+    """With --json, an error that stops a command before its report is a JSON document on
+    stdout too (bot/cli.py's _failed), the same sentence as stderr's, its kind and exit code."""
+    (tmp_path / "wheelpin.toml").write_text("[[component]]\nname = 3\n")
+    result = wheelpin(*(arg.format(tmp=tmp_path) for arg in args))
+    assert result.code == 2, result.stderr
+    document = result.json()
+    if args[0] == "config":  # validate's own report of an invalid config
+        assert document["valid"] is False and document["problems"]
+        return
+    assert document == {"error": document["error"], "kind": kind, "exit": 2}
+    assert f"wheelpin: {document['error']}" in result.stderr
 
 
 def test_bad_setting_exits_2(wheels: tuple[Path, Path]) -> None:
@@ -172,7 +233,33 @@ def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> No
                 assert action.help, f"wheelpin {' '.join(path)}: {action.option_strings or action.dest} has no help"
         text = parser.format_help()
         assert "examples:\n  wheelpin" in text or "examples:\n  WHEELPIN_" in text, path
-        assert "exit codes:" in text and "4  a transient outside failure" in text, path
+        assert "exit codes:" in text, path
+
+
+def test_each_command_lists_the_exit_codes_it_can_return() -> None:
+    """Each command's help lists the codes of bot/cli.py's EXIT_CODES_OF alone, and the table
+    follows the code paths: 4 only where a command reaches out (a registry: its --plain-http;
+    GitHub; the database), 3 only where a guard can refuse (the publisher's tag, a pass's branch)."""
+    import argparse
+    import re
+
+    from bot.cli import EXIT_CODES_OF, build_parser
+
+    parser = build_parser()
+    helps: dict[str, str] = {}
+    for path in EXIT_CODES_OF:
+        sub = parser
+        for word in path.split():
+            chooser = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
+            sub = chooser.choices[word]
+        helps[path] = sub.format_help()
+    listed = {path: tuple(int(code) for code in re.findall(r"^  (\d)  ", text.split("exit codes:\n", 1)[1], re.MULTILINE))
+              for path, text in helps.items()}
+    assert listed == EXIT_CODES_OF
+    reach_out = {path for path, text in helps.items() if "--plain-http" in text} | {"serve", "app create"}
+    assert {path for path, codes in EXIT_CODES_OF.items() if 4 in codes} == reach_out
+    assert {path for path, codes in EXIT_CODES_OF.items() if 3 in codes} == {"image publish", "reconcile"}
+    assert all(2 in codes and 0 in codes for codes in EXIT_CODES_OF.values())
 
 
 def test_shell_completion_completes_commands_and_options(tmp_path: Path) -> None:
