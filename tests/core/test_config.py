@@ -96,23 +96,23 @@ def test_toml_1_1_inline_tables_over_lines_still_load(repo: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ('name = "lmcache"', 'name = "lmcache"\ncolour = "red"', ":3: component[0].colour: unknown key"),
-        ('"gfx950"]', '"gfx9500"]', ":4: component[0].wheel.archs: 'gfx9500' is not an AMDGPU processor"),
-        ('branch = "dev"', 'branch = "dev", tags = "v*"', ":3: component[0].upstream: give exactly one of"),
+        ('name = "lmcache"', 'name = "lmcache"\ncolour = "red"', ":3: lmcache.colour: unknown key"),
+        ('"gfx950"]', '"gfx9500"]', ":4: lmcache.wheel.archs: 'gfx9500' is not an AMDGPU processor"),
+        ('branch = "dev"', 'branch = "dev", tags = "v*"', ":3: lmcache.upstream: give exactly one of"),
         ('{ lmcache_commit = "{sha}" }', '{ lmcache_commit = "{version}" }',
-         ":6: component[0].build.inputs.lmcache_commit: placeholder {version} cannot be filled"),
-        ('{ lmcache_commit = "{sha}" }', '{ c = "{nope}" }', ":6: component[0].build.inputs.c: placeholder {nope}"),
-        ('-g{sha8}-rocm', '+g{sha8}-rocm', ":7: component[0].image.tag: tag template"),
-        ('-g{sha8}-rocm-torch210', '-rocm-torch210', ":7: component[0].image.tag: must carry the commit"),
-        ('"lmcache-v{version_base}', '"{sha}{sha}{sha}{version_base}', ":7: component[0].image.tag: tag template"),
-        ('"docker.io/rocm/atom-dev"', '"docker.io/ROCm/atom-dev:latest"', ":7: component[0].image.repository"),
-        ('["numpy==2.3.5"]', '["numpy >>= 2"]', ":8: component[0].constraints[0]: requirement 'numpy >>= 2' is malformed"),
+         ":6: lmcache.build.inputs.lmcache_commit: placeholder {version} cannot be filled"),
+        ('{ lmcache_commit = "{sha}" }', '{ c = "{nope}" }', ":6: lmcache.build.inputs.c: placeholder {nope}"),
+        ('-g{sha8}-rocm', '+g{sha8}-rocm', ":7: lmcache.image.tag: tag template"),
+        ('-g{sha8}-rocm-torch210', '-rocm-torch210', ":7: lmcache.image.tag: must carry the commit"),
+        ('"lmcache-v{version_base}', '"{sha}{sha}{sha}{version_base}', ":7: lmcache.image.tag: tag template"),
+        ('"docker.io/rocm/atom-dev"', '"docker.io/ROCm/atom-dev:latest"', ":7: lmcache.image.repository"),
+        ('["numpy==2.3.5"]', '["numpy >>= 2"]', ":8: lmcache.constraints[0]: requirement 'numpy >>= 2' is malformed"),
         ('docker/atom_release.dockerfile', 'docker/missing.dockerfile',
-         ":11: component[0].pins[1].file: pin file docker/missing.dockerfile does not exist"),
-        ('docker/atom_release.dockerfile', '../outside', ":11: component[0].pins[1].file: '../outside' must be a path inside"),
+         ":11: lmcache.pins[1].file: pin file docker/missing.dockerfile does not exist"),
+        ('docker/atom_release.dockerfile', '../outside', ":11: lmcache.pins[1].file: '../outside' must be a path inside"),
         ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
-         'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', ":11: component[0].pins[1]: give exactly one of image_arg or from_stage"),
-        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg', 'image_arg = "1BAD", sha256_arg', ":10: component[0].pins[0].image_arg"),
+         'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', ":11: lmcache.pins[1]: give exactly one of image_arg or from_stage"),
+        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg', 'image_arg = "1BAD", sha256_arg', ":10: lmcache.pins[0].image_arg"),
         ('name = "lmcache"', 'name = "LMCache Wheel"', ":2: component[0].name"),
     ],
 )
@@ -147,6 +147,32 @@ def test_not_toml(repo: Path) -> None:
     assert "not valid TOML" in problem
 
 
+def test_a_toml_syntax_error_shows_its_line_and_a_caret_under_the_column(repo: Path) -> None:
+    (problem,) = problems_of(repo, 'version = 1\n\tname = = "x"\n')
+    first, source, caret = problem.split("\n")
+    assert first == f"{repo / 'wheelpin.toml'}:2:9: not valid TOML: Invalid value"
+    assert source == '    \tname = = "x"'
+    assert caret == "    \t       ^"  # the tab kept: the caret sits under the second `=`
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ('name = "lmcache"', 'name = "lmcache"\nlabel = ["x"]', "lmcache.label: unknown key, did you mean `labels`?"),
+    ('branch = "dev"', 'brnch = "dev"', "lmcache.upstream.brnch: unknown key, did you mean `branch`?"),
+    ('image_arg', 'imag_arg', "lmcache.pins[0].imag_arg: unknown key, did you mean `image_arg`?"),
+    ('name = "lmcache"', 'name = "lmcache"\nzzz = 1', "lmcache.zzz: unknown key"),
+])
+def test_an_unknown_key_suggests_the_closest_allowed_one(repo: Path, old: str, new: str, expected: str) -> None:
+    problems = problems_of(repo, GOOD.replace(old, new, 1))
+    assert any(problem.endswith(expected) for problem in problems), problems
+
+
+def test_problems_name_the_component_by_its_name_unless_it_has_none_of_its_own(repo: Path) -> None:
+    second = GOOD.replace('name = "lmcache"', 'name = "mooncake"').replace('"gfx950"]', '"gfx9500"]')
+    assert any(": mooncake.wheel.archs: " in problem for problem in problems_of(repo, GOOD + "\n" + second))
+    twice = problems_of(repo, GOOD + "\n" + GOOD.replace('"gfx950"]', '"gfx9500"]'))
+    assert any(": component[1].wheel.archs: " in problem for problem in twice)  # which lmcache? the index says
+
+
 def test_discovery(repo: Path) -> None:
     (repo / ".github").mkdir()
     (repo / "wheelpin.toml").write_text(GOOD)
@@ -159,7 +185,7 @@ def test_validate_command(repo: Path) -> None:
     (repo / ".github").mkdir()
     (repo / ".github/wheelpin.toml").write_text(GOOD.replace('"gfx950"]', '"gfx9500"]'))
     result = wheelpin("config", "validate", "--repo", str(repo))
-    assert result.code == 2 and ".github/wheelpin.toml:4: component[0].wheel.archs" in result.stderr
+    assert result.code == 2 and ".github/wheelpin.toml:4: lmcache.wheel.archs" in result.stderr
     (repo / ".github/wheelpin.toml").write_text(GOOD)
     assert wheelpin("config", "validate", "--repo", str(repo)).code == 0
     # a file given by path finds its repository above .github/
