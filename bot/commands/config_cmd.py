@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..core.config import Config
 from ..core.configfile import ConfigInvalid, LoadedConfig
+from ..core.pins import pin_findings
 from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
 from .repo import load
@@ -18,6 +19,9 @@ from .repo import load
 def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> int:
     try:
         loaded = load(config=file, repo=repo)
+        refused, said = pin_problems(loaded)
+        if refused:
+            raise ConfigInvalid(loaded.path, refused)
     except ConfigInvalid as exc:
         if as_json:
             emit_json({"file": str(exc.path), "valid": False, "problems": exc.problems, "warnings": []})
@@ -27,7 +31,7 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             sys.stderr.write(f"wheelpin: {exc.path}: {len(exc.problems)} problem(s)\n")
         return 2
     names = [component.name for component in loaded.config.components]
-    warnings = workflow_warnings(loaded)
+    warnings = said + workflow_warnings(loaded)
     if as_json:
         emit_json({"file": str(loaded.path), "valid": True, "root": str(loaded.root),
                    "components": names, "problems": [], "warnings": warnings})
@@ -36,6 +40,31 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             sys.stderr.write(f"warning: {warning}\n")
         emit_text(f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}")
     return 0
+
+
+def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
+    """What the first pass would find in the pins, read from the config's repository as
+    the pass reads them (core/pins.py pin_findings): the problems it would stop at, and
+    what it would only replace; each located at its pin in the config."""
+    refused: list[str] = []
+    said: list[str] = []
+    for number, component in enumerate(loaded.config.components):
+        texts: dict[str, str] = {}
+        for index, pin in enumerate(component.pins):
+            if pin.file in texts:
+                continue
+            try:
+                texts[pin.file] = (loaded.root / pin.file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:  # the loader saw it exist; it may not read
+                refused.append(loaded.located(("component", number, "pins", index, "file"),
+                                              f"{pin.file} cannot be read ({exc})"))
+        if len(texts) < len({pin.file for pin in component.pins}):
+            continue
+        for index, sentence, refuses in pin_findings(component, texts):
+            key = "image_arg" if component.pins[index].image_arg else "from_stage"
+            (refused if refuses else said).append(
+                loaded.located(("component", number, "pins", index, key), sentence))
+    return refused, said
 
 
 def workflow_warnings(loaded: LoadedConfig) -> list[str]:

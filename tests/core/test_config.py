@@ -31,11 +31,16 @@ pins = [
 """
 
 
+PINNED = ('ARG LMCACHE_WHEEL_IMAGE="docker.io/rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210'
+          '@sha256:' + "a" * 64 + '"\nARG LMCACHE_WHEEL_SHA256=' + "b" * 64 + "\nFROM a\n")
+
+
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
+    """A repository holding GOOD's pin files, pinned as GOOD says (so validate passes)."""
     (tmp_path / "docker").mkdir()
-    (tmp_path / "docker/Dockerfile").write_text("FROM a\n")
-    (tmp_path / "docker/atom_release.dockerfile").write_text("FROM a\n")
+    (tmp_path / "docker/Dockerfile").write_text(PINNED)
+    (tmp_path / "docker/atom_release.dockerfile").write_text(PINNED)
     return tmp_path
 
 
@@ -153,6 +158,58 @@ def test_a_toml_syntax_error_shows_its_line_and_a_caret_under_the_column(repo: P
     assert first == f"{repo / 'wheelpin.toml'}:2:9: not valid TOML: Invalid value"
     assert source == '    \tname = = "x"'
     assert caret == "    \t       ^"  # the tab kept: the caret sits under the second `=`
+
+
+def validate(repo: Path, text: str, dockerfile: str) -> tuple[int, list[str], list[str]]:
+    """`config validate --json` of `text`, its first pin file holding `dockerfile`."""
+    (repo / "wheelpin.toml").write_text(text)
+    (repo / "docker/Dockerfile").write_text(dockerfile)
+    result = wheelpin("config", "validate", str(repo / "wheelpin.toml"), "--json")
+    return result.code, result.json()["problems"], result.json()["warnings"]
+
+
+@pytest.mark.parametrize(("dockerfile", "expected"), [
+    (PINNED.replace("LMCACHE_WHEEL_IMAGE", "LMCACHE_IMAGE"),
+     "lmcache.pins[0].image_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_IMAGE is not declared (ARGs here: "
+     "LMCACHE_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_IMAGE?)"),
+    (PINNED.replace("ARG LMCACHE_WHEEL_SHA256", "ARG LMCACHE_SHA"),
+     "docker/Dockerfile: ARG LMCACHE_WHEEL_SHA256 is not declared (ARGs here: LMCACHE_SHA, "
+     "LMCACHE_WHEEL_IMAGE; did you mean LMCACHE_WHEEL_IMAGE?)"),
+    (PINNED.replace("docker.io/rocm/atom-dev", "ghcr.io/someone/atom-dev"),
+     "lmcache.pins[0].image_arg: docker/Dockerfile:1: ghcr.io/someone/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0"
+     "-rocm-torch210@sha256:" + "a" * 64 + " is not in the component's repository docker.io/rocm/atom-dev"),
+    (PINNED.replace('"docker.io', '"not a reference at all docker.io'), "is not an image reference"),
+])
+def test_validate_refuses_a_pin_the_pass_would_refuse(repo: Path, dockerfile: str, expected: str) -> None:
+    code, problems, _ = validate(repo, GOOD, dockerfile)
+    assert code == 2 and any(problem.endswith(expected) for problem in problems), problems
+
+
+def test_validate_names_the_stages_a_from_stage_pin_could_mean(repo: Path) -> None:
+    text = GOOD.replace('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
+                        'from_stage = "wheels" },\n]')
+    (repo / "docker/atom_release.dockerfile").write_text("FROM docker.io/rocm/atom-dev:x@sha256:" + "a" * 64
+                                                          + " AS wheel\nFROM base AS final\n")
+    code, problems, _ = validate(repo, text, PINNED)
+    assert code == 2
+    assert problems == [f"{repo / 'wheelpin.toml'}:11: lmcache.pins[1].from_stage: docker/atom_release.dockerfile: "
+                        "no FROM … AS wheels stage (stages here: final, wheel; did you mean wheel?)"]
+
+
+def test_a_pinned_tag_the_template_does_not_give_is_said_not_refused(repo: Path) -> None:
+    """The first bump replaces it (a bootstrap pin `:latest@sha256:…` is usual): a warning."""
+    code, problems, warnings = validate(repo, GOOD, PINNED.replace("lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210", "latest"))
+    assert code == 0 and not problems
+    assert any(warning.endswith("docker/Dockerfile:1: tag 'latest' does not fit the tag template "
+                                "'lmcache-v{version_base}-g{sha8}-rocm-torch210' of component lmcache: "
+                                "the first bump replaces it") for warning in warnings), warnings
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in (ROOT / "tests/golden/pins").iterdir()))
+def test_every_golden_pins_config_validates(case: str) -> None:
+    """What the pass bumps (tests/test_pins.py) validate accepts: no check refuses more."""
+    result = wheelpin("config", "validate", str(ROOT / "tests/golden/pins" / case / "original/wheelpin.toml"), "--json")
+    assert result.code == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(("old", "new", "expected"), [
