@@ -347,3 +347,27 @@ def test_allow_vendored_rocm_is_a_rule_and_its_change_verifies_again(repo: Path)
     assert not component_rules(default, commit=None).allow_vendored_rocm
     assert component_rules(allowed, commit=None).allow_vendored_rocm
     assert rules_digest(default) != rules_digest(allowed)  # an image verified under the other rule is not taken
+
+
+@pytest.mark.parametrize(("command", "warned"), [
+    ('"./build.sh {out}"', "./build.sh"),
+    ('"CC=clang scripts/build --out {out}"', "scripts/build"),
+    ('["tools/wheel.sh", "{out}"]', "tools/wheel.sh"),
+    ('"./present.sh"', None),
+    ('"python -m build"', None),  # on PATH: not a file of the checkout
+])
+def test_a_build_command_whose_relative_program_the_local_upstream_lacks_is_a_warning(
+        repo: Path, command: str, warned: str | None) -> None:
+    """Only a warning: the build runs in a checkout of the commit, and validate looks at the
+    upstream folder's working tree (a remote upstream is not looked at)."""
+    (repo / "upstream").mkdir()
+    (repo / "upstream/present.sh").write_text("#!/bin/sh\n")
+    text = GOOD.replace('"https://github.com/LMCache/LMCache"', '"upstream"').replace(
+        'build = { workflow = "lmcache-rocm-wheel.yaml", inputs = { lmcache_commit = "{sha}" } }', f"build = {{ command = {command} }}")
+    code, problems, warnings = validate(repo, text, PINNED)
+    assert code == 0 and not problems, problems
+    said = [warning for warning in warnings if "does not exist in" in warning]
+    assert said == ([f"{repo / 'wheelpin.toml'}:6: lmcache.build.command: {warned} does not exist in {repo / 'upstream'} "
+                     "(the build runs it in a checkout of the upstream commit)"] if warned else []), warnings
+    remote = validate(repo, text.replace('"upstream"', '"https://github.com/LMCache/LMCache"'), PINNED)
+    assert not [warning for warning in remote[2] if "does not exist in" in warning]
