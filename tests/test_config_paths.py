@@ -53,9 +53,9 @@ def commands(repo: Path) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("command", ["config validate", "pins list", "pins bump", "reconcile"])
 @pytest.mark.parametrize(("change", "what", "key"), [
-    (A_FOLDER_AS_PIN, "pin file docker", "component[0].pins[1].file"),
-    (A_FOLDER_WITH_A_SLASH, "pin file docker/", "component[0].pins[1].file"),
-    (A_FOLDER_AS_CONSTRAINTS, "constraints file docker", "component[0].constraints_file"),
+    (A_FOLDER_AS_PIN, "pin file docker", "lmcache.pins[1].file"),
+    (A_FOLDER_WITH_A_SLASH, "pin file docker/", "lmcache.pins[1].file"),
+    (A_FOLDER_AS_CONSTRAINTS, "constraints file docker", "lmcache.constraints_file"),
 ], ids=["pin", "pin-with-slash", "constraints"])
 def test_a_directory_is_one_sentence(repo: Path, command: str, change: tuple[str, str], what: str,
                                      key: str) -> None:
@@ -80,7 +80,7 @@ def test_a_directory_in_the_json_of_validate(repo: Path) -> None:
     result = wheelpin("config", "validate", "--repo", str(repo), "--json")
     assert result.code == 2
     (problem,) = result.json()["problems"]
-    assert problem.endswith(f"component[0].pins[1].file: pin file docker is a directory in {repo}, not a file")
+    assert problem.endswith(f"lmcache.pins[1].file: pin file docker is a directory in {repo}, not a file")
 
 
 def test_a_missing_file_is_still_said_to_be_missing(repo: Path) -> None:

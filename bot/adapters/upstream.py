@@ -24,12 +24,18 @@ class UpstreamCalls:
     fetches: int = 0
 
 
+def upstream_url(repo: str, root: Path) -> str:
+    """What git fetches for `upstream.repo`: a relative local path starts at the config's
+    repository `root` (so `config validate` looks where the pass fetches)."""
+    if "://" not in repo and not repo.startswith("git@") and not Path(repo).is_absolute():
+        return str((root / repo).resolve())
+    return repo
+
+
 class UpstreamRepo:
     def __init__(self, upstream: Upstream, *, cache: Path, root: Path) -> None:
         self.upstream = upstream
-        url = upstream.repo
-        if "://" not in url and not url.startswith("git@") and not Path(url).is_absolute():
-            url = str((root / url).resolve())  # a local path, from the repository root
+        url = upstream_url(upstream.repo, root)
         self.url = url
         self.mirror = cache / "upstream" / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
         self.calls = UpstreamCalls()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
-from ..core.config import Config
+from ..adapters.upstream import upstream_url
+from ..core.config import Component, Config
 from ..core.configfile import ConfigInvalid, LoadedConfig
+from ..core.pins import pin_findings
 from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
 from .repo import load
@@ -18,6 +22,9 @@ from .repo import load
 def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> int:
     try:
         loaded = load(config=file, repo=repo)
+        refused, said = pin_problems(loaded)
+        if refused:
+            raise ConfigInvalid(loaded.path, refused)
     except ConfigInvalid as exc:
         if as_json:
             emit_json({"file": str(exc.path), "valid": False, "problems": exc.problems, "warnings": []})
@@ -27,7 +34,7 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             sys.stderr.write(f"wheelpin: {exc.path}: {len(exc.problems)} problem(s)\n")
         return 2
     names = [component.name for component in loaded.config.components]
-    warnings = workflow_warnings(loaded)
+    warnings = said + command_warnings(loaded) + workflow_warnings(loaded)
     if as_json:
         emit_json({"file": str(loaded.path), "valid": True, "root": str(loaded.root),
                    "components": names, "problems": [], "warnings": warnings})
@@ -36,6 +43,69 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             sys.stderr.write(f"warning: {warning}\n")
         emit_text(f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}")
     return 0
+
+
+def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
+    """What the first pass would find in the pins, read from the config's repository as
+    the pass reads them (core/pins.py pin_findings): the problems it would stop at, and
+    what it would only replace; each located at its pin in the config."""
+    refused: list[str] = []
+    said: list[str] = []
+    for number, component in enumerate(loaded.config.components):
+        texts: dict[str, str] = {}
+        for index, pin in enumerate(component.pins):
+            if pin.file in texts:
+                continue
+            try:
+                texts[pin.file] = (loaded.root / pin.file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:  # the loader saw it exist; it may not read
+                refused.append(loaded.located(("component", number, "pins", index, "file"),
+                                              f"{pin.file} cannot be read ({exc})"))
+        if len(texts) < len({pin.file for pin in component.pins}):
+            continue
+        for index, sentence, refuses in pin_findings(component, texts):
+            key = "image_arg" if component.pins[index].image_arg else "from_stage"
+            (refused if refuses else said).append(
+                loaded.located(("component", number, "pins", index, key), sentence))
+    return refused, said
+
+
+def command_warnings(loaded: LoadedConfig) -> list[str]:
+    """A `build.command` whose program is a relative path (`./build.sh`) absent from the
+    upstream. It runs in a checkout of the upstream commit, which validate does not
+    make: only an upstream that is a folder here is looked at, in its working tree
+    (the commit built may differ), so this warns and never refuses; a remote upstream
+    is not fetched for it."""
+    warnings: list[str] = []
+    for number, component in enumerate(loaded.config.components):
+        program = _relative_program(component)
+        if program is None:
+            continue
+        url = upstream_url(component.upstream.repo, loaded.root).removeprefix("file://")
+        folder = Path(url)
+        if "://" in url or not folder.is_dir() or (folder / program).exists():
+            continue
+        warnings.append(loaded.located(("component", number, "build", "command"),
+                                       f"{program} does not exist in {folder} (the build runs it "
+                                       "in a checkout of the upstream commit)"))
+    return warnings
+
+
+def _relative_program(component: Component) -> str | None:
+    """The program of `build.command` when it is a relative path (`./build.sh`,
+    `scripts/build`); None for one looked up on PATH, an absolute one, or a template
+    or variable (its value is known only at the build)."""
+    command = component.build.command
+    try:
+        words = command if isinstance(command, list) else shlex.split(command or "")
+    except ValueError:  # unbalanced quotes: the shell says so at the build
+        return None
+    if isinstance(command, str):  # `NAME=value ./build.sh`: the shell's assignments come first
+        words = list(itertools.dropwhile(lambda word: "=" in word.split("/", 1)[0], words))
+    program = words[0] if words else ""
+    if "/" not in program or program.startswith(("/", "~", "$")) or "{" in program:
+        return None
+    return program
 
 
 def workflow_warnings(loaded: LoadedConfig) -> list[str]:

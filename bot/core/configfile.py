@@ -2,23 +2,27 @@
 (reading it from disk is `adapters/configdisk.py`, from GitHub `app/githubrepo.py`).
 
 TOML 1.1 (tomli), so inline tables may span lines (the examples are TOML 1.0). Each
-problem reads `FILE:LINE: key.path: message`; all of them are reported at
-once, and the checks that need the repository (pin files exist) run here too.
+problem reads `FILE:LINE: key.path: message`, the path starting at the component's name
+(`lmcache.wheel.archs`) when it has one of its own; all of them are reported at once,
+and the checks that need the repository (pin files exist) run here too. A TOML syntax
+error reads `FILE:LINE:COL: message`, then the line and a caret under the column.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
+import types
+import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import re
-
 import tomli
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from .config import Config
+from .config import _NAME, Config
 from .errors import ConfigError
 from .hostreach import host_problems
 from .tomlpos import key_lines, line_of
@@ -38,13 +42,46 @@ class LoadedConfig:
     config: Config
     path: Path
     root: Path  # the repository the pins' paths start from
+    lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)  # key path → line
+
+    def located(self, loc: Sequence[str | int], message: str) -> str:
+        """A problem found after loading (`config validate` reading the pins), in the
+        same `FILE:LINE: key.path: message` form as the loader's own."""
+        names = dict(enumerate(component.name for component in self.config.components))  # loaded: unique
+        line = line_of(self.lines, loc)
+        return f"{self.path}:{line if line else 1}: {_where(loc, names)}: {message}"
 
 
-def _where(loc: Sequence[str | int]) -> str:
+def _component_names(raw: dict[str, Any]) -> dict[int, str]:
+    """index → name of the components whose name is a valid one used once: a problem
+    under them is named by it (`lmcache.wheel`); an absent, invalid or repeated name
+    says nothing certain, so those keep `component[N]`."""
+    named = [(index, component.get("name")) for index, component in _components(raw)]
+    valid = [(index, name) for index, name in named
+             if isinstance(name, str) and re.fullmatch(_NAME, name)]
+    counts: dict[str, int] = {}
+    for _index, name in valid:
+        counts[name] = counts.get(name, 0) + 1
+    return {index: name for index, name in valid if counts[name] == 1}
+
+
+def _where(loc: Sequence[str | int], names: dict[int, str] | None = None) -> str:
     text = ""
-    for part in loc:
+    parts = list(loc)
+    if len(parts) >= 2 and parts[0] == "component" and isinstance(parts[1], int) and names \
+            and parts[1] in names:
+        text, parts = names[parts[1]], parts[2:]
+    for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or "(top level)"
+
+
+def _syntax_problem(path: Path, text: str, exc: tomli.TOMLDecodeError) -> str:
+    """`FILE:LINE:COL: message`, the line, and a caret under the column (tabs kept, so
+    the caret lines up however the terminal shows them)."""
+    source = text.splitlines()[exc.lineno - 1] if 0 < exc.lineno <= len(text.splitlines()) else ""
+    pad = "".join(char if char == "\t" else " " for char in source[: exc.colno - 1])
+    return f"{path}:{exc.lineno}:{exc.colno}: not valid TOML: {exc.msg}\n    {source}\n    {pad}^"
 
 
 MAX_CONFIG = 1 << 20  # bytes: hundreds of components fit; a larger file is not a config
@@ -79,16 +116,17 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
     try:
         raw: dict[str, Any] = tomli.loads(text)
     except tomli.TOMLDecodeError as exc:
-        raise ConfigInvalid(path, [f"{path}: not valid TOML ({exc})"]) from None
+        raise ConfigInvalid(path, [_syntax_problem(path, text, exc)]) from None
     except RecursionError:  # tomli's own guard (400 levels) or the interpreter's
         raise ConfigInvalid(path, [f"{path}: tables or arrays nest more than {MAX_DEPTH} levels deep"]) from None
     if _depth(raw) > MAX_DEPTH:
         raise ConfigInvalid(path, [f"{path}: tables or arrays nest more than {MAX_DEPTH} levels deep"])
     positions = key_lines(text)
+    names = _component_names(raw)
 
     def located(loc: Sequence[str | int], message: str) -> str:
         line = line_of(positions, loc)
-        return f"{path}:{line if line else 1}: {_where(loc)}: {message}"
+        return f"{path}:{line if line else 1}: {_where(loc, names)}: {message}"
 
     problems = _repository_problems(raw, root, located, exists, directory, escapes) if exists else []
     problems += _duplicate_names(raw, located)
@@ -101,12 +139,12 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
             loc = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
             message = error["msg"].removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
-                message = "unknown key"
+                message = "unknown key" + _did_you_mean(loc)
             problems.append(located(*_refine(loc, message)))
         raise ConfigInvalid(path, sorted(problems, key=_line_number)) from None
     if problems:
         raise ConfigInvalid(path, sorted(problems, key=_line_number))
-    return LoadedConfig(config, path, root)
+    return LoadedConfig(config, path, root, positions)
 
 
 Locate = Callable[[Sequence[str | int], str], str]
@@ -191,3 +229,37 @@ def _refine(loc: list[str | int], message: str) -> tuple[list[str | int], str]:
 def _is_internal(part: str) -> bool:
     """pydantic's names for union branches and validators, which are not config keys."""
     return "[" in part or part in {"str", "list[str]", "int", "bool"} or part.startswith("function-")
+
+
+def _did_you_mean(loc: Sequence[str | int]) -> str:
+    """`, did you mean `labels`?` for an unknown key close to one its table allows."""
+    if not loc or not isinstance(loc[-1], str):
+        return ""
+    model = _model_at(loc[:-1])
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1) if model else []
+    return f", did you mean `{close[0]}`?" if close else ""
+
+
+def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model of the table at `loc` (list indexes pass through), from the fields'
+    annotations: the keys it allows are the ones a typo is compared with."""
+    model: type[BaseModel] | None = Config
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        found = model.model_fields.get(part) if model else None
+        model = _model_in(found.annotation) if found else None
+    return model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model inside `Annotated[list[Pin] | None, …]` and the like."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in typing.get_args(annotation):
+        if argument is types.NoneType:
+            continue
+        found = _model_in(argument)
+        if found:
+            return found
+    return None

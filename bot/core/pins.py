@@ -9,8 +9,9 @@ the caller writes all new texts or none.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from .config import Component, Pin
@@ -81,10 +82,19 @@ def parse_file(text: str, file: str) -> ParsedDockerfile:
         raise PinError(str(exc)) from None
 
 
+def _known(what: str, name: str, present: Iterable[str]) -> str:
+    """` (ARGs here: A, B; did you mean A?)`: a misspelt name is found at once."""
+    names = sorted(set(present))
+    if not names:
+        return f" (it declares no {what})"
+    close = difflib.get_close_matches(name, names, n=1)
+    return f" ({what} here: {', '.join(names)}" + (f"; did you mean {close[0]}?)" if close else ")")
+
+
 def _arg_sites(parsed: ParsedDockerfile, name: str, file: str) -> tuple[ValueSite, ...]:
     declarations = parsed.declarations(name)
     if not declarations:
-        raise PinError(f"{file}: ARG {name} is not declared")
+        raise PinError(f"{file}: ARG {name} is not declared" + _known("ARGs", name, (a.name for a in parsed.args)))
     sites = tuple(d.default for d in declarations if d.default is not None)
     if not sites:
         raise PinError(f"{file}:{declarations[0].line}: ARG {name} has no default value to pin")
@@ -101,7 +111,8 @@ def read_pin(component: Component, pin: Pin, parsed: ParsedDockerfile) -> PinSta
     else:
         stage = parsed.stage(pin.from_stage or "")
         if stage is None:
-            raise PinError(f"{pin.file}: no FROM … AS {pin.from_stage} stage")
+            raise PinError(f"{pin.file}: no FROM … AS {pin.from_stage} stage"
+                           + _known("stages", pin.from_stage or "", (s.name for s in parsed.stages if s.name)))
         if "$" in stage.image.value:
             raise PinError(
                 f"{pin.file}:{stage.line}: FROM {stage.image.value} uses a variable: pin that ARG "
@@ -158,6 +169,58 @@ def parse_sha256_options(values: list[str]) -> dict[str | None, str]:
     return found
 
 
+def pinned_ref(state: PinState) -> ImageRef:
+    """The reference a pin holds; PinError when it holds no image reference."""
+    current = state.ref
+    if current is None:
+        raise PinError(f"{state.file}:{state.line}: {state.image!r} is not an image reference")
+    return current
+
+
+def repository_misfit(component: Component, ref: ImageRef) -> str | None:
+    """Why `ref` cannot be the component's image: it is not in `image.repository` (the
+    one comparison the bump and `config validate` make); None when it is, or when the
+    component publishes to an OCI layout folder, which a pin cannot name."""
+    if component.image.is_layout:
+        return None
+    if ImageRef.parse(component.image.repository).same_repository(ref):
+        return None
+    return f"is not in the component's repository {component.image.repository}"
+
+
+def tag_misfit(component: Component, ref: ImageRef) -> str | None:
+    """Why `ref`'s tag is not one the component's `image.tag` gives; None when it is (or
+    the reference has no tag)."""
+    if ref.tag is None or tag_pattern(component.image.tag, component=component.name).match(ref.tag):
+        return None
+    return (f"tag {ref.tag!r} does not fit the tag template {component.image.tag!r} "
+            f"of component {component.name}")
+
+
+def pin_findings(component: Component, texts: Mapping[str, str]) -> list[tuple[int, str, bool]]:
+    """What the pass would find in each pin of `component` before any build, for `config
+    validate`: (pin index, sentence, refused). Refused: the pass stops there (a name
+    the file does not declare, a value that is no reference, a reference in another
+    repository than `image.repository`: refused only at the proposal, after building and
+    publishing). Not refused: a tag the template does not give, which the first bump
+    replaces (a bootstrap pin such as `:latest@sha256:…` is fine), so it is only said."""
+    found: list[tuple[int, str, bool]] = []
+    for index, pin in enumerate(component.pins):
+        try:
+            state = read_pin(component, pin, parse_file(texts[pin.file], pin.file))
+            current = pinned_ref(state)
+        except PinError as exc:
+            found.append((index, str(exc), True))
+            continue
+        elsewhere = repository_misfit(component, current)
+        if elsewhere:
+            found.append((index, f"{state.file}:{state.line}: {state.image} {elsewhere}", True))
+        misfit = tag_misfit(component, current)
+        if misfit:
+            found.append((index, f"{state.file}:{state.line}: {misfit}: the first bump replaces it", False))
+    return found
+
+
 def plan_bump(
     component: Component,
     texts: Mapping[str, str],
@@ -171,32 +234,26 @@ def plan_bump(
         new_ref = parse_pinned(image)
     except ImageRefError as exc:
         raise UsageError(str(exc)) from None
-    if new_ref.tag is not None:
-        if not tag_pattern(component.image.tag, component=component.name).match(new_ref.tag):
-            raise UsageError(
-                f"tag {new_ref.tag!r} does not fit the tag template {component.image.tag!r} "
-                f"of component {component.name}"
-            )
-    configured = None if component.image.is_layout else ImageRef.parse(component.image.repository)
+    misfit = tag_misfit(component, new_ref)
+    if misfit:
+        raise UsageError(misfit)
     states = read_pins(component, texts)
     for state in states:
-        current = state.ref
-        if current is None:
-            raise PinError(f"{state.file}:{state.line}: {state.image!r} is not an image reference")
+        current = pinned_ref(state)
         if not current.same_repository(new_ref):
             raise UsageError(
                 f"{image} is in {new_ref.normalized_repository}, but {state.file}:{state.line} "
                 f"pins {current.normalized_repository}"
             )
-    if configured is not None and not configured.same_repository(new_ref):
-        raise UsageError(f"{image} is not in the component's repository {component.image.repository}")
+    elsewhere = repository_misfit(component, new_ref)
+    if elsewhere:
+        raise UsageError(f"{image} {elsewhere}")
     if callable(sha256) and any(state.pin.sha256_arg for state in states):
         sha256 = sha256()
     edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str]]] = {}
     for state in states:
-        current = state.ref
-        assert current is not None
-        written = str(current.with_(tag=new_ref.tag, digest=new_ref.digest))
+        written_from = pinned_ref(state)  # checked above: a reference
+        written = str(written_from.with_(tag=new_ref.tag, digest=new_ref.digest))
         sites = edits_by_file.setdefault(state.file, {})
         for site in state.image_sites:
             sites[site.start] = (site, written, "image")

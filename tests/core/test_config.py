@@ -31,11 +31,16 @@ pins = [
 """
 
 
+PINNED = ('ARG LMCACHE_WHEEL_IMAGE="docker.io/rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210'
+          '@sha256:' + "a" * 64 + '"\nARG LMCACHE_WHEEL_SHA256=' + "b" * 64 + "\nFROM a\n")
+
+
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
+    """A repository holding GOOD's pin files, pinned as GOOD says (so validate passes)."""
     (tmp_path / "docker").mkdir()
-    (tmp_path / "docker/Dockerfile").write_text("FROM a\n")
-    (tmp_path / "docker/atom_release.dockerfile").write_text("FROM a\n")
+    (tmp_path / "docker/Dockerfile").write_text(PINNED)
+    (tmp_path / "docker/atom_release.dockerfile").write_text(PINNED)
     return tmp_path
 
 
@@ -96,23 +101,23 @@ def test_toml_1_1_inline_tables_over_lines_still_load(repo: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ('name = "lmcache"', 'name = "lmcache"\ncolour = "red"', ":3: component[0].colour: unknown key"),
-        ('"gfx950"]', '"gfx9500"]', ":4: component[0].wheel.archs: 'gfx9500' is not an AMDGPU processor"),
-        ('branch = "dev"', 'branch = "dev", tags = "v*"', ":3: component[0].upstream: give exactly one of"),
+        ('name = "lmcache"', 'name = "lmcache"\ncolour = "red"', ":3: lmcache.colour: unknown key"),
+        ('"gfx950"]', '"gfx9500"]', ":4: lmcache.wheel.archs: 'gfx9500' is not an AMDGPU processor"),
+        ('branch = "dev"', 'branch = "dev", tags = "v*"', ":3: lmcache.upstream: give exactly one of"),
         ('{ lmcache_commit = "{sha}" }', '{ lmcache_commit = "{version}" }',
-         ":6: component[0].build.inputs.lmcache_commit: placeholder {version} cannot be filled"),
-        ('{ lmcache_commit = "{sha}" }', '{ c = "{nope}" }', ":6: component[0].build.inputs.c: placeholder {nope}"),
-        ('-g{sha8}-rocm', '+g{sha8}-rocm', ":7: component[0].image.tag: tag template"),
-        ('-g{sha8}-rocm-torch210', '-rocm-torch210', ":7: component[0].image.tag: must carry the commit"),
-        ('"lmcache-v{version_base}', '"{sha}{sha}{sha}{version_base}', ":7: component[0].image.tag: tag template"),
-        ('"docker.io/rocm/atom-dev"', '"docker.io/ROCm/atom-dev:latest"', ":7: component[0].image.repository"),
-        ('["numpy==2.3.5"]', '["numpy >>= 2"]', ":8: component[0].constraints[0]: requirement 'numpy >>= 2' is malformed"),
+         ":6: lmcache.build.inputs.lmcache_commit: placeholder {version} cannot be filled"),
+        ('{ lmcache_commit = "{sha}" }', '{ c = "{nope}" }', ":6: lmcache.build.inputs.c: placeholder {nope}"),
+        ('-g{sha8}-rocm', '+g{sha8}-rocm', ":7: lmcache.image.tag: tag template"),
+        ('-g{sha8}-rocm-torch210', '-rocm-torch210', ":7: lmcache.image.tag: must carry the commit"),
+        ('"lmcache-v{version_base}', '"{sha}{sha}{sha}{version_base}', ":7: lmcache.image.tag: tag template"),
+        ('"docker.io/rocm/atom-dev"', '"docker.io/ROCm/atom-dev:latest"', ":7: lmcache.image.repository"),
+        ('["numpy==2.3.5"]', '["numpy >>= 2"]', ":8: lmcache.constraints[0]: requirement 'numpy >>= 2' is malformed"),
         ('docker/atom_release.dockerfile', 'docker/missing.dockerfile',
-         ":11: component[0].pins[1].file: pin file docker/missing.dockerfile does not exist"),
-        ('docker/atom_release.dockerfile', '../outside', ":11: component[0].pins[1].file: '../outside' must be a path inside"),
+         ":11: lmcache.pins[1].file: pin file docker/missing.dockerfile does not exist"),
+        ('docker/atom_release.dockerfile', '../outside', ":11: lmcache.pins[1].file: '../outside' must be a path inside"),
         ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
-         'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', ":11: component[0].pins[1]: give exactly one of image_arg or from_stage"),
-        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg', 'image_arg = "1BAD", sha256_arg', ":10: component[0].pins[0].image_arg"),
+         'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', ":11: lmcache.pins[1]: give exactly one of image_arg or from_stage"),
+        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg', 'image_arg = "1BAD", sha256_arg', ":10: lmcache.pins[0].image_arg"),
         ('name = "lmcache"', 'name = "LMCache Wheel"', ":2: component[0].name"),
     ],
 )
@@ -147,6 +152,84 @@ def test_not_toml(repo: Path) -> None:
     assert "not valid TOML" in problem
 
 
+def test_a_toml_syntax_error_shows_its_line_and_a_caret_under_the_column(repo: Path) -> None:
+    (problem,) = problems_of(repo, 'version = 1\n\tname = = "x"\n')
+    first, source, caret = problem.split("\n")
+    assert first == f"{repo / 'wheelpin.toml'}:2:9: not valid TOML: Invalid value"
+    assert source == '    \tname = = "x"'
+    assert caret == "    \t       ^"  # the tab kept: the caret sits under the second `=`
+
+
+def validate(repo: Path, text: str, dockerfile: str) -> tuple[int, list[str], list[str]]:
+    """`config validate --json` of `text`, its first pin file holding `dockerfile`."""
+    (repo / "wheelpin.toml").write_text(text)
+    (repo / "docker/Dockerfile").write_text(dockerfile)
+    result = wheelpin("config", "validate", str(repo / "wheelpin.toml"), "--json")
+    return result.code, result.json()["problems"], result.json()["warnings"]
+
+
+@pytest.mark.parametrize(("dockerfile", "expected"), [
+    (PINNED.replace("LMCACHE_WHEEL_IMAGE", "LMCACHE_IMAGE"),
+     "lmcache.pins[0].image_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_IMAGE is not declared (ARGs here: "
+     "LMCACHE_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_IMAGE?)"),
+    (PINNED.replace("ARG LMCACHE_WHEEL_SHA256", "ARG LMCACHE_SHA"),
+     "docker/Dockerfile: ARG LMCACHE_WHEEL_SHA256 is not declared (ARGs here: LMCACHE_SHA, "
+     "LMCACHE_WHEEL_IMAGE; did you mean LMCACHE_WHEEL_IMAGE?)"),
+    (PINNED.replace("docker.io/rocm/atom-dev", "ghcr.io/someone/atom-dev"),
+     "lmcache.pins[0].image_arg: docker/Dockerfile:1: ghcr.io/someone/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0"
+     "-rocm-torch210@sha256:" + "a" * 64 + " is not in the component's repository docker.io/rocm/atom-dev"),
+    (PINNED.replace('"docker.io', '"not a reference at all docker.io'), "is not an image reference"),
+])
+def test_validate_refuses_a_pin_the_pass_would_refuse(repo: Path, dockerfile: str, expected: str) -> None:
+    code, problems, _ = validate(repo, GOOD, dockerfile)
+    assert code == 2 and any(problem.endswith(expected) for problem in problems), problems
+
+
+def test_validate_names_the_stages_a_from_stage_pin_could_mean(repo: Path) -> None:
+    text = GOOD.replace('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
+                        'from_stage = "wheels" },\n]')
+    (repo / "docker/atom_release.dockerfile").write_text("FROM docker.io/rocm/atom-dev:x@sha256:" + "a" * 64
+                                                          + " AS wheel\nFROM base AS final\n")
+    code, problems, _ = validate(repo, text, PINNED)
+    assert code == 2
+    assert problems == [f"{repo / 'wheelpin.toml'}:11: lmcache.pins[1].from_stage: docker/atom_release.dockerfile: "
+                        "no FROM … AS wheels stage (stages here: final, wheel; did you mean wheel?)"]
+
+
+def test_a_pinned_tag_the_template_does_not_give_is_said_not_refused(repo: Path) -> None:
+    """The first bump replaces it (a bootstrap pin `:latest@sha256:…` is usual): a warning."""
+    code, problems, warnings = validate(repo, GOOD, PINNED.replace("lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210", "latest"))
+    assert code == 0 and not problems
+    assert any(warning.endswith("docker/Dockerfile:1: tag 'latest' does not fit the tag template "
+                                "'lmcache-v{version_base}-g{sha8}-rocm-torch210' of component lmcache: "
+                                "the first bump replaces it") for warning in warnings), warnings
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in (ROOT / "tests/golden/pins").iterdir()))
+def test_every_golden_pins_config_validates(case: str) -> None:
+    """What the pass bumps (tests/test_pins.py) validate accepts: no check refuses more."""
+    result = wheelpin("config", "validate", str(ROOT / "tests/golden/pins" / case / "original/wheelpin.toml"), "--json")
+    assert result.code == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ('name = "lmcache"', 'name = "lmcache"\nlabel = ["x"]', "lmcache.label: unknown key, did you mean `labels`?"),
+    ('branch = "dev"', 'brnch = "dev"', "lmcache.upstream.brnch: unknown key, did you mean `branch`?"),
+    ('image_arg', 'imag_arg', "lmcache.pins[0].imag_arg: unknown key, did you mean `image_arg`?"),
+    ('name = "lmcache"', 'name = "lmcache"\nzzz = 1', "lmcache.zzz: unknown key"),
+])
+def test_an_unknown_key_suggests_the_closest_allowed_one(repo: Path, old: str, new: str, expected: str) -> None:
+    problems = problems_of(repo, GOOD.replace(old, new, 1))
+    assert any(problem.endswith(expected) for problem in problems), problems
+
+
+def test_problems_name_the_component_by_its_name_unless_it_has_none_of_its_own(repo: Path) -> None:
+    second = GOOD.replace('name = "lmcache"', 'name = "mooncake"').replace('"gfx950"]', '"gfx9500"]')
+    assert any(": mooncake.wheel.archs: " in problem for problem in problems_of(repo, GOOD + "\n" + second))
+    twice = problems_of(repo, GOOD + "\n" + GOOD.replace('"gfx950"]', '"gfx9500"]'))
+    assert any(": component[1].wheel.archs: " in problem for problem in twice)  # which lmcache? the index says
+
+
 def test_discovery(repo: Path) -> None:
     (repo / ".github").mkdir()
     (repo / "wheelpin.toml").write_text(GOOD)
@@ -159,7 +242,7 @@ def test_validate_command(repo: Path) -> None:
     (repo / ".github").mkdir()
     (repo / ".github/wheelpin.toml").write_text(GOOD.replace('"gfx950"]', '"gfx9500"]'))
     result = wheelpin("config", "validate", "--repo", str(repo))
-    assert result.code == 2 and ".github/wheelpin.toml:4: component[0].wheel.archs" in result.stderr
+    assert result.code == 2 and ".github/wheelpin.toml:4: lmcache.wheel.archs" in result.stderr
     (repo / ".github/wheelpin.toml").write_text(GOOD)
     assert wheelpin("config", "validate", "--repo", str(repo)).code == 0
     # a file given by path finds its repository above .github/
@@ -264,3 +347,27 @@ def test_allow_vendored_rocm_is_a_rule_and_its_change_verifies_again(repo: Path)
     assert not component_rules(default, commit=None).allow_vendored_rocm
     assert component_rules(allowed, commit=None).allow_vendored_rocm
     assert rules_digest(default) != rules_digest(allowed)  # an image verified under the other rule is not taken
+
+
+@pytest.mark.parametrize(("command", "warned"), [
+    ('"./build.sh {out}"', "./build.sh"),
+    ('"CC=clang scripts/build --out {out}"', "scripts/build"),
+    ('["tools/wheel.sh", "{out}"]', "tools/wheel.sh"),
+    ('"./present.sh"', None),
+    ('"python -m build"', None),  # on PATH: not a file of the checkout
+])
+def test_a_build_command_whose_relative_program_the_local_upstream_lacks_is_a_warning(
+        repo: Path, command: str, warned: str | None) -> None:
+    """Only a warning: the build runs in a checkout of the commit, and validate looks at the
+    upstream folder's working tree (a remote upstream is not looked at)."""
+    (repo / "upstream").mkdir()
+    (repo / "upstream/present.sh").write_text("#!/bin/sh\n")
+    text = GOOD.replace('"https://github.com/LMCache/LMCache"', '"upstream"').replace(
+        'build = { workflow = "lmcache-rocm-wheel.yaml", inputs = { lmcache_commit = "{sha}" } }', f"build = {{ command = {command} }}")
+    code, problems, warnings = validate(repo, text, PINNED)
+    assert code == 0 and not problems, problems
+    said = [warning for warning in warnings if "does not exist in" in warning]
+    assert said == ([f"{repo / 'wheelpin.toml'}:6: lmcache.build.command: {warned} does not exist in {repo / 'upstream'} "
+                     "(the build runs it in a checkout of the upstream commit)"] if warned else []), warnings
+    remote = validate(repo, text.replace('"upstream"', '"https://github.com/LMCache/LMCache"'), PINNED)
+    assert not [warning for warning in remote[2] if "does not exist in" in warning]

@@ -39,7 +39,7 @@ def test_a_path_on_the_host_is_refused_in_one_sentence(repo: str) -> None:
     with pytest.raises(ConfigInvalid) as caught:
         load(repo)
     (problem,) = caught.value.problems
-    assert "component[0].upstream.repo: a config read from GitHub names a remote git URL" in problem
+    assert "lmcache.upstream.repo: a config read from GitHub names a remote git URL" in problem
     assert problem.startswith("rocm/atom/wheelpin.toml:3:")
 
 
@@ -48,7 +48,7 @@ def test_an_oci_layout_is_refused(image: str) -> None:
     with pytest.raises(ConfigInvalid) as caught:
         load("https://github.com/LMCache/LMCache", image)
     (problem,) = caught.value.problems
-    assert "component[0].image.repository: a config read from GitHub names a registry repository" in problem
+    assert "lmcache.image.repository: a config read from GitHub names a registry repository" in problem
 
 
 def test_the_operators_setting_lets_absolute_host_paths_through_never_relative_ones() -> None:
