@@ -28,7 +28,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,21 +211,26 @@ def test_a_thousand_deliveries_across_replicas_and_never_two_jobs_of_one_reposit
         print(f"1000 deliveries over 3 replicas → {passes} component passes, {len(ran)} jobs of {REPOSITORY}")
 
 
+def hold_first(made: Any, matches: Callable[[str, str], bool]) -> tuple[threading.Event, threading.Event]:
+    """The first GitHub request that `matches` (method, path) is held until `release` is
+    set; `held` says it came."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold(method: str, path: str, token: str) -> None:
+        if matches(method, path) and not held.is_set():
+            held.set()
+            release.wait(120)
+
+    made.emulator.before = hold
+    return held, release
+
+
 def test_a_replica_killed_mid_job_is_taken_over_once_its_heartbeat_is_stale(
         registry: Registry, postgres: Postgres, tmp_path: Path) -> None:
     world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
     with fleet(world, tmp_path, postgres, 2) as made:
         head = world.commit_upstream("one", NEW_VERSION)
-        held, release = threading.Event(), threading.Event()
-        holder: list[str] = []
-
-        def hold(method: str, path: str, token: str) -> None:
-            if path.startswith(f"/repos/{REPOSITORY}/") and not holder:
-                holder.append(token)
-                held.set()
-                release.wait(120)
-
-        made.emulator.before = hold
+        held, release = hold_first(made, lambda method, path: path.startswith(f"/repos/{REPOSITORY}/"))
         made.make_due(REPOSITORY, COMPONENT)  # the next tick defers the component's pass
         assert held.wait(60), "no replica started the pass"
         running = [index for index in range(2)
@@ -354,18 +359,9 @@ def test_a_replica_paused_past_its_takeover_writes_nothing_beside_the_one_that_t
     world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
     with fleet(world, tmp_path, postgres, 2) as made:
         head = world.commit_upstream("one", NEW_VERSION)
-        held, release = threading.Event(), threading.Event()
-        holder: list[str] = []
-
-        def hold(method: str, path: str, token: str) -> None:
-            # the listing of the workflow's runs that comes right before a dispatch
-            if method == "GET" and "/actions/workflows/" in path and path.split("?")[0].endswith("/runs") \
-                    and not holder:
-                holder.append(token)
-                held.set()
-                release.wait(120)
-
-        made.emulator.before = hold
+        # the listing of the workflow's runs that comes right before a dispatch
+        held, release = hold_first(made, lambda method, path: method == "GET" and "/actions/workflows/" in path
+                                   and path.split("?")[0].endswith("/runs"))
         made.make_due(REPOSITORY, COMPONENT)
         assert held.wait(60), "no replica came to dispatch"
         running = [index for index in range(2)
