@@ -62,3 +62,22 @@ def test_the_example_configs_pass_and_a_misspelt_key_fails(config: Path) -> None
     assert [error.message for error in validator.iter_errors(document)] == []
     misspelt = {**document, "component": [{**document["component"][0], "schedul": "1h"}]}
     assert any("schedul" in error.message for error in validator.iter_errors(misspelt))
+
+
+def test_the_project_s_address_is_said_the_same_everywhere() -> None:
+    """The schema's `$id` is where editors fetch it: it is the raw file of this repository's
+    main branch, and pyproject, the App manifest and the image label name the same home."""
+    import tomllib as toml
+
+    from bot import PROJECT_URL, SCHEMA_URL
+
+    owner_name = PROJECT_URL.removeprefix("https://github.com/")
+    assert SCHEMA_URL == f"https://raw.githubusercontent.com/{owner_name}/main/config/wheelpin.schema.json"
+    assert schema()["$id"] == SCHEMA_URL and PROJECT_URL in schema()["description"]
+    urls = toml.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert urls == {"Homepage": PROJECT_URL, "Schema": SCHEMA_URL}
+    assert json.loads((ROOT / "deploy" / "github-app.json").read_text())["url"] == PROJECT_URL
+    assert f'org.opencontainers.image.source="{PROJECT_URL}"' in (ROOT / "Dockerfile").read_text()
+    for path in [ROOT / "README.md", *(ROOT / "deploy").rglob("*"), *(ROOT / "config").rglob("*")]:
+        if path.is_file():
+            assert "your-org/wheelpin" not in path.read_text(encoding="utf-8", errors="replace"), path

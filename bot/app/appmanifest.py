@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import PROJECT_URL
 from ..core.githubhost import github_host
 
 PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write",
@@ -27,7 +28,7 @@ def manifest(*, name: str, webhook_url: str | None, redirect_url: str, public: b
     """The App's manifest: what wheelpin needs and no more (tests/test_deploy.py)."""
     return {
         "name": name,
-        "url": "https://github.com/your-org/wheelpin",
+        "url": PROJECT_URL,
         "description": "Keeps the ROCm wheels inside container images current: builds, verifies, publishes by "
                        "digest, proposes the pins as draft pull requests.",
         "hook_attributes": {"url": webhook_url or "https://wheelpin.example.org/webhook",

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .. import PROJECT_URL, SCHEMA_URL
 from .amdgpu import TargetId
 from .imageref import ImageRef, ImageRefError, parse_repository
 from .localversion import normalized_segment
@@ -387,7 +388,7 @@ class Config(_Model):
 
 # Where the schema is published (config/wheelpin.schema.json, kept equal to
 # `wheelpin config schema` by tests/test_config_schema.py), for editors and SchemaStore.
-SCHEMA_ID = "https://raw.githubusercontent.com/your-org/wheelpin/main/config/wheelpin.schema.json"
+SCHEMA_ID = SCHEMA_URL
 SCHEMA_EXAMPLES: dict[tuple[str, str], list[Any]] = {  # (model, field) → examples an editor offers
     ("Defaults", "schedule"): ["30m", "6h", "1d", "0 6 * * 1-5"],
     ("Defaults", "timezone"): ["UTC", "Europe/Berlin", "America/Los_Angeles"],
@@ -421,4 +422,4 @@ def json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             **schema, "title": "wheelpin config",
             "description": "wheelpin.toml (or .github/wheelpin.toml): which upstreams feed which ROCm wheels into "
-                           "which pins of this repository's Dockerfiles. https://github.com/your-org/wheelpin"}
+                           "which pins of this repository's Dockerfiles. " + PROJECT_URL}
