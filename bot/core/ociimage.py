@@ -70,7 +70,7 @@ class WheelEntry:
     name: str
     version: str
     requires_dist: tuple[str, ...]
-    archs: tuple[str, ...] = ()  # HIP processors found by the verify step (not for foreign images)
+    archs: tuple[str, ...] = ()  # HIP processors the verify step found (a foreign image: read from its layers)
     tags: tuple[str, ...] = ()  # python-abi-platform tags of the file name
     # DT_NEEDED of the wheel's ELF files, sorted (None: not recorded, as by images published
     # before it was, and foreign images)

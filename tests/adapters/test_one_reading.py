@@ -1,6 +1,8 @@
 """One reading of a wheel image, whoever pushed it (issue 31): the same wheels published by
 wheelpin (annotations), pushed by buildah as `docker build && docker push` would (Docker
-v2s2, gzip, labels only) and copied by skopeo with zstd layers (OCI, no annotations) give
+v2s2, gzip, labels only), copied by skopeo with zstd layers (OCI, no annotations) and
+pushed as `docker buildx build --push` does (an index with a provenance attestation
+manifest beside the image, tests/fixtures/foreignpush.py) give
 the same facts — version, sha256, python tags, GPU archs, DT_NEEDED, Requires-Dist — and so
 the same wheel table and from → to lines, whichever kind is pinned and whichever is new.
 
@@ -29,7 +31,7 @@ from tests.fixtures import seedwheels
 from tests.fixtures.foreignpush import push_foreign
 from tests.fixtures.servers import Registry
 
-KINDS = ("wheelpin", "buildah", "skopeo")
+KINDS = ("wheelpin", "buildah", "skopeo", "buildx")
 PINNED, NEW = "3d3aa833" + "1" * 32, "05fc77a0" + "2" * 32
 
 
@@ -67,9 +69,9 @@ def test_every_kind_of_image_gives_the_same_wheel_facts(registry: Registry, imag
     imageread._memo.clear()
     for which in ("pinned", "new"):
         infos = {kind: read(registry, images[(which, kind)]) for kind in KINDS}
-        assert [infos[kind].metadata_from for kind in KINDS] == ["annotations", "layers", "layers"]
+        assert [infos[kind].metadata_from for kind in KINDS] == ["annotations", "layers", "layers", "layers"]
         ours = infos["wheelpin"].wheels
-        for kind in ("buildah", "skopeo"):
+        for kind in ("buildah", "skopeo", "buildx"):
             assert infos[kind].wheels == ours, kind
         (entry,) = ours
         assert entry.tags == ("cp312-cp312-manylinux_2_28_x86_64",)
@@ -117,3 +119,20 @@ def test_an_image_read_from_its_layers_is_read_once(registry: Registry, images: 
     entry.write_text(json.dumps([{"file": "forged.whl"}]))  # damaged: not trusted, read again
     imageread._memo.clear()
     assert read(registry, ref, tmp_path / "content").wheels == first.wheels
+
+
+def test_a_buildx_index_is_read_as_the_image_beside_its_attestation(registry: Registry,
+                                                                    images: dict[tuple[str, str], str]) -> None:
+    """The digest pinned is the index's; the reader takes its linux/amd64 image and leaves the
+    `unknown/unknown` attestation manifest (an in-toto layer, no wheel) alone."""
+    ref = images[("new", "buildx")]
+    data, media_type = RegistryClient(registry.host).get_manifest("one/lmcache", ref.rsplit("@", 1)[1])
+    index = json.loads(data)
+    assert media_type == "application/vnd.oci.image.index.v1+json"
+    image, attestation = index["manifests"]
+    assert attestation["platform"] == {"architecture": "unknown", "os": "unknown"}
+    assert attestation["annotations"]["vnd.docker.reference.digest"] == image["digest"]
+    imageread._memo.clear()
+    by_index = read(registry, ref)
+    assert by_index.wheels == read(registry, f"x@{image['digest']}").wheels
+    assert [entry.name for entry in by_index.wheels] == ["lmcache"]
