@@ -29,7 +29,7 @@ from .templates import (
     validate_tag_template,
 )
 
-_NAME = r"^[a-z0-9][a-z0-9._-]*$"
+COMPONENT_NAME = r"^[a-z0-9][a-z0-9._-]*$"
 _ARG = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _DISTRIBUTION = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _PYTHON_TAG = re.compile(r"^(?:cp|pp|py)[0-9]{1,3}t?$")
@@ -308,7 +308,7 @@ class Consumer(_Model):
 
 
 class Component(_Model):
-    name: Annotated[str, Field(pattern=_NAME, max_length=64,
+    name: Annotated[str, Field(pattern=COMPONENT_NAME, max_length=64,
         description="The component's name: its branch, image tag and dashboard row.")]
     upstream: Annotated[Upstream, Field(description="Where the wheel's source comes from.")]
     wheel: Annotated[Wheel, Field(description="What the built wheel must be: checked before it is published.")]

@@ -22,7 +22,7 @@ from typing import Any
 import tomli
 from pydantic import BaseModel, ValidationError
 
-from .config import _NAME, Config
+from .config import COMPONENT_NAME, Config
 from .errors import ConfigError
 from .hostreach import host_problems
 from .tomlpos import key_lines, line_of
@@ -58,7 +58,7 @@ def _component_names(raw: dict[str, Any]) -> dict[int, str]:
     says nothing certain, so those keep `component[N]`."""
     named = [(index, component.get("name")) for index, component in _components(raw)]
     valid = [(index, name) for index, name in named
-             if isinstance(name, str) and re.fullmatch(_NAME, name)]
+             if isinstance(name, str) and re.fullmatch(COMPONENT_NAME, name)]
     counts: dict[str, int] = {}
     for _index, name in valid:
         counts[name] = counts.get(name, 0) + 1
