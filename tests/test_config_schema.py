@@ -79,7 +79,11 @@ def test_the_project_s_address_is_said_the_same_everywhere() -> None:
     assert urls == {"Homepage": PROJECT_URL, "Schema": SCHEMA_URL}
     assert json.loads((ROOT / "deploy" / "github-app.json").read_text())["url"] == PROJECT_URL
     assert f'org.opencontainers.image.source="{PROJECT_URL}"' in (ROOT / "Dockerfile").read_text()
-    for path in [ROOT / "README.md", *(ROOT / "deploy").rglob("*"), *(ROOT / "config").rglob("*")]:
+    uses = [line.split("uses:")[1].split("@")[0].strip() for path in [ROOT / "deploy/github-action.yml",
+            ROOT / "docs/github-action.md"] for line in path.read_text().splitlines() if "/wheelpin@" in line]
+    assert uses and set(uses) == {owner_name}  # the Action is this repository's action.yml
+    for path in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*"),
+                 *(ROOT / "deploy").rglob("*"), *(ROOT / "config").rglob("*")]:
         if path.is_file():
             assert "your-org/wheelpin" not in path.read_text(encoding="utf-8", errors="replace"), path
 
