@@ -68,15 +68,16 @@ def toml_blocks(path: Path) -> list[str]:
 
 def test_every_example_a_user_copies_is_toml_1_0(repo: Path, tmp_path: Path) -> None:
     """tomllib (TOML 1.0, as taplo and check-jsonschema read it) parses every example: the
-    README's and the design's blocks, `config/`, and the config `demo` writes; each block
-    then loads as a config."""
+    blocks of the README and of docs/ (the config reference, the design…), `config/`, and
+    the config `demo` writes; each block then loads as a config."""
     import tomllib
 
     from bot.app.settings import Settings
     from bot.commands.demo import make_downstream, make_upstream
 
-    blocks = toml_blocks(ROOT / "README.md") + toml_blocks(ROOT / "docs/design.md")
-    assert len(blocks) >= 2
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    blocks = [block for page in pages for block in toml_blocks(page)]
+    assert len(toml_blocks(ROOT / "docs/config.md")) >= 1 and len(blocks) >= 3
     for block in blocks:
         tomllib.loads(block)
         (repo / "wheelpin.toml").write_text(block)
