@@ -3,9 +3,12 @@
 In a scratch folder it makes an upstream git repository holding a small real Python
 package (with its own wheel build script), a downstream repository whose Dockerfile pins
 that package's wheel image the way ATOM pins LMCache, and a config using the local
-platform, a local build command and an OCI layout folder. It runs a pass (a proposal
-appears), adds an upstream commit that changes the requirements, runs again (the same
-proposal is updated, its Requires-Dist diff shows the change), and says where to look.
+platform, a local build command and an OCI layout folder. The package ships a small HIP
+library as package data (core/hipstub.py writes it: no compiler needed), so its wheel
+carries device code for gfx942 and gfx950 and the arch and ROCm checks run on it as on a
+real one. It runs a pass (a proposal appears), adds an upstream commit that changes the
+requirements, runs again (the same proposal is updated, its Requires-Dist diff shows the
+change), and says where to look, the config it wrote first.
 Nothing is written outside the scratch folder.
 """
 
@@ -16,12 +19,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import SCHEMA_URL
 from ..adapters.git import git
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.publisher import publish
 from ..loop.results import PassResult
 from ..app.settings import Settings
+from ..core.hipstub import hip_library
+from ..core.rocmlibs import HIP_RUNTIME
 from .output import emit_json, emit_text
 from .reconcile_cmd import make_reconciler, pass_text
 
@@ -31,7 +37,9 @@ MAINTAINER = {"GIT_AUTHOR_NAME": "Image Maintainer", "GIT_AUTHOR_EMAIL": "mainta
               "GIT_COMMITTER_NAME": "Image Maintainer", "GIT_COMMITTER_EMAIL": "maintainer@downstream.example"}
 
 # The upstream's own build script: what `python -m build` would make, with the version's
-# local part from the commit (as setuptools-scm writes `+g<sha8>`), and no dependency.
+# local part from the commit (as setuptools-scm writes `+g<sha8>`), and no dependency. A
+# shared library among the package's files makes the wheel a platform one, as setuptools
+# does for a package with binaries.
 BUILD_SCRIPT = '''\
 """Builds this package's wheel into the folder given as the first argument."""
 import base64, hashlib, os, sys, zipfile
@@ -41,14 +49,19 @@ version = open("VERSION").read().strip() + "+g" + os.environ["WHEELPIN_SHA8"] + 
 requires = [line.strip() for line in open("requirements.txt") if line.strip()]
 dist = f"demo_cache-{version}.dist-info"
 files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}
+files.update({f"demo_cache/{name}": open(f"demo_cache/{name}", "rb").read()
+              for name in sorted(os.listdir("demo_cache")) if name.endswith(".so")})
+platform = "linux_x86_64" if any(path.endswith(".so") for path in files) else "any"
 files[f"{dist}/METADATA"] = ("Metadata-Version: 2.1\\nName: demo-cache\\nVersion: " + version + "\\n"
                              + "".join(f"Requires-Dist: {r}\\n" for r in requires)).encode()
-files[f"{dist}/WHEEL"] = b"Wheel-Version: 1.0\\nGenerator: build_wheel.py\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+purelib = "true" if platform == "any" else "false"
+files[f"{dist}/WHEEL"] = (f"Wheel-Version: 1.0\\nGenerator: build_wheel.py\\nRoot-Is-Purelib: {purelib}\\n"
+                          f"Tag: py3-none-{platform}\\n").encode()
 def digest(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 record = "".join(f"{p},{digest(d)},{len(d)}\\n" for p, d in files.items()) + f"{dist}/RECORD,,\\n"
 files[f"{dist}/RECORD"] = record.encode()
-with zipfile.ZipFile(os.path.join(out, f"demo_cache-{version}-py3-none-any.whl"), "w", zipfile.ZIP_DEFLATED) as whl:
+with zipfile.ZipFile(os.path.join(out, f"demo_cache-{version}-py3-none-{platform}.whl"), "w", zipfile.ZIP_DEFLATED) as whl:
     for path, data in files.items():
         info = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
         info.compress_type = zipfile.ZIP_DEFLATED
@@ -57,7 +70,11 @@ print("built", version)
 '''
 
 CONFIG = """\
-# wheelpin's config for this downstream repository (written by `wheelpin demo`)
+#:schema {schema}
+# The demo's shape: everything local. The upstream is a git repository on disk whose own
+# script builds the wheel in a clean checkout of each commit, and the image goes to an OCI
+# layout folder (no registry, no Docker engine). `wheelpin demo` writes this config into
+# the downstream repository it makes (wheelpin's own repository keeps it in config/demo/).
 [defaults]
 base_branch = "main"
 labels = ["wheelpin"]
@@ -65,7 +82,7 @@ labels = ["wheelpin"]
 [[component]]
 name = "demo-cache"
 upstream = {{ repo = "../upstream", branch = "main" }}
-wheel = {{ distribution = "demo-cache" }}
+{wheel}
 build = {{ command = ["{python}", "build_wheel.py", "{{out}}"] }}
 image = {{ repository = "oci:../images", tag = "demo-cache-v{{version_base}}-g{{sha8}}" }}
 constraints = ["numpy==2.3.5"]
@@ -73,6 +90,23 @@ pins = [
   {{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256" }},
 ]
 """
+# The demo's wheel carries device code and is held to the rules of a ROCm image's wheels;
+# the worlds of the end-to-end tests (device_code=False) start from a pure-Python one.
+WHEEL_RULES = {
+    True: "# Its HIP library must carry code for both GPUs and need the image's HIP runtime (ROCm 7,\n"
+          "# as the version's rocm7.2.4 says; wheelpin checks that too), and no CUDA library.\n"
+          'wheel = { distribution = "demo-cache", archs = ["gfx942", "gfx950"], require_needed = ["libamdhip64.so.*"] }',
+    False: 'wheel = { distribution = "demo-cache" }',
+}
+HIP_LIBRARY = "demo_cache/_demo_hip.so"
+HIP_NEEDED = f"{HIP_RUNTIME}.so.7"  # ROCm 7's HIP runtime, as the version's rocm7.2.4 says
+HIP_ARCHS = ("gfx942", "gfx950")
+
+
+def config_text(*, python: str, device_code: bool = True) -> str:
+    """The config the demo writes, its build run by `python`."""
+    return CONFIG.format(schema=SCHEMA_URL, python=python, wheel=WHEEL_RULES[device_code])
+
 
 DOCKERFILE = """\
 # The inference image: takes the demo-cache wheel from its FROM-scratch image, by digest.
@@ -101,17 +135,23 @@ def _write(folder: Path, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
-def make_upstream(root: Path) -> tuple[Path, str]:
+def make_upstream(root: Path, *, device_code: bool = True) -> tuple[Path, str]:
+    """The upstream at its first commit: the package (with its HIP library, unless not
+    `device_code`) and the script that builds its wheel."""
     upstream = root / "upstream"
     upstream.mkdir(parents=True)
     git(["init", "--quiet", "-b", "main"], cwd=upstream)
     _write(upstream, {"VERSION": "0.1.0\n", "requirements.txt": "numpy>=2.3\ntorch>=2.9\n",
                       "demo_cache/__init__.py": '"""A tiny stand-in for LMCache."""\n__version__ = "0.1.0"\n',
                       "build_wheel.py": BUILD_SCRIPT})
+    if device_code:
+        (upstream / HIP_LIBRARY).write_bytes(
+            hip_library(soname=Path(HIP_LIBRARY).name, needed=[HIP_NEEDED], targets=HIP_ARCHS))
     return upstream, _commit(upstream, "Initial import", PEOPLE)
 
 
-def make_downstream(root: Path, first_commit: str, settings: Settings, *, registry: str | None = None) -> Path:
+def make_downstream(root: Path, first_commit: str, settings: Settings, *, registry: str | None = None,
+                    device_code: bool = True) -> Path:
     """The downstream as a maintainer has it today: the first build pinned by hand (in
     the OCI layout folder, or in the repository `registry` names: `host:port/path`)."""
     import subprocess
@@ -130,14 +170,15 @@ def make_downstream(root: Path, first_commit: str, settings: Settings, *, regist
     tag = f"demo-cache-v{reports[0].version.split('+')[0]}-g{first_commit[:8]}"
     if registry is None:
         store: ImageStore = LayoutStore(root / "images")
-        repository, config = "localhost/demo-cache", CONFIG.format(python=sys.executable)
+        repository, config = "localhost/demo-cache", config_text(python=sys.executable, device_code=device_code)
     else:
         from ..adapters.imagestore import RegistryRepository
         from ..adapters.registry import RegistryClient
         host, _, path = registry.partition("/")
         store = RegistryRepository(RegistryClient(host), path)
         repository = registry
-        config = CONFIG.format(python=sys.executable).replace('"oci:../images"', f'"{registry}"')
+        config = config_text(python=sys.executable, device_code=device_code).replace(
+            '"oci:../images"', f'"{registry}"')
     published = publish(store, tag, wheels, reports, source="../upstream",
                         revision=first_commit, component="demo-cache")
     downstream = root / "downstream"
@@ -162,8 +203,12 @@ def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int
     _unsandboxed_if_needed(say)
     upstream, first = make_upstream(root)
     downstream = make_downstream(root, first, local)
-    say(f"1. An upstream ({upstream}) at {first[:8]}, and a downstream ({downstream}) whose\n"
-        f"   docker/Dockerfile pins that commit's wheel image by digest.\n")
+    config = downstream / "wheelpin.toml"
+    say(f"1. An upstream ({upstream}) at {first[:8]}: a Python package shipping a HIP library\n"
+        f"   ({HIP_LIBRARY}, code objects for {' and '.join(HIP_ARCHS)}, needing {HIP_NEEDED};\n"
+        f"   wheelpin wrote it, no compiler needed). A downstream ({downstream}) whose\n"
+        f"   docker/Dockerfile pins that commit's wheel image by digest.\n"
+        f"   The config the demo wrote: {config}\n")
     (upstream / "demo_cache/__init__.py").write_text('"""A tiny stand-in for LMCache."""\n__version__ = "0.1.1"\n')
     (upstream / "VERSION").write_text("0.1.1\n")
     second = _commit(upstream, "Faster cache lookups", PEOPLE)
@@ -180,15 +225,19 @@ def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int
     message = git(["log", "-1", "--format=%B", branch], cwd=downstream)
     if json:
         emit_json({"workdir": str(root), "upstream": str(upstream), "downstream": str(downstream),
-                   "branch": branch, "commits": [first, second, third],
+                   "config": str(config), "branch": branch, "commits": [first, second, third],
                    "passes": [p.to_json() for p in passes], "proposal": message})
         return 1 if any(p.failed for p in passes) else 0
     say("The proposal (the branch's commit message is its title and body):\n")
-    say("\n".join("    " + line for line in message.splitlines()[:40]) + "\n    …\n")
+    shown = message.split("### Check by hand", 1)[0].rstrip().splitlines()  # up to its verification
+    say("\n".join("    " + line for line in shown) + "\n    …\n")
+    first_wheel = next((root / "first-build").glob("*.whl"))
     say("Where to look:\n"
+        f"  {config}   # the config the demo wrote\n"
         f"  git -C {downstream} log -1 {branch}          # the proposal\n"
         f"  git -C {downstream} diff main {branch}       # the pins it moves\n"
         f"  wheelpin image show oci:{root / 'images'}:demo-cache-v0.1.1-g{third[:8]}\n"
+        f"  wheelpin wheel inspect {first_wheel} {' '.join(f'--require-arch {arch}' for arch in HIP_ARCHS)}\n"
         f"  wheelpin reconcile --once --repo {downstream} --dry-run   (with WHEELPIN_CACHE_DIR={root / 'cache'})")
     return 1 if any(p.failed for p in passes) else 0
 

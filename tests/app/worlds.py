@@ -68,8 +68,8 @@ def make_world(tmp_path: Path, *, registry: str | None = None) -> World:
     root = tmp_path / "world"
     root.mkdir()
     settings = Settings(cache_dir=tmp_path / "cache")
-    upstream, first = make_upstream(root)
-    downstream = make_downstream(root, first, settings, registry=registry)
+    upstream, first = make_upstream(root, device_code=False)  # a pure-Python package: scenarios add their own
+    downstream = make_downstream(root, first, settings, registry=registry, device_code=False)
     env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(tmp_path / "docker"),
            "WHEELPIN_REGISTRY_BACKOFF": "0.05",
            # the upstream and image layout are folders here; a config read from the GitHub
