@@ -5,6 +5,9 @@ holding LMCache-like and Mooncake-like wheels (tests/fixtures/seedwheels.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +22,7 @@ from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
 from bot.commands.demo import MAINTAINER, PEOPLE, make_upstream
 from bot.core.inspect import inspect_wheel
-from tests.cli import Result, wheelpin
+from tests.cli import Result, environment, wheelpin
 from tests.fixtures import seedwheels
 from tests.fixtures.foreignpush import push_foreign
 from tests.fixtures.servers import Registry
@@ -254,12 +257,7 @@ def test_an_image_another_tool_pushed_infers_the_same(images: Images, tmp_path: 
 
 
 def test_mooncake_pins_one_wheel_per_python_tag(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
-    lines = [f'ARG MOONCAKE_WHEEL_IMAGE="{images.mooncake}"']
-    lines += [f"ARG MOONCAKE_WHEEL_SHA256_{tag.upper()}={images.mooncake_sha256[tag]}" for tag in MOONCAKE_TAGS]
-    lines += ["FROM ${MOONCAKE_WHEEL_IMAGE} AS mooncake_wheel",
-              "FROM rocm/dev-ubuntu-24.04:7.2.4-complete AS runtime",
-              "COPY --from=mooncake_wheel / /tmp/mooncake/"]
-    repo = downstream(tmp_path / "mooncake", {"docker/Dockerfile": "\n".join(lines) + "\n"})
+    repo = downstream(tmp_path / "mooncake", {"docker/Dockerfile": mooncake_dockerfile(images)})
     result = init(repo, env, "--upstream", "https://github.com/kvcache-ai/Mooncake", "--branch", "main",
                   "--build-workflow", "mooncake-rocm-wheel.yaml", "--input", "mooncake_commit={sha}")
     assert result.code == 0, result.stderr
@@ -274,3 +272,63 @@ def test_mooncake_pins_one_wheel_per_python_tag(images: Images, tmp_path: Path, 
                                   "sha256_arg": f"MOONCAKE_WHEEL_SHA256_{tag.upper()}", "python_tag": tag}
                                  for tag in MOONCAKE_TAGS]
     assert wheelpin("config", "validate", "--repo", str(repo), env=env).code == 0
+
+
+def mooncake_dockerfile(images: Images) -> str:
+    lines = [f'ARG MOONCAKE_WHEEL_IMAGE="{images.mooncake}"']
+    lines += [f"ARG MOONCAKE_WHEEL_SHA256_{tag.upper()}={images.mooncake_sha256[tag]}" for tag in MOONCAKE_TAGS]
+    lines += ["FROM ${MOONCAKE_WHEEL_IMAGE} AS mooncake_wheel",
+              "FROM rocm/dev-ubuntu-24.04:7.2.4-complete AS runtime",
+              "COPY --from=mooncake_wheel / /tmp/mooncake/"]
+    return "\n".join(lines) + "\n"
+
+
+def test_several_components_are_told_apart_by_component(images: Images, tmp_path: Path,
+                                                        env: dict[str, str]) -> None:
+    repo = atom(tmp_path / "both", images.lmcache["wheelpin"], images.lmcache_sha256)
+    (repo / "docker/mooncake.Dockerfile").write_text(mooncake_dockerfile(images))
+    args = ("--branch", "main", "--build-command", "make wheel")
+    unsaid = init(repo, env, *args)
+    assert unsaid.code == 2
+    assert unsaid.stderr.strip().splitlines()[-1] == (
+        "wheelpin: --component NAME is needed: several wheel images are pinned here (lmcache, "
+        "mooncake-transfer-engine-rocm); which one is this config's")
+    assert not (repo / ".github").exists()
+    chosen = init(repo, env, *args, "--component", "lmcache")
+    assert chosen.code == 0, chosen.stderr
+    assert "(also mooncake-transfer-engine-rocm, at docker/mooncake.Dockerfile:1: not in this config)" in chosen.stdout
+    assert component_of(repo)["name"] == "lmcache"
+
+
+def test_on_a_terminal_it_asks_offering_what_it_found(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
+    """The answers typed at the prompts (a pseudo-terminal as stdin): Enter takes the
+    upstream the image names and its HEAD branch; the build has no default."""
+    repo = atom(tmp_path / "atom", images.lmcache["wheelpin"], images.lmcache_sha256)
+    leader, follower = os.openpty()
+    try:
+        os.write(leader, b"\n\nmake wheel\n")
+        done = subprocess.run([sys.executable, "-m", "bot.cli", "init", "--repo", str(repo)], stdin=follower,
+                              capture_output=True, text=True, env=environment(env), timeout=300)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0, done.stderr
+    assert f"The upstream git repository the wheel is built from [{images.upstream.path}]: " in done.stderr
+    assert f"The branch of {images.upstream.path} to follow (or pass --tags PATTERN for releases) [main]: " \
+        in done.stderr
+    component = component_of(repo)
+    assert component["upstream"] == {"repo": str(images.upstream.path), "branch": "main"}
+    assert component["build"] == {"command": "make wheel"}
+    assert "# from the image's org.opencontainers.image.source; its HEAD branch" in \
+        (repo / ".github/wheelpin.toml").read_text()
+
+
+def test_a_folder_that_is_no_git_repository(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
+    repo = tmp_path / "plain"
+    (repo / "docker").mkdir(parents=True)
+    (repo / "docker/Dockerfile").write_text(ATOM_DOCKERFILE.format(image=images.lmcache["skopeo"],
+                                                                   sha256=images.lmcache_sha256))
+    result = init(repo, env, "--upstream", str(images.upstream.path), "--branch", "main", "--build-command", "make")
+    assert result.code == 0, result.stderr
+    assert component_of(repo)["pins"] == [{"file": "docker/Dockerfile", "image_arg": "LMCACHE_WHEEL_IMAGE",
+                                           "sha256_arg": "LMCACHE_WHEEL_SHA256"}]
