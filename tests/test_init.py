@@ -332,3 +332,30 @@ def test_a_folder_that_is_no_git_repository(images: Images, tmp_path: Path, env:
     assert result.code == 0, result.stderr
     assert component_of(repo)["pins"] == [{"file": "docker/Dockerfile", "image_arg": "LMCACHE_WHEEL_IMAGE",
                                            "sha256_arg": "LMCACHE_WHEEL_SHA256"}]
+
+
+def test_a_registry_that_does_not_answer_stops_init_once(tmp_path: Path, env: dict[str, str]) -> None:
+    from tests.fixtures.servers import free_port
+
+    image = f"127.0.0.1:{free_port()}/rocm/atom-dev:{LMCACHE_TAG.format(sha8='05fc77a0')}@sha256:{'a' * 64}"
+    repo = atom(tmp_path / "atom", image, "b" * 64)
+    result = init(repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev",
+                  "--build-command", "make")
+    assert result.code == 4, result.stderr
+    (said,) = [line for line in result.stderr.splitlines() if line.startswith("wheelpin: ")]
+    assert said.startswith("wheelpin: reading the image pinned at docker/Dockerfile:3 (127.0.0.1:")
+    assert not (repo / ".github").exists()
+
+
+def test_a_pinned_digest_missing_from_its_registry_is_skipped_and_said(images: Images, tmp_path: Path,
+                                                                       env: dict[str, str]) -> None:
+    missing = images.lmcache["wheelpin"].split("@")[0] + "@sha256:" + "a" * 64
+    repo = atom(tmp_path / "atom", missing, "b" * 64)
+    result = init(repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev",
+                  "--build-command", "make")
+    assert result.code == 2
+    assert "skipped docker/Dockerfile:3: ARG LMCACHE_WHEEL_IMAGE: its image cannot be read: " in result.stderr
+    assert result.stderr.splitlines()[-1] == (f"wheelpin: {repo}: none of the 2 wheel pin(s) found names an image "
+                                              "holding wheels that could be read (said above); wheelpin init "
+                                              "starts from one")
+    assert not (repo / ".github").exists()

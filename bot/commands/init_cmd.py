@@ -246,6 +246,9 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     if not images:
         for item in skipped:
             sys.stderr.write(f"  skipped {item}\n")
+        if pins:
+            raise ConfigError(f"{root}: none of the {len(pins)} wheel pin(s) found names an image holding "
+                              "wheels that could be read (said above); wheelpin init starts from one")
         raise ConfigError(f"{root}: no wheel image pinned by digest in its {files} Dockerfile(s)"
                           + (f" ({len(skipped)} reference(s) skipped, said above)" if skipped else "")
                           + "; wheelpin init starts from one (ARG X_IMAGE=\"repo:tag@sha256:…\" or "
