@@ -192,11 +192,13 @@ def test_json_says_what_was_found_and_written(images: Images, tmp_path: Path, en
                                            "inputs": {"lmcache_commit": "{sha}"}}
 
 
-def test_an_existing_config_is_left_alone_without_force(images: Images, tmp_path: Path,
-                                                       env: dict[str, str]) -> None:
+@pytest.mark.parametrize("where", [".github/wheelpin.toml", "wheelpin.toml"])
+def test_an_existing_config_is_left_alone_without_force(images: Images, tmp_path: Path, env: dict[str, str],
+                                                       where: str) -> None:
+    """Either file the commands look for; `--force` replaces it where it is."""
     repo = atom(tmp_path / "atom", images.lmcache["wheelpin"], images.lmcache_sha256)
-    mine = repo / ".github/wheelpin.toml"
-    mine.parent.mkdir()
+    mine = repo / where
+    mine.parent.mkdir(exist_ok=True)
     mine.write_text("# my own\n")
     args = ("--upstream", str(images.upstream.path), "--branch", "main", "--build-command", "make wheel")
     refused = init(repo, env, *args)
@@ -206,8 +208,10 @@ def test_an_existing_config_is_left_alone_without_force(images: Images, tmp_path
     assert mine.read_text() == "# my own\n"
     forced = init(repo, env, *args, "--force")
     assert forced.code == 0, forced.stderr
-    assert component_of(repo)["name"] == "lmcache"
-    assert sorted(p.name for p in mine.parent.iterdir()) == ["wheelpin.toml"]  # no temporary file left
+    with mine.open("rb") as stream:
+        assert tomllib.load(stream)["component"][0]["name"] == "lmcache"
+    assert [p.name for p in mine.parent.iterdir() if "wheelpin" in p.name] == ["wheelpin.toml"]  # no temporary left
+    assert not (repo / ".github/wheelpin.toml").exists() or where == ".github/wheelpin.toml"
 
 
 def test_yes_without_an_upstream_stops_in_one_sentence_and_writes_nothing(images: Images, tmp_path: Path,

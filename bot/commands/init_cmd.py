@@ -166,8 +166,9 @@ def choose_component(groups: dict[str, list[PinnedImage]], wanted: str | None, a
         return names[0]
     for name in names:
         sys.stderr.write(f"  {name}: " + ", ".join(image.pin.where for image in groups[name]) + "\n")
-    return asker.value(f"Several wheel images are pinned here ({', '.join(names)}); which one is this config's",
-                       None, None, "--component NAME")
+    answer = asker.value(f"Several wheel images are pinned here ({', '.join(names)}); which one is this config's",
+                         None, None, "--component NAME")
+    return choose_component(groups, answer, asker)
 
 
 def upstream_of(options: InitOptions, draft: Draft, root: Path, asker: Asker) -> Upstream:
@@ -205,9 +206,10 @@ def build_of(options: InitOptions, asker: Asker) -> Build:
 def write_new(path: Path, text: str, *, force: bool) -> None:
     """Write `path` whole or not at all: a temporary file beside it, renamed over it (with
     `force`) or linked to its name, which fails if a file took that name meanwhile."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    temporary: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
             stream.flush()
@@ -222,9 +224,12 @@ def write_new(path: Path, text: str, *, force: bool) -> None:
                 os.link(temporary, path)
             except FileExistsError:
                 raise UsageError(f"{path} exists already: pass --force to replace it") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be written ({exc.strerror or exc})") from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        if temporary is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 def existing_config(root: Path) -> Path | None:
@@ -270,7 +275,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     upstream = upstream_of(options, draft, root, asker)
     build = build_of(options, asker)
     text = render(draft, upstream, build, written_by="wheelpin init")
-    target = root / TARGET
+    target = existing if existing is not None else root / TARGET  # --force replaces it where it is
     try:
         loaded = load_text_at(text, path=target, root=root)
         refused, _said = config_cmd.pin_problems(loaded)
