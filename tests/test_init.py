@@ -177,10 +177,28 @@ def test_an_atom_like_repository_gets_a_config_that_validates_and_plans(images: 
     assert [action["kind"] for action in plan["actions"]] == ["build", "publish", "propose"]
 
 
+# ATOM's own build (a workflow_dispatch with the commit as an input; its run named by it,
+# as `config validate` asks: core/workflowfile.py)
+ATOM_WORKFLOW = """\
+name: LMCache ROCm wheel
+run-name: LMCache ROCm wheel ${{ inputs.lmcache_commit }}
+on:
+  workflow_dispatch:
+    inputs:
+      lmcache_commit: {description: the LMCache commit to build, required: true}
+      rocm: {description: the ROCm version, default: "7.2.4"}
+jobs:
+  build: {runs-on: ubuntu-24.04, steps: [{run: ./build.sh}]}
+"""
+
+
 def test_json_says_what_was_found_and_written(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
+    """The upstream from the image's source annotation, the build from ATOM's own workflow."""
     repo = atom(tmp_path / "atom", images.lmcache["wheelpin"], images.lmcache_sha256)
-    result = init(repo, env, "--json", "--branch", "main", "--build-workflow", "lmcache-rocm-wheel.yaml",
-                  "--input", "lmcache_commit={sha}")  # the upstream: the image's source annotation
+    (repo / ".github/workflows").mkdir(parents=True)
+    (repo / ".github/workflows/lmcache-rocm-wheel.yaml").write_text(ATOM_WORKFLOW)
+    (repo / ".github/workflows/ci.yaml").write_text("on: push\njobs: {}\n")
+    result = init(repo, env, "--json", "--branch", "main")
     assert result.code == 0, result.stderr
     document = result.json()
     assert document["written"] is True and document["file"] == str(repo / ".github/wheelpin.toml")
@@ -188,8 +206,11 @@ def test_json_says_what_was_found_and_written(images: Images, tmp_path: Path, en
     assert document["component"]["commit"] == images.upstream.first
     assert document["validate"]["valid"] is True
     assert document["found"] == ["docker/Dockerfile:3", "docker/atom_release.dockerfile:2"]
+    assert document["validate"]["warnings"] == []  # the workflow gets what it declares
     assert component_of(repo)["build"] == {"workflow": "lmcache-rocm-wheel.yaml",
                                            "inputs": {"lmcache_commit": "{sha}"}}
+    assert document["build"]["said"] == ("from .github/workflows/lmcache-rocm-wheel.yaml, dispatchable and "
+                                         "named after lmcache; its input lmcache_commit given the commit")
 
 
 @pytest.mark.parametrize("where", [".github/wheelpin.toml", "wheelpin.toml"])

@@ -32,8 +32,10 @@ from ..core.config import CONFIG_FILES
 from ..core.configfile import ConfigInvalid
 from ..core.dockerpins import DockerfileError
 from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
-from ..core.initconfig import Build, Draft, PinnedImage, Upstream, distributions, group, propose, render
+from ..core.initconfig import (Build, Draft, PinnedImage, Upstream, distributions, group, propose, render,
+                               workflow_build, workflow_of)
 from ..core.pinscan import FoundPin, Skipped, scan
+from ..core.workflowfile import WORKFLOWS
 from . import config_cmd
 from .output import emit_json, emit_text
 
@@ -185,9 +187,9 @@ def upstream_of(options: InitOptions, draft: Draft, root: Path, asker: Asker) ->
     return Upstream(repo, branch=branch, said=said + ("" if options.branch else "; its HEAD branch"))
 
 
-def build_of(options: InitOptions, asker: Asker) -> Build:
-    if options.build_command and options.build_workflow:
-        raise UsageError("give --build-command or --build-workflow, not both")
+def build_of(options: InitOptions, root: Path, name: str, asker: Asker) -> Build:
+    """The build from the options, else the repository's own workflow named after the
+    component (offered, or taken with --yes), else asked: a command, or a workflow file."""
     inputs = {}
     for item in options.inputs:
         key, sep, value = item.partition("=")
@@ -198,9 +200,32 @@ def build_of(options: InitOptions, asker: Asker) -> Build:
         raise UsageError("--input goes with --build-workflow FILE")
     if options.build_workflow:
         return Build(workflow=options.build_workflow, inputs=inputs)
-    command = asker.value("The command that builds the wheel in a checkout of the upstream (it writes to {out})",
-                          options.build_command, None, "--build-command '…' or --build-workflow FILE")
-    return Build(command=command)
+    if options.build_command:
+        return Build(command=options.build_command)
+    workflows = read_workflows(root)
+    found = workflow_build(workflows, name)
+    answer = asker.value("The build: a shell command run in a checkout of the upstream (it writes the wheels "
+                         f"to {{out}}), or a workflow of {WORKFLOWS}", None, found.workflow if found else None,
+                         "--build-command '…' or --build-workflow FILE")
+    if found is not None and answer == found.workflow:
+        return found
+    if answer in workflows:
+        return workflow_of(answer, workflows[answer])
+    return Build(command=answer)
+
+
+def read_workflows(root: Path) -> dict[str, str]:
+    """The workflow files of the repository (.github/workflows/*.yml, *.yaml) and their text."""
+    folder = root / WORKFLOWS
+    found: dict[str, str] = {}
+    for path in sorted(folder.glob("*.y*ml")) if folder.is_dir() else []:
+        try:
+            text = config_cmd.read_bounded(root, f"{WORKFLOWS}/{path.name}")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text is not None and path.suffix in (".yml", ".yaml"):
+            found[path.name] = text
+    return found
 
 
 def write_new(path: Path, text: str, *, force: bool) -> None:
@@ -273,7 +298,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     for item in skipped:
         say(f"  skipped {item}")
     upstream = upstream_of(options, draft, root, asker)
-    build = build_of(options, asker)
+    build = build_of(options, root, name, asker)
     text = render(draft, upstream, build, written_by="wheelpin init")
     target = existing if existing is not None else root / TARGET  # --force replaces it where it is
     try:
@@ -290,7 +315,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
         validated, code = _validate_json(target, root)
         emit_json({"file": str(target), "root": str(root), "written": True, "component": draft.to_json(),
                    "upstream": vars(upstream), "build": {"command": build.command, "workflow": build.workflow,
-                                                        "inputs": dict(build.inputs)},
+                                                        "inputs": dict(build.inputs), "said": build.said},
                    "found": [i.pin.where for i in images], "skipped": [vars(s) for s in skipped],
                    "validate": validated, "next": list(NEXT_STEPS)})
         return code

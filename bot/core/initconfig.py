@@ -24,6 +24,8 @@ from .ociimage import SOURCE, WheelEntry
 from .pinscan import FoundPin
 from .revision import commit_hints
 from .templates import infer_tag_template
+from .verify import python_tags_of
+from .workflowfile import dispatch_inputs
 
 DEFAULT_TAG = "{component}-v{version_base}-g{sha8}"  # when the pinned tag gives no template
 
@@ -77,6 +79,31 @@ class Build:
     command: str | None = None
     workflow: str | None = None
     inputs: Mapping[str, str] = field(default_factory=dict)
+    said: str = ""  # where it came from, when not from an option
+
+
+def workflow_build(workflows: Mapping[str, str], name: str) -> Build | None:
+    """The build a repository's own workflow makes, when one alone is named after the
+    component (`lmcache-rocm-wheel.yaml` for lmcache) and can be dispatched. `workflows`
+    maps each file name of .github/workflows/ to its text."""
+    stem = name.split("-")[0]
+    found = [file for file, text in sorted(workflows.items())
+             if stem in file.lower() and dispatch_inputs(text) is not None]
+    if len(found) != 1:
+        return None
+    build = workflow_of(found[0], workflows[found[0]])
+    return Build(workflow=build.workflow, inputs=build.inputs,
+                 said=f"from .github/workflows/{found[0]}, dispatchable and named after {stem}"
+                 + (build.said and "; " + build.said))
+
+
+def workflow_of(file: str, text: str) -> Build:
+    """A dispatch of the workflow `file`: its inputs that name a commit (`lmcache_commit`,
+    `sha`) are given the full commit."""
+    declared = dispatch_inputs(text) or {}
+    inputs = {key: "{sha}" for key in declared if "commit" in key.lower() or key.lower() in ("sha", "git_sha")}
+    return Build(workflow=file, inputs=inputs,
+                 said=f"its input {', '.join(inputs)} given the commit" if inputs else "")
 
 
 @dataclass(frozen=True)
@@ -143,7 +170,7 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
         said["image.tag"] = (f"the pinned tag {ref.tag or '(none)'} gives no template carrying the commit; "
                              "the first bump publishes under this one")
     said["image.repository"] = f"from {pin.where}"
-    python_tags = sorted({tag.split("-")[0] for w in wheels for tag in w.tags}) if len(wheels) > 1 else []
+    python_tags = sorted({tag for w in wheels for tag in python_tags_of(w.file)}) if len(wheels) > 1 else []
     if python_tags:
         said["wheel.python_tags"] = f"the image holds {len(wheels)} wheels, one per python tag"
     archs = _archs(wheels)
@@ -190,7 +217,7 @@ def _pin_drafts(image: PinnedImage, *, multiple: bool) -> list[PinDraft]:
         wheel = by_sha.get(arg.value)
         tag = arg.python_tag
         if tag is None and multiple and wheel is not None:
-            tag = sorted({t.split("-")[0] for t in wheel.tags})[0] if wheel.tags else None
+            tag = min(python_tags_of(wheel.file), default=None)
         if multiple and tag is None:
             raise UsageError(f"{pin.file}:{arg.line}: ARG {arg.name} holds the sha256 of none of the "
                              f"{len(image.wheels)} wheels in {pin.reference}, and its name names no python tag "
@@ -295,7 +322,7 @@ def render(draft: Draft, upstream: Upstream, build: Build, *, written_by: str) -
         lines.append("# with publishes_image = true when the workflow pushes the image itself")
         lines.append(_line("build", {"workflow": build.workflow or "", **({"inputs": dict(build.inputs)}
                                                                             if build.inputs else {})},
-                           "dispatched with each upstream commit"))
+                           build.said or "dispatched with each upstream commit"))
     lines.append(f"# image.tag: {_one_line(said['image.tag'])}")
     lines.append(_line("image", {"repository": draft.repository, "tag": draft.tag}, said["image.repository"]))
     if draft.consumer is not None:

@@ -27,7 +27,7 @@ _VARIABLE = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _PYTHON_TAG = re.compile(r"^(?:cp|pp|py)[0-9]{1,3}t?$")
 # What a stage holding only a FROM-scratch wheel image may say without being built on.
-_INERT = frozenset({"ARG", "LABEL", "ONBUILD"})
+_INERT = frozenset({"ARG", "ENV", "LABEL"})
 
 
 @dataclass(frozen=True)
