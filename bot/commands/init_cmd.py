@@ -310,7 +310,11 @@ def init_command(options: InitOptions, settings: Settings) -> int:
         raise ConfigError(f"the config init would write is not valid, so nothing was written: "
                           + "; ".join(exc.problems)) from None
     write_new(target, text, force=options.force)
-    say(f"Wrote {target} (component {name}: {draft.distribution}, tag {draft.tag}).")
+    follows = f"branch {upstream.branch}" if upstream.branch else f"tags {upstream.tags}"
+    builds = (f"command {build.command}" if build.command is not None else f"workflow {build.workflow}"
+              + (f" with {', '.join(f'{k}={v}' for k, v in build.inputs.items())}" if build.inputs else ""))
+    say(f"Wrote {target}: component {name} ({draft.distribution}, tag {draft.tag}),\n"
+        f"  following {upstream.repo} {follows}, built by {builds}.")
     if options.json:
         validated, code = _validate_json(target, root)
         emit_json({"file": str(target), "root": str(root), "written": True, "component": draft.to_json(),

@@ -175,7 +175,9 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
         said["wheel.python_tags"] = f"the image holds {len(wheels)} wheels, one per python tag"
     archs = _archs(wheels)
     said["wheel.archs"] = (f"the GPU targets every HIP library of {files} carries" if archs else
-                           f"{files} carries no GPU code the reading found: add the archs it must carry")
+                           f"the image does not record the GPU targets of {files} (an older wheelpin's): "
+                           "add those it must carry" if all(w.needed is None for w in wheels) else
+                           f"{files} carries no GPU code: add the archs it must carry, if any")
     local = [s for s in segments(version) if segment_name(s) in ABI_NAMES
              or (ref.tag is not None and (s in ref.tag or s.replace(".", "") in ref.tag))]
     if local:
