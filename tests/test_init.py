@@ -384,3 +384,19 @@ def test_a_pinned_digest_missing_from_its_registry_is_skipped_and_said(images: I
                                               "holding wheels that could be read (said above); wheelpin init "
                                               "starts from one")
     assert not (repo / ".github").exists()
+
+
+def test_a_config_that_would_not_load_is_not_written(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
+    """A sha256 ARG for a python tag the image holds no wheel for (cp39): the pin cannot be
+    moved, so the config is refused before anything is written."""
+    text = mooncake_dockerfile(images).replace(
+        "ARG MOONCAKE_WHEEL_SHA256_CP310", f"ARG MOONCAKE_WHEEL_SHA256_CP39={'c' * 64}\nARG MOONCAKE_WHEEL_SHA256_CP310")
+    repo = downstream(tmp_path / "mooncake", {"docker/Dockerfile": text})
+    result = init(repo, env, "--upstream", "https://github.com/kvcache-ai/Mooncake", "--branch", "main",
+                  "--build-command", "make")
+    assert result.code == 2
+    (said,) = [line for line in result.stderr.splitlines() if line.startswith("wheelpin: ")]
+    assert said.startswith("wheelpin: the config init would write is not valid, so nothing was written: "
+                           f"{repo / '.github/wheelpin.toml'}:")
+    assert "'cp39' is not in wheel.python_tags" in said
+    assert not (repo / ".github").exists()

@@ -286,29 +286,12 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     groups = group(images)
     name = choose_component(groups, options.component, asker)
     draft = propose(name, groups[name])
-    say(f"Found in {root}:")
-    for image in groups[name]:
-        wheel = image.wheels[0]
-        say(f"  {image.pin.where}  {_what(image.pin)}  "
-            f"{image.pin.reference}\n    {len(image.wheels)} wheel(s) of {wheel.name} {wheel.version}, read from "
-            f"its {image.metadata_from}" + (f"; commit {draft.commit}" if draft.commit else ""))
-    for other, more in groups.items():
-        if other != name:
-            say(f"  (also {other}, at {', '.join(i.pin.where for i in more)}: not in this config)")
-    for item in skipped:
-        say(f"  skipped {item}")
+    _say_found(say, root, groups, name, draft, skipped)
     upstream = upstream_of(options, draft, root, asker)
     build = build_of(options, root, name, asker)
     text = render(draft, upstream, build, written_by="wheelpin init")
     target = existing if existing is not None else root / TARGET  # --force replaces it where it is
-    try:
-        loaded = load_text_at(text, path=target, root=root)
-        refused, _said = config_cmd.pin_problems(loaded)
-        if refused:
-            raise ConfigInvalid(target, refused)
-    except ConfigInvalid as exc:
-        raise ConfigError(f"the config init would write is not valid, so nothing was written: "
-                          + "; ".join(exc.problems)) from None
+    check_before_writing(text, target, root)
     write_new(target, text, force=options.force)
     follows = f"branch {upstream.branch}" if upstream.branch else f"tags {upstream.tags}"
     builds = (f"command {build.command}" if build.command is not None else f"workflow {build.workflow}"
@@ -326,6 +309,34 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     code = config_cmd.validate_command(file=target, repo=root, as_json=False)
     say("Next:\n" + "\n".join(f"  {step}" for step in NEXT_STEPS))
     return code
+
+
+def _say_found(say: Callable[[str], None], root: Path, groups: dict[str, list[PinnedImage]], name: str,
+               draft: Draft, skipped: list[Skipped]) -> None:
+    say(f"Found in {root}:")
+    for image in groups[name]:
+        wheel = image.wheels[0]
+        say(f"  {image.pin.where}  {_what(image.pin)}  {image.pin.reference}\n"
+            f"    {len(image.wheels)} wheel(s) of {wheel.name} {wheel.version}, read from its {image.metadata_from}"
+            + (f"; commit {draft.commit}" if draft.commit else ""))
+    for other, more in groups.items():
+        if other != name:
+            say(f"  (also {other}, at {', '.join(i.pin.where for i in more)}: not in this config)")
+    for item in skipped:
+        say(f"  skipped {item}")
+
+
+def check_before_writing(text: str, target: Path, root: Path) -> None:
+    """The config as the pass would load it and read its pins, before a byte is written:
+    ConfigError naming every problem when it would not load (nothing is written then)."""
+    try:
+        loaded = load_text_at(text, path=target, root=root)
+        refused, _said = config_cmd.pin_problems(loaded)
+        if refused:
+            raise ConfigInvalid(target, refused)
+    except ConfigInvalid as exc:
+        raise ConfigError("the config init would write is not valid, so nothing was written: "
+                          + "; ".join(exc.problems)) from None
 
 
 def _validate_json(target: Path, root: Path) -> tuple[object, int]:
