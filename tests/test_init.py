@@ -274,6 +274,10 @@ def test_an_image_another_tool_pushed_infers_the_same(images: Images, tmp_path: 
         assert result.code == 0, (kind, result.stderr)
         document = result.json()["component"]
         assert document["commit"].startswith(images.upstream.first[:8]), kind
+        planned = wheelpin("reconcile", "--once", "--dry-run", "--json", "--repo", str(repo), env=env)
+        assert planned.code == 0, (kind, planned.stderr)
+        (plan,) = planned.json()["components"]
+        assert (plan["pinned"], plan["status"]) == (images.upstream.first, "nothing"), kind  # the head is pinned
         config = component_of(repo)
         del config["image"]["repository"]  # each tool pushed to its own
         proposed[kind] = config
