@@ -154,7 +154,8 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
     version = first.version
     read_from = {"annotations": "wheelpin's annotations", "labels": "its labels",
                  "layers": "its layers"}.get(first.metadata_from, first.metadata_from)
-    files = ", ".join(w.file for w in wheels)
+    files = wheels[0].file if len(wheels) == 1 else f"its {len(wheels)} wheels, " + ", ".join(
+        sorted(tag for w in wheels for tag in python_tags_of(w.file)))
     said = {"distribution": f"from {pin.where}, the image's wheel {first.distribution} {version} "
                             f"(read from {read_from}: {files})"}
     hints = commit_hints(annotations=first.annotations, labels=first.labels, tag=ref.tag, template="",
@@ -177,7 +178,7 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
     said["wheel.archs"] = (f"the GPU targets every HIP library of {files} carries" if archs else
                            f"the image does not record the GPU targets of {files} (an older wheelpin's): "
                            "add those it must carry" if all(w.needed is None for w in wheels) else
-                           f"{files} carries no GPU code: add the archs it must carry, if any")
+                           f"no GPU code in {files}: add the archs it must carry, if any")
     local = [s for s in segments(version) if segment_name(s) in ABI_NAMES
              or (ref.tag is not None and (s in ref.tag or s.replace(".", "") in ref.tag))]
     if local:
