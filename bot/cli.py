@@ -57,6 +57,7 @@ EXIT_CODES_OF: dict[str, tuple[int, ...]] = {
     "app create": (0, 2, 4),
     "completion": (0, 2),
     "demo": (0, 1, 2),                 # all local: a scratch folder, an OCI layout
+    "init": (0, 2, 4),                 # reads the pinned images from their registries
 }
 
 
@@ -295,6 +296,35 @@ def _app(commands: Any, name: str, text: str) -> None:
     create.add_argument("--port", type=int, default=0, help="the loopback port of the page (default: any free one)")
 
 
+def _init(commands: Any, name: str, text: str) -> None:
+    init = _command(commands, name, text,
+                    "wheelpin init                # asks for what the pins do not say",
+                    "wheelpin init --yes --upstream https://github.com/LMCache/LMCache --branch dev "
+                    "--build-workflow lmcache-rocm-wheel.yaml --input lmcache_commit={sha}",
+                    "wheelpin init --repo ../atom --yes --json --upstream ../lmcache --branch dev "
+                    "--build-command 'python -m build --wheel --outdir {out}'")
+    init.add_argument("--repo", type=Path, metavar="DIR",
+                      help="the downstream repository (default: the one the current folder is in)")
+    init.add_argument("--upstream", metavar="URL", help="the upstream git repository (default: the pinned "
+                      "image's org.opencontainers.image.source, when it names one)")
+    follow = init.add_mutually_exclusive_group()
+    follow.add_argument("--branch", metavar="B", help="follow this upstream branch (default: its HEAD branch)")
+    follow.add_argument("--tags", metavar="PATTERN", help="follow the newest release tag, such as 'v*'")
+    build = init.add_mutually_exclusive_group()
+    build.add_argument("--build-command", metavar="'…'",
+                       help="build the wheel with this shell command in a checkout of each upstream commit")
+    build.add_argument("--build-workflow", metavar="FILE",
+                       help="dispatch this GitHub Actions workflow (.github/workflows/FILE) to build it")
+    init.add_argument("--input", action="append", default=[], metavar="K=V",
+                      help="an input of --build-workflow, such as commit={sha} (repeatable)")
+    init.add_argument("--component", metavar="NAME", help="which component, when several wheel images are pinned")
+    init.add_argument("--yes", action="store_true",
+                      help="ask nothing: take the options and defaults, or stop naming the option missing")
+    init.add_argument("--force", action="store_true", help="replace an existing config")
+    _json(init)
+    _registry_flags(init)
+
+
 def _completion(commands: Any, name: str, text: str) -> None:
     completion = _command(commands, name, text,
                           "wheelpin completion bash > /etc/bash_completion.d/wheelpin",
@@ -315,6 +345,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[Any, str, str], None]]] = {
     "image": ("publish wheels as images; read images", _image),
     "config": ("check a config; print its schema", _config),
     "pins": ("read and move the configured pins", _pins),
+    "init": ("write a first config from the wheel pins of this repository's Dockerfiles", _init),
     "reconcile": ("one pass (or a loop) over the components", _reconcile),
     "serve": ("the service: GitHub webhooks, the schedule, /healthz, /readyz, /metrics", _serve),
     "app": ("the GitHub App wheelpin runs as", _app),
@@ -348,6 +379,8 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         from .commands import pins_cmd
     elif args.command == "reconcile":
         from .commands import reconcile_cmd
+    elif args.command == "init":
+        from .commands import init_cmd
     elif args.command == "serve":
         from .commands import serve_cmd
     elif args.command == "demo":
@@ -410,6 +443,11 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         return pins_cmd.bump_command(component_name=args.component, image=args.image,
                                      sha256=args.sha256, config=args.config, repo=args.repo,
                                      as_json=args.json, settings=settings)
+    if args.command == "init":
+        return init_cmd.init_command(init_cmd.InitOptions(
+            repo=args.repo, upstream=args.upstream, branch=args.branch, tags=args.tags,
+            build_command=args.build_command, build_workflow=args.build_workflow, inputs=tuple(args.input),
+            component=args.component, yes=args.yes, force=args.force, json=args.json), settings)
     if args.command == "reconcile":
         return reconcile_cmd.reconcile_command(
             repo=args.repo, config=args.config, platform=args.platform, once=args.once,

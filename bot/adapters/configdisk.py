@@ -54,6 +54,12 @@ def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedCo
     text = read_config_text(path)
     if not check_files:
         return load_config_text(text, path=path, root=root, exists=None)
+    return load_text_at(text, path=path, root=root)
+
+
+def load_text_at(text: str, *, path: Path, root: Path) -> LoadedConfig:
+    """Config text as if it were the file `path` of the checkout `root` (`wheelpin init`
+    checks what it will write so): every problem located in `path`, pin files looked up in `root`."""
     return load_config_text(text, path=path, root=root, exists=lambda file: (root / file).is_file(),
                             directory=lambda file: (root / file).is_dir(),
                             escapes=lambda file: escape_problem(root, file))

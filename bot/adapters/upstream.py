@@ -32,6 +32,19 @@ def upstream_url(repo: str, root: Path) -> str:
     return repo
 
 
+def default_branch(url: str) -> str | None:
+    """The branch an upstream's HEAD names (`git ls-remote --symref URL HEAD`), as a clone
+    would check out; None when it cannot be asked or names none."""
+    try:
+        out = git(["ls-remote", "--symref", "--end-of-options", url, "HEAD"], timeout=60)
+    except (GitError, TransientError):
+        return None
+    for line in out.splitlines():
+        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+            return line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
+    return None
+
+
 class UpstreamRepo:
     def __init__(self, upstream: Upstream, *, cache: Path, root: Path) -> None:
         self.upstream = upstream

@@ -19,6 +19,10 @@ from collections.abc import Sequence
 from packaging.version import InvalidVersion, Version
 
 _NAME = re.compile(r"^([a-z0-9]*?[a-z])[0-9]*$")
+# Segments that say an ABI the wheel's compiled code binds to whatever its tag says: the
+# torch it was built against (its C++ extension links libtorch) and libstdc++'s dual ABI.
+ABI_NAMES = ("torch", "cxx11abi")
+_COMMIT_PART = re.compile(r"^g(?:it)?[0-9a-f]{7,40}$")  # setuptools-scm's g<hex>, a git<hex> build note
 _SEGMENT = re.compile(r"^[a-z0-9]+(?:\.[a-z0-9]+)*$")
 _PLACEHOLDER = re.compile(r"^local_([a-z][a-z0-9]*?)(_digits)?$")
 
@@ -57,6 +61,20 @@ def carried(version: str, name: str) -> str | None:
                 end += 1
             return ".".join(parts[index:end])
     return None
+
+
+def segments(version: str) -> list[str]:
+    """Every named segment of `version`'s local version but those naming a commit:
+    `rocm7.2.4`, `torch2.10`, `cxx11abi1` of `0.5.6+g05fc77a0.rocm7.2.4.torch2.10.cxx11abi1`."""
+    found: list[str] = []
+    for part in local_parts(version):
+        if part.isdigit() and found:
+            found[-1] += "." + part
+        elif _COMMIT_PART.match(part) or segment_name(part) is None:
+            found.append("")  # a part that is no segment ends the one before it
+        else:
+            found.append(part)
+    return [segment for segment in found if segment and not segment.startswith(".")]
 
 
 def segment_problems(version: str, wanted: Sequence[str]) -> list[str]:

@@ -165,3 +165,32 @@ def commit_only(template: str) -> bool:
     """Whether the tag follows from the commit alone (no version placeholder)."""
     fields = set(fields_of(template))
     return not {"version", "version_base"} & fields and not any(map(is_local_placeholder, fields))
+
+
+def infer_tag_template(tag: str, *, version: str, commit: str | None, component: str) -> str | None:
+    """The tag template that gives `tag` for a wheel of `version` built from `commit` (full
+    or abbreviated hex), read back from a pinned tag: the first of `{sha}`, `{version}`,
+    `{version_base}`, `{sha8}` found in it takes its place, the rest stays literal
+    (`lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210` → `lmcache-v{version_base}-g{sha8}-rocm-torch210`).
+    None when no template carrying the commit gives the tag back."""
+    parsed = Version(version)
+    values = {"version": str(parsed).replace("+", "-"), "version_base": parsed.public}
+    if commit is not None and len(commit) == 40:
+        values["sha"] = commit
+    if commit is not None and len(commit) >= 8:
+        values["sha8"] = commit[:8]
+    template = tag.replace("{", "{{").replace("}", "}}")
+    for name in ("sha", "version", "version_base", "sha8"):
+        value = values.get(name)
+        if value and value in template:
+            template = template.replace(value, "{" + name + "}", 1)
+    names = set(fields_of(template))
+    if not names & COMMIT_FIELDS and not ("version" in names and "sha8" in values
+                                          and f"g{values['sha8']}" in values["version"]):
+        return None
+    sha = commit if commit is not None and len(commit) == 40 else (values.get("sha8", "") + "0" * 40)[:40]
+    try:
+        given = render_tag(template, TagValues(sha=sha, component=component, version=version))
+    except TemplateError:
+        return None
+    return template if given == tag else None

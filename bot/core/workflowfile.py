@@ -128,6 +128,17 @@ def run_name_warnings(workflow_text: str, inputs: Mapping[str, str], *, path: st
     return _dispatch_warnings(document, inputs, path) + _title_warnings(document, inputs, path)
 
 
+def dispatch_inputs(workflow_text: str) -> dict[str, object] | None:
+    """The inputs a workflow's `workflow_dispatch` trigger declares (name: settings); None
+    when it cannot be dispatched, or read. Never raises on any text."""
+    document = _parsed(workflow_text, "")
+    if isinstance(document, list):
+        return None
+    dispatchable, settings = _dispatch_trigger(document)
+    declared = _declared_inputs(settings) if dispatchable else None
+    return declared if isinstance(declared, dict) else None
+
+
 def _parsed(workflow_text: str, path: str) -> dict[Any, Any] | list[str]:
     """The workflow's document, or the one sentence saying why there is none to check."""
     if _over_limit(workflow_text):

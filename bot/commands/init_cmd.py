@@ -1,0 +1,350 @@
+"""`wheelpin init`: a first `.github/wheelpin.toml` for a downstream repository, from the
+wheel pins its Dockerfiles already hold.
+
+It finds the digest-pinned wheel images (core/pinscan.py), reads each one as `image show`
+does (adapters/imageread.py: wheelpin's annotations, else the wheels in its layers, so an
+image another tool pushed reads the same), proposes the component from them
+(core/initconfig.py), asks for what it cannot infer — the upstream, its branch or tag
+pattern, the build — or takes it from options, and writes the config: checked before it is
+written, never over an existing one without `--force`, atomically (a temporary file renamed).
+Then it runs `config validate` on it and says what to run next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..adapters.configdisk import load_text_at
+from ..adapters.git import git
+from ..adapters.imageread import read_image
+from ..adapters.upstream import default_branch, upstream_url
+from ..app.settings import Settings
+from ..app.wiring import Registries
+from ..core.config import CONFIG_FILES
+from ..core.configfile import ConfigInvalid
+from ..core.dockerpins import DockerfileError
+from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
+from ..core.initconfig import (Build, Draft, PinnedImage, Upstream, distributions, group, propose, render,
+                               workflow_build, workflow_of)
+from ..core.pinscan import FoundPin, Skipped, scan
+from ..core.workflowfile import WORKFLOWS
+from . import config_cmd
+from .output import emit_json, emit_text
+
+TARGET = CONFIG_FILES[0]  # .github/wheelpin.toml
+MAX_DOCKERFILE = 1 << 20  # a Dockerfile larger than this is no Dockerfile wheelpin edits
+NEXT_STEPS = ("wheelpin config validate --online", "wheelpin reconcile --once --dry-run")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitOptions:
+    repo: Path | None = None
+    upstream: str | None = None
+    branch: str | None = None
+    tags: str | None = None
+    build_command: str | None = None
+    build_workflow: str | None = None
+    inputs: tuple[str, ...] = ()
+    component: str | None = None
+    yes: bool = False
+    force: bool = False
+    json: bool = False
+
+
+def repository_root(repo: Path | None) -> Path:
+    """The repository init works on: `--repo` or the current folder, or the top of the git
+    working tree either is in (init run from `docker/` writes at the top)."""
+    start = repo if repo is not None else Path.cwd()
+    if not start.is_dir():
+        raise UsageError(f"{start}: no such repository folder")
+    top = git(["rev-parse", "--show-toplevel"], cwd=start, check=False).strip()
+    return Path(top) if top else start.resolve()
+
+
+def is_dockerfile(name: str) -> bool:
+    """Dockerfile, Dockerfile.rocm, atom_release.dockerfile, Containerfile and the like."""
+    lower = name.lower()
+    return (lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.", "containerfile."))
+            or lower.endswith((".dockerfile", ".containerfile")))
+
+
+def dockerfiles(root: Path) -> list[str]:
+    """The repository's Dockerfiles, relative to `root`: those git tracks (so nothing
+    ignored or vendored by a build), else every one under it."""
+    listed = git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, check=False)
+    names = [n for n in listed.split("\0") if n] if listed else [
+        path.relative_to(root).as_posix() for path in root.rglob("*") if ".git" not in path.parts]
+    return sorted(n for n in set(names) if is_dockerfile(Path(n).name) and (root / n).is_file())
+
+
+def find_pins(root: Path) -> tuple[list[FoundPin], list[Skipped], int]:
+    """Every wheel pin of the repository, what was skipped and why, and how many files were read."""
+    found: list[FoundPin] = []
+    skipped: list[Skipped] = []
+    files = dockerfiles(root)
+    for file in files:
+        try:
+            data = (root / file).read_bytes()[:MAX_DOCKERFILE + 1]
+            if len(data) > MAX_DOCKERFILE:
+                raise DockerfileError(f"{file}: over {MAX_DOCKERFILE} bytes")
+            pins, passed = scan(data.decode("utf-8"), file)
+        except (OSError, UnicodeDecodeError, DockerfileError) as exc:
+            skipped.append(Skipped(file, 1, "the file", f"not read ({exc})"))
+            continue
+        found += pins
+        skipped += passed
+    return found, skipped, len(files)
+
+
+def read_pinned(pins: list[FoundPin], settings: Settings) -> tuple[list[PinnedImage], list[Skipped]]:
+    """What each pinned image holds; an image that cannot be read, or holds no wheel of one
+    distribution, is skipped with why. A transient failure (a registry down) stops init:
+    what it would infer without the image is guesswork."""
+    registries = Registries(settings)
+    images: list[PinnedImage] = []
+    skipped: list[Skipped] = []
+    for pin in pins:
+        what = _what(pin)
+        ref = pin.ref
+        assert ref.digest is not None  # pinscan keeps digest pins alone
+        try:
+            info = read_image(registries.store(ref), ref.digest)
+        except TransientError as exc:
+            raise TransientError(f"reading the image pinned at {pin.where} ({ref.repository}): {exc.message}") from None
+        except WheelpinError as exc:
+            skipped.append(Skipped(pin.file, pin.line, what, f"its image cannot be read: {exc.message}"))
+            continue
+        image = PinnedImage(pin, info.wheels, info.annotations, info.labels, info.metadata_from)
+        if not info.wheels:
+            skipped.append(Skipped(pin.file, pin.line, what, "its image holds no wheel"))
+        elif len(distributions(image)) > 1:
+            skipped.append(Skipped(pin.file, pin.line, what, "its image holds wheels of several distributions ("
+                                   + ", ".join(sorted(distributions(image))) + "): one component has one"))
+        else:
+            images.append(image)
+    return images, skipped
+
+
+def _what(pin: FoundPin) -> str:
+    return f"ARG {pin.image_arg}" if pin.image_arg else f"FROM … AS {pin.from_stage}"
+
+
+class Asker:
+    """What init cannot infer: from an option, else asked on a terminal, else (`--yes`,
+    `--json`, no terminal) a default, else one sentence naming the option."""
+
+    def __init__(self, *, interactive: bool) -> None:
+        self.interactive = interactive
+
+    def value(self, question: str, given: str | None, default: str | None, option: str) -> str:
+        if given:
+            return given
+        if self.interactive:
+            sys.stderr.write(f"{question}" + (f" [{default}]" if default else "") + ": ")
+            sys.stderr.flush()
+            answer = sys.stdin.readline().strip()
+            if answer or default:
+                return answer or str(default)
+        elif default:
+            return default
+        raise UsageError(f"{option} is needed: {question[:1].lower() + question[1:]}")
+
+
+def choose_component(groups: dict[str, list[PinnedImage]], wanted: str | None, asker: Asker) -> str:
+    names = list(groups)
+    if wanted is not None:
+        if wanted not in groups:
+            raise UsageError(f"no wheel pin of component {wanted!r} was found (found: {', '.join(names)})")
+        return wanted
+    if len(names) == 1:
+        return names[0]
+    for name in names:
+        sys.stderr.write(f"  {name}: " + ", ".join(image.pin.where for image in groups[name]) + "\n")
+    answer = asker.value(f"Several wheel images are pinned here ({', '.join(names)}); which one is this config's",
+                         None, None, "--component NAME")
+    return choose_component(groups, answer, asker)
+
+
+def upstream_of(options: InitOptions, draft: Draft, root: Path, asker: Asker) -> Upstream:
+    repo = asker.value("The upstream git repository the wheel is built from", options.upstream, draft.source,
+                       "--upstream URL")
+    said = ("from --upstream" if options.upstream else
+            "from the image's org.opencontainers.image.source" if repo == draft.source else "as answered")
+    if options.branch and options.tags:
+        raise UsageError("give --branch or --tags, not both")
+    if options.tags:
+        return Upstream(repo, tags=options.tags, said=said)
+    branch = asker.value(f"The branch of {repo} to follow (or pass --tags PATTERN for releases)", options.branch,
+                         default_branch(upstream_url(repo, root)), "--branch B (or --tags PATTERN)")
+    return Upstream(repo, branch=branch, said=said + ("" if options.branch else "; its HEAD branch"))
+
+
+def build_of(options: InitOptions, root: Path, name: str, asker: Asker) -> Build:
+    """The build from the options, else the repository's own workflow named after the
+    component (offered, or taken with --yes), else asked: a command, or a workflow file."""
+    inputs = {}
+    for item in options.inputs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--input {item!r}: give NAME=VALUE, such as commit={{sha}}")
+        inputs[key] = value
+    if inputs and not options.build_workflow:
+        raise UsageError("--input goes with --build-workflow FILE")
+    if options.build_workflow:
+        return Build(workflow=options.build_workflow, inputs=inputs)
+    if options.build_command:
+        return Build(command=options.build_command)
+    workflows = read_workflows(root)
+    found = workflow_build(workflows, name)
+    answer = asker.value("The build: a shell command run in a checkout of the upstream (it writes the wheels "
+                         f"to {{out}}), or a workflow of {WORKFLOWS}", None, found.workflow if found else None,
+                         "--build-command '…' or --build-workflow FILE")
+    if found is not None and answer == found.workflow:
+        return found
+    if answer in workflows:
+        return workflow_of(answer, workflows[answer])
+    return Build(command=answer)
+
+
+def read_workflows(root: Path) -> dict[str, str]:
+    """The workflow files of the repository (.github/workflows/*.yml, *.yaml) and their text."""
+    folder = root / WORKFLOWS
+    found: dict[str, str] = {}
+    for path in sorted(folder.glob("*.y*ml")) if folder.is_dir() else []:
+        try:
+            text = config_cmd.read_bounded(root, f"{WORKFLOWS}/{path.name}")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text is not None and path.suffix in (".yml", ".yaml"):
+            found[path.name] = text
+    return found
+
+
+def write_new(path: Path, text: str, *, force: bool) -> None:
+    """Write `path` whole or not at all: a temporary file beside it, renamed over it (with
+    `force`) or linked to its name, which fails if a file took that name meanwhile."""
+    temporary: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        if force:
+            os.replace(temporary, path)
+        else:
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                raise UsageError(f"{path} exists already: pass --force to replace it") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+
+
+def existing_config(root: Path) -> Path | None:
+    return next((root / name for name in CONFIG_FILES if (root / name).exists()), None)
+
+
+def init_command(options: InitOptions, settings: Settings) -> int:
+    root = repository_root(options.repo)
+    existing = existing_config(root)
+    if existing is not None and not options.force:
+        raise UsageError(f"{existing} exists already: wheelpin init leaves it as it is (pass --force to "
+                         "write a new config in its place)")
+    interactive = not (options.yes or options.json) and sys.stdin.isatty()
+    asker = Asker(interactive=interactive)
+    say: Callable[[str], None] = (lambda text: None) if options.json else emit_text
+    pins, skipped, files = find_pins(root)
+    images, unread = read_pinned(pins, settings)
+    skipped += unread
+    if not images:
+        for item in skipped:
+            sys.stderr.write(f"  skipped {item}\n")
+        if pins:
+            raise ConfigError(f"{root}: none of the {len(pins)} wheel pin(s) found names an image holding "
+                              "wheels that could be read (said above); wheelpin init starts from one")
+        raise ConfigError(f"{root}: no wheel image pinned by digest in its {files} Dockerfile(s)"
+                          + (f" ({len(skipped)} reference(s) skipped, said above)" if skipped else "")
+                          + "; wheelpin init starts from one (ARG X_IMAGE=\"repo:tag@sha256:…\" or "
+                          "FROM repo:tag@sha256:… AS stage)")
+    groups = group(images)
+    name = choose_component(groups, options.component, asker)
+    draft = propose(name, groups[name])
+    _say_found(say, root, groups, name, draft, skipped)
+    upstream = upstream_of(options, draft, root, asker)
+    build = build_of(options, root, name, asker)
+    text = render(draft, upstream, build, written_by="wheelpin init")
+    target = existing if existing is not None else root / TARGET  # --force replaces it where it is
+    check_before_writing(text, target, root)
+    write_new(target, text, force=options.force)
+    follows = f"branch {upstream.branch}" if upstream.branch else f"tags {upstream.tags}"
+    builds = (f"command {build.command}" if build.command is not None else f"workflow {build.workflow}"
+              + (f" with {', '.join(f'{k}={v}' for k, v in build.inputs.items())}" if build.inputs else ""))
+    say(f"Wrote {target}: component {name} ({draft.distribution}, tag {draft.tag}),\n"
+        f"  following {upstream.repo} {follows}, built by {builds}.")
+    if options.json:
+        validated, code = _validate_json(target, root)
+        emit_json({"file": str(target), "root": str(root), "written": True, "component": draft.to_json(),
+                   "upstream": vars(upstream), "build": {"command": build.command, "workflow": build.workflow,
+                                                        "inputs": dict(build.inputs), "said": build.said},
+                   "found": [i.pin.where for i in images], "skipped": [vars(s) for s in skipped],
+                   "validate": validated, "next": list(NEXT_STEPS)})
+        return code
+    code = config_cmd.validate_command(file=target, repo=root, as_json=False)
+    say("Next:\n" + "\n".join(f"  {step}" for step in NEXT_STEPS))
+    return code
+
+
+def _say_found(say: Callable[[str], None], root: Path, groups: dict[str, list[PinnedImage]], name: str,
+               draft: Draft, skipped: list[Skipped]) -> None:
+    say(f"Found in {root}:")
+    for image in groups[name]:
+        wheel = image.wheels[0]
+        say(f"  {image.pin.where}  {_what(image.pin)}  {image.pin.reference}\n"
+            f"    {len(image.wheels)} wheel(s) of {wheel.name} {wheel.version}, read from its {image.metadata_from}"
+            + (f"; commit {draft.commit}" if draft.commit else ""))
+    for other, more in groups.items():
+        if other != name:
+            say(f"  (also {other}, at {', '.join(i.pin.where for i in more)}: not in this config)")
+    for item in skipped:
+        say(f"  skipped {item}")
+
+
+def check_before_writing(text: str, target: Path, root: Path) -> None:
+    """The config as the pass would load it and read its pins, before a byte is written:
+    ConfigError naming every problem when it would not load (nothing is written then)."""
+    try:
+        loaded = load_text_at(text, path=target, root=root)
+        refused, _said = config_cmd.pin_problems(loaded)
+        if refused:
+            raise ConfigInvalid(target, refused)
+    except ConfigInvalid as exc:
+        raise ConfigError("the config init would write is not valid, so nothing was written: "
+                          + "; ".join(exc.problems)) from None
+
+
+def _validate_json(target: Path, root: Path) -> tuple[object, int]:
+    """`config validate --json` on the written file, its document kept to be part of init's own."""
+    from . import output
+
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        code = config_cmd.validate_command(file=target, repo=root, as_json=True)
+    output.emitted = False  # that document is inside init's, which is still to be printed
+    return json.loads(captured.getvalue()), code
