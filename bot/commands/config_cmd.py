@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..adapters.upstream import upstream_url
 from ..core.config import Component, Config
@@ -18,8 +19,15 @@ from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
 from .repo import load
 
+if TYPE_CHECKING:
+    from ..app.settings import Settings
 
-def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> int:
+
+def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, online: bool = False,
+                     settings: Settings | None = None) -> int:
+    """Check the config offline; with `online` (and the process's `settings`), then ask the
+    outside world what the first pass will ask it (commands/preflight.py). Exit 2 for a
+    problem, 4 when only some outside system did not answer, else 0."""
     try:
         loaded = load(config=file, repo=repo)
         refused, said = pin_problems(loaded)
@@ -27,7 +35,8 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             raise ConfigInvalid(loaded.path, refused)
     except ConfigInvalid as exc:
         if as_json:
-            emit_json({"file": str(exc.path), "valid": False, "problems": exc.problems, "warnings": []})
+            emit_json({"file": str(exc.path), "valid": False, "problems": exc.problems, "warnings": [],
+                       **({"online": None} if online else {})})  # not asked: the config comes first
         else:
             for problem in exc.problems:
                 sys.stderr.write(f"{problem}\n")
@@ -35,6 +44,9 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
         return 2
     names = [component.name for component in loaded.config.components]
     warnings = said + command_warnings(loaded) + workflow_warnings(loaded)
+    if online:
+        assert settings is not None, "--online needs the settings (registries, cache folder)"
+        return _online(loaded, names, warnings, as_json=as_json, settings=settings)
     if as_json:
         emit_json({"file": str(loaded.path), "valid": True, "root": str(loaded.root),
                    "components": names, "problems": [], "warnings": warnings})
@@ -43,6 +55,37 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             sys.stderr.write(f"warning: {warning}\n")
         emit_text(f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}")
     return 0
+
+
+def _online(loaded: LoadedConfig, names: list[str], warnings: list[str], *, as_json: bool,
+            settings: Settings) -> int:
+    from ..app.wiring import Registries
+    from .preflight import OK, PROBLEM, UNANSWERED, online_checks
+
+    checks = online_checks(loaded, Registries(settings), cache=settings.cache_dir)
+    problems = [check.sentence for check in checks if check.outcome == PROBLEM]
+    unanswered = [check.sentence for check in checks if check.outcome == UNANSWERED]
+    if as_json:
+        emit_json({"file": str(loaded.path), "valid": not problems, "root": str(loaded.root),
+                   "components": names, "problems": problems, "warnings": warnings,
+                   "online": {"checks": [check.to_json() for check in checks],
+                              "answered": not unanswered, "unanswered": unanswered}})
+    else:
+        for warning in warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+        for check in checks:
+            if check.outcome == OK:
+                emit_text(check.sentence)
+            else:
+                sys.stderr.write(f"{check.sentence}\n")
+        if problems:
+            sys.stderr.write(f"wheelpin: {loaded.path}: {len(problems)} problem(s) online\n")
+        elif unanswered:
+            sys.stderr.write(f"wheelpin: {loaded.path}: {len(unanswered)} check(s) got no answer; try again\n")
+        else:
+            emit_text(f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}; "
+                      f"{len(checks)} online check(s) answered")
+    return 2 if problems else 4 if unanswered else 0
 
 
 def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
