@@ -489,11 +489,21 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return _start(args)
     except WheelpinError as exc:
-        return _failed(args, exc.message, kind=kind_of(exc), code=exc.exit_code,
+        return _failed(args, exc.message + _validate_hint(args, exc), kind=kind_of(exc), code=exc.exit_code,
                        problems=exc.problems if isinstance(exc, VerificationError) else ())
     except KeyboardInterrupt:
         sys.stderr.write("wheelpin: interrupted\n")
         return 130
+
+
+def _validate_hint(args: argparse.Namespace, exc: WheelpinError) -> str:
+    """Where a command that stopped at a config problem points: `config validate` of the same
+    config, which says every problem (and what the pass will check) at once; nothing for
+    `config` itself, nor for a config read from GitHub, which validate cannot read."""
+    if not exc.validate_finds or args.command == "config" or getattr(args, "platform", "local") != "local":
+        return ""
+    where = "".join(f" --{name} {getattr(args, name)}" for name in ("config", "repo") if getattr(args, name, None))
+    return f" (`wheelpin config validate{where}` checks the whole config)"
 
 
 def _start(args: argparse.Namespace) -> int:
