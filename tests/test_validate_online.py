@@ -149,6 +149,9 @@ def test_a_registry_that_refuses_the_connection(world: World) -> None:
     assert result.stderr.splitlines()[0] == (
         f"demo-cache: the registry {closed} did not answer for the tag list of {closed}/{path} (image.repository): "
         f"{closed}: GET /v2/{path}/tags/list connection failed")
+    assert result.stderr.splitlines()[1] == (
+        f"demo-cache: docker/Dockerfile:2: the pinned image {pinned(world)} was not asked for: its registry did not "
+        "answer the tag list")  # once unanswered is enough: its retries are not waited for again
     assert result.stderr.splitlines()[-1] == (f"wheelpin: {world.downstream}/wheelpin.toml: 2 check(s) got no answer; "
                                               "try again")
 

@@ -76,16 +76,25 @@ def _component_checks(loaded: LoadedConfig, component: Component, registries: Re
                       cache: Path) -> Iterator[Check]:
     yield _upstream(component, loaded.root, cache)
     layout = LayoutStore(layout_folder(component.image.repository, loaded.root)) if component.image.is_layout else None
-    yield _registry(component, layout, registries)
+    registry = _registry(component, layout, registries)
+    yield registry
     texts = {pin.file: (loaded.root / pin.file).read_text(encoding="utf-8") for pin in component.pins}
     infos: list[ImageInfo] = []
     seen: set[str] = set()
     for state in read_pins(component, texts):  # offline validate read them already: they read
-        if state.image not in seen:
-            seen.add(state.image)
-            check, info = _pinned(component, state, layout, registries)
-            infos += [info] if info is not None else []
-            yield check
+        if state.image in seen:
+            continue
+        seen.add(state.image)
+        if registry.outcome == UNANSWERED and layout is None:
+            # offline validate saw the pin in image.repository: the same registry, which has just
+            # spent its retries unanswered; asking again would only wait as long once more
+            yield Check(component.name, "pinned", f"the manifest of {state.image}", UNANSWERED,
+                        f"{component.name}: {state.file}:{state.line}: the pinned image {state.image} was not "
+                        "asked for: its registry did not answer the tag list")
+            continue
+        check, info = _pinned(component, state, layout, registries)
+        infos += [info] if info is not None else []
+        yield check
     if component.consumer is not None:
         yield _consumer(loaded, component, infos, registries)
 
