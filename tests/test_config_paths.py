@@ -202,3 +202,15 @@ def test_a_pin_that_cannot_be_read_points_to_validate(repo: Path) -> None:
                              "LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_IMAGE?) "
                              f"(`wheelpin config validate --config {config}` checks the whole config)\n")
     assert result.json()["kind"] == "usage" and "config validate" in result.json()["error"]
+
+
+def test_reconcile_finds_the_config_from_a_subfolder(tmp_path: Path) -> None:
+    """The demo's downstream, a dry run from its `docker/` folder: the pass of the checkout."""
+    from tests.app.worlds import make_world
+
+    world = make_world(tmp_path)
+    from_top = wheelpin("reconcile", "--once", "--dry-run", "--json", "--repo", str(world.downstream), env=world.env)
+    from_below = wheelpin("reconcile", "--once", "--dry-run", "--json", env=world.env, cwd=world.downstream / "docker")
+    assert from_below.code == from_top.code == 0, from_below.stderr
+    assert from_below.json()["components"] == from_top.json()["components"]
+    assert [c["component"] for c in from_below.json()["components"]] == ["demo-cache"]
