@@ -191,3 +191,27 @@ def test_a_consuming_image_that_does_not_resolve(world: World, registry: Registr
     assert result.code == 2
     assert sentences(result, "problem") == [
         f"demo-cache: the consuming image {registry.host}/base/nothing@{ZEROS} is not in its registry (404)"]
+
+
+def test_an_image_whose_wheels_only_its_layers_say_is_not_streamed(world: World, registry: Registry) -> None:
+    """A pinned image another tool pushed (no wheelpin annotations nor labels): its manifest
+    and config are read, its layers left to the pass, which reads them once."""
+    base = push_busybox(registry)
+    edit(world, "wheelpin.toml", repository(world), f"{registry.host}/base/busybox")
+    edit(world, "docker/Dockerfile", pinned(world), f"{registry.host}/base/busybox:latest@{base}")
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stderr
+    (sentence,) = [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "pinned"]
+    assert sentence == (f"demo-cache: docker/Dockerfile:2: the pinned image {registry.host}/base/busybox@{base} is "
+                        "readable: its wheels are said only by its layers, which the pass reads")
+
+
+def test_online_asks_nothing_of_a_config_with_offline_problems(world: World) -> None:
+    edit(world, "docker/Dockerfile", "ARG DEMO_WHEEL_IMAGE=", "ARG DEMO_WHEEL_IMG=")
+    result = validate(world, "--online", "--json")
+    assert result.code == 2
+    assert result.json()["online"] is None and result.json()["valid"] is False
+    (problem,) = result.json()["problems"]
+    assert problem.endswith("demo-cache.pins[0].image_arg: docker/Dockerfile: ARG DEMO_WHEEL_IMAGE is not declared "
+                            "(ARGs here: DEMO_WHEEL_IMG, DEMO_WHEEL_SHA256; did you mean DEMO_WHEEL_IMG?)")
