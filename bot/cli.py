@@ -229,6 +229,9 @@ def _config(commands: Any, name: str, text: str) -> None:
     validate.add_argument("--online", action="store_true",
                           help="also ask what the first pass will ask: each upstream's git ls-remote, each "
                           "registry's tag list, each pinned image and the consuming image (no build, no write)")
+    validate.add_argument("--github-repo", metavar="OWNER/NAME",
+                          help="with --online: also ask GitHub (WHEELPIN_GITHUB_TOKEN or the App's settings) "
+                          "whether each build.workflow is on this repository's base branch")
     _json(validate)
     _registry_flags(validate)
     _command(config_commands, "schema", "print the config's JSON Schema",
@@ -375,7 +378,7 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         if args.file is not None and args.config is not None:
             raise UsageError("give the config file once: as FILE or as --config FILE")
         return config_cmd.validate_command(file=args.file or args.config, repo=args.repo, as_json=args.json,
-                                           online=args.online, settings=settings)
+                                           online=args.online, settings=settings, github_repo=args.github_repo)
     assert settings is not None
     if args.command == "wheel" and args.wheel_command == "inspect":
         return wheel.inspect_command(

@@ -215,3 +215,59 @@ def test_online_asks_nothing_of_a_config_with_offline_problems(world: World) -> 
     (problem,) = result.json()["problems"]
     assert problem.endswith("demo-cache.pins[0].image_arg: docker/Dockerfile: ARG DEMO_WHEEL_IMAGE is not declared "
                             "(ARGs here: DEMO_WHEEL_IMG, DEMO_WHEEL_SHA256; did you mean DEMO_WHEEL_IMG?)")
+
+
+WORKFLOW = "wheel.yaml"
+WORKFLOW_TEXT = """\
+name: wheel
+run-name: wheel ${{ inputs.commit }}
+on:
+  workflow_dispatch:
+    inputs:
+      commit: { required: true }
+jobs:
+  build: { runs-on: ubuntu-latest, steps: [ { run: "true" } ] }
+"""
+
+
+@pytest.mark.parametrize("pushed", [True, False], ids=["on-github", "only-here"])
+def test_the_workflow_is_on_the_base_branch_on_github(world: World, tmp_path: Path, pushed: bool) -> None:
+    """With --github-repo and GitHub's settings, the file of build.workflow is looked for on
+    the base branch of the repository on GitHub (the emulator, tests/fixtures/github), where
+    the pass dispatches it: a workflow written here but never pushed is a problem."""
+    from bot.adapters.git import git
+    from tests.app.worlds import HUMAN
+    from tests.fixtures.github.emulator import GitHubEmulator
+
+    config = world.downstream / "wheelpin.toml"
+    build = next(line for line in config.read_text().splitlines() if line.startswith("build = "))
+    edit(world, "wheelpin.toml", build, f'build = {{ workflow = "{WORKFLOW}", inputs = {{ commit = "{{sha}}" }} }}')
+    (world.downstream / ".github/workflows").mkdir(parents=True)
+    (world.downstream / f".github/workflows/{WORKFLOW}").write_text(WORKFLOW_TEXT)
+    if pushed:
+        git(["add", "-A"], cwd=world.downstream)
+        git(["commit", "--quiet", "-m", "the wheel workflow"], cwd=world.downstream, env=HUMAN)
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    try:
+        emulator.create_repo("rocm", "atom", world.downstream)
+        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "t"}
+        result = wheelpin("config", "validate", "--repo", str(world.downstream), "--online", "--github-repo",
+                          "rocm/atom", "--json", env=env)
+        assert emulator.errors == []
+    finally:
+        emulator.stop()
+    (check,) = [c for c in result.json()["online"]["checks"] if c["check"] == "workflow"]
+    if pushed:
+        assert result.code == 0, result.stderr
+        assert check["sentence"] == f"demo-cache: .github/workflows/{WORKFLOW} is on rocm/atom's branch main"
+    else:
+        assert result.code == 2
+        assert result.json()["problems"] == [check["sentence"]] == [
+            f"demo-cache: .github/workflows/{WORKFLOW} is not on rocm/atom's branch main, where the pass "
+            "dispatches it (build.workflow)"]
+
+
+def test_github_is_asked_only_online(world: World) -> None:
+    result = validate(world, "--github-repo", "rocm/atom")
+    assert result.code == 2
+    assert result.stderr == "wheelpin: --github-repo goes with --online (GitHub is asked only then)\n"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..adapters.upstream import upstream_url
 from ..core.config import Component, Config
 from ..core.configfile import ConfigInvalid, LoadedConfig
+from ..core.errors import UsageError
 from ..core.pins import pin_findings
 from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
@@ -24,10 +25,13 @@ if TYPE_CHECKING:
 
 
 def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, online: bool = False,
-                     settings: Settings | None = None) -> int:
+                     settings: Settings | None = None, github_repo: str | None = None) -> int:
     """Check the config offline; with `online` (and the process's `settings`), then ask the
-    outside world what the first pass will ask it (commands/preflight.py). Exit 2 for a
+    outside world what the first pass will ask it (commands/preflight.py), and GitHub, for
+    `github_repo`, whether each build workflow is on the base branch. Exit 2 for a
     problem, 4 when only some outside system did not answer, else 0."""
+    if github_repo is not None and not online:
+        raise UsageError("--github-repo goes with --online (GitHub is asked only then)")
     try:
         loaded = load(config=file, repo=repo)
         refused, said = pin_problems(loaded)
@@ -46,7 +50,7 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, onl
     warnings = said + command_warnings(loaded) + workflow_warnings(loaded)
     if online:
         assert settings is not None, "--online needs the settings (registries, cache folder)"
-        return _online(loaded, names, warnings, as_json=as_json, settings=settings)
+        return _online(loaded, names, warnings, as_json=as_json, settings=settings, github_repo=github_repo)
     if as_json:
         emit_json({"file": str(loaded.path), "valid": True, "root": str(loaded.root),
                    "components": names, "problems": [], "warnings": warnings})
@@ -58,11 +62,18 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, onl
 
 
 def _online(loaded: LoadedConfig, names: list[str], warnings: list[str], *, as_json: bool,
-            settings: Settings) -> int:
+            settings: Settings, github_repo: str | None) -> int:
     from ..app.wiring import Registries
-    from .preflight import OK, PROBLEM, UNANSWERED, online_checks
+    from .preflight import OK, PROBLEM, UNANSWERED, online_checks, workflow_checks
 
+    platform = None
+    if github_repo is not None:  # its settings are checked before anything is asked
+        from ..app.githubrepo import GitHubAccess, github_platform
+
+        platform = github_platform(GitHubAccess.from_settings(settings), github_repo)
     checks = online_checks(loaded, Registries(settings), cache=settings.cache_dir)
+    if platform is not None and github_repo is not None:
+        checks += workflow_checks(loaded, platform, github_repo)
     problems = [check.sentence for check in checks if check.outcome == PROBLEM]
     unanswered = [check.sentence for check in checks if check.outcome == UNANSWERED]
     if as_json:

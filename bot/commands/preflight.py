@@ -11,7 +11,10 @@ the same credentials, retries and deadlines apply):
   manifest and config, and its wheels where those say them (adapters/imageread.py
   without streaming a layer, within its deadline);
 - the consuming image (`consumer`), resolved to its manifest and config
-  (adapters/consumerread.py, no layer read).
+  (adapters/consumerread.py, no layer read);
+- with a GitHub repository named (and GitHub's settings), the file of each
+  `build.workflow` on its base branch, where the pass dispatches it (the platform's
+  `read_file`, as the pass reads the pins there).
 
 The pins and the consumer's Dockerfile are read from the working tree, as offline
 `config validate` reads them (the pass reads them from the base branch). Each check ends
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from ..adapters.consumerread import resolve_consumer
 from ..adapters.imageread import ImageInfo, read_image
+from ..adapters.platform import Platform
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
 from ..core.config import Component
@@ -41,6 +45,7 @@ from ..core.imageref import ImageRef, ImageRefError
 from ..core.ociimage import architecture_of
 from ..core.pins import PinState, read_pins
 from ..core.redact import public_url
+from ..core.workflowfile import workflow_path
 
 if TYPE_CHECKING:
     from ..app.wiring import Registries
@@ -55,7 +60,7 @@ class Check:
     """One question asked of the outside world for one component, and how it ended."""
 
     component: str
-    check: str  # "upstream" | "registry" | "pinned" | "consumer"
+    check: str  # "upstream" | "registry" | "pinned" | "consumer" | "workflow"
     asked: str  # what was asked of whom
     outcome: str  # OK | PROBLEM | UNANSWERED
     sentence: str  # one sentence naming the component
@@ -221,6 +226,40 @@ def _who(store: ImageStore) -> str:
     if isinstance(store, RegistryRepository):
         return f"the registry {store.client.host}"
     return f"the OCI layout folder {store.name.removeprefix('oci:')}"
+
+
+def workflow_checks(loaded: LoadedConfig, platform: Platform, repository: str) -> list[Check]:
+    """Each `build.workflow`'s file on `repository`'s base branch, read through `platform`
+    as the pass reads that branch: a workflow missing there is never dispatched."""
+    components = [component for component in loaded.config.components if component.build.workflow is not None]
+    branch = loaded.config.defaults.base_branch
+    checks: list[Check] = []
+    try:
+        base = platform.resolve(f"refs/heads/{branch}")
+    except WheelpinError as exc:
+        return [_failed(c.name, "workflow", f"the branch {branch} of {repository}", f"GitHub ({repository})",
+                        f"its branch {branch}", exc) for c in components]
+    for component in components:
+        name, workflow = component.name, component.build.workflow
+        assert workflow is not None
+        path = workflow_path(workflow)
+        asked = f"{path or workflow} on {repository}'s branch {branch}"
+        if base is None:
+            checks.append(Check(name, "workflow", asked, PROBLEM, f"{name}: {repository} has no branch {branch} "
+                                "(defaults.base_branch), where the pass reads the pins and dispatches the build"))
+            continue
+        if path is None:  # a workflow id: GitHub knows it, no file name to look for (offline validate said so)
+            continue
+        try:
+            text = platform.read_file(base, path)
+        except WheelpinError as exc:
+            checks.append(_failed(name, "workflow", asked, f"GitHub ({repository})", path, exc))
+            continue
+        checks.append(Check(name, "workflow", asked, OK, f"{name}: {path} is on {repository}'s branch {branch}")
+                      if text is not None else
+                      Check(name, "workflow", asked, PROBLEM, f"{name}: {path} is not on {repository}'s branch "
+                            f"{branch}, where the pass dispatches it (build.workflow)"))
+    return checks
 
 
 def _failed(name: str, check: str, asked: str, who: str, what: str, exc: WheelpinError) -> Check:
