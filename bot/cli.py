@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .core.errors import VerificationError, WheelpinError, kind_of
+from .core.errors import UsageError, VerificationError, WheelpinError, kind_of
 
 if TYPE_CHECKING:
     from .app.settings import Settings
@@ -48,7 +48,10 @@ EXIT_CODES_OF: dict[str, tuple[int, ...]] = {
     "image publish": (0, 1, 2, 3, 4),  # a tag holding other content is refused (3)
     "image show": (0, 1, 2, 4),
     "image check": (0, 1, 2, 4),
-    "config validate": (0, 2),         # an invalid config is a config error: 2
+    # an invalid config is a config error: 2, and so is what --online finds the pass would stop
+    # at (no such branch, a pinned digest the registry lacks, credentials refused); 4 when, with
+    # --online, an upstream or registry did not answer (as the pass's outside failures)
+    "config validate": (0, 2, 4),
     "config schema": (0, 2),
     "pins list": (0, 2),               # files in the checkout alone
     "pins bump": (0, 1, 2, 4),         # without --sha256, the image is read from its registry
@@ -218,11 +221,20 @@ def _image(commands: Any, name: str, text: str) -> None:
 def _config(commands: Any, name: str, text: str) -> None:
     config_commands = _group(commands, name, text)
     validate = _command(config_commands, "validate", "check a config file",
-                        "wheelpin config validate", "wheelpin config validate .github/wheelpin.toml --repo . --json")
+                        "wheelpin config validate", "wheelpin config validate .github/wheelpin.toml --repo . --json",
+                        "wheelpin config validate --online   # ask the upstreams and registries too")
     validate.add_argument("file", nargs="?", type=Path,
                           help="default: .github/wheelpin.toml or wheelpin.toml in --repo")
+    validate.add_argument("--config", type=Path, metavar="FILE", help="the config file, as FILE")
     validate.add_argument("--repo", type=Path, help="the repository pin paths start from")
+    validate.add_argument("--online", action="store_true",
+                          help="also ask what the first pass will ask: each upstream's git ls-remote, each "
+                          "registry's tag list, each pinned image and the consuming image (no build, no write)")
+    validate.add_argument("--github-repo", metavar="OWNER/NAME",
+                          help="with --online: also ask GitHub (WHEELPIN_GITHUB_TOKEN or the App's settings) "
+                          "whether each build.workflow is on this repository's base branch")
     _json(validate)
+    _registry_flags(validate)
     _command(config_commands, "schema", "print the config's JSON Schema",
              "wheelpin config schema > wheelpin.schema.json")
 
@@ -368,7 +380,7 @@ def _collect_from_here() -> None:
 
 def run(args: argparse.Namespace, settings: Settings | None) -> int:
     """The command asked, its module imported now (see the module's docstring); `settings`
-    is None for `config`, which needs none."""
+    is None for `config`, which needs none (but `config validate --online`)."""
     if args.command == "wheel":
         from .commands import wheel
     elif args.command == "image":
@@ -396,7 +408,10 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
     if args.command == "config":
         if args.config_command == "schema":
             return config_cmd.schema_command()
-        return config_cmd.validate_command(file=args.file, repo=args.repo, as_json=args.json)
+        if args.file is not None and args.config is not None:
+            raise UsageError("give the config file once: as FILE or as --config FILE")
+        return config_cmd.validate_command(file=args.file or args.config, repo=args.repo, as_json=args.json,
+                                           online=args.online, settings=settings, github_repo=args.github_repo)
     assert settings is not None
     if args.command == "wheel" and args.wheel_command == "inspect":
         return wheel.inspect_command(
@@ -515,11 +530,21 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return _start(args)
     except WheelpinError as exc:
-        return _failed(args, exc.message, kind=kind_of(exc), code=exc.exit_code,
+        return _failed(args, exc.message + _validate_hint(args, exc), kind=kind_of(exc), code=exc.exit_code,
                        problems=exc.problems if isinstance(exc, VerificationError) else ())
     except KeyboardInterrupt:
         sys.stderr.write("wheelpin: interrupted\n")
         return 130
+
+
+def _validate_hint(args: argparse.Namespace, exc: WheelpinError) -> str:
+    """Where a command that stopped at a config problem points: `config validate` of the same
+    config, which says every problem (and what the pass will check) at once; nothing for
+    `config` itself, nor for a config read from GitHub, which validate cannot read."""
+    if not exc.validate_finds or args.command == "config" or getattr(args, "platform", "local") != "local":
+        return ""
+    where = "".join(f" --{name} {getattr(args, name)}" for name in ("config", "repo") if getattr(args, name, None))
+    return f" (`wheelpin config validate{where}` checks the whole config)"
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -529,8 +554,8 @@ def _start(args: argparse.Namespace) -> int:
         from .commands.completion import completion_command
 
         return completion_command(args.shell, build_parser())
-    if args.command == "config":  # reads a file and says what is wrong: no settings, logs nor network
-        return run(args, None)
+    if args.command == "config" and not getattr(args, "online", False):
+        return run(args, None)  # reads a file and says what is wrong: no settings, logs nor network
     import structlog
 
     from .app.logging import configure_logging

@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+
+ROOT = Path(__file__).resolve().parent.parent  # the tree whose `bot` the tests run
 
 
 @dataclass(frozen=True)
@@ -36,10 +40,15 @@ def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**inherited, **OFFLINE, **(env or {})}
 
 
-def wheelpin(*args: str, env: dict[str, str] | None = None, crash_after: int | None = None) -> Result:
+def wheelpin(*args: str, env: dict[str, str] | None = None, crash_after: int | None = None,
+             cwd: Path | None = None) -> Result:
     """`wheelpin ARGS…` in a subprocess; with `crash_after`, killed right after that many
-    actions (tests/fixtures/crash.py)."""
+    actions (tests/fixtures/crash.py); with `cwd`, run there (this tree's `bot` still the one
+    imported)."""
     command = ["-m", "bot.cli"] if crash_after is None else ["-m", "tests.fixtures.crash", str(crash_after)]
+    environ = environment(env)
+    if cwd is not None:
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, *command, *args], capture_output=True,
-                          text=True, env=environment(env), timeout=600)
+                          text=True, env=environ, timeout=600, cwd=cwd)
     return Result(done.returncode, done.stdout, done.stderr)

@@ -71,7 +71,8 @@ def test_a_directory_is_one_sentence(repo: Path, command: str, change: tuple[str
                          f"wheelpin: {repo}/.github/wheelpin.toml: 1 problem(s)"]
     else:
         (line,) = lines
-        assert line.startswith(f"wheelpin: {repo}/.github/wheelpin.toml:") and line.endswith(sentence)
+        assert line.startswith(f"wheelpin: {repo}/.github/wheelpin.toml:")
+        assert line.endswith(f"{sentence} (`wheelpin config validate --repo {repo}` checks the whole config)")
     assert (repo / "docker/Dockerfile").read_bytes() == before
 
 
@@ -139,3 +140,77 @@ def test_a_bad_github_api_url_is_one_sentence() -> None:
     assert result.code == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("wheelpin: bad setting in the environment: WHEELPIN_GITHUB_API_URL:")
+
+
+# Where the config is found, and where a command stopping at it points
+
+def test_validate_takes_the_config_as_elsewhere(repo: Path) -> None:
+    """`--config FILE` as `pins list` and `reconcile` take it; FILE and --config at once is
+    one sentence."""
+    configure(repo, 'name = "lmcache"', 'name = "lmcache"')
+    path = repo / ".github/wheelpin.toml"
+    by_option = wheelpin("config", "validate", "--config", str(path))
+    assert by_option.code == 0, by_option.stderr
+    assert by_option.stdout == f"{path}: valid, 1 component(s): lmcache\n"
+    assert wheelpin("config", "validate", str(path)).stdout == by_option.stdout
+    both = wheelpin("config", "validate", str(path), "--config", str(path))
+    assert both.code == 2
+    assert both.stderr == "wheelpin: give the config file once: as FILE or as --config FILE\n"
+
+
+@pytest.mark.parametrize("command", [["config", "validate"], ["pins", "list", "--json"]])
+def test_the_config_is_found_from_a_subfolder(repo: Path, command: list[str]) -> None:
+    """As git finds its repository: from `docker/`, the checkout's `.github/wheelpin.toml`,
+    with the pins' paths from the checkout's top."""
+    configure(repo, 'name = "lmcache"', 'name = "lmcache"')
+    result = wheelpin(*command, cwd=repo / "docker")
+    assert result.code == 0, result.stderr
+    if command[0] == "pins":
+        assert result.json()["root"] == str(repo)
+        assert [pin["file"] for pin in result.json()["pins"]] == ["docker/Dockerfile", "docker/atom_release.dockerfile"]
+    else:
+        assert result.stdout == f"{repo}/.github/wheelpin.toml: valid, 1 component(s): lmcache\n"
+
+
+def test_no_config_is_looked_for_above_a_checkout(tmp_path: Path) -> None:
+    """Outside a git checkout only the folder itself is looked at: a config in a folder
+    above belongs to nothing here."""
+    (tmp_path / "wheelpin.toml").write_text("")
+    (tmp_path / "work").mkdir()
+    result = wheelpin("config", "validate", cwd=tmp_path / "work")
+    assert result.code == 2
+    assert result.stderr == (f"wheelpin: {tmp_path / 'work'}: no config found (looked for .github/wheelpin.toml "
+                             "and wheelpin.toml; or pass --config FILE)\n")
+
+
+@pytest.mark.parametrize("command", ["pins list", "reconcile"])
+def test_a_command_stopping_at_the_config_points_to_validate(repo: Path, command: str) -> None:
+    configure(repo, "constraints = [", "constrants = [")
+    result = wheelpin(*commands(repo)[command])
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"wheelpin: {repo}/.github/wheelpin.toml:")
+    assert result.stderr.endswith("unknown key, did you mean `constraints`? "
+                                  f"(`wheelpin config validate --repo {repo}` checks the whole config)\n")
+
+
+def test_a_pin_that_cannot_be_read_points_to_validate(repo: Path) -> None:
+    configure(repo, 'image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg', 'image_arg = "LMCACHE_WHEEL_IMG", sha256_arg')
+    config = repo / ".github/wheelpin.toml"
+    result = wheelpin("pins", "list", "--config", str(config), "--json")
+    assert result.code == 2
+    assert result.stderr == ("wheelpin: docker/Dockerfile: ARG LMCACHE_WHEEL_IMG is not declared (ARGs here: "
+                             "LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_IMAGE?) "
+                             f"(`wheelpin config validate --config {config}` checks the whole config)\n")
+    assert result.json()["kind"] == "usage" and "config validate" in result.json()["error"]
+
+
+def test_reconcile_finds_the_config_from_a_subfolder(tmp_path: Path) -> None:
+    """The demo's downstream, a dry run from its `docker/` folder: the pass of the checkout."""
+    from tests.app.worlds import make_world
+
+    world = make_world(tmp_path)
+    from_top = wheelpin("reconcile", "--once", "--dry-run", "--json", "--repo", str(world.downstream), env=world.env)
+    from_below = wheelpin("reconcile", "--once", "--dry-run", "--json", env=world.env, cwd=world.downstream / "docker")
+    assert from_below.code == from_top.code == 0, from_below.stderr
+    assert from_below.json()["components"] == from_top.json()["components"]
+    assert [c["component"] for c in from_below.json()["components"]] == ["demo-cache"]

@@ -26,6 +26,19 @@ def find_config(root: Path, explicit: Path | None = None) -> Path:
     )
 
 
+def repository_root(start: Path) -> Path:
+    """The repository a command run in `start` works on, as git finds its own: in a git
+    checkout, the nearest of `start` and the folders above it, up to the checkout's top (a
+    folder with `.git`), that holds a config; `start` itself otherwise (outside a checkout
+    nothing above is looked at, and "no config found" names `start`)."""
+    folders = [start, *start.absolute().parents]
+    top = next((index for index, folder in enumerate(folders) if (folder / ".git").exists()), None)
+    if top is None:
+        return start
+    return next((folder for folder in folders[:top + 1]
+                 if any((folder / candidate).is_file() for candidate in CONFIG_FILES)), start)
+
+
 def root_for(path: Path, repo: Path | None) -> Path:
     """The repository a config belongs to: --repo, else above `.github/`, else its folder."""
     if repo is not None:

@@ -21,6 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import InputError
 from ..core.imagefs import ImageFiles, LayerSummary, env_of, merge
@@ -97,7 +98,26 @@ def read_consumer(store: ImageStore, reference: str, *, cache: LayerCache,
         return _read(store, reference, cache, architecture)
 
 
-def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: str) -> ConsumerImage:
+@dataclass(frozen=True)
+class ResolvedConsumer:
+    """The consuming image's documents, before any layer is read: what `config validate
+    --online` asks of it (that it resolves), and where a read of its layers starts."""
+
+    name: str  # store@digest of the platform's manifest
+    digest: str
+    layers: list[imagedocs.Descriptor]
+    config: dict[str, Any]
+    diff_ids: list[str]
+
+
+def resolve_consumer(store: ImageStore, reference: str, *, architecture: str = "amd64") -> ResolvedConsumer:
+    """The manifest `reference` names (an index resolved to `architecture`) and its config,
+    checked for shape and bounds, within one deadline; no layer is read."""
+    with image_deadline(f"{store.name}@{reference}"):
+        return _resolve(store, reference, architecture)
+
+
+def _resolve(store: ImageStore, reference: str, architecture: str) -> ResolvedConsumer:
     raw = store.get_manifest(reference)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     manifest = imagedocs.document(raw, f"{store.name}@{digest}")
@@ -116,6 +136,13 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
     diff_ids = imagedocs.diff_ids(config, name)
     if len(diff_ids) != len(descriptors):
         raise InputError(f"{name}: its config lists {len(diff_ids)} layers, its manifest {len(descriptors)}")
+    return ResolvedConsumer(name, digest, descriptors, config, diff_ids)
+
+
+def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: str) -> ConsumerImage:
+    resolved = _resolve(store, reference, architecture)
+    name, digest, descriptors, config, diff_ids = (resolved.name, resolved.digest, resolved.layers,
+                                                   resolved.config, resolved.diff_ids)
     summaries: list[LayerSummary] = []
     read = kept = kept_bytes = members = 0
     for index, (layer, diff_id) in enumerate(zip(descriptors, diff_ids), start=1):
@@ -141,4 +168,4 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
     return ConsumerImage(name, digest, files, read, len(descriptors) - read)
 
 
-__all__ = ["ConsumerImage", "LayerCache", "LayerError", "read_consumer"]
+__all__ = ["ConsumerImage", "LayerCache", "LayerError", "ResolvedConsumer", "read_consumer", "resolve_consumer"]

@@ -46,7 +46,7 @@ class ImageInfo:
     annotations: dict[str, str]
     labels: dict[str, str]
     wheels: tuple[WheelEntry, ...]
-    metadata_from: str  # "annotations" | "layers"
+    metadata_from: str  # "annotations" | "labels" | "layers" | "unread" (read_image with layers=False)
     bytes_fetched: int = 0
     layers: tuple[dict[str, Any], ...] = field(default=())
 
@@ -79,15 +79,18 @@ class ChunkReader(io.RawIOBase):
         return size
 
 
-def read_image(store: ImageStore, reference: str) -> ImageInfo:
+def read_image(store: ImageStore, reference: str, *, layers: bool = True) -> ImageInfo:
     """What the image `reference` names holds, read within one deadline
     (`adapters/readdeadline.py`); its documents are bounded and checked for shape by
-    `adapters/imagedocs.py` (a malformed one is an InputError)."""
+    `adapters/imagedocs.py` (a malformed one is an InputError). With `layers` False, an
+    image whose manifest and config say nothing of its wheels is not streamed: its
+    `wheels` are empty and its `metadata_from` "unread" (a cheap look, for `config
+    validate --online`), unless its wheels were read from its layers before."""
     with image_deadline(f"{store.name}@{reference}"):
-        return _read_image(store, reference)
+        return _read_image(store, reference, layers)
 
 
-def _read_image(store: ImageStore, reference: str) -> ImageInfo:
+def _read_image(store: ImageStore, reference: str, layers: bool = True) -> ImageInfo:
     before = store.traffic.bytes_downloaded
     raw = store.get_manifest(reference)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
@@ -107,6 +110,9 @@ def _read_image(store: ImageStore, reference: str) -> ImageInfo:
             labels = imagedocs.labels(imagedocs.read_config(store, config, name), name)
             wheels = wheels_from_annotations(labels)
             source = "labels"
+    if wheels is None and not layers:
+        known = _known_facts(store, digest)
+        wheels, source = (list(known), "layers") if known is not None else ([], "unread")
     if wheels is None:
         wheels = list(_layer_facts(store, digest, manifest.get("layers") or []))
         source = "layers"
@@ -118,13 +124,19 @@ _memo: OrderedDict[str, tuple[WheelEntry, ...]] = OrderedDict()
 _memo_lock = threading.Lock()  # the service's workers read images at once
 
 
-def _layer_facts(store: ImageStore, digest: str, layers: list[dict[str, Any]]) -> tuple[WheelEntry, ...]:
-    """The wheels of the image `digest` names, inspected from its layers once."""
+def _known_facts(store: ImageStore, digest: str) -> tuple[WheelEntry, ...] | None:
+    """The wheels of the image `digest` names as read from its layers before (in this
+    process, or in the cache folder), None when they never were."""
     with _memo_lock:
         if digest in _memo:
             _memo.move_to_end(digest)
             return _memo[digest]
-    wheels = _cached_facts(store, digest)
+    return _cached_facts(store, digest)
+
+
+def _layer_facts(store: ImageStore, digest: str, layers: list[dict[str, Any]]) -> tuple[WheelEntry, ...]:
+    """The wheels of the image `digest` names, inspected from its layers once."""
+    wheels = _known_facts(store, digest)
     if wheels is None:
         wheels = tuple(entry for layer in layers for entry in _wheels_in_layer(store, layer))
         store.cache.put_derived(FACTS_FORMAT, digest, json.dumps([w.to_json() for w in wheels]).encode())

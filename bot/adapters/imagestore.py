@@ -335,6 +335,13 @@ def open_store(target: ImageRef | LayoutTarget, *, client_for: Callable[[str], R
     return RegistryRepository(client_for(host), path, cache=cache)
 
 
+def layout_folder(repository: str, root: Path) -> Path:
+    """The folder an `oci:FOLDER` image repository names; a relative one starts at the
+    config's repository `root`, as the pass and `config validate --online` read it."""
+    folder = Path(repository.removeprefix("oci:"))
+    return folder if folder.is_absolute() else (root / folder).resolve()
+
+
 def reference_of(target: ImageRef | LayoutTarget) -> str | None:
     """The tag or digest a target names (digest first: it cannot move)."""
     return target.digest or target.tag

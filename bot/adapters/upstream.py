@@ -24,6 +24,20 @@ class UpstreamCalls:
     fetches: int = 0
 
 
+class LsRemoteFailed(TransientError):
+    """`git ls-remote` of the upstream failed: it did not answer, or refused."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{public_url(url)}: git ls-remote failed ({reason})")
+        self.url = public_url(url)
+        self.reason = reason
+
+
+class UpstreamRefMissing(TransientError):
+    """The upstream answered, without the branch followed or any tag the pattern matches
+    (transient to the pass: a branch may come back; `config validate --online` says it)."""
+
+
 def upstream_url(repo: str, root: Path) -> str:
     """What git fetches for `upstream.repo`: a relative local path starts at the config's
     repository `root` (so `config validate` looks where the pass fetches)."""
@@ -55,7 +69,9 @@ class UpstreamRepo:
         self.tags: dict[str, str] = {}  # every tag → its commit, as the last listing gave them
 
     def head(self) -> str:
-        """The commit to follow: the branch head, or the commit of the newest matching tag."""
+        """The commit to follow: the branch head, or the commit of the newest matching tag.
+        LsRemoteFailed when the upstream does not answer (within the 120 s each listing
+        has), UpstreamRefMissing when it answers without the branch or a matching tag."""
         self.calls.ls_remote += 1
         try:
             if self.upstream.branch is not None:
@@ -64,10 +80,14 @@ class UpstreamRepo:
                     sha, ref = line.split("\t")
                     if ref == f"refs/heads/{self.upstream.branch}":
                         return sha
-                raise TransientError(f"{public_url(self.url)}: no branch {self.upstream.branch}")
+                raise UpstreamRefMissing(f"{public_url(self.url)}: no branch {self.upstream.branch}")
             out = git(["ls-remote", "--tags", self.url], timeout=120)
         except GitError as exc:
-            raise TransientError(f"{public_url(self.url)}: git ls-remote failed ({exc.stderr.strip()[:200]})") from None
+            raise LsRemoteFailed(self.url, exc.stderr.strip()[:200]) from None
+        except UpstreamRefMissing:
+            raise
+        except TransientError as exc:  # git's timeout names no URL
+            raise LsRemoteFailed(self.url, exc.message) from None
         pattern = TagPattern.parse(self.upstream.tags or "*")
         every: dict[str, str] = {}
         for line in out.splitlines():
@@ -81,7 +101,7 @@ class UpstreamRepo:
         tags = {name: sha for name, sha in every.items() if pattern.version_of(name) is not None}
         chosen = newest(tags, pattern)
         if chosen is None:
-            raise TransientError(f"{public_url(self.url)}: no tag matches {self.upstream.tags}")
+            raise UpstreamRefMissing(f"{public_url(self.url)}: no tag matches {self.upstream.tags}")
         return tags[chosen]
 
     def is_older_release(self, commit: str, than: str) -> bool:

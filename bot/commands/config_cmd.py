@@ -9,17 +9,29 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..adapters.upstream import upstream_url
 from ..core.config import Component, Config
 from ..core.configfile import ConfigInvalid, LoadedConfig
+from ..core.errors import UsageError
 from ..core.pins import pin_findings
 from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
 from .repo import load
 
+if TYPE_CHECKING:
+    from ..app.settings import Settings
 
-def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> int:
+
+def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, online: bool = False,
+                     settings: Settings | None = None, github_repo: str | None = None) -> int:
+    """Check the config offline; with `online` (and the process's `settings`), then ask the
+    outside world what the first pass will ask it (commands/preflight.py), and GitHub, for
+    `github_repo`, whether each build workflow is on the base branch. Exit 2 for a
+    problem, 4 when only some outside system did not answer, else 0."""
+    if github_repo is not None and not online:
+        raise UsageError("--github-repo goes with --online (GitHub is asked only then)")
     try:
         loaded = load(config=file, repo=repo)
         refused, said = pin_problems(loaded)
@@ -27,7 +39,8 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             raise ConfigInvalid(loaded.path, refused)
     except ConfigInvalid as exc:
         if as_json:
-            emit_json({"file": str(exc.path), "valid": False, "problems": exc.problems, "warnings": []})
+            emit_json({"file": str(exc.path), "valid": False, "problems": exc.problems, "warnings": [],
+                       **({"online": None} if online else {})})  # not asked: the config comes first
         else:
             for problem in exc.problems:
                 sys.stderr.write(f"{problem}\n")
@@ -35,6 +48,9 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
         return 2
     names = [component.name for component in loaded.config.components]
     warnings = said + command_warnings(loaded) + workflow_warnings(loaded)
+    if online:
+        assert settings is not None, "--online needs the settings (registries, cache folder)"
+        return _online(loaded, names, warnings, as_json=as_json, settings=settings, github_repo=github_repo)
     if as_json:
         emit_json({"file": str(loaded.path), "valid": True, "root": str(loaded.root),
                    "components": names, "problems": [], "warnings": warnings})
@@ -43,6 +59,44 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool) -> 
             sys.stderr.write(f"warning: {warning}\n")
         emit_text(f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}")
     return 0
+
+
+def _online(loaded: LoadedConfig, names: list[str], warnings: list[str], *, as_json: bool,
+            settings: Settings, github_repo: str | None) -> int:
+    from ..app.wiring import Registries
+    from .preflight import OK, PROBLEM, UNANSWERED, online_checks, workflow_checks
+
+    platform = None
+    if github_repo is not None:  # its settings are checked before anything is asked
+        from ..app.githubrepo import GitHubAccess, github_platform
+
+        platform = github_platform(GitHubAccess.from_settings(settings), github_repo)
+    checks = online_checks(loaded, Registries(settings), cache=settings.cache_dir)
+    if platform is not None and github_repo is not None:
+        checks += workflow_checks(loaded, platform, github_repo)
+    problems = [check.sentence for check in checks if check.outcome == PROBLEM]
+    unanswered = [check.sentence for check in checks if check.outcome == UNANSWERED]
+    if as_json:
+        emit_json({"file": str(loaded.path), "valid": not problems, "root": str(loaded.root),
+                   "components": names, "problems": problems, "warnings": warnings,
+                   "online": {"checks": [check.to_json() for check in checks],
+                              "answered": not unanswered, "unanswered": unanswered}})
+    else:
+        for warning in warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+        for check in checks:
+            if check.outcome == OK:
+                emit_text(check.sentence)
+            else:
+                sys.stderr.write(f"{check.sentence}\n")
+        if problems:
+            sys.stderr.write(f"wheelpin: {loaded.path}: {len(problems)} problem(s) online\n")
+        elif unanswered:
+            sys.stderr.write(f"wheelpin: {loaded.path}: {len(unanswered)} check(s) got no answer; try again\n")
+        else:
+            emit_text(f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}; "
+                      f"{len(checks)} online check(s) answered")
+    return 2 if problems else 4 if unanswered else 0
 
 
 def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:

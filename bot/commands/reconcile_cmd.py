@@ -17,7 +17,7 @@ from ..loop.results import PassResult
 from ..loop.runner import Reconciler
 from ..app.settings import Settings
 from ..app.wiring import Registries
-from ..adapters.configdisk import find_config, read_config_text
+from ..adapters.configdisk import find_config, read_config_text, repository_root
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
 from .summary import append_summary
@@ -68,7 +68,7 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
         def config_text() -> str:
             return read_repository_config(kept, github_repo, path).text
     else:
-        folder = repo or Path.cwd()
+        folder = repo or repository_root(Path.cwd())
         if not folder.is_dir():
             raise UsageError(f"{folder}: no such repository folder")
 

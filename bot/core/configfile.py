@@ -30,6 +30,8 @@ from .tomlpos import key_lines, line_of
 class ConfigInvalid(ConfigError):
     """A config with one or more problems; `problems` lists each, located."""
 
+    validate_finds = True
+
     def __init__(self, path: Path, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -12,6 +12,9 @@ class WheelpinError(Exception):
     """Base of every error wheelpin reports on purpose."""
 
     exit_code: int = 1
+    # a problem of the config or of what it names in the repository (a pin that cannot be
+    # read), which `config validate` finds with every other: a command stopping at one says so
+    validate_finds: bool = False
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -26,6 +26,8 @@ SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 class PinError(UsageError):
     """A pin cannot be read or moved; the message names the file."""
 
+    validate_finds = True
+
 
 @dataclass(frozen=True)
 class PinState:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 import structlog
 
 from ..adapters.builders import discard_build, note_provenance, seed_build
-from ..adapters.imagestore import ImageStore, LayoutStore
+from ..adapters.imagestore import ImageStore, LayoutStore, layout_folder
 from ..adapters.platform import Platform
 from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
@@ -92,8 +92,7 @@ class Reconciler:
     def _store(self, component: Component) -> ImageStore:
         if component.image.repository not in self._stores:
             if component.image.is_layout:
-                folder = Path(component.image.repository[4:])
-                store: ImageStore = LayoutStore(folder if folder.is_absolute() else (self.loaded.root / folder).resolve())
+                store: ImageStore = LayoutStore(layout_folder(component.image.repository, self.loaded.root))
             else:
                 store = self.registries.store(ImageRef.parse(component.image.repository))
             self._stores[component.image.repository] = store

@@ -1,0 +1,271 @@
+"""`config validate --online`: what the first pass will ask of the outside world, asked
+before any build. For each component, through the adapters the pass speaks through (so
+the same credentials, retries and deadlines apply):
+
+- the upstream: `git ls-remote` for its branch, or the newest tag its pattern matches
+  (adapters/upstream.py, 120 s a listing);
+- the registry: the tag list of `image.repository`, as the pass looks for an image there
+  (adapters/registry.py with the settings' retries and timeouts), or the OCI layout
+  folder on disk;
+- each pinned image, by its digest: that the registry holds it (a HEAD), then its
+  manifest and config, and its wheels where those say them (adapters/imageread.py
+  without streaming a layer, within its deadline);
+- the consuming image (`consumer`), resolved to its manifest and config
+  (adapters/consumerread.py, no layer read);
+- with a GitHub repository named (and GitHub's settings), the file of each
+  `build.workflow` on its base branch, where the pass dispatches it (the platform's
+  `read_file`, as the pass reads the pins there).
+
+The pins and the consumer's Dockerfile are read from the working tree, as offline
+`config validate` reads them (the pass reads them from the base branch). Each check ends
+in one sentence naming the component and what was asked of whom. An answer the pass
+would stop at (no such branch, a digest the registry does not hold, credentials refused,
+a malformed manifest, an upstream folder that is no git repository) is a problem; an
+outside system that did not answer (refused, timed out, 5xx after the retries) is
+`unanswered`, as the pass's TransientError is. Nothing is written but the cache folder's
+content-addressed copies of what was read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..adapters.consumerread import resolve_consumer
+from ..adapters.imageread import ImageInfo, read_image
+from ..adapters.platform import Platform
+from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
+from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
+from ..core.config import Component
+from ..core.configfile import LoadedConfig
+from ..core.errors import TransientError, WheelpinError
+from ..core.imageref import ImageRef, ImageRefError
+from ..core.ociimage import architecture_of
+from ..core.pins import PinState, read_pins
+from ..core.redact import public_url
+from ..core.workflowfile import workflow_path
+
+if TYPE_CHECKING:
+    from ..app.wiring import Registries
+
+OK = "ok"
+PROBLEM = "problem"  # an answer the pass would stop at: fix the config, the image or the credentials
+UNANSWERED = "unanswered"  # the outside did not answer: try again
+
+
+@dataclass(frozen=True)
+class Check:
+    """One question asked of the outside world for one component, and how it ended."""
+
+    component: str
+    check: str  # "upstream" | "registry" | "pinned" | "consumer" | "workflow"
+    asked: str  # what was asked of whom
+    outcome: str  # OK | PROBLEM | UNANSWERED
+    sentence: str  # one sentence naming the component
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def online_checks(loaded: LoadedConfig, registries: Registries, *, cache: Path) -> list[Check]:
+    """Every check of every component, in the config's order."""
+    checks: list[Check] = []
+    for component in loaded.config.components:
+        checks += _component_checks(loaded, component, registries, cache)
+    return checks
+
+
+def _component_checks(loaded: LoadedConfig, component: Component, registries: Registries,
+                      cache: Path) -> Iterator[Check]:
+    yield _upstream(component, loaded.root, cache)
+    layout = LayoutStore(layout_folder(component.image.repository, loaded.root)) if component.image.is_layout else None
+    registry = _registry(component, layout, registries)
+    yield registry
+    texts = {pin.file: (loaded.root / pin.file).read_text(encoding="utf-8") for pin in component.pins}
+    infos: list[ImageInfo] = []
+    seen: set[str] = set()
+    for state in read_pins(component, texts):  # offline validate read them already: they read
+        if state.image in seen:
+            continue
+        seen.add(state.image)
+        if registry.outcome == UNANSWERED and layout is None:
+            # offline validate saw the pin in image.repository: the same registry, which has just
+            # spent its retries unanswered; asking again would only wait as long once more
+            yield Check(component.name, "pinned", f"the manifest of {state.image}", UNANSWERED,
+                        f"{component.name}: {state.file}:{state.line}: the pinned image {state.image} was not "
+                        "asked for: its registry did not answer the tag list")
+            continue
+        check, info = _pinned(component, state, layout, registries)
+        infos += [info] if info is not None else []
+        yield check
+    if component.consumer is not None:
+        yield _consumer(loaded, component, infos, registries)
+
+
+def _upstream(component: Component, root: Path, cache: Path) -> Check:
+    name, upstream = component.name, UpstreamRepo(component.upstream, cache=cache, root=root)
+    url = public_url(upstream.url)
+    wanted = (f"branch {component.upstream.branch}" if component.upstream.branch is not None
+              else f"the newest tag matching {component.upstream.tags or '*'}")
+    asked = f"git ls-remote {url} ({wanted})"
+    try:
+        head = upstream.head()
+    except LsRemoteFailed as exc:
+        # a folder here that git cannot list is no passing fault: it is not a repository
+        local = Path(upstream.url.removeprefix("file://")).is_absolute()
+        return Check(name, "upstream", asked, PROBLEM if local else UNANSWERED,
+                     f"{name}: the upstream {url} did not answer git ls-remote: {exc.reason}")
+    except UpstreamRefMissing:
+        sentence = (f"{name}: the upstream {url} has no branch {component.upstream.branch} (upstream.branch)"
+                    if component.upstream.branch is not None else
+                    f"{name}: no tag of the upstream {url} matches {component.upstream.tags} (upstream.tags)")
+        return Check(name, "upstream", asked, PROBLEM, sentence)
+    except WheelpinError as exc:
+        return _failed(name, "upstream", asked, f"the upstream {url}", f"its {wanted}", exc)
+    tag = upstream.tag_of(head)
+    found = f"tag {tag} at {head[:12]}" if tag else f"{wanted} at {head[:12]}"
+    return Check(name, "upstream", asked, OK, f"{name}: the upstream {url} answered git ls-remote: {found}")
+
+
+def _registry(component: Component, layout: LayoutStore | None, registries: Registries) -> Check:
+    name = component.name
+    if layout is not None:
+        asked = f"the OCI layout folder {layout.folder}"
+        if layout.folder.exists() and not layout.folder.is_dir():
+            return Check(name, "registry", asked, PROBLEM,
+                         f"{name}: the OCI layout folder {layout.folder} (image.repository) is not a folder")
+        if not layout.folder.exists():
+            return Check(name, "registry", asked, OK, f"{name}: the OCI layout folder {layout.folder} does not "
+                         "exist yet; the first publish makes it")
+    store = layout or registries.store(ImageRef.parse(component.image.repository))
+    asked = f"the tag list of {store.name}"
+    try:
+        tags = store.list_tags()
+    except WheelpinError as exc:
+        return _failed(name, "registry", asked, _who(store), f"the tag list of {store.name} (image.repository)", exc)
+    return Check(name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} "
+                 f"({len(tags)} tag(s))")
+
+
+def _pinned(component: Component, state: PinState, layout: LayoutStore | None,
+            registries: Registries) -> tuple[Check, ImageInfo | None]:
+    """The image a pin holds, as the pass reads it to learn the pinned commit: from the
+    component's layout folder, else from the registry the reference names."""
+    name, where = component.name, f"{state.file}:{state.line}"
+    ref = state.ref
+    assert ref is not None  # offline validate refused a pin that holds no reference
+    reference = reference_of(ref)
+    assert reference is not None
+    store = layout or registries.store(ref)
+    holder = f"the OCI layout folder {layout.folder}" if layout is not None else "the registry"
+    asked = f"the manifest of {store.name}@{reference}"
+    what = "digest" if ref.digest else "tag"
+    try:
+        digest = _digest_held(store, reference)
+        if digest is None:
+            status = "" if layout is not None else " (404)"
+            return Check(name, "pinned", asked, PROBLEM, f"{name}: {where}: the pinned {what} is not in {holder}"
+                         f"{status}: {store.name}@{reference}"), None
+        info = read_image(store, digest, layers=False)
+    except WheelpinError as exc:
+        return _failed(name, "pinned", asked, _who(store), f"the image pinned at {where}, {store.name}@{reference}",
+                       exc), None
+    if info.wheels:
+        wheels = ", ".join(f"{wheel.name} {wheel.version}" for wheel in info.wheels)
+        said = f"{wheels} (from its {info.metadata_from})"
+    else:
+        said = "its wheels are said only by its layers, which the pass reads"
+    return Check(name, "pinned", asked, OK, f"{name}: {where}: the pinned image {store.name}@{digest} "
+                 f"is readable: {said}"), info
+
+
+def _digest_held(store: ImageStore, reference: str) -> str | None:
+    """The digest `reference` names in `store`, asked of the store itself (a HEAD to a
+    registry, never the cache folder, which keeps what a registry may have deleted since);
+    None when the store does not hold it."""
+    if isinstance(store, RegistryRepository):
+        return store.client.manifest_digest(store.repository, reference)
+    if reference.startswith("sha256:"):
+        return reference if store.has_blob(reference) else None
+    return store.tag_digest(reference)
+
+
+def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo], registries: Registries) -> Check:
+    """The consuming image, named by the config or by the Dockerfile, resolved for the
+    wheels' architecture (that of the pinned wheels, when known) as the pass resolves it."""
+    from ..core.consumer import reference_in  # the consumer checks' module: loaded for a component with one
+
+    consumer, name = component.consumer, component.name
+    assert consumer is not None
+    file = consumer.file or component.pins[0].file
+    try:
+        reference = consumer.image or reference_in(consumer, (loaded.root / file).read_text(encoding="utf-8"),
+                                                   where=file)
+        target = ImageRef.parse(reference)
+        architecture = architecture_of([wheel.file for info in infos for wheel in info.wheels])
+    except (OSError, UnicodeDecodeError, ValueError, ImageRefError) as exc:
+        return Check(name, "consumer", f"the consuming image in {file}", PROBLEM, f"{name}: consumer: {exc}")
+    store = registries.store(target)
+    named = reference_of(target)
+    assert named is not None  # ImageRef.parse gives a tag or a digest
+    asked = f"the manifest and config of {store.name}@{named} ({architecture})"
+    try:
+        if _digest_held(store, named) is None:
+            return Check(name, "consumer", asked, PROBLEM, f"{name}: the consuming image {reference} is not in "
+                         "its registry (404)")
+        resolved = resolve_consumer(store, named, architecture=architecture)
+    except WheelpinError as exc:
+        return _failed(name, "consumer", asked, _who(store), f"the consuming image {reference}", exc)
+    return Check(name, "consumer", asked, OK, f"{name}: the consuming image {reference} resolves to "
+                 f"{resolved.name} ({len(resolved.layers)} layer(s), read by the pass)")
+
+
+def _who(store: ImageStore) -> str:
+    if isinstance(store, RegistryRepository):
+        return f"the registry {store.client.host}"
+    return f"the OCI layout folder {store.name.removeprefix('oci:')}"
+
+
+def workflow_checks(loaded: LoadedConfig, platform: Platform, repository: str) -> list[Check]:
+    """Each `build.workflow`'s file on `repository`'s base branch, read through `platform`
+    as the pass reads that branch: a workflow missing there is never dispatched."""
+    components = [component for component in loaded.config.components if component.build.workflow is not None]
+    branch = loaded.config.defaults.base_branch
+    checks: list[Check] = []
+    try:
+        base = platform.resolve(f"refs/heads/{branch}")
+    except WheelpinError as exc:
+        return [_failed(c.name, "workflow", f"the branch {branch} of {repository}", f"GitHub ({repository})",
+                        f"its branch {branch}", exc) for c in components]
+    for component in components:
+        name, workflow = component.name, component.build.workflow
+        assert workflow is not None
+        path = workflow_path(workflow)
+        asked = f"{path or workflow} on {repository}'s branch {branch}"
+        if base is None:
+            checks.append(Check(name, "workflow", asked, PROBLEM, f"{name}: {repository} has no branch {branch} "
+                                "(defaults.base_branch), where the pass reads the pins and dispatches the build"))
+            continue
+        if path is None:  # a workflow id: GitHub knows it, no file name to look for (offline validate said so)
+            continue
+        try:
+            text = platform.read_file(base, path)
+        except WheelpinError as exc:
+            checks.append(_failed(name, "workflow", asked, f"GitHub ({repository})", path, exc))
+            continue
+        checks.append(Check(name, "workflow", asked, OK, f"{name}: {path} is on {repository}'s branch {branch}")
+                      if text is not None else
+                      Check(name, "workflow", asked, PROBLEM, f"{name}: {path} is not on {repository}'s branch "
+                            f"{branch}, where the pass dispatches it (build.workflow)"))
+    return checks
+
+
+def _failed(name: str, check: str, asked: str, who: str, what: str, exc: WheelpinError) -> Check:
+    """A check an error ended: unanswered for the pass's transient failures (`who` did not
+    answer), else a problem (credentials refused, a malformed or missing document, a TLS
+    handshake that failed)."""
+    if isinstance(exc, TransientError):
+        return Check(name, check, asked, UNANSWERED, f"{name}: {who} did not answer for {what}: {exc.message}")
+    return Check(name, check, asked, PROBLEM, f"{name}: asking {who} for {what} failed: {exc.message}")
