@@ -20,11 +20,14 @@ from ..app.wiring import Registries
 from ..adapters.configdisk import find_config, read_config_text
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
+from .plantext import plan_text
 from .summary import append_summary
 from .repo import load
 
 
 def pass_text(result: PassResult) -> str:
+    if result.dry_run:
+        return plan_text(result)
     lines = []
     for component in result.components:
         head = f" at {component.head[:8]}" if component.head else ""
