@@ -19,8 +19,10 @@ from bot.core.configfile import load_config_text
 from bot.core.errors import RuleRefused
 from bot.core.inspect import inspect_wheel
 from bot.loop.results import PassResult
+from bot.commands.reconcile_cmd import exit_code
 from bot.loop.runner import Reconciler
 from tests.fixtures.fakes import MemoryPlatform, MemoryStore, MemoryStores, ScriptedBuilder
+from tests.fixtures.dryreal import predicted
 from tests.fixtures.wheels import build_wheel
 
 REPOSITORY = "registry.test/rocm/demo-cache"
@@ -70,7 +72,21 @@ class Loop:
                             files={"demo_cache/__init__.py": b"x = 1\n"}, requires_dist=requires)]
 
     def run(self, **options: bool) -> PassResult:
-        return self.reconciler.run(**options)
+        """A pass; unless it is a dry run itself, a dry run first, which must write nothing
+        and predict what the pass did (tests/fixtures/dryreal.py)."""
+        if options.get("dry_run"):
+            return self.reconciler.run(**options)
+        writes, tags, started = self.platform.writes, dict(self.store.tags), list(self.builder.started)
+        dry = self.reconciler.run(dry_run=True, **options)
+        assert (self.platform.writes, self.store.tags, self.builder.started) == (writes, tags, started)
+        real = self.reconciler.run(**options)
+        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
+                  branch_file=self.branch_text)
+        return real
+
+    def branch_text(self, path: str) -> str | None:
+        tip = self.platform.refs.get(f"refs/heads/{BRANCH}")
+        return None if tip is None else self.platform.commits[tip][1].get(path)
 
     def branch_file(self) -> str:
         tip = self.platform.refs[f"refs/heads/{BRANCH}"]
