@@ -132,7 +132,7 @@ class CommandBuilder(_Cached):
     def preview(self, commit: str) -> BuildPreview:
         refusal = self._refusal()
         if self.component.build.command is None:
-            return BuildPreview(runs=f"workflow {self.component.build.workflow}", where="on GitHub Actions",
+            return BuildPreview(runs=f"workflow {self.component.build.workflow}", where="GitHub Actions",
                                 refusal=refusal)
         planned = local_build(self.component, commit, self.cache)
         return BuildPreview(runs=planned.said, where=f"a clean checkout of {commit[:8]} at {planned.checkout}",
@@ -216,7 +216,7 @@ class WorkflowBuilder(_Cached):
 
     def preview(self, commit: str) -> BuildPreview:
         ref = self.component.build.ref or self.base_branch
-        return BuildPreview(runs=f"workflow {self.component.build.workflow}", where=f"on GitHub Actions, from {ref}",
+        return BuildPreview(runs=f"workflow {self.component.build.workflow}", where=f"GitHub Actions, from {ref}",
                             inputs=self._inputs(commit), refusal=None if self.actions is not None else self._no_actions())
 
     def status(self, commit: str) -> BuildSeen:
