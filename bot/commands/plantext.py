@@ -59,6 +59,8 @@ def _component(component: ComponentResult) -> list[str]:
         lines.append(f"  proposal: {verb} {plan.branch}: {plan.title}")
     elif plan.proposal == "close":
         lines.append(f"  proposal: closes {plan.branch} (the base already pins the head)")
+    elif plan.proposal == "keep":
+        lines.append(f"  proposal: keeps {plan.branch} as it is (it proposes the head already)")
     elif plan.proposal == "leave alone":
         lines.append(f"  proposal: leaves {plan.branch} alone (a human wrote to it)")
     if plan.waits:

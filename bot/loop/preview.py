@@ -66,7 +66,7 @@ class ComponentPlan:
     image: str | None = None  # the reference the proposal would pin
     edits: tuple[Edit, ...] = ()
     title: str | None = None
-    proposal: str = ""  # "create" | "update" | "close" | "leave alone" | "": what it does with the proposal
+    proposal: str = ""  # "create" | "update" | "keep" | "close" | "leave alone" | "": what it does with the proposal
     waits: str | None = None  # why, and until when, it would wait
     refusals: list[str] = field(default_factory=list)
     after_build: str | None = None  # what is checked only after the build
@@ -137,6 +137,8 @@ def preview(context: Context, facts: Facts, actions: list[Action], *, now: float
     if builds or adopts:
         plan.after_build = _after_build(context, adopted=facts.image is not None)
     if write is None:
+        if facts.proposal is not None and not actions:
+            plan.proposal = "keep"  # it already says what it should
         return plan
     plan.proposal = "create" if write.verb == "open" else "update"
     plan.commits = tuple(context.upstream.commits_between(facts.pinned_commit, head))
