@@ -20,8 +20,10 @@ def plan_text(result: PassResult) -> str:
     lines: list[str] = []
     for component in result.components:
         lines += _component(component)
-    if result.failed:
+    if any(component.would_fail for component in result.components):
         lines.append("the real pass would fail (exit 1): see `refused` above")
+    elif result.failed:
+        lines.append("the dry run failed (exit 1): see above")
     elif result.left_alone:
         lines.append("the real pass would leave a branch alone (exit 3)")
     return "\n".join(lines)
