@@ -29,6 +29,11 @@ def plan_text(result: PassResult) -> str:
     return "\n".join(lines)
 
 
+def component_plan(component: ComponentResult) -> list[str]:
+    """One component's plan, a line each (the run's summary shows it too: commands/summary.py)."""
+    return _component(component)
+
+
 def _component(component: ComponentResult) -> list[str]:
     plan = component.plan
     kinds = ", ".join(a.kind.value for a in component.actions)
