@@ -124,8 +124,7 @@ def preview(context: Context, facts: Facts, actions: list[Action], *, now: float
     write = next((a for a in actions if isinstance(a, WriteProposal)), None)
     builds = any(isinstance(a, (StartBuild, FetchArtifacts, PublishImage)) for a in actions)
     adopts = any(isinstance(a, AdoptImage) for a in actions)
-    start = next((a for a in actions if isinstance(a, StartBuild)), None)
-    if start is not None:
+    if any(isinstance(a, StartBuild) for a in actions):
         plan.build = context.builder.preview(head)
         if plan.build.refusal is not None:
             plan.refuse(Kind.BUILD, kind_of(WheelpinError(plan.build.refusal)), plan.build.refusal)
@@ -142,12 +141,12 @@ def preview(context: Context, facts: Facts, actions: list[Action], *, now: float
         return plan
     plan.proposal = "create" if write.verb == "open" else "update"
     plan.commits = tuple(context.upstream.commits_between(facts.pinned_commit, head))
-    if component.constraints_file:  # the proposal reads it from the base: missing, the pass fails there
+    _bump(context, facts, plan)
+    if component.constraints_file:  # the proposal reads it from the base next: missing, the pass fails there
         try:
             read(facts.base, component.constraints_file)
         except WheelpinError as exc:
             plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
-    _bump(context, facts, plan)
     return plan
 
 

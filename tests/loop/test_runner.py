@@ -100,7 +100,8 @@ def kinds(result: PassResult) -> list[str]:
     return [action.kind.value for action in result.components[0].actions]
 
 
-def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = None) -> Loop:
+def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = None,
+              edit: tuple[str, str] = ("", "")) -> Loop:
     upstream = tmp / "upstream"
     upstream.mkdir()
     git(["init", "--quiet", "-b", "main"], cwd=upstream)
@@ -109,7 +110,7 @@ def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = No
     git(["commit", "--quiet", "-m", "first"], cwd=upstream, env=PEOPLE)
     first = git(["rev-parse", "HEAD"], cwd=upstream).strip()
     stores = MemoryStores()
-    loaded = load_config_text(CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY),
+    loaded = load_config_text(CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY).replace(*edit),
                               path=tmp / "wheelpin.toml", root=tmp, exists=None)
     component = loaded.config.components[0]
     from bot.core.imageref import ImageRef
@@ -363,3 +364,15 @@ def test_a_plan_that_did_not_predict_the_pass_is_caught(loop: Loop) -> None:
     broken(lambda c: c["plan"].update(proposal="update"))
     broken(lambda c: c["plan"].update(fails=True, fails_at="propose", error_kind="usage"))
     broken(lambda c: None, real_exit=1)
+
+
+def test_a_constraints_file_missing_on_the_base_is_refused_by_the_plan(tmp_path: Path) -> None:
+    """The proposal reads it from the base, after the build and the publishing: the plan
+    says so before."""
+    loop = make_loop(tmp_path, edit=('constraints = ["numpy==2.3.5"]', 'constraints_file = "constraints.txt"'))
+    loop.commit("0.1.1")
+    plan = plan_of(loop.run(dry_run=True))
+    assert plan.fails_at == "propose" and plan.refusals == ["constraints.txt does not exist on the base branch"]
+    done = loop.run()
+    assert kinds(done) == ["build", "publish", "propose"] and done.components[0].status == "failed"
+    loop.reconciler.state.close()
