@@ -341,7 +341,7 @@ def test_the_plan_on_github_names_the_workflow_and_its_inputs_and_agrees_with_th
         assert not gh.repo.runs and exit_code(dry) == 0
         real = gh.reconciler.run()
         predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
-                  branch_file=lambda path: None)
+                  proposal=None)
         assert [a.kind for a in real.components[0].actions] == ["build", "wait"]
 
 
@@ -354,5 +354,5 @@ def test_the_plan_on_github_refuses_a_build_command_as_the_pass_does(world: Worl
         assert "build.command is not run for a repository on GitHub" in plan.refusals[0]
         real = gh.reconciler.run()
         predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
-                  branch_file=lambda path: None)
+                  proposal=None)
         assert real.components[0].status == "failed" and not gh.repo.pulls

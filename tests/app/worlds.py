@@ -22,7 +22,7 @@ from bot.app.wiring import Registries
 from bot.commands.demo import PEOPLE, make_downstream, make_upstream
 from bot.adapters.configdisk import load_config
 from tests.cli import Result, wheelpin
-from tests.fixtures.dryreal import predicted
+from tests.fixtures.dryreal import Proposal, predicted
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.emulator import Repo as EmulatedRepo
 
@@ -59,9 +59,10 @@ class World:
         before = self.written()
         dry = run("--dry-run")
         assert self.written() == before, "the dry run wrote"
+        existed = self.branch() is not None
         real = run()
-        predicted(_document(dry), _document(real), dry_exit=dry.code, real_exit=real.code,
-                  branch_file=self.branch_text)
+        proposal = Proposal(existed, title=self.title, file=self.branch_text)
+        predicted(_document(dry), _document(real), dry_exit=dry.code, real_exit=real.code, proposal=proposal)
         return real
 
     def written(self) -> tuple[str, bytes | None, bool, bytes | None]:
@@ -73,9 +74,17 @@ class World:
                 index.read_bytes() if index.exists() else None, (cache / "builds").exists(),
                 state.read_bytes() if state.exists() else None)
 
+    def title(self) -> str | None:
+        """The proposal's title: its commit's subject (the local platform has no pull request)."""
+        if self.branch() is None:
+            return None
+        return git(["log", "-1", "--format=%s", BRANCH], cwd=self.downstream).strip()
+
     def branch_text(self, path: str) -> str | None:
-        shown = git(["show", f"{BRANCH}:{path}"], cwd=self.downstream, check=False)
-        return shown if self.branch() is not None else None
+        """A file of the proposal's branch, None when there is no branch."""
+        if self.branch() is None:
+            return None
+        return git(["show", f"{BRANCH}:{path}"], cwd=self.downstream, check=False)
 
     def branch(self) -> str | None:
         out = git(["rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"], cwd=self.downstream, check=False)

@@ -25,7 +25,7 @@ from bot.loop.results import PassResult
 from bot.commands.reconcile_cmd import exit_code, pass_text
 from bot.loop.runner import Reconciler
 from tests.fixtures.fakes import MemoryPlatform, MemoryStore, MemoryStores, ScriptedBuilder
-from tests.fixtures.dryreal import predicted
+from tests.fixtures.dryreal import Proposal, predicted
 from tests.fixtures.wheels import build_wheel
 
 REPOSITORY = "registry.test/rocm/demo-cache"
@@ -82,10 +82,16 @@ class Loop:
         writes, tags, started = self.platform.writes, dict(self.store.tags), list(self.builder.started)
         dry = self.reconciler.run(dry_run=True, **options)
         assert (self.platform.writes, self.store.tags, self.builder.started) == (writes, tags, started)
+        existed = f"refs/heads/{BRANCH}" in self.platform.refs
         real = self.reconciler.run(**options)
         predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
-                  branch_file=self.branch_text)
+                  proposal=self.proposal(existed))
         return real
+
+    def proposal(self, existed: bool) -> Proposal:
+        def title() -> str | None:
+            return next((p.title for p in self.platform.proposals.values()), None)
+        return Proposal(existed, title=title, file=self.branch_text)
 
     def branch_text(self, path: str) -> str | None:
         tip = self.platform.refs.get(f"refs/heads/{BRANCH}")
@@ -349,13 +355,13 @@ def test_a_plan_that_did_not_predict_the_pass_is_caught(loop: Loop) -> None:
     loop.commit("0.1.1")
     dry = loop.reconciler.run(dry_run=True).to_json()
     real = loop.reconciler.run().to_json()
-    predicted(dry, real, dry_exit=0, real_exit=0, branch_file=loop.branch_text)  # as it is: predicted
+    predicted(dry, real, dry_exit=0, real_exit=0, proposal=loop.proposal(False))  # as it is: predicted
 
     def broken(change: Callable[[dict[str, Any]], None], real_exit: int = 0) -> None:
         wrong = copy.deepcopy(dry)
         change(wrong["components"][0])
         with pytest.raises(AssertionError):
-            predicted(wrong, real, dry_exit=0, real_exit=real_exit, branch_file=loop.branch_text)
+            predicted(wrong, real, dry_exit=0, real_exit=real_exit, proposal=loop.proposal(False))
 
     broken(lambda c: c["actions"].pop())  # no proposal planned
     broken(lambda c: c["plan"].update(title="Bump demo-cache to {version} (00000000)"))
