@@ -47,11 +47,12 @@ class ComponentResult:
         return self.plan is not None and self.plan.fails
 
     def to_json(self) -> dict[str, Any]:
-        said: dict[str, Any] = {"component": self.name, "status": self.status.value, "head": self.head,
-                "actions": [a.to_json() for a in self.actions], "messages": self.messages,
-                "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
-                "proposal": self.proposal, "build": self.build, "notes": self.notes,
-                "problems": self.problems, "pruned": self.pruned}
+        said: dict[str, Any] = {
+            "component": self.name, "status": self.status.value, "head": self.head,
+            "actions": [a.to_json() for a in self.actions], "messages": self.messages,
+            "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
+            "proposal": self.proposal, "build": self.build, "notes": self.notes,
+            "problems": self.problems, "pruned": self.pruned}
         if self.plan is not None:
             said["plan"] = self.plan.to_json()
         return said
