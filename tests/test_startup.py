@@ -72,7 +72,7 @@ def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Pa
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
                           cwd=tmp_path / "demo" / "downstream")
     code, modules = json.loads(done.stdout.strip().splitlines()[-1])
-    assert code == 0 and "nothing at" in done.stdout, done.stdout + done.stderr
+    assert code == 0 and "demo-cache: nothing to do\n" in done.stdout, done.stdout + done.stderr
     assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.inspect",
                 "bot.adapters.inspectpool",
                 "bot.core.consumer", "bot.app.schedule", "elftools", "zstandard"} & set(modules)

@@ -152,6 +152,32 @@ LOG_HEAD = 8 * MiB  # a build's log keeps its first bytes (how it began) …
 LOG_TAIL = 8 * MiB  # … and its last (where it failed): adapters/boundedlog.py
 
 
+@dataclass(frozen=True)
+class LocalBuild:
+    """What `build.command` of one commit runs, and where: said by a dry run, run by
+    `run_local_build`."""
+
+    checkout: Path  # the clean checkout of the commit it runs in
+    out: Path  # where it leaves its wheels (`{out}`)
+    run: list[str] | str  # the command, its placeholders filled
+    values: dict[str, str]  # the placeholders' values, also given as WHEELPIN_* variables
+
+    @property
+    def said(self) -> str:
+        return self.run if isinstance(self.run, str) else shlex.join(self.run)
+
+
+def local_build(component: Component, commit: str, cache: Path) -> LocalBuild:
+    out = build_folder(cache, component.name, commit) / "out"
+    values = {**commit_values(commit, component.name), "out": str(out)}
+    command = component.build.command
+    assert command is not None
+    # a list is run as it is; a string through the shell, with the values quoted
+    run: list[str] | str = ([render(part, values) for part in command] if isinstance(command, list)
+                            else render(command, {k: shlex.quote(v) for k, v in values.items()}))
+    return LocalBuild(cache / "checkouts" / component.name / commit[:12], out, run, values)
+
+
 def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo, cache: Path) -> BuildResult:
     sandboxed = sandbox.enabled()  # refused in one sentence before anything is made
     folder = build_folder(cache, component.name, commit)
@@ -163,13 +189,9 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
     log = folder / "build.log"
-    checkout = upstream.checkout(commit, cache / "checkouts" / component.name / commit[:12])
-    values = {**commit_values(commit, component.name), "out": str(out)}
-    command = component.build.command
-    assert command is not None
-    # a list is run as it is; a string through the shell, with the values quoted
-    run: list[str] | str = ([render(part, values) for part in command] if isinstance(command, list)
-                            else render(command, {k: shlex.quote(v) for k, v in values.items()}))
+    planned = local_build(component, commit, cache)
+    checkout = upstream.checkout(commit, planned.checkout)
+    run, values = planned.run, planned.values
     environment = sandbox.sandbox_environment(
         {**build_environment(), **{f"WHEELPIN_{k.upper()}": v for k, v in values.items()}},
         sandboxed=sandboxed, scratch=scratch)

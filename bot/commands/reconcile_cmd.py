@@ -20,11 +20,14 @@ from ..app.wiring import Registries
 from ..adapters.configdisk import find_config, read_config_text, repository_root
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
+from .plantext import plan_text
 from .summary import append_summary
 from .repo import load
 
 
 def pass_text(result: PassResult) -> str:
+    if result.dry_run:
+        return plan_text(result)
     lines = []
     for component in result.components:
         head = f" at {component.head[:8]}" if component.head else ""
@@ -115,7 +118,8 @@ def exit_code(result: PassResult) -> int:
     """One pass's exit code, as `wheelpin reconcile --help` lists them (cli.RECONCILE_EXIT_CODES):
     1 when a component failed, before all else; 3 when none failed but a branch a human
     wrote to was left alone (not wheelpin's failure, but the proposal is stuck until
-    someone deletes the branch, and a script must be able to tell without parsing); else 0."""
+    someone deletes the branch, and a script must be able to tell without parsing); else 0.
+    A dry run exits as the real pass would (`PassResult.failed`: its plan meets a refusal)."""
     if result.failed:
         return 1
     return 3 if result.left_alone else 0

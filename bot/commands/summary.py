@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..loop.results import ComponentResult, PassResult
+from .plantext import component_plan
 
 _ICONS = {"nothing": "✅", "done": "✅", "planned": "📝", "waiting": "⏳", "left-alone": "✋", "failed": "❌"}
 
@@ -34,6 +35,8 @@ def pass_markdown(result: PassResult, *, where: str) -> str:
                 + [f"- {message}" for message in component.messages]
                 + [f"- ⚠️ **{note}**" for note in component.notes]
                 + [f"- {problem}" for problem in component.problems])
+        if result.dry_run and component.plan is not None:  # docs/dry-run.md
+            said += ["", "```text", *component_plan(component), "```"]
         if said:
             lines += ["", f"<details{' open' if component.status.value == 'failed' else ''}><summary>"
                       f"{component.name}</summary>", "", *said, "", "</details>"]

@@ -119,12 +119,28 @@ def _segment_of(placeholder: str) -> str:
     return placeholder.removeprefix("local_").removesuffix("_digits")
 
 
-def validate_tag_template(template: str, *, component: str) -> None:
-    """A tag template must always yield a valid OCI tag: check it on a long real version
-    (carrying every segment a `{local_…}` placeholder names, as `99.99`)."""
-    check_fields(template, TAG_FIELDS)
+def sample_tag(template: str, *, component: str, sha: str = SAMPLE_SHA) -> str:
+    """The tag `template` gives a long real version (carrying every segment a `{local_…}`
+    placeholder names, as `99.99`): a stand-in for a tag whose version is not known yet."""
     extra = "".join(f".{_segment_of(name)}99.99" for name in fields_of(template) if is_local_placeholder(name))
-    render_tag(template, TagValues(sha=SAMPLE_SHA, component=component, version=SAMPLE_VERSION + extra))
+    return render_tag(template, TagValues(sha=sha, component=component, version=SAMPLE_VERSION + extra))
+
+
+def validate_tag_template(template: str, *, component: str) -> None:
+    """A tag template must always yield a valid OCI tag: check it on a long real version."""
+    check_fields(template, TAG_FIELDS)
+    sample_tag(template, component=component)
+
+
+def render_known(template: str, values: Mapping[str, str]) -> str:
+    """`template` with the placeholders `values` fill filled, and the others left as they
+    are written (`{version}`): a tag as far as it is known before the build."""
+    parts: list[str] = []
+    for literal, name, _spec, _conversion in string.Formatter().parse(template):
+        parts.append(literal)
+        if name is not None:
+            parts.append(values[name] if name in values else f"{{{name}}}")
+    return "".join(parts)
 
 
 def tag_pattern(template: str, *, component: str, sha: str | None = None) -> re.Pattern[str]:

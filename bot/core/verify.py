@@ -17,6 +17,7 @@ from .config import Component
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
     from .inspect import WheelReport
+    from .ociimage import WheelEntry
 
 
 def rules_digest(component: Component) -> str:
@@ -46,6 +47,17 @@ def component_rules(component: Component, *, commit: str | None) -> WheelRules:
 
 def python_tags_of(filename: str) -> set[str]:
     return {tag.interpreter for tag in parse_wheel_filename(filename)[3]}
+
+
+def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str]:
+    """Each wheel's sha256 by python tag, for the pins that carry one (`sha256_arg`); the
+    one wheel's under None too, for a pin that names no python tag."""
+    sha256: dict[str | None, str] = {}
+    for wheel in wheels:
+        sha256.update({tag: wheel.sha256 for tag in python_tags_of(wheel.file)})
+    if len(wheels) == 1:
+        sha256[None] = wheels[0].sha256
+    return sha256
 
 
 def wheel_set_problems(component: Component, reports: Sequence[WheelReport]) -> list[str]:

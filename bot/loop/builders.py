@@ -19,12 +19,13 @@ from __future__ import annotations
 import shutil
 import socket
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..adapters.smoke import SmokeResult
 from ..adapters.builders import (COMPLETE, build_folder, build_provenance, built_wheels, discard_build,
-                                 run_local_build)
+                                 local_build, run_local_build)
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component
@@ -38,6 +39,18 @@ if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
 DISPATCH_GRACE = 600.0  # seconds a noted dispatch is waited for before it counts as lost
 
 
+@dataclass(frozen=True)
+class BuildPreview:
+    """What starting the build of a commit would do, said before anything runs (a dry run's
+    plan, docs/dry-run.md): the command and the folder it runs in, or the workflow and its
+    inputs; and why `start` would refuse, when it would."""
+
+    runs: str  # the command with its placeholders filled, or the workflow
+    where: str  # the clean checkout it runs in, or where the workflow runs
+    inputs: dict[str, str] = field(default_factory=dict)  # a workflow's inputs, filled
+    refusal: str | None = None
+
+
 class Builder(Protocol):
     asynchronous: bool  # a build outlives the pass: it is waited for
     adopts: bool  # the build pushes the image itself
@@ -45,6 +58,9 @@ class Builder(Protocol):
     def status(self, commit: str) -> BuildSeen: ...
 
     def start(self, commit: str) -> str: ...
+
+    def preview(self, commit: str) -> BuildPreview:
+        """What `start(commit)` would run, and where, without running it."""
 
     def collect(self, commit: str) -> list[Path]: ...
 
@@ -104,13 +120,28 @@ class CommandBuilder(_Cached):
     def status(self, commit: str) -> BuildSeen:
         return BuildSeen(BuildState.READY if self.wheels(commit) is not None else BuildState.NONE)
 
-    def start(self, commit: str) -> str:
+    def _refusal(self) -> str | None:
         name = self.component.name
         if not self.allowed:
-            raise WheelpinError(f"{name}: build.command is not run for a repository on GitHub "
-                                "(it would run the repository's code on the bot's host); use build.workflow")
+            return (f"{name}: build.command is not run for a repository on GitHub "
+                    "(it would run the repository's code on the bot's host); use build.workflow")
         if self.component.build.command is None:
-            raise WheelpinError(f"{name}: the local platform runs build.command; this component builds on GitHub Actions")
+            return f"{name}: the local platform runs build.command; this component builds on GitHub Actions"
+        return None
+
+    def preview(self, commit: str) -> BuildPreview:
+        refusal = self._refusal()
+        if self.component.build.command is None:
+            return BuildPreview(runs=f"workflow {self.component.build.workflow}", where="GitHub Actions",
+                                refusal=refusal)
+        planned = local_build(self.component, commit, self.cache)
+        return BuildPreview(runs=planned.said, where=f"a clean checkout of {commit[:8]} at {planned.checkout}",
+                            refusal=refusal)
+
+    def start(self, commit: str) -> str:
+        refusal = self._refusal()
+        if refusal is not None:
+            raise WheelpinError(refusal)
         built = run_local_build(self.component, commit, upstream=self.upstream, cache=self.cache)
         if not built.ok:
             raise BuildFailed(f"{built.message} (log: {built.log})", recorded=built.message)
@@ -173,8 +204,20 @@ class WorkflowBuilder(_Cached):
 
     def _actions(self) -> ActionsBuilder:
         if self.actions is None:
-            raise WheelpinError(f"{self.component.name}: builds on GitHub Actions need the GitHub platform")
+            raise WheelpinError(self._no_actions())
         return self.actions
+
+    def _no_actions(self) -> str:
+        return f"{self.component.name}: builds on GitHub Actions need the GitHub platform"
+
+    def _inputs(self, commit: str) -> dict[str, str]:
+        values = commit_values(commit, self.component.name)
+        return {key: render(value, values) for key, value in self.component.build.inputs.items()}
+
+    def preview(self, commit: str) -> BuildPreview:
+        ref = self.component.build.ref or self.base_branch
+        return BuildPreview(runs=f"workflow {self.component.build.workflow}", where=f"GitHub Actions, from {ref}",
+                            inputs=self._inputs(commit), refusal=None if self.actions is not None else self._no_actions())
 
     def status(self, commit: str) -> BuildSeen:
         seen = BuildSeen(asynchronous=True, adopts=self.adopts)
@@ -210,8 +253,7 @@ class WorkflowBuilder(_Cached):
         if existing is not None:
             run_id: int | None = existing.id
         else:
-            values = commit_values(commit, name)
-            inputs = {key: render(value, values) for key, value in self.component.build.inputs.items()}
+            inputs = self._inputs(commit)
             since = self.state.record_dispatch(name, commit)
             try:
                 run_id = actions.dispatch(workflow, commit=commit, inputs=inputs, since=since, claimed=claimed,

@@ -32,6 +32,7 @@ class Context:
     branch: str
     pins: list[PinState] = field(default_factory=list)
     pinned_info: ImageInfo | None = None  # the image the base pins, when it can be read
+    pinned_unread: str | None = None  # why it could not be, when a pin names a digest
     texts: dict[str, str] = field(default_factory=dict)  # the pin files at the base
     rules: str = ""  # what its wheels are judged under this pass (observe._rules)
 

@@ -35,7 +35,7 @@ from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Com
 from ..core.proposal import Commit, body, title
 from ..core.redact import public_url
 from ..core.templates import TagValues, render_tag
-from ..core.verify import check_wheels, component_rules, python_tags_of, rules_digest, summary
+from ..core.verify import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
 from .context import Context, Memory
 from .consumers import Consumers
 from .observe import Observer, pin_repository, verify_adopted
@@ -236,12 +236,7 @@ class Executor:
         component, head, image = context.component, _head(facts), facts.image
         assert image is not None
         info = read_image(context.store, image.digest)
-        sha256: dict[str | None, str] = {}
-        for wheel in info.wheels:
-            sha256.update({tag: wheel.sha256 for tag in python_tags_of(wheel.file)})
-        if len(info.wheels) == 1:
-            sha256[None] = info.wheels[0].sha256
-        bump = plan_bump(component, context.texts, image.ref, sha256)
+        bump = plan_bump(component, context.texts, image.ref, wheel_sha256s(info.wheels))
         constraints = self.observer.read(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
         said = self._smoke_said(context, head)

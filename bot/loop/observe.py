@@ -154,6 +154,7 @@ class Observer:
         return self.memory.files[key]
 
     def _pinned_info(self, context: Context) -> ImageInfo | None:
+        context.pinned_unread = None
         ref = context.pins[0].ref if context.pins else None
         if ref is None or ref.digest is None:
             return None
@@ -162,7 +163,8 @@ class Observer:
             return read_image(store, ref.digest)
         except TransientError:
             raise
-        except WheelpinError:
+        except WheelpinError as exc:
+            context.pinned_unread = exc.message  # a dry run says why
             return None  # a pinned image we cannot read: the proposal says "unknown"
 
     def _pinned_commit(self, context: Context, head: str) -> str | None:

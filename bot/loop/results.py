@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.backoff import Failure
 from ..core.plan import Action, Facts, Report
+
+if TYPE_CHECKING:
+    from .preview import ComponentPlan
 
 
 class Status(StrEnum):
@@ -36,13 +39,23 @@ class ComponentResult:
     notes: list[str] = field(default_factory=list)  # what a reviewer must not miss (a wanted arch skipped)
     problems: list[str] = field(default_factory=list)  # every problem of a refused wheel (messages say a summary)
     pruned: list[str] = field(default_factory=list)  # superseded image tags deleted (image.prune_after_days)
+    plan: ComponentPlan | None = None  # a dry run's plan (loop/preview.py)
+
+    @property
+    def would_fail(self) -> bool:
+        """A dry run's plan meets a refusal the real pass would fail at."""
+        return self.plan is not None and self.plan.fails
 
     def to_json(self) -> dict[str, Any]:
-        return {"component": self.name, "status": self.status.value, "head": self.head,
-                "actions": [a.to_json() for a in self.actions], "messages": self.messages,
-                "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
-                "proposal": self.proposal, "build": self.build, "notes": self.notes,
-                "problems": self.problems, "pruned": self.pruned}
+        said: dict[str, Any] = {
+            "component": self.name, "status": self.status.value, "head": self.head,
+            "actions": [a.to_json() for a in self.actions], "messages": self.messages,
+            "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
+            "proposal": self.proposal, "build": self.build, "notes": self.notes,
+            "problems": self.problems, "pruned": self.pruned}
+        if self.plan is not None:
+            said["plan"] = self.plan.to_json()
+        return said
 
     def seen(self, facts: Facts, failure: Failure | None) -> None:
         """Note what was observed; `failure` is the recorded failure that still holds."""
@@ -68,7 +81,8 @@ class PassResult:
 
     @property
     def failed(self) -> bool:
-        return any(c.status == Status.FAILED for c in self.components)
+        """A component failed; in a dry run, or would fail (its plan meets a refusal)."""
+        return any(c.status == Status.FAILED or (self.dry_run and c.would_fail) for c in self.components)
 
     @property
     def left_alone(self) -> bool:

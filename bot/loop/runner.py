@@ -30,6 +30,7 @@ from ..core.plan import Asks, Facts, Wait, WriteProposal, desired_state, live_fa
 from .builders import Builder, CommandBuilder, WorkflowBuilder
 from .context import Context, Memory, Stores
 from .observe import Observer
+from .preview import preview
 from .prune import Pruner
 from .results import ComponentResult, PassResult, Status
 
@@ -255,6 +256,9 @@ class Reconciler:
             result.seen(facts, live_failure(facts, now, asks))
             structlog.contextvars.bind_contextvars(commit=facts.head)
             actions = plan(facts, now, asks)
+            if dry_run:
+                result.plan = preview(context, facts, actions, now=now, asks=asks, read=self.observer.read)
+                result.error_kind = result.plan.error_kind
             if not actions:
                 result.status = Status.DONE if result.actions else Status.NOTHING
                 if not dry_run and self.pruner.due(context, now):

@@ -131,6 +131,8 @@ def test_the_actions_steps_run_a_pass_and_write_the_runs_summary(world: World, t
         assert [p.split("\n", 1)[0] for p in passes] == ["the plan on `rocm/atom`", "a pass on `rocm/atom`",
                                                          "a pass on `rocm/atom`"]
         assert "| demo-cache | 📝 planned |" in passes[0] and "- would build" in passes[0]
+        assert "```text\ndemo-cache: would build, wait, fetch, publish, propose\n" in passes[0]  # the plan
+        assert f"  build: workflow w.yaml\n    in GitHub Actions, from main\n    input c = {head}\n" in passes[0]
         assert "| demo-cache | ⏳ waiting |" in passes[1] or "| demo-cache | ✅ done |" in passes[1]
         assert f"| demo-cache | ✅ done | `{head[:8]}` |" in passes[2] and "wheelpin/demo-cache" in passes[2]
         assert "Requests: " in passes[2]

@@ -10,9 +10,12 @@ import pytest
 from bot.adapters.git import git
 from bot.adapters.imagestore import LayoutStore
 from bot.adapters.publisher import publish
+from bot.commands.reconcile_cmd import exit_code
 from bot.core.inspect import inspect_wheel
+from bot.loop.builders import BuildPreview
 from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github, runner_build
 from tests.cli import wheelpin
+from tests.fixtures.dryreal import predicted
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.openapi import validate, validate_recorded
 
@@ -320,3 +323,36 @@ def test_a_config_on_github_reaches_nothing_on_the_host(world: World, tmp_path: 
         assert not repo.runs and sorted((tmp_path / "cache").glob("upstream/*")) == mirrors  # never fetched
     finally:
         emulator.stop()
+
+
+def test_the_plan_on_github_names_the_workflow_and_its_inputs_and_agrees_with_the_pass(world: World,
+                                                                                      tmp_path: Path) -> None:
+    """A dry run dispatches nothing; its plan says the workflow, the ref it runs from and its
+    inputs filled, and the pass then dispatches it and waits (tests/fixtures/dryreal.py)."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        head = world.commit_upstream("one", NEW_VERSION)
+        dry = gh.reconciler.run(dry_run=True)
+        plan = dry.components[0].plan
+        assert plan is not None and plan.build == BuildPreview("workflow w.yaml", "GitHub Actions, from main",
+                                                               {"c": head})
+        assert [a.kind for a in dry.components[0].actions] == ["build", "wait", "fetch", "publish", "propose"]
+        assert not gh.repo.runs and exit_code(dry) == 0
+        real = gh.reconciler.run()
+        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
+                  proposal=None)
+        assert [a.kind for a in real.components[0].actions] == ["build", "wait"]
+
+
+def test_the_plan_on_github_refuses_a_build_command_as_the_pass_does(world: World, tmp_path: Path) -> None:
+    with on_github(world, tmp_path, local_builds=False) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        dry = gh.reconciler.run(dry_run=True)
+        plan = dry.components[0].plan
+        assert plan is not None and plan.fails_at == "build" and exit_code(dry) == 1
+        assert "build.command is not run for a repository on GitHub" in plan.refusals[0]
+        real = gh.reconciler.run()
+        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
+                  proposal=None)
+        assert real.components[0].status == "failed" and not gh.repo.pulls

@@ -43,7 +43,36 @@ def test_dry_run_changes_nothing(world: World) -> None:
     assert not (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").exists()
     assert not (Path(world.env["WHEELPIN_CACHE_DIR"]) / "state.sqlite").exists()  # not even created
     text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
-    assert "would build" in text.stdout
+    assert text.code == 0 and text.stdout.startswith("demo-cache: would build, publish, propose\n")
+    head = component(planned)["head"]
+    cache = Path(world.env["WHEELPIN_CACHE_DIR"])
+    for line in (f"  upstream: ../upstream (branch main) at {head[:8]}",
+                 f"    in a clean checkout of {head[:8]} at {cache / 'checkouts' / 'demo-cache' / head[:12]}",
+                 f"  image: localhost/demo-cache:demo-cache-v{{version_base}}-g{head[:8]}@{{digest}}",
+                 f"  proposal: creates wheelpin/demo-cache: Bump demo-cache to {{version}} ({head[:8]})"):
+        assert line + "\n" in text.stdout, text.stdout
+    assert f"build_wheel.py {cache / 'builds' / 'demo-cache' / head / 'out'}\n" in text.stdout  # {out} filled
+    assert "  pins:\n    docker/Dockerfile:2 localhost/demo-cache:demo-cache-v0.1.0-g" in text.stdout
+    assert "  checked after the build: each wheel against the component's rules" in text.stdout
+    assert not (cache / "builds").exists() and not (cache / "checkouts").exists()
+
+
+def test_the_dry_run_says_what_the_pass_would_refuse_and_exits_as_it_would(world: World) -> None:
+    """A component that builds on GitHub Actions, passed on the local platform: the pass
+    stops at the build. The plan says so, and exits 1 as the pass does (which
+    World.reconcile checks too, as for every pass)."""
+    world.set_config("build = { command = [", 'build = { workflow = "wheels.yaml", inputs = { commit = "{sha}" } }\n# was: [')
+    head = world.commit_upstream("work", NEW_VERSION)
+    text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 1, text.stdout + text.stderr
+    assert "  build: workflow wheels.yaml\n    in GitHub Actions, from main\n" in text.stdout
+    assert f"    input commit = {head}\n" in text.stdout
+    assert "  refused: demo-cache: builds on GitHub Actions need the GitHub platform\n" in text.stdout
+    assert text.stdout.rstrip().endswith("the real pass would fail (exit 1): see `refused` above")
+    plan = component(world.reconcile("--dry-run"))["plan"]
+    assert plan["fails_at"] == "build" and plan["error_kind"] == "failed"
+    failed = world.reconcile()
+    assert failed.code == 1 and [a["kind"] for a in component(failed)["actions"]] == ["build"]
 
 
 def test_update_in_place_and_the_working_tree_is_untouched(world: World) -> None:

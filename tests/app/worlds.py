@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.adapters.github.actions import ActionsBuilder
 from bot.adapters.git import git
@@ -21,6 +22,7 @@ from bot.app.wiring import Registries
 from bot.commands.demo import PEOPLE, make_downstream, make_upstream
 from bot.adapters.configdisk import load_config
 from tests.cli import Result, wheelpin
+from tests.fixtures.dryreal import Proposal, predicted
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.emulator import Repo as EmulatedRepo
 
@@ -44,8 +46,45 @@ class World:
         return git(["rev-parse", "HEAD"], cwd=self.upstream).strip()
 
     def reconcile(self, *args: str, crash_after: int | None = None, **env: str) -> Result:
-        return wheelpin("reconcile", "--once", "--repo", str(self.downstream), "--json", *args,
-                        env={**self.env, **env}, crash_after=crash_after)
+        """A pass (`wheelpin reconcile --once --json ARGS`). A pass that can have a dry run is
+        preceded by one, which must write nothing and predict what the pass did
+        (tests/fixtures/dryreal.py); not a dry run itself, a pass killed on purpose, or
+        `--use-artifacts` (it takes wheels in first, and has no dry run)."""
+        def run(*more: str) -> Result:
+            return wheelpin("reconcile", "--once", "--repo", str(self.downstream), "--json", *args, *more,
+                            env={**self.env, **env}, crash_after=crash_after)
+
+        if crash_after is not None or {"--dry-run", "--use-artifacts"} & set(args):
+            return run()
+        before = self.written()
+        dry = run("--dry-run")
+        assert self.written() == before, "the dry run wrote"
+        existed = self.branch() is not None
+        real = run()
+        proposal = Proposal(existed, title=self.title, file=self.branch_text)
+        predicted(_document(dry), _document(real), dry_exit=dry.code, real_exit=real.code, proposal=proposal)
+        return real
+
+    def written(self) -> tuple[str, bytes | None, bool, bytes | None]:
+        """What a pass writes, to tell that a dry run wrote none of it: the downstream's refs,
+        the image layout's index, the builds' folder, the state file."""
+        cache = Path(self.env["WHEELPIN_CACHE_DIR"])
+        index, state = self.root / "images" / "index.json", cache / "state.sqlite"
+        return (git(["for-each-ref", "--format=%(refname) %(objectname)"], cwd=self.downstream),
+                index.read_bytes() if index.exists() else None, (cache / "builds").exists(),
+                state.read_bytes() if state.exists() else None)
+
+    def title(self) -> str | None:
+        """The proposal's title: its commit's subject (the local platform has no pull request)."""
+        if self.branch() is None:
+            return None
+        return git(["log", "-1", "--format=%s", BRANCH], cwd=self.downstream).strip()
+
+    def branch_text(self, path: str) -> str | None:
+        """A file of the proposal's branch, None when there is no branch."""
+        if self.branch() is None:
+            return None
+        return git(["show", f"{BRANCH}:{path}"], cwd=self.downstream, check=False)
 
     def branch(self) -> str | None:
         out = git(["rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"], cwd=self.downstream, check=False)
@@ -62,6 +101,16 @@ class World:
         path = self.downstream / "wheelpin.toml"
         path.write_text(path.read_text().replace(old, new))
         git(["commit", "--quiet", "-am", "config"], cwd=self.downstream, env=HUMAN)
+
+
+def _document(result: Result) -> dict[str, Any]:
+    """What a pass printed with --json: its result, or the error that stopped it (stdout may be
+    empty when it stopped before --json was read)."""
+    try:
+        document = result.json()
+    except ValueError:
+        return {}
+    return document if isinstance(document, dict) else {}
 
 
 def make_world(tmp_path: Path, *, registry: str | None = None) -> World:

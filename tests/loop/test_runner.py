@@ -6,9 +6,11 @@ real platforms, registries and builders."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,9 +20,12 @@ from bot.commands.demo import DOCKERFILE, PEOPLE
 from bot.core.configfile import load_config_text
 from bot.core.errors import RuleRefused
 from bot.core.inspect import inspect_wheel
+from bot.loop.preview import ComponentPlan
 from bot.loop.results import PassResult
+from bot.commands.reconcile_cmd import exit_code, pass_text
 from bot.loop.runner import Reconciler
 from tests.fixtures.fakes import MemoryPlatform, MemoryStore, MemoryStores, ScriptedBuilder
+from tests.fixtures.dryreal import Proposal, predicted
 from tests.fixtures.wheels import build_wheel
 
 REPOSITORY = "registry.test/rocm/demo-cache"
@@ -70,7 +75,27 @@ class Loop:
                             files={"demo_cache/__init__.py": b"x = 1\n"}, requires_dist=requires)]
 
     def run(self, **options: bool) -> PassResult:
-        return self.reconciler.run(**options)
+        """A pass; unless it is a dry run itself, a dry run first, which must write nothing
+        and predict what the pass did (tests/fixtures/dryreal.py)."""
+        if options.get("dry_run"):
+            return self.reconciler.run(**options)
+        writes, tags, started = self.platform.writes, dict(self.store.tags), list(self.builder.started)
+        dry = self.reconciler.run(dry_run=True, **options)
+        assert (self.platform.writes, self.store.tags, self.builder.started) == (writes, tags, started)
+        existed = f"refs/heads/{BRANCH}" in self.platform.refs
+        real = self.reconciler.run(**options)
+        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
+                  proposal=self.proposal(existed))
+        return real
+
+    def proposal(self, existed: bool) -> Proposal:
+        def title() -> str | None:
+            return next((p.title for p in self.platform.proposals.values()), None)
+        return Proposal(existed, title=title, file=self.branch_text)
+
+    def branch_text(self, path: str) -> str | None:
+        tip = self.platform.refs.get(f"refs/heads/{BRANCH}")
+        return None if tip is None else self.platform.commits[tip][1].get(path)
 
     def branch_file(self) -> str:
         tip = self.platform.refs[f"refs/heads/{BRANCH}"]
@@ -81,7 +106,8 @@ def kinds(result: PassResult) -> list[str]:
     return [action.kind.value for action in result.components[0].actions]
 
 
-def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = None) -> Loop:
+def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = None,
+              edit: tuple[str, str] = ("", "")) -> Loop:
     upstream = tmp / "upstream"
     upstream.mkdir()
     git(["init", "--quiet", "-b", "main"], cwd=upstream)
@@ -90,7 +116,7 @@ def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = No
     git(["commit", "--quiet", "-m", "first"], cwd=upstream, env=PEOPLE)
     first = git(["rev-parse", "HEAD"], cwd=upstream).strip()
     stores = MemoryStores()
-    loaded = load_config_text(CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY),
+    loaded = load_config_text(CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY).replace(*edit),
                               path=tmp / "wheelpin.toml", root=tmp, exists=None)
     component = loaded.config.components[0]
     from bot.core.imageref import ImageRef
@@ -240,3 +266,119 @@ def test_a_declined_commit_is_not_proposed_again(loop: Loop) -> None:
     assert loop.platform.proposals == {} and kinds(loop.run()) == []
     loop.commit("0.1.2")
     assert kinds(loop.run()) == ["build", "publish", "propose"]  # a newer one is
+
+
+# -- the dry run's plan (docs/dry-run.md); every pass above is also run dry first, by Loop.run --
+
+
+def plan_of(result: PassResult) -> ComponentPlan:
+    plan = result.components[0].plan
+    assert plan is not None
+    return plan
+
+
+def test_the_plan_says_the_pin_the_commits_the_build_the_image_the_edits_and_the_title(loop: Loop) -> None:
+    pinned_commit = git(["rev-parse", "HEAD"], cwd=loop.upstream).strip()
+    middle = loop.commit("0.1.1")
+    head = loop.commit("0.1.2")
+    planned = loop.run(dry_run=True)
+    plan = plan_of(planned)
+    assert plan.pinned.version == f"0.1.0+g{pinned_commit[:8]}.rocm7.2.4" and plan.pinned.commit == pinned_commit
+    assert plan.head == head and [c.sha for c in plan.commits] == [head, middle]
+    assert plan.build is not None and plan.build.runs == f"the scripted build of {head[:8]}"
+    assert plan.image == f"{REPOSITORY}:demo-cache-v{{version_base}}-g{head[:8]}@{{digest}}"
+    assert [(e.file, e.line, e.new) for e in plan.edits] == [
+        ("docker/Dockerfile", 2, f"{REPOSITORY}:demo-cache-v{{version_base}}-g{head[:8]}@{{digest}}"),
+        ("docker/Dockerfile", 3, "{sha256}")]
+    assert plan.title == f"Bump demo-cache to {{version}} ({head[:8]})" and plan.proposal == "create"
+    assert plan.after_build is not None and plan.after_build.startswith("checked after the build: ")
+    assert not plan.fails and exit_code(planned) == 0
+    text = pass_text(planned)
+    assert f"  commits: 2 commits after the pinned one, newest first\n    {head[:8]} version 0.1.2\n" in text
+    assert "  known after the build: {digest} (the image's digest, once published), {sha256} (the wheel's sha256)" in text
+    assert f"  proposal: creates {BRANCH}: Bump demo-cache to {{version}} ({head[:8]})" in text
+
+
+def test_the_plan_of_an_image_already_pushed_is_exact(loop: Loop) -> None:
+    head = loop.commit("0.1.1")
+    (wheel,) = loop.wheels(head)
+    tag = f"demo-cache-v0.1.1-g{head[:8]}"
+    pushed = publish(loop.store, tag, [wheel], [inspect_wheel(wheel)], settle=0.0)
+    plan = plan_of(loop.run(dry_run=True))
+    assert plan.build is None and plan.build_said.startswith("image found, adopted")
+    assert plan.image == f"{REPOSITORY}:{tag}@{pushed.digest}"
+    assert [e.new for e in plan.edits] == [plan.image, inspect_wheel(wheel).sha256]
+    assert plan.title == f"Bump demo-cache to 0.1.1+g{head[:8]}.rocm7.2.4 ({head[:8]})"
+    assert plan.after_build is not None and plan.after_build.startswith("checked when its wheels are fetched: ")
+    assert kinds(loop.run()) == ["adopt", "propose"]  # and the pass did just that (Loop.run compares)
+
+
+def test_a_pin_in_another_repository_is_refused_by_the_plan_before_any_build(loop: Loop) -> None:
+    """The real pass builds and publishes, then refuses the proposal; the plan says so
+    before the build, and exits 1 as the pass does."""
+    text = loop.platform.commits[loop.platform.refs["refs/heads/main"]][1]["docker/Dockerfile"]
+    loop.platform.push_base({"docker/Dockerfile": text.replace(REPOSITORY, "registry.test/other/demo-cache")})
+    loop.commit("0.1.1")
+    planned = loop.run(dry_run=True)
+    plan = plan_of(planned)
+    assert plan.pinned.why is not None and plan.pinned.why.startswith("not read: ")
+    assert plan.fails_at == "propose" and plan.error_kind == "usage" and exit_code(planned) == 1
+    (refusal,) = plan.refusals
+    assert "but docker/Dockerfile:2 pins registry.test/other/demo-cache" in refusal
+    assert "would fail" in pass_text(planned)
+    done = loop.run()
+    assert kinds(done) == ["build", "publish", "propose"] and done.components[0].error_kind == "usage"
+
+
+def test_the_plan_says_when_a_failed_build_is_tried_again(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, builder=ScriptedBuilder(lambda c: [], fails=lambda c: "build of it failed (exit 2)"))
+    loop.commit("0.1.1")
+    loop.run()
+    plan = plan_of(loop.run(dry_run=True))
+    (refusal,) = plan.refusals
+    assert refusal.startswith("build of it failed (exit 2) (recorded: tried again after 20")
+    assert refusal.endswith("UTC, or now with `--retry-failed`)") and plan.error_kind == "reported"
+    loop.reconciler.state.close()
+
+
+def test_the_plan_says_until_when_a_quiet_period_lasts(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, quiet=60)
+    loop.commit("0.1.1")
+    plan = plan_of(loop.run(dry_run=True))
+    assert plan.waits is not None and plan.waits.startswith("in its quiet period (0 of 60 minutes), until 20")
+    assert plan.build is None and not plan.fails
+    loop.reconciler.state.close()
+
+
+def test_a_plan_that_did_not_predict_the_pass_is_caught(loop: Loop) -> None:
+    """The comparison every pass above goes through fails when the plan is wrong."""
+    loop.commit("0.1.1")
+    dry = loop.reconciler.run(dry_run=True).to_json()
+    real = loop.reconciler.run().to_json()
+    predicted(dry, real, dry_exit=0, real_exit=0, proposal=loop.proposal(False))  # as it is: predicted
+
+    def broken(change: Callable[[dict[str, Any]], None], real_exit: int = 0) -> None:
+        wrong = copy.deepcopy(dry)
+        change(wrong["components"][0])
+        with pytest.raises(AssertionError):
+            predicted(wrong, real, dry_exit=0, real_exit=real_exit, proposal=loop.proposal(False))
+
+    broken(lambda c: c["actions"].pop())  # no proposal planned
+    broken(lambda c: c["plan"].update(title="Bump demo-cache to {version} (00000000)"))
+    broken(lambda c: c["plan"].update(image=c["plan"]["image"].replace("demo-cache-v", "other-v")))
+    broken(lambda c: c["plan"]["edits"][0].update(line=1))
+    broken(lambda c: c["plan"].update(proposal="update"))
+    broken(lambda c: c["plan"].update(fails=True, fails_at="propose", error_kind="usage"))
+    broken(lambda c: None, real_exit=1)
+
+
+def test_a_constraints_file_missing_on_the_base_is_refused_by_the_plan(tmp_path: Path) -> None:
+    """The proposal reads it from the base, after the build and the publishing: the plan
+    says so before."""
+    loop = make_loop(tmp_path, edit=('constraints = ["numpy==2.3.5"]', 'constraints_file = "constraints.txt"'))
+    loop.commit("0.1.1")
+    plan = plan_of(loop.run(dry_run=True))
+    assert plan.fails_at == "propose" and plan.refusals == ["constraints.txt does not exist on the base branch"]
+    done = loop.run()
+    assert kinds(done) == ["build", "publish", "propose"] and done.components[0].status == "failed"
+    loop.reconciler.state.close()

@@ -1,0 +1,253 @@
+"""The plan a dry run shows (docs/dry-run.md): what a pass would do for one component,
+said before anything is built or written, and agreeing with what the pass then does.
+
+Made from what observe read and the planner decided (`core/plan.py`), and from what the
+real pass's actions would say of them before a build: the pinned image, the commits
+between it and the head, the build its builder would start (`loop/builders.py`
+`preview`), the image reference it would publish to, the pin edits (`core/pins.py`
+`plan_bump`, the very function the proposal writes with), the proposal's title
+(`core/proposal.py`), and each refusal the real pass would meet that can be known before
+a build. What only a build can tell (the version, the digest, the wheels' checks) is
+written as a `{placeholder}` and said once, never guessed. It reads and never writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..adapters.imageread import read_image
+from ..core.errors import UsageError, WheelpinError, kind_of
+from ..core.pins import Edit, plan_bump
+from ..core.plan import (Action, AdoptImage, Asks, ClosePR, Facts, FetchArtifacts, Kind, PublishImage, Report,
+                         StartBuild, Wait, WriteProposal, live_failure)
+from ..core.proposal import Commit, ProposalFacts, title
+from ..core.redact import public_url
+from ..core.templates import commit_values, render_known, sample_tag
+from ..core.verify import wheel_sha256s
+from .builders import BuildPreview
+from .context import Context
+from .observe import pin_repository
+
+# What only the build or the publishing says, as the plan writes it (docs/dry-run.md).
+DIGEST = "{digest}"  # the image's digest, known once it is published
+SHA256 = "{sha256}"  # a wheel's sha256, known once it is built
+_STAND_IN_DIGEST = "sha256:" + "d" * 64  # stand-ins plan_bump checks and writes, then said as the above
+_STAND_IN_SHA256 = "e" * 64
+
+
+@dataclass(frozen=True)
+class PinnedPlan:
+    """The image the base pins, as the pass reads it: found, or why not."""
+
+    reference: str | None = None
+    version: str | None = None  # its wheel's
+    commit: str | None = None  # the upstream commit it was built from, when it says
+    why: str | None = None  # why it was not found or read
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reference": self.reference, "version": self.version, "commit": self.commit, "why": self.why}
+
+
+@dataclass
+class ComponentPlan:
+    """One component's plan. `{placeholders}` in `image`, `edits` and `title` stand for what
+    only the build tells (the version, the digest, a wheel's sha256)."""
+
+    branch: str
+    pinned: PinnedPlan = PinnedPlan()
+    upstream: str = ""  # the upstream repository and what it follows, as the user can read it
+    head: str | None = None
+    commits: tuple[Commit, ...] = ()  # after the pinned commit up to the head, newest first
+    build: BuildPreview | None = None  # the build it would start
+    build_said: str = ""  # when it starts none: what stands instead (a build under way, an image found)
+    image: str | None = None  # the reference the proposal would pin
+    edits: tuple[Edit, ...] = ()
+    title: str | None = None
+    proposal: str = ""  # "create" | "update" | "keep" | "close" | "leave alone" | "": what it does with the proposal
+    waits: str | None = None  # why, and until when, it would wait
+    refusals: list[str] = field(default_factory=list)
+    after_build: str | None = None  # what is checked only after the build
+    fails_at: Kind | None = None  # the action the real pass would fail at
+    error_kind: str | None = None  # its error kind, as the real pass's --json says it
+
+    @property
+    def fails(self) -> bool:
+        return self.fails_at is not None
+
+    def refuse(self, at: Kind, kind: str, why: str) -> None:
+        """The real pass would stop here; the first refusal is the one it meets."""
+        self.refusals.append(why)
+        if self.fails_at is None:
+            self.fails_at, self.error_kind = at, kind
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pinned": self.pinned.to_json(), "upstream": self.upstream, "head": self.head,
+            "commits": [{"sha": c.sha, "subject": c.subject} for c in self.commits],
+            "build": None if self.build is None else {"runs": self.build.runs, "where": self.build.where,
+                                                      "inputs": self.build.inputs},
+            "build_said": self.build_said, "image": self.image,
+            "edits": [{"file": e.file, "line": e.line, "old": e.old, "new": e.new, "what": e.what} for e in self.edits],
+            "title": self.title, "proposal": self.proposal, "branch": self.branch, "waits": self.waits,
+            "refusals": self.refusals, "after_build": self.after_build, "fails": self.fails,
+            "fails_at": self.fails_at.value if self.fails_at else None, "error_kind": self.error_kind,
+        }
+
+
+def preview(context: Context, facts: Facts, actions: list[Action], *, now: float, asks: Asks,
+            read: Callable[[str, str], str]) -> ComponentPlan:
+    """The plan of `actions`, planned from `facts`; `read(base, path)` reads a file of the
+    base as the pass does (observe.Observer.read)."""
+    component, head = context.component, facts.head
+    upstream = component.upstream
+    follows = f"tags {upstream.tags}" if upstream.tags else f"branch {upstream.branch}"
+    plan = ComponentPlan(context.branch, pinned=_pinned(context, facts), upstream=f"{public_url(upstream.repo)} "
+                         f"({follows})", head=head)
+    for action in actions:
+        match action:
+            case Report(left_alone=True):
+                plan.proposal = "leave alone"
+            case Report():
+                plan.refuse(Kind.REPORT, "reported", _with_retry(action.why, facts, now, asks))
+            case ClosePR():
+                plan.proposal = "close"
+            case Wait() if plan.waits is None:
+                until = f", until {_when(action.until)}" if action.until is not None else ""
+                plan.waits = f"{action.why}{until}"
+            case _:
+                pass
+    if head is None or facts.error:
+        return plan
+    write = next((a for a in actions if isinstance(a, WriteProposal)), None)
+    builds = any(isinstance(a, (StartBuild, FetchArtifacts, PublishImage)) for a in actions)
+    adopts = any(isinstance(a, AdoptImage) for a in actions)
+    if any(isinstance(a, StartBuild) for a in actions):
+        plan.build = context.builder.preview(head)
+        if plan.build.refusal is not None:
+            plan.refuse(Kind.BUILD, kind_of(WheelpinError(plan.build.refusal)), plan.build.refusal)
+    elif facts.image is not None:
+        plan.build_said = "image found, adopted (its wheels verified first)" if adopts else "image found, reused"
+    elif builds or adopts:
+        plan.build_said = facts.build.detail or ("built: its wheels are in the build cache"
+                                                 if facts.build.state == "ready" else "")
+    if builds or adopts:
+        plan.after_build = _after_build(context, adopted=facts.image is not None)
+    if write is None:
+        if facts.proposal is not None and not actions:
+            plan.proposal = "keep"  # it already says what it should
+        return plan
+    plan.proposal = "create" if write.verb == "open" else "update"
+    plan.commits = tuple(context.upstream.commits_between(facts.pinned_commit, head))
+    _bump(context, facts, plan)
+    if component.constraints_file:  # the proposal reads it from the base next: missing, the pass fails there
+        try:
+            read(facts.base, component.constraints_file)
+        except WheelpinError as exc:
+            plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
+    return plan
+
+
+def _pinned(context: Context, facts: Facts) -> PinnedPlan:
+    if not context.pins:
+        return PinnedPlan(why="not read (the pass stops before: see below)" if facts.error else "no pin")
+    pin = context.pins[0]
+    ref = pin.ref
+    where = f"{pin.file}:{pin.line}"
+    if ref is None:
+        return PinnedPlan(reference=pin.image, why=f"{where}: {pin.image!r} is not an image reference")
+    if ref.digest is None:
+        return PinnedPlan(reference=pin.image, why=f"{where} pins no digest, so no image is read")
+    info = context.pinned_info
+    if info is None:
+        return PinnedPlan(reference=pin.image, why=f"not read: {context.pinned_unread or 'unknown'}")
+    return PinnedPlan(reference=pin.image, version=info.wheels[0].version if info.wheels else None,
+                      commit=facts.pinned_commit,
+                      why=None if facts.pinned_commit else "its upstream commit is not known (no revision it names)")
+
+
+def _bump(context: Context, facts: Facts, plan: ComponentPlan) -> None:
+    """The image it would pin, the pin edits and the title: exact when the image is found,
+    else with the version, digest and sha256s a build tells written as placeholders. The
+    edits come from `plan_bump`, whose refusals (a pin in another repository) the real pass
+    meets only at the proposal, after building and publishing."""
+    component, head = context.component, facts.head
+    assert head is not None
+    version: str | None
+    sha256: Mapping[str | None, str]
+    if facts.image is not None:
+        info = read_image(context.store, facts.image.digest)
+        version = info.wheels[0].version if info.wheels else None
+        reference, plan.image, sha256 = facts.image.ref, facts.image.ref, wheel_sha256s(info.wheels)
+        said: dict[str, str] = {}
+    else:
+        template, repository = component.image.tag, pin_repository(context)
+        known_tag = render_known(template, commit_values(head, component.name))
+        stand_in = sample_tag(template, component=component.name, sha=head)  # the config's check: a valid tag
+        version, sha256 = None, _AnyPythonTag(_STAND_IN_SHA256)
+        plan.image = f"{repository}:{known_tag}@{DIGEST}"
+        reference = f"{repository}:{stand_in}@{_STAND_IN_DIGEST}"
+        said = {stand_in: known_tag, _STAND_IN_DIGEST: DIGEST, _STAND_IN_SHA256: SHA256}
+    try:
+        bump = plan_bump(component, context.texts, reference, sha256)
+    except UsageError as exc:
+        plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
+    else:
+        plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what) for e in bump.edits)
+    plan.title = title(ProposalFacts(component=component.name, upstream="", old_commit=facts.pinned_commit,
+                                     new_commit=head, version=version or "{version}", image=plan.image or "",
+                                     wheels=()))
+
+
+def _said(text: str, said: dict[str, str]) -> str:
+    for stand_in, placeholder in said.items():
+        text = text.replace(stand_in, placeholder)
+    return text
+
+
+class _AnyPythonTag(Mapping[str | None, str]):
+    """A wheel sha256 for any python tag a pin names: the stand-in `plan_bump` writes
+    before the wheels exist."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __getitem__(self, key: str | None) -> str:
+        return self.value
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _after_build(context: Context, *, adopted: bool) -> str:
+    """What the real pass checks only once it has the wheels, said once."""
+    component = context.component
+    checks = [f"each wheel against the component's rules (distribution {component.wheel.distribution}, "
+              "its version and commit, python tags, GPU archs, ROCm and CUDA libraries)"]
+    if component.consumer is not None:
+        checks.append("against the consuming image")
+    if component.wheel.smoke:
+        checks.append(f"the smoke test `{component.wheel.smoke}`")
+    when = "when its wheels are fetched" if adopted else "after the build"
+    return (f"checked {when}: " + ", ".join(checks)
+            + "; a wheel refused there is not published, and nothing is proposed")
+
+
+def _with_retry(why: str, facts: Facts, now: float, asks: Asks) -> str:
+    """A recorded failure's message, with when the pass tries it again."""
+    failure = live_failure(facts, now, asks)
+    if failure is None or failure.message != why:
+        return why
+    if failure.refused:
+        return (f"{why} (recorded: not built again, as the same commit gives the same wheel; a new upstream "
+                "commit or a changed config is judged anew, `--retry-failed` tries now)")
+    return f"{why} (recorded: tried again after {_when(failure.retry_at)}, or now with `--retry-failed`)"
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
