@@ -13,7 +13,8 @@ from types import FrameType
 import structlog
 
 from ..adapters.localplatform import LocalPlatform
-from ..loop.results import PassResult
+from ..core.plan import Report, Wait
+from ..loop.results import PassResult, Status
 from ..loop.runner import Reconciler
 from ..app.settings import Settings
 from ..app.wiring import Registries
@@ -30,8 +31,13 @@ def pass_text(result: PassResult) -> str:
         head = f" at {component.head[:8]}" if component.head else ""
         lines.append(f"{component.name}: {component.status}{head}")
         for action in component.actions:
+            if not result.dry_run and isinstance(action, (Report, Wait)):
+                continue  # its why is the component's message, said below: once
             lines.append(f"  {'would ' if result.dry_run else ''}{action.kind.value} {action.detail}".rstrip())
         lines += [f"  - {message}" for message in component.messages]
+        lines += [f"  ! {note}" for note in component.notes]
+        if component.retry:
+            lines.append(f"  - {component.retry}")
     return "\n".join(lines)
 
 
@@ -113,11 +119,14 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
 
 def exit_code(result: PassResult) -> int:
     """One pass's exit code, as `wheelpin reconcile --help` lists them (cli.RECONCILE_EXIT_CODES):
-    1 when a component failed, before all else; 3 when none failed but a branch a human
-    wrote to was left alone (not wheelpin's failure, but the proposal is stuck until
-    someone deletes the branch, and a script must be able to tell without parsing); else 0."""
-    if result.failed:
-        return 1
+    when a component failed, 4 if every failure was an outside one (a registry, GitHub, the
+    network, git: trying again later may be all it takes), else 1, before all else; 3 when
+    none failed but a branch a human wrote to was left alone (not wheelpin's failure, but
+    the proposal is stuck until someone deletes the branch, and a script must be able to
+    tell without parsing); else 0."""
+    failed = [c for c in result.components if c.status == Status.FAILED]
+    if failed:
+        return 4 if all(c.error_kind == "transient" for c in failed) else 1
     return 3 if result.left_alone else 0
 
 

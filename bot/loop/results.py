@@ -36,13 +36,18 @@ class ComponentResult:
     notes: list[str] = field(default_factory=list)  # what a reviewer must not miss (a wanted arch skipped)
     problems: list[str] = field(default_factory=list)  # every problem of a refused wheel (messages say a summary)
     pruned: list[str] = field(default_factory=list)  # superseded image tags deleted (image.prune_after_days)
+    retry: str | None = None  # when a failed build or refused wheel of `head` is tried again (core/backoff.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"component": self.name, "status": self.status.value, "head": self.head,
                 "actions": [a.to_json() for a in self.actions], "messages": self.messages,
                 "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
                 "proposal": self.proposal, "build": self.build, "notes": self.notes,
-                "problems": self.problems, "pruned": self.pruned}
+                "problems": self.problems, "pruned": self.pruned, "retry": self.retry}
+
+    def note(self, *notes: str) -> None:
+        """Add what a reviewer must not miss, each once however often a pass sees it."""
+        self.notes += [note for note in dict.fromkeys(notes) if note not in self.notes]
 
     def seen(self, facts: Facts, failure: Failure | None) -> None:
         """Note what was observed; `failure` is the recorded failure that still holds."""
@@ -52,6 +57,8 @@ class ComponentResult:
         self.proposal = facts.proposal.branch if facts.proposal else None
         self.build = (failure.message if failure else facts.build.detail or
                       ("built" if facts.build.state == "ready" else "image found" if facts.image else ""))
+        if facts.pinned_problem:
+            self.note(facts.pinned_problem)
 
     def fail(self, kind: str | None, message: str, retry_after: float | None = None) -> None:
         self.status = Status.FAILED
