@@ -311,7 +311,7 @@ class Reconciler:
         try:
             pruned = self.pruner.prune(context, facts, now)
         except WheelpinError as exc:
-            log.warning("image.prune_failed", error=exc.message, error_kind=kind_of(exc))
+            log.info("image.prune_failed", error=exc.message, error_kind=kind_of(exc))
             result.notes.append(f"image cleanup failed: {exc.message}")
             return
         result.pruned = pruned.tags
