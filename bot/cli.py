@@ -70,7 +70,7 @@ def exit_codes(codes: tuple[int, ...]) -> str:
 RECONCILE_EXIT_CODES = """exit codes:
   0  every component is as it should be, or waits (a build under way, a quiet period);
      without --once: stopped by SIGTERM or Ctrl-C (a second one stops at once: 130)
-  1  a component's pass failed (a wheel refused, a build failed, a conflict): each
+  1  a component's pass failed (a wheel refused, a build failed, a config problem): each
      failure is in the output, its kind in --json's error_kind
   2  usage, config, input or credentials error: no pass ran
   3  no component failed, but a branch a human wrote to was left alone (status left-alone;
