@@ -137,3 +137,13 @@ def test_the_summary_of_a_pass_says_what_its_proposal_is_loud_about(
     assert text.stdout.count(conflict) == 1 and text.stdout.count("`msgspec`") == 1, text.stdout
     body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
     assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` — **new**" in body and "`msgspec`" in body
+
+
+def test_an_upstream_that_refuses_is_said_once_and_exits_4(world: World) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/upstream.git"
+    world.set_config('repo = "../upstream"', f'repo = "{closed}"')
+    text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 4, said(text)
+    assert f"  - asking the upstream for its head (to find what to build): {closed}: git ls-remote failed (" \
+        in text.stdout, said(text)
+    assert said(text).count("ls-remote") == 1, said(text)
