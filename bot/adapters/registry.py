@@ -247,7 +247,8 @@ class RegistryClient:
         if answer is None or answer.status_code >= 500 or answer.status_code == 429:
             seconds = time.monotonic() - started
             raise TransientError(f"the token service of {self.host} ({realm.netloc}) did not answer, "
-                                 f"{tries(self.retry.attempts, seconds)}", attempts=self.retry.attempts, seconds=seconds)
+                                 f"{tries(self.retry.attempts, seconds)}", attempts=self.retry.attempts,
+                                 seconds=seconds)
         if answer.status_code in (401, 403):
             raise CredentialsError(f"the token service of {self.host} refused {scope} ({answer.status_code})")
         if answer.status_code != 200:

@@ -31,7 +31,8 @@ def pass_markdown(result: PassResult, *, where: str) -> str:
              "| component | status | upstream head | pinned | image | proposal |", "|---|---|---|---|---|---|"]
     lines += [_row(component) for component in result.components]
     for component in result.components:
-        actions = [a for a in component.actions if result.dry_run or not isinstance(a, (Report, Wait))]  # said as messages
+        # a pass's report or wait is its message, said below
+        actions = [a for a in component.actions if result.dry_run or not isinstance(a, (Report, Wait))]
         said = ([f"- {'would ' if result.dry_run else ''}{a.kind.value} {a.detail}".rstrip() for a in actions]
                 + [f"- {message}" for message in component.messages]
                 + [f"- ⚠️ **{note}**" for note in component.notes]
