@@ -74,14 +74,16 @@ def exit_codes(codes: tuple[int, ...]) -> str:
 RECONCILE_EXIT_CODES = """exit codes:
   0  every component is as it should be, or waits (a build under way, a quiet period);
      without --once: stopped by SIGTERM or Ctrl-C (a second one stops at once: 130)
-  1  a component's pass failed (a wheel refused, a build failed, a registry or GitHub
-     error during the pass): each failure is in the output, its kind in --json's error_kind;
-     in a dry run, the plan meets a refusal the pass would fail at (docs/dry-run.md)
+  1  a component's pass failed (a wheel refused, a build failed, a config problem): each
+     failure is in the output, its kind in --json's error_kind; in a dry run, the plan
+     meets a refusal the pass would fail at (docs/dry-run.md)
   2  usage, config, input or credentials error: no pass ran
   3  no component failed, but a branch a human wrote to was left alone (status left-alone;
      in a dry run, would be): delete the branch, or drop those commits, to let wheelpin
      propose there again
-  4  a transient outside failure before any pass (reading the config from GitHub): try again"""
+  4  a transient outside failure (a registry, GitHub, the network or git did not answer),
+     before any pass (reading the config from GitHub) or in every component that failed
+     (error_kind transient): try again"""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..core.errors import InputError, RefusedError, VerificationError
+from ..core.errors import InputError, NotFound, RefusedError, VerificationError
 from ..core.imageref import SHA256_DIGEST, ImageRef, LayoutTarget
 from ..core.ociimage import INDEX_TYPE, canonical_json
 from .registrywire import Traffic
@@ -147,7 +147,7 @@ class RegistryRepository:
         if digest is None:
             digest = self.client.manifest_digest(self.repository, reference)
             if digest is None:
-                raise VerificationError(f"{self.name}:{reference}: no such tag")
+                raise NotFound(f"{self.name}:{reference}: no such tag (404)")
         cached = self.cache.get(digest)
         if cached is not None:
             return cached

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +29,7 @@ import requests
 import structlog
 import urllib3
 
-from ..core.errors import CredentialsError, InputError, TransientError, UsageError, VerificationError
+from ..core.errors import CredentialsError, InputError, NotFound, TransientError, UsageError, tries
 from ..core.imageref import SHA256_DIGEST
 from ..core.ociimage import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
@@ -108,6 +109,7 @@ class RegistryClient:
         full = url if url.startswith("http") else self.base + url
         authenticated = False
         attempt = 0
+        started = time.monotonic()
         while True:
             readdeadline.received(0)  # an image read past its deadline asks no more
             body = data() if callable(data) else data
@@ -128,12 +130,13 @@ class RegistryClient:
                                  "without HTTPS give --plain-http (or WHEELPIN_INSECURE_REGISTRIES), for one whose "
                                  "certificate this machine does not trust --tls-verify=false") from None
             except requests.RequestException as exc:  # never its text: it may hold a header
-                kind = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
+                kind = self._what_failed(exc)
                 if not replayable or attempt + 1 >= self.retry.attempts:
-                    raise TransientError(f"{self.host}: {method} {urlsplit(full).path} {kind}") from None
-                self._wait(attempt, None, f"{kind}")
+                    raise self._gave_up(method, full, kind, attempt + 1, started) from None
+                self._wait(attempt, None, kind)
                 attempt += 1
                 continue
+            self.traffic.requests += len(response.history)  # each redirect followed was a request too
             if response.status_code == 401:
                 challenge = response.headers.get("WWW-Authenticate", "")
                 response.close()
@@ -152,13 +155,46 @@ class RegistryClient:
                 status = response.status_code
                 response.close()
                 if not replayable or attempt + 1 >= self.retry.attempts:
-                    raise TransientError(
-                        f"{self.host}: {method} {urlsplit(full).path} answered {status} "
-                        f"after {attempt + 1} attempt(s)", retry_after=wait) from None
+                    raise self._gave_up(method, full, f"answered {status}", attempt + 1, started,
+                                        retry_after=wait) from None
                 self._wait(attempt, wait, str(status))
                 attempt += 1
                 continue
             return response
+
+    def _what_failed(self, exc: requests.RequestException) -> str:
+        """What a request that got no answer met, in words: requests wraps urllib3's error,
+        which wraps the socket's (its `reason`, or the exception's context)."""
+        if isinstance(exc, requests.ConnectTimeout):
+            return f"did not accept a connection within {self.retry.connect_timeout:g} s"
+        if isinstance(exc, requests.Timeout):
+            return "stopped answering (timed out)"
+        seen: list[BaseException] = []
+        cause: BaseException | None = exc
+        while cause is not None and cause not in seen and len(seen) < 8:
+            seen.append(cause)
+            inner = getattr(cause, "reason", None)
+            if not isinstance(inner, BaseException):
+                inner = next((arg for arg in cause.args if isinstance(arg, BaseException)), None)
+            cause = inner or cause.__cause__ or cause.__context__
+        if any(isinstance(error, ConnectionRefusedError) for error in seen):
+            return "refused the connection"
+        if any(isinstance(error, ConnectionResetError) for error in seen):
+            return "reset the connection"
+        if any(isinstance(error, socket.gaierror) for error in seen):
+            return "could not be found (its name does not resolve)"
+        return "could not be reached"
+
+    def _gave_up(self, method: str, url: str, what: str, attempts: int, started: float,
+                 retry_after: float | None = None) -> TransientError:
+        """The one sentence of a request that failed every try: the host, what it did, how
+        hard it was tried ("127.0.0.1:5000 refused the connection, 4 tries in 8 s"). The
+        request's path goes to the debug log: what it was for is the caller's to say."""
+        seconds = time.monotonic() - started
+        log.debug("registry.gave_up", host=self.host, method=method, path=urlsplit(url).path, what=what,
+                  attempts=attempts)
+        return TransientError(f"{self.host} {what}, {tries(attempts, seconds)}", retry_after=retry_after,
+                              attempts=attempts, seconds=seconds)
 
     def _wait(self, attempt: int, retry_after: float | None, reason: str) -> None:
         delay = self.retry.delay(attempt, retry_after)
@@ -190,6 +226,7 @@ class RegistryClient:
             raise CredentialsError(f"{self.host} asks for credentials at a plain-http token service "
                                    f"{realm.netloc}; refusing to send them")
         answer = None
+        started = time.monotonic()
         for attempt in range(self.retry.attempts):
             try:
                 if credential is not None and credential.identity_token:
@@ -208,7 +245,10 @@ class RegistryClient:
                 break
             self._wait(attempt, retry_after_of(answer) if answer is not None else None, "token service")
         if answer is None or answer.status_code >= 500 or answer.status_code == 429:
-            raise TransientError(f"the token service of {self.host} ({realm.netloc}) did not answer")
+            seconds = time.monotonic() - started
+            raise TransientError(f"the token service of {self.host} ({realm.netloc}) did not answer, "
+                                 f"{tries(self.retry.attempts, seconds)}", attempts=self.retry.attempts,
+                                 seconds=seconds)
         if answer.status_code in (401, 403):
             raise CredentialsError(f"the token service of {self.host} refused {scope} ({answer.status_code})")
         if answer.status_code != 200:
@@ -267,7 +307,7 @@ class RegistryClient:
                                 scope=self.scope(repository), headers={"Accept": ACCEPT_MANIFESTS})
         try:
             if response.status_code == 404:
-                raise VerificationError(f"{self.host}/{repository}@{reference}: no such manifest")
+                raise NotFound(f"{self.host}/{repository}@{reference}: no such manifest (404)")
             if response.status_code != 200:
                 raise TransientError(f"{self.host}/{repository}: manifest GET answered {response.status_code}")
             data = b"".join(self._body(response, repository, limit=MAX_MANIFEST,

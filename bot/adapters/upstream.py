@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.config import Upstream
-from ..core.errors import TransientError
+from ..core.errors import ConfigError, TransientError
 from ..core.proposal import Commit
 from ..core.redact import public_url
 from ..core.tagversions import ANY_RELEASE, TagPattern, is_older, newest, release_of, tag_on
@@ -38,10 +38,15 @@ class UpstreamRefMissing(TransientError):
     (transient to the pass: a branch may come back; `config validate --online` says it)."""
 
 
+def _local(repo: str) -> bool:
+    """A folder on this machine, not a URL git reaches over a network."""
+    return "://" not in repo and not repo.startswith("git@")
+
+
 def upstream_url(repo: str, root: Path) -> str:
     """What git fetches for `upstream.repo`: a relative local path starts at the config's
     repository `root` (so `config validate` looks where the pass fetches)."""
-    if "://" not in repo and not repo.startswith("git@") and not Path(repo).is_absolute():
+    if _local(repo) and not Path(repo).is_absolute():
         return str((root / repo).resolve())
     return repo
 
@@ -73,6 +78,8 @@ class UpstreamRepo:
         LsRemoteFailed when the upstream does not answer (within the 120 s each listing
         has), UpstreamRefMissing when it answers without the branch or a matching tag."""
         self.calls.ls_remote += 1
+        if _local(self.url) and not Path(self.url).exists():  # not an outside failure: no retry will help
+            raise ConfigError(f"upstream.repo {self.upstream.repo}: no such folder ({self.url})")
         try:
             if self.upstream.branch is not None:
                 out = git(["ls-remote", "--heads", self.url, f"refs/heads/{self.upstream.branch}"], timeout=120)

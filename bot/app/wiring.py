@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..adapters.credentials import CredentialStore
 from ..adapters.imagestore import DigestCache, ImageStore, open_store
-from ..adapters.registrywire import RetryPolicy
+from ..adapters.registrywire import RetryPolicy, Traffic
 from ..core.errors import UsageError
 from ..core.imageref import ImageRef, ImageRefError, LayoutTarget, parse_target
 from .settings import Settings
@@ -42,6 +42,10 @@ class Registries:
 
     def store(self, target: ImageRef | LayoutTarget) -> ImageStore:
         return open_store(target, client_for=self.client, cache=self.cache)
+
+    def traffics(self) -> list[Traffic]:
+        """Each client's requests from this thread, its retries and redirects included."""
+        return [client.traffic for client in list(self._clients.values())]
 
 
 def target_of(text: str) -> ImageRef | LayoutTarget:

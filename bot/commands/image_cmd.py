@@ -20,7 +20,7 @@ from ..app.wiring import Registries, target_of
 from ..core.amdgpu import TargetId
 from ..core.checks import WheelRules, tag_commit_problems
 from ..core.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
-from ..core.errors import UsageError, VerificationError, WheelpinError
+from ..core.errors import UsageError, VerificationError, WheelpinError, doing
 from ..core.imageref import ImageRef, LayoutTarget
 from ..core.ociimage import architecture_of
 from ..core.requirements import Conflict
@@ -75,11 +75,12 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     said = _smoke(component.wheel.smoke, options.wheels) if component and component.wheel.smoke else []
     registries = Registries(settings)
     readers = Registries(settings, anonymous=True)
-    result = publish(registries.store(target), tag, list(options.wheels), reports,
-                     source=source, revision=options.revision,
-                     component=component.name if component else None,
-                     rules=rules_digest(component) if component else None,
-                     reader=_anonymous_if_public(readers, target), mount_from=options.mount_from)
+    with doing(f"publishing {options.to}"):
+        result = publish(registries.store(target), tag, list(options.wheels), reports,
+                         source=source, revision=options.revision,
+                         component=component.name if component else None,
+                         rules=rules_digest(component) if component else None,
+                         reader=_anonymous_if_public(readers, target), mount_from=options.mount_from)
     if options.json:
         emit_json({**result.to_json(), "smoke": said})
     else:
@@ -141,7 +142,8 @@ def show_command(*, ref: str, json: bool, settings: Settings) -> int:
     reference = reference_of(target)
     if reference is None:
         raise UsageError(f"{ref}: name a tag or a digest (REF:tag or REF@sha256:…)")
-    info = read_image(Registries(settings).store(target), reference)
+    with doing(f"reading {ref}"):
+        info = read_image(Registries(settings).store(target), reference)
     if json:
         emit_json(info.to_json())
     else:
@@ -180,8 +182,9 @@ def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settin
         architecture = architecture_of([report.filename for report in reports])
     except ValueError as exc:
         raise UsageError(f"{', '.join(map(str, wheels))}: {exc}") from None
-    image = read_consumer(Registries(settings).store(target), reference,
-                          cache=LayerCache(settings.cache_dir / "layers"), architecture=architecture)
+    with doing(f"reading the consuming image {consumer}"):
+        image = read_consumer(Registries(settings).store(target), reference,
+                              cache=LayerCache(settings.cache_dir / "layers"), architecture=architecture)
     found = check(image.name, image.files, reports, reports)
     conflicts = conflicts_with(found, reports, image.files)
     built = wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed])

@@ -12,7 +12,7 @@ from pathlib import Path
 import structlog
 
 from ..adapters.worktree import canonical_component, read_texts, write_texts_atomically
-from ..core.errors import UsageError
+from ..core.errors import UsageError, doing
 from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
@@ -29,7 +29,8 @@ def sha256_from_image(image: str, settings: Settings) -> dict[str | None, str]:
     target = target_of(image)
     if target.digest is None:
         raise UsageError(f"{image} is not pinned by digest: give REF@sha256:<64 hex> (a tag can move)")
-    info = read_image(Registries(settings).store(target), target.digest)
+    with doing(f"reading {image} (for its wheels' sha256)"):
+        info = read_image(Registries(settings).store(target), target.digest)
     found: dict[str | None, str] = {}
     for wheel in info.wheels:
         for tag in python_tags_of(wheel.file):

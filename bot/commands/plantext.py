@@ -21,9 +21,9 @@ def plan_text(result: PassResult) -> str:
     for component in result.components:
         lines += _component(component)
     if any(component.would_fail for component in result.components):
-        lines.append("the real pass would fail (exit 1): see `refused` above")
+        lines.append(f"the real pass would fail (exit {result.exit_code}): see `refused` above")
     elif result.failed:
-        lines.append("the dry run failed (exit 1): see above")
+        lines.append(f"the dry run failed (exit {result.exit_code}): see above")
     elif result.left_alone:
         lines.append("the real pass would leave a branch alone (exit 3)")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from types import FrameType
 import structlog
 
 from ..adapters.localplatform import LocalPlatform
+from ..core.plan import Report, Wait
 from ..loop.results import PassResult
 from ..loop.runner import Reconciler
 from ..app.settings import Settings
@@ -33,8 +34,13 @@ def pass_text(result: PassResult) -> str:
         head = f" at {component.head[:8]}" if component.head else ""
         lines.append(f"{component.name}: {component.status}{head}")
         for action in component.actions:
-            lines.append(f"  {'would ' if result.dry_run else ''}{action.kind.value} {action.detail}".rstrip())
+            if isinstance(action, (Report, Wait)):
+                continue  # its why is the component's message, said below: once
+            lines.append(f"  {action.kind.value} {action.detail}".rstrip())
         lines += [f"  - {message}" for message in component.messages]
+        lines += [f"  ! {note}" for note in component.notes]
+        if component.retry:
+            lines.append(f"  - {component.retry}")
     return "\n".join(lines)
 
 
@@ -115,14 +121,8 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
 
 
 def exit_code(result: PassResult) -> int:
-    """One pass's exit code, as `wheelpin reconcile --help` lists them (cli.RECONCILE_EXIT_CODES):
-    1 when a component failed, before all else; 3 when none failed but a branch a human
-    wrote to was left alone (not wheelpin's failure, but the proposal is stuck until
-    someone deletes the branch, and a script must be able to tell without parsing); else 0.
-    A dry run exits as the real pass would (`PassResult.failed`: its plan meets a refusal)."""
-    if result.failed:
-        return 1
-    return 3 if result.left_alone else 0
+    """One pass's exit code, as `wheelpin reconcile --help` lists them (PassResult.exit_code)."""
+    return result.exit_code
 
 
 class _Signals:

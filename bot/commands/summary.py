@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.plan import Report, Wait
 from ..loop.results import ComponentResult, PassResult
 from .plantext import component_plan
 
@@ -31,10 +32,13 @@ def pass_markdown(result: PassResult, *, where: str) -> str:
              "| component | status | upstream head | pinned | image | proposal |", "|---|---|---|---|---|---|"]
     lines += [_row(component) for component in result.components]
     for component in result.components:
-        said = ([f"- {'would ' if result.dry_run else ''}{a.kind.value} {a.detail}".rstrip() for a in component.actions]
+        # a pass's report or wait is its message, said below
+        actions = [a for a in component.actions if result.dry_run or not isinstance(a, (Report, Wait))]
+        said = ([f"- {'would ' if result.dry_run else ''}{a.kind.value} {a.detail}".rstrip() for a in actions]
                 + [f"- {message}" for message in component.messages]
                 + [f"- ⚠️ **{note}**" for note in component.notes]
-                + [f"- {problem}" for problem in component.problems])
+                + [f"- {problem}" for problem in component.problems]
+                + ([f"- {component.retry}"] if component.retry else []))
         if result.dry_run and component.plan is not None:  # docs/dry-run.md
             said += ["", "```text", *component_plan(component), "```"]
         if said:

@@ -9,7 +9,7 @@ import structlog
 
 from ..core.amdgpu import TargetId
 from ..core.checks import WheelRules, problems
-from ..core.errors import InputError, UsageError
+from ..core.errors import InputError, UsageError, doing
 from ..core.inspect import WheelReport, read_wheel_metadata
 from ..core.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
 from ..adapters.imageread import read_image
@@ -155,7 +155,8 @@ def requires_dist_of(reference: str, settings: Settings) -> tuple[str, list[str]
     pointer = reference_of(target)
     if pointer is None:
         raise UsageError(f"{reference}: name the image by tag or digest")
-    info = read_image(Registries(settings).store(target), pointer)
+    with doing(f"reading {reference} (to compare its wheels)"):
+        info = read_image(Registries(settings).store(target), pointer)
     if not info.wheels:
         raise InputError(f"{reference}: the image holds no wheel")
     merged: list[str] = []

@@ -103,11 +103,12 @@ def assemble(component: Component, *, upstream: str, old_commit: str | None, new
              commits: Sequence[Commit], bump: BumpPlan, state: dict[str, object],
              check_refs: Sequence[str], provenance: str = "", more_verification: Sequence[str] = (),
              more_notes: Sequence[str] = (), consumer: Sequence[str] = (),
-             tags: tuple[str | None, str | None] = (None, None), pinned_image: str | None = None) -> ProposalFacts:
+             tags: tuple[str | None, str | None] = (None, None), pinned_image: str | None = None,
+             pinned_problem: str | None = None) -> ProposalFacts:
     diff = requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text)
     return ProposalFacts(
         component=component.name, upstream=upstream, old_commit=old_commit, new_commit=new_commit,
-        old_tag=tags[0], new_tag=tags[1], pinned_image=pinned_image,
+        old_tag=tags[0], new_tag=tags[1], pinned_image=pinned_image, pinned_problem=pinned_problem,
         version=wheels[0].version if wheels else "?", image=image, wheels=tuple(wheels), commits=tuple(commits),
         diff=diff,
         verification=verification_lines(component, new_commit) + tuple(more_verification), files=tuple(sorted(bump.new_texts)),

@@ -7,6 +7,8 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import hashlib
+import math
+import time
 from dataclasses import dataclass
 
 from .config import Component
@@ -63,3 +65,15 @@ def rules_of(component: Component) -> str:
     """A digest of everything a component's config says: a failure under other rules is
     judged again."""
     return hashlib.sha256(component.model_dump_json().encode()).hexdigest()[:16]
+
+
+def retry_said(retry_at: float, now: float) -> str:
+    """When a failure recorded against a commit is tried again, and how to try it now."""
+    now_too = "`wheelpin reconcile --retry-failed` tries it now"
+    if math.isinf(retry_at):
+        return ("not tried again for this commit (the same commit gives the same wheel): a new upstream commit "
+                f"or a changed config is; {now_too}")
+    minutes = max(math.ceil((retry_at - now) / 60), 1)
+    wait = f"{minutes} min" if minutes < 120 else f"{minutes / 60:.0f} h"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(retry_at))
+    return f"tried again by the first pass after {when} (in {wait}); {now_too}"

@@ -7,6 +7,9 @@ the class's code; the loop decides from the class whether to retry.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class WheelpinError(Exception):
     """Base of every error wheelpin reports on purpose."""
@@ -78,14 +81,51 @@ class BuildFailed(WheelpinError):
         self.recorded = recorded or message
 
 
+class NotFound(VerificationError):
+    """A registry answered 404 for a manifest that was named (a digest deleted, a tag never
+    pushed): read, and not there, which no retry changes."""
+
+
 class TransientError(WheelpinError):
-    """An outside system failed in a way that may pass: retry with backoff."""
+    """An outside system failed in a way that may pass: retry with backoff. `attempts` and
+    `seconds` say how hard the adapter tried (its retries included); `doing` is what the
+    loop was doing when it failed, said once before the adapter's sentence."""
 
     exit_code = 4
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, attempts: int = 1,
+                 seconds: float = 0.0) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.attempts = attempts
+        self.seconds = seconds
+        self.doing: str | None = None
+
+    def while_doing(self, doing: str) -> TransientError:
+        """This failure, its sentence led by what it stopped ("reading the image pinned at
+        docker/Dockerfile:3 (to compare its wheels): …"); said by the outermost caller
+        only, as an inner one knows less of why."""
+        if self.doing is None:
+            self.doing = doing
+            self.message = f"{doing}: {self.message}"
+            self.args = (self.message,)
+        return self
+
+
+@contextmanager
+def doing(what: str) -> Iterator[None]:
+    """An outside failure inside says `what` was being done when it happened."""
+    try:
+        yield
+    except TransientError as exc:
+        raise exc.while_doing(what)
+
+
+def tries(attempts: int, seconds: float) -> str:
+    """How hard an adapter tried: "1 try", "4 tries in 8 s", "5 tries in 0.8 s"."""
+    if attempts <= 1:
+        return "1 try"
+    return f"{attempts} tries in {seconds:.1f} s" if seconds < 10 else f"{attempts} tries in {seconds:.0f} s"
 
 
 def kind_of(error: WheelpinError) -> str:

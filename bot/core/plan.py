@@ -65,6 +65,8 @@ class Facts:
     component: str
     head: str | None  # the upstream commit to propose
     error: str | None = None  # observing failed (upstream unreachable, a tag holding other content, …)
+    error_kind: str = "reported"  # what kind of failure `error` is (core/errors.kind_of): transient, config…
+    pinned_problem: str | None = None  # why the pinned image could not be read, when it could not
     base: str = ""  # the base commit the proposal would start from
     base_files: str = ""  # a hash of the pin files at `base`
     pinned_commit: str | None = None  # what the base pins today (from the image's revision)
@@ -219,6 +221,7 @@ class Report(Step):
     kind = Kind.REPORT
     why: str = ""
     left_alone: bool = False
+    error_kind: str = "reported"  # a failure observed: its kind (transient: an outside system failed)
 
     @property
     def detail(self) -> str:
@@ -316,7 +319,7 @@ def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:
     if proposal is not None and asks.rebase:  # rewritten from the base, whoever pushed
         proposal = replace(proposal, state=None, foreign=())
     if facts.error:
-        return [Report(name, head, why=facts.error)]
+        return [Report(name, head, why=facts.error, error_kind=facts.error_kind)]
     if proposal is not None and proposal.foreign:
         return _left_alone(facts, proposal)
     if head is None:

@@ -41,6 +41,7 @@ class ProposalFacts:
     old_commit: str | None
     new_commit: str
     pinned_image: str | None = None  # what the base pins, when its commit cannot be told (old_commit None)
+    pinned_problem: str | None = None  # why the pinned image could not be read ("… not in the registry (404)")
     old_tag: str | None = None  # the upstream's release tags on them, when the component follows tags
     new_tag: str | None = None
     version: str
@@ -99,7 +100,8 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.old_commit:
         old = f"`{facts.old_commit[:8]}`"
     elif facts.pinned_image:  # pinned, by an image that does not say its commit: never "none pinned"
-        old = f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` (its upstream commit not known)"
+        old = (f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` "
+               f"({facts.pinned_problem or 'its upstream commit not known'})")
     else:
         old = "`(none pinned)`"
     old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
@@ -112,7 +114,7 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.notes:
         parts.append("### ⚠️ Notes\n" + "\n".join(f"- **{note}**" for note in facts.notes))
     if facts.changes is not None:
-        parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes)))
+        parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes, facts.pinned_problem)))
     if commits:
         listed = [f"- `{c.sha[:8]}` {c.subject}" + (f" — ⛔ refused: {_flat(c.refused)}" if c.refused else "")
                   for c in commits]
@@ -123,7 +125,9 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     rows += [f"| `{w.file}` | {_size(w.size)} | `{w.sha256}` | {w.archs_text} | {', '.join(w.tags)} |"
              for w in facts.wheels]
     parts.append("### Wheels\n" + "\n".join(rows) + f"\n\nImage: `{facts.image}`")
-    parts.append("### Requires-Dist\n" + _diff_text(facts.diff) if not facts.diff.empty
+    unread = f"\n\nThe pinned wheels could not be read ({facts.pinned_problem}): each requirement shows as added." \
+        if facts.pinned_problem and not facts.diff.empty else ""
+    parts.append("### Requires-Dist\n" + _diff_text(facts.diff) + unread if not facts.diff.empty
                  else "Requires-Dist: unchanged.")
     if facts.diff.conflicts:
         lines = [f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
@@ -165,8 +169,8 @@ def _flat(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _change_lines(changes: WheelChanges) -> list[str]:
-    """From → to, the losses first and loud."""
+def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> list[str]:
+    """From → to, the losses first and loud; `pinned_problem` says why the pinned side is unknown."""
     lines: list[str] = []
     if changes.archs_dropped:
         lines.append(f"- ⚠️ **GPU archs dropped: {', '.join(changes.archs_dropped)}**")
@@ -177,7 +181,8 @@ def _change_lines(changes: WheelChanges) -> list[str]:
             major = library.new[-1].rsplit(".so.", 1)[-1].split(".")[0]
             lines.append(f"- ⚠️ **`{' '.join(library.old)}` → `{' '.join(library.new)}`: a ROCm major version "
                          f"change; the image must ship ROCm {major}**")
-    old = f"`{changes.old_version}`" if changes.old_version else "(nothing pinned)"
+    old = (f"`{changes.old_version}`" if changes.old_version
+           else f"unknown ({pinned_problem})" if pinned_problem else "(nothing pinned)")
     lines.append(f"- version {old} → `{changes.new_version}`")
     for tag, before, after in changes.sha256:
         lines.append(f"- `{tag}` sha256 {f'`{before[:16]}…`' if before else '(none)'} → "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..adapters.consumerread import ConsumerImage, LayerCache, read_consumer
 from ..adapters.imagestore import reference_of
 from ..core.consumer import ConsumerReport, check, wheel_rocm
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, doing
 from ..core.imageref import ImageRef, ImageRefError
 from ..core.ociimage import WheelEntry, architecture_of
 from ..core.plan import Facts
@@ -49,8 +49,9 @@ class Consumers:
         if key not in self._seen:
             named = reference_of(target)
             assert named is not None  # ImageRef.parse gives a tag or a digest
-            self._seen[key] = read_consumer(self.registries.store(target), named, cache=self.layers,
-                                            architecture=architecture)
+            with doing(f"reading the consuming image {reference} (to check the wheels against it)"):
+                self._seen[key] = read_consumer(self.registries.store(target), named, cache=self.layers,
+                                                architecture=architecture)
         return self._seen[key]
 
     def problems(self, context: Context, facts: Facts, reports: Sequence[WheelReport]) -> list[Problem]:

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from ..adapters.imageread import ImageInfo
 from ..adapters.imagestore import ImageStore
+from ..adapters.registrywire import Traffic
 from ..adapters.smoke import SmokeResult
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component
@@ -21,6 +22,10 @@ class Stores(Protocol):
     """Opens the image store of a registry repository (`app.wiring.Registries`)."""
 
     def store(self, target: ImageRef) -> ImageStore: ...
+
+    def traffics(self) -> list[Traffic]:
+        """The request counters of every client opened so far (this thread's), each once."""
+        ...
 
 
 @dataclass
@@ -35,6 +40,7 @@ class Context:
     pinned_unread: str | None = None  # why it could not be, when a pin names a digest
     texts: dict[str, str] = field(default_factory=dict)  # the pin files at the base
     rules: str = ""  # what its wheels are judged under this pass (observe._rules)
+    pinned_problem: str | None = None  # why the pinned image could not be read (a 404), when known
 
     @property
     def name(self) -> str:

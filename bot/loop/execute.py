@@ -27,7 +27,7 @@ from ..core.assemble import assemble
 from ..core.backoff import rules_of
 from ..core.config import Component, Config
 from ..core.errors import (BuildFailed, InputError, PermissionRefused, RefusedError, RuleRefused,
-                           VerificationError, WheelpinError)
+                           VerificationError, WheelpinError, doing)
 from ..core.pins import plan_bump
 from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
                          ImageFound, PublishImage, RecordFailure, Report, StartBuild, Wait, WriteProposal,
@@ -88,7 +88,7 @@ class Executor:
     def report(self, action: Report, result: ComponentResult) -> None:
         result.messages.append(action.why)
         result.status = Status.LEFT_ALONE if action.left_alone else Status.FAILED
-        result.error_kind = None if action.left_alone else "reported"
+        result.error_kind = None if action.left_alone else action.error_kind
 
     def wait(self, action: Wait, result: ComponentResult) -> None:
         result.messages.append(action.why)
@@ -187,9 +187,10 @@ class Executor:
         tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
                                                         version=reports[0].version))
         try:
-            published = publish(context.store, tag, wheels, reports, source=public_url(context.upstream.upstream.repo),
-                                revision=head, component=component.name, rules=rules_digest(component),
-                                settle=self.settle)
+            with doing(f"publishing {tag} to {context.store.name}"):
+                published = publish(context.store, tag, wheels, reports,
+                                    source=public_url(context.upstream.upstream.repo), revision=head,
+                                    component=component.name, rules=rules_digest(component), settle=self.settle)
         except RefusedError as exc:
             self._failed(context, head, "verify", exc.message)
             raise
@@ -235,7 +236,8 @@ class Executor:
     def _write_proposal(self, context: Context, facts: Facts, result: ComponentResult) -> None:
         component, head, image = context.component, _head(facts), facts.image
         assert image is not None
-        info = read_image(context.store, image.digest)
+        with doing(f"reading {image.ref} (to write its proposal)"):
+            info = read_image(context.store, image.digest)
         bump = plan_bump(component, context.texts, image.ref, wheel_sha256s(info.wheels))
         constraints = self.observer.read(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
@@ -259,7 +261,8 @@ class Executor:
             state=desired_state(facts), check_refs=_check_refs(context, image),
             provenance=self._provenance(context, head, image, info), consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
-            pinned_image=str(context.pins[0].ref) if context.pins and context.pins[0].ref else None, **said)
+            pinned_image=str(context.pins[0].ref) if context.pins and context.pins[0].ref else None,
+            pinned_problem=context.pinned_problem, **said)
         expected = facts.proposal.head if facts.proposal else None
         self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
                                    message=title(proposal) + "\n\n" + body(proposal), expected=expected)
@@ -267,8 +270,12 @@ class Executor:
         self.platform.publish_proposal(context.branch, base=self.config.defaults.base_branch,
                                        title=title(proposal), body=body(proposal), labels=labels)
         result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(proposal)}")
-        result.notes += proposal.notes
-        result.notes += [f"{line} (in the consuming image)" for line in against[1:]]  # the dashboard says them too
+        # what the proposal's body is loud about, said by the pass too (the terminal, the dashboard)
+        result.note(*proposal.notes)
+        result.note(*(f"constraint conflict: `{c.requirement}` (the new wheel) vs `{c.constraint}` (the image)"
+                      + (" — the pinned wheel had it too" if c in proposal.known_conflicts else " — new")
+                      for c in proposal.diff.conflicts))
+        result.note(*(f"{line} (in the consuming image)" for line in against[1:]))
 
     def _smoke_said(self, context: Context, head: str) -> dict[str, tuple[str, ...]]:
         smoked = self.memory.smoke.get((context.name, head))

@@ -25,7 +25,7 @@ from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.backoff import rules_of
 from ..core.configfile import LoadedConfig
-from ..core.errors import ConfigError, TransientError, VerificationError, WheelpinError
+from ..core.errors import ConfigError, NotFound, TransientError, VerificationError, WheelpinError, doing, kind_of
 from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins import read_pins
 from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
@@ -52,13 +52,15 @@ class Observer:
         """The facts of one component; errors of reading are facts too."""
         name = context.name
         try:
-            head = self._head(context.upstream)
+            with doing("asking the upstream for its head (to find what to build)"):
+                head = self._head(context.upstream)
         except WheelpinError as exc:
-            return Facts(component=name, head=None, error=exc.message)
+            return Facts(component=name, head=None, error=exc.message, error_kind=kind_of(exc))
         try:
             return self._observe(context, head, now)
         except WheelpinError as exc:
-            return Facts(component=name, head=head, error=exc.message)
+            return Facts(component=name, head=head, error=exc.message, error_kind=kind_of(exc),
+                         pinned_problem=pinned_problem(context))
 
     def _observe(self, context: Context, head: str, now: float) -> Facts:
         component, name = context.component, context.name
@@ -82,7 +84,8 @@ class Observer:
         proposal = self._proposal(context.branch, base)
         context.rules = self._rules(context, base)
         facts = Facts(component=name, head=head, base=base, base_files=base_files, pinned_commit=pinned_commit,
-                      base_has_head=base_has_head, proposal=proposal, rules=context.rules)
+                      base_has_head=base_has_head, proposal=proposal, rules=context.rules,
+                      pinned_problem=pinned_problem(context))
         if base_has_head:
             return facts
         if proposal is None:  # only then can a declined proposal matter
@@ -93,7 +96,8 @@ class Observer:
             facts = replace(facts, quiet_minutes=quiet, committed_at=committed_at)
             if now < committed_at + quiet * 60:
                 return facts  # nothing else matters until it ends
-        image = self._find_image(context, head, proposal)
+        with doing(f"looking for the image of {head[:8]} in {context.store.name} (to know whether it is built)"):
+            image = self._find_image(context, head, proposal)
         facts = replace(facts, failure=self.state.failure(name, head))
         if image is None:
             build = context.builder.status(head)
@@ -154,13 +158,21 @@ class Observer:
         return self.memory.files[key]
 
     def _pinned_info(self, context: Context) -> ImageInfo | None:
-        context.pinned_unread = None
-        ref = context.pins[0].ref if context.pins else None
-        if ref is None or ref.digest is None:
+        """The image the base pins, read to compare its wheels with the new ones'; None
+        when it cannot be read (`context.pinned_problem` says why, when it is worth saying
+        in the proposal; `context.pinned_unread` why it was not read, for a dry run)."""
+        context.pinned_problem = context.pinned_unread = None
+        pin = context.pins[0] if context.pins else None
+        ref = pin.ref if pin else None
+        if pin is None or ref is None or ref.digest is None:
             return None
         store = context.store if context.component.image.is_layout else self.registries.store(ref)
         try:
-            return read_image(store, ref.digest)
+            with doing(f"reading the image pinned at {pin.file}:{pin.line} (to compare its wheels)"):
+                return read_image(store, ref.digest)
+        except NotFound:
+            context.pinned_problem = context.pinned_unread = PINNED_NOT_FOUND
+            return None
         except TransientError:
             raise
         except WheelpinError as exc:
@@ -273,6 +285,17 @@ def verify_adopted(context: Context, head: str, image: ImageFound,
                                     + summary(problems, wheels=len(reports)), problems=tuple(map(str, problems)))
         if then is not None:
             then(wheels)
+
+
+PINNED_NOT_FOUND = "the pinned digest is not in the registry (404)"
+
+
+def pinned_problem(context: Context) -> str | None:
+    """Why the pinned image could not be read, with its reference, in one sentence."""
+    if context.pinned_problem is None:
+        return None
+    ref = context.pins[0].ref if context.pins else None
+    return f"{context.pinned_problem}: {ref}" if ref is not None else context.pinned_problem
 
 
 def pin_repository(context: Context) -> str:

@@ -40,6 +40,7 @@ class ComponentResult:
     problems: list[str] = field(default_factory=list)  # every problem of a refused wheel (messages say a summary)
     pruned: list[str] = field(default_factory=list)  # superseded image tags deleted (image.prune_after_days)
     plan: ComponentPlan | None = None  # a dry run's plan (loop/preview.py)
+    retry: str | None = None  # when a failed build or refused wheel of `head` is tried again (core/backoff.py)
 
     @property
     def would_fail(self) -> bool:
@@ -52,10 +53,14 @@ class ComponentResult:
             "actions": [a.to_json() for a in self.actions], "messages": self.messages,
             "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
             "proposal": self.proposal, "build": self.build, "notes": self.notes,
-            "problems": self.problems, "pruned": self.pruned}
+            "problems": self.problems, "pruned": self.pruned, "retry": self.retry}
         if self.plan is not None:
             said["plan"] = self.plan.to_json()
         return said
+
+    def note(self, *notes: str) -> None:
+        """Add what a reviewer must not miss, each once however often a pass sees it."""
+        self.notes += [note for note in dict.fromkeys(notes) if note not in self.notes]
 
     def seen(self, facts: Facts, failure: Failure | None) -> None:
         """Note what was observed; `failure` is the recorded failure that still holds."""
@@ -65,6 +70,8 @@ class ComponentResult:
         self.proposal = facts.proposal.branch if facts.proposal else None
         self.build = (failure.message if failure else facts.build.detail or
                       ("built" if facts.build.state == "ready" else "image found" if facts.image else ""))
+        if facts.pinned_problem:
+            self.note(facts.pinned_problem)
 
     def fail(self, kind: str | None, message: str, retry_after: float | None = None) -> None:
         self.status = Status.FAILED
@@ -83,6 +90,21 @@ class PassResult:
     def failed(self) -> bool:
         """A component failed; in a dry run, or would fail (its plan meets a refusal)."""
         return any(c.status == Status.FAILED or (self.dry_run and c.would_fail) for c in self.components)
+
+    @property
+    def exit_code(self) -> int:
+        """As `wheelpin reconcile --help` lists them (cli.RECONCILE_EXIT_CODES): when a
+        component failed, 4 if every failure was an outside one (a registry, GitHub, the
+        network, git: trying again later may be all it takes), else 1, before all else; 3
+        when none failed but a branch a human wrote to was left alone (not wheelpin's
+        failure, but the proposal is stuck until someone deletes the branch, and a script
+        must be able to tell without parsing); else 0. A dry run exits as the real pass
+        would (its plan meets a refusal: `ComponentResult.would_fail`, of the kind the plan
+        foresees)."""
+        failed = [c for c in self.components if c.status == Status.FAILED or (self.dry_run and c.would_fail)]
+        if failed:
+            return 4 if all(c.error_kind == "transient" for c in failed) else 1
+        return 3 if self.left_alone else 0
 
     @property
     def left_alone(self) -> bool:

@@ -20,13 +20,16 @@ import structlog
 from ..adapters.builders import discard_build, note_provenance, seed_build
 from ..adapters.imagestore import ImageStore, LayoutStore, layout_folder
 from ..adapters.platform import Platform
+from ..adapters.registrywire import Traffic
 from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component, Config
 from ..core.configfile import LoadedConfig
-from ..core.errors import ConfigError, InputError, TransientError, VerificationError, WheelpinError, kind_of
+from ..core.backoff import retry_said
+from ..core.errors import (BuildFailed, ConfigError, InputError, TransientError, VerificationError, WheelpinError,
+                           kind_of)
 from ..core.imageref import ImageRef
-from ..core.plan import Asks, Facts, Wait, WriteProposal, desired_state, live_failure, plan
+from ..core.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
 from .builders import Builder, CommandBuilder, WorkflowBuilder
 from .context import Context, Memory, Stores
 from .observe import Observer
@@ -213,16 +216,16 @@ class Reconciler:
         if self._executor is not None:
             self._executor.consumers.new_pass()
         self._upstreams = []
-        stores_before = {id(s): (s.traffic.requests, s.traffic.bytes_uploaded) for s in self._stores.values()}
+        stores_before = {id(t): (t.requests, t.bytes_uploaded) for t in self._traffics()}
         http = getattr(self.platform, "http", None)
         github_before = (http.traffic.counted, http.traffic.free) if http is not None else (0, 0)
         writes_before = self.platform.writes
         results = [self.reconcile(component, dry_run=dry_run, asks=asks) for component in components]
         registry = uploaded = 0
-        for store in self._stores.values():
-            asked, sent = stores_before.get(id(store), (0, 0))
-            registry += store.traffic.requests - asked
-            uploaded += store.traffic.bytes_uploaded - sent
+        for traffic in self._traffics():
+            asked, sent = stores_before.get(id(traffic), (0, 0))
+            registry += traffic.requests - asked
+            uploaded += traffic.bytes_uploaded - sent
         requests = {"git_ls_remote": self.memory.ls_remotes,
                     "git_fetch": sum(upstream.calls.fetches for upstream in self._upstreams),
                     "registry": registry, "registry_bytes_uploaded": uploaded,
@@ -232,15 +235,27 @@ class Reconciler:
             requests["github_free"] = http.traffic.free - github_before[1]
         return PassResult(results, dry_run, requests)
 
+    def _traffics(self) -> list[Traffic]:
+        """What this thread's requests cost, each counter once: every registry client the pass
+        spoke through (a pinned or consuming image on another host too, a store of another
+        repository of the same host not twice) and the components' image layout folders."""
+        counters = [*self.registries.traffics(), *(s.traffic for s in self._stores.values())]
+        return list({id(counter): counter for counter in counters}.values())
+
     def reconcile(self, component: Component, *, dry_run: bool, asks: Asks = Asks()) -> ComponentResult:
         with structlog.contextvars.bound_contextvars(component=component.name):
             result = ComponentResult(component.name)
+            started = time.time()
             try:
                 self._reconcile(self._context(component), result, dry_run=dry_run, asks=asks)
             except WheelpinError as exc:
                 result.fail(kind_of(exc), exc.message, exc.retry_after if isinstance(exc, TransientError) else None)
                 if isinstance(exc, VerificationError):
                     result.problems = list(exc.problems)
+                if isinstance(exc, (BuildFailed, VerificationError)) and result.head is not None:
+                    failure = self.state.failure(component.name, result.head)
+                    if failure is not None and failure.at >= started:  # recorded by this pass: it backs off
+                        result.retry = retry_said(failure.retry_at, time.time())
             except Exception as exc:  # a bug must not stop the other components
                 log.error("component.crashed", exc_info=True)
                 result.fail("internal", f"internal error ({type(exc).__name__}: {exc})")
@@ -256,6 +271,9 @@ class Reconciler:
             result.seen(facts, live_failure(facts, now, asks))
             structlog.contextvars.bind_contextvars(commit=facts.head)
             actions = plan(facts, now, asks)
+            failure = live_failure(facts, now, asks)
+            if actions and isinstance(actions[0], Report) and failure is not None and actions[0].why == failure.message:
+                result.retry = retry_said(failure.retry_at, now)  # a recorded failure, backing off
             if dry_run:
                 result.plan = preview(context, facts, actions, now=now, asks=asks, read=self.observer.read)
                 result.error_kind = result.plan.error_kind
@@ -276,7 +294,8 @@ class Reconciler:
                 try:
                     after = self.executor.execute(context, facts, action, result)
                 except WheelpinError as exc:
-                    bound.warning("action.failed", kind=action.kind.value, error=exc.message, error_kind=kind_of(exc))
+                    # info: the pass's result says it (the terminal, --json, the dashboard), once
+                    bound.info("action.failed", kind=action.kind.value, error=exc.message, error_kind=kind_of(exc))
                     raise
                 self.executed += 1
                 if Reconciler.after_action is not None:
@@ -295,7 +314,7 @@ class Reconciler:
         try:
             pruned = self.pruner.prune(context, facts, now)
         except WheelpinError as exc:
-            log.warning("image.prune_failed", error=exc.message, error_kind=kind_of(exc))
+            log.info("image.prune_failed", error=exc.message, error_kind=kind_of(exc))
             result.notes.append(f"image cleanup failed: {exc.message}")
             return
         result.pruned = pruned.tags

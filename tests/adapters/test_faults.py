@@ -66,7 +66,8 @@ def test_a_guard_that_cannot_read_the_tag_never_writes(proxy: FaultProxy, regist
     result = publish(proxy, small_wheels[0], repo, env, WHEELPIN_REGISTRY_ATTEMPTS="3")
     assert result.code == 4, result.stderr
     assert result.json()["kind"] == "transient"  # --json: the error's document, not a report
-    assert "after 3 attempt" in result.stderr or "connection failed" in result.stderr
+    said = f"{proxy.host} " + ("reset the connection" if action == "reset" else f"answered {action}") + ", 3 tries in "
+    assert f"\nwheelpin: publishing {proxy.host}/{repo}:v1: {said}" in result.stderr, result.stderr
     assert not tag_in_registry(registry, repo)
     assert not any(method == "PUT" for method, _path, _status in proxy.seen)
 

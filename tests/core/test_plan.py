@@ -130,3 +130,22 @@ def test_live_failure_is_the_one_the_plan_reports() -> None:
     assert live_failure(held, NOW) == failure() and live_failure(held, NOW, Asks(retry=True)) is None
     (report,) = plan(held, NOW)
     assert isinstance(report, Report) and report.why == failure().message
+
+
+def test_a_recorded_failure_says_when_it_is_tried_again() -> None:
+    from bot.core.backoff import retry_said
+
+    built = Failure("demo", "a" * 40, "build", "build failed", 2, 1_800_000_000.0)
+    assert retry_said(built.retry_at, built.at) == (
+        "tried again by the first pass after 2027-01-15 08:20 UTC (in 20 min); "
+        "`wheelpin reconcile --retry-failed` tries it now")
+    refused = replace(built, kind="verify")
+    assert retry_said(refused.retry_at, refused.at) == (
+        "not tried again for this commit (the same commit gives the same wheel): a new upstream commit or a "
+        "changed config is; `wheelpin reconcile --retry-failed` tries it now")
+
+
+def test_an_outside_failure_observed_is_reported_as_one() -> None:
+    (report,) = plan(replace(FACTS, error="reading …: 127.0.0.1:9 refused the connection, 1 try",
+                             error_kind="transient"), NOW)
+    assert isinstance(report, Report) and report.error_kind == "transient"

@@ -1,0 +1,149 @@
+"""Failures a pass meets outside itself, said once and with what it was doing: a registry
+that refuses connections (a closed loopback port: nothing listens, so the kernel answers
+the SYN with a RST and connect(2) fails with ECONNREFUSED), a pinned digest deleted from a
+real registry (the Distribution API answers 404 MANIFEST_UNKNOWN), a build that fails
+(when it is tried again), and what a proposal is loud about, in the pass's own summary."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.git import git
+from bot.adapters.registry import RegistryClient
+from tests.app.worlds import BRANCH, HUMAN, World, component, make_world
+from tests.cli import Result, wheelpin
+from tests.fixtures.consumerimages import ConsumerImages
+from tests.fixtures.servers import Registry, free_port
+
+PINNED_AT = "reading the image pinned at docker/Dockerfile:2 (to compare its wheels)"
+RETRY = (r"tried again by the first pass after \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in (?:10|9) min\); "
+         r"`wheelpin reconcile --retry-failed` tries it now")
+
+
+def said(result: Result) -> str:
+    return result.stdout + result.stderr
+
+
+def pinned_on(world: World, repository: str) -> None:
+    """The base's pin moved (by a human) to the same tag and digest in `repository`."""
+    dockerfile = world.downstream / "docker/Dockerfile"
+    dockerfile.write_text(re.sub(r'(DEMO_WHEEL_IMAGE=")[^"]*?(:[^:/"]+@sha256:)', rf"\g<1>{repository}\g<2>",
+                                 dockerfile.read_text()))
+    git(["commit", "--quiet", "-am", "pin from another registry"], cwd=world.downstream, env=HUMAN)
+
+
+def test_a_registry_that_refuses_is_said_once_with_what_for_and_exits_4(registry: Registry, tmp_path: Path) -> None:
+    path = f"refused-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}")
+    closed = f"127.0.0.1:{free_port()}"
+    pinned_on(world, f"{closed}/{path}")
+    world.commit_upstream("work", {"VERSION": "0.1.1\n"})
+    env = {"WHEELPIN_REGISTRY_ATTEMPTS": "4"}
+
+    text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env={**world.env, **env})
+    assert text.code == 4, said(text)
+    assert re.search(re.escape(f"{PINNED_AT}: {closed} refused the connection, 4 tries in ") + r"\d+(\.\d)? s\n",
+                     text.stdout), said(text)
+    assert said(text).count("refused the connection") == 1, said(text)
+
+    report = world.reconcile(**env)
+    assert report.code == 4 and component(report)["error_kind"] == "transient"
+    assert report.json()["requests"]["registry"] == 4  # each try on the wire, on the pinned image's host too
+
+
+def test_a_tag_guard_or_a_check_failing_beside_an_outside_failure_exits_1() -> None:
+    from bot.commands.reconcile_cmd import exit_code
+    from bot.loop.results import ComponentResult, PassResult, Status
+
+    def ended(*kinds: str) -> int:
+        results = [ComponentResult(f"c{i}", Status.FAILED, error_kind=kind) for i, kind in enumerate(kinds)]
+        return exit_code(PassResult(results, False))
+
+    assert ended("transient", "transient") == 4
+    assert ended("transient", "verification") == 1
+    assert ended("reported") == 1
+
+
+@pytest.mark.parametrize("command", [
+    ("image", "show", "{host}/x/demo@sha256:" + "0" * 64),
+    ("wheel", "diff", "{host}/x/demo@sha256:" + "0" * 64, "{wheel}"),
+    ("image", "check", "{wheel}", "--consumer", "{host}/x/vllm@sha256:" + "0" * 64),
+    ("pins", "bump", "--repo", "{repo}", "--component", "demo-cache", "--image", "{host}/x/demo@sha256:" + "0" * 64),
+])
+def test_every_command_that_reads_a_registry_exits_4_when_it_refuses(
+        command: tuple[str, ...], tmp_path: Path, small_wheels: tuple[Path, Path]) -> None:
+    world = make_world(tmp_path)
+    closed = f"127.0.0.1:{free_port()}"
+    pinned_on(world, f"{closed}/x/demo")
+    args = [part.format(host=closed, wheel=small_wheels[0], repo=world.downstream) for part in command]
+    result = wheelpin(*args, env={**world.env, "WHEELPIN_REGISTRY_ATTEMPTS": "2"})
+    assert result.code == 4, said(result)
+    assert re.search(re.escape(f"{closed} refused the connection, 2 tries in ") + r"\d\.\d s\n", result.stderr), \
+        said(result)
+    assert said(result).count("refused the connection") == 1
+    assert "  4  a transient outside failure" in wheelpin(*command[:2], "--help").stdout
+
+
+def test_a_pinned_digest_the_registry_lost_is_said_so_not_none_pinned(registry: Registry, tmp_path: Path) -> None:
+    path = f"lost-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}")
+    pinned = re.search(r'DEMO_WHEEL_IMAGE="([^"]+)"', (world.downstream / "docker/Dockerfile").read_text())
+    assert pinned is not None
+    ref = pinned.group(1)
+    assert RegistryClient(registry.host).delete_manifest(path, ref.rsplit("@", 1)[1])
+    world.commit_upstream("work", {"VERSION": "0.1.1\n"})
+
+    text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 0, said(text)
+    sentence = f"the pinned digest is not in the registry (404): {ref}"
+    assert f"  ! {sentence}\n" in text.stdout and said(text).count(sentence) == 1, said(text)
+    body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    short = ref.rsplit("/", 1)[-1][:80]
+    assert f"from `{short}` (the pinned digest is not in the registry (404)) to" in body
+    assert "- version unknown (the pinned digest is not in the registry (404)) → " in body
+    assert "none pinned" not in body and "nothing pinned" not in body
+    assert sentence in component(world.reconcile())["notes"]  # and in --json, and on the dashboard
+
+
+def test_a_failed_build_says_once_when_it_is_tried_again(world: World) -> None:
+    world.commit_upstream("broken", {"build_wheel.py": "import sys\nprint('compiler error')\nsys.exit(3)\n"})
+    run = ("reconcile", "--once", "--repo", str(world.downstream))
+    failed = wheelpin(*run, env=world.env)
+    assert failed.code == 1, said(failed)
+    assert said(failed).count("failed (exit 3)") == 1, said(failed)
+    assert len(re.findall(RETRY, failed.stdout)) == 1 and re.search(RETRY, failed.stderr) is None, said(failed)
+    again = wheelpin(*run, env=world.env)
+    assert again.code == 1 and said(again).count("failed (exit 3)") == 1, said(again)
+    assert len(re.findall(RETRY, again.stdout)) == 1, said(again)
+    assert re.fullmatch(RETRY, component(world.reconcile())["retry"])
+    assert component(world.reconcile("--retry-failed"))["actions"][0]["kind"] == "build"
+
+
+def test_the_summary_of_a_pass_says_what_its_proposal_is_loud_about(
+        tmp_path: Path, consumer_images: ConsumerImages) -> None:
+    world = make_world(tmp_path)
+    world.set_config('constraints = ["numpy==2.3.5"]', f'consumer = {{ image = "{consumer_images.rocm7}" }}')
+    world.commit_upstream("work", {"VERSION": "0.1.1\n", "requirements.txt": "numpy<=2.2.6\ntorch>=2.9\nmsgspec\n"})
+    text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 0, said(text)
+    conflict = "  ! constraint conflict: `numpy<=2.2.6` (the new wheel) vs `numpy==2.3.5` (the image) — new\n"
+    absent = ("  ! new to the image: `msgspec` (not installed there; `pip install --no-deps` leaves them out) "
+              "(in the consuming image)\n")
+    assert conflict in text.stdout and absent in text.stdout, text.stdout
+    assert text.stdout.count(conflict) == 1 and text.stdout.count("`msgspec`") == 1, text.stdout
+    body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` — **new**" in body and "`msgspec`" in body
+
+
+def test_an_upstream_that_refuses_is_said_once_and_exits_4(world: World) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/upstream.git"
+    world.set_config('repo = "../upstream"', f'repo = "{closed}"')
+    text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 4, said(text)
+    assert f"  - asking the upstream for its head (to find what to build): {closed}: git ls-remote failed (" \
+        in text.stdout, said(text)
+    assert said(text).count("ls-remote") == 1, said(text)
