@@ -5,6 +5,8 @@ a config offline `config validate` accepts; the sentence it gets is written out 
 
 from __future__ import annotations
 
+import re
+
 import uuid
 from pathlib import Path
 
@@ -146,9 +148,9 @@ def test_a_registry_that_refuses_the_connection(world: World) -> None:
     assert_offline_valid(world)
     result = validate(world, "--online")
     assert result.code == 4
-    assert result.stderr.splitlines()[0] == (
+    assert re.fullmatch(re.escape(
         f"demo-cache: the registry {closed} did not answer for the tag list of {closed}/{path} (image.repository): "
-        f"{closed}: GET /v2/{path}/tags/list connection failed")
+        f"{closed} refused the connection, ") + r"\d+ tries in \d+(\.\d)? s", result.stderr.splitlines()[0])
     assert result.stderr.splitlines()[1] == (
         f"demo-cache: docker/Dockerfile:2: the pinned image {pinned(world)} was not asked for: its registry did not "
         "answer the tag list")  # once unanswered is enough: its retries are not waited for again

@@ -111,7 +111,7 @@ def preview(context: Context, facts: Facts, actions: list[Action], *, now: float
             case Report(left_alone=True):
                 plan.proposal = "leave alone"
             case Report():
-                plan.refuse(Kind.REPORT, "reported", _with_retry(action.why, facts, now, asks))
+                plan.refuse(Kind.REPORT, action.error_kind, _with_retry(action.why, facts, now, asks))
             case ClosePR():
                 plan.proposal = "close"
             case Wait() if plan.waits is None:
@@ -151,8 +151,9 @@ def preview(context: Context, facts: Facts, actions: list[Action], *, now: float
 
 
 def _pinned(context: Context, facts: Facts) -> PinnedPlan:
+    stopped = "not read (the pass stops before: see below)"
     if not context.pins:
-        return PinnedPlan(why="not read (the pass stops before: see below)" if facts.error else "no pin")
+        return PinnedPlan(why=stopped if facts.error else "no pin")
     pin = context.pins[0]
     ref = pin.ref
     where = f"{pin.file}:{pin.line}"
@@ -162,7 +163,8 @@ def _pinned(context: Context, facts: Facts) -> PinnedPlan:
         return PinnedPlan(reference=pin.image, why=f"{where} pins no digest, so no image is read")
     info = context.pinned_info
     if info is None:
-        return PinnedPlan(reference=pin.image, why=f"not read: {context.pinned_unread or 'unknown'}")
+        return PinnedPlan(reference=pin.image, why=f"not read: {context.pinned_unread}" if context.pinned_unread
+                          else stopped if facts.error else "not read")
     return PinnedPlan(reference=pin.image, version=info.wheels[0].version if info.wheels else None,
                       commit=facts.pinned_commit,
                       why=None if facts.pinned_commit else "its upstream commit is not known (no revision it names)")
