@@ -216,3 +216,17 @@ def test_the_check_finds_runuser_in_sbin_with_a_users_path() -> None:
                           env={**os.environ, "PATH": "/usr/local/bin:/usr/bin:/bin"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == done.stderr == ""
+
+
+def test_a_user_without_subordinate_ids_is_told_how_to_get_them(tmp_path: Path) -> None:
+    """A user's buildah maps the RUN steps of the tests' images from the user's
+    subordinate ids (subuid(5)): the check says so before the tests fail on it. Here the
+    stand-in `id` says the user is one /etc/subuid cannot name."""
+    (tmp_path / "id").write_text(f'#!{BASH}\ncase "$1" in -u) echo 4242;; -un) echo wheelpin-no-such-user;; esac\n')
+    (tmp_path / "id").chmod(0o755)
+    done = subprocess.run([BASH, str(SCRIPT), "check"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": f"{tmp_path}:/usr/local/bin:/usr/bin:/bin"})
+    assert done.returncode == 1
+    assert done.stderr.startswith("wheelpin-no-such-user has no subordinate ids in /etc/subuid and /etc/subgid, "
+                                  "which buildah needs")
+    assert done.stderr.count("\n") == 1
