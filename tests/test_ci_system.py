@@ -230,3 +230,12 @@ def test_a_user_without_subordinate_ids_is_told_how_to_get_them(tmp_path: Path) 
     assert done.stderr.startswith("wheelpin-no-such-user has no subordinate ids in /etc/subuid and /etc/subgid, "
                                   "which buildah needs")
     assert done.stderr.count("\n") == 1
+
+
+def test_the_postgresql_fixture_finds_runuser_outside_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root the tests start PostgreSQL through runuser, found in /usr/sbin even when the
+    PATH does not hold that folder, as a user's does not."""
+    from tests.fixtures.postgres import runuser
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    assert runuser().endswith("/sbin/runuser")
+    assert subprocess.run([runuser(), "--version"], capture_output=True, text=True).stdout.startswith("runuser")
