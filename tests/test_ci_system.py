@@ -53,6 +53,7 @@ class System:
     sudo: bool = True
     npm: bool = False
     ensurepip: bool = True
+    python3: str = "3.11"  # its version; an older one comes with a python3.11 beside it, as on Ubuntu 22.04
 
     def fake(self, name: str, body: str) -> None:
         path = self.folder / "bin" / name
@@ -82,7 +83,13 @@ class System:
         self.fake("apt-cache", f'case " {unknown} " in *" $2 "*) exit 0;; esac\n'
                                'printf "%s:\\n  Installed: (none)\\n  Candidate: 1.0-1\\n  Version table:\\n" "$2"')
         self.fake("apt-get", "exit 0")
-        self.fake("python3", f"exit {0 if self.ensurepip else 1}")
+        # `-c CODE`: the version test passes for 3.11+, the import of ensurepip as asked
+        python = 'case "$2" in *version_info*) exit {old};; *ensurepip*) exit {ensurepip};; esac; exit 1'
+        ensurepip = 0 if self.ensurepip else 1
+        old = int(tuple(map(int, self.python3.split("."))) < (3, 11))
+        self.fake("python3", python.format(old=old, ensurepip=ensurepip))
+        if old:
+            self.fake("python3.11", python.format(old=0, ensurepip=ensurepip))
         if self.npm:
             self.fake("npm", "exit 0")
         if self.sudo:
@@ -103,14 +110,16 @@ def installs(calls: list[str]) -> list[list[str]]:
     return [shlex.split(call.split(" | ")[0])[5:] for call in calls if call.startswith("apt-get install")]
 
 
-@pytest.mark.parametrize(("os_release", "postgres"), [
-    (DEBIAN_12, 15), (DEBIAN_13, 17), (UBUNTU_2404, 16), (UBUNTU_2204, 14)],
+@pytest.mark.parametrize(("os_release", "python3", "postgres", "venv"), [
+    (DEBIAN_12, "3.11", 15, "python3-venv"), (DEBIAN_13, "3.13", 17, "python3-venv"),
+    (UBUNTU_2404, "3.12", 16, "python3-venv"), (UBUNTU_2204, "3.10", 14, "python3.11-venv")],
     ids=["debian-12", "debian-13", "ubuntu-24.04", "ubuntu-22.04-with-apt.llvm.org"])
 def test_an_empty_system_gets_every_package_with_its_releases_postgresql(
-        tmp_path: Path, os_release: str, postgres: int) -> None:
-    done, calls = System(tmp_path, os_release).run()
+        tmp_path: Path, os_release: str, python3: str, postgres: int, venv: str) -> None:
+    system = System(tmp_path, os_release, python3=python3, ensurepip=False)
+    done, calls = system.run()
     assert done.returncode == 0, done.stderr
-    assert installs(calls) == [everything(postgres)]
+    assert installs(calls) == [[*everything(postgres), venv]]
     assert "apt-get update -qq | DEBIAN_FRONTEND=noninteractive" in calls
 
 
@@ -239,3 +248,9 @@ def test_the_postgresql_fixture_finds_runuser_outside_path(monkeypatch: pytest.M
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
     assert runuser().endswith("/sbin/runuser")
     assert subprocess.run([runuser(), "--version"], capture_output=True, text=True).stdout.startswith("runuser")
+
+
+@pytest.mark.parametrize(("python3", "python"), [("3.11", "python3"), ("3.13", "python3"), ("3.10", "python3.11")])
+def test_the_tests_venv_is_made_with_a_python_of_3_11_or_newer(tmp_path: Path, python3: str, python: str) -> None:
+    done, _ = System(tmp_path, UBUNTU_2204 if python3 == "3.10" else DEBIAN_12, python3=python3).run("python")
+    assert (done.returncode, done.stdout, done.stderr) == (0, python + "\n", "")
