@@ -254,3 +254,18 @@ def test_the_postgresql_fixture_finds_runuser_outside_path(monkeypatch: pytest.M
 def test_the_tests_venv_is_made_with_a_python_of_3_11_or_newer(tmp_path: Path, python3: str, python: str) -> None:
     done, _ = System(tmp_path, UBUNTU_2204 if python3 == "3.10" else DEBIAN_12, python3=python3).run("python")
     assert (done.returncode, done.stdout, done.stderr) == (0, python + "\n", "")
+
+
+def test_a_bwrap_that_cannot_sandbox_is_said_once_with_its_own_words(tmp_path: Path) -> None:
+    """Ubuntu 24.04 lets a user's bwrap make a user namespace but not map its ids (AppArmor's
+    unprivileged_userns profile): bwrap then fails as the stand-in does, in the words of
+    https://github.com/RusNor/StartWine-Launcher/issues/37 (see also
+    https://github.com/containers/bubblewrap/issues/632)."""
+    (tmp_path / "bwrap").write_text(f"#!{BASH}\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    (tmp_path / "bwrap").chmod(0o755)
+    done = subprocess.run([BASH, str(SCRIPT), "check"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert done.returncode == 1
+    assert done.stderr.startswith("bwrap cannot make the sandbox the tests build in "
+                                  "(bwrap: setting up uid map: Permission denied): as a user it needs")
+    assert done.stderr.count("\n") == 1
