@@ -1,4 +1,4 @@
-"""`.ci/system`, the system half of `.ci/run`: what it installs on each release it supports,
+"""The system half of `.ci/run` (`bash .ci/run system|install|check|python`): what it installs on each release it supports,
 how it becomes root, and its one-sentence stop elsewhere. The decisions run on made-up
 systems: an os-release file (`WHEELPIN_CI_OS_RELEASE`) and a PATH of stand-ins for `id`,
 `dpkg`, `dpkg-query`, `apt-cache`, `apt-get`, `sudo` and `python3` that record each call
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / ".ci" / "system"
+SCRIPT = ROOT / ".ci" / "run"
 BASH = shutil.which("bash") or "/bin/bash"
 UNSUPPORTED = "the tests need Debian 12 or 13 or Ubuntu 22.04/24.04"
 
@@ -171,7 +171,7 @@ def test_a_user_without_sudo_is_told_in_one_sentence(tmp_path: Path) -> None:
     done, calls = System(tmp_path, DEBIAN_12, uid=1000, installed=everything(15)[1:], sudo=False).run()
     assert done.returncode == 1
     assert done.stderr == ("installing clang-19 needs root, and this user is not root and has no sudo: "
-                           "run .ci/system as root once\n")
+                           "run bash .ci/run system as root once\n")
     assert not [call for call in calls if call.startswith("apt-get")]
 
 
