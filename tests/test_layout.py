@@ -1,11 +1,12 @@
 """The layout docs/design.md §2 promises, checked on the source: imports point down
-(core ← adapters ← loop ← app, commands), github3 is imported in one module, the loop
-dispatches actions by type and not by kind strings, modules stay small."""
+(core ← adapters ← loop ← app, commands) and never in a circle, github3 is imported in one
+module, the loop dispatches actions by type and not by kind strings, modules stay small."""
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,93 @@ def imported(path: Path) -> set[str]:
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return found
+
+
+def module_name(path: Path) -> str:
+    """`bot/adapters/imageread.py` → `bot.adapters.imageread`; a package's `__init__.py` is the package."""
+    parts = path.relative_to(BOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+NAMES = {module_name(path): path for path in MODULES}
+
+
+def _outside_type_checking(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of `tree` but those under `if TYPE_CHECKING:`, which never run: an
+    annotation-only import is how a module names a type without depending on its module
+    at run time (and is the one way to name it from above without an import cycle)."""
+    for node in ast.iter_child_nodes(tree):
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Name | ast.Attribute)
+                and ast.unparse(node.test).endswith("TYPE_CHECKING")):
+            for child in node.orelse:
+                yield child
+                yield from _outside_type_checking(child)
+            continue
+        yield node
+        yield from _outside_type_checking(node)
+
+
+def dependencies(path: Path) -> set[str]:
+    """The modules under bot/ that running `path` imports, at its top or inside a function
+    (an import deferred to a call is still a dependency: the call fails or loops the same).
+    `from . import x` and `from bot.core import x` count as importing the module `x` when
+    there is one."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found = set()
+    for node in _outside_type_checking(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                source = f"{base}.{node.module}" if node.module else base
+            else:
+                source = node.module or ""
+            found.add(source)
+            found.update(f"{source}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name in NAMES} - {module_name(path)}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm): each
+    is a set of modules that import each other, directly or through the others."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while (member := stack.pop()) != module:
+                component.append(member)
+            if component:
+                found.append(sorted([module, *component]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_cycles_finds_a_circle_and_only_it() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "e"}, "e": {"d"}, "f": {"a"}}
+    assert sorted(cycles(graph)) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_no_import_cycle() -> None:
+    graph = {name: dependencies(path) for name, path in NAMES.items()}
+    assert sum(map(len, graph.values())) > 200  # the graph was read, not empty
+    found = [" ↔ ".join(component) for component in cycles(graph)]
+    assert not found, "modules that import each other: " + "; ".join(found)
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(BOT)))

@@ -16,7 +16,6 @@ pass, and facts an older wheelpin read differently are read again.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import tempfile
 import threading
@@ -55,28 +54,6 @@ class ImageInfo:
                 "labels": self.labels, "metadata_from": self.metadata_from,
                 "bytes_fetched": self.bytes_fetched,
                 "wheels": [wheel.to_json() for wheel in self.wheels]}
-
-
-class ChunkReader(io.RawIOBase):
-    """A readable stream over an iterator of chunks."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            try:
-                self._pending = next(self._chunks)
-            except StopIteration:
-                return 0
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
 
 
 def read_image(store: ImageStore, reference: str, *, layers: bool = True) -> ImageInfo:

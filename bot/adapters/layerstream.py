@@ -44,7 +44,6 @@ from ..core.imagefs import LDCONF, LIBRARY, PYTHON, RECORD, ROCM_VERSION, SITE, 
 from ..core.ldso import normalize
 from ..core.wheelmeta import parse_metadata
 from .boundedtar import TarRefused, entries
-from .imageread import ChunkReader
 
 MAX_LAYER = 64 << 30  # a layer's declared (compressed) size; the largest ROCm layers are some 10 GiB
 MAX_MEMBERS = 2_000_000
@@ -71,6 +70,28 @@ _TAR_BUFFER = 64 << 10
 
 class LayerError(InputError):
     """A layer that cannot be read as a layer: said in one sentence."""
+
+
+class ChunkReader(io.RawIOBase):
+    """A readable stream over an iterator of chunks."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
 
 
 class _Counted(ChunkReader):
