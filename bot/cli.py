@@ -372,8 +372,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[Any, str, str], None]]] = {
 def _collect_from_here() -> None:
     """Start-up (argparse, pydantic's models, structlog, the command's modules) makes some
     40,000 objects that live as long as the process; with the collector on, import walked
-    them again and again, and the interpreter's exit once more (about 45 ms of a 300 ms
-    no-op reconcile, bench/startup.py). So `main`, as the process's entry, turns the
+    them again and again, and the interpreter's exit once more (a sizeable share of a
+    no-op reconcile's time, bench/startup.py measures it). So `main`, as the process's entry, turns the
     collector off; here, the command's modules loaded, those objects go to the permanent
     generation (gc.freeze) and the collector, on again, walks only what the command makes."""
     if not gc.isenabled():

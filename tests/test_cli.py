@@ -209,7 +209,7 @@ def test_the_demo_runs_on_a_machine_without_bubblewrap(tmp_path: Path) -> None:
 
 def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> None:
     """As skopeo's and crane's commands do: `wheelpin X --help` says what each option does,
-    shows how the command is used, and what its exit codes mean (issue 18)."""
+    shows how the command is used, and what its exit codes mean."""
     import argparse
 
     from bot.cli import build_parser

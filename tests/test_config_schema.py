@@ -1,4 +1,4 @@
-"""The config's JSON Schema as editors and SchemaStore take it (issue 18): published in the
+"""The config's JSON Schema as editors and SchemaStore take it: published in the
 repository (config/wheelpin.schema.json) equal to `wheelpin config schema`, a valid draft
 2020-12 schema with an `$id`, a title and a description on every property, whose examples
 are valid, and which the example configs of config/ pass (and a misspelt key fails)."""

@@ -148,3 +148,13 @@ def test_the_loop_dispatches_by_type_not_by_kind() -> None:
     looped = [p for p in MODULES if p.parts[-2] == "loop" or p.name == "plan.py"]
     offenders = [p.relative_to(BOT).as_posix() for p in looped if re.search(r"\bkind ==", p.read_text())]
     assert looped and offenders == []
+
+
+def test_no_module_carries_tracker_history() -> None:
+    """A comment says why the code is so; which of this project's issues asked for it is
+    history, kept in CHANGELOG.md and git log. An upstream tracker cited as `owner/repo#N`
+    (docker/buildx#3047) is a fact about the world and stays."""
+    history = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+    offenders = [f"{path.relative_to(BOT)}:{number}: {line.strip()}" for path in MODULES
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if history.search(line)]
+    assert offenders == []

@@ -1,4 +1,4 @@
-"""wheelpin starts fast (issue 18): a command imports only what it uses. Checked in a fresh
+"""wheelpin starts fast: a command imports only what it uses. Checked in a fresh
 interpreter, as a user runs it; the times themselves are bench/startup.py's."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The output of a repository's command (a local build, a smoke test) kept bounded while
-it is written (issue 32): the command writes into a pipe, never into a file of its own,
+it is written: the command writes into a pipe, never into a file of its own,
 and wheelpin copies what comes into the log, keeping its first `head` bytes and its last
 `tail` bytes. What lies between is cut, and the log says so on one line where it was
 cut. The log on disk never passes head + 2 × tail bytes and a line, however much the

@@ -7,7 +7,7 @@ layers otherwise, `imagefs.FORMAT`, is read again; one checked against another s
 `diff_id` than the manifest and config now claim is read again, and so refused as a first
 read would be). `core/imagefs.merge` makes one view of them.
 
-Bounded whatever the registry sends (issue 32): the manifest and config by
+Bounded whatever the registry sends: the manifest and config by
 `adapters/imagedocs.py` (size, shape), each layer by `adapters/layerstream.py`, the image
 in all here (`MAX_LAYERS`, `MAX_IMAGE_MEMBERS`, `MAX_IMAGE_KEPT`), and the whole read by one
 deadline (`adapters/readdeadline.py`).

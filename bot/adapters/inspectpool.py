@@ -1,4 +1,4 @@
-"""A large wheel's members checked by a few processes at once (issue 18): `core/inspect.py`
+"""A large wheel's members checked by a few processes at once: `core/inspect.py`
 says what a share is and how one is checked; this runs the shares in forkserver
 processes (never a fork of a threaded service), as many as the CPUs this process may use,
 at most MAX_WORKERS. Each worker opens the archive itself and streams its share, so

@@ -1,4 +1,4 @@
-"""The local platform (issue 5): the downstream repository is a local git checkout, and a
+"""The local platform: the downstream repository is a local git checkout, and a
 proposal is the branch `wheelpin/<component>` holding one bot commit on the base, whose
 message carries the title and body (with the hidden state marker).
 

@@ -1,4 +1,4 @@
-"""Long work said as it goes (issue 18): a blob uploaded to or downloaded from a registry
+"""Long work said as it goes: a blob uploaded to or downloaded from a registry
 (a wheel image's layer, a consuming image's layer), a build's artifact, a local build
 (`build.command`: its time, the size of its log and the log's last line). On a terminal, a
 bar on stderr redrawn at most ten times a second; otherwise (a service, CI, `--json`), a

@@ -1,4 +1,4 @@
-"""One deadline for reading one image, whatever the registry does (issue 32): the consuming
+"""One deadline for reading one image, whatever the registry does: the consuming
 image (`adapters/consumerread.py`) and a wheel image (`adapters/imageread.py`) are each
 read inside `image_deadline`, and the registry client (`adapters/registry.py`) counts
 what it receives against it as it reads.

@@ -1,4 +1,4 @@
-"""Where a repository's command runs (issue 32): a local build (`build.command`,
+"""Where a repository's command runs: a local build (`build.command`,
 adapters/builders.py) and a smoke test (`wheel.smoke`, adapters/smoke.py) run upstream's
 code, so they run in a bubblewrap sandbox (`bwrap`) that leaves the bot out of their reach:
 

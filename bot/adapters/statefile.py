@@ -257,8 +257,8 @@ def _pool(url: str) -> Any:
 
 
 class PostgresState(StateFile):
-    """The same state in PostgreSQL, which several replicas of the service share (issue 17's
-    mode, `WHEELPIN_DATABASE_URL`): the statements are StateFile's, `?` read as psycopg's
+    """The same state in PostgreSQL, which several replicas of the service share (the
+    service's mode with `WHEELPIN_DATABASE_URL`): the statements are StateFile's, `?` read as psycopg's
     `%s`; the tables are made on first use. A dry run's writes are rolled back as there.
     A connection is borrowed from the process's pool at first use and given back by
     `release()` (the end of each pass)."""

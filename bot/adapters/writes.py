@@ -1,4 +1,4 @@
-"""The one gate every outside write passes just before it is sent (issue 32): a GitHub
+"""The one gate every outside write passes just before it is sent: a GitHub
 request that writes (adapters/github/transport.py: a dispatch, a branch write, a pull
 request, a comment, a close, a dashboard) and a registry request that writes
 (adapters/registry.py: a publish's blobs and manifest, a prune's delete). Nothing is

@@ -1,5 +1,5 @@
 """A repository's lease, with an epoch, so that a replica paused past its job's takeover
-cannot write beside the replica that took the job over (issue 32; docs/design.md §2, app/).
+cannot write beside the replica that took the job over (docs/design.md §2, app/).
 
 procrastinate hands a job back once its replica's heartbeat is WHEELPIN_STALLED_AFTER
 seconds stale (app/pgqueue.py); a replica that was only paused (SIGSTOP, a frozen VM, a

@@ -22,7 +22,7 @@ runs in a worker thread (procrastinate runs a sync task in a thread), at most
 WHEELPIN_WORKERS at once. Deliveries and follow-up jobs are deferred synchronously, on the
 connection pool app/shared.py keeps.
 
-A database that restarts is a pause (issue 32): procrastinate's worker stops itself when
+A database that restarts is a pause: procrastinate's worker stops itself when
 one of its side tasks (the LISTEN connection, the heartbeat, the periodic deferrer) fails
 ("Side task … failed …, stopping worker": procrastinate 3.x, `Worker._monitor_side_tasks`),
 so the worker is started again here, after a doubling pause, until it runs; the thread and

@@ -15,7 +15,7 @@
 One connection pool serves these and procrastinate's deferrals (the sync side). A database
 that cannot be reached (down, restarting) is a TransientError from every method here: a
 delivery is then answered 503 (GitHub or the sender tries again), a job backs off; the pool
-replaces the connections a restart broke (issue 32)."""
+replaces the connections a restart broke."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@
 - `GET /readyz`: GitHub answered the bot's credentials and the queue moves (else 503).
 - `GET /metrics`: Prometheus text format.
 
-The door stays open to idle and slow clients (issue 13): waitress handles every
+The door stays open to idle and slow clients: waitress handles every
 connection in one asyncore loop and gives a request to a thread only once it has fully
 arrived, so a connection costs a slot and its buffers, never a thread. The slots are
 many (WHEELPIN_HTTP_CONNECTIONS, fitted to the open-files limit), an idle connection is

@@ -6,7 +6,7 @@ docs/design.md §3 are a contract; everything is checked here, before any pass r
 """
 
 # No `from __future__ import annotations` in this module: pydantic would evaluate each of
-# its ~60 annotations from a string (a compile each), about 13 ms of every start-up.
+# its ~60 annotations from a string (a compile each), at every start-up.
 
 import re
 from pathlib import Path, PurePosixPath
@@ -40,7 +40,7 @@ CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")  # looked for in this 
 
 class _Model(BaseModel):
     # every field says what it is (`Field(description=…)`): the JSON Schema's descriptions,
-    # which editors show (pydantic's attribute docstrings would cost 50 ms at each start)
+    # which editors show (pydantic's attribute docstrings would be read from the source at each start)
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 

@@ -1,4 +1,4 @@
-"""The dependency dashboard issue of a repository (issue 7): one table, one row per
+"""The dependency dashboard issue of a repository: one table, one row per
 component, rendered from what the service last saw. Pure: the service keeps the rows,
 the GitHub platform keeps the one issue (found by its label and the marker below)."""
 

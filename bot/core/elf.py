@@ -18,7 +18,7 @@ ELF_MAGIC = b"\x7fELF"
 HIP_SECTIONS = (".hip_fatbin",)
 CUDA_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
-if TYPE_CHECKING:  # pyelftools (~20 ms of imports) loads when an ELF is read, not with the loop
+if TYPE_CHECKING:  # pyelftools (many modules to import) loads when an ELF is read, not with the loop
     from elftools.elf.elffile import ELFFile
 
 

@@ -115,8 +115,8 @@ class LayerSummary:
 
 class Hidden:
     """Paths deleted by one layer's whiteouts and opaque folders, each with all under it,
-    asked about in time near-linear in the paths (a layer of 40,000 whiteouts over 40,000
-    deep paths, asked ancestor by ancestor, took minutes).
+    asked about in time near-linear in the paths (asked ancestor by ancestor, a layer of
+    tens of thousands of whiteouts over as many deep paths would take quadratic time).
 
     The paths are kept sorted with `/` as the lowest character (NUL): then everything
     under a folder sorts right after it, and once the paths under another are dropped, the

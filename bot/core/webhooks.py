@@ -1,4 +1,4 @@
-"""GitHub webhooks, the pure part (issue 7): the signature check, and what a delivery asks
+"""GitHub webhooks, the pure part: the signature check, and what a delivery asks
 the loop to look at again.
 
 A delivery never reconciles anything itself: it names jobs (`core/jobs.py`: a repository,

@@ -75,7 +75,7 @@ def parse_metadata(data: bytes) -> Metadata:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"METADATA is not UTF-8 (byte {exc.start})") from None
-    from packaging.metadata import parse_email  # its SPDX table costs 20 ms: loaded when METADATA is read
+    from packaging.metadata import parse_email  # its SPDX table is slow to build: loaded when METADATA is read
 
     raw, unparsed = parse_email(data)
     unreadable = sorted(key for key in unparsed if key.replace("-", "_") in _FIELDS_USED)

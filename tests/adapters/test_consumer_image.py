@@ -1,7 +1,7 @@
-"""The consuming image read from its layers (issue 16): real images built by buildah and
+"""The consuming image read from its layers: real images built by buildah and
 pushed to the real registry (tests/fixtures/consumerimages.py), gzip and zstd alike,
 whiteouts applied, cached by layer (a summary an older wheelpin cached is read again); a
-wheel checked against them as the loader would find its libraries (issue 31: ROCm's
+wheel checked against them as the loader would find its libraries (ROCm's
 /opt/rocm symlink, Debian's merged /usr, torch's libraries loaded by `import torch`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a hostile registry serves as a consuming image (issue 32, item 1): each class of
+"""What a hostile registry serves as a consuming image: each class of
 attack is refused in one sentence with bounded memory and time, whatever the sizes; the
 sizes in bench/hostile_images.py are those it was reported at. Layers are crafted here
 and served by an in-memory store (the reading code is the real one); the manifest cap and

@@ -1,5 +1,5 @@
 """Members checked by a few processes for a large wheel (bot/adapters/inspectpool.py over
-bot/core/inspect.py's shares, issue 18): the report is the one a single process makes, and
+bot/core/inspect.py's shares): the report is the one a single process makes, and
 the per-wheel budget still holds when the bundles that pass it lie in members different
 workers read."""
 

@@ -1,4 +1,4 @@
-"""Layers a hostile or broken registry serves (issue 16, bad input): each is one sentence
+"""Layers a hostile or broken registry serves: each is one sentence
 (`LayerError`, an input error), never a crash and never unbounded memory. The bytes are
 crafted here; the 500-layer image and a config that lies about its layers go through the
 real registry."""

@@ -1,4 +1,4 @@
-"""One reading of a wheel image, whoever pushed it (issue 31): the same wheels published by
+"""One reading of a wheel image, whoever pushed it: the same wheels published by
 wheelpin (annotations), pushed by buildah as `docker build && docker push` would (Docker
 v2s2, gzip, labels only), copied by skopeo with zstd layers (OCI, no annotations) and
 pushed as `docker buildx build --push` does (an index with a provenance attestation

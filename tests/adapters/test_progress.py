@@ -1,4 +1,4 @@
-"""Long transfers said as they go (bot/adapters/progress.py, issue 18): a bar on a terminal,
+"""Long transfers said as they go (bot/adapters/progress.py): a bar on a terminal,
 periodic structured events otherwise, nothing for short work; and the registry's uploads and
 downloads said so, through a real registry."""
 

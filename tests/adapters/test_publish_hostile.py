@@ -1,4 +1,4 @@
-"""Publishing under hostile conditions (issue 13, item 5): a wheel swapped after it was
+"""Publishing under hostile conditions: a wheel swapped after it was
 verified, wheels one image cannot hold, a layout folder that cannot be written, and two
 publishers racing for one tag of a real registry."""
 

@@ -1,4 +1,4 @@
-"""Builds and smoke tests run out of the bot's reach (adapters/sandbox.py, issue 32): a
+"""Builds and smoke tests run out of the bot's reach (adapters/sandbox.py): a
 command that looks for the bot's secrets (its environ in /proc, every process's, docker's
 config.json, the state file, a token under a name no filter catches) finds none; what it
 starts in the background ends with it; its output is bounded while it is written

@@ -1,6 +1,6 @@
 """The state the loop keeps (recorded failures, build runs followed, refused writes, image
 tags seen unpinned), the same on both engines: the SQLite file of one process, and
-PostgreSQL, which several replicas share (issue 17; Debian's server, tests/fixtures/postgres.py)."""
+PostgreSQL, which several replicas share (Debian's server, tests/fixtures/postgres.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""wheelpin as a GitHub Action (issue 17): `action.yml` and the example workflow held to
+"""wheelpin as a GitHub Action: `action.yml` and the example workflow held to
 SchemaStore's schemas (as vendored by check-jsonschema), and the action's own steps run
 here, in bash, with the environment a runner gives a composite action's steps
 (docs.github.com "Variables", default environment variables: GITHUB_REPOSITORY,

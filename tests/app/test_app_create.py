@@ -1,4 +1,4 @@
-"""`wheelpin app create` (issue 18): the GitHub App made in one step by GitHub's manifest flow
+"""`wheelpin app create`: the GitHub App made in one step by GitHub's manifest flow
 ("Registering a GitHub App from a manifest", docs.github.com), against the emulator, whose
 `POST /app-manifests/{code}/conversions` answers as GitHub's OpenAPI description says. The
 test plays the browser and GitHub's page: it reads the form wheelpin serves, gives the

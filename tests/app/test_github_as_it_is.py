@@ -1,7 +1,7 @@
-"""GitHub as its documentation and trackers say it behaves, not as the bot assumed
-(issue 12). Each test turns on one switch of the emulator that models a behaviour of real
+"""GitHub as its documentation and trackers say it behaves, not as a client might
+assume. Each test turns on one switch of the emulator that models a behaviour of real
 GitHub (cited where the switch is modelled, tests/fixtures/github/emulator.py), and fails
-against the bot as it was before."""
+against a bot that assumes otherwise."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_a_lost_dispatch_answer_never_dispatches_twice(world: World, tmp_path: P
 def test_a_dispatch_refused_with_return_run_details_is_sent_again_without_it(world: World, tmp_path: Path) -> None:
     """No GitHub source says how a server that does not know `return_run_details` refuses
     it (GHES's descriptions simply lack the key): any 422 to a dispatch carrying it is sent
-    once more without it (it used to need one message no GitHub source has), and the key is
+    once more without it (matching a message would need one no GitHub source gives), and the key is
     left out from then on."""
     world.set_config("build = { command = [", WORKFLOW)
     with on_github(world, tmp_path, actions=True, run_name=False) as gh:
@@ -155,8 +155,8 @@ def test_an_installation_token_that_may_not_read_its_user_never_dispatches_twice
         world: World, tmp_path: Path, login: str | None) -> None:
     """An installation token (or GITHUB_TOKEN) given as WHEELPIN_GITHUB_TOKEN: GET /user
     answers it 403. The dispatch returns no run id and the workflow has no `run-name`. The
-    dispatch note is kept (it used to be dropped on the 403, and every pass dispatched
-    again); with the bot's login given (WHEELPIN_GITHUB_LOGIN) the run is followed."""
+    dispatch note is kept (dropped on the 403, every pass would dispatch again); with the
+    bot's login given (WHEELPIN_GITHUB_LOGIN) the run is followed."""
     world.set_config("build = { command = [", WORKFLOW)
     with on_github(world, tmp_path, actions=True, token="ghs_9_0", login=login,
                    run_details=False, run_name=False) as gh:
@@ -209,7 +209,7 @@ def test_artifacts_still_missing_after_the_grace_fail_the_build(world: World, tm
 def test_every_artifact_of_a_matrix_build_is_taken(world: World, tmp_path: Path) -> None:
     """A matrix build uploads one artifact per job: more than GitHub lists on a page (30
     unless asked, 100 at most). The wheels listed last, on the second page, are taken too
-    (they used to be lost: only the first 30 artifacts were read)."""
+    (reading the first page alone would lose them)."""
     world.set_config("build = { command = [", WORKFLOW)
     with on_github(world, tmp_path, actions=True, archive=False) as gh:
         build = workflow_build(world, tmp_path)

@@ -1,4 +1,4 @@
-"""Every behaviour of real GitHub the emulator models (issue 12), met end to end by both
+"""Every behaviour of real GitHub the emulator models, met end to end by both
 ways the bot speaks to GitHub: `wheelpin reconcile --once --platform github` (a process,
 as a GitHub App installation) and `wheelpin serve`'s service (schedule, webhooks, queue).
 

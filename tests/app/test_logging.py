@@ -1,5 +1,5 @@
 """The log stream (bot/app/logging.py): the libraries' standard-library records are
-rendered as wheelpin's own, so a JSON stream is all JSON (issue 18)."""
+rendered as wheelpin's own, so a JSON stream is all JSON."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The facts about procrastinate on PostgreSQL that wheelpin's multi-replica mode builds on
-(issue 17), checked on the real engine (Debian's PostgreSQL, tests/fixtures/postgres.py),
+"""The facts about procrastinate on PostgreSQL that wheelpin's multi-replica mode builds on,
+checked on the real engine (Debian's PostgreSQL, tests/fixtures/postgres.py),
 as the library documents them (procrastinate.readthedocs.io, "Ensure tasks run
 sequentially" and "Queueing locks"):
 

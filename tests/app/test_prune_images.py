@@ -1,4 +1,4 @@
-"""Superseded wheel images deleted (`image.prune_after_days`, issue 15 item 7), end to end on
+"""Superseded wheel images deleted (`image.prune_after_days`), end to end on
 the local platform with the real registry: an image goes once no branch pins it and its
 grace period has passed; one a human's branch pins stays, as does one re-tagged by someone
 else. Time passing is the state file's clock moved back (`age`)."""

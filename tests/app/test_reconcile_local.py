@@ -1,5 +1,5 @@
 """The reconciler end to end on the local platform: real git repositories, a real build
-command, an OCI layout folder or the real registry; each scenario of issue 5."""
+command, an OCI layout folder or the real registry; each scenario a user of the local platform meets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The loop's state in PostgreSQL (`WHEELPIN_DATABASE_URL`, issue 17): two processes with
+"""The loop's state in PostgreSQL (`WHEELPIN_DATABASE_URL`): two processes with
 caches of their own share what was recorded, so a build that failed on one is not run
 again by the other within its backoff; an unreachable database is one sentence that never
 shows the URL's password. Debian's PostgreSQL, tests/fixtures/postgres.py."""

@@ -1,4 +1,4 @@
-"""Several `wheelpin serve` processes sharing one PostgreSQL (issue 17, item 5): subprocesses as
+"""Several `wheelpin serve` processes sharing one PostgreSQL: subprocesses as
 an operator runs them (separate caches, JSON logs), Debian's PostgreSQL
 (tests/fixtures/postgres.py), the GitHub emulator and the real registry.
 
@@ -12,7 +12,7 @@ What is checked, and against what:
   stale (procrastinate's stalled jobs, WHEELPIN_STALLED_AFTER), and the pass completes;
 - the schedule fires once per period across replicas: procrastinate records one tick per
   period (`procrastinate_periodic_defers`), and a component made due runs once;
-- PostgreSQL restarted under a stream of deliveries (issue 32): each is answered 202 or
+- PostgreSQL restarted under a stream of deliveries: each is answered 202 or
   503 (never 500), /healthz stays 200 throughout, every replica's worker starts again by
   itself, and every delivery answered 202 is followed by a job of its key (from the logs);
 - a replica SIGSTOPped just before it dispatches, past its job's takeover, then SIGCONTed:

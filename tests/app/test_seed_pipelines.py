@@ -1,4 +1,4 @@
-"""The three seed pipelines end to end (issue 15), each on the local platform and on the
+"""The three seed pipelines end to end, each on the local platform and on the
 GitHub emulator, with the real registry and real PyPI wheels repackaged to fit the
 upstream's commits (tests/fixtures/seedwheels.py): ATOM's LMCache (its workflow pushes
 the image itself: adopted), vLLM's LMCache (gfx90a wanted where present) and Mooncake
@@ -347,7 +347,7 @@ def test_vllm_lmcache(registry: Registry, tmp_path: Path, platform: str, hip_art
                       consumer_images: ConsumerImages) -> None:
     """vLLM's rule: gfx90a where the build has it. Pinned today: a build with gfx90a; the new
     build has gfx942 alone. It is proposed, and gfx90a dropped cannot be missed. No
-    constraint is typed: vLLM names its release image, read from its layers (issue 16)."""
+    constraint is typed: vLLM names its release image, read from its layers."""
     seed = make_seed(tmp_path, registry, "atom-lmcache", "lmcache", platform, edit=lambda t: t.replace(
         ", publishes_image = true", "").replace(
         'archs = ["gfx942", "gfx950"]', 'archs = ["gfx942"]\narchs_wanted = ["gfx90a", "gfx942", "gfx950"]').replace(
@@ -441,10 +441,10 @@ def move_base(seed: Seed, driver: Driver | None, image: str) -> None:
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_atom_lmcache_against_its_consuming_image(registry: Registry, tmp_path: Path, platform: str,
                                                   consumer_images: ConsumerImages) -> None:
-    """Issue 16: no constraint typed by hand. The consuming image is the Dockerfile's own
+    """No constraint typed by hand. The consuming image is the Dockerfile's own
     BASE_IMAGE, read from its layers: on a ROCm 6 base the ROCm 7 wheel is refused for the
     library it lacks; once the base moves to ROCm 7, the same commit is judged again and
-    proposed, with the conflicts the hand-typed constraints used to give."""
+    proposed, with the conflicts hand-typed constraints would give."""
     seed = make_seed(tmp_path, registry, "atom-lmcache", "lmcache", platform, edit=lambda t: t.replace(
         'constraints = ["numpy==2.3.5", "torch==2.10.0"]', 'consumer = { from_arg = "BASE_IMAGE" }'))
     move_base(seed, None, consumer_images.rocm6)

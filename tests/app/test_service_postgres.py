@@ -1,4 +1,4 @@
-"""`wheelpin serve` on PostgreSQL (WHEELPIN_DATABASE_URL, issue 17): the same service, its
+"""`wheelpin serve` on PostgreSQL (WHEELPIN_DATABASE_URL): the same service, its
 queue procrastinate's (app/pgqueue.py), its watch list, routing, schedule, dashboard rows
 and comments shared in the database (app/shared.py), on Debian's PostgreSQL
 (tests/fixtures/postgres.py), the emulator and the real registry."""

@@ -1,4 +1,4 @@
-"""The webhook door stays open (issue 13, "The webhook door"): idle and slow clients on a
+"""The webhook door stays open: idle and slow clients on a
 real waitress server on loopback cannot make `/healthz` or `/webhook` unreachable, a
 chunked delivery may carry GitHub's full 25 MiB, and an `installation` delivery to a
 service without GitHub credentials is ignored, not a crashing, retried job."""

@@ -1,5 +1,5 @@
 """Hostile and unlucky wheels: `wheel inspect` stays bounded in memory and time and says
-what it refused in one sentence (issue 13, item 5). The wheels come from
+what it refused in one sentence. The wheels come from
 tests/fixtures/hostile.py, here at small scale; bench/hostile_inputs.py builds the same
 cases at the size they were reported at and prints time and peak RSS."""
 

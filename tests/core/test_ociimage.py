@@ -100,7 +100,7 @@ def test_foreign_annotations_are_not_ours() -> None:
 
 def test_an_entry_without_tags_takes_them_from_its_file_name() -> None:
     """Images whose annotations predate the tags: the file name says them, and a file name
-    is never taken for a tag (issue 31: "python tags dropped: lmcache-…whl")."""
+    is never taken for a tag (a proposal would then say "python tags dropped: lmcache-…whl")."""
     old = WheelEntry.from_json({k: v for k, v in ENTRY.to_json().items() if k != "tags"})
     assert old.tags == ("cp312-cp312-manylinux_2_39_x86_64",)
     assert old.archs_text == "not recorded"  # nor archs, nor DT_NEEDED: not "no device code"
