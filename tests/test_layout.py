@@ -1,6 +1,7 @@
 """The layout docs/design.md §2 promises, checked on the source: imports point down
 (core ← adapters ← loop ← app, commands) and never in a circle, github3 is imported in one
-module, the loop dispatches actions by type and not by kind strings, modules stay small."""
+module, the loop dispatches actions by type and not by kind strings, modules stay small and
+each says its place, and comments carry no tracker history."""
 
 from __future__ import annotations
 
@@ -117,6 +118,15 @@ def test_no_import_cycle() -> None:
     assert sum(map(len, graph.values())) > 200  # the graph was read, not empty
     found = [" ↔ ".join(component) for component in cycles(graph)]
     assert not found, "modules that import each other: " + "; ".join(found)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(BOT)))
+def test_every_module_says_its_place(path: Path) -> None:
+    """Each module starts with a docstring saying its place in the loop, so the tree reads
+    without a table elsewhere to keep in step; an empty `__init__.py` holds nothing to say."""
+    tree = ast.parse(path.read_text())
+    docstring = ast.get_docstring(tree)
+    assert not tree.body or (docstring and docstring.strip()), f"{path.relative_to(BOT)} has no docstring"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(BOT)))
