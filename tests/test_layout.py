@@ -17,22 +17,6 @@ MODULES = sorted(BOT.rglob("*.py"))
 LAYERS = ["core", "adapters", "loop", "app", "commands"]  # each may import only those before it
 
 
-def imported(path: Path) -> set[str]:
-    """The absolute `bot.…` modules `path` imports."""
-    package = ".".join(path.relative_to(BOT.parent).with_suffix("").parts[:-1])
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                found.add(".".join([*base, node.module] if node.module else base))
-            elif node.module:
-                found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
-
-
 def module_name(path: Path) -> str:
     """`bot/adapters/imageread.py` → `bot.adapters.imageread`; a package's `__init__.py` is the package."""
     parts = path.relative_to(BOT.parent).with_suffix("").parts
@@ -42,7 +26,7 @@ def module_name(path: Path) -> str:
 NAMES = {module_name(path): path for path in MODULES}
 
 
-def _outside_type_checking(tree: ast.AST) -> Iterator[ast.AST]:
+def _run_time(tree: ast.AST) -> Iterator[ast.AST]:
     """Every node of `tree` but those under `if TYPE_CHECKING:`, which never run: an
     annotation-only import is how a module names a type without depending on its module
     at run time (and is the one way to name it from above without an import cycle)."""
@@ -51,31 +35,36 @@ def _outside_type_checking(tree: ast.AST) -> Iterator[ast.AST]:
                 and ast.unparse(node.test).endswith("TYPE_CHECKING")):
             for child in node.orelse:
                 yield child
-                yield from _outside_type_checking(child)
+                yield from _run_time(child)
             continue
         yield node
-        yield from _outside_type_checking(node)
+        yield from _run_time(node)
 
 
-def dependencies(path: Path) -> set[str]:
-    """The modules under bot/ that running `path` imports, at its top or inside a function
-    (an import deferred to a call is still a dependency: the call fails or loops the same).
-    `from . import x` and `from bot.core import x` count as importing the module `x` when
-    there is one."""
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+def imported(path: Path, *, at_run_time: bool = False) -> set[str]:
+    """The absolute `bot.…` modules `path` imports, at its top or inside a function (an
+    import deferred to a call is still a dependency); `from a import b` names `a` and `a.b`,
+    which may be a module. `at_run_time`: not those under `if TYPE_CHECKING:`."""
+    package = ".".join(path.relative_to(BOT.parent).with_suffix("").parts[:-1])
+    tree = ast.parse(path.read_text())
     found = set()
-    for node in _outside_type_checking(ast.parse(path.read_text())):
+    for node in _run_time(tree) if at_run_time else ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
-                source = f"{base}.{node.module}" if node.module else base
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
             else:
                 source = node.module or ""
             found.add(source)
             found.update(f"{source}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {name for name in found if name in NAMES} - {module_name(path)}
+    return found
+
+
+def dependencies(path: Path) -> set[str]:
+    """The other modules under bot/ that running `path` imports."""
+    return {name for name in imported(path, at_run_time=True) if name in NAMES} - {module_name(path)}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
