@@ -1,4 +1,4 @@
-"""Benchmark: reading a multi-GB consuming image from its layers (issue 16).
+"""Benchmark: reading a multi-GB consuming image from its layers.
 
 Run from the project root:  python bench/consumer_image.py [--gb 3] [--layers 24] [--dists 3000]
 Starts Debian's docker-registry on a loopback port and pushes an image built here: `--layers`

@@ -1,4 +1,4 @@
-"""Benchmark: reading a consuming image that a hostile registry serves (issue 32, item 1).
+"""Benchmark: reading a consuming image that a hostile registry serves.
 Each class of attack reported against the consumer-image reader, at about the size it
 was reported at, must end in under 60 s with a peak RSS under 300 MB, refused in one
 sentence (exit 2; 4 for a registry too slow to wait for).
@@ -112,7 +112,7 @@ def _image(folder: Path, layers: list[tuple[Path, str]], *, config: bytes | None
 
 
 def pax_path(folder: Path, size: int) -> None:
-    """One PAX `path` record of `size` bytes (issue 32: 900 MB from a 1 MB zstd layer)."""
+    """One PAX `path` record of `size` bytes (900 MB from a 1 MB zstd layer)."""
     layer = _Layer(folder)
     body = b" path=" + b"a" * size + b"\n"
     length = len(body) + len(str(len(body)))

@@ -1,5 +1,5 @@
 """Benchmark: `wheelpin wheel inspect` on hostile wheels, at the sizes they were reported
-at (issue 13, item 5). The service inspects adopted images in its single worker under a
+at. The service inspects adopted images in its single worker under a
 2 GiB limit, so each case must end in under 20 s with a peak RSS under 300 MB, refused in
 one sentence.
 

@@ -74,7 +74,7 @@ def run_pipeline(wheel: Path) -> float:
 
 
 def run_unzip_test(wheel: Path) -> float:
-    """`unzip -t`: every member inflated and its CRC checked, nothing more (issue 18's yardstick)."""
+    """`unzip -t`: every member inflated and its CRC checked, nothing more (the yardstick a wheel inspection is held to)."""
     return timed(["unzip", "-tq", str(wheel)])
 
 

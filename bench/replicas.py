@@ -1,4 +1,4 @@
-"""Benchmark: `wheelpin serve` on PostgreSQL with 1, 2 and 3 replicas (issue 17), against one
+"""Benchmark: `wheelpin serve` on PostgreSQL with 1, 2 and 3 replicas, against one
 process with its in-process queue: deliveries taken a second, end-to-end passes a minute,
 queue latency (p50/p99, from a job's deferral to a worker taking it) and GitHub requests per
 pass (from the GitHub emulator's own log).

@@ -1,4 +1,4 @@
-"""Benchmark: how fast `wheelpin` starts (issue 18): wall time of `--help`, `config validate`
+"""Benchmark: how fast `wheelpin` starts: wall time of `--help`, `config validate`
 and a no-op `reconcile --once --dry-run` of one component (the demo's downstream, its pin
 current), each the median of `--runs` fresh processes, next to the targets.
 
