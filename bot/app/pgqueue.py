@@ -167,14 +167,24 @@ class PostgresQueue:
         @self.app.periodic(cron=tick_cron(settings.tick_seconds), periodic_id="tick")
         @self.app.task(name=TICK_TASK, queue=QUEUE)
         async def tick_task(timestamp: int) -> None:
+            from procrastinate.exceptions import UniqueViolation
+            from procrastinate.jobs import Status as JobStatus
+
             log.debug("schedule.tick", period=timestamp)  # one replica a period
             manager = self.app.job_manager
             for stalled in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=settings.stalled_after):
                 if stalled.task_name == TICK_TASK:
                     continue  # a tick left behind: the next one does its work
+                try:
+                    await manager.retry_job(stalled)
+                except UniqueViolation:  # the same job waits already (its queueing lock): that one does the work
+                    log.info("job.stalled", job=stalled.id, lock=stalled.lock,
+                             reason=f"its replica sent no heartbeat for {settings.stalled_after} s; "
+                                    "the same job is queued already: this one is ended")
+                    await manager.finish_job(stalled, status=JobStatus.ABORTED, delete_job=False)
+                    continue
                 log.warning("job.stalled", job=stalled.id, lock=stalled.lock,
                             reason=f"its replica sent no heartbeat for {settings.stalled_after} s: queued again")
-                await manager.retry_job(stalled)
             await asyncio.to_thread(self._tick)
 
     def _keep_job_ends(self) -> None:
@@ -183,7 +193,7 @@ class PostgresQueue:
         still not written after END_RETRIES would leave the job `doing` under a worker that
         still beats, never handed back: the worker is then started again, its old record
         is left to go stale (or is deleted), and the next tick hands the job back."""
-        from procrastinate.exceptions import ConnectorException
+        from procrastinate.exceptions import ConnectorException, UniqueViolation
 
         manager = self.app.job_manager
         for name in ("finish_job", "retry_job"):
@@ -201,6 +211,8 @@ class PostgresQueue:
                 for pause in (*END_RETRIES, None):
                     try:
                         return await _write(*args, **kwargs)
+                    except UniqueViolation:  # the database answered: no connection was lost
+                        raise
                     except ConnectorException as exc:
                         if pause is None:
                             log.warning("job.end_unwritten", write=_name, error=type(exc.__cause__ or exc).__name__,
