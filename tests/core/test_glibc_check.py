@@ -60,3 +60,16 @@ def test_a_max_glibc_that_is_no_version_is_located_in_the_config(tmp_path: Path)
     text = GOOD.replace('distribution = "lmcache",', 'distribution = "lmcache", max_glibc = "2.28.1",', 1)
     assert any(":4: lmcache.wheel.max_glibc: '2.28.1' is not a glibc version such as 2.28" in problem
                for problem in problems_of(tmp_path, text))
+
+
+def test_an_unset_max_glibc_leaves_the_rules_digest_of_published_images_as_it_was() -> None:
+    """The digest wheelpin wrote into ATOM's images before `wheel.max_glibc` existed: an
+    upgrade must not take them for images verified under other rules."""
+    from bot.adapters.configdisk import load_config
+    from bot.core.verify import rules_digest
+
+    config = Path(__file__).resolve().parents[2] / "config" / "atom-lmcache"
+    component = load_config(config / ".github" / "wheelpin.toml", root=config).config.components[0]
+    assert rules_digest(component) == "9bcda5f1edfac47f"
+    glibc = component.model_copy(update={"wheel": component.wheel.model_copy(update={"max_glibc": "2.28"})})
+    assert rules_digest(glibc) != "9bcda5f1edfac47f"

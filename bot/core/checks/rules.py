@@ -48,12 +48,6 @@ class WheelRules:
     def of(self, check: WheelCheck[Rule]) -> Rule:
         return cast(Rule, self._rules[check.name])
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._rules[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, WheelRules) and self._rules == other._rules
 
