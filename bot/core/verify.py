@@ -58,7 +58,7 @@ SUMMARY_LIMIT = 600
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # one of checks.KINDS
+    kind: str  # one of checks.KINDS (checks/api.py)
     text: str
     file: str | None = None  # the wheel it is about; None for the set
     head: str = ""  # a library an ELF needs: "x.so needs" …
@@ -69,7 +69,8 @@ class Problem:
 
 
 def check_wheels(component: Component | None, reports: Sequence[WheelReport], rules: WheelRules) -> list[Problem]:
-    """Every problem of every wheel and, for a component's wheels, of the set, the root cause first."""
+    """Every problem of every wheel and, for a component's wheels, of the set as `rules` asks it
+    (component_rules: its python_tags), the root cause first."""
     found = [] if component is None else [Problem(check.kind, text) for check in CHECKS.values()
                                           for text in check.check_set(reports, rules.of(check))]
     for report in reports:
