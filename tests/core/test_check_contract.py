@@ -149,3 +149,11 @@ def test_from_its_config_field_it_refuses_under_its_label_and_the_proposal_says_
                               wheels=(), verification=lines))
     section = text.split("### Verification\n", 1)[1]
     assert all(f"- ✅ {line}\n" in section for line in said)
+
+
+def test_the_registry_loads_nothing_a_check_judges_with() -> None:
+    """The CLI builds its flags from it on every start-up, `wheelpin --help` too."""
+    from tests.test_startup import modules_after
+
+    loaded = modules_after("import bot.core.checks.api")
+    assert not {"packaging", "dataclasses", "pydantic"} & loaded

@@ -3,6 +3,11 @@ wheel's problems in, its flags' order in `--help`, and the order of the lines a 
 Verification section says. A new check is one module in this folder and one line here
 (docs/wheels.md, "Add a check"); tests/core/test_check_contract.py holds each to the
 contract of base.WheelCheck.
+
+The CLI builds `wheel inspect`'s flags from CHECKS on every start-up (`wheelpin --help`
+too), so a check module imports what it judges with (packaging, amdgpu, localversion…)
+inside the methods that judge: importing this registry loads no more than the standard
+library's typing and abc.
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..amdgpu import TargetId, sorted_processors
 from .base import Finding, Flag, Given, WheelCheck
 
 if TYPE_CHECKING:
+    from ..amdgpu import TargetId
     from ..inspect import WheelReport
 
 
-class ArchsCheck(WheelCheck[tuple[TargetId, ...]]):
+class ArchsCheck(WheelCheck["tuple[TargetId, ...]"]):  # quoted: amdgpu loads when a check runs
     name = "require_archs"
     kind = "archs"
     label = "GPU archs"
@@ -26,12 +26,18 @@ class ArchsCheck(WheelCheck[tuple[TargetId, ...]]):
         return tuple(value)
 
     def from_flag(self, given: Given) -> tuple[TargetId, ...]:
+        from ..amdgpu import TargetId
+
         return tuple(TargetId.parse_known(arch) for arch in (given if isinstance(given, list) else ()))
 
     def from_config(self, value: Any, *, commit: str | None) -> tuple[TargetId, ...]:
+        from ..amdgpu import TargetId
+
         return tuple(TargetId.parse(arch) for arch in value)
 
     def check(self, report: WheelReport, rule: tuple[TargetId, ...]) -> list[Finding]:
+        from ..amdgpu import TargetId
+
         if not rule:
             return []
         hip = [elf for elf in report.elf if elf.gpu == "hip"]
@@ -52,6 +58,8 @@ class ArchsCheck(WheelCheck[tuple[TargetId, ...]]):
 
 def partial_archs(report: WheelReport) -> tuple[str, ...]:
     """The HIP processors that some GPU libraries of the wheel carry and others lack."""
+    from ..amdgpu import sorted_processors
+
     libraries = [set(elf.archs) for elf in report.elf if elf.gpu == "hip"]
     if len(libraries) < 2:
         return ()
@@ -62,5 +70,7 @@ def partial_archs(report: WheelReport) -> tuple[str, ...]:
 def missing_wanted(wanted: Sequence[str], carried: Sequence[str]) -> list[str]:
     """The wanted archs no GPU library of the wheels has code for (`carried`: the union
     of their processors, as an image's wheel entries record it)."""
+    from ..amdgpu import TargetId
+
     have = [TargetId.parse(arch) for arch in carried]
     return [arch for arch in wanted if not any(target.covers(TargetId.parse(arch)) for target in have)]

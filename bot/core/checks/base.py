@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
@@ -37,8 +36,7 @@ class Finding(NamedTuple):
     item: str = ""
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """How `wheel inspect` is given a check's rule: `--option VALUE` (repeatable or not), or
     a switch (`metavar` None) whose presence is the value."""
 

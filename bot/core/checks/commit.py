@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..localversion import local_parts
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
@@ -50,6 +49,8 @@ class CommitCheck(WheelCheck[str | None]):
 
 def commits_in(version: str) -> list[str]:
     """The commits a version's local part carries as g<hex> (LMCache's `+g05fc77a0`)."""
+    from ..localversion import local_parts
+
     return [match.group(1) for part in local_parts(version) if (match := _COMMIT_SEGMENT.match(part))]
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from packaging.utils import parse_wheel_filename
-
 from .base import Finding, Flag, Given, WheelCheck
 
 if TYPE_CHECKING:
@@ -58,6 +56,8 @@ class GlibcCheck(WheelCheck[Glibc | None]):
     def check(self, report: WheelReport, rule: Glibc | None) -> list[Finding]:
         if rule is None:
             return []
+        from packaging.utils import parse_wheel_filename
+
         platforms = sorted({tag.platform for tag in parse_wheel_filename(report.filename)[3]})
         needs = sorted((glibc, platform) for platform in platforms if (glibc := glibc_needed(platform)))
         if "any" in platforms or any(glibc <= rule for glibc, _ in needs):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
-
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
@@ -21,6 +19,8 @@ class NameCheck(WheelCheck[str | None]):
     default = None
 
     def check(self, report: WheelReport, rule: str | None) -> list[Finding]:
+        from packaging.utils import canonicalize_name
+
         if rule is None or canonicalize_name(report.name) == canonicalize_name(rule):
             return []
         return self.found([f"distribution is {report.name!r}, expected {rule!r}"])

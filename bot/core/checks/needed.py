@@ -6,7 +6,6 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING
 
-from ..rocmlibs import grafted
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
@@ -23,6 +22,8 @@ class NeededCheck(WheelCheck[tuple[str, ...]]):
     default = ()
 
     def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:
+        from ..rocmlibs import grafted
+
         provided = [library for elf in report.elf for library in elf.needed if not grafted(library)]
         return self.found([f"no ELF file in the wheel needs a library matching {pattern}" for pattern in rule
                            if not any(fnmatch.fnmatchcase(library, pattern) for library in provided)])

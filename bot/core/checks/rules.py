@@ -48,6 +48,15 @@ class WheelRules:
     def of(self, check: WheelCheck[Rule]) -> Rule:
         return cast(Rule, self._rules[check.name])
 
+    def __getattr__(self, name: str) -> Any:
+        """A rule by its check's name (`rules.allow_vendored_rocm`); `of` is the typed way."""
+        if name.startswith("_"):  # _rules itself, before __init__ set it (copy, pickle)
+            raise AttributeError(name)
+        try:
+            return self._rules[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, WheelRules) and self._rules == other._rules
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..localversion import normalized_segment, segment_problems
-from ..rocmrules import rocm_major_problems
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
@@ -24,9 +22,14 @@ class SegmentsCheck(WheelCheck[tuple[str, ...]]):
     default = ()
 
     def accept(self, value: Any) -> tuple[str, ...]:
+        from ..localversion import normalized_segment
+
         return tuple(normalized_segment(segment) for segment in value)
 
     def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:
+        from ..localversion import segment_problems
+        from ..rocmrules import rocm_major_problems
+
         return self.found(segment_problems(report.version, rule) + rocm_major_problems(report))
 
     def passed(self, rule: tuple[str, ...]) -> list[str]:

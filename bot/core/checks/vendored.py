@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..rocmrules import vendored_rocm_problems
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
@@ -22,4 +21,6 @@ class VendoredRocmCheck(WheelCheck[bool]):
     default = False
 
     def check(self, report: WheelReport, rule: bool) -> list[Finding]:
+        from ..rocmrules import vendored_rocm_problems
+
         return [] if rule else self.found(vendored_rocm_problems(report))

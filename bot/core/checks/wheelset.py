@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from packaging.utils import parse_wheel_filename
-
 from .base import Finding, WheelCheck
 
 if TYPE_CHECKING:
@@ -15,6 +13,8 @@ if TYPE_CHECKING:
 
 
 def python_tags_of(filename: str) -> set[str]:
+    from packaging.utils import parse_wheel_filename
+
     return {tag.interpreter for tag in parse_wheel_filename(filename)[3]}
 
 
