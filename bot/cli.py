@@ -157,20 +157,11 @@ def _wheel(commands: Any, name: str, text: str) -> None:
                        "wheelpin wheel inspect cupy_rocm_7_0-13.6.0-cp312-cp312-manylinux2014_x86_64.whl",
                        "wheelpin wheel inspect dist/lmcache-*.whl --require-arch gfx942 --expect-commit 1a2b3c4d --json")
     inspect.add_argument("wheel", type=Path, help="the wheel file")
-    inspect.add_argument("--require-arch", action="append", default=[], metavar="ARCH",
-                         help="every ELF with HIP code must carry this GPU target (repeatable)")
-    inspect.add_argument("--expect-name", metavar="NAME", help="the distribution name")
-    inspect.add_argument("--expect-commit", metavar="SHA",
-                         help="the local version must carry g + the commit's first 8+ hex digits")
-    inspect.add_argument("--require-needed", action="append", default=[], metavar="GLOB",
-                         help="some ELF must need a library matching GLOB (repeatable)")
-    inspect.add_argument("--forbid-needed", action="append", default=[], metavar="GLOB",
-                         help="no ELF may need a library matching GLOB (repeatable)")
-    inspect.add_argument("--no-rocm-check", dest="rocm", action="store_false",
-                         help="allow CUDA libraries and CUDA device code")
-    inspect.add_argument("--allow-vendored-rocm", action="store_true",
-                         help="allow ROCm's own libraries in the wheel (libamdhip64-5f3a9c1e.so.7 that auditwheel "
-                         "grafted); by default the image must provide them")
+    from .core.checks.api import CHECKS
+
+    for name, check in CHECKS.items():
+        if check.flag is not None:
+            check.flag.add_to(inspect, dest=name)
     _json(inspect)
 
     diff = _command(wheel_commands, "diff", "compare the Requires-Dist of two wheels",
@@ -418,17 +409,8 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
     assert settings is not None
     if args.command == "wheel" and args.wheel_command == "inspect":
         return wheel.inspect_command(
-            wheel.InspectOptions(
-                wheel=args.wheel,
-                require_archs=tuple(args.require_arch),
-                expect_name=args.expect_name,
-                expect_commit=args.expect_commit,
-                rocm=args.rocm,
-                allow_vendored_rocm=args.allow_vendored_rocm,
-                require_needed=tuple(args.require_needed),
-                forbid_needed=tuple(args.forbid_needed),
-                json=args.json,
-            )
+            wheel.InspectOptions(wheel=args.wheel, json=args.json,
+                                 given={name: getattr(args, name) for name in wheel.flagged_checks()})
         )
     if args.command == "wheel" and args.wheel_command == "diff":
         return wheel.diff_command(

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.verify import python_tags_of
+from ..core.checks import python_tags_of
 from . import sandbox
 from .boundedlog import BoundedLog
 from .builders import build_environment

@@ -17,7 +17,7 @@ from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
-from ..core.verify import python_tags_of
+from ..core.checks import python_tags_of
 from .output import emit_json, emit_text
 from .repo import load
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
 
-from ..core.amdgpu import TargetId
-from ..core.checks import WheelRules, problems
+from ..core.checks import CHECKS, WheelRules, problems
+from ..core.checks.base import Given
 from ..core.errors import InputError, UsageError, doing
 from ..core.inspect import WheelReport, read_wheel_metadata
 from ..core.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
@@ -25,28 +26,18 @@ log = structlog.get_logger("wheelpin.wheel")
 @dataclass(frozen=True, kw_only=True)
 class InspectOptions:
     wheel: Path
-    require_archs: tuple[str, ...] = ()
-    expect_name: str | None = None
-    expect_commit: str | None = None
-    rocm: bool = True
-    allow_vendored_rocm: bool = False
-    require_needed: tuple[str, ...] = ()
-    forbid_needed: tuple[str, ...] = ()
+    given: Mapping[str, Given] = field(default_factory=dict)  # each check's flag value, by check name
     json: bool = False
+
+
+def flagged_checks() -> list[str]:
+    """The checks `wheel inspect` has a flag for, by name."""
+    return [name for name, check in CHECKS.items() if check.flag is not None]
 
 
 def rules_from(options: InspectOptions) -> WheelRules:
     try:
-        archs = tuple(TargetId.parse_known(arch) for arch in options.require_archs)
-        return WheelRules(
-            require_archs=archs,
-            expect_name=options.expect_name,
-            expect_commit=options.expect_commit,
-            rocm=options.rocm,
-            allow_vendored_rocm=options.allow_vendored_rocm,
-            require_needed=options.require_needed,
-            forbid_needed=options.forbid_needed,
-        )
+        return WheelRules.from_flags(options.given)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 

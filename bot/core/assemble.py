@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from packaging.utils import canonicalize_name
 
-from .checks import missing_wanted
+from .checks import CHECKS, WheelRules, missing_wanted
 from .config import Component
 from .ociimage import WheelEntry
 from .pins import BumpPlan
@@ -32,22 +32,8 @@ def constraint_lines(text: str) -> list[str]:
 
 def verification_lines(component: Component, commit: str) -> tuple[str, ...]:
     """The checks every published wheel of `component` passed, one line each."""
-    wheel = component.wheel
-    lines = [f"distribution {wheel.distribution}",
-             f"version carries g{commit[:8]}" if wheel.version_carries_commit
-             else "version carries no commit; the tag does"]
-    if wheel.python_tags:
-        lines.append("one wheel each for " + ", ".join(wheel.python_tags))
-    if wheel.local_segments:
-        lines.append("local version carries " + ", ".join(wheel.local_segments))
-    if wheel.archs:
-        lines.append("HIP code for " + ", ".join(wheel.archs) + " in every GPU library")
-    if wheel.archs_wanted:
-        lines.append("HIP code for at least one of " + ", ".join(wheel.archs_wanted))
-    if wheel.rocm:
-        lines.append("no CUDA library or CUDA device code")
-    lines += [f"needs {glob}" for glob in wheel.require_needed]
-    return tuple(lines)
+    rules = WheelRules.from_config(component.wheel, commit=commit)
+    return tuple(line for check in CHECKS.values() for line in check.passed(rules.of(check)))
 
 
 def _constraints(component: Component, constraints_text: str | None) -> list[str]:

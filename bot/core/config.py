@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .. import PROJECT_URL, SCHEMA_URL
 from .amdgpu import TargetId
+from .checks.glibc import glibc_version
 from .imageref import ImageRef, ImageRefError, parse_repository
 from .localversion import normalized_segment
 from .schedules import check_schedule, check_timezone
@@ -134,6 +135,11 @@ class Wheel(_Model):
         default=[], description="segments the wheel's local version must carry, e.g. torch2.10 and "
         "cxx11abi1: the ABI its image tag promises"
     )
+    max_glibc: str | None = Field(
+        default=None, description="the oldest glibc of the consuming images, such as 2.28: a wheel whose manylinux "
+        "tag needs a newer one is refused, and so is one with no manylinux tag (linux_x86_64 promises no glibc: "
+        "PEP 600)"
+    )
 
     @field_validator("distribution")
     @classmethod
@@ -153,6 +159,13 @@ class Wheel(_Model):
     @classmethod
     def _local_segments(cls, value: list[str]) -> list[str]:
         return [normalized_segment(segment) for segment in value]
+
+    @field_validator("max_glibc")
+    @classmethod
+    def _max_glibc(cls, value: str | None) -> str | None:
+        if value is not None:
+            glibc_version(value)
+        return value
 
     @field_validator("python_tags")
     @classmethod

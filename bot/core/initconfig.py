@@ -18,13 +18,13 @@ from packaging.utils import canonicalize_name
 
 from .. import SCHEMA_URL
 from .amdgpu import TargetId
+from .checks import python_tags_of
 from .errors import UsageError
 from .localversion import ABI_NAMES, segment_name, segments
 from .ociimage import SOURCE, WheelEntry
 from .pinscan import FoundPin
 from .revision import commit_hints
 from .templates import infer_tag_template
-from .verify import python_tags_of
 from .workflowfile import dispatch_inputs
 
 DEFAULT_TAG = "{component}-v{version_base}-g{sha8}"  # when the pinned tag gives no template

@@ -9,10 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.utils import parse_wheel_filename
-
-from .amdgpu import TargetId
-from .checks import KINDS, WheelRules, kinded_problems
+from .checks import CHECKS, KINDS, LABELS, WheelRules, kinded_problems, python_tags_of
+from .checks.name import NameCheck
 from .config import Component
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
@@ -20,33 +18,28 @@ if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads 
     from .ociimage import WheelEntry
 
 
+# The `[wheel]` fields when rules digests were first written.
+_DIGESTED = ("distribution", "archs", "archs_wanted", "require_needed", "forbid_needed", "rocm", "allow_vendored_rocm",
+             "python_tags", "version_carries_commit", "smoke", "local_segments")
+
+
 def rules_digest(component: Component) -> str:
     """A digest of what a component's wheels are verified against (its `[wheel]` table and
     its tag template). wheelpin writes it into the images it publishes: an image found
     later is taken as verified only under the same rules, and is verified again, as an
     adopted one, under any other (a local_segments added since, an image someone else
-    pushed with wheelpin's other annotations)."""
-    text = component.wheel.model_dump_json() + "\n" + component.image.tag
+    pushed with wheelpin's other annotations). A rule added to `[wheel]` since these
+    digests were first written is in it only when set, so that an upgrade of wheelpin
+    leaves the digests of the images it published as they were."""
+    wheel = component.wheel
+    later = {name for name in type(wheel).model_fields if name not in _DIGESTED
+             and getattr(wheel, name) == type(wheel).model_fields[name].default}
+    text = wheel.model_dump_json(exclude=later or None) + "\n" + component.image.tag
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def component_rules(component: Component, *, commit: str | None) -> WheelRules:
-    wheel = component.wheel
-    return WheelRules(
-        require_archs=tuple(TargetId.parse(arch) for arch in wheel.archs),
-        wanted_archs=tuple(TargetId.parse(arch) for arch in wheel.archs_wanted),
-        expect_name=wheel.distribution,
-        expect_commit=commit if (commit and wheel.version_carries_commit) else None,
-        rocm=wheel.rocm,
-        require_needed=tuple(wheel.require_needed),
-        forbid_needed=tuple(wheel.forbid_needed),
-        local_segments=tuple(wheel.local_segments),
-        allow_vendored_rocm=wheel.allow_vendored_rocm,
-    )
-
-
-def python_tags_of(filename: str) -> set[str]:
-    return {tag.interpreter for tag in parse_wheel_filename(filename)[3]}
+    return WheelRules.from_config(component.wheel, commit=commit)
 
 
 def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str]:
@@ -60,36 +53,12 @@ def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str]:
     return sha256
 
 
-def wheel_set_problems(component: Component, reports: Sequence[WheelReport]) -> list[str]:
-    """One wheel per configured python tag (or exactly one wheel when none are listed),
-    all of one version."""
-    found: list[str] = []
-    wanted = component.wheel.python_tags
-    if not reports:
-        return ["no wheel was given"]
-    if wanted:
-        for tag in wanted:
-            matching = [r.filename for r in reports if tag in python_tags_of(r.filename)]
-            if len(matching) != 1:
-                found.append(f"expected one wheel for {tag}, found {len(matching)}")
-        extra = [r.filename for r in reports if not python_tags_of(r.filename) & set(wanted)]
-        found += [f"{name} is for none of the python tags {', '.join(wanted)}" for name in extra]
-    elif len(reports) != 1:
-        found.append(f"expected one wheel, found {len(reports)} (list wheel.python_tags for several)")
-    versions = sorted({r.version for r in reports})
-    if len(versions) > 1:
-        found.append(f"the wheels carry several versions: {', '.join(versions)}")
-    return found
-
-
 SUMMARY_LIMIT = 600
-_LABELS = {"name": "", "integrity": "archive", "set": "wheel set", "commit": "commit",
-           "abi": "ABI", "cuda": "CUDA", "archs": "GPU archs", "libraries": "libraries"}
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # one of checks.KINDS
+    kind: str  # one of checks.KINDS (checks/api.py)
     text: str
     file: str | None = None  # the wheel it is about; None for the set
     head: str = ""  # a library an ELF needs: "x.so needs" …
@@ -100,18 +69,23 @@ class Problem:
 
 
 def check_wheels(component: Component | None, reports: Sequence[WheelReport], rules: WheelRules) -> list[Problem]:
-    """Every problem of every wheel and of the set, the root cause first."""
-    found = [] if component is None else [Problem("set", text) for text in wheel_set_problems(component, reports)]
+    """Every problem of every wheel and, for a component's wheels, of the set as `rules` asks it
+    (component_rules: its python_tags), the root cause first."""
+    found = [] if component is None else [Problem(check.kind, text) for check in CHECKS.values()
+                                          for text in check.check_set(reports, rules.of(check))]
     for report in reports:
         found += [Problem(finding.kind, _explained(finding.kind, finding.text, report, rules), report.filename,
                           finding.head, finding.item) for finding in kinded_problems(report, rules)]
     return sorted(found, key=lambda problem: KINDS.index(problem.kind))
 
 
+_NAME = NameCheck()
+
+
 def _explained(kind: str, text: str, report: WheelReport, rules: WheelRules) -> str:
     """A wrong distribution that is the non-ROCm variant of the right one says so: it is
     why every CUDA library and missing arch after it is there."""
-    expected = rules.expect_name or ""
+    expected = rules.of(_NAME) or ""
     if kind == "name" and "rocm" in expected.lower() and "rocm" not in report.name.lower():
         return (f"distribution is {report.name!r}, expected {expected!r}: a build of the non-ROCm variant "
                 "(its ROCm switch, such as HIP_BUILD or USE_ROCM, was not set)")
@@ -133,7 +107,7 @@ def summary(problems: Sequence[Problem], *, wheels: int, limit: int = SUMMARY_LI
     parts = []
     for kind, sentences in by_kind.items():
         said = [text + _where(files, wheels) for text, files in sentences.items()]
-        label = _LABELS.get(kind, kind)
+        label = LABELS.get(kind, kind)
         parts.append((f"{label}: " if label else "") + "; ".join(said))
     line = " · ".join(parts)
     count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"

@@ -1,0 +1,53 @@
+"""A ROCm wheel links no CUDA library and carries no CUDA device code: either means the
+build took its CUDA variant."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import TYPE_CHECKING
+
+from .base import Finding, Flag, Given, WheelCheck
+
+if TYPE_CHECKING:
+    from ..inspect import WheelReport
+
+# Libraries that only a CUDA build links against (ROCm builds of torch ship
+# libtorch_hip / libc10_hip instead of libtorch_cuda / libc10_cuda).
+CUDA_LIBRARIES: tuple[str, ...] = (
+    "libcudart*",
+    "libcuda.so*",
+    "libnvrtc*",
+    "libcublas*",
+    "libtorch_cuda*",
+    "libc10_cuda*",
+)
+
+
+class CudaCheck(WheelCheck[bool]):
+    name = "rocm"
+    kind = "cuda"
+    label = "CUDA"
+    field = "rocm"
+    flag = Flag("--no-rocm-check", "allow CUDA libraries and CUDA device code")
+    default = True
+
+    def from_flag(self, given: Given) -> bool:
+        return not given  # the check is on unless the switch is given
+
+    def check(self, report: WheelReport, rule: bool) -> list[Finding]:
+        if not rule:
+            return []
+        found: list[Finding] = []
+        for elf in report.elf:
+            for library in elf.needed:
+                hit = next((pattern for pattern in CUDA_LIBRARIES if fnmatch.fnmatchcase(library, pattern)), None)
+                if hit is not None:
+                    found.append(Finding(self.kind, f"{elf.path} needs {library}, a CUDA library ({hit})",
+                                         head=f"{elf.path} needs", item=library))
+            if elf.gpu == "cuda":
+                archs = f" ({', '.join(elf.archs)})" if elf.archs else ""
+                found.append(Finding(self.kind, f"{elf.path} carries CUDA device code{archs}"))
+        return found
+
+    def passed(self, rule: bool) -> list[str]:
+        return ["no CUDA library or CUDA device code"] if rule else []

@@ -1,0 +1,31 @@
+"""No ELF of the wheel needs (DT_NEEDED) a library the config forbids."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import TYPE_CHECKING
+
+from .base import Finding, Flag, WheelCheck
+
+if TYPE_CHECKING:
+    from ..inspect import WheelReport
+
+
+class ForbiddenCheck(WheelCheck[tuple[str, ...]]):
+    name = "forbid_needed"
+    kind = "libraries"
+    label = "libraries"
+    field = "forbid_needed"
+    flag = Flag("--forbid-needed", "no ELF may need a library matching GLOB (repeatable)", metavar="GLOB",
+                repeatable=True)
+    default = ()
+
+    def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:
+        found: list[Finding] = []
+        for elf in report.elf:
+            for library in elf.needed:
+                hit = next((pattern for pattern in rule if fnmatch.fnmatchcase(library, pattern)), None)
+                if hit is not None:
+                    found.append(Finding(self.kind, f"{elf.path} needs {library}, a forbidden library ({hit})",
+                                         head=f"{elf.path} needs", item=library))
+        return found

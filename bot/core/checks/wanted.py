@@ -1,0 +1,50 @@
+"""Wanted GPU targets are optional one by one (a missing one is a proposal note:
+core/assemble.py), but a wheel with code for none of them is no use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .base import Finding, Flag, Given, WheelCheck
+
+if TYPE_CHECKING:
+    from ..amdgpu import TargetId
+    from ..inspect import WheelReport
+
+
+class WantedArchsCheck(WheelCheck["tuple[TargetId, ...]"]):  # quoted: amdgpu loads when a check runs
+    name = "wanted_archs"
+    kind = "archs"
+    label = "GPU archs"
+    field = "archs_wanted"
+    flag = Flag("--want-arch", "a GPU target used where present; a wheel with code for none of them fails "
+                "(repeatable)", metavar="ARCH", repeatable=True)
+    default = ()
+
+    def accept(self, value: Any) -> tuple[TargetId, ...]:
+        return tuple(value)
+
+    def from_flag(self, given: Given) -> tuple[TargetId, ...]:
+        from ..amdgpu import TargetId
+
+        return tuple(TargetId.parse_known(arch) for arch in (given if isinstance(given, list) else ()))
+
+    def from_config(self, value: Any, *, commit: str | None) -> tuple[TargetId, ...]:
+        from ..amdgpu import TargetId
+
+        return tuple(TargetId.parse(arch) for arch in value)
+
+    def check(self, report: WheelReport, rule: tuple[TargetId, ...]) -> list[Finding]:
+        from ..amdgpu import TargetId
+
+        if not rule:
+            return []
+        targets = [TargetId.parse(text) for elf in report.elf if elf.gpu == "hip" for text in elf.targets]
+        if any(target.covers(arch) for arch in rule for target in targets):
+            return []
+        carries = ", ".join(report.archs) or "no HIP device code"
+        return self.found([f"none of the wanted archs {', '.join(map(str, rule))} has a code object "
+                           f"(the wheel carries {carries})"])
+
+    def passed(self, rule: tuple[TargetId, ...]) -> list[str]:
+        return ["HIP code for at least one of " + ", ".join(map(str, rule))] if rule else []
