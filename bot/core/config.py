@@ -168,6 +168,7 @@ class Wheel(_Model):
 class _BuildKind(_Model):
     """What every build kind's table carries besides its own keys."""
 
+    kind: str  # each kind's model narrows it to its name (a Literal): the union's tag
     timeout_minutes: Annotated[int, Field(gt=0,
         description="Minutes a build may take before it counts as failed.")] = 180
 
@@ -236,7 +237,7 @@ def _known_kind(value: Any) -> Any:
 
 def _build_kind(value: Any) -> str | None:
     """The kind of a `build` table: its `kind`, else the one its `command` or `workflow` key implies."""
-    if isinstance(value, CommandBuild | ActionsBuild):
+    if isinstance(value, _BuildKind):
         return value.kind
     if not isinstance(value, dict):
         return None
