@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from bot.adapters.git import git
 from bot.adapters.github import ActionsClient, GitHubPlatform
 from bot.adapters.statefile import open_state
 from bot.adapters.upstream import UpstreamRepo
-from bot.core.config import BUILD_KINDS, Author, Component
+from bot.core.config import BUILD_KINDS, Author, Component, json_schema
+from bot.core.configfile import ConfigInvalid, load_config_text
 from bot.core.plan import BuildState
 from bot.loop.builders.api import BUILDERS
 from bot.loop.builders.base import BuildSite
@@ -104,9 +106,14 @@ def test_the_registry_and_the_config_know_the_same_kinds() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_its_build_table_parses_with_and_without_kind(kind: str) -> None:
+    schema = json_schema()
+    build_schema = {**schema["$defs"]["Component"]["properties"]["build"], "$defs": schema["$defs"]}
     for table in (EXAMPLES[kind].table, {"kind": kind, **EXAMPLES[kind].table}):
         build = component(table).build
         assert isinstance(build, BUILD_KINDS[kind]) and build.kind == kind
+        jsonschema.validate(table, build_schema)  # as taplo and editors check it: one kind of the union
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**EXAMPLES[kind].table, "kind": "no-such-kind"}, build_schema)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -132,3 +139,22 @@ def test_its_builder_previews_then_builds_the_wheels(kind: str, tmp_path: Path) 
         assert builder.describe(world.commit)
         builder.release(world.commit)
         assert not any(path.exists() for path in wheels)
+
+
+@pytest.mark.parametrize(("build", "said"), [
+    ('{ command = "make", workflow = "w.yml" }', "lmcache.build: give exactly one of build.command or build.workflow"),
+    ("{ timeout_minutes = 5 }", "lmcache.build: give exactly one of build.command or build.workflow"),
+    ('{ kind = "buildkite", pipeline = "p" }',
+     "lmcache.build.kind: 'buildkite' is not a build kind (command, github-actions)"),
+    ('{ command = "make", inputs = { c = "{sha}" } }',
+     "lmcache.build: build.inputs and build.publishes_image go with build.workflow"),
+    ('{ kind = "github-actions", workflow = "w.yml", publishes_imag = true }',
+     "lmcache.build.publishes_imag: unknown key, did you mean `publishes_image`?"),
+])
+def test_a_build_table_no_kind_fits_is_refused_in_one_located_sentence(build: str, said: str) -> None:
+    text = ('[[component]]\nname = "lmcache"\nupstream = { repo = "https://example.org/u.git", branch = "main" }\n'
+            f'wheel = {{ distribution = "lmcache" }}\nbuild = {build}\n'
+            'image = { repository = "oci:/nowhere", tag = "v{sha8}" }\npins = [{ file = "Dockerfile", image_arg = "IMG" }]\n')
+    with pytest.raises(ConfigInvalid) as refused:
+        load_config_text(text, path=Path("wheelpin.toml"), root=Path("."), exists=None)
+    assert refused.value.problems == [f"wheelpin.toml:5: {said}"]
