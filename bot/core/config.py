@@ -200,7 +200,8 @@ class ActionsBuild(_BuildKind):
     """`kind = "github-actions"`: a GitHub Actions `workflow` dispatched with `inputs`."""
 
     kind: Annotated[Literal["github-actions"], Field(
-        description="The build kind: a GitHub Actions workflow (may be left out when `workflow` is given).")] = "github-actions"
+        description="The build kind: a GitHub Actions workflow (may be left out when `workflow` is given).",
+    )] = "github-actions"
     workflow: Annotated[str, Field(
         description="The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input.")]
     inputs: Annotated[dict[str, str], Field(
@@ -230,7 +231,7 @@ def _known_kind(value: Any) -> Any:
         kind = value.get("kind")
         if kind is None and len(_INFERRED.keys() & value.keys()) != 1:
             raise ValueError(_ONE_BUILDER)
-        if kind is not None and kind not in BUILD_KINDS:
+        if kind is not None and (not isinstance(kind, str) or kind not in BUILD_KINDS):
             raise ValueError(f"kind: {kind!r} is not a build kind ({', '.join(BUILD_KINDS)})")
     return value
 

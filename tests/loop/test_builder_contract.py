@@ -146,6 +146,8 @@ def test_its_builder_previews_then_builds_the_wheels(kind: str, tmp_path: Path) 
     ("{ timeout_minutes = 5 }", "lmcache.build: give exactly one of build.command or build.workflow"),
     ('{ kind = "buildkite", pipeline = "p" }',
      "lmcache.build.kind: 'buildkite' is not a build kind (command, github-actions)"),
+    ('{ kind = ["command"], command = "make" }',
+     "lmcache.build.kind: ['command'] is not a build kind (command, github-actions)"),
     ('{ command = "make", inputs = { c = "{sha}" } }',
      "lmcache.build: build.inputs and build.publishes_image go with build.workflow"),
     ('{ kind = "github-actions", workflow = "w.yml", publishes_imag = true }',
