@@ -29,7 +29,7 @@ def test_importing_the_command_and_asking_for_help_import_no_library_behind_a_co
 def test_the_local_loop_loads_no_github_library() -> None:
     """A reconcile on the local platform (the README's first command) never speaks to GitHub:
     github3 and the App's JWT code load only for a repository on GitHub."""
-    loaded = modules_after("import bot.commands.reconcile_cmd, bot.loop.runner, bot.loop.builders")
+    loaded = modules_after("import bot.commands.reconcile_cmd, bot.loop.runner, bot.loop.builders.api")
     assert not {"github3", "jwt", "procrastinate", "waitress", "psycopg"} & loaded
     # nor what only a pass with something to do needs: reading ELF and GPU code, publishing
     assert not {"elftools", "zstandard"} & loaded

@@ -1,5 +1,5 @@
 """Where a repository's command runs: a local build (`build.command`,
-adapters/builders.py) and a smoke test (`wheel.smoke`, adapters/smoke.py) run upstream's
+adapters/localbuild.py) and a smoke test (`wheel.smoke`, adapters/smoke.py) run upstream's
 code, so they run in a bubblewrap sandbox (`bwrap`) that leaves the bot out of their reach:
 
 - their own PID namespace with a fresh /proc (bwrap(1) `--unshare-pid`, `--proc`): the
@@ -13,7 +13,7 @@ code, so they run in a bubblewrap sandbox (`bwrap`) that leaves the bot out of t
 - writable: only the checkout, the output folder and a scratch folder of the build's, seen
   as /tmp, HOME a folder in it (so ~/.docker, ~/.config/containers, ~/.netrc are not there);
 - the network kept (a build fetches its build dependencies with pip);
-- an allow-listed environment (adapters/builders.py build_environment), no capability
+- an allow-listed environment (adapters/localbuild.py build_environment), no capability
   (bwrap(1): by default none is left in the sandbox), a new session (`--new-session`: it
   cannot push input into the bot's terminal).
 

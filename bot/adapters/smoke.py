@@ -29,7 +29,7 @@ from pathlib import Path
 from ..core.checks import python_tags_of
 from . import sandbox
 from .boundedlog import BoundedLog
-from .builders import build_environment
+from .localbuild import build_environment
 
 SMOKE_SECONDS = 600  # each venv, install and smoke command
 TAIL = 1500  # characters of a failed step's output said

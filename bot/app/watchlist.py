@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ..adapters.github import Conversation, GitHubConversation, GitHubPlatform
-from ..core.config import Config
+from ..core.config import ActionsBuild, Config
 from ..core.dashboard import Row
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
 from ..core.jobs import Intake, Job, JobKind
@@ -57,7 +57,7 @@ class Routing:
     @classmethod
     def of(cls, config: Config) -> Routing:
         return cls(config.defaults.branch_prefix, frozenset({config.defaults.base_branch}),
-                   frozenset(c.build.workflow for c in config.components if c.build.workflow))
+                   frozenset(c.build.workflow for c in config.components if isinstance(c.build, ActionsBuild)))
 
     def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "bases": sorted(self.bases), "workflows": sorted(self.workflows)}

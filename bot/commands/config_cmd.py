@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..adapters.upstream import upstream_url
-from ..core.config import Component, Config
+from ..core.config import CommandBuild, Component, Config
 from ..core.configfile import ConfigInvalid, LoadedConfig
 from ..core.errors import UsageError
 from ..core.pins import pin_findings
@@ -149,9 +149,11 @@ def _relative_program(component: Component) -> str | None:
     """The program of `build.command` when it is a relative path (`./build.sh`,
     `scripts/build`); None for one looked up on PATH, an absolute one, or a template
     or variable (its value is known only at the build)."""
+    if not isinstance(component.build, CommandBuild):
+        return None
     command = component.build.command
     try:
-        words = command if isinstance(command, list) else shlex.split(command or "")
+        words = command if isinstance(command, list) else shlex.split(command)
     except ValueError:  # unbalanced quotes: the shell says so at the build
         return None
     if isinstance(command, str):  # `NAME=value ./build.sh`: the shell's assignments come first

@@ -38,7 +38,7 @@ from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.platform import Platform
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
-from ..core.config import Component
+from ..core.config import ActionsBuild, Component
 from ..core.configfile import LoadedConfig
 from ..core.errors import TransientError, WheelpinError
 from ..core.imageref import ImageRef, ImageRefError
@@ -231,7 +231,7 @@ def _who(store: ImageStore) -> str:
 def workflow_checks(loaded: LoadedConfig, platform: Platform, repository: str) -> list[Check]:
     """Each `build.workflow`'s file on `repository`'s base branch, read through `platform`
     as the pass reads that branch: a workflow missing there is never dispatched."""
-    components = [component for component in loaded.config.components if component.build.workflow is not None]
+    components = [component for component in loaded.config.components if isinstance(component.build, ActionsBuild)]
     branch = loaded.config.defaults.base_branch
     checks: list[Check] = []
     try:
@@ -240,8 +240,8 @@ def workflow_checks(loaded: LoadedConfig, platform: Platform, repository: str) -
         return [_failed(c.name, "workflow", f"the branch {branch} of {repository}", f"GitHub ({repository})",
                         f"its branch {branch}", exc) for c in components]
     for component in components:
+        assert isinstance(component.build, ActionsBuild)
         name, workflow = component.name, component.build.workflow
-        assert workflow is not None
         path = workflow_path(workflow)
         asked = f"{path or workflow} on {repository}'s branch {branch}"
         if base is None:

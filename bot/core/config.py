@@ -12,7 +12,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .. import PROJECT_URL, SCHEMA_URL
 from .amdgpu import TargetId
@@ -178,33 +178,93 @@ class Wheel(_Model):
         return value
 
 
-class Build(_Model):
-    """A local `command`, or a GitHub Actions `workflow` dispatched with `inputs`."""
+class _BuildKind(_Model):
+    """What every build kind's table carries besides its own keys."""
 
-    command: Annotated[str | list[str] | None, Field(
-        description="A local build command (the local platform only; never run on GitHub): it writes the wheels to $WHEELPIN_OUT.")] = None
-    workflow: Annotated[str | None, Field(
-        description="The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input.")] = None
+    kind: str  # each kind's model narrows it to its name (a Literal): the union's tag
+    timeout_minutes: Annotated[int, Field(gt=0,
+        description="Minutes a build may take before it counts as failed.")] = 180
+
+
+class CommandBuild(_BuildKind):
+    """`kind = "command"`: a local `command` run in a clean checkout of the commit (the local platform only)."""
+
+    kind: Annotated[Literal["command"], Field(
+        description="The build kind: a command run here (may be left out when `command` is given).")] = "command"
+    command: Annotated[str | list[str], Field(
+        description="A local build command (the local platform only; never run on GitHub): it writes the wheels to $WHEELPIN_OUT.")]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_a_workflow(cls, value: Any) -> Any:
+        if isinstance(value, dict) and ("inputs" in value or "publishes_image" in value):
+            raise ValueError("build.inputs and build.publishes_image go with build.workflow")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _placeholders(cls, value: str | list[str]) -> str | list[str]:
+        for part in [value] if isinstance(value, str) else value:
+            _fields(part, COMMAND_FIELDS, "command")
+        return value
+
+
+class ActionsBuild(_BuildKind):
+    """`kind = "github-actions"`: a GitHub Actions `workflow` dispatched with `inputs`."""
+
+    kind: Annotated[Literal["github-actions"], Field(
+        description="The build kind: a GitHub Actions workflow (may be left out when `workflow` is given).",
+    )] = "github-actions"
+    workflow: Annotated[str, Field(
+        description="The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input.")]
     inputs: Annotated[dict[str, str], Field(
         description="The workflow's inputs: templates of {sha} {sha8} {ref} {component}.")] = {}
     ref: str | None = Field(default=None, description="the downstream ref to dispatch on")
     publishes_image: bool = Field(default=False, description="the workflow pushes the image itself "
                                   "(as ATOM's does): wheelpin adopts it, verified, and never re-pushes")
-    timeout_minutes: Annotated[int, Field(gt=0,
-        description="Minutes a build may take before it counts as failed.")] = 180
 
-    @model_validator(mode="after")
-    def _one_builder(self) -> Self:
-        if (self.command is None) == (self.workflow is None):
-            raise ValueError("give exactly one of build.command or build.workflow")
-        if (self.inputs or self.publishes_image) and self.workflow is None:
-            raise ValueError("build.inputs and build.publishes_image go with build.workflow")
-        parts = [self.command] if isinstance(self.command, str) else list(self.command or [])
-        for part in parts:
-            _fields(part, COMMAND_FIELDS, "command")
-        for key, value in self.inputs.items():
-            _fields(value, INPUT_FIELDS, f"inputs.{key}")
-        return self
+    @field_validator("inputs")
+    @classmethod
+    def _placeholders(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, template in value.items():
+            _fields(template, INPUT_FIELDS, f"inputs.{key}")
+        return value
+
+
+# The build kinds by name, as `kind` says them: loop/builders/api.py maps the same names to
+# the builders, and its contract test keeps the two in step.
+BUILD_KINDS: dict[str, type[_BuildKind]] = {"command": CommandBuild, "github-actions": ActionsBuild}
+_INFERRED = {"command": "command", "workflow": "github-actions"}  # a config without `kind`: its key says it
+_ONE_BUILDER = "give exactly one of build.command or build.workflow"
+
+
+def _known_kind(value: Any) -> Any:
+    """One sentence, located, for a `build` table no kind fits (before the union tries any)."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if kind is None and len(_INFERRED.keys() & value.keys()) != 1:
+            raise ValueError(_ONE_BUILDER)
+        if kind is not None and (not isinstance(kind, str) or kind not in BUILD_KINDS):
+            raise ValueError(f"kind: {kind!r} is not a build kind ({', '.join(BUILD_KINDS)})")
+    return value
+
+
+def _build_kind(value: Any) -> str | None:
+    """The kind of a `build` table: its `kind`, else the one its `command` or `workflow` key implies."""
+    if isinstance(value, _BuildKind):
+        return value.kind
+    if not isinstance(value, dict):
+        return None
+    if "kind" in value:
+        return str(value["kind"])
+    return next((kind for key, kind in _INFERRED.items() if key in value), None)
+
+
+Build = Annotated[
+    Annotated[CommandBuild, Tag("command")] | Annotated[ActionsBuild, Tag("github-actions")],
+    Discriminator(_build_kind, custom_error_type="build_kind", custom_error_message=_ONE_BUILDER),
+    BeforeValidator(_known_kind),
+]
 
 
 def _fields(template: str, allowed: frozenset[str], where: str) -> list[str]:
@@ -413,8 +473,8 @@ SCHEMA_EXAMPLES: dict[tuple[str, str], list[Any]] = {  # (model, field) → exam
     ("Wheel", "distribution"): ["lmcache", "mooncake-transfer-engine"],
     ("Wheel", "archs"): [["gfx942", "gfx950"]],
     ("Wheel", "forbid_needed"): [["libcudart.so.*", "libcuda.so.*"]],
-    ("Build", "workflow"): ["build-lmcache.yml"],
-    ("Build", "inputs"): [{"commit": "{sha}"}],
+    ("ActionsBuild", "workflow"): ["build-lmcache.yml"],
+    ("ActionsBuild", "inputs"): [{"commit": "{sha}"}],
     ("Image", "repository"): ["ghcr.io/your-org/lmcache-wheel", "oci:../images"],
     ("Image", "tag"): ["{component}-{version}", "v{version_base}-g{sha8}"],
     ("Pin", "file"): ["docker/Dockerfile.rocm"],

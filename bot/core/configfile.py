@@ -22,7 +22,7 @@ from typing import Any
 import tomli
 from pydantic import BaseModel, ValidationError
 
-from .config import COMPONENT_NAME, Config
+from .config import BUILD_KINDS, COMPONENT_NAME, Config
 from .errors import ConfigError
 from .hostreach import host_problems
 from .tomlpos import key_lines, line_of
@@ -138,10 +138,11 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
         config = Config.model_validate(raw)
     except ValidationError as exc:
         for error in exc.errors():
-            loc = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
+            tagged = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
+            loc = _untagged(tagged)
             message = error["msg"].removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
-                message = "unknown key" + _did_you_mean(loc)
+                message = "unknown key" + _did_you_mean(tagged)
             problems.append(located(*_refine(loc, message)))
         raise ConfigInvalid(path, sorted(problems, key=_line_number)) from None
     if problems:
@@ -233,6 +234,15 @@ def _is_internal(part: str) -> bool:
     return "[" in part or part in {"str", "list[str]", "int", "bool"} or part.startswith("function-")
 
 
+def _untagged(loc: list[str | int]) -> list[str | int]:
+    """The key path without the kind pydantic names after a tagged union's key
+    (`build.command.timeout_minutes` is the `command` kind's `build.timeout_minutes`)."""
+    return [part for index, part in enumerate(loc) if not (index and loc[index - 1] in _TAGGED)]
+
+
+_TAGGED = {"build": BUILD_KINDS}  # keys whose table is one of several kinds, by name
+
+
 def _did_you_mean(loc: Sequence[str | int]) -> str:
     """`, did you mean `labels`?` for an unknown key close to one its table allows."""
     if not loc or not isinstance(loc[-1], str):
@@ -246,8 +256,12 @@ def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
     """The model of the table at `loc` (list indexes pass through), from the fields'
     annotations: the keys it allows are the ones a typo is compared with."""
     model: type[BaseModel] | None = Config
-    for part in loc:
+    for index, part in enumerate(loc):
         if isinstance(part, int):
+            continue
+        kinds = _TAGGED.get(str(loc[index - 1])) if index else None
+        if kinds is not None:  # the kind a tagged union chose: its model
+            model = kinds.get(part)
             continue
         found = model.model_fields.get(part) if model else None
         model = _model_in(found.annotation) if found else None

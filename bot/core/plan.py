@@ -40,6 +40,7 @@ class BuildSeen:
     asynchronous: bool = False  # the build outlives the pass (GitHub Actions): waited for
     adopts: bool = False  # the build pushes the image itself: nothing to fetch or publish
     followed: bool = False  # a build of the head was started after any recorded failure
+    where: str = ""  # where a build of its kind runs, as the plan says it ("on GitHub Actions")
 
 
 @dataclass(frozen=True)
@@ -307,11 +308,11 @@ def _build(facts: Facts, head: str, verb: str) -> list[Action]:
         case BuildState.FAILED:
             return [RecordFailure(name, head, what="build", message=build.detail), Report(name, head, why=build.detail)]
         case BuildState.NONE if build.asynchronous:
-            awaited = Wait(name, head, why=f"the build of {head[:8]} runs on GitHub Actions")
+            awaited = Wait(name, head, why=f"the build of {head[:8]} runs {build.where}".rstrip())
             rest = adopt if build.adopts else [FetchArtifacts(name, head), PublishImage(name, head), propose]
-            return [StartBuild(name, head, where="on GitHub Actions"), awaited, *rest]
+            return [StartBuild(name, head, where=build.where), awaited, *rest]
         case _:
-            return [StartBuild(name, head), PublishImage(name, head), propose]
+            return [StartBuild(name, head, where=build.where), PublishImage(name, head), propose]
 
 
 def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:

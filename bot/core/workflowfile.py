@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .config import Build, Component
+from .config import ActionsBuild, Build, Component
 from .templates import TemplateError, fields_of
 
 MAX_WORKFLOW_BYTES = 1 << 20  # a workflow file larger than this is not parsed
@@ -65,7 +65,7 @@ def components_warnings(components: Sequence[Component], read: Callable[[str], s
     its wheel is not that component's). Each workflow file is read once."""
     said: list[tuple[tuple[str, ...], str]] = []
     untitled: dict[str, list[str]] = {}  # workflow → the components whose runs' titles lack the commit
-    checked: dict[tuple[str | None, tuple[tuple[str, str], ...]], tuple[list[str], bool | None]] = {}
+    checked: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[list[str], bool | None]] = {}
     texts: dict[str, str | None] = {}
 
     def read_once(path: str) -> str | None:
@@ -75,12 +75,14 @@ def components_warnings(components: Sequence[Component], read: Callable[[str], s
 
     for component in components:
         build = component.build
+        if not isinstance(build, ActionsBuild):
+            continue
         key = (build.workflow, tuple(sorted(build.inputs.items())))
         if key not in checked:
             checked[key] = _check_build(build, read_once, where=where)
         warnings, titled = checked[key]
         said += [((component.name,), warning) for warning in warnings]
-        if build.workflow is not None and titled is False:
+        if titled is False:
             untitled.setdefault(build.workflow, []).append(component.name)
     for workflow, names in untitled.items():
         if len(names) > 1:
@@ -95,7 +97,7 @@ def _check_build(build: Build, read: Callable[[str], str | None], *,
                  where: str) -> tuple[list[str], bool | None]:
     """The warnings of `build_warnings`, and whether the runs' titles carry the commit
     (None when the workflow could not be read or parsed)."""
-    if build.workflow is None:
+    if not isinstance(build, ActionsBuild):
         return [], None
     path = workflow_path(build.workflow)
     if path is None:

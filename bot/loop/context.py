@@ -15,7 +15,7 @@ from ..adapters.upstream import UpstreamRepo
 from ..core.config import Component
 from ..core.imageref import ImageRef
 from ..core.pins import PinState
-from .builders import Builder
+from .builders.base import Builder
 
 
 class Stores(Protocol):

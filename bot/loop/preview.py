@@ -3,7 +3,7 @@ said before anything is built or written, and agreeing with what the pass then d
 
 Made from what observe read and the planner decided (`core/plan.py`), and from what the
 real pass's actions would say of them before a build: the pinned image, the commits
-between it and the head, the build its builder would start (`loop/builders.py`
+between it and the head, the build its builder would start (`loop/builders/`
 `preview`), the image reference it would publish to, the pin edits (`core/pins.py`
 `plan_bump`, the very function the proposal writes with), the proposal's title
 (`core/proposal.py`), and each refusal the real pass would meet that can be known before
@@ -27,7 +27,7 @@ from ..core.proposal import Commit, ProposalFacts, title
 from ..core.redact import public_url
 from ..core.templates import commit_values, render_known, sample_tag
 from ..core.verify import wheel_sha256s
-from .builders import BuildPreview
+from .builders.base import BuildPreview
 from .context import Context
 from .observe import pin_repository
 

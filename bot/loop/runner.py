@@ -17,20 +17,21 @@ from typing import TYPE_CHECKING, ClassVar
 
 import structlog
 
-from ..adapters.builders import discard_build, note_provenance, seed_build
+from ..adapters.buildcache import discard_build, note_provenance, seed_build
 from ..adapters.imagestore import ImageStore, LayoutStore, layout_folder
 from ..adapters.platform import Platform
 from ..adapters.registrywire import Traffic
 from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
-from ..core.config import Component, Config
+from ..core.config import ActionsBuild, Component, Config
 from ..core.configfile import LoadedConfig
 from ..core.backoff import retry_said
 from ..core.errors import (BuildFailed, ConfigError, InputError, TransientError, VerificationError, WheelpinError,
                            kind_of)
 from ..core.imageref import ImageRef
 from ..core.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
-from .builders import Builder, CommandBuilder, WorkflowBuilder
+from .builders.api import builder_for
+from .builders.base import Builder, BuildSite
 from .context import Context, Memory, Stores
 from .observe import Observer
 from .preview import preview
@@ -38,7 +39,7 @@ from .prune import Pruner
 from .results import ComponentResult, PassResult, Status
 
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
-    from ..adapters.github.actions import ActionsBuilder
+    from ..adapters.github.actions import ActionsClient
     from .execute import Executor
 
 log = structlog.get_logger("wheelpin.reconcile")
@@ -51,7 +52,7 @@ class Reconciler:
     after_action: ClassVar[Callable[[int], None] | None] = None
 
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, cache: Path,
-                 retry_failed: bool = False, actions: ActionsBuilder | None = None, local_builds: bool = True,
+                 retry_failed: bool = False, actions: ActionsClient | None = None, local_builds: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
                  settle: float | None = None, database_url: str | None = None,
                  state_scope: str = "") -> None:
@@ -103,10 +104,8 @@ class Reconciler:
         return self._stores[component.image.repository]
 
     def _builder(self, component: Component, upstream: UpstreamRepo) -> Builder:
-        if component.build.workflow is not None:
-            return WorkflowBuilder(component, cache=self.cache, actions=self.actions, state=self.state,
-                                   base_branch=self.config.defaults.base_branch)
-        return CommandBuilder(component, cache=self.cache, upstream=upstream, allowed=self.local_builds)
+        return builder_for(component, BuildSite(self.cache, upstream, self.state, self.config.defaults.base_branch,
+                                                local_commands=self.local_builds, actions=self.actions))
 
     def _context(self, component: Component) -> Context:
         upstream = UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root)
@@ -167,13 +166,14 @@ class Reconciler:
         """`/wheelpin build --from-run N`: Actions run N's artifacts become the build of the
         upstream head, followed like a run wheelpin dispatched; the next pass fetches,
         verifies, publishes and proposes them. Its recorded failure is forgotten."""
-        if component.build.workflow is None:
+        build = component.build
+        if not isinstance(build, ActionsBuild):
             raise ConfigError(f"{component.name} builds with build.command, not on GitHub Actions; locally, "
                               "`wheelpin reconcile --use-artifacts DIR --commit SHA` takes wheels built elsewhere")
-        if component.build.publishes_image:
+        if build.publishes_image:
             raise ConfigError(
                 f"{component.name}'s workflow pushes its image itself (build.publishes_image = true), so wheelpin "
-                f"publishes no run's artifacts: run {component.build.workflow} for the upstream head so it pushes "
+                f"publishes no run's artifacts: run {build.workflow} for the upstream head so it pushes "
                 "the image under its tag, and wheelpin adopts it at its next pass (or set build.publishes_image = "
                 "false to let wheelpin publish the workflow's artifacts)")
         if self.actions is None:
@@ -192,7 +192,7 @@ class Reconciler:
                              f"{head[:12]} of {component.upstream.repo}")
         discard_build(self.cache, component.name, head)
         note_provenance(self.cache, component.name, head,
-                        f"run {run_id} of {component.build.workflow}, named by `/wheelpin build --from-run {run_id}`")
+                        f"run {run_id} of {build.workflow}, named by `/wheelpin build --from-run {run_id}`")
         self.state.record_run(component.name, head, run_id)
         self.state.forget(component.name, head)
         return f"{component.name}: run {run_id} followed as the build of {head[:8]}"

@@ -86,7 +86,7 @@ def test_not_a_repository(tmp_path: Path) -> None:
 
 
 def test_builds_see_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bot.adapters.builders import build_environment
+    from bot.adapters.localbuild import build_environment
 
     for name, value in {"WHEELPIN_REGISTRY_PASSWORD": "p", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
                         "DOCKER_CONFIG": "/x", "PATH": "/usr/bin", "HOME": "/root"}.items():

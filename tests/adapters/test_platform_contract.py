@@ -268,14 +268,14 @@ def test_many_bot_branches_are_read_across_pages(tmp_path: Path) -> None:
 def test_run_found_by_its_commit_when_the_dispatch_says_nothing(tmp_path: Path) -> None:
     """GitHub Enterprise Server answers a dispatch with 204 only: the run is found by the
     commit its title carries."""
-    from bot.adapters.github.actions import ActionsBuilder
+    from bot.adapters.github.actions import ActionsClient
 
     server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
     server.run_details = False
     try:
         server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
         platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT)
-        builder = ActionsBuilder(platform)
+        builder = ActionsClient(platform)
         commit = "3d3aa833" + "0" * 32
         run_id = builder.dispatch("w.yaml", ref="main", inputs={"commit": commit}, commit=commit)
         assert run_id is not None and builder.run(run_id).status in ("in_progress", "queued")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters import builders, sandbox, smoke
+from bot.adapters import localbuild, sandbox, smoke
 from bot.adapters.boundedlog import BoundedLog
 from bot.adapters.git import git
 from bot.adapters.upstream import UpstreamRepo
@@ -69,11 +69,11 @@ def upstream_repo(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
     return folder, git(["rev-parse", "HEAD"], cwd=folder).strip()
 
 
-def build(tmp_path: Path, command: str | list[str], files: dict[str, str] | None = None) -> builders.BuildResult:
+def build(tmp_path: Path, command: str | list[str], files: dict[str, str] | None = None) -> localbuild.BuildResult:
     upstream, commit = upstream_repo(tmp_path, files or {"README": "x\n"})
     cache = tmp_path / "cache"
     repo = UpstreamRepo(component(command, upstream).upstream, cache=cache, root=tmp_path)
-    return builders.run_local_build(component(command, upstream), commit, upstream=repo, cache=cache)
+    return localbuild.run_local_build(component(command, upstream), commit, upstream=repo, cache=cache)
 
 
 def drive(kind: str, tmp: str) -> None:
@@ -163,8 +163,8 @@ FLOOD = ("import sys\nfor n in range(40):\n    sys.stdout.write(f'line {n} ' + '
 
 
 def test_a_flood_of_build_output_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builders, "LOG_HEAD", 1 << 20)
-    monkeypatch.setattr(builders, "LOG_TAIL", 1 << 20)
+    monkeypatch.setattr(localbuild, "LOG_HEAD", 1 << 20)
+    monkeypatch.setattr(localbuild, "LOG_TAIL", 1 << 20)
     result = build(tmp_path, [sys.executable, "flood.py"], {"flood.py": FLOOD})
     size = result.log.stat().st_size
     assert size <= 3 * (1 << 20) + 200, size  # 40 MiB written
@@ -219,10 +219,10 @@ def test_only_allow_listed_variables_reach_a_build(monkeypatch: pytest.MonkeyPat
     for name, value in {"GH_PAT": "p", "MY_SERVICE_API_KEY": "k", "PIP_INDEX_URL": "https://pypi.example/simple",
                         "HTTPS_PROXY": "http://u:p@proxy:3128", "LC_ALL": "C.UTF-8", "CUSTOM": "1"}.items():
         monkeypatch.setenv(name, value)
-    assert {"GH_PAT", "MY_SERVICE_API_KEY", "HTTPS_PROXY", "CUSTOM"}.isdisjoint(builders.build_environment())
-    assert {"PIP_INDEX_URL", "LC_ALL"} <= set(builders.build_environment())
-    monkeypatch.setenv(builders.PASS_SETTING, "CUSTOM")
-    assert builders.build_environment()["CUSTOM"] == "1"
+    assert {"GH_PAT", "MY_SERVICE_API_KEY", "HTTPS_PROXY", "CUSTOM"}.isdisjoint(localbuild.build_environment())
+    assert {"PIP_INDEX_URL", "LC_ALL"} <= set(localbuild.build_environment())
+    monkeypatch.setenv(localbuild.PASS_SETTING, "CUSTOM")
+    assert localbuild.build_environment()["CUSTOM"] == "1"
 
 
 def test_a_build_dies_with_its_pass(tmp_path: Path, daemon_mark: str) -> None:

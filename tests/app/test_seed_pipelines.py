@@ -24,7 +24,7 @@ from packaging.version import Version
 from bot.adapters.configdisk import load_config
 from bot.adapters.git import git
 from bot.adapters.github import GitHubPlatform
-from bot.adapters.github.actions import ActionsBuilder
+from bot.adapters.github.actions import ActionsClient
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
@@ -154,7 +154,7 @@ class Driver:
                                       author=loaded.config.defaults.author)
             settings = Settings(cache_dir=seed.cache)
             self.reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                         cache=seed.cache, actions=ActionsBuilder(platform), local_builds=False,
+                                         cache=seed.cache, actions=ActionsClient(platform), local_builds=False,
                                          settle=0)
 
     def run(self) -> Pass:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.github.actions import ActionsBuilder
+from bot.adapters.github.actions import ActionsClient
 from bot.adapters.git import git
 from bot.adapters.github import AppCredentials, GitHubPlatform
 from bot.loop.runner import Reconciler
@@ -195,7 +195,7 @@ def on_github(world: World, folder: Path, *, actions: bool = False, local_builds
                                   owner="rocm", repo=name, author=loaded.config.defaults.author, login=login)
         settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
         reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                cache=settings.cache_dir, actions=ActionsBuilder(platform) if actions else None,
+                                cache=settings.cache_dir, actions=ActionsClient(platform) if actions else None,
                                 local_builds=local_builds)
         yield OnGitHub(emulator, repo, reconciler)
         assert emulator.errors == []

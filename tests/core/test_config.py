@@ -262,7 +262,9 @@ def test_schema_names_the_contract_keys() -> None:
     assert {"file", "image_arg", "sha256_arg"} <= set(schema["$defs"]["Pin"]["properties"])
     assert {"distribution", "archs", "require_needed", "forbid_needed"} <= set(schema["$defs"]["Wheel"]["properties"])
     assert {"repo", "branch", "tags"} <= set(schema["$defs"]["Upstream"]["properties"])
-    assert {"command", "workflow", "inputs"} <= set(schema["$defs"]["Build"]["properties"])
+    assert {"kind", "command"} <= set(schema["$defs"]["CommandBuild"]["properties"])
+    assert {"kind", "workflow", "inputs"} <= set(schema["$defs"]["ActionsBuild"]["properties"])
+    assert component["build"]["oneOf"] == [{"$ref": "#/$defs/CommandBuild"}, {"$ref": "#/$defs/ActionsBuild"}]
 
 
 @pytest.mark.parametrize(("schedule", "problem"), [

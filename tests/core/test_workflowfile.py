@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config import Build
+from bot.core.config import ActionsBuild, CommandBuild
 from bot.core.configfile import load_config_text
 from bot.core.workflowfile import (
     MAX_WORKFLOW_BYTES,
@@ -239,14 +239,14 @@ def test_workflow_path(workflow: str, path: str | None) -> None:
 
 
 def test_build_warnings_reads_through_the_callback() -> None:
-    build = Build(workflow="lmcache-rocm-wheel.yaml", inputs=INPUTS)
+    build = ActionsBuild(workflow="lmcache-rocm-wheel.yaml", inputs=INPUTS)
     files = {PATH: NO_RUN_NAME}
     (warning,) = build_warnings(build, files.get, where="rocm/atom at main")
     assert "has no run-name" in warning
     (missing,) = build_warnings(build, {}.get, where="rocm/atom at main")
     assert missing.startswith(f"{PATH} does not exist in rocm/atom at main")
-    assert build_warnings(Build(command="make"), files.get, where="x") == []
-    (by_id,) = build_warnings(Build(workflow="161335", inputs=INPUTS), files.get, where="x")
+    assert build_warnings(CommandBuild(command="make"), files.get, where="x") == []
+    (by_id,) = build_warnings(ActionsBuild(workflow="161335", inputs=INPUTS), files.get, where="x")
     assert "is not a file name in .github/workflows/" in by_id
 
     def unreadable(path: str) -> str | None:

@@ -1,5 +1,6 @@
-"""The Actions builder (docs/design.md §1.2): `workflow_dispatch` of the downstream's wheel
-workflow with the full commit, followed to its end, its artifact taken as the build.
+"""The Actions API client (docs/design.md §1.2) that the `github-actions` build kind
+(loop/builders/github_actions.py) drives: `workflow_dispatch` of the downstream's wheel
+workflow with the full commit, the run followed to its end, its artifacts downloaded.
 
 github3.py 4.0.1 models no Actions API, so these calls go through its own authenticated
 session, beside the GitHub platform. As GitHub really behaves:
@@ -68,7 +69,7 @@ class RunSeen:
         return self.status == "completed"
 
 
-class ActionsBuilder:
+class ActionsClient:
     def __init__(self, platform: GitHubPlatform, *, artifact_grace: float = ARTIFACT_GRACE) -> None:
         self.platform = platform
         self.client = platform.client

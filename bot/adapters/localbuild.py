@@ -1,6 +1,7 @@
-"""The local builder (docs/design.md §1.2): `build.command` run in a clean checkout of the
-upstream at the commit, with `{sha}`, `{sha8}`, `{out}` filled and the same values in
-`WHEELPIN_*` variables. Output and exit status are kept in a log beside the wheels; a
+"""A local build (docs/design.md §1.2), the process the `command` build kind
+(loop/builders/command.py) runs: `build.command` in a clean checkout of the upstream at
+the commit, with `{sha}`, `{sha8}`, `{out}` filled and the same values in `WHEELPIN_*`
+variables. Output and exit status are kept in a log beside the wheels; a
 `.complete` marker is written only after success, so a killed build is never taken
 for a finished one. The build runs in a sandbox (adapters/sandbox.py: the bot's
 processes, environment, credentials and cache out of its reach; all it started ends with
@@ -17,18 +18,16 @@ import shlex
 import signal
 import shutil
 import subprocess
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.config import Component
+from ..core.config import CommandBuild, Component
 from ..core.templates import commit_values, render
 from . import sandbox
 from .boundedlog import MiB, BoundedLog
+from .buildcache import COMPLETE, build_folder
 from .progress import waited
 from .upstream import UpstreamRepo
-
-COMPLETE = ".complete"
 
 
 @dataclass(frozen=True)
@@ -64,53 +63,6 @@ def build_environment() -> dict[str, str]:
     passed = _PASSED | {name.strip() for name in os.environ.get(PASS_SETTING, "").split(",") if name.strip()}
     return {key: value for key, value in os.environ.items()
             if (key in passed or key.startswith("LC_")) and not _URL_CREDENTIALS.search(value)}
-
-
-def build_folder(cache: Path, component: str, commit: str) -> Path:
-    return cache / "builds" / component / commit
-
-
-PROVENANCE = "provenance"  # beside `out/`: who made these wheels, when they are not a build of wheelpin's
-
-
-def seed_build(cache: Path, component: str, commit: str, wheels: Sequence[Path], *, provenance: str) -> list[Path]:
-    """Wheels built elsewhere, taken as the build of `commit`: copied into the build
-    folder and marked complete only once all are there (a stop halfway leaves no build)."""
-    folder = build_folder(cache, component, commit)
-    out = folder / "out"
-    discard_build(cache, component, commit)
-    staging = folder / "out.partial"
-    staging.mkdir(parents=True)
-    for wheel in wheels:
-        shutil.copyfile(wheel, staging / wheel.name)
-    note_provenance(cache, component, commit, provenance)
-    (staging / COMPLETE).write_text(commit + "\n")
-    staging.rename(out)
-    return sorted(out.glob("*.whl"))
-
-
-def note_provenance(cache: Path, component: str, commit: str, provenance: str) -> None:
-    """Say where the build of `commit` comes from, when it is not a build of wheelpin's."""
-    folder = build_folder(cache, component, commit)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / PROVENANCE).write_text(provenance + "\n")
-
-
-def discard_build(cache: Path, component: str, commit: str) -> None:
-    """Forget the wheels held as the build of `commit` (another build is to be taken)."""
-    shutil.rmtree(build_folder(cache, component, commit), ignore_errors=True)
-
-
-def build_provenance(cache: Path, component: str, commit: str) -> str | None:
-    path = build_folder(cache, component, commit) / PROVENANCE
-    return path.read_text().strip() if path.exists() else None
-
-
-def built_wheels(cache: Path, component: str, commit: str) -> list[Path] | None:
-    out = build_folder(cache, component, commit) / "out"
-    if not (out / COMPLETE).exists():
-        return None
-    return sorted(out.glob("*.whl"))
 
 
 RUNNING = "build.pid"  # the process group of a build under way, and when its leader started
@@ -170,8 +122,8 @@ class LocalBuild:
 def local_build(component: Component, commit: str, cache: Path) -> LocalBuild:
     out = build_folder(cache, component.name, commit) / "out"
     values = {**commit_values(commit, component.name), "out": str(out)}
+    assert isinstance(component.build, CommandBuild), "a local build runs a `command` build"
     command = component.build.command
-    assert command is not None
     # a list is run as it is; a string through the shell, with the values quoted
     run: list[str] | str = ([render(part, values) for part in command] if isinstance(command, list)
                             else render(command, {k: shlex.quote(v) for k, v in values.items()}))
