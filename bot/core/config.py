@@ -127,7 +127,6 @@ class Upstream(_Model):
         return self
 
 
-
 class Wheel(_Model):
     distribution: Annotated[str, Field(
         description="The wheel's distribution name (as on PyPI), checked against the wheel's file name and METADATA.")]
