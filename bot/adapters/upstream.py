@@ -106,8 +106,12 @@ class UpstreamRepo:
                 every[name] = sha
         self.tags = every
         tags = {name: sha for name, sha in every.items() if pattern.version_of(name) is not None}
-        chosen = newest(tags, pattern)
+        chosen = newest(tags, pattern, self.upstream.versioning)
         if chosen is None:
+            if tags:  # some match, and the versioning refuses every version they carry
+                kind = f"{self.upstream.versioning} " if self.upstream.versioning else ""
+                raise UpstreamRefMissing(f"{public_url(self.url)}: no tag matching {self.upstream.tags} carries "
+                                         f"a {kind}version")
             raise UpstreamRefMissing(f"{public_url(self.url)}: no tag matches {self.upstream.tags}")
         return tags[chosen]
 
@@ -118,19 +122,22 @@ class UpstreamRepo:
         if self.upstream.tags is None or not self.tags:
             return False
         pattern = TagPattern.parse(self.upstream.tags)
-        mine = release_of(commit, self.tags, pattern)
+        versioning = self.upstream.versioning
+        mine = release_of(commit, self.tags, pattern, versioning)
         # the pin may carry a release tag the pattern does not match (pinned by hand): `v0.6.0`
         # is still newer than `v0.5.10-rocm`
-        theirs = release_of(than, self.tags, pattern) or release_of(than, self.tags, ANY_RELEASE)
-        return mine is not None and theirs is not None and is_older(mine, theirs)
+        theirs = (release_of(than, self.tags, pattern, versioning)
+                  or release_of(than, self.tags, ANY_RELEASE, versioning))
+        return mine is not None and theirs is not None and is_older(mine, theirs, versioning)
 
     def tag_of(self, commit: str | None) -> str | None:
         """The release tag on `commit` when the component follows tags (the pattern's, else
         any that reads as a release: a pin may carry one the pattern does not match)."""
         if commit is None or self.upstream.tags is None or not self.tags:
             return None
-        return (tag_on(commit, self.tags, TagPattern.parse(self.upstream.tags))
-                or tag_on(commit, self.tags, ANY_RELEASE))
+        versioning = self.upstream.versioning
+        return (tag_on(commit, self.tags, TagPattern.parse(self.upstream.tags), versioning)
+                or tag_on(commit, self.tags, ANY_RELEASE, versioning))
 
     def _ensure_mirror(self) -> None:
         if not (self.mirror / "HEAD").exists():

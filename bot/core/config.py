@@ -80,6 +80,13 @@ class Defaults(_Model):
         return check_timezone(value)
 
 
+def _versioning_names(schema: dict[str, Any]) -> None:
+    """`upstream.versioning`'s names in the JSON Schema, from the registry (an editor offers them)."""
+    from .versioning.api import VERSIONINGS
+
+    schema["anyOf"] = [{"type": "string", "enum": list(VERSIONINGS)}, {"type": "null"}]
+
+
 class Upstream(_Model):
     """Any git URL (https, ssh, file://, a local path) and a branch or a tag pattern."""
 
@@ -88,6 +95,10 @@ class Upstream(_Model):
     branch: Annotated[str | None, Field(description="Follow the head of this branch (give this or `tags`).")] = None
     tags: str | None = Field(default=None, description="the newest release tag by version: a glob such as "
                              "v* , or a pattern naming the version part, such as v{version}-rocm")
+    versioning: str | None = Field(default=None, json_schema_extra=_versioning_names,
+                                   description="the versioning the tags' versions are told valid and ordered by "
+                                   "(docs/config.md says each); absent: PEP 440 when every matching tag's version "
+                                   "is one, else loose")
 
     @field_validator("tags")
     @classmethod
@@ -98,10 +109,21 @@ class Upstream(_Model):
             TagPattern.parse(value)
         return value
 
+    @field_validator("versioning")
+    @classmethod
+    def _versioning(cls, value: str | None) -> str | None:
+        from .versioning.api import VERSIONINGS
+
+        if value is not None and value not in VERSIONINGS:
+            raise ValueError(f"{value!r} is not a versioning: give one of {', '.join(VERSIONINGS)}")
+        return value
+
     @model_validator(mode="after")
     def _one_ref(self) -> Self:
         if (self.branch is None) == (self.tags is None):
             raise ValueError("give exactly one of upstream.branch or upstream.tags")
+        if self.versioning is not None and self.tags is None:
+            raise ValueError("upstream.versioning orders release tags: give it with upstream.tags, not a branch")
         return self
 
 

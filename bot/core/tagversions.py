@@ -1,23 +1,23 @@
 """Upstream tags in version order (docs/design.md §1.1): which tags an `upstream.tags`
-pattern matches, the version each carries, and how two versions compare, so the newest
-release is followed and an older one is never proposed over a newer pin.
+pattern matches, the version each carries, and the newest of them, so the newest release
+is followed and an older one is never proposed over a newer pin.
 
 A pattern is a glob (`v*`) or names its version part (`v{version}-rocm`; glob characters
-may surround it). A version compares as PEP 440 when every candidate parses as one, else
-loosely, by its numeric components (as Renovate's "loose" versioning does): `0.5.10`
-after `0.5.9`, a bare release after its suffixed builds (`1.2.0` after `1.2.0-rc1`).
-Pure: no I/O.
+may surround it). Versions are told valid and ordered by a versioning
+(`core/versioning/`): the one `upstream.versioning` names, else PEP 440 when every
+candidate is one and loose otherwise (`0.5.10` after `0.5.9`, `1.2.0` after `1.2.0-rc1`).
+A tag whose version the versioning refuses is not a release. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from .versioning.api import versioning_of
+from .versioning.loose import loose_key as loose_key  # the loose order's key, for callers sorting loosely
 
 PLACEHOLDER = "{version}"
 MAX_TAG = 256  # a git ref name longer than this is not a release tag worth comparing
@@ -60,53 +60,33 @@ def _glob(part: str) -> str:
     return fnmatch.translate(part).removeprefix("(?s:").removesuffix(")\\Z")
 
 
-_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
-_TOKEN = re.compile(r"\d+|[A-Za-z]+")
-
-
-def loose_key(version: str) -> tuple[Any, ...]:
-    """Numeric components first, then a bare release after a suffixed one, then the
-    suffix's own tokens (numbers as numbers)."""
-    match = _NUMBERS.match(version)
-    numbers = tuple(int(n) for n in match.group().split(".")) if match else ()
-    suffix = version[match.end():] if match else version
-    tokens = tuple((0, int(t), "") if t.isdigit() else (1, 0, t.lower()) for t in _TOKEN.findall(suffix))
-    return (numbers, 1 if not suffix else 0, tokens)
-
-
-def ordering(versions: Iterable[str]) -> Any:
-    """A sort key over `versions`: PEP 440 when all of them parse, else loose."""
-    listed = list(versions)
-    try:
-        parsed = {v: Version(v) for v in listed}
-    except InvalidVersion:
-        return loose_key
-    return lambda v: parsed[v] if v in parsed else loose_key(v)
-
-
-def newest(tags: Mapping[str, str], pattern: TagPattern) -> str | None:
+def newest(tags: Mapping[str, str], pattern: TagPattern, versioning: str | None = None) -> str | None:
     """The tag with the highest version among `tags` (name → commit) that the pattern
-    matches; None when none does. Creation order never matters: a backport tagged later
-    than a higher release is not the newest."""
+    matches, by `versioning` (a name of VERSIONINGS; None: the default); None when none
+    does. Creation order never matters: a backport tagged later than a higher release is
+    not the newest."""
     versions = {tag: v for tag in tags if (v := pattern.version_of(tag)) is not None}
-    if not versions:
+    order = versioning_of(versioning, versions.values())
+    releases = {tag: v for tag, v in versions.items() if order.is_valid(v)}
+    if not releases:
         return None
-    key = ordering(versions.values())
-    return max(versions, key=lambda tag: (key(versions[tag]), tag))
+    return max(releases, key=lambda tag: (order.key(releases[tag]), tag))
 
 
-def tag_on(commit: str, tags: Mapping[str, str], pattern: TagPattern) -> str | None:
+def tag_on(commit: str, tags: Mapping[str, str], pattern: TagPattern, versioning: str | None = None) -> str | None:
     """The matching tag of the highest version on `commit` (None: it has none)."""
-    return newest({tag: commit_ for tag, commit_ in tags.items() if commit_ == commit}, pattern)
+    return newest({tag: commit_ for tag, commit_ in tags.items() if commit_ == commit}, pattern, versioning)
 
 
-def release_of(commit: str, tags: Mapping[str, str], pattern: TagPattern) -> str | None:
+def release_of(commit: str, tags: Mapping[str, str], pattern: TagPattern,
+               versioning: str | None = None) -> str | None:
     """The highest version among the matching tags on `commit` (None: it has none)."""
-    found = tag_on(commit, tags, pattern)
+    found = tag_on(commit, tags, pattern, versioning)
     return pattern.version_of(found) if found is not None else None
 
 
-def is_older(candidate: str, than: str) -> bool:
-    """True when version `candidate` is strictly older than version `than`."""
-    key = ordering([candidate, than])
-    return bool(key(candidate) < key(than))
+def is_older(candidate: str, than: str, versioning: str | None = None) -> bool:
+    """True when version `candidate` is strictly older than version `than` (False when
+    the versioning refuses either)."""
+    order = versioning_of(versioning, [candidate, than])
+    return order.is_valid(candidate) and order.is_valid(than) and order.is_older(candidate, than)
