@@ -268,6 +268,12 @@ def escape_problem(root: Path, file: str) -> str | None:
             "only files inside it")
 
 
+# The pin formats by the config key that selects each: a pin gives exactly one of these keys,
+# and its kind is the format named here (core/pinformats/api.py maps the same names to the
+# formats; its contract test keeps the two in step).
+PIN_KINDS: dict[str, str] = {"image_arg": "dockerfile-arg", "from_stage": "dockerfile-from"}
+
+
 class Pin(_Model):
     """One place a Dockerfile pins the component: an ARG (+ its sha256 ARG) or a FROM."""
 
@@ -284,10 +290,15 @@ class Pin(_Model):
     def _file(cls, value: str) -> str:
         return pin_path(value)
 
+    @property
+    def kind(self) -> str:
+        """The pin's format, the one its key says (`image_arg`: `dockerfile-arg`)."""
+        return next(kind for key, kind in PIN_KINDS.items() if getattr(self, key) is not None)
+
     @model_validator(mode="after")
     def _one_site(self) -> Self:
-        if (self.image_arg is None) == (self.from_stage is None):
-            raise ValueError("give exactly one of image_arg or from_stage")
+        if len([key for key in PIN_KINDS if getattr(self, key) is not None]) != 1:
+            raise ValueError(f"give exactly one of {' or '.join(PIN_KINDS)}")
         if self.python_tag is not None and self.sha256_arg is None:
             raise ValueError("python_tag names the wheel of sha256_arg: give sha256_arg too")
         return self
