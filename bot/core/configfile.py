@@ -22,7 +22,7 @@ from typing import Any
 import tomli
 from pydantic import BaseModel, ValidationError
 
-from .config import COMPONENT_NAME, Config
+from .config import COMPONENT_NAME, PIN_KINDS, Config
 from .errors import ConfigError
 from .hostreach import host_problems
 from .tomlpos import key_lines, line_of
@@ -137,11 +137,15 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
-        for error in exc.errors():
-            loc = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
+        errors = exc.errors()
+        for error in errors:
+            if _misspelt(error, errors):
+                continue  # said once, as the unknown key that misspells it
+            tagged = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
+            loc = [part for index, part in enumerate(tagged) if _pin_kind_at(tagged, index) is None]
             message = error["msg"].removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
-                message = "unknown key" + _did_you_mean(loc)
+                message = "unknown key" + _did_you_mean(tagged)
             problems.append(located(*_refine(loc, message)))
         raise ConfigInvalid(path, sorted(problems, key=_line_number)) from None
     if problems:
@@ -233,6 +237,24 @@ def _is_internal(part: str) -> bool:
     return "[" in part or part in {"str", "list[str]", "int", "bool"} or part.startswith("function-")
 
 
+def _misspelt(error: Any, errors: Sequence[Any]) -> bool:
+    """A pin's key found missing where the same pin holds an unknown key closest to it
+    (`imag_arg` for `image_arg`, which chose the format): the unknown key's sentence names it."""
+    table, key = tuple(error["loc"][:-1]), error["loc"][-1]
+    if error["type"] != "missing" or not table or _pin_kind_at(table, len(table) - 1) is None:
+        return False
+    return any(other["type"] == "extra_forbidden" and tuple(other["loc"][:-1]) == table
+               and difflib.get_close_matches(str(other["loc"][-1]), [str(key)], n=1) for other in errors)
+
+
+def _pin_kind_at(loc: Sequence[str | int], index: int) -> type[BaseModel] | None:
+    """The model of the pin format pydantic names after a pin's index, when `loc[index]` is
+    that name (`pins.0.dockerfile-arg.image_arg` is the pin's own `image_arg`)."""
+    if index >= 2 and loc[index - 2] == "pins" and isinstance(loc[index - 1], int):
+        return PIN_KINDS.get(str(loc[index]))
+    return None
+
+
 def _did_you_mean(loc: Sequence[str | int]) -> str:
     """`, did you mean `labels`?` for an unknown key close to one its table allows."""
     if not loc or not isinstance(loc[-1], str):
@@ -246,8 +268,11 @@ def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
     """The model of the table at `loc` (list indexes pass through), from the fields'
     annotations: the keys it allows are the ones a typo is compared with."""
     model: type[BaseModel] | None = Config
-    for part in loc:
+    for index, part in enumerate(loc):
         if isinstance(part, int):
+            continue
+        if (kind := _pin_kind_at(loc, index)) is not None:  # the format the union chose: its model
+            model = kind
             continue
         found = model.model_fields.get(part) if model else None
         model = _model_in(found.annotation) if found else None

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .config import Component, Pin
+from .config import Component, DockerfileArgPin, DockerfileFromPin, Pin
 from .dockerpins import ValueSite
 from .errors import UsageError
 from .imageref import ImageRef, ImageRefError, parse_pinned
@@ -61,8 +61,8 @@ class PinState:
             "component": self.component,
             "file": self.file,
             "line": self.line,
-            "arg": self.pin.image_arg,
-            "from_stage": self.pin.from_stage,
+            "arg": self.pin.image_arg if isinstance(self.pin, DockerfileArgPin) else None,
+            "from_stage": self.pin.from_stage if isinstance(self.pin, DockerfileFromPin) else None,
             "image": self.image,
             "repository": ref.repository if ref else None,
             "tag": ref.tag if ref else None,

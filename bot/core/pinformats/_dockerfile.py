@@ -3,13 +3,9 @@ once per text) and the defaults of an ARG, which both formats' wheel sha256s are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..config import DockerfileArgPin, DockerfileFromPin
 from ..dockerpins import DockerfileError, ParsedDockerfile, ValueSite, parse
 from .base import PinError, PinSites, closest
-
-if TYPE_CHECKING:
-    from ..config import Pin
 
 
 def parsed(text: str, file: str) -> ParsedDockerfile:
@@ -35,7 +31,7 @@ def arg_sites(dockerfile: ParsedDockerfile, name: str, file: str) -> tuple[Value
     return sites
 
 
-def with_sha256(pin: Pin, dockerfile: ParsedDockerfile, image: tuple[ValueSite, ...]) -> PinSites:
+def with_sha256(pin: DockerfileArgPin | DockerfileFromPin, dockerfile: ParsedDockerfile, image: tuple[ValueSite, ...]) -> PinSites:
     """The image sites, and the defaults of the pin's `sha256_arg` when it has one."""
     sha256 = arg_sites(dockerfile, pin.sha256_arg, pin.file) if pin.sha256_arg else ()
     return PinSites(image, sha256)

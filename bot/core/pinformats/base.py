@@ -13,13 +13,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol, TypeVar
 
 from ..dockerpins import ValueSite
 from ..errors import UsageError
 
-if TYPE_CHECKING:
-    from ..config import Pin
+# The config model of a format's pins (config.DockerfileArgPin…): each format reads its own.
+PinTable = TypeVar("PinTable", contravariant=True)
 
 
 class PinError(UsageError):
@@ -37,21 +37,25 @@ class PinSites:
     sha256: tuple[ValueSite, ...] = ()
 
 
-class PinFormat(Protocol):
+class PinFormat(Protocol[PinTable]):
     """One way a file pins a wheel image; `api.FORMATS` holds one of each by `name`."""
 
     @property
     def name(self) -> str:
-        """The format's name in the registry and as `Pin.kind` says it (`dockerfile-arg`)."""
+        """The format's name in the registry, as a pin's `kind` says it (`dockerfile-arg`)."""
         ...
 
     @property
     def key(self) -> str:
-        """The config key of `[[component.pins]]` that selects this format and names what it
-        pins (`image_arg`): config.PIN_KINDS maps it to `name`."""
+        """The config key that says where a pin of this format is (`image_arg`), and that
+        selects the format when a pin leaves `kind` out."""
         ...
 
-    def read(self, pin: Pin, text: str) -> PinSites:
+    def named(self, pin: PinTable) -> str:
+        """What the pin names in its file, as `pins list` says it (`LMCACHE_WHEEL_IMAGE`)."""
+        ...
+
+    def read(self, pin: PinTable, text: str) -> PinSites:
         """Every site of `pin` in `text` (the text of `pin.file`); PinError naming the file
         when the text is unreadable, lacks what the pin names (with the closest name it
         has), holds no literal reference there, or holds values that disagree."""

@@ -4,20 +4,19 @@ declared in several stages has all its defaults moved together."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..config import DockerfileArgPin
 from ._dockerfile import arg_sites, parsed, with_sha256
 from .base import PinSites, literal
-
-if TYPE_CHECKING:
-    from ..config import Pin
 
 
 class DockerfileArg:
     name = "dockerfile-arg"
     key = "image_arg"
 
-    def read(self, pin: Pin, text: str) -> PinSites:
+    def named(self, pin: DockerfileArgPin) -> str:
+        return pin.image_arg
+
+    def read(self, pin: DockerfileArgPin, text: str) -> PinSites:
         dockerfile = parsed(text, pin.file)
-        image = literal(pin.file, arg_sites(dockerfile, pin.image_arg or "", pin.file))
+        image = literal(pin.file, arg_sites(dockerfile, pin.image_arg, pin.file))
         return with_sha256(pin, dockerfile, image)

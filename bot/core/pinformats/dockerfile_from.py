@@ -3,22 +3,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..config import DockerfileFromPin
 from ._dockerfile import parsed, with_sha256
 from .base import PinError, PinSites, closest, literal
-
-if TYPE_CHECKING:
-    from ..config import Pin
 
 
 class DockerfileFrom:
     name = "dockerfile-from"
     key = "from_stage"
 
-    def read(self, pin: Pin, text: str) -> PinSites:
+    def named(self, pin: DockerfileFromPin) -> str:
+        return f"FROM … AS {pin.from_stage}"
+
+    def read(self, pin: DockerfileFromPin, text: str) -> PinSites:
         dockerfile = parsed(text, pin.file)
-        wanted = pin.from_stage or ""
+        wanted = pin.from_stage
         stage = dockerfile.stage(wanted)
         if stage is None:
             raise PinError(f"{pin.file}: no FROM … AS {wanted} stage"
