@@ -142,7 +142,7 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
             if _misspelt(error, errors):
                 continue  # said once, as the unknown key that misspells it
             tagged = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
-            loc = [part for index, part in enumerate(tagged) if _pin_kind_at(tagged, index) is None]
+            loc = _untagged(tagged)
             message = error["msg"].removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
                 message = "unknown key" + _did_you_mean(tagged)
@@ -241,18 +241,27 @@ def _misspelt(error: Any, errors: Sequence[Any]) -> bool:
     """A pin's key found missing where the same pin holds an unknown key closest to it
     (`imag_arg` for `image_arg`, which chose the format): the unknown key's sentence names it."""
     table, key = tuple(error["loc"][:-1]), error["loc"][-1]
-    if error["type"] != "missing" or not table or _pin_kind_at(table, len(table) - 1) is None:
+    if error["type"] != "missing" or not table or _kinds_at(table, len(table) - 1) is not _TAGGED["pins"]:
         return False
     return any(other["type"] == "extra_forbidden" and tuple(other["loc"][:-1]) == table
                and difflib.get_close_matches(str(other["loc"][-1]), [str(key)], n=1) for other in errors)
 
 
-def _pin_kind_at(loc: Sequence[str | int], index: int) -> type[BaseModel] | None:
-    """The model of the pin format pydantic names after a pin's index, when `loc[index]` is
-    that name (`pins.0.dockerfile-arg.image_arg` is the pin's own `image_arg`)."""
-    if index >= 2 and loc[index - 2] == "pins" and isinstance(loc[index - 1], int):
-        return PIN_KINDS.get(str(loc[index]))
-    return None
+def _kinds_at(loc: Sequence[str | int], index: int) -> dict[str, type[BaseModel]] | None:
+    """The kinds of the tagged union whose tag `loc[index]` is: it follows the union's key,
+    or the key and an index when the key holds a list of such tables (`pins.0.dockerfile-arg`)."""
+    before = index - 2 if index >= 2 and isinstance(loc[index - 1], int) else index - 1
+    kinds = _TAGGED.get(str(loc[before])) if before >= 0 else None
+    return kinds if kinds is not None and isinstance(loc[index], str) else None
+
+
+def _untagged(loc: list[str | int]) -> list[str | int]:
+    """The key path without the kind pydantic names after a tagged union's key
+    (`pins.0.dockerfile-arg.image_arg` is the `dockerfile-arg` pin's `pins[0].image_arg`)."""
+    return [part for index, part in enumerate(loc) if _kinds_at(loc, index) is None]
+
+
+_TAGGED: dict[str, dict[str, type[BaseModel]]] = {"pins": dict(PIN_KINDS)}  # keys whose tables are one of several kinds
 
 
 def _did_you_mean(loc: Sequence[str | int]) -> str:
@@ -271,8 +280,9 @@ def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
     for index, part in enumerate(loc):
         if isinstance(part, int):
             continue
-        if (kind := _pin_kind_at(loc, index)) is not None:  # the format the union chose: its model
-            model = kind
+        kinds = _kinds_at(loc, index)
+        if kinds is not None:  # the kind a tagged union chose: its model
+            model = kinds.get(str(part))
             continue
         found = model.model_fields.get(part) if model else None
         model = _model_in(found.annotation) if found else None
