@@ -15,6 +15,7 @@ from ..adapters.upstream import upstream_url
 from ..core.config import CommandBuild, Component, Config
 from ..core.configfile import ConfigInvalid, LoadedConfig
 from ..core.errors import UsageError
+from ..core.pinformats.api import FORMATS
 from ..core.pins import pin_findings
 from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
@@ -118,7 +119,7 @@ def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
         if len(texts) < len({pin.file for pin in component.pins}):
             continue
         for index, sentence, refuses in pin_findings(component, texts):
-            key = "image_arg" if component.pins[index].image_arg else "from_stage"
+            key = FORMATS[component.pins[index].kind].key
             (refused if refuses else said).append(
                 loaded.located(("component", number, "pins", index, key), sentence))
     return refused, said

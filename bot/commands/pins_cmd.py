@@ -13,6 +13,7 @@ import structlog
 
 from ..adapters.worktree import canonical_component, read_texts, write_texts_atomically
 from ..core.errors import UsageError, doing
+from ..core.pinformats.api import FORMATS
 from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
@@ -52,7 +53,7 @@ def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> in
         return 0
     for state in states:
         ref = state.ref
-        where = state.pin.image_arg or f"FROM … AS {state.pin.from_stage}"
+        where = FORMATS[state.pin.kind].named(state.pin)
         emit_text(f"{state.component}  {state.file}:{state.line}  {where}")
         emit_text(f"    image   {state.image}")
         emit_text(f"    digest  {ref.digest if ref and ref.digest else '(none: pinned by tag only)'}")

@@ -8,6 +8,7 @@ docs/design.md §3 are a contract; everything is checked here, before any pass r
 # No `from __future__ import annotations` in this module: pydantic would evaluate each of
 # its ~60 annotations from a string (a compile each), at every start-up.
 
+import difflib
 import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, Self
@@ -350,15 +351,13 @@ def escape_problem(root: Path, file: str) -> str | None:
             "only files inside it")
 
 
-class Pin(_Model):
-    """One place a Dockerfile pins the component: an ARG (+ its sha256 ARG) or a FROM."""
+class _PinKind(_Model):
+    """What every pin format's table carries besides the key that says where it pins."""
 
+    kind: str  # each format's model narrows it to its name (a Literal): the union's tag
     file: Annotated[str, Field(description="The Dockerfile, relative to the repository root.")]
-    image_arg: Annotated[Annotated[str, Field(pattern=_ARG)] | None, Field(
-        description="The ARG whose default is the wheel image reference (repository:tag@sha256:digest).")] = None
     sha256_arg: Annotated[Annotated[str, Field(pattern=_ARG)] | None, Field(
         description="The ARG whose default is the wheel's sha256.")] = None
-    from_stage: str | None = Field(default=None, description="pin the FROM line `AS <stage>`")
     python_tag: str | None = Field(default=None, description="which wheel sha256_arg names")
 
     @field_validator("file")
@@ -367,12 +366,78 @@ class Pin(_Model):
         return pin_path(value)
 
     @model_validator(mode="after")
-    def _one_site(self) -> Self:
-        if (self.image_arg is None) == (self.from_stage is None):
-            raise ValueError("give exactly one of image_arg or from_stage")
+    def _tag_of_a_sha256(self) -> Self:
         if self.python_tag is not None and self.sha256_arg is None:
             raise ValueError("python_tag names the wheel of sha256_arg: give sha256_arg too")
         return self
+
+
+class DockerfileArgPin(_PinKind):
+    """`kind = "dockerfile-arg"`: the default of an ARG holds the reference (+ its sha256 ARG)."""
+
+    kind: Annotated[Literal["dockerfile-arg"], Field(
+        description="The pin format: an ARG's default (may be left out when `image_arg` is given).",
+    )] = "dockerfile-arg"
+    image_arg: Annotated[str, Field(
+        pattern=_ARG, description="The ARG whose default is the wheel image reference (repository:tag@sha256:digest).")]
+
+
+class DockerfileFromPin(_PinKind):
+    """`kind = "dockerfile-from"`: the FROM line of a stage holds the reference (+ a sha256 ARG)."""
+
+    kind: Annotated[Literal["dockerfile-from"], Field(
+        description="The pin format: a stage's FROM line (may be left out when `from_stage` is given).",
+    )] = "dockerfile-from"
+    from_stage: str = Field(description="pin the FROM line `AS <stage>`")
+
+
+# The pin formats by name, as `kind` says them: core/pinformats/api.py maps the same names to
+# the formats that read and move them, and its contract test keeps the two in step.
+PIN_KINDS: dict[str, type[_PinKind]] = {"dockerfile-arg": DockerfileArgPin, "dockerfile-from": DockerfileFromPin}
+_PIN_KEYS = {"image_arg": "dockerfile-arg", "from_stage": "dockerfile-from"}  # no `kind`: its key says it
+_ONE_SITE = f"give exactly one of {' or '.join(_PIN_KEYS)}"
+
+
+def _misspelt_key(value: dict[str, Any]) -> str | None:
+    """The format whose key a key no format knows misspells (`imag_arg`), so the pin is read
+    as that format and the misspelling is said as an unknown key with the closest one."""
+    known = {"kind", *(name for model in PIN_KINDS.values() for name in model.model_fields)}
+    for key in value.keys() - known:
+        close = difflib.get_close_matches(str(key), list(_PIN_KEYS), n=1)
+        if close:
+            return _PIN_KEYS[close[0]]
+    return None
+
+
+def _known_pin_kind(value: Any) -> Any:
+    """One sentence, located, for a pin table no format fits (before the union tries any)."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        given = _PIN_KEYS.keys() & value.keys()
+        if kind is None and (len(given) > 1 or (not given and _misspelt_key(value) is None)):
+            raise ValueError(_ONE_SITE)
+        if kind is not None and (not isinstance(kind, str) or kind not in PIN_KINDS):
+            raise ValueError(f"kind: {kind!r} is not a pin format ({', '.join(PIN_KINDS)})")
+    return value
+
+
+def _pin_kind(value: Any) -> str | None:
+    """The format of a pin table: its `kind`, else the one its `image_arg` or `from_stage` implies."""
+    if isinstance(value, _PinKind):
+        return value.kind
+    if not isinstance(value, dict):
+        return None
+    if "kind" in value:
+        return str(value["kind"])
+    return next((kind for key, kind in _PIN_KEYS.items() if key in value), None) or _misspelt_key(value)
+
+
+Pin = Annotated[
+    Annotated[DockerfileArgPin, Tag("dockerfile-arg")] | Annotated[DockerfileFromPin, Tag("dockerfile-from")],
+    Discriminator(_pin_kind, custom_error_type="pin_kind", custom_error_message=_ONE_SITE),
+    BeforeValidator(_known_pin_kind),
+]
+"""One place a Dockerfile pins the component, in one of the formats of core/pinformats/."""
 
 
 class Consumer(_Model):
@@ -499,9 +564,12 @@ SCHEMA_EXAMPLES: dict[tuple[str, str], list[Any]] = {  # (model, field) → exam
     ("ActionsBuild", "inputs"): [{"commit": "{sha}"}],
     ("Image", "repository"): ["ghcr.io/your-org/lmcache-wheel", "oci:../images"],
     ("Image", "tag"): ["{component}-{version}", "v{version_base}-g{sha8}"],
-    ("Pin", "file"): ["docker/Dockerfile.rocm"],
-    ("Pin", "image_arg"): ["LMCACHE_WHEEL_IMAGE"],
-    ("Pin", "sha256_arg"): ["LMCACHE_WHEEL_SHA256"],
+    ("DockerfileArgPin", "file"): ["docker/Dockerfile.rocm"],
+    ("DockerfileArgPin", "image_arg"): ["LMCACHE_WHEEL_IMAGE"],
+    ("DockerfileArgPin", "sha256_arg"): ["LMCACHE_WHEEL_SHA256"],
+    ("DockerfileFromPin", "file"): ["docker/Dockerfile.rocm"],
+    ("DockerfileFromPin", "from_stage"): ["wheels"],
+    ("DockerfileFromPin", "sha256_arg"): ["LMCACHE_WHEEL_SHA256"],
     ("Component", "constraints"): [["numpy==2.3.5", "torch==2.9.0"]],
 }
 

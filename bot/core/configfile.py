@@ -22,7 +22,7 @@ from typing import Any
 import tomli
 from pydantic import BaseModel, ValidationError
 
-from .config import BUILD_KINDS, COMPONENT_NAME, Config
+from .config import BUILD_KINDS, COMPONENT_NAME, PIN_KINDS, Config
 from .errors import ConfigError
 from .hostreach import host_problems
 from .tomlpos import key_lines, line_of
@@ -137,7 +137,10 @@ def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
-        for error in exc.errors():
+        errors = exc.errors()
+        for error in errors:
+            if _misspelt(error, errors):
+                continue  # said once, as the unknown key that misspells it
             tagged = [part for part in error["loc"] if isinstance(part, int) or not _is_internal(part)]
             loc = _untagged(tagged)
             message = error["msg"].removeprefix("Value error, ")
@@ -234,13 +237,32 @@ def _is_internal(part: str) -> bool:
     return "[" in part or part in {"str", "list[str]", "int", "bool"} or part.startswith("function-")
 
 
+def _misspelt(error: Any, errors: Sequence[Any]) -> bool:
+    """A pin's key found missing where the same pin holds an unknown key closest to it
+    (`imag_arg` for `image_arg`, which chose the format): the unknown key's sentence names it."""
+    table, key = tuple(error["loc"][:-1]), error["loc"][-1]
+    if error["type"] != "missing" or not table or _kinds_at(table, len(table) - 1) is not _TAGGED["pins"]:
+        return False
+    return any(other["type"] == "extra_forbidden" and tuple(other["loc"][:-1]) == table
+               and difflib.get_close_matches(str(other["loc"][-1]), [str(key)], n=1) for other in errors)
+
+
+def _kinds_at(loc: Sequence[str | int], index: int) -> dict[str, type[BaseModel]] | None:
+    """The kinds of the tagged union whose tag `loc[index]` is: it follows the union's key,
+    or the key and an index when the key holds a list of such tables (`pins.0.dockerfile-arg`)."""
+    before = index - 2 if index >= 2 and isinstance(loc[index - 1], int) else index - 1
+    kinds = _TAGGED.get(str(loc[before])) if before >= 0 else None
+    return kinds if kinds is not None and isinstance(loc[index], str) else None
+
+
 def _untagged(loc: list[str | int]) -> list[str | int]:
     """The key path without the kind pydantic names after a tagged union's key
-    (`build.command.timeout_minutes` is the `command` kind's `build.timeout_minutes`)."""
-    return [part for index, part in enumerate(loc) if not (index and loc[index - 1] in _TAGGED)]
+    (`pins.0.dockerfile-arg.image_arg` is the `dockerfile-arg` pin's `pins[0].image_arg`)."""
+    return [part for index, part in enumerate(loc) if _kinds_at(loc, index) is None]
 
 
-_TAGGED = {"build": BUILD_KINDS}  # keys whose table is one of several kinds, by name
+# keys whose tables are one of several kinds, by name
+_TAGGED: dict[str, dict[str, type[BaseModel]]] = {"build": dict(BUILD_KINDS), "pins": dict(PIN_KINDS)}
 
 
 def _did_you_mean(loc: Sequence[str | int]) -> str:
@@ -259,9 +281,9 @@ def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
     for index, part in enumerate(loc):
         if isinstance(part, int):
             continue
-        kinds = _TAGGED.get(str(loc[index - 1])) if index else None
+        kinds = _kinds_at(loc, index)
         if kinds is not None:  # the kind a tagged union chose: its model
-            model = kinds.get(part)
+            model = kinds.get(str(part))
             continue
         found = model.model_fields.get(part) if model else None
         model = _model_in(found.annotation) if found else None

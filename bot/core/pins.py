@@ -1,32 +1,29 @@
 """Reading a component's pins and planning their bump (docs/design.md §1.6), all pure.
 
-A pin is an ARG holding `ref@sha256:digest` (with an optional ARG holding the wheel's
-sha256) or a `FROM … AS stage` line. Reading finds every place each one is written; an
-ARG declared in several stages has all its defaults moved together, and defaults that
-disagree are an error. A bump is planned for every file before anything is written:
-the caller writes all new texts or none.
+A pin is written in a file in one of the formats of `core/pinformats/` (an ARG holding
+`ref@sha256:digest` with an optional ARG holding the wheel's sha256, or a `FROM … AS stage`
+line); its format finds every place it is written. This module does what is the same for
+every format: the reference must be one, in the component's repository, with a tag its
+template gives; a bump is planned for every file before anything is written, and the
+caller writes all new texts or none.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .config import Component, Pin
-from .dockerpins import DockerfileError, ParsedDockerfile, ValueSite, parse
+from .config import Component, DockerfileArgPin, DockerfileFromPin, Pin
+from .dockerpins import ValueSite
 from .errors import UsageError
 from .imageref import ImageRef, ImageRefError, parse_pinned
+from .pinformats.api import FORMATS
+from .pinformats.base import PinError as PinError  # raised here too, and caught by its callers
+from .pinformats.base import rewrite
 from .templates import tag_pattern
 
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
-
-
-class PinError(UsageError):
-    """A pin cannot be read or moved; the message names the file."""
-
-    validate_finds = True
 
 
 @dataclass(frozen=True)
@@ -64,8 +61,8 @@ class PinState:
             "component": self.component,
             "file": self.file,
             "line": self.line,
-            "arg": self.pin.image_arg,
-            "from_stage": self.pin.from_stage,
+            "arg": self.pin.image_arg if isinstance(self.pin, DockerfileArgPin) else None,
+            "from_stage": self.pin.from_stage if isinstance(self.pin, DockerfileFromPin) else None,
             "image": self.image,
             "repository": ref.repository if ref else None,
             "tag": ref.tag if ref else None,
@@ -77,66 +74,15 @@ class PinState:
         }
 
 
-def parse_file(text: str, file: str) -> ParsedDockerfile:
-    try:
-        return parse(text, where=file)
-    except DockerfileError as exc:
-        raise PinError(str(exc)) from None
-
-
-def _known(what: str, name: str, present: Iterable[str]) -> str:
-    """` (ARGs here: A, B; did you mean A?)`: a misspelt name is found at once."""
-    names = sorted(set(present))
-    if not names:
-        return f" (it declares no {what})"
-    close = difflib.get_close_matches(name, names, n=1)
-    return f" ({what} here: {', '.join(names)}" + (f"; did you mean {close[0]}?)" if close else ")")
-
-
-def _arg_sites(parsed: ParsedDockerfile, name: str, file: str) -> tuple[ValueSite, ...]:
-    declarations = parsed.declarations(name)
-    if not declarations:
-        raise PinError(f"{file}: ARG {name} is not declared" + _known("ARGs", name, (a.name for a in parsed.args)))
-    sites = tuple(d.default for d in declarations if d.default is not None)
-    if not sites:
-        raise PinError(f"{file}:{declarations[0].line}: ARG {name} has no default value to pin")
-    values = {site.value for site in sites}
-    if len(values) > 1:
-        lines = ", ".join(str(site.line) for site in sites)
-        raise PinError(f"{file}: ARG {name} has defaults that disagree (lines {lines})")
-    return sites
-
-
-def read_pin(component: Component, pin: Pin, parsed: ParsedDockerfile) -> PinState:
-    if pin.image_arg is not None:
-        image_sites = _arg_sites(parsed, pin.image_arg, pin.file)
-    else:
-        stage = parsed.stage(pin.from_stage or "")
-        if stage is None:
-            raise PinError(f"{pin.file}: no FROM … AS {pin.from_stage} stage"
-                           + _known("stages", pin.from_stage or "", (s.name for s in parsed.stages if s.name)))
-        if "$" in stage.image.value:
-            raise PinError(
-                f"{pin.file}:{stage.line}: FROM {stage.image.value} uses a variable: pin that ARG "
-                "with image_arg instead"
-            )
-        image_sites = (stage.image,)
-    if "$" in image_sites[0].value:
-        raise PinError(f"{pin.file}:{image_sites[0].line}: the pinned value "
-                       f"{image_sites[0].value!r} uses a variable; wheelpin pins literal values")
-    sha_sites = _arg_sites(parsed, pin.sha256_arg, pin.file) if pin.sha256_arg else ()
-    return PinState(component.name, pin.file, pin, image_sites, sha_sites)
+def read_pin(component: Component, pin: Pin, text: str) -> PinState:
+    """What `pin` holds in `text` (its file's), read by the pin's format."""
+    sites = FORMATS[pin.kind].read(pin, text)
+    return PinState(component.name, pin.file, pin, sites.image, sites.sha256)
 
 
 def read_pins(component: Component, texts: Mapping[str, str]) -> list[PinState]:
     """Every pin of `component`; `texts` maps each pin file to its text."""
-    parsed: dict[str, ParsedDockerfile] = {}
-    states = []
-    for pin in component.pins:
-        if pin.file not in parsed:
-            parsed[pin.file] = parse_file(texts[pin.file], pin.file)
-        states.append(read_pin(component, pin, parsed[pin.file]))
-    return states
+    return [read_pin(component, pin, texts[pin.file]) for pin in component.pins]
 
 
 @dataclass(frozen=True)
@@ -209,7 +155,7 @@ def pin_findings(component: Component, texts: Mapping[str, str]) -> list[tuple[i
     found: list[tuple[int, str, bool]] = []
     for index, pin in enumerate(component.pins):
         try:
-            state = read_pin(component, pin, parse_file(texts[pin.file], pin.file))
+            state = read_pin(component, pin, texts[pin.file])
             current = pinned_ref(state)
         except PinError as exc:
             found.append((index, str(exc), True))
@@ -273,15 +219,8 @@ def plan_bump(
     new_texts: dict[str, str] = {}
     edits: list[Edit] = []
     for file, sites in edits_by_file.items():
-        text = texts[file]
-        changed = False
-        for start in sorted(sites, reverse=True):
-            site, value, what = sites[start]
-            if site.value == value:
-                continue
-            text = text[: site.start] + value + text[site.end :]
-            edits.append(Edit(file, site.line, site.value, value, what))
-            changed = True
+        text, changed = rewrite(texts[file], {start: (site, value) for start, (site, value, _) in sites.items()})
+        edits += [Edit(file, site.line, site.value, value, sites[site.start][2]) for site, value in changed]
         if changed:
             new_texts[file] = text
     edits.sort(key=lambda edit: (edit.file, edit.line))

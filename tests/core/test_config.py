@@ -259,7 +259,10 @@ def test_schema_names_the_contract_keys() -> None:
     component = schema["$defs"]["Component"]["properties"]
     for key in ("name", "upstream", "wheel", "build", "image", "constraints", "pins"):
         assert key in component
-    assert {"file", "image_arg", "sha256_arg"} <= set(schema["$defs"]["Pin"]["properties"])
+    assert {"kind", "file", "image_arg", "sha256_arg"} <= set(schema["$defs"]["DockerfileArgPin"]["properties"])
+    assert {"kind", "file", "from_stage", "sha256_arg"} <= set(schema["$defs"]["DockerfileFromPin"]["properties"])
+    assert component["pins"]["items"]["oneOf"] == [{"$ref": "#/$defs/DockerfileArgPin"},
+                                                   {"$ref": "#/$defs/DockerfileFromPin"}]
     assert {"distribution", "archs", "require_needed", "forbid_needed"} <= set(schema["$defs"]["Wheel"]["properties"])
     assert {"repo", "branch", "tags"} <= set(schema["$defs"]["Upstream"]["properties"])
     assert {"kind", "command"} <= set(schema["$defs"]["CommandBuild"]["properties"])
