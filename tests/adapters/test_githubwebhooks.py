@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.core.jobs import Job, JobKind
-from bot.core.webhooks import signature_ok, work_for
+from bot.adapters.github.sansio import signature_ok, work_for
 from tests.fixtures.webhooks import examples
 
 ALL = examples()
