@@ -4,10 +4,11 @@ One `Client` per repository (or App): a github3 session with the ETag/retry/paci
 transport (`transport.py`) mounted, installation tokens renewed before they expire, and
 every answer read by one pure function, `sansio.decipher(status, headers, body)`, into
 data and the next page, or one of wheelpin's typed errors (config, credentials,
-permission, refused, transient with GitHub's own wait), as gidgethub splits its
-`sansio.py` from its I/O. `paginate()` follows `Link: rel="next"` for every listing. Callers use
-github3's objects where github3 models the API well (git data, pull requests, issues)
-and `Client.call` where it does not; none reaches into github3's private attributes.
+permission, refused, transient with GitHub's own wait), as gidgethub keeps its rules in
+`sansio.py` apart from its I/O. `paginate()` follows `Link: rel="next"` for every
+listing. Callers use github3's objects where github3 models the API well (git data, pull
+requests, issues) and `Client.call` where it does not; none reaches into github3's
+private attributes.
 """
 
 from __future__ import annotations

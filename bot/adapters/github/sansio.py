@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs
 
 from ...core.config import CONFIG_FILES
@@ -122,11 +122,20 @@ ANY = "*"  # a route's action: whatever the delivery's (push has none)
 
 @dataclass(frozen=True)
 class Routing:
-    """What a repository's config says about its deliveries."""
+    """What a delivery for a repository is matched against: its config's bot branches, base
+    branches and build workflows (kept by the service for the webhook threads, as JSON
+    with a database)."""
 
     prefix: str = "wheelpin/"  # the bot's branches: `<prefix><component>`
-    bases: frozenset[str] = frozenset({"main"})  # branches a push to re-reads the repository
-    workflows: frozenset[str] = frozenset()  # build workflows (file or name); none: any run
+    bases: frozenset[str] = frozenset({"main"})  # a push to one of them re-reads the repository
+    workflows: frozenset[str] = frozenset()  # build workflows (file or name); none: any run's end counts
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prefix": self.prefix, "bases": sorted(self.bases), "workflows": sorted(self.workflows)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls(str(data["prefix"]), frozenset(data["bases"]), frozenset(data["workflows"]))
 
 
 Route = Callable[[dict[str, Any], Routing], list[Job]]
