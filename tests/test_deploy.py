@@ -21,7 +21,7 @@ import yaml
 from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
-from bot.core.webhooks import work_for
+from bot.adapters.github.sansio import work_for
 from tests.fixtures.webhooks import examples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +110,7 @@ def test_the_build_step_makes_the_bots_wheel_from_what_the_dockerfile_copies(tmp
         names = archive.namelist()
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "wheelpin = bot.cli:main" in archive.read(entry_points).decode()
-    assert "bot/app/service.py" in names and "bot/core/webhooks.py" in names
+    assert "bot/app/service.py" in names and "bot/adapters/github/sansio.py" in names
 
 
 def test_the_healthcheck_command_passes_against_a_live_server_and_fails_without_one(tmp_path: Path) -> None:

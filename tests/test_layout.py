@@ -136,6 +136,25 @@ def test_github3_is_imported_in_one_module() -> None:
     assert importers == ["adapters/github/client.py"]
 
 
+IO_LIBRARIES = ("requests", "github3", "socket", "urllib3")
+
+
+def test_githubs_rules_import_nothing_that_does_io() -> None:
+    """adapters/github/sansio.py decides on bytes, statuses and headers only: neither it nor
+    any module of wheelpin's it runs on imports a library that speaks to the network."""
+    sansio = "bot.adapters.github.sansio"
+    reached, todo = set(), [sansio]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(dependencies(NAMES[module]))
+    assert {"bot.core.jobs", "bot.core.errors"} <= reached  # the closure was walked
+    offenders = sorted(f"{module} imports {name}" for module in reached
+                       for name in imported(NAMES[module], at_run_time=True) if name.split(".")[0] in IO_LIBRARIES)
+    assert offenders == []
+
+
 def test_no_module_reaches_into_github3_privates() -> None:
     private = re.compile(r"\._(build_url|api|json|iter|get|post|patch|put|delete)\b")
     offenders = [p.relative_to(BOT).as_posix() for p in MODULES if p.name != "client.py"

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ..adapters.github import forget_installation_tokens
+from ..adapters.github.sansio import work_for
 from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
 from ..core.jobs import Intake, Job, JobKind
-from ..core.webhooks import work_for
 from ..loop.results import Status
 from . import dashboards
 from .commands import Commands

@@ -16,11 +16,12 @@ import threading
 import random
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from ..adapters.github import Conversation, GitHubConversation, GitHubPlatform
+from ..adapters.github.sansio import Routing as DeliveryRouting
 from ..core.config import ActionsBuild, Config
 from ..core.dashboard import Row
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
@@ -47,24 +48,13 @@ def digest(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Routing:
-    """What a delivery for a repository is matched against (read by the webhook threads)."""
-
-    prefix: str = "wheelpin/"
-    bases: frozenset[str] = frozenset({"main"})
-    workflows: frozenset[str] = frozenset()
+class Routing(DeliveryRouting):
+    """A repository's routing (adapters/github/sansio.py), as its config says it."""
 
     @classmethod
     def of(cls, config: Config) -> Routing:
         return cls(config.defaults.branch_prefix, frozenset({config.defaults.base_branch}),
                    frozenset(c.build.workflow for c in config.components if isinstance(c.build, ActionsBuild)))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"prefix": self.prefix, "bases": sorted(self.bases), "workflows": sorted(self.workflows)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Routing:
-        return cls(str(data["prefix"]), frozenset(data["bases"]), frozenset(data["workflows"]))
 
 
 @dataclass

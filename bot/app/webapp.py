@@ -30,8 +30,8 @@ from typing import Any
 
 import structlog
 
+from ..adapters.github.sansio import MAX_BODY, payload_text, signature_ok
 from ..core.errors import TransientError
-from ..core.webhooks import MAX_BODY, payload_text, signature_ok
 from .service import Service
 
 log = structlog.get_logger("wheelpin.http")

@@ -1,4 +1,4 @@
-"""What a GitHub answer means (bot/adapters/github/answer.py, and `decipher` of client.py), on GitHub's own messages as
+"""What a GitHub answer means (bot/adapters/github/sansio.py: `refusal`, `decipher`), on GitHub's own messages as
 its documentation and its users' trackers record them."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from bot.adapters.github.answer import Answer, is_too_large, message_of, refusal
-from bot.adapters.github.client import Page, decipher
+from bot.adapters.github.sansio import Answer, Page, decipher, is_too_large, message_of, next_page, refusal
 from bot.core.dashboard import MAX_BODY, Row, render
 from bot.core.errors import (
     ConfigError,
@@ -86,6 +85,18 @@ def test_decipher_reads_data_and_the_next_page() -> None:
     assert page == Page([{"number": 1}], "https://api.github.com/repositories/1/issues?page=2")
     assert decipher(204, {}, b"", "labelling") == Page(None, None)  # no body, no next page
     assert decipher(200, {"Link": '<https://x/?page=1>; rel="prev"'}, b"[]", "x").next is None
+
+
+def test_the_next_page_is_the_link_named_next_wherever_it_stands() -> None:
+    """GitHub's documented example: the previous page first, then next, last and first
+    (https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api#using-link-headers)."""
+    link = ('<https://api.github.com/repositories/1300192/issues?page=2>; rel="prev", '
+            '<https://api.github.com/repositories/1300192/issues?page=4>; rel="next", '
+            '<https://api.github.com/repositories/1300192/issues?page=515>; rel="last", '
+            '<https://api.github.com/repositories/1300192/issues?page=1>; rel="first"')
+    assert next_page({"Link": link}) == "https://api.github.com/repositories/1300192/issues?page=4"
+    assert next_page({"LINK": link.split(", ")[0]}) is None  # the last page names no next
+    assert next_page({}) is None and next_page({"link": "not a link"}) is None
 
 
 @pytest.mark.parametrize(("status", "headers", "body", "kind"), [

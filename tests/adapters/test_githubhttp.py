@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import requests
 
-from bot.adapters.github.transport import GitHubHTTP, WritePacer, WritesPaced, limit_wait, retry_after
+from bot.adapters.github.sansio import limit_wait
+from bot.adapters.github.transport import GitHubHTTP, WritePacer, WritesPaced, retry_after
 
 ARTIFACT = 8 << 20
 

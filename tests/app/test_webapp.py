@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
-from bot.core.webhooks import MAX_BODY
+from bot.adapters.github.sansio import MAX_BODY
 from tests.fixtures.webhooks import deliver, example, examples, sign
 
 SECRET = b"it's a secret to everybody"

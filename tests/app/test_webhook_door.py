@@ -22,7 +22,7 @@ from bot.app.service import Service
 from bot.core.jobs import Job, JobKind
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer, make_app
-from bot.core.webhooks import MAX_BODY
+from bot.adapters.github.sansio import MAX_BODY
 from tests.app.bots import wait_until
 from tests.fixtures.webhooks import deliver, example, sign
 

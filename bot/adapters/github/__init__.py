@@ -1,8 +1,10 @@
 """The GitHub adapter (docs/design.md §1, "Platforms"), one module per concern:
 
-- `client.py`: the only importer of github3.py; tokens, `decipher`, `paginate`.
-- `answer.py`: what a GitHub error answer means, as one of wheelpin's errors.
-- `transport.py`: ETags, retries, rate limits and write pacing under the session.
+- `sansio.py`: GitHub's rules without I/O: webhook signatures, event → jobs routing, the
+  comment-command grammar, what an answer means (errors, rate limits, the next page).
+- `client.py`: the only importer of github3.py; tokens, `paginate`.
+- `answer.py`: a `requests.Response` read by sansio.py, with the transport's wait.
+- `transport.py`: ETags, retries, rate-limit waits and write pacing under the session.
 - `platform.py`: the `Platform` verbs: branches, files, draft pull requests.
 - `conversation.py`: the service's needs: permissions, reactions, commands' targets, the dashboard.
 - `app.py`: a GitHub App's installations and the bot's identity.

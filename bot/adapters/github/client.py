@@ -2,19 +2,19 @@
 
 One `Client` per repository (or App): a github3 session with the ETag/retry/pacing
 transport (`transport.py`) mounted, installation tokens renewed before they expire, and
-every answer read by one pure function, `decipher(status, headers, body)`, into data and
-the next page, or one of wheelpin's typed errors (`answer.py`: config, credentials,
-permission, refused, transient with GitHub's own wait), in the spirit of gidgethub's
-`sansio.py`. `paginate()` follows `Link: rel="next"` for every listing. Callers use
-github3's objects where github3 models the API well (git data, pull requests, issues)
-and `Client.call` where it does not; none reaches into github3's private attributes.
+every answer read by one pure function, `sansio.decipher(status, headers, body)`, into
+data and the next page, or one of wheelpin's typed errors (config, credentials,
+permission, refused, transient with GitHub's own wait), as gidgethub keeps its rules in
+`sansio.py` apart from its I/O. `paginate()` follows `Link: rel="next"` for every
+listing. Callers use github3's objects where github3 models the API well (git data, pull
+requests, issues) and `Client.call` where it does not; none reaches into github3's
+private attributes.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -30,11 +30,12 @@ from github3.session import AppBearerTokenAuth
 
 from ...core.errors import CredentialsError, WheelpinError
 from ...core.githubhost import github_host
-from .answer import Answer, answer_of, message_of, refusal
-from .transport import GitHubHTTP, identity_pacer
+from .answer import answer_of
+from .sansio import Answer, Page, decipher, refusal
+from .transport import GitHubHTTP, identity_pacer, retry_after
 
-__all__ = ["AppCredentials", "Client", "GitHubError", "NotFoundError", "Page", "UnprocessableEntity",
-           "app_jwt", "decipher", "said", "translate"]
+__all__ = ["AppCredentials", "Client", "GitHubError", "NotFoundError", "UnprocessableEntity", "app_jwt", "said",
+           "translate"]
 
 # https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app:
 # `iat` 60 seconds in the past against clock drift, `exp` no more than 10 minutes ahead
@@ -67,27 +68,6 @@ def app_jwt(app: AppCredentials, *, now: float | None = None) -> str:
     issued = int(time.time() if now is None else now) - JWT_BACKDATE
     return jwt.encode({"iat": issued, "exp": issued + JWT_BACKDATE + JWT_LIFETIME, "iss": str(app.app_id)},
                       app.private_key, algorithm="RS256")
-
-
-@dataclass(frozen=True)
-class Page:
-    data: Any  # the decoded JSON body (None when there is none)
-    next: str | None = None  # the URL of the next page (`Link: <…>; rel="next"`)
-
-
-def decipher(status: int, headers: Mapping[str, str], body: bytes, what: str, *,
-             wait: float | None = None) -> Page:
-    """One GitHub answer → its data and next page, or the typed error it means for `what`
-    (`wait`: the transport's documented wait, continuing its own attempts). Pure."""
-    if 200 <= status < 300:
-        links = next((value for key, value in headers.items() if key.lower() == "link"), "")
-        following = [link.get("url") for link in requests.utils.parse_header_links(links) if link.get("rel") == "next"]
-        try:
-            data = json.loads(body) if body else None
-        except ValueError:
-            data = None
-        return Page(data, following[0] if following else None)
-    raise refusal(Answer(status, message_of(body[:65536]), dict(headers), wait), what)
 
 
 def said(exc: GitHubError) -> Answer:
@@ -183,7 +163,7 @@ class Client:
         answer = self.gh.session.request(method, url, **kwargs)
         if answer.status_code == 404 and missing is not ...:
             return Page(missing)
-        return decipher(answer.status_code, answer.headers, answer.content, what, wait=answer_of(answer).wait)
+        return decipher(answer.status_code, answer.headers, answer.content, what, wait=retry_after(answer))
 
     def paginate(self, url: str, what: str, *, params: Mapping[str, str] | None = None,
                  key: str | None = None) -> Iterator[Any]:

@@ -23,9 +23,10 @@ from ...core.errors import (ConfigError, CredentialsError, InputError, Permissio
 from ...core.proposal import read_marker
 from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..localplatform import BranchCommit
-from .answer import WORKFLOW_REFUSAL, Answer, answer_of, is_too_large, refusal
+from .answer import answer_of
 from .app import bot_login
 from .client import AppCredentials, Client, GitHubError, NotFoundError, UnprocessableEntity, said, translate
+from .sansio import WORKFLOW_REFUSAL, Answer, is_too_large, refusal
 from .transport import GitHubHTTP
 
 log = structlog.get_logger("wheelpin.github")

@@ -10,7 +10,7 @@ TransientError(retry_after=retry_after(response)), waited out by the loop.
   answered from the remembered body. Only small JSON answers read whole are kept —
   never a streamed download (an artifact) — one per URL, least recently used first out,
   within a byte budget: a bot that runs for months holds a bounded cache.
-- Limits (limit_wait, as GitHub documents them): Retry-After first; x-ratelimit-reset
+- Limits (sansio.limit_wait, as GitHub documents them): Retry-After first; x-ratelimit-reset
   only when x-ratelimit-remaining is 0; else a secondary limit waits a minute, doubling
   with each attempt. 5xx are retried with backoff — except a POST, which may have landed
   (the caller checks before writing again). A wait past `max_wait` is not slept here:
@@ -21,14 +21,12 @@ TransientError(retry_after=retry_after(response)), waited out by the loop.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
@@ -36,54 +34,10 @@ from requests.adapters import HTTPAdapter
 
 from ...core.errors import TransientError
 from .. import writes
+from .sansio import limit_wait, seconds_of
 
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
-# https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
-# "Otherwise, wait for at least one minute before retrying ... an exponentially increasing amount of time"
-SECONDARY_WAIT = 60.0
 _ATTEMPT: weakref.WeakKeyDictionary[requests.Response, int] = weakref.WeakKeyDictionary()  # final answer → its attempt
-
-
-def _seconds(value: str | None, now: float) -> float | None:
-    """Retry-After: delay-seconds (GitHub's form) or an HTTP-date (RFC 9110 §10.2.3)."""
-    if value is None or not value.strip():
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - now
-        except (TypeError, ValueError, IndexError):
-            return None
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def limit_wait(status: int, headers: Mapping[str, str], text: str, attempt: int, *, now: float,
-               backoff: float = 1.0) -> float | None:
-    """Seconds to wait after answer number `attempt` (from 0), or None: not a rate limit, not
-    retryable. Pure; `now` in epoch seconds, `text` the body or GitHub's message. A 5xx waits
-    its Retry-After or `backoff`·2^attempt (a POST's 5xx is the caller's: it may have landed).
-
-    https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
-    https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
-    """
-    lowered = {key.lower(): value for key, value in headers.items()}  # a plain dict keeps the sender's case
-    remaining = (lowered.get("x-ratelimit-remaining") or "").strip()
-    said = text.lower()
-    # "a 403 or 429 response, and the x-ratelimit-remaining header will be 0" (primary), or
-    # "an error message that indicates that you exceeded a secondary rate limit"
-    limited = status == 429 or (status == 403 and (remaining == "0" or "rate limit" in said or "abuse detection" in said))
-    retry_after = _seconds(lowered.get("retry-after"), now)
-    if not limited:
-        if status < 500:
-            return None
-        return retry_after if retry_after is not None else backoff * 2.0**attempt
-    if retry_after is not None:  # "you should not retry your request until after that many seconds"
-        return retry_after
-    reset = _seconds(lowered.get("x-ratelimit-reset"), 0.0)  # UTC epoch seconds
-    if remaining == "0" and reset is not None:  # "not ... until after the time specified by x-ratelimit-reset"
-        return max(0.0, reset - now)
-    return SECONDARY_WAIT * 2.0**attempt
 
 
 def retry_after(response: requests.Response, *, now: float | None = None) -> float | None:
@@ -92,7 +46,7 @@ def retry_after(response: requests.Response, *, now: float | None = None) -> flo
     a rate limit and names no Retry-After — for TransientError(retry_after=...)."""
     status, clock = response.status_code, time.time() if now is None else now
     if status >= 500:
-        return _seconds(response.headers.get("Retry-After"), clock)
+        return seconds_of(response.headers.get("Retry-After"), clock)
     text = response.text if status in (403, 429) else ""
     return limit_wait(status, response.headers, text, _ATTEMPT.get(response, 0), now=clock)
 

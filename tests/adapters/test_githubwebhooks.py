@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.core.jobs import Job, JobKind
-from bot.core.webhooks import signature_ok, work_for
+from bot.adapters.github.sansio import ROUTES, Command, command_of, signature_ok, work_for
 from tests.fixtures.webhooks import examples
 
 ALL = examples()
@@ -84,3 +84,20 @@ def test_a_run_id_is_ascii_digits(given: str, run: int | None) -> None:
     payload["comment"]["body"] = f"/wheelpin build --from-run {given}"
     (job,) = work_for("issue_comment", payload)
     assert job.command == "build" and job.run == run
+
+
+def test_every_route_names_an_event_github_sends() -> None:
+    """The routing table's events are GitHub's own names (a misspelt one would route nothing)."""
+    sent = {name for name, _payload in ALL}
+    assert {event for event, _action in ROUTES} <= sent
+
+
+@pytest.mark.parametrize("body, command", [
+    ("/wheelpin build --from-run 7 --component lmcache", Command("build", 7, "lmcache")),
+    ("  /wheelpin recheck  ", Command("recheck")),
+    ("/wheelpin build --component", Command("build")),  # a flag without its value names nothing
+    ("/wheelpin build --component " + "x" * 80, Command("build", None, "x" * 64)),
+    ("/wheelpin", None), ("/wheelpin merge", None), ("please /wheelpin rebase", None),
+])
+def test_the_command_grammar(body: str, command: Command | None) -> None:
+    assert command_of(body) == command
