@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
     import argparse
 
+    from ..amdgpu import TargetId
     from ..inspect import WheelReport
 
 Rule = TypeVar("Rule")
@@ -93,3 +94,37 @@ class WheelCheck(ABC, Generic[Rule]):
 
     def found(self, texts: Sequence[str]) -> list[Finding]:
         return [Finding(self.kind, text) for text in texts]
+
+    def needing(self, report: WheelReport, patterns: Sequence[str], what: str) -> list[Finding]:
+        """Every library an ELF of the wheel needs (DT_NEEDED) that matches one of the
+        fnmatch `patterns`, said as "x.so needs lib, a <what> library (pattern)"."""
+        import fnmatch
+
+        found: list[Finding] = []
+        for elf in report.elf:
+            for library in elf.needed:
+                hit = next((pattern for pattern in patterns if fnmatch.fnmatchcase(library, pattern)), None)
+                if hit is not None:
+                    found.append(Finding(self.kind, f"{elf.path} needs {library}, {what} library ({hit})",
+                                         head=f"{elf.path} needs", item=library))
+        return found
+
+
+class TargetsCheck(WheelCheck["tuple[TargetId, ...]"]):  # quoted: amdgpu loads when a check runs
+    """A check whose rule is a list of GPU targets (`--require-arch`, `--want-arch`): a flag's
+    names must be targets wheelpin knows; a config's were checked when it was read."""
+
+    default = ()
+
+    def accept(self, value: Any) -> tuple[TargetId, ...]:
+        return tuple(value)
+
+    def from_flag(self, given: Given) -> tuple[TargetId, ...]:
+        from ..amdgpu import TargetId
+
+        return tuple(TargetId.parse_known(arch) for arch in (given if isinstance(given, list) else ()))
+
+    def from_config(self, value: Any, *, commit: str | None) -> tuple[TargetId, ...]:
+        from ..amdgpu import TargetId
+
+        return tuple(TargetId.parse(arch) for arch in value)

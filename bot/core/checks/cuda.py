@@ -3,7 +3,6 @@ build took its CUDA variant."""
 
 from __future__ import annotations
 
-import fnmatch
 from typing import TYPE_CHECKING
 
 from .base import Finding, Flag, Given, WheelCheck
@@ -37,13 +36,8 @@ class CudaCheck(WheelCheck[bool]):
     def check(self, report: WheelReport, rule: bool) -> list[Finding]:
         if not rule:
             return []
-        found: list[Finding] = []
+        found = self.needing(report, CUDA_LIBRARIES, "a CUDA")
         for elf in report.elf:
-            for library in elf.needed:
-                hit = next((pattern for pattern in CUDA_LIBRARIES if fnmatch.fnmatchcase(library, pattern)), None)
-                if hit is not None:
-                    found.append(Finding(self.kind, f"{elf.path} needs {library}, a CUDA library ({hit})",
-                                         head=f"{elf.path} needs", item=library))
             if elf.gpu == "cuda":
                 archs = f" ({', '.join(elf.archs)})" if elf.archs else ""
                 found.append(Finding(self.kind, f"{elf.path} carries CUDA device code{archs}"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from typing import TYPE_CHECKING
 
 from .base import Finding, Flag, WheelCheck
@@ -21,11 +20,4 @@ class ForbiddenCheck(WheelCheck[tuple[str, ...]]):
     default = ()
 
     def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:
-        found: list[Finding] = []
-        for elf in report.elf:
-            for library in elf.needed:
-                hit = next((pattern for pattern in rule if fnmatch.fnmatchcase(library, pattern)), None)
-                if hit is not None:
-                    found.append(Finding(self.kind, f"{elf.path} needs {library}, a forbidden library ({hit})",
-                                         head=f"{elf.path} needs", item=library))
-        return found
+        return self.needing(report, rule, "a forbidden")

@@ -3,37 +3,22 @@ core/assemble.py), but a wheel with code for none of them is no use."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .base import Finding, Flag, Given, WheelCheck
+from .base import Finding, Flag, TargetsCheck
 
 if TYPE_CHECKING:
     from ..amdgpu import TargetId
     from ..inspect import WheelReport
 
 
-class WantedArchsCheck(WheelCheck["tuple[TargetId, ...]"]):  # quoted: amdgpu loads when a check runs
+class WantedArchsCheck(TargetsCheck):
     name = "wanted_archs"
     kind = "archs"
     label = "GPU archs"
     field = "archs_wanted"
     flag = Flag("--want-arch", "a GPU target used where present; a wheel with code for none of them fails "
                 "(repeatable)", metavar="ARCH", repeatable=True)
-    default = ()
-
-    def accept(self, value: Any) -> tuple[TargetId, ...]:
-        return tuple(value)
-
-    def from_flag(self, given: Given) -> tuple[TargetId, ...]:
-        from ..amdgpu import TargetId
-
-        return tuple(TargetId.parse_known(arch) for arch in (given if isinstance(given, list) else ()))
-
-    def from_config(self, value: Any, *, commit: str | None) -> tuple[TargetId, ...]:
-        from ..amdgpu import TargetId
-
-        return tuple(TargetId.parse(arch) for arch in value)
-
     def check(self, report: WheelReport, rule: tuple[TargetId, ...]) -> list[Finding]:
         from ..amdgpu import TargetId
 
