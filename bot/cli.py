@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .commands.platforms.api import PLATFORMS
 from .core.errors import UsageError, VerificationError, WheelpinError, kind_of
 
 if TYPE_CHECKING:
@@ -261,7 +262,7 @@ def _reconcile(commands: Any, name: str, text: str) -> None:
                          exit_codes_text=RECONCILE_EXIT_CODES)
     reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
     reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
-    reconcile.add_argument("--platform", choices=["local", "github"], default="local",
+    reconcile.add_argument("--platform", choices=list(PLATFORMS), default="local",
                            help="where the downstream repository is: a local checkout (default) or GitHub")
     reconcile.add_argument("--github-repo", metavar="OWNER/NAME", help="with --platform github")
     reconcile.add_argument("--repo", type=Path, metavar="DIR", help="the downstream checkout (default: here)")

@@ -29,7 +29,8 @@ from ..app.settings import Settings
 from ..core.hipstub import hip_library
 from ..core.rocmlibs import HIP_RUNTIME
 from .output import emit_json, emit_text
-from .reconcile_cmd import make_reconciler, pass_text
+from .platforms.local import local_reconciler
+from .reconcile_cmd import pass_text
 
 PEOPLE = {"GIT_AUTHOR_NAME": "Upstream Dev", "GIT_AUTHOR_EMAIL": "dev@upstream.example",
           "GIT_COMMITTER_NAME": "Upstream Dev", "GIT_COMMITTER_EMAIL": "dev@upstream.example"}
@@ -258,6 +259,6 @@ def _unsandboxed_if_needed(say) -> None:  # type: ignore[no-untyped-def]
 
 
 def _pass(downstream: Path, settings: Settings, say) -> PassResult:  # type: ignore[no-untyped-def]
-    result = make_reconciler(repo=downstream, config=None, settings=settings, retry_failed=False).run()
+    result = local_reconciler(repo=downstream, config=None, settings=settings, retry_failed=False).run()
     say("\n".join("   " + line for line in pass_text(result).splitlines()) + "\n")
     return result

@@ -12,18 +12,16 @@ from types import FrameType
 
 import structlog
 
-from ..adapters.localplatform import LocalPlatform
 from ..core.plan import Report, Wait
 from ..loop.results import PassResult
 from ..loop.runner import Reconciler
 from ..app.settings import Settings
-from ..app.wiring import Registries
-from ..adapters.configdisk import find_config, read_config_text, repository_root
 from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
+from .platforms.api import downstream_of
+from .platforms.base import Where
 from .plantext import plan_text
 from .summary import append_summary
-from .repo import load
 
 
 def pass_text(result: PassResult) -> str:
@@ -44,55 +42,22 @@ def pass_text(result: PassResult) -> str:
     return "\n".join(lines)
 
 
-def make_reconciler(*, repo: Path, config: Path | None, settings: Settings, retry_failed: bool) -> Reconciler:
-    loaded = load(config=config, repo=repo)
-    defaults = loaded.config.defaults
-    platform = LocalPlatform(repo, author=defaults.author, branch_prefix=defaults.branch_prefix,
-                             signoff=defaults.signoff)
-    return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
-                      database_url=settings.database_url.get_secret_value() if settings.database_url else None,
-                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:")
-
-
 def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, once: bool,
                       dry_run: bool, as_json: bool, retry_failed: bool, components: Sequence[str],
                       settings: Settings, github_repo: str | None = None, use_artifacts: Path | None = None,
                       commit: str | None = None, summary: Path | None = None) -> int:
-    config_text: Callable[[], str]
     if (use_artifacts is None) != (commit is None):
         raise UsageError("--use-artifacts DIR and --commit SHA go together")
-    if platform == "github":
-        if github_repo is None:
-            raise UsageError("--platform github needs --github-repo OWNER/NAME")
-        from ..app.githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
-
-        access = GitHubAccess.from_settings(settings)
-        kept = github_platform(access, github_repo)  # its token and ETag cache serve every pass
-        path = config.as_posix() if config is not None else None  # in the repository on GitHub
-
-        def make() -> Reconciler:
-            return github_reconciler(access=access, repository=github_repo, settings=settings,
-                                     retry_failed=retry_failed, platform=kept, config_path=path)
-
-        def config_text() -> str:
-            return read_repository_config(kept, github_repo, path).text
-    else:
-        folder = repo or repository_root(Path.cwd())
-        if not folder.is_dir():
-            raise UsageError(f"{folder}: no such repository folder")
-
-        def make() -> Reconciler:
-            return make_reconciler(repo=folder, config=config, settings=settings, retry_failed=retry_failed)
-
-        def config_text() -> str:
-            return read_config_text(find_config(folder, config))
+    downstream = downstream_of(platform, Where(settings, repo=repo, config=config, github_repo=github_repo,
+                                               retry_failed=retry_failed))
+    make, config_text = downstream.reconciler, downstream.config_text
     reconciler = make()  # a config that cannot be used at the start is said now, and nothing runs
     unknown = [name for name in components if reconciler.config.get(name) is None]
     if unknown:
         raise UsageError(f"{reconciler.loaded.path}: no component {', '.join(map(repr, unknown))} (it has "
                          f"{', '.join(c.name for c in reconciler.config.components)})")
     only: list[str] | None = list(components) or None
-    where = github_repo or str(repo or Path.cwd())
+    where = downstream.where
 
     def show(result: PassResult) -> None:
         if as_json:

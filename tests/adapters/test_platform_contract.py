@@ -1,10 +1,13 @@
-"""The platform contract: the local platform and the GitHub platform (through github3.py
-against the GitHub emulator) behave the same, verb by verb. The emulator's answers are
-then checked against GitHub's own OpenAPI description."""
+"""The platform contract: every `--platform` kind of the registry
+(bot/commands/platforms/api.py) makes, from what the command line says, a platform that
+behaves the same, verb by verb — `local` on a real git checkout, `github` through github3.py
+against the GitHub emulator, whose answers are then checked against GitHub's own OpenAPI
+description. A new kind adds how to host its downstream repository to `HOSTS`, and passes
+the same tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,8 +16,11 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.github import GitHubPlatform
-from bot.adapters.localplatform import LocalPlatform
+from bot.app.settings import Settings
+from bot.commands.platforms.api import PLATFORMS, downstream_of
+from bot.commands.platforms.base import Where
 from bot.core.config import Author
+from bot.core.errors import UsageError
 from bot.core.errors import RefusedError
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.openapi import validate
@@ -59,15 +65,47 @@ class Downstream:
     name: str = ""
 
 
-@pytest.fixture(params=["local", "github"])
+def local(source: Path, _emulator: GitHubEmulator, _name: str) -> Where:
+    return Where(Settings(), repo=source)
+
+
+def github(source: Path, emulator: GitHubEmulator, name: str) -> Where:
+    emulator.create_repo("rocm", name, source)
+    return Where(Settings(github_api_url=emulator.url, github_token="ghs_test_token"), github_repo=f"rocm/{name}")
+
+
+# How each kind's downstream repository is hosted for the contract (what the command line then names)
+HOSTS: dict[str, Callable[[Path, GitHubEmulator, str], Where]] = {"local": local, "github": github}
+
+
+def test_every_platform_kind_is_held_to_the_contract() -> None:
+    assert sorted(HOSTS) == sorted(PLATFORMS)
+
+
+def test_the_command_line_offers_every_kind() -> None:
+    from bot.cli import build_parser
+
+    assert len(PLATFORMS) >= 2
+    for kind in PLATFORMS:
+        assert build_parser().parse_args(["reconcile", "--platform", kind]).platform == kind
+
+
+def test_github_needs_its_repository(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--platform github needs --github-repo OWNER/NAME"):
+        downstream_of("github", Where(Settings(github_token="t")))
+    with pytest.raises(UsageError, match="no such repository folder"):
+        downstream_of("local", Where(Settings(), repo=tmp_path / "nowhere"))
+
+
+@pytest.fixture(params=sorted(PLATFORMS))
 def downstream(request: pytest.FixtureRequest, tmp_path: Path, emulator: GitHubEmulator) -> Downstream:
     source = seed(tmp_path / "seed")
-    if request.param == "local":
-        return Downstream(LocalPlatform(source, author=BOT), "local")
     name = tmp_path.name.replace("_", "-")[:60]
-    emulator.create_repo("rocm", name, source)
-    platform = GitHubPlatform(api_url=emulator.url, token="ghs_test_token", owner="rocm", repo=name, author=BOT)
-    return Downstream(platform, "github", emulator, "rocm", name)
+    platform: Any = downstream_of(request.param, HOSTS[request.param](source, emulator, name)).platform
+    platform.author = BOT  # as a reconciler sets it from the config's defaults
+    if request.param == "github":
+        return Downstream(platform, "github", emulator, "rocm", name)
+    return Downstream(platform, request.param)
 
 
 def test_read_and_resolve(downstream: Downstream) -> None:

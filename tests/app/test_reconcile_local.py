@@ -523,13 +523,14 @@ def test_the_loop_keeps_its_reconciler_while_the_config_is_unchanged(world: Worl
     import threading
 
     from bot.app.settings import Settings
-    from bot.commands.reconcile_cmd import loop, make_reconciler
+    from bot.commands.platforms.local import local_reconciler
+    from bot.commands.reconcile_cmd import loop
 
     settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
     made = []
 
     def make():  # type: ignore[no-untyped-def]
-        made.append(make_reconciler(repo=world.downstream, config=None, settings=settings, retry_failed=False))
+        made.append(local_reconciler(repo=world.downstream, config=None, settings=settings, retry_failed=False))
         return made[-1]
 
     config = world.downstream / "wheelpin.toml"

@@ -1,0 +1,74 @@
+"""`--platform local` (the default): the downstream repository is a git checkout on this
+host, its config a file in it, and proposals branches in it (adapters/localplatform.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...core.errors import UsageError
+from .base import Where
+
+if TYPE_CHECKING:  # the loop and the settings load when a pass runs, not with `--help`
+    from ...adapters.localplatform import LocalPlatform
+    from ...app.settings import Settings
+    from ...core.config import Defaults
+    from ...loop.runner import Reconciler
+
+
+def _platform(repo: Path, defaults: Defaults | None = None) -> LocalPlatform:
+    from ...adapters.localplatform import LocalPlatform
+    from ...core.config import Defaults
+
+    defaults = defaults or Defaults()
+    return LocalPlatform(repo, author=defaults.author, branch_prefix=defaults.branch_prefix, signoff=defaults.signoff)
+
+
+def local_reconciler(*, repo: Path, config: Path | None, settings: Settings, retry_failed: bool) -> Reconciler:
+    """A reconciler of the config in the checkout `repo` (or `config`), writing through a
+    platform of its own that takes the config's author and branch prefix."""
+    return _made(repo=repo, config=config, settings=settings, retry_failed=retry_failed)[0]
+
+
+def _made(*, repo: Path, config: Path | None, settings: Settings,
+          retry_failed: bool) -> tuple[Reconciler, LocalPlatform]:
+    from ...app.wiring import Registries
+    from ...loop.runner import Reconciler
+    from ..repo import load
+
+    loaded = load(config=config, repo=repo)
+    platform = _platform(repo, loaded.config.defaults)  # after the config: a missing one is said first
+    return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
+                      database_url=settings.database_url.get_secret_value() if settings.database_url else None,
+                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:"), platform
+
+
+class LocalDownstream:
+    """The checkout `--repo` names, else the repository the working folder is in."""
+
+    def __init__(self, where: Where) -> None:
+        from ...adapters.configdisk import repository_root
+
+        self.folder = where.repo or repository_root(Path.cwd())
+        if not self.folder.is_dir():
+            raise UsageError(f"{self.folder}: no such repository folder")
+        self.given = where
+        self.where = str(where.repo or Path.cwd())
+        self._platform: LocalPlatform | None = None
+
+    @property
+    def platform(self) -> LocalPlatform:
+        """The last reconciler's platform; before any, one with the config's defaults."""
+        if self._platform is None:
+            self._platform = _platform(self.folder)
+        return self._platform
+
+    def reconciler(self) -> Reconciler:
+        made, self._platform = _made(repo=self.folder, config=self.given.config, settings=self.given.settings,
+                                     retry_failed=self.given.retry_failed)
+        return made
+
+    def config_text(self) -> str:
+        from ...adapters.configdisk import find_config, read_config_text
+
+        return read_config_text(find_config(self.folder, self.given.config))
