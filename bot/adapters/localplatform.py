@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.commits import carries_marker, check_bot_branch, signed_off
@@ -21,13 +20,7 @@ from ..core.config import Author
 from ..core.errors import InputError, RefusedError, UsageError
 from .filemodes import folders_and_path, mode_to_write
 from .git import ZERO, GitError, git, git_bytes
-
-
-@dataclass(frozen=True)
-class BranchCommit:
-    sha: str
-    author_email: str
-    message: str
+from .platform import BranchCommit
 
 
 class LocalPlatform:

@@ -1,16 +1,26 @@
 """The platform seam (docs/design.md §2, Renovate's `platform`): where proposals live.
 
-Idempotent verbs the reconciler needs of a downstream repository. `LocalPlatform` (a
-local git checkout, proposals as branches) and `GitHubPlatform` (draft pull requests)
-implement it; the platform contract tests hold both to the same behaviour.
+Idempotent verbs the reconciler needs of a downstream repository, and the commit they
+read back. `LocalPlatform` (a local git checkout, proposals as branches) and
+`GitHubPlatform` (draft pull requests) implement it; commands/platforms/api.py names
+them for `--platform`, and the platform contract test holds every entry there to the
+same behaviour.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-from .localplatform import BranchCommit
+
+@dataclass(frozen=True)
+class BranchCommit:
+    """One commit of a proposal's branch, as the platform reads it back."""
+
+    sha: str
+    author_email: str
+    message: str
 
 
 class Platform(Protocol):

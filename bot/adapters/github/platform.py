@@ -22,7 +22,7 @@ from ...core.errors import (ConfigError, CredentialsError, InputError, Permissio
                             TransientError)
 from ...core.proposal import read_marker
 from ..filemodes import FOLDER, folders_and_path, mode_to_write
-from ..localplatform import BranchCommit
+from ..platform import BranchCommit
 from .answer import answer_of
 from .app import bot_login
 from .client import AppCredentials, Client, GitHubError, NotFoundError, UnprocessableEntity, said, translate
