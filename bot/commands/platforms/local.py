@@ -58,7 +58,8 @@ class LocalDownstream:
 
     @property
     def platform(self) -> LocalPlatform:
-        """The last reconciler's platform; before any, one with the config's defaults."""
+        """The last reconciler's platform (a new one for each config read, as the config says
+        its author and branch prefix); before any, one with the defaults' author and prefix."""
         if self._platform is None:
             self._platform = _platform(self.folder)
         return self._platform
