@@ -28,6 +28,7 @@ from tests.fixtures.github.openapi import validate
 BOT = Author(name="wheelpin[bot]", email="bot@example.org")
 WHO = {"GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.org", "GIT_COMMITTER_NAME": "m",
        "GIT_COMMITTER_EMAIL": "m@example.org"}
+CONFIG = "# the repository's wheelpin config, as the kind reads it\n"
 MESSAGE = "Bump x\n\nbody\n\n<!-- wheelpin: {\"commit\":\"abc\"} -->\n"
 
 
@@ -51,6 +52,7 @@ def seed(folder: Path) -> Path:
     git(["init", "--quiet", "-b", "main"], cwd=folder)
     (folder / "docker").mkdir()
     (folder / "docker/Dockerfile").write_text("ARG X=1\n")
+    (folder / "wheelpin.toml").write_text(CONFIG)
     git(["add", "-A"], cwd=folder)
     git(["commit", "--quiet", "-m", "base"], cwd=folder, env=WHO)
     return folder
@@ -63,6 +65,7 @@ class Downstream:
     emulator: GitHubEmulator | None = None
     owner: str = ""
     name: str = ""
+    opened: Any = None  # the kind's commands/platforms Downstream the platform came from
 
 
 def local(source: Path, _emulator: GitHubEmulator, _name: str) -> Where:
@@ -101,11 +104,17 @@ def test_github_needs_its_repository(tmp_path: Path) -> None:
 def downstream(request: pytest.FixtureRequest, tmp_path: Path, emulator: GitHubEmulator) -> Downstream:
     source = seed(tmp_path / "seed")
     name = tmp_path.name.replace("_", "-")[:60]
-    platform: Any = downstream_of(request.param, HOSTS[request.param](source, emulator, name)).platform
+    opened = downstream_of(request.param, HOSTS[request.param](source, emulator, name))
+    platform: Any = opened.platform
     platform.author = BOT  # as a reconciler sets it from the config's defaults
     if request.param == "github":
-        return Downstream(platform, "github", emulator, "rocm", name)
-    return Downstream(platform, request.param)
+        return Downstream(platform, "github", emulator, "rocm", name, opened)
+    return Downstream(platform, request.param, opened=opened)
+
+
+def test_the_config_is_read_where_the_kind_keeps_it(downstream: Downstream) -> None:
+    """What the reconcile loop reads before each pass to see whether the config changed."""
+    assert downstream.opened.config_text() == CONFIG
 
 
 def test_read_and_resolve(downstream: Downstream) -> None:
