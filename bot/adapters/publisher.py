@@ -32,7 +32,7 @@ from ..core.ociimage import (
 from .imagestore import ImageStore, tag_taken
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from ..core.inspect import WheelReport
+    from ..core.wheelreport import WheelReport
 
 log = structlog.get_logger("wheelpin.publish")
 

@@ -42,7 +42,7 @@ from .requirements import Conflict, TargetEnvironment, compatible, find_conflict
 from .rocmlibs import hip_majors
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from .inspect import WheelReport
+    from .wheelreport import WheelReport
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from .checks.name import NameCheck
 from .config import Component
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from .inspect import WheelReport
+    from .wheelreport import WheelReport
     from .ociimage import WheelEntry
 
 

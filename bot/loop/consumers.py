@@ -23,7 +23,7 @@ from .context import Context, Stores
 from .observe import Observer
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from ..core.inspect import WheelReport
+    from ..core.wheelreport import WheelReport
 
 
 class Consumers:

@@ -36,7 +36,7 @@ from ..core.verify import Problem, check_wheels, component_rules, rules_digest, 
 from .context import Context, Memory, Stores
 
 if TYPE_CHECKING:
-    from ..core.inspect import WheelReport
+    from ..core.wheelreport import WheelReport
 
 class Observer:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, state: StateFile,
