@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .localversion import carried
 from .rocmlibs import HIP_RUNTIME, ROCM_RUNTIMES, grafted, hip_majors, library_of, rocm_library
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from .wheelreport import WheelReport
 
 

@@ -22,7 +22,7 @@ from ..core.verify import Problem
 from .context import Context, Stores
 from .observe import Observer
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from ..core.wheelreport import WheelReport
 
 
