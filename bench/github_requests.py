@@ -46,7 +46,7 @@ def main() -> None:
                                           author=loaded.config.defaults.author)
                 settings = Settings(cache_dir=root / "cache")
                 reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                        cache=settings.cache_dir, local_builds=False)
+                                        cache=settings.cache_dir, local_commands=False)
                 reconciler.run()
                 counted, free = emulator.counted, emulator.free
                 started = time.perf_counter()

@@ -154,7 +154,7 @@ class Driver:
                                       author=loaded.config.defaults.author)
             settings = Settings(cache_dir=seed.cache)
             self.reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                         cache=seed.cache, actions=ActionsClient(platform), local_builds=False,
+                                         cache=seed.cache, actions=ActionsClient(platform), local_commands=False,
                                          settle=0)
 
     def run(self) -> Pass:
