@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bot.adapters.github import GitHubPlatform  # noqa: E402
-from bot.app.logging import configure_logging  # noqa: E402
+from bot.app.logsetup import configure_logging  # noqa: E402
 from bot.loop.runner import Reconciler  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
@@ -46,7 +46,7 @@ def main() -> None:
                                           author=loaded.config.defaults.author)
                 settings = Settings(cache_dir=root / "cache")
                 reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                        cache=settings.cache_dir, local_builds=False)
+                                        cache=settings.cache_dir, local_commands=False)
                 reconciler.run()
                 counted, free = emulator.counted, emulator.free
                 started = time.perf_counter()

@@ -23,11 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bot.adapters.imageread import read_image  # noqa: E402
-from bot.app.logging import configure_logging  # noqa: E402
+from bot.app.logsetup import configure_logging  # noqa: E402
 from bot.adapters.imagestore import RegistryRepository  # noqa: E402
 from bot.adapters.publisher import publish  # noqa: E402
 from bot.adapters.registry import RegistryClient  # noqa: E402
-from bot.core.inspect import inspect_wheel  # noqa: E402
+from bot.core.wheelreport import inspect_wheel  # noqa: E402
 from bot.core.ociimage import MANIFEST_TYPE, canonical_json, digest_of  # noqa: E402
 from tests.fixtures.wheels import build_wheel  # noqa: E402
 from tests.fixtures.servers import Registry  # noqa: E402

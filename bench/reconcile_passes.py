@@ -23,13 +23,13 @@ from bot.adapters.git import git  # noqa: E402
 from bot.adapters.imagestore import LayoutStore  # noqa: E402
 from bot.adapters.localplatform import LocalPlatform  # noqa: E402
 from bot.adapters.publisher import publish  # noqa: E402
-from bot.app.logging import configure_logging  # noqa: E402
+from bot.app.logsetup import configure_logging  # noqa: E402
 from bot.loop.runner import Reconciler  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
 from bot.commands.demo import MAINTAINER, PEOPLE  # noqa: E402
 from bot.adapters.configdisk import load_config  # noqa: E402
-from bot.core.inspect import inspect_wheel  # noqa: E402
+from bot.core.wheelreport import inspect_wheel  # noqa: E402
 from tests.fixtures.wheels import build_wheel  # noqa: E402
 
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from bot.app.logging import configure_logging  # noqa: E402
+from bot.app.logsetup import configure_logging  # noqa: E402
 from bot.app.service import Service  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.webapp import HTTPServer  # noqa: E402

@@ -544,7 +544,7 @@ def _start(args: argparse.Namespace) -> int:
         return run(args, None)  # reads a file and says what is wrong: no settings, logs nor network
     import structlog
 
-    from .app.logging import configure_logging
+    from .app.logsetup import configure_logging
     from .app.settings import load_settings
 
     settings = load_settings()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters import worktree
+from bot.adapters import checkoutfiles
 from bot.core.errors import UsageError
 from tests.cli import wheelpin
 
@@ -134,9 +134,9 @@ def test_a_failed_rename_puts_everything_back(atom: Path, monkeypatch: pytest.Mo
             raise PermissionError(13, "Permission denied", str(target))
         return real_replace(source, target)
 
-    monkeypatch.setattr(worktree.os, "replace", failing_replace)
+    monkeypatch.setattr(checkoutfiles.os, "replace", failing_replace)
     new = {"docker/Dockerfile": "changed\n", "docker/atom_release.dockerfile": "changed\n"}
     with pytest.raises(UsageError, match="nothing changed"):
-        worktree.write_texts_atomically(atom, new)
-    monkeypatch.setattr(worktree.os, "replace", real_replace)
+        checkoutfiles.write_texts_atomically(atom, new)
+    monkeypatch.setattr(checkoutfiles.os, "replace", real_replace)
     assert tree(atom) == before  # no target changed, no temporary file left behind

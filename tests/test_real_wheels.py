@@ -86,7 +86,7 @@ def test_the_refusal_of_a_cuda_build_is_read_root_cause_first(lmcache_cuda_wheel
     one line a person reads, the root cause first, every problem kept for --json."""
     from bot.core.amdgpu import TargetId
     from bot.core.checks import WheelRules
-    from bot.core.inspect import inspect_wheel
+    from bot.core.wheelreport import inspect_wheel
     from bot.core.verify import SUMMARY_LIMIT, check_wheels, summary
 
     rules = WheelRules(expect_name="lmcache-rocm", require_archs=(TargetId.parse("gfx942"),),

@@ -73,7 +73,7 @@ def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Pa
                           cwd=tmp_path / "demo" / "downstream")
     code, modules = json.loads(done.stdout.strip().splitlines()[-1])
     assert code == 0 and "demo-cache: nothing to do\n" in done.stdout, done.stdout + done.stderr
-    assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.inspect",
+    assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.wheelreport",
                 "bot.adapters.inspectpool",
                 "bot.core.consumer", "bot.app.schedule", "elftools", "zstandard"} & set(modules)
 

@@ -31,8 +31,8 @@ from ..core.ociimage import (
 )
 from .imagestore import ImageStore, tag_taken
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from ..core.inspect import WheelReport
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
+    from ..core.wheelreport import WheelReport
 
 log = structlog.get_logger("wheelpin.publish")
 

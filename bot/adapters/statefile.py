@@ -143,20 +143,22 @@ class StateFile:
                               " where component = ? and commit_sha = ?", (component, commit)).fetchone()
         if row is None:
             return None
-        component_, commit_, kind, message, attempts, at, rules = row
-        return Failure(component_[len(self.scope):], commit_, kind, message, int(attempts), float(at), rules or "")
+        component_, commit_, kind, message, attempts, at, judged_under = row
+        return Failure(component_[len(self.scope):], commit_, kind, message, int(attempts), float(at),
+                       judged_under or "")
 
-    def record(self, component: str, commit: str, kind: str, message: str, *, rules: str = "") -> Failure:
-        """A failure of `commit`'s build or verification under the config digested as `rules`
-        (attempts count on only while the rules stay the same)."""
+    def record(self, component: str, commit: str, kind: str, message: str, *, judged_under: str = "") -> Failure:
+        """A failure of `commit`'s build or verification under what `judged_under` digests
+        (attempts count on only while it stays the same). Its column is `rules`, the name
+        state files already written have."""
         previous = self.failure(component, commit)
-        attempts = previous.attempts + 1 if previous and previous.rules == rules else 1
-        failed = Failure(component, commit, kind, message, attempts, time.time(), rules)
+        attempts = previous.attempts + 1 if previous and previous.judged_under == judged_under else 1
+        failed = Failure(component, commit, kind, message, attempts, time.time(), judged_under)
         component = self.scope + component
         self._q("insert into failures (component, commit_sha, kind, message, attempts, at, rules)"
                 " values (?, ?, ?, ?, ?, ?, ?) on conflict (component, commit_sha) do update set kind = excluded.kind,"
                 " message = excluded.message, attempts = excluded.attempts, at = excluded.at, rules = excluded.rules",
-                (component, commit, kind, message, attempts, failed.at, rules))
+                (component, commit, kind, message, attempts, failed.at, judged_under))
         self._commit()
         return failed
 

@@ -6,7 +6,7 @@ bounded pool of workers (`WHEELPIN_WORKERS`) takes them, never two jobs of one r
 at once (the queue's groups), so a repository's reconciler and state file are only ever
 used by one thread at a time, and one repository's long adoption holds up no other. The
 installations job runs alone: it is the one that changes the watch list. What each kind of job does lives beside it:
-`watchlist.py` (installations, config, repository), `commands.py` (command),
+`watchlist.py` (installations, config, repository), `comment_commands.py` (command),
 `dashboards.py` (dashboard); a component's pass is here.
 
 With WHEELPIN_DATABASE_URL the queue is procrastinate's on PostgreSQL (`pgqueue.py`), shared
@@ -34,7 +34,7 @@ from ..core.errors import TransientError, WheelpinError, kind_of
 from ..core.jobs import Intake, Job, JobKind
 from ..loop.results import Status
 from . import dashboards
-from .commands import Commands
+from .comment_commands import Commands
 from .githubrepo import GitHubAccess
 from .lease import Fenced, Leases
 from .metrics import Metrics

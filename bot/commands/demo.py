@@ -26,6 +26,7 @@ from ..adapters.inspectpool import inspect_wheel
 from ..adapters.publisher import publish
 from ..loop.results import PassResult
 from ..app.settings import Settings
+from ..core.config import BRANCH_PREFIX
 from ..core.hipstub import hip_library
 from ..core.rocmlibs import HIP_RUNTIME
 from .output import emit_json, emit_text
@@ -222,7 +223,7 @@ def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int
     passes.append(_pass(downstream, local, say))
     say("4. Nothing new upstream: a pass changes nothing.")
     passes.append(_pass(downstream, local, say))
-    branch = "wheelpin/demo-cache"
+    branch = f"{BRANCH_PREFIX}demo-cache"
     message = git(["log", "-1", "--format=%B", branch], cwd=downstream)
     if json:
         emit_json({"workdir": str(root), "upstream": str(upstream), "downstream": str(downstream),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import structlog
 
-from ..adapters.worktree import canonical_component, read_texts, write_texts_atomically
+from ..adapters.checkoutfiles import canonical_component, read_texts, write_texts_atomically
 from ..core.errors import UsageError, doing
 from ..core.pinformats.api import FORMATS
 from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins

@@ -33,7 +33,7 @@ class Failure:
     message: str
     attempts: int
     at: float
-    rules: str = ""  # a digest of the component's config it failed under ("" in older state files)
+    judged_under: str = ""  # digest of what it failed under: config, consuming image ("" in older state files)
 
     @property
     def refused(self) -> bool:
@@ -61,8 +61,8 @@ class Refusal:
         return self.at + doubling(REFUSAL_BACKOFF, self.attempts)
 
 
-def rules_of(component: Component) -> str:
-    """A digest of everything a component's config says: a failure under other rules is
+def config_digest(component: Component) -> str:
+    """A digest of everything a component's config says: a failure under another config is
     judged again."""
     return hashlib.sha256(component.model_dump_json().encode()).hexdigest()[:16]
 

@@ -39,6 +39,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # NUL ends a path for the OS; others 
 
 
 CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")  # looked for in this order
+BRANCH_PREFIX = "wheelpin/"  # the bot's branches are `<prefix><component>` unless the config says otherwise
 
 class _Model(BaseModel):
     # every field says what it is (`Field(description=…)`): the JSON Schema's descriptions,
@@ -58,7 +59,7 @@ class Defaults(_Model):
     base_branch: Annotated[str, Field(
         description="The branch pull requests are proposed against (and pins are read from).")] = "main"
     branch_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+/$",
-        description="The prefix of wheelpin's branches: a component's is the prefix and its name.")] = "wheelpin/"
+        description="The prefix of wheelpin's branches: a component's is the prefix and its name.")] = BRANCH_PREFIX
     labels: Annotated[list[str], Field(description="Labels put on every pull request wheelpin opens.")] = ["wheelpin"]
     schedule: Annotated[str, Field(
         description="How often the upstream is looked at: an interval (`30m`, `6h`, `1d`) or a crontab line (`0 6 * * 1-5`).")] = "30m"

@@ -41,8 +41,8 @@ from .localversion import carried
 from .requirements import Conflict, TargetEnvironment, compatible, find_conflicts
 from .rocmlibs import hip_majors
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from .inspect import WheelReport
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
+    from .wheelreport import WheelReport
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .githubhost import MAX_BODY
+
 MARKER = "<!-- wheelpin: dashboard -->"
 TITLE = "wheelpin dependency dashboard"
 LABEL = "wheelpin-dashboard"
 MAX_CELL = 300
-MAX_BODY = 65_536  # GitHub refuses an issue body longer than this (422 "body is too long")
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ class Facts:
     image: ImageFound | None = None
     build: BuildSeen = BuildSeen()
     failure: Failure | None = None  # a recorded failure of `head`, whatever its age
-    rules: str = ""  # a digest of the component's config now
+    judged_under: str = ""  # a digest of what its wheels are judged under now: the config, the consuming image
     refusal: Refusal | None = None  # a recorded refusal of the very write a proposal would make
 
 
@@ -263,19 +263,19 @@ def write_key(facts: Facts, *, where: str) -> str:
     """What a proposal write is made of: the same key is the same write to the same branch
     tip on the same base, which GitHub refuses the same way."""
     proposal = facts.proposal
-    made_of = {"where": where, "component": facts.rules, "want": desired_state(facts), "base": facts.base,
+    made_of = {"where": where, "component": facts.judged_under, "want": desired_state(facts), "base": facts.base,
                "branch": proposal.head if proposal else None}
     return hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()
 
 
 def live_failure(facts: Facts, now: float, asks: Asks = Asks()) -> Failure | None:
-    """The recorded failure of the head that still holds: under the same rules (a changed
-    config is judged again), with no build followed since, within its backoff, and not
+    """The recorded failure of the head that still holds: under the same config and consuming image (a
+    change is judged again), with no build followed since, within its backoff, and not
     asked to be retried."""
     failure = facts.failure
     if failure is None or asks.retry or facts.build.followed:
         return None
-    if failure.rules and failure.rules != facts.rules:
+    if failure.judged_under and failure.judged_under != facts.judged_under:
         return None
     return failure if failure.retry_at > now else None
 

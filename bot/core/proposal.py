@@ -3,7 +3,7 @@
 Title; from → to with a compare link and the commit list; the wheel table; the
 Requires-Dist diff and constraint conflicts (loud); the verification results; how to
 check by hand; the hidden `<!-- wheelpin: {...} -->` marker holding the proposal's
-machine-readable state. Cut to GitHub's 65,536-character cap, long sections first.
+machine-readable state. Cut to GitHub's cap (githubhost.MAX_BODY), long sections first.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .githubhost import MAX_BODY
 from .ociimage import WheelEntry
 from .pins import Edit
 from .requirements import Conflict, RequirementsDiff
@@ -21,7 +22,6 @@ from .requirements import Conflict, RequirementsDiff
 if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
     from .wheeldiff import WheelChanges
 
-MAX_BODY = 65_536
 MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
 MARKER = re.compile(re.escape(MARKER_START) + r"(\{.*?\}) -->", re.S)
 _FORGES = re.compile(r"^(?:https://|git@)(github\.com|gitlab\.com|codeberg\.org)[:/](.+?)(?:\.git)?/?$")

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from .localversion import carried
 from .rocmlibs import HIP_RUNTIME, ROCM_RUNTIMES, grafted, hip_majors, library_of, rocm_library
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from .inspect import WheelReport
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
+    from .wheelreport import WheelReport
 
 
 def vendored_rocm_problems(report: WheelReport) -> list[str]:

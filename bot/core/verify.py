@@ -13,8 +13,8 @@ from .checks import CHECKS, KINDS, LABELS, WheelRules, kinded_problems, python_t
 from .checks.name import NameCheck
 from .config import Component
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from .inspect import WheelReport
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
+    from .wheelreport import WheelReport
     from .ociimage import WheelEntry
 
 

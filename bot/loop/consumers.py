@@ -22,8 +22,8 @@ from ..core.verify import Problem
 from .context import Context, Stores
 from .observe import Observer
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
-    from ..core.inspect import WheelReport
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
+    from ..core.wheelreport import WheelReport
 
 
 class Consumers:

@@ -39,7 +39,7 @@ class Context:
     pinned_info: ImageInfo | None = None  # the image the base pins, when it can be read
     pinned_unread: str | None = None  # why it could not be, when a pin names a digest
     texts: dict[str, str] = field(default_factory=dict)  # the pin files at the base
-    rules: str = ""  # what its wheels are judged under this pass (observe._rules)
+    judged_under: str = ""  # what its wheels are judged under this pass (observe._judged_under)
     pinned_problem: str | None = None  # why the pinned image could not be read (a 404), when known
 
     @property

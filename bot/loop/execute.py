@@ -24,7 +24,7 @@ from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
 from ..core.assemble import assemble
-from ..core.backoff import rules_of
+from ..core.backoff import config_digest
 from ..core.config import Component, Config
 from ..core.errors import (BuildFailed, InputError, PermissionRefused, RefusedError, RuleRefused,
                            VerificationError, WheelpinError, doing)
@@ -106,9 +106,10 @@ class Executor:
         return replace(facts, build=BuildSeen(asynchronous=context.builder.asynchronous))
 
     def _failed(self, context: Context, commit: str, what: str, message: str) -> None:
-        """Record a failed build or verification of `commit` under the component's rules;
-        its builder forgets it, so the next try starts a new build."""
-        self.state.record(context.name, commit, what, message, rules=context.rules or rules_of(context.component))
+        """Record a failed build or verification of `commit` under what it is judged under
+        (its config, its consuming image); its builder forgets it, so the next try starts a new build."""
+        judged_under = context.judged_under or config_digest(context.component)
+        self.state.record(context.name, commit, what, message, judged_under=judged_under)
         context.builder.forget(commit)
 
     def _refused(self, context: Context, head: str, why: str, problems: tuple[str, ...]) -> NoReturn:
@@ -300,11 +301,13 @@ class Executor:
         return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
 
     def _with_refusals(self, context: Context, commits: Sequence[Commit]) -> list[Commit]:
-        """The commit list, each commit whose wheel was refused under today's rules marked with why."""
-        rules, marked = context.rules or rules_of(context.component), []
+        """The commit list, each commit whose wheel was refused under today's config and consuming
+        image marked with why."""
+        judged_under, marked = context.judged_under or config_digest(context.component), []
         for commit in commits:
             failure = self.state.failure(context.name, commit.sha)
-            stands = failure is not None and failure.refused and failure.rules in (rules, "")
+            stands = (failure is not None and failure.refused
+                      and failure.judged_under in (judged_under, ""))
             marked.append(replace(commit, refused=_REFUSED_PREFIX.sub("", failure.message))
                           if failure and stands else commit)
         return marked

@@ -23,7 +23,7 @@ from ..adapters.imageread import ImageInfo, extract_wheels, read_image
 from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
-from ..core.backoff import rules_of
+from ..core.backoff import config_digest
 from ..core.configfile import LoadedConfig
 from ..core.errors import ConfigError, NotFound, TransientError, VerificationError, WheelpinError, doing, kind_of
 from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
@@ -36,7 +36,7 @@ from ..core.verify import Problem, check_wheels, component_rules, rules_digest, 
 from .context import Context, Memory, Stores
 
 if TYPE_CHECKING:
-    from ..core.inspect import WheelReport
+    from ..core.wheelreport import WheelReport
 
 class Observer:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, state: StateFile,
@@ -82,9 +82,9 @@ class Observer:
             pinned_commit == head or context.upstream.is_older_release(head, pinned_commit)
             or context.upstream.is_ancestor(head, pinned_commit))
         proposal = self._proposal(context.branch, base)
-        context.rules = self._rules(context, base)
+        context.judged_under = self._judged_under(context, base)
         facts = Facts(component=name, head=head, base=base, base_files=base_files, pinned_commit=pinned_commit,
-                      base_has_head=base_has_head, proposal=proposal, rules=context.rules,
+                      base_has_head=base_has_head, proposal=proposal, judged_under=context.judged_under,
                       pinned_problem=pinned_problem(context))
         if base_has_head:
             return facts
@@ -137,16 +137,16 @@ class Observer:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
-    def _rules(self, context: Context, base: str) -> str:
+    def _judged_under(self, context: Context, base: str) -> str:
         """What a wheel of the component is judged under: its config, and the consuming
         image it is checked against (a refusal for a library the base image lacked is
         judged again once the base moves)."""
-        rules = rules_of(context.component)
+        config = config_digest(context.component)
         try:
             reference = self.consumer_reference(context, base)
         except WheelpinError:
-            return rules  # said when the image is read
-        return rules if reference is None else rules + "+" + hashlib.sha256(reference.encode()).hexdigest()[:8]
+            return config  # said when the image is read
+        return config if reference is None else config + "+" + hashlib.sha256(reference.encode()).hexdigest()[:8]
 
     def read(self, base: str, path: str) -> str:
         key = (base, path)  # a commit's files never change: read each once

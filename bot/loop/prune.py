@@ -61,13 +61,14 @@ class Pruner:
         keep = {value for key, found in self.memory.published.items() if key[0] == component.name for value in found}
         if facts.image is not None:
             keep |= {facts.image.tag, facts.image.digest}
-        rules = partial(decide, ours=ours, pinned=pinned, keep=keep, since=self.state.unpinned_since(component.name),
-                        now=now, grace_seconds=component.image.prune_after_days * DAY)
+        decide_now = partial(decide, ours=ours, pinned=pinned, keep=keep,
+                             since=self.state.unpinned_since(component.name), now=now,
+                             grace_seconds=component.image.prune_after_days * DAY)
         digests = self._digests(context, [tag for tag in tags if ours.match(tag)])
-        decision = rules(digests)
+        decision = decide_now(digests)
         if decision.by_digest:  # what else names those digests decides: every tag is looked up
             digests |= self._digests(context, [tag for tag in tags if not ours.match(tag)])
-            decision = rules(digests)
+            decision = decide_now(digests)
         pruned = self._remove(context, decision)
         self.state.record_unpinned(component.name, {tag: since for tag, since in decision.unpinned.items()
                                                     if tag not in pruned.tags}, at=now)

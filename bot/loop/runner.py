@@ -52,7 +52,7 @@ class Reconciler:
     after_action: ClassVar[Callable[[int], None] | None] = None
 
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, cache: Path,
-                 retry_failed: bool = False, actions: ActionsClient | None = None, local_builds: bool = True,
+                 retry_failed: bool = False, actions: ActionsClient | None = None, local_commands: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
                  settle: float | None = None, database_url: str | None = None,
                  state_scope: str = "") -> None:
@@ -62,7 +62,7 @@ class Reconciler:
         self.registries = registries
         self.cache = cache
         self.actions = actions
-        self.local_builds = local_builds  # never on GitHub: a config's command is the repository's code
+        self.local_commands = local_commands  # never on GitHub: a config's command is the repository's code
         self.retry_failed = retry_failed
         self.builder_for = builder_for or self._builder  # tests give an in-memory one (tests/fixtures/fakes.py)
         # the SQLite file, or PostgreSQL; a repository's components apart from another's
@@ -90,7 +90,7 @@ class Reconciler:
 
             consumers = Consumers(self.registries, self.observer, self.cache)
             self._executor = Executor(self.config, str(self.loaded.root), self.platform, self.state, self.memory,
-                                      self.observer, consumers, local_commands=self.local_builds,
+                                      self.observer, consumers, local_commands=self.local_commands,
                                       **({} if self.settle is None else {"settle": self.settle}))
         return self._executor
 
@@ -105,7 +105,7 @@ class Reconciler:
 
     def _builder(self, component: Component, upstream: UpstreamRepo) -> Builder:
         return builder_for(component, BuildSite(self.cache, upstream, self.state, self.config.defaults.base_branch,
-                                                local_commands=self.local_builds, actions=self.actions))
+                                                local_commands=self.local_commands, actions=self.actions))
 
     def _context(self, component: Component) -> Context:
         upstream = UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root)

@@ -1,5 +1,5 @@
 """Members checked by a few processes for a large wheel (bot/adapters/inspectpool.py over
-bot/core/inspect.py's shares): the report is the one a single process makes, and
+bot/core/wheelreport.py's shares): the report is the one a single process makes, and
 the per-wheel budget still holds when the bundles that pass it lie in members different
 workers read."""
 
@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from bot.adapters import inspectpool
-from bot.core import inspect, offload
+from bot.core import offload, wheelreport
 from bot.core.errors import InputError
 from tests.fixtures import hostile
 
 
-def report_of(wheel: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool) -> inspect.WheelReport:
+def report_of(wheel: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool) -> wheelreport.WheelReport:
     """A small test wheel taken as large (PARALLEL_FROM 0), read in two processes or here."""
-    monkeypatch.setattr(inspect, "PARALLEL_FROM", 0)
-    return inspect.inspect_wheel(wheel, spread=inspect.Spread(2, inspectpool.in_processes) if parallel else None)
+    monkeypatch.setattr(wheelreport, "PARALLEL_FROM", 0)
+    return wheelreport.inspect_wheel(wheel, spread=wheelreport.Spread(2, inspectpool.in_processes) if parallel else None)
 
 
 def test_parallel_and_single_process_reports_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -56,7 +56,7 @@ def test_the_commands_read_a_large_wheel_in_processes_and_a_small_one_here(
     of PARALLEL_FROM compressed bytes or more over processes; below, no process starts."""
     runs: list[int] = []
 
-    def counted(path: Path, shares: list[list[str]], inflate: int, entries: int) -> list[inspect.ShareResult]:
+    def counted(path: Path, shares: list[list[str]], inflate: int, entries: int) -> list[wheelreport.ShareResult]:
         runs.append(len(shares))
         return real(path, shares, inflate, entries)
 
@@ -65,5 +65,5 @@ def test_the_commands_read_a_large_wheel_in_processes_and_a_small_one_here(
     monkeypatch.setattr(inspectpool, "workers", lambda: 2)
     small = inspectpool.inspect_wheel(rocm_wheel)
     assert runs == []
-    monkeypatch.setattr(inspect, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(wheelreport, "PARALLEL_FROM", 0)
     assert inspectpool.inspect_wheel(rocm_wheel) == small and runs == [2]

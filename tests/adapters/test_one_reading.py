@@ -23,7 +23,7 @@ from bot.adapters.imageread import FACTS_FORMAT, read_image
 from bot.adapters.imagestore import DigestCache, RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
-from bot.core.inspect import inspect_wheel
+from bot.core.wheelreport import inspect_wheel
 from bot.core.ociimage import WheelEntry
 from bot.core.proposal import ProposalFacts, body
 from bot.core.wheeldiff import wheel_changes

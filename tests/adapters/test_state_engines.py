@@ -27,12 +27,12 @@ def state(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateFile]
 
 def test_failures_count_per_rules_and_are_forgotten(state: StateFile) -> None:
     assert state.failure("c", "x") is None
-    assert state.record("c", "x", "build", "exit 1", rules="r1").attempts == 1
-    assert state.record("c", "x", "build", "exit 1", rules="r1").attempts == 2
-    again = state.record("c", "x", "verify", "refused", rules="r2")  # other rules: counted afresh
+    assert state.record("c", "x", "build", "exit 1", judged_under="r1").attempts == 1
+    assert state.record("c", "x", "build", "exit 1", judged_under="r1").attempts == 2
+    again = state.record("c", "x", "verify", "refused", judged_under="r2")  # judged under another: counted afresh
     assert (again.attempts, again.kind, again.refused) == (1, "verify", True)
     stored = state.failure("c", "x")
-    assert stored is not None and stored.message == "refused" and stored.rules == "r2"
+    assert stored is not None and stored.message == "refused" and stored.judged_under == "r2"
     state.record("c", "y", "build", "exit 1")
     state.forget("c", "x")
     assert state.failure("c", "x") is None and state.failure("c", "y") is not None

@@ -19,7 +19,7 @@ def test_a_state_file_without_rules_opens_and_counts_per_rules(tmp_path: Path) -
     db.close()
     state = StateFile(path)
     old = state.failure("c", "x")
-    assert old is not None and old.rules == "" and old.attempts == 3
-    assert state.record("c", "x", "build", "new", rules="r1").attempts == 1  # other rules: counted afresh
-    assert state.record("c", "x", "build", "again", rules="r1").attempts == 2
+    assert old is not None and old.judged_under == "" and old.attempts == 3
+    assert state.record("c", "x", "build", "new", judged_under="r1").attempts == 1  # under another: afresh
+    assert state.record("c", "x", "build", "again", judged_under="r1").attempts == 2
 

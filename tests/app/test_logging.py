@@ -1,4 +1,4 @@
-"""The log stream (bot/app/logging.py): the libraries' standard-library records are
+"""The log stream (bot/app/logsetup.py): the libraries' standard-library records are
 rendered as wheelpin's own, so a JSON stream is all JSON."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def stderr_of(code: str, level: str = "info") -> list[str]:
-    script = (f"from bot.app.logging import configure_logging\nconfigure_logging(level={level!r}, fmt='json')\n"
+    script = (f"from bot.app.logsetup import configure_logging\nconfigure_logging(level={level!r}, fmt='json')\n"
               "import logging, structlog\n" + code)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr

@@ -11,7 +11,7 @@ from bot.adapters.git import git
 from bot.adapters.imagestore import LayoutStore
 from bot.adapters.publisher import publish
 from bot.commands.reconcile_cmd import exit_code
-from bot.core.inspect import inspect_wheel
+from bot.core.wheelreport import inspect_wheel
 from bot.loop.builders.base import BuildPreview
 from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github, runner_build
 from tests.cli import wheelpin
@@ -90,7 +90,7 @@ def test_the_smoke_test_is_read_from_the_build_runs_jobs(world: World, tmp_path:
     world.set_config("build = { command = [", WORKFLOW)
     world.set_config('wheel = { distribution = "demo-cache" }',
                      'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache\'" }')
-    with on_github(world, tmp_path, actions=True, local_builds=False, smoke_job=smoke_job) as gh:
+    with on_github(world, tmp_path, actions=True, local_commands=False, smoke_job=smoke_job) as gh:
         gh.emulator.actions = workflow_build(world, tmp_path)
         world.commit_upstream("one", NEW_VERSION)
         gh.reconciler.run()
@@ -143,7 +143,7 @@ def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -
         pushed.append(result.digest)
         return {}  # no artifact: the image is the build
 
-    with on_github(world, tmp_path, actions=True, local_builds=False) as gh:
+    with on_github(world, tmp_path, actions=True, local_commands=False) as gh:
         gh.emulator.actions = push_itself
         world.commit_upstream("one", NEW_VERSION)
         assert [a.kind for a in gh.reconciler.run().components[0].actions] == ["build", "wait"]
@@ -346,7 +346,7 @@ def test_the_plan_on_github_names_the_workflow_and_its_inputs_and_agrees_with_th
 
 
 def test_the_plan_on_github_refuses_a_build_command_as_the_pass_does(world: World, tmp_path: Path) -> None:
-    with on_github(world, tmp_path, local_builds=False) as gh:
+    with on_github(world, tmp_path, local_commands=False) as gh:
         world.commit_upstream("one", NEW_VERSION)
         dry = gh.reconciler.run(dry_run=True)
         plan = dry.components[0].plan

@@ -31,7 +31,7 @@ from bot.adapters.registry import RegistryClient
 from bot.app.settings import Settings
 from bot.app.wiring import Registries
 from bot.commands.demo import PEOPLE
-from bot.core.inspect import inspect_wheel
+from bot.core.wheelreport import inspect_wheel
 from bot.loop.runner import Reconciler
 from tests.app.worlds import HUMAN
 from tests.cli import wheelpin
@@ -154,7 +154,7 @@ class Driver:
                                       author=loaded.config.defaults.author)
             settings = Settings(cache_dir=seed.cache)
             self.reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                         cache=seed.cache, actions=ActionsClient(platform), local_builds=False,
+                                         cache=seed.cache, actions=ActionsClient(platform), local_commands=False,
                                          settle=0)
 
     def run(self) -> Pass:

@@ -176,7 +176,7 @@ APP_ID = 11
 
 
 @contextmanager
-def on_github(world: World, folder: Path, *, actions: bool = False, local_builds: bool = True,
+def on_github(world: World, folder: Path, *, actions: bool = False, local_commands: bool = True,
               name: str = "atom", app: bool = False, token: str = "t", login: str | None = None,
               **switches: object) -> Iterator[OnGitHub]:
     """The world's downstream served by the GitHub emulator (its behaviour `switches` set),
@@ -196,7 +196,7 @@ def on_github(world: World, folder: Path, *, actions: bool = False, local_builds
         settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
         reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
                                 cache=settings.cache_dir, actions=ActionsClient(platform) if actions else None,
-                                local_builds=local_builds)
+                                local_commands=local_commands)
         yield OnGitHub(emulator, repo, reconciler)
         assert emulator.errors == []
     finally:

@@ -18,7 +18,7 @@ import pytest
 from bot.cli import build_parser
 from bot.core.checks import CHECKS, KINDS, LABELS, WheelCheck, WheelRules, kinded_problems, problems
 from bot.core.config import Component, Wheel
-from bot.core.inspect import WheelReport, inspect_wheel
+from bot.core.wheelreport import WheelReport, inspect_wheel
 from bot.core.proposal import ProposalFacts, body
 from bot.core.assemble import verification_lines
 from bot.core.verify import check_wheels, component_rules, summary

@@ -10,7 +10,7 @@ import pytest
 from bot.core.amdgpu import TargetId
 from bot.core.checks import WheelRules, problems
 from bot.core.elf import ElfReport
-from bot.core.inspect import WheelReport, inspect_wheel
+from bot.core.wheelreport import WheelReport, inspect_wheel
 from bot.core.rocmlibs import library_of, rocm_library
 from tests.cli import wheelpin
 from tests.fixtures.consumerimages import hip_runtime, stub_library

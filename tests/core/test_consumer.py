@@ -14,7 +14,7 @@ from bot.core.config import Consumer
 from bot.core.consumer import check, reference_in
 from bot.core.elf import ElfReport
 from bot.core.imagefs import LayerSummary, merge
-from bot.core.inspect import WheelReport
+from bot.core.wheelreport import WheelReport
 from bot.core.ldso import MAXSYMLINKS, Tree, conf_folders, locate, search_folders
 
 SITE = "usr/local/lib/python3.12/dist-packages"

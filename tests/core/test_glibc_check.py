@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.checks import WheelRules, problems
-from bot.core.inspect import inspect_wheel
+from bot.core.wheelreport import inspect_wheel
 from tests.cli import wheelpin
 from tests.core.test_config import GOOD, PINNED, problems_of
 from tests.fixtures.wheels import build_wheel

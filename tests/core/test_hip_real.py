@@ -80,7 +80,7 @@ def test_a_wanted_arch_in_only_some_gpu_libraries_is_named(hip_artifacts: HipArt
     it would miss kernels on that GPU. The image records it; the proposal names it."""
     from bot.adapters.configdisk import load_config
     from bot.core.assemble import notes
-    from bot.core.inspect import inspect_wheel
+    from bot.core.wheelreport import inspect_wheel
     from bot.core.ociimage import WheelEntry
     from tests.fixtures.wheels import build_wheel
 

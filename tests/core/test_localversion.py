@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.checks import tag_commit_problems
-from bot.core.inspect import inspect_wheel
+from bot.core.wheelreport import inspect_wheel
 from bot.core.localversion import carried, local_value, normalized_segment, segment_problems
 from bot.core.templates import TagValues, TemplateError, commit_only, render_tag, tag_pattern, validate_tag_template
 from tests.cli import wheelpin

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bot.adapters import worktree
+from bot.adapters import checkoutfiles
 from bot.core.config import Component, pin_path
 from bot.core.dockerpins import DockerfileError, parse
 from bot.core.errors import UsageError
@@ -32,10 +32,10 @@ def component(files: tuple[str, str]) -> Component:
 
 def bump_in(root: Path, comp: Component) -> None:
     """What `pins bump` does, without the process."""
-    comp = worktree.canonical_component(comp, root)
-    texts = worktree.read_texts(root, sorted({pin.file for pin in comp.pins}))
+    comp = checkoutfiles.canonical_component(comp, root)
+    texts = checkoutfiles.read_texts(root, sorted({pin.file for pin in comp.pins}))
     plan = plan_bump(comp, texts, NEW, {})
-    worktree.write_texts_atomically(root, plan.new_texts, expected=texts)
+    checkoutfiles.write_texts_atomically(root, plan.new_texts, expected=texts)
 
 
 PART = st.sampled_from(["", ".", "./"])
@@ -121,11 +121,11 @@ def test_a_symlink_appearing_before_the_write_is_refused(tmp_path: Path) -> None
     repo = tmp_path / "repo"
     (repo / "docker").mkdir(parents=True)
     (repo / "docker" / "Dockerfile").write_text(DOCKERFILE)
-    texts = worktree.read_texts(repo, ["docker/Dockerfile"])
+    texts = checkoutfiles.read_texts(repo, ["docker/Dockerfile"])
     (repo / "docker" / "Dockerfile").unlink()
     (repo / "docker" / "Dockerfile").symlink_to(outside / "Dockerfile")
     with pytest.raises(UsageError, match="outside the repository"):
-        worktree.write_texts_atomically(repo, {"docker/Dockerfile": "new\n"}, expected=texts)
+        checkoutfiles.write_texts_atomically(repo, {"docker/Dockerfile": "new\n"}, expected=texts)
     assert (outside / "Dockerfile").read_text() == "x\n"
 
 
@@ -133,13 +133,13 @@ def test_a_file_edited_meanwhile_is_left_alone_and_so_are_the_others(tmp_path: P
     (tmp_path / "a").write_text("old a\n")
     (tmp_path / "b").write_text("old b\n")
     os.chmod(tmp_path / "a", 0o640)
-    texts = worktree.read_texts(tmp_path, ["a", "b"])
+    texts = checkoutfiles.read_texts(tmp_path, ["a", "b"])
     (tmp_path / "b").write_text("a human's edit\n")  # while the bump waited on the registry
     with pytest.raises(UsageError, match="b changed on disk while wheelpin was bumping it"):
-        worktree.write_texts_atomically(tmp_path, {"a": "new a\n", "b": "new b\n"}, expected=texts)
+        checkoutfiles.write_texts_atomically(tmp_path, {"a": "new a\n", "b": "new b\n"}, expected=texts)
     assert (tmp_path / "a").read_text() == "old a\n" and (tmp_path / "b").read_text() == "a human's edit\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]  # no temporary left
-    worktree.write_texts_atomically(tmp_path, {"a": "new a\n"}, expected=texts)
+    checkoutfiles.write_texts_atomically(tmp_path, {"a": "new a\n"}, expected=texts)
     assert (tmp_path / "a").read_text() == "new a\n" and (tmp_path / "a").stat().st_mode & 0o777 == 0o640
 
 

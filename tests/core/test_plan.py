@@ -16,13 +16,13 @@ NOW = 1_800_000_000.0
 HEAD = "3d3aa833" + "0" * 32
 IMAGE = ImageFound("demo-v1-g3d3aa833", "sha256:" + "a" * 64, "r/demo:demo-v1-g3d3aa833@sha256:" + "a" * 64)
 FOREIGN = ImageFound(IMAGE.tag, IMAGE.digest, IMAGE.ref, verified=False)
-FACTS = Facts(component="demo", head=HEAD, base="b" * 40, base_files="f", rules="r1")
+FACTS = Facts(component="demo", head=HEAD, base="b" * 40, base_files="f", judged_under="r1")
 PROPOSAL = ProposalSeen("wheelpin/demo", "c" * 40, None)
 ACTIONS = BuildSeen(asynchronous=True)
 
 
-def failure(*, at: float = NOW - 60, attempts: int = 1, rules: str = "r1", kind: str = "build") -> Failure:
-    return Failure("demo", HEAD, kind, "build of 3d3aa833 failed (exit 1)", attempts, at, rules)
+def failure(*, at: float = NOW - 60, attempts: int = 1, judged_under: str = "r1", kind: str = "build") -> Failure:
+    return Failure("demo", HEAD, kind, "build of 3d3aa833 failed (exit 1)", attempts, at, judged_under)
 
 
 def types(facts: Facts, asks: Asks = Asks()) -> list[type]:
@@ -55,12 +55,12 @@ def test_an_up_to_date_proposal_plans_nothing() -> None:
         ({"failure": failure(at=NOW - BACKOFF_SECONDS - 1)}, [StartBuild, PublishImage, WriteProposal]),
         ({"failure": failure(at=NOW - BACKOFF_SECONDS - 1, attempts=2)}, [Report]),  # doubled
         ({"failure": failure(kind="verify", at=0)}, [Report]),  # the same commit gives the same wheel
-        ({"failure": failure(rules="r0")}, [StartBuild, PublishImage, WriteProposal]),  # the config changed
+        ({"failure": failure(judged_under="r0")}, [StartBuild, PublishImage, WriteProposal]),  # the config changed
         ({"failure": failure(), "build": replace(ACTIONS, state=BuildState.RUNNING, followed=True)},
          [Wait, FetchArtifacts, PublishImage, WriteProposal]),  # a build started since
         ({"failure": failure(), "image": IMAGE}, [WriteProposal]),  # an image exists: the failure is moot
         ({"failure": failure(kind="verify", at=0), "image": FOREIGN}, [Report]),  # someone's image, refused once
-        ({"failure": failure(kind="verify", at=0, rules="r0"), "image": FOREIGN}, [AdoptImage, WriteProposal]),
+        ({"failure": failure(kind="verify", at=0, judged_under="r0"), "image": FOREIGN}, [AdoptImage, WriteProposal]),
         # a quiet period
         ({"quiet_minutes": 30, "committed_at": NOW - 600}, [Wait]),
         ({"quiet_minutes": 30, "committed_at": NOW - 1801}, [StartBuild, PublishImage, WriteProposal]),

@@ -10,7 +10,7 @@ import pytest
 
 from bot.core.archive import ArchiveLimits
 from bot.core.errors import InputError
-from bot.core.inspect import inspect_wheel, read_wheel_metadata
+from bot.core.wheelreport import inspect_wheel, read_wheel_metadata
 from tests.fixtures.wheels import build_wheel
 
 METADATA = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"

@@ -19,7 +19,7 @@ from bot.adapters.publisher import publish
 from bot.commands.demo import DOCKERFILE, PEOPLE
 from bot.core.configfile import load_config_text
 from bot.core.errors import RuleRefused
-from bot.core.inspect import inspect_wheel
+from bot.core.wheelreport import inspect_wheel
 from bot.loop.preview import ComponentPlan
 from bot.loop.results import PassResult
 from bot.commands.reconcile_cmd import exit_code, pass_text

@@ -37,7 +37,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Self
 from urllib.parse import parse_qs
 
-from ...core.config import CONFIG_FILES
+from ...core.config import BRANCH_PREFIX, CONFIG_FILES
 from ...core.dashboard import MARKER as DASHBOARD_MARKER
 from ...core.errors import (
     ConfigError,
@@ -126,7 +126,7 @@ class Routing:
     branches and build workflows (kept by the service for the webhook threads, as JSON
     with a database)."""
 
-    prefix: str = "wheelpin/"  # the bot's branches: `<prefix><component>`
+    prefix: str = BRANCH_PREFIX  # the bot's branches: `<prefix><component>`
     bases: frozenset[str] = frozenset({"main"})  # a push to one of them re-reads the repository
     workflows: frozenset[str] = frozenset()  # build workflows (file or name); none: any run's end counts
 
@@ -239,7 +239,7 @@ ROUTES: dict[tuple[str, str], Route] = {
 }
 
 
-def work_for(event: str, payload: dict[str, Any], *, prefix: str = "wheelpin/",
+def work_for(event: str, payload: dict[str, Any], *, prefix: str = BRANCH_PREFIX,
              base_branches: frozenset[str] = frozenset({"main"}), workflows: frozenset[str] = frozenset()) -> list[Job]:
     """The work one delivery asks for; [] for events the bot ignores (answered 2xx all the same)."""
     action = payload.get("action")

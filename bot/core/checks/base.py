@@ -13,11 +13,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-if TYPE_CHECKING:  # a wheel's report is read here; the reading (inspect) loads where a wheel is read
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     import argparse
 
     from ..amdgpu import TargetId
-    from ..inspect import WheelReport
+    from ..wheelreport import WheelReport
 
 Rule = TypeVar("Rule")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
-    from ..inspect import WheelReport
+    from ..wheelreport import WheelReport
 
 _COMMIT_SEGMENT = re.compile(r"^g([0-9a-f]{8,40})$")
 _HEX = re.compile(r"^[0-9a-f]{8,40}$")

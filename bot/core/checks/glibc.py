@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Finding, Flag, Given, WheelCheck
 
 if TYPE_CHECKING:
-    from ..inspect import WheelReport
+    from ..wheelreport import WheelReport
 
 Glibc = tuple[int, int]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
-    from ..inspect import WheelReport
+    from ..wheelreport import WheelReport
 
 
 class NeededCheck(WheelCheck[tuple[str, ...]]):

@@ -15,7 +15,7 @@ from .base import Finding, Given, WheelCheck
 
 if TYPE_CHECKING:
     from ..config import Wheel
-    from ..inspect import WheelReport
+    from ..wheelreport import WheelReport
 
 Rule = TypeVar("Rule")
 

@@ -9,7 +9,7 @@ from .base import Finding, Flag, TargetsCheck
 
 if TYPE_CHECKING:
     from ..amdgpu import TargetId
-    from ..inspect import WheelReport
+    from ..wheelreport import WheelReport
 
 
 class WantedArchsCheck(TargetsCheck):

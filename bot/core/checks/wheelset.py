@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .base import Finding, WheelCheck
 
 if TYPE_CHECKING:
-    from ..inspect import WheelReport
+    from ..wheelreport import WheelReport
 
 
 def python_tags_of(filename: str) -> set[str]:

@@ -20,16 +20,16 @@ class CommandBuilder(CachedBuilds):
     asynchronous = False
     adopts = False
 
-    def __init__(self, component: Component, *, cache: Path, upstream: UpstreamRepo, allowed: bool) -> None:
+    def __init__(self, component: Component, *, cache: Path, upstream: UpstreamRepo, local_commands: bool) -> None:
         super().__init__(component, cache)
         self.upstream = upstream
-        self.allowed = allowed
+        self.local_commands = local_commands
 
     def status(self, commit: str) -> BuildSeen:
         return BuildSeen(BuildState.READY if self.wheels(commit) is not None else BuildState.NONE)
 
     def _refusal(self) -> str | None:
-        if not self.allowed:
+        if not self.local_commands:
             return (f"{self.component.name}: build.command is not run for a repository on GitHub "
                     "(it would run the repository's code on the bot's host); use build.workflow")
         return None
@@ -60,4 +60,4 @@ class CommandBuilder(CachedBuilds):
 
 def make(component: Component, site: BuildSite) -> Builder:
     assert isinstance(component.build, CommandBuild)
-    return CommandBuilder(component, cache=site.cache, upstream=site.upstream, allowed=site.local_commands)
+    return CommandBuilder(component, cache=site.cache, upstream=site.upstream, local_commands=site.local_commands)
