@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.commits import carries_marker, check_bot_branch, signed_off
-from ..core.config import Author
+from ..core.config import BRANCH_PREFIX, Author
 from ..core.errors import InputError, RefusedError, UsageError
 from .filemodes import folders_and_path, mode_to_write
 from .git import ZERO, GitError, git, git_bytes
@@ -24,7 +24,7 @@ from .platform import BranchCommit
 
 
 class LocalPlatform:
-    def __init__(self, repo: Path, *, author: Author, branch_prefix: str = "wheelpin/",
+    def __init__(self, repo: Path, *, author: Author, branch_prefix: str = BRANCH_PREFIX,
                  signoff: bool = False) -> None:
         if not (repo / ".git").exists() and not (repo / "HEAD").exists():
             raise UsageError(f"{repo}: not a git repository")

@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from ...core.commits import carries_marker, check_bot_branch, co_authored, signed_off
-from ...core.config import Author
+from ...core.config import BRANCH_PREFIX, Author
 from ...core.errors import (ConfigError, CredentialsError, InputError, PermissionRefused, RefusedError, RuleRefused,
                             TransientError)
 from ...core.proposal import read_marker
@@ -48,7 +48,7 @@ def is_installation_token(token: str | None) -> bool:
 class GitHubPlatform:
     def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
                  token: str | None = None, app: AppCredentials | None = None,
-                 branch_prefix: str = "wheelpin/", signoff: bool = False,
+                 branch_prefix: str = BRANCH_PREFIX, signoff: bool = False,
                  http: GitHubHTTP | None = None, login: str | None = None) -> None:
         if (token is None) == (app is None):
             raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
