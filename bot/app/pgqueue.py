@@ -120,8 +120,10 @@ class PostgresQueue:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: asyncio.Task[None] | None = None
-        self._running: dict[int, float] = {}  # procrastinate job id → when it started here (monotonic)
-        self._abandoned: set[int] = set()  # jobs fenced here: their end is not written (app/lease.py)
+        # A run of a job is its id and attempt: a job handed back (stalled) runs again under
+        # the same id, possibly here while its first run still ends; each run's end is its own.
+        self._running: dict[tuple[int, int], float] = {}  # run → when it started here (monotonic)
+        self._abandoned: set[tuple[int, int]] = set()  # runs fenced here: their end is not written (app/lease.py)
         self._guard = threading.Lock()
         self.beat = time.monotonic()  # the worker loop's last tick
         self.last_done = time.monotonic()
@@ -141,7 +143,7 @@ class PostgresQueue:
         @self.app.task(name=JOB_TASK, queue=QUEUE, pass_context=True,
                        retry=backoff_strategy(settings.queue_backoff))
         def job_task(context: Any, job: dict[str, Any], note: str = "", deferred: float = 0.0) -> None:
-            identity = context.job.id
+            identity = (context.job.id, context.job.attempts)
             # how long it waited in the queue, from its first deferral (a retry's backoff included)
             log.debug("job.taken", repository=job.get("repository"), job=job.get("kind"),
                       waited=round(time.time() - deferred, 4) if deferred else None, attempt=context.job.attempts)
@@ -202,8 +204,9 @@ class PostgresQueue:
             async def again(*args: Any, _write: Any = write, _name: str = name, **kwargs: Any) -> Any:
                 job = kwargs.get("job", args[0] if args else None)
                 with self._guard:
-                    abandoned = job is not None and job.id in self._abandoned
-                    self._abandoned.discard(getattr(job, "id", None))
+                    run = (job.id, job.attempts) if job is not None else None
+                    abandoned = run in self._abandoned
+                    self._abandoned.discard(run)
                 if abandoned:
                     log.info("job.end_left", job=getattr(job, "id", None),
                              reason="taken over by another replica: its end is theirs")
