@@ -169,24 +169,14 @@ class PostgresQueue:
         @self.app.periodic(cron=tick_cron(settings.tick_seconds), periodic_id="tick")
         @self.app.task(name=TICK_TASK, queue=QUEUE)
         async def tick_task(timestamp: int) -> None:
-            from procrastinate.exceptions import UniqueViolation
-            from procrastinate.jobs import Status as JobStatus
-
             log.debug("schedule.tick", period=timestamp)  # one replica a period
             manager = self.app.job_manager
             for stalled in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=settings.stalled_after):
                 if stalled.task_name == TICK_TASK:
                     continue  # a tick left behind: the next one does its work
-                try:
-                    await manager.retry_job(stalled)
-                except UniqueViolation:  # the same job waits already (its queueing lock): that one does the work
-                    log.info("job.stalled", job=stalled.id, lock=stalled.lock,
-                             reason=f"its replica sent no heartbeat for {settings.stalled_after} s; "
-                                    "the same job is queued already: this one is ended")
-                    await manager.finish_job(stalled, status=JobStatus.ABORTED, delete_job=False)
-                    continue
                 log.warning("job.stalled", job=stalled.id, lock=stalled.lock,
                             reason=f"its replica sent no heartbeat for {settings.stalled_after} s: queued again")
+                await manager.retry_job(stalled)  # ended instead when the same job waits already (again)
             await asyncio.to_thread(self._tick)
 
     def _keep_job_ends(self) -> None:
@@ -196,6 +186,7 @@ class PostgresQueue:
         still beats, never handed back: the worker is then started again, its old record
         is left to go stale (or is deleted), and the next tick hands the job back."""
         from procrastinate.exceptions import ConnectorException, UniqueViolation
+        from procrastinate.jobs import Status as JobStatus
 
         manager = self.app.job_manager
         for name in ("finish_job", "retry_job"):
@@ -215,7 +206,13 @@ class PostgresQueue:
                     try:
                         return await _write(*args, **kwargs)
                     except UniqueViolation:  # the database answered: no connection was lost
-                        raise
+                        if _name != "retry_job" or job is None:
+                            raise
+                        # A job of the same key (its queueing lock) was queued while this one ran:
+                        # that one does the same work, so this run ends instead of waiting beside it.
+                        log.info("job.retry_coalesced", job=job.id, lock=job.lock,
+                                 reason="the same job is queued already: it runs instead of this retry")
+                        return await manager.finish_job(job, status=JobStatus.ABORTED, delete_job=False)
                     except ConnectorException as exc:
                         if pause is None:
                             log.warning("job.end_unwritten", write=_name, error=type(exc.__cause__ or exc).__name__,

@@ -88,8 +88,9 @@ def test_a_stalled_job_whose_same_job_waits_is_ended_and_the_waiting_one_runs(po
         assert sql(url, "select id, status from procrastinate_jobs where task_name = %s", JOB_TASK) == \
             [(stalled, "aborted")]
         assert sql(url, "select task_name from procrastinate_jobs where status = 'failed'") == []  # no tick raised
-        said = [entry for entry in logs if entry["event"] == "job.stalled"]
-        assert [(entry["job"], entry["log_level"]) for entry in said] == [(stalled, "info")], said
+        said = [(entry["event"], entry["job"]) for entry in logs
+                if entry["event"] in ("job.stalled", "job.retry_coalesced")]
+        assert said == [("job.stalled", stalled), ("job.retry_coalesced", stalled)], said
         assert not [entry for entry in logs if entry["event"] in ("queue.worker_restarting", "job.end_unwritten")]
     finally:
         if not queue.closed:
