@@ -29,7 +29,7 @@ from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
 from bot.commands.demo import MAINTAINER, PEOPLE  # noqa: E402
 from bot.adapters.configdisk import load_config  # noqa: E402
-from bot.core.wheelreport import inspect_wheel  # noqa: E402
+from bot.core.wheel.report import inspect_wheel  # noqa: E402
 from tests.fixtures.wheels import build_wheel  # noqa: E402
 
 

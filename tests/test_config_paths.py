@@ -11,7 +11,7 @@ import pytest
 
 from bot.app.settings import Settings, load_settings, normalize_github_api_url
 from bot.adapters.configdisk import load_config
-from bot.core.configfile import ConfigInvalid
+from bot.core.config.load import ConfigInvalid
 from bot.core.errors import ConfigError
 from tests.cli import wheelpin
 from tests.core.test_config import GOOD

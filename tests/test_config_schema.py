@@ -45,7 +45,7 @@ def test_a_valid_schema_that_describes_every_property() -> None:
     jsonschema.Draft202012Validator.check_schema(document)
     assert document["$id"].endswith("/config/wheelpin.schema.json") and document["title"] and document["description"]
     described = properties(document)
-    assert len(described) >= 55  # every field of every model (core/config.py)
+    assert len(described) >= 55  # every field of every model (core/config/model.py)
     assert [path for path, node in described if not node.get("description")] == []
     with_examples = [(path, node) for path, node in described if "examples" in node]
     assert len(with_examples) >= 15

@@ -14,7 +14,7 @@ import pytest
 
 from bot import SCHEMA_URL
 from bot.commands.demo import BUILD_SCRIPT, DOCKERFILE, HIP_LIBRARY, config_text, make_upstream
-from bot.core.hipstub import hip_library
+from bot.core.wheel.hipstub import hip_library
 from tests.cli import wheelpin
 
 ROOT = Path(__file__).resolve().parents[1]

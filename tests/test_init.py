@@ -21,7 +21,7 @@ from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
 from bot.commands.demo import MAINTAINER, PEOPLE, make_upstream
-from bot.core.wheelreport import inspect_wheel
+from bot.core.wheel.report import inspect_wheel
 from tests.cli import Result, environment, wheelpin
 from tests.fixtures import seedwheels
 from tests.fixtures.foreignpush import push_foreign

@@ -84,10 +84,10 @@ def test_diff_between_real_wheels(cupy_wheel: Path, mooncake_wheel: Path) -> Non
 def test_the_refusal_of_a_cuda_build_is_read_root_cause_first(lmcache_cuda_wheel: Path) -> None:
     """LMCache's CUDA wheel where ATOM expects its ROCm build: dozens of problems, said in
     one line a person reads, the root cause first, every problem kept for --json."""
-    from bot.core.amdgpu import TargetId
+    from bot.core.wheel.amdgpu import TargetId
     from bot.core.checks import WheelRules
-    from bot.core.wheelreport import inspect_wheel
-    from bot.core.verify import SUMMARY_LIMIT, check_wheels, summary
+    from bot.core.wheel.report import inspect_wheel
+    from bot.core.checks.component import SUMMARY_LIMIT, check_wheels, summary
 
     rules = WheelRules(expect_name="lmcache-rocm", require_archs=(TargetId.parse("gfx942"),),
                        require_needed=("libamdhip64*",))

@@ -34,7 +34,7 @@ def test_the_local_loop_loads_no_github_library() -> None:
     # nor what only a pass with something to do needs: reading ELF and GPU code, publishing
     assert not {"elftools", "zstandard"} & loaded
     # nor requests, when no registry is spoken to (an OCI layout folder): it loads with the client
-    assert "requests" not in modules_after("import bot.adapters.imagestore, bot.app.wiring, bot.core.wheelmeta")
+    assert "requests" not in modules_after("import bot.adapters.imagestore, bot.app.wiring, bot.core.wheel.metadata")
 
 
 def test_validating_a_config_imports_no_network_library(tmp_path: Path) -> None:
@@ -73,9 +73,9 @@ def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Pa
                           cwd=tmp_path / "demo" / "downstream")
     code, modules = json.loads(done.stdout.strip().splitlines()[-1])
     assert code == 0 and "demo-cache: nothing to do\n" in done.stdout, done.stdout + done.stderr
-    assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.wheelreport",
+    assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.wheel.report",
                 "bot.adapters.inspectpool",
-                "bot.core.consumer", "bot.app.schedule", "elftools", "zstandard"} & set(modules)
+                "bot.core.image.consumer", "bot.app.schedule", "elftools", "zstandard"} & set(modules)
 
 
 def test_start_up_runs_without_the_collector_only_when_wheelpin_is_the_process() -> None:

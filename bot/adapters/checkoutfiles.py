@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..core.config import Component, escape_problem
+from ..core.config.model import Component, escape_problem
 from ..core.errors import UsageError
 
 

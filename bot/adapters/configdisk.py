@@ -1,13 +1,13 @@
 """A repository's config on disk (docs/design.md §3 "Config"): `--config FILE`, else the
-first of `core.config.CONFIG_FILES` at the repository root; read with a size cap, then
-loaded by `core/configfile.py` with the checks that need the repository's files."""
+first of `core.config.model.CONFIG_FILES` at the repository root; read with a size cap, then
+loaded by `core/config/load.py` with the checks that need the repository's files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.config import CONFIG_FILES, escape_problem
-from ..core.configfile import MAX_CONFIG, LoadedConfig, load_config_text
+from ..core.config.model import CONFIG_FILES, escape_problem
+from ..core.config.load import MAX_CONFIG, LoadedConfig, load_config_text
 from ..core.errors import ConfigError
 
 

@@ -5,7 +5,7 @@ platform), its config (`Env`, `diff_ids`) and each layer, summarised by
 base image costs only its new layers (a summary cached by a wheelpin that summarised
 layers otherwise, `imagefs.FORMAT`, is read again; one checked against another size or
 `diff_id` than the manifest and config now claim is read again, and so refused as a first
-read would be). `core/imagefs.merge` makes one view of them.
+read would be). `core/image/files.merge` makes one view of them.
 
 Bounded whatever the registry sends: the manifest and config by
 `adapters/imagedocs.py` (size, shape), each layer by `adapters/layerstream.py`, the image
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.imagefs import ImageFiles, LayerSummary, env_of, merge
-from ..core.imageref import SHA256_DIGEST
+from ..core.image.files import ImageFiles, LayerSummary, env_of, merge
+from ..core.image.reference import SHA256_DIGEST
 from . import imagedocs
 from .imagestore import ImageStore
 from .layerstream import MAX_KEPT_BYTES, LayerError, read_layer

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.imageref import SHA256_DIGEST
-from ..core.ociimage import DOCKER_LIST_TYPE, INDEX_TYPE
+from ..core.image.reference import SHA256_DIGEST
+from ..core.image.oci import DOCKER_LIST_TYPE, INDEX_TYPE
 from .imagestore import ImageStore
 
 # image configs are some KiB (a long build history, some hundreds): distribution caps none,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from ..core.errors import InputError
-from ..core.ociimage import WheelEntry, wheels_from_annotations
+from ..core.image.oci import WheelEntry, wheels_from_annotations
 from . import imagedocs
 from .imagestore import ImageStore
 from .readdeadline import image_deadline

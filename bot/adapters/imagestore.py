@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import InputError, NotFound, RefusedError, VerificationError
-from ..core.imageref import SHA256_DIGEST, ImageRef, LayoutTarget
-from ..core.ociimage import INDEX_TYPE, canonical_json
+from ..core.image.reference import SHA256_DIGEST, ImageRef, LayoutTarget
+from ..core.image.oci import INDEX_TYPE, canonical_json
 from .registrywire import Traffic
 
 if TYPE_CHECKING:  # requests loads only when a registry is spoken to

@@ -1,4 +1,4 @@
-"""A large wheel's members checked by a few processes at once: `core/wheelreport.py`
+"""A large wheel's members checked by a few processes at once: `core/wheel/report.py`
 says what a share is and how one is checked; this runs the shares in forkserver
 processes (never a fork of a threaded service), as many as the CPUs this process may use,
 at most MAX_WORKERS. Each worker opens the archive itself and streams its share, so
@@ -15,17 +15,17 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ..core.archive import ArchiveLimits
-from ..core.wheelreport import ShareResult, Spread, WheelReport, check_share
-from ..core.wheelreport import inspect_wheel as read_wheel
+from ..core.wheel.archive import ArchiveLimits
+from ..core.wheel.report import ShareResult, Spread, WheelReport, check_share
+from ..core.wheel.report import inspect_wheel as read_wheel
 
 MAX_WORKERS = 4
 
 
 def in_processes(path: Path, shares: list[list[str]], inflate: int, entries: int) -> list[ShareResult]:
-    """Each share checked by `core.wheelreport.check_share` in a process of its own, in order."""
+    """Each share checked by `core.wheel.report.check_share` in a process of its own, in order."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["bot.core.wheelreport"])
+    context.set_forkserver_preload(["bot.core.wheel.report"])
     with ProcessPoolExecutor(len(shares), mp_context=context) as pool:
         futures = [pool.submit(check_share, str(path), names, inflate, entries) for names in shares]
         return [future.result() for future in futures]
@@ -36,5 +36,5 @@ def workers() -> int:
 
 
 def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> WheelReport:
-    """`core.wheelreport.inspect_wheel`, a large wheel's members spread over processes."""
+    """`core.wheel.report.inspect_wheel`, a large wheel's members spread over processes."""
     return read_wheel(path, limits=limits, spread=Spread(workers(), in_processes))

@@ -1,4 +1,4 @@
-"""One layer of a consuming image, streamed into a `LayerSummary` (core/imagefs.py): the
+"""One layer of a consuming image, streamed into a `LayerSummary` (core/image/files.py): the
 dist-infos' METADATA and the shared objects their RECORD lists, the shared objects (files
 and symlinks), the other symlinks that may be folders, ld.so.conf and ROCm's version
 file, and the whiteouts. Nothing is written to disk and memory stays bounded whatever the
@@ -40,9 +40,9 @@ from typing import IO, Any, cast
 import zstandard
 
 from ..core.errors import InputError
-from ..core.imagefs import LDCONF, LIBRARY, PYTHON, RECORD, ROCM_VERSION, SITE, LayerSummary, may_be_folder
-from ..core.ldso import normalize
-from ..core.wheelmeta import parse_metadata
+from ..core.image.files import LDCONF, LIBRARY, PYTHON, RECORD, ROCM_VERSION, SITE, LayerSummary, may_be_folder
+from ..core.image.ldso import normalize
+from ..core.wheel.metadata import parse_metadata
 from .boundedtar import TarRefused, entries
 
 MAX_LAYER = 64 << 30  # a layer's declared (compressed) size; the largest ROCm layers are some 10 GiB

@@ -21,8 +21,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.config import CommandBuild, Component
-from ..core.templates import commit_values, render
+from ..core.config.model import CommandBuild, Component
+from ..core.config.templates import commit_values, render
 from . import sandbox
 from .boundedlog import MiB, BoundedLog
 from .buildcache import COMPLETE, build_folder

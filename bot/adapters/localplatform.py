@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..core.commits import carries_marker, check_bot_branch, signed_off
-from ..core.config import BRANCH_PREFIX, Author
+from ..core.proposal.commits import carries_marker, check_bot_branch, signed_off
+from ..core.config.model import BRANCH_PREFIX, Author
 from ..core.errors import InputError, RefusedError, UsageError
 from .filemodes import folders_and_path, mode_to_write
 from .git import ZERO, GitError, git, git_bytes

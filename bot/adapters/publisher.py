@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from ..core.errors import InputError, RefusedError, TransientError, VerificationError
-from ..core.ociimage import (
+from ..core.image.oci import (
     MANIFEST_TYPE,
     WheelEntry,
     architecture_of,
@@ -32,7 +32,7 @@ from ..core.ociimage import (
 from .imagestore import ImageStore, tag_taken
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
-    from ..core.wheelreport import WheelReport
+    from ..core.wheel.report import WheelReport
 
 log = structlog.get_logger("wheelpin.publish")
 

@@ -30,13 +30,21 @@ import structlog
 import urllib3
 
 from ..core.errors import CredentialsError, InputError, NotFound, TransientError, UsageError, tries
-from ..core.imageref import SHA256_DIGEST
-from ..core.ociimage import ACCEPT_MANIFESTS
+from ..core.image.reference import SHA256_DIGEST
+from ..core.image.oci import ACCEPT_MANIFESTS
 from .credentials import Credential, CredentialStore
 from . import readdeadline, writes
 from .progress import tracked
-from .registrywire import (HashedBody, RetryPolicy, Traffic, hostname, is_loopback, parse_challenge,
-                           retry_after_of, with_digest)
+from .registrywire import (
+    HashedBody,
+    RetryPolicy,
+    Traffic,
+    hostname,
+    is_loopback,
+    parse_challenge,
+    retry_after_of,
+    with_digest,
+)
 
 __all__ = ["RegistryClient", "RetryPolicy", "Traffic", "hostname", "is_loopback", "parse_challenge"]
 

@@ -1,6 +1,6 @@
 """The small state file (docs/design.md §2): what the world cannot tell cheaply — local build
 and verification failures, refused writes, the Actions runs followed. When each may be
-tried again is `core/backoff.py`. Losing it costs a repeated attempt, never a
+tried again is `core/decide/backoff.py`. Losing it costs a repeated attempt, never a
 wrong result."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..core.backoff import Failure, Refusal
+from ..core.decide.backoff import Failure, Refusal
 from ..core.errors import ConfigError, TransientError
 
 CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispatches that far apart

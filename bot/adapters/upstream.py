@@ -10,11 +10,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.config import Upstream
+from ..core.config.model import Upstream
 from ..core.errors import ConfigError, TransientError
-from ..core.proposal import Commit
+from ..core.proposal.text import Commit
 from ..core.redact import public_url
-from ..core.tagversions import ANY_RELEASE, TagPattern, is_older, newest, release_of, tag_on
+from ..core.versioning.tags import ANY_RELEASE, TagPattern, is_older, newest, release_of, tag_on
 from .git import GitError, git, git_ok
 
 

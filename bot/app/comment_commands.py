@@ -14,7 +14,7 @@ from collections.abc import Callable
 import structlog
 
 from ..adapters.github import Conversation
-from ..core.config import Component
+from ..core.config.model import Component
 from ..core.errors import WheelpinError
 from ..core.jobs import Intake, Job, JobKind
 from ..loop.results import Status

@@ -19,9 +19,9 @@ from ..adapters.github import (
     check_token,
     installation_repositories,
 )
-from ..core.config import Author
-from ..core.config import CONFIG_FILES
-from ..core.configfile import LoadedConfig, load_config_text
+from ..core.config.model import Author
+from ..core.config.model import CONFIG_FILES
+from ..core.config.load import LoadedConfig, load_config_text
 from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
 from ..core.workflowfile import components_warnings
 from ..loop.runner import Reconciler
@@ -137,7 +137,7 @@ GITHUB_ROOT = Path("/dev/null")
 
 def load_repository_config(platform: GitHubPlatform, repository: str, found: RepositoryConfig, *,
                            host_paths: bool = False) -> LoadedConfig:
-    """The config a tenant wrote: nothing in it reaches the bot's host (core/hostreach.py),
+    """The config a tenant wrote: nothing in it reaches the bot's host (core/config/hostreach.py),
     unless the operator allows absolute host paths (`host_paths`, WHEELPIN_ALLOW_HOST_PATHS)."""
     return load_config_text(found.text, path=Path(f"{repository}/{found.path}"), root=GITHUB_ROOT / repository,
                             exists=lambda file: platform.read_file(found.base, file) is not None,

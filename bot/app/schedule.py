@@ -20,8 +20,8 @@ from typing import Any
 from apscheduler.triggers.base import BaseTrigger
 from cronsim import CronSim
 
-from ..core.config import Component, Config
-from ..core.schedules import crontab_fields, interval_minutes
+from ..core.config.model import Component, Config
+from ..core.config.schedules import crontab_fields, interval_minutes
 
 _TICK = datetime.timedelta(microseconds=1)
 

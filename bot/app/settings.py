@@ -5,7 +5,7 @@ repository wants from wheelpin lives in that repository's config file instead.
 """
 
 # No `from __future__ import annotations` here: pydantic would evaluate each setting's
-# annotation from a string at every start (as in core/config.py).
+# annotation from a string at every start (as in core/config/model.py).
 
 from pathlib import Path
 from typing import Literal

@@ -22,7 +22,7 @@ import structlog
 
 from ..adapters.github import Conversation, GitHubConversation, GitHubPlatform
 from ..adapters.github.sansio import Routing as DeliveryRouting
-from ..core.config import ActionsBuild, Config
+from ..core.config.model import ActionsBuild, Config
 from ..core.dashboard import Row
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
 from ..core.jobs import Intake, Job, JobKind

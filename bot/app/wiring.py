@@ -8,7 +8,7 @@ from ..adapters.credentials import CredentialStore
 from ..adapters.imagestore import DigestCache, ImageStore, open_store
 from ..adapters.registrywire import RetryPolicy, Traffic
 from ..core.errors import UsageError
-from ..core.imageref import ImageRef, ImageRefError, LayoutTarget, parse_target
+from ..core.image.reference import ImageRef, ImageRefError, LayoutTarget, parse_target
 from .settings import Settings
 
 if TYPE_CHECKING:

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..adapters.upstream import upstream_url
-from ..core.config import CommandBuild, Component, Config
-from ..core.configfile import ConfigInvalid, LoadedConfig
+from ..core.config.model import CommandBuild, Component, Config
+from ..core.config.load import ConfigInvalid, LoadedConfig
 from ..core.errors import UsageError
-from ..core.pinformats.api import FORMATS
-from ..core.pins import pin_findings
+from ..core.pins.formats.api import FORMATS
+from ..core.pins.bump import pin_findings
 from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
 from .repo import load
@@ -102,7 +102,7 @@ def _online(loaded: LoadedConfig, names: list[str], warnings: list[str], *, as_j
 
 def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
     """What the first pass would find in the pins, read from the config's repository as
-    the pass reads them (core/pins.py pin_findings): the problems it would stop at, and
+    the pass reads them (core/pins/bump.py pin_findings): the problems it would stop at, and
     what it would only replace; each located at its pin in the config."""
     refused: list[str] = []
     said: list[str] = []
@@ -193,7 +193,7 @@ def read_bounded(root: Path, path: str) -> str | None:
 
 
 def schema_command() -> int:
-    from ..core.config import json_schema
+    from ..core.config.model import json_schema
 
     emit_text(json.dumps(json_schema(), indent=2))
     return 0

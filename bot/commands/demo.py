@@ -4,7 +4,7 @@ In a scratch folder it makes an upstream git repository holding a small real Pyt
 package (with its own wheel build script), a downstream repository whose Dockerfile pins
 that package's wheel image the way ATOM pins LMCache, and a config using the local
 platform, a local build command and an OCI layout folder. The package ships a small HIP
-library as package data (core/hipstub.py writes it: no compiler needed), so its wheel
+library as package data (core/wheel/hipstub.py writes it: no compiler needed), so its wheel
 carries device code for gfx942 and gfx950 and the arch and ROCm checks run on it as on a
 real one. It runs a pass (a proposal appears), adds an upstream commit that changes the
 requirements, runs again (the same proposal is updated, its Requires-Dist diff shows the
@@ -26,9 +26,9 @@ from ..adapters.inspectpool import inspect_wheel
 from ..adapters.publisher import publish
 from ..loop.results import PassResult
 from ..app.settings import Settings
-from ..core.config import BRANCH_PREFIX
-from ..core.hipstub import hip_library
-from ..core.rocmlibs import HIP_RUNTIME
+from ..core.config.model import BRANCH_PREFIX
+from ..core.wheel.hipstub import hip_library
+from ..core.wheel.rocmlibs import HIP_RUNTIME
 from .output import emit_json, emit_text
 from .platforms.local import local_reconciler
 from .reconcile_cmd import pass_text
@@ -159,7 +159,7 @@ def make_downstream(root: Path, first_commit: str, settings: Settings, *, regist
     import subprocess
 
     from ..adapters.upstream import UpstreamRepo
-    from ..core.config import Upstream
+    from ..core.config.model import Upstream
     upstream = UpstreamRepo(Upstream(repo=str(root / "upstream"), branch="main"), cache=settings.cache_dir, root=root)
     checkout = upstream.checkout(first_commit, settings.cache_dir / "demo-first-build")
     out = root / "first-build"

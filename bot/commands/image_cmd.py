@@ -17,14 +17,14 @@ from ..adapters.publisher import publish
 from ..adapters.smoke import smoke_said, smoke_wheels
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
-from ..core.amdgpu import TargetId
+from ..core.wheel.amdgpu import TargetId
 from ..core.checks import WheelRules, tag_commit_problems
-from ..core.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
+from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
 from ..core.errors import UsageError, VerificationError, WheelpinError, doing
-from ..core.imageref import ImageRef, LayoutTarget
-from ..core.ociimage import architecture_of
-from ..core.requirements import Conflict
-from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary
+from ..core.image.reference import ImageRef, LayoutTarget
+from ..core.image.oci import architecture_of
+from ..core.proposal.requirements import Conflict
+from ..core.checks.component import Problem, check_wheels, component_rules, rules_digest, summary
 from .output import emit_json, emit_text, human_size
 from .repo import load
 

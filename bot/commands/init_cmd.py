@@ -1,10 +1,10 @@
 """`wheelpin init`: a first `.github/wheelpin.toml` for a downstream repository, from the
 wheel pins its Dockerfiles already hold.
 
-It finds the digest-pinned wheel images (core/pinscan.py), reads each one as `image show`
+It finds the digest-pinned wheel images (core/pins/scan.py), reads each one as `image show`
 does (adapters/imageread.py: wheelpin's annotations, else the wheels in its layers, so an
 image another tool pushed reads the same), proposes the component from them
-(core/initconfig.py), asks for what it cannot infer — the upstream, its branch or tag
+(core/config/initconfig.py), asks for what it cannot infer — the upstream, its branch or tag
 pattern, the build — or takes it from options, and writes the config: checked before it is
 written, never over an existing one without `--force`, atomically (a temporary file renamed).
 Then it runs `config validate` on it and says what to run next.
@@ -28,13 +28,23 @@ from ..adapters.imageread import read_image
 from ..adapters.upstream import default_branch, upstream_url
 from ..app.settings import Settings
 from ..app.wiring import Registries
-from ..core.config import CONFIG_FILES
-from ..core.configfile import ConfigInvalid
-from ..core.dockerpins import DockerfileError
+from ..core.config.model import CONFIG_FILES
+from ..core.config.load import ConfigInvalid
+from ..core.pins.locate import DockerfileError
 from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
-from ..core.initconfig import (Build, Draft, PinnedImage, Upstream, distributions, group, propose, render,
-                               workflow_build, workflow_of)
-from ..core.pinscan import FoundPin, Skipped, scan
+from ..core.config.initconfig import (
+    Build,
+    Draft,
+    PinnedImage,
+    Upstream,
+    distributions,
+    group,
+    propose,
+    render,
+    workflow_build,
+    workflow_of,
+)
+from ..core.pins.scan import FoundPin, Skipped, scan
 from ..core.workflowfile import WORKFLOWS
 from . import config_cmd
 from .output import emit_json, emit_text

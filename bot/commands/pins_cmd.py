@@ -13,8 +13,8 @@ import structlog
 
 from ..adapters.checkoutfiles import canonical_component, read_texts, write_texts_atomically
 from ..core.errors import UsageError, doing
-from ..core.pinformats.api import FORMATS
-from ..core.pins import PinState, parse_sha256_options, plan_bump, read_pins
+from ..core.pins.formats.api import FORMATS
+from ..core.pins.bump import PinState, parse_sha256_options, plan_bump, read_pins
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of

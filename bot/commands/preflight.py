@@ -38,12 +38,12 @@ from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.platform import Platform
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
-from ..core.config import ActionsBuild, Component
-from ..core.configfile import LoadedConfig
+from ..core.config.model import ActionsBuild, Component
+from ..core.config.load import LoadedConfig
 from ..core.errors import TransientError, WheelpinError
-from ..core.imageref import ImageRef, ImageRefError
-from ..core.ociimage import architecture_of
-from ..core.pins import PinState, read_pins
+from ..core.image.reference import ImageRef, ImageRefError
+from ..core.image.oci import architecture_of
+from ..core.pins.bump import PinState, read_pins
 from ..core.redact import public_url
 from ..core.workflowfile import workflow_path
 
@@ -195,7 +195,7 @@ def _digest_held(store: ImageStore, reference: str) -> str | None:
 def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo], registries: Registries) -> Check:
     """The consuming image, named by the config or by the Dockerfile, resolved for the
     wheels' architecture (that of the pinned wheels, when known) as the pass resolves it."""
-    from ..core.consumer import reference_in  # the consumer checks' module: loaded for a component with one
+    from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
 
     consumer, name = component.consumer, component.name
     assert consumer is not None

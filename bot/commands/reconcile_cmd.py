@@ -12,7 +12,7 @@ from types import FrameType
 
 import structlog
 
-from ..core.plan import Report, Wait
+from ..core.decide.plan import Report, Wait
 from ..loop.results import PassResult
 from ..loop.runner import Reconciler
 from ..app.settings import Settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..adapters.configdisk import find_config, load_config, repository_root, root_for
-from ..core.configfile import LoadedConfig
+from ..core.config.load import LoadedConfig
 from ..core.errors import UsageError
 
 

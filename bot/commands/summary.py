@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.plan import Report, Wait
+from ..core.decide.plan import Report, Wait
 from ..loop.results import ComponentResult, PassResult
 from .plantext import component_plan
 

@@ -11,8 +11,8 @@ import structlog
 from ..core.checks import CHECKS, WheelRules, problems
 from ..core.checks.base import Given
 from ..core.errors import InputError, UsageError, doing
-from ..core.wheelreport import WheelReport, read_wheel_metadata
-from ..core.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
+from ..core.wheel.report import WheelReport, read_wheel_metadata
+from ..core.proposal.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
 from ..adapters.imageread import read_image
 from ..adapters.imagestore import reference_of
 from ..adapters.inspectpool import inspect_wheel

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .config import ActionsBuild, Build, Component
-from .templates import TemplateError, fields_of
+from .config.model import ActionsBuild, Build, Component
+from .config.templates import TemplateError, fields_of
 
 MAX_WORKFLOW_BYTES = 1 << 20  # a workflow file larger than this is not parsed
 MAX_INPUTS = 25  # GitHub's limit on workflow_dispatch inputs

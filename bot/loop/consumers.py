@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 from ..adapters.consumerread import ConsumerImage, LayerCache, read_consumer
 from ..adapters.imagestore import reference_of
-from ..core.consumer import ConsumerReport, check, wheel_rocm
+from ..core.image.consumer import ConsumerReport, check, wheel_rocm
 from ..core.errors import ConfigError, doing
-from ..core.imageref import ImageRef, ImageRefError
-from ..core.ociimage import WheelEntry, architecture_of
-from ..core.plan import Facts
-from ..core.verify import Problem
+from ..core.image.reference import ImageRef, ImageRefError
+from ..core.image.oci import WheelEntry, architecture_of
+from ..core.decide.plan import Facts
+from ..core.checks.component import Problem
 from .context import Context, Stores
 from .observe import Observer
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
-    from ..core.wheelreport import WheelReport
+    from ..core.wheel.report import WheelReport
 
 
 class Consumers:

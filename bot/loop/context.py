@@ -12,9 +12,9 @@ from ..adapters.imagestore import ImageStore
 from ..adapters.registrywire import Traffic
 from ..adapters.smoke import SmokeResult
 from ..adapters.upstream import UpstreamRepo
-from ..core.config import Component
-from ..core.imageref import ImageRef
-from ..core.pins import PinState
+from ..core.config.model import Component
+from ..core.image.reference import ImageRef
+from ..core.pins.bump import PinState
 from .builders.base import Builder
 
 

@@ -1,4 +1,4 @@
-"""Execute (docs/design.md §2): one small function per action of `core.plan`, chosen by
+"""Execute (docs/design.md §2): one small function per action of `core.decide.plan`, chosen by
 `match` on its type. Each returns the facts as they stand after it, for the next action
 of the same plan, or None when the component's pass ends with it (a `Report`, a `Wait`).
 Every write the loop makes is made here: builds, images, branches, pull requests,
@@ -23,19 +23,43 @@ from ..adapters.platform import Platform
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
-from ..core.assemble import assemble
-from ..core.backoff import config_digest
-from ..core.config import Component, Config
-from ..core.errors import (BuildFailed, InputError, PermissionRefused, RefusedError, RuleRefused,
-                           VerificationError, WheelpinError, doing)
-from ..core.pins import plan_bump
-from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
-                         ImageFound, PublishImage, RecordFailure, Report, StartBuild, Wait, WriteProposal,
-                         desired_state, write_key)
-from ..core.proposal import Commit, body, title
+from ..core.proposal.assemble import assemble
+from ..core.decide.backoff import config_digest
+from ..core.config.model import Component, Config
+from ..core.errors import (
+    BuildFailed,
+    InputError,
+    PermissionRefused,
+    RefusedError,
+    RuleRefused,
+    VerificationError,
+    WheelpinError,
+    doing,
+)
+from ..core.pins.bump import plan_bump
+from ..core.decide.plan import (
+    Action,
+    AdoptImage,
+    BuildSeen,
+    BuildState,
+    ClosePR,
+    Comment,
+    Facts,
+    FetchArtifacts,
+    ImageFound,
+    PublishImage,
+    RecordFailure,
+    Report,
+    StartBuild,
+    Wait,
+    WriteProposal,
+    desired_state,
+    write_key,
+)
+from ..core.proposal.text import Commit, body, title
 from ..core.redact import public_url
-from ..core.templates import TagValues, render_tag
-from ..core.verify import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
+from ..core.config.templates import TagValues, render_tag
+from ..core.checks.component import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
 from .context import Context, Memory
 from .consumers import Consumers
 from .observe import Observer, pin_repository, verify_adopted

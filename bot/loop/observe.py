@@ -1,4 +1,4 @@
-"""Observe (docs/design.md §2): the world of one component read into `core.plan.Facts`.
+"""Observe (docs/design.md §2): the world of one component read into `core.decide.plan.Facts`.
 It reads and never writes: not the platform, not a registry, not the state file. It makes
 no decision either; it only stops reading where the facts already found make more reading
 useless (an error, a base that pins the head, a commit in its quiet period).
@@ -23,20 +23,20 @@ from ..adapters.imageread import ImageInfo, extract_wheels, read_image
 from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
-from ..core.backoff import config_digest
-from ..core.configfile import LoadedConfig
+from ..core.decide.backoff import config_digest
+from ..core.config.load import LoadedConfig
 from ..core.errors import ConfigError, NotFound, TransientError, VerificationError, WheelpinError, doing, kind_of
-from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
-from ..core.pins import read_pins
-from ..core.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
-from ..core.proposal import read_marker
-from ..core.revision import commit_hints
-from ..core.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
-from ..core.verify import Problem, check_wheels, component_rules, rules_digest, summary
+from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
+from ..core.pins.bump import read_pins
+from ..core.decide.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
+from ..core.proposal.text import read_marker
+from ..core.decide.revision import commit_hints
+from ..core.config.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
+from ..core.checks.component import Problem, check_wheels, component_rules, rules_digest, summary
 from .context import Context, Memory, Stores
 
 if TYPE_CHECKING:
-    from ..core.wheelreport import WheelReport
+    from ..core.wheel.report import WheelReport
 
 class Observer:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, state: StateFile,
@@ -130,7 +130,7 @@ class Observer:
         if consumer.image is not None:
             return consumer.image
         file = consumer.file or context.component.pins[0].file
-        from ..core.consumer import reference_in  # the consumer checks' module: loaded for a component with one
+        from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
 
         try:
             return reference_in(consumer, self.read(base, file), where=file)
@@ -181,7 +181,7 @@ class Observer:
 
     def _pinned_commit(self, context: Context, head: str) -> str | None:
         """The commit the base pins: wheelpin's revision annotation as it stands, else the
-        first other hint the image gives (core/revision.py) that names a commit upstream."""
+        first other hint the image gives (core/decide/revision.py) that names a commit upstream."""
         info = context.pinned_info
         if info is None:
             return None
@@ -211,7 +211,7 @@ class Observer:
     def _found(self, context: Context, tag: str, digest: str, head: str, *, verified: bool = False) -> ImageFound:
         """An image found under `head`'s tag: verified when checked before in this process,
         or when wheelpin's own annotations name this commit, component and the rules it is
-        verified against now (core/verify.rules_digest)."""
+        verified against now (core/checks/component.rules_digest)."""
         if not verified and (context.name, digest) not in self.memory.verified:
             annotations = read_image(context.store, digest).annotations
             verified = (annotations.get(REVISION) == head and annotations.get(ANNOTATION_COMPONENT) == context.name

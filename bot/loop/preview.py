@@ -1,12 +1,12 @@
 """The plan a dry run shows (docs/dry-run.md): what a pass would do for one component,
 said before anything is built or written, and agreeing with what the pass then does.
 
-Made from what observe read and the planner decided (`core/plan.py`), and from what the
+Made from what observe read and the planner decided (`core/decide/plan.py`), and from what the
 real pass's actions would say of them before a build: the pinned image, the commits
 between it and the head, the build its builder would start (`loop/builders/`
-`preview`), the image reference it would publish to, the pin edits (`core/pins.py`
+`preview`), the image reference it would publish to, the pin edits (`core/pins/bump.py`
 `plan_bump`, the very function the proposal writes with), the proposal's title
-(`core/proposal.py`), and each refusal the real pass would meet that can be known before
+(`core/proposal/text.py`), and each refusal the real pass would meet that can be known before
 a build. What only a build can tell (the version, the digest, the wheels' checks) is
 written as a `{placeholder}` and said once, never guessed. It reads and never writes.
 """
@@ -20,13 +20,26 @@ from typing import Any
 
 from ..adapters.imageread import read_image
 from ..core.errors import UsageError, WheelpinError, kind_of
-from ..core.pins import Edit, plan_bump
-from ..core.plan import (Action, AdoptImage, Asks, ClosePR, Facts, FetchArtifacts, Kind, PublishImage, Report,
-                         StartBuild, Wait, WriteProposal, live_failure)
-from ..core.proposal import Commit, ProposalFacts, title
+from ..core.pins.bump import Edit, plan_bump
+from ..core.decide.plan import (
+    Action,
+    AdoptImage,
+    Asks,
+    ClosePR,
+    Facts,
+    FetchArtifacts,
+    Kind,
+    PublishImage,
+    Report,
+    StartBuild,
+    Wait,
+    WriteProposal,
+    live_failure,
+)
+from ..core.proposal.text import Commit, ProposalFacts, title
 from ..core.redact import public_url
-from ..core.templates import commit_values, render_known, sample_tag
-from ..core.verify import wheel_sha256s
+from ..core.config.templates import commit_values, render_known, sample_tag
+from ..core.checks.component import wheel_sha256s
 from .builders.base import BuildPreview
 from .context import Context
 from .observe import pin_repository

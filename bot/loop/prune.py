@@ -1,6 +1,6 @@
 """Step 7 of the loop (docs/design.md §1): superseded wheel images deleted, for a component
 that asks it (`image.prune_after_days`; off by default). It runs when the component is at
-rest, at most once every `PRUNE_EVERY`; `core/prune.py` decides, this reads the world and
+rest, at most once every `PRUNE_EVERY`; `core/decide/prune.py` decides, this reads the world and
 deletes. Reading is bounded: at most `MAX_BRANCHES` branches (each pin file of the config
 read once per distinct commit) and `MAX_TAGS` tags, else nothing is deleted and that is said.
 """
@@ -14,10 +14,10 @@ import structlog
 
 from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
-from ..core.config import Config
-from ..core.plan import Facts
-from ..core.prune import PruneDecision, decide, pinned_words
-from ..core.templates import tag_pattern
+from ..core.config.model import Config
+from ..core.decide.plan import Facts
+from ..core.decide.prune import PruneDecision, decide, pinned_words
+from ..core.config.templates import tag_pattern
 from .context import Context, Memory
 
 log = structlog.get_logger("wheelpin.prune")

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from ..core.backoff import Failure
-from ..core.plan import Action, Facts, Report
+from ..core.decide.backoff import Failure
+from ..core.decide.plan import Action, Facts, Report
 
 if TYPE_CHECKING:
     from .preview import ComponentPlan
@@ -40,7 +40,7 @@ class ComponentResult:
     problems: list[str] = field(default_factory=list)  # every problem of a refused wheel (messages say a summary)
     pruned: list[str] = field(default_factory=list)  # superseded image tags deleted (image.prune_after_days)
     plan: ComponentPlan | None = None  # a dry run's plan (loop/preview.py)
-    retry: str | None = None  # when a failed build or refused wheel of `head` is tried again (core/backoff.py)
+    retry: str | None = None  # when a failed build or refused wheel of `head` is tried again (core/decide/backoff.py)
 
     @property
     def would_fail(self) -> bool:

@@ -23,13 +23,20 @@ from ..adapters.platform import Platform
 from ..adapters.registrywire import Traffic
 from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
-from ..core.config import ActionsBuild, Component, Config
-from ..core.configfile import LoadedConfig
-from ..core.backoff import retry_said
-from ..core.errors import (BuildFailed, ConfigError, InputError, TransientError, VerificationError, WheelpinError,
-                           kind_of)
-from ..core.imageref import ImageRef
-from ..core.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
+from ..core.config.model import ActionsBuild, Component, Config
+from ..core.config.load import LoadedConfig
+from ..core.decide.backoff import retry_said
+from ..core.errors import (
+    BuildFailed,
+    ConfigError,
+    InputError,
+    TransientError,
+    VerificationError,
+    WheelpinError,
+    kind_of,
+)
+from ..core.image.reference import ImageRef
+from ..core.decide.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
 from .builders.api import builder_for
 from .builders.base import Builder, BuildSite
 from .context import Context, Memory, Stores

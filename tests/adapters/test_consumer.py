@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.registry import RegistryClient
-from bot.core.ociimage import CONFIG_TYPE, LAYER_TYPE, MANIFEST_TYPE, canonical_json, digest_of
+from bot.core.image.oci import CONFIG_TYPE, LAYER_TYPE, MANIFEST_TYPE, canonical_json, digest_of
 from tests.cli import wheelpin
 from tests.fixtures.foreignpush import buildah_environment as foreign_environment
 from tests.fixtures.servers import Registry

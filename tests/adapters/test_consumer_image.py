@@ -17,8 +17,8 @@ import pytest
 from bot.adapters.consumerread import LayerCache, read_consumer
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.registry import RegistryClient
-from bot.core.consumer import check
-from bot.core.wheelreport import inspect_wheel
+from bot.core.image.consumer import check
+from bot.core.wheel.report import inspect_wheel
 from tests.fixtures import consumerimages, hip
 from tests.fixtures.consumerimages import ConsumerImages
 from tests.cli import wheelpin

@@ -31,7 +31,7 @@ from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.layerstream import LayerError, read_layer
 from bot.adapters.registry import RegistryClient, RetryPolicy
 from bot.core.errors import InputError, TransientError, WheelpinError
-from bot.core.imagefs import Hidden, LayerSummary, merge
+from bot.core.image.files import Hidden, LayerSummary, merge
 from tests.fixtures.fakes import MemoryStore
 
 SITE = "usr/lib/python3.12/site-packages"

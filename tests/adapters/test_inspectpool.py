@@ -1,5 +1,5 @@
 """Members checked by a few processes for a large wheel (bot/adapters/inspectpool.py over
-bot/core/wheelreport.py's shares): the report is the one a single process makes, and
+bot/core/wheel/report.py's shares): the report is the one a single process makes, and
 the per-wheel budget still holds when the bundles that pass it lie in members different
 workers read."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters import inspectpool
-from bot.core import offload, wheelreport
+from bot.core.wheel import offload, report as wheelreport
 from bot.core.errors import InputError
 from tests.fixtures import hostile
 

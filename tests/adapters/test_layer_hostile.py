@@ -20,7 +20,7 @@ from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.layerstream import LayerError, read_layer
 from bot.adapters.registry import RegistryClient
 from bot.core.errors import InputError
-from bot.core.ociimage import CONFIG_TYPE, MANIFEST_TYPE, canonical_json, digest_of
+from bot.core.image.oci import CONFIG_TYPE, MANIFEST_TYPE, canonical_json, digest_of
 from tests.fixtures.servers import Registry
 
 SITE = "usr/lib/python3.12/site-packages"
@@ -173,7 +173,7 @@ def test_a_config_that_lies_about_its_layers(registry: Registry) -> None:
 def test_an_index_is_resolved_to_the_wheels_platform(registry: Registry, docker: bool) -> None:
     """A multi-arch index (OCI) or manifest list (Docker, its media types: Docker's
     "Image Manifest V2, Schema 2"): the linux/amd64 image is read, the arm64 one never."""
-    from bot.core.ociimage import DOCKER_LIST_TYPE, DOCKER_MANIFEST_TYPE, INDEX_TYPE
+    from bot.core.image.oci import DOCKER_LIST_TYPE, DOCKER_MANIFEST_TYPE, INDEX_TYPE
     store = RegistryRepository(RegistryClient(registry.host), f"hostile/index-{int(docker)}")
     amd64 = tar(file(f"{SITE}/numpy-2.3.5.dist-info/METADATA", b"Metadata-Version: 2.1\nName: numpy\nVersion: 2.3.5\n"))
     arm64 = tar(file(f"{SITE}/numpy-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: numpy\nVersion: 1.0\n"))

@@ -8,7 +8,7 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.localplatform import LocalPlatform
-from bot.core.config import Author
+from bot.core.config.model import Author
 from bot.core.errors import RefusedError, UsageError
 
 WHO = {"GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.org", "GIT_COMMITTER_NAME": "m",

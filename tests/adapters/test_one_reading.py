@@ -23,10 +23,10 @@ from bot.adapters.imageread import FACTS_FORMAT, read_image
 from bot.adapters.imagestore import DigestCache, RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
-from bot.core.wheelreport import inspect_wheel
-from bot.core.ociimage import WheelEntry
-from bot.core.proposal import ProposalFacts, body
-from bot.core.wheeldiff import wheel_changes
+from bot.core.wheel.report import inspect_wheel
+from bot.core.image.oci import WheelEntry
+from bot.core.proposal.text import ProposalFacts, body
+from bot.core.proposal.wheeldiff import wheel_changes
 from tests.fixtures import seedwheels
 from tests.fixtures.foreignpush import push_foreign
 from tests.fixtures.servers import Registry

@@ -19,7 +19,7 @@ from bot.adapters.github import GitHubPlatform
 from bot.app.settings import Settings
 from bot.commands.platforms.api import PLATFORMS, downstream_of
 from bot.commands.platforms.base import Where
-from bot.core.config import Author
+from bot.core.config.model import Author
 from bot.core.errors import UsageError
 from bot.core.errors import RefusedError
 from tests.fixtures.github.emulator import GitHubEmulator

@@ -15,7 +15,7 @@ from bot.adapters.imagestore import ImageStore, LayoutStore, RegistryRepository
 from bot.adapters.publisher import PublishResult, publish
 from bot.adapters.registry import RegistryClient
 from bot.core.errors import InputError, RefusedError, VerificationError
-from bot.core.wheelreport import inspect_wheel
+from bot.core.wheel.report import inspect_wheel
 from tests.fixtures.wheels import build_wheel
 from tests.cli import wheelpin
 from tests.fixtures.servers import Registry

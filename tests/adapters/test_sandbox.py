@@ -21,7 +21,7 @@ from bot.adapters import localbuild, sandbox, smoke
 from bot.adapters.boundedlog import BoundedLog
 from bot.adapters.git import git
 from bot.adapters.upstream import UpstreamRepo
-from bot.core.config import Component
+from bot.core.config.model import Component
 from tests.fixtures.wheels import build_wheel
 
 HERE = f"cp{sys.version_info.major}{sys.version_info.minor}"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.statefile import PostgresState, StateFile
-from bot.core.backoff import MAX_BACKOFF, REFUSAL_BACKOFF
+from bot.core.decide.backoff import MAX_BACKOFF, REFUSAL_BACKOFF
 from tests.fixtures.postgres import Postgres
 
 

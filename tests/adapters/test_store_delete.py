@@ -12,7 +12,7 @@ import pytest
 from bot.adapters.imagestore import LayoutStore, RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
-from bot.core.wheelreport import inspect_wheel
+from bot.core.wheel.report import inspect_wheel
 from tests.fixtures.servers import Registry
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.upstream import UpstreamRepo
-from bot.core.config import Upstream
+from bot.core.config.model import Upstream
 from bot.core.errors import TransientError
 
 WHO = {"GIT_AUTHOR_NAME": "d", "GIT_AUTHOR_EMAIL": "d@example.org", "GIT_COMMITTER_NAME": "d",

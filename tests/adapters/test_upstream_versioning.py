@@ -11,7 +11,7 @@ import pytest
 
 from bot.adapters.git import git, git_ok
 from bot.adapters.upstream import UpstreamRepo
-from bot.core.config import Upstream
+from bot.core.config.model import Upstream
 from bot.core.errors import TransientError
 from bot.core.versioning import VERSIONINGS, Versioning
 from tests.adapters.test_upstream import WHO, commit

@@ -11,7 +11,7 @@ from bot.adapters.git import git
 from bot.adapters.imagestore import LayoutStore
 from bot.adapters.publisher import publish
 from bot.commands.reconcile_cmd import exit_code
-from bot.core.wheelreport import inspect_wheel
+from bot.core.wheel.report import inspect_wheel
 from bot.loop.builders.base import BuildPreview
 from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github, runner_build
 from tests.cli import wheelpin

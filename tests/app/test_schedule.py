@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.app.schedule import next_pass, trigger_of
-from bot.core.schedules import MIN_INTERVAL, check_schedule
+from bot.core.config.schedules import MIN_INTERVAL, check_schedule
 from tests.app.worlds import World
 
 UTC = datetime.UTC

@@ -31,7 +31,7 @@ from bot.adapters.registry import RegistryClient
 from bot.app.settings import Settings
 from bot.app.wiring import Registries
 from bot.commands.demo import PEOPLE
-from bot.core.wheelreport import inspect_wheel
+from bot.core.wheel.report import inspect_wheel
 from bot.loop.runner import Reconciler
 from tests.app.worlds import HUMAN
 from tests.cli import wheelpin

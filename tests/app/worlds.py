@@ -122,7 +122,7 @@ def make_world(tmp_path: Path, *, registry: str | None = None) -> World:
     env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(tmp_path / "docker"),
            "WHEELPIN_REGISTRY_BACKOFF": "0.05",
            # the upstream and image layout are folders here; a config read from the GitHub
-           # emulator reaches them only with the operator's setting (core/hostreach.py)
+           # emulator reaches them only with the operator's setting (core/config/hostreach.py)
            "WHEELPIN_ALLOW_HOST_PATHS": "1"}
     return World(root, upstream, downstream, env)
 

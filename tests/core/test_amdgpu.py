@@ -1,6 +1,6 @@
 import pytest
 
-from bot.core.amdgpu import GENERIC_FAMILIES, TargetId, sorted_processors
+from bot.core.wheel.amdgpu import GENERIC_FAMILIES, TargetId, sorted_processors
 
 
 @pytest.mark.parametrize(

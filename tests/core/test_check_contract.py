@@ -17,11 +17,11 @@ import pytest
 
 from bot.cli import build_parser
 from bot.core.checks import CHECKS, KINDS, LABELS, WheelCheck, WheelRules, kinded_problems, problems
-from bot.core.config import Component, Wheel
-from bot.core.wheelreport import WheelReport, inspect_wheel
-from bot.core.proposal import ProposalFacts, body
-from bot.core.assemble import verification_lines
-from bot.core.verify import check_wheels, component_rules, summary
+from bot.core.config.model import Component, Wheel
+from bot.core.wheel.report import WheelReport, inspect_wheel
+from bot.core.proposal.text import ProposalFacts, body
+from bot.core.proposal.assemble import verification_lines
+from bot.core.checks.component import check_wheels, component_rules, summary
 from bot.adapters.configdisk import load_config
 
 COMMIT = "05fc77a0" + "1" * 32

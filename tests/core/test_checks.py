@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.amdgpu import TargetId
+from bot.core.wheel.amdgpu import TargetId
 from bot.core.checks import WheelRules, problems
-from bot.core.elf import ElfReport
-from bot.core.wheelreport import WheelReport, inspect_wheel
-from bot.core.rocmlibs import library_of, rocm_library
+from bot.core.wheel.elf import ElfReport
+from bot.core.wheel.report import WheelReport, inspect_wheel
+from bot.core.wheel.rocmlibs import library_of, rocm_library
 from tests.cli import wheelpin
 from tests.fixtures.consumerimages import hip_runtime, stub_library
 from tests.fixtures.wheels import build_wheel

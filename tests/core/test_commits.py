@@ -1,4 +1,4 @@
-"""The commit policy of core/commits.py: sign-off and the co-author trailer read by git itself."""
+"""The commit policy of core/proposal/commits.py: sign-off and the co-author trailer read by git itself."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.commits import check_bot_branch, co_authored, signed_off
-from bot.core.config import Author
+from bot.core.proposal.commits import check_bot_branch, co_authored, signed_off
+from bot.core.config.model import Author
 from bot.core.errors import RefusedError
 
 ME = Author(name="ROCm Bot", email="bot@example.com")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.configdisk import find_config, load_config
-from bot.core.configfile import ConfigInvalid
+from bot.core.config.load import ConfigInvalid
 from tests.cli import wheelpin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -342,7 +342,7 @@ def test_hostile_configs_are_one_sentence_and_exit_2(tmp_path: Path, text: bytes
 
 
 def test_allow_vendored_rocm_is_a_rule_and_its_change_verifies_again(repo: Path) -> None:
-    from bot.core.verify import component_rules, rules_digest
+    from bot.core.checks.component import component_rules, rules_digest
 
     path = repo / "wheelpin.toml"
     path.write_text(GOOD)

@@ -1,5 +1,5 @@
-"""A wheel against its consuming image, from the image's merged layers (core/imagefs.py,
-core/consumer.py, core/ldso.py): whiteouts as the OCI image spec's layer.md defines them,
+"""A wheel against its consuming image, from the image's merged layers (core/image/files.py,
+core/image/consumer.py, core/image/ldso.py): whiteouts as the OCI image spec's layer.md defines them,
 the loader's search for each DT_NEEDED as ld.so(8) says it (DT_RPATH, LD_LIBRARY_PATH,
 DT_RUNPATH with $ORIGIN, ld.so.conf and its includes, the default folders, symlinks
 followed inside the image's root, sonames already loaded by the distributions the wheel
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.config import Consumer
-from bot.core.consumer import check, reference_in
-from bot.core.elf import ElfReport
-from bot.core.imagefs import LayerSummary, merge
-from bot.core.wheelreport import WheelReport
-from bot.core.ldso import MAXSYMLINKS, Tree, conf_folders, locate, search_folders
+from bot.core.config.model import Consumer
+from bot.core.image.consumer import check, reference_in
+from bot.core.wheel.elf import ElfReport
+from bot.core.image.files import LayerSummary, merge
+from bot.core.wheel.report import WheelReport
+from bot.core.image.ldso import MAXSYMLINKS, Tree, conf_folders, locate, search_folders
 
 SITE = "usr/local/lib/python3.12/dist-packages"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bot.core.config import Component
-from bot.core.dockerpins import DockerfileError, escape_character, parse
-from bot.core.pins import PinError, plan_bump
+from bot.core.config.model import Component
+from bot.core.pins.locate import DockerfileError, escape_character, parse
+from bot.core.pins.bump import PinError, plan_bump
 
 OLD_IMAGE = "rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210@sha256:" + "1" * 64
 NEW_IMAGE = "rocm/atom-dev:lmcache-v0.5.6.dev103-g3d3aa833-rocm-torch210@sha256:" + "2" * 64

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.elf import read_elf
+from bot.core.wheel.elf import read_elf
 from tests.conftest import SOURCES, HipArtifacts
 from tests.fixtures import hip
 
@@ -79,9 +79,9 @@ def test_a_wanted_arch_in_only_some_gpu_libraries_is_named(hip_artifacts: HipArt
     """vLLM wants gfx90a where present: a wheel whose one library has it and another lacks
     it would miss kernels on that GPU. The image records it; the proposal names it."""
     from bot.adapters.configdisk import load_config
-    from bot.core.assemble import notes
-    from bot.core.wheelreport import inspect_wheel
-    from bot.core.ociimage import WheelEntry
+    from bot.core.proposal.assemble import notes
+    from bot.core.wheel.report import inspect_wheel
+    from bot.core.image.oci import WheelEntry
     from tests.fixtures.wheels import build_wheel
 
     lib90a = hip.link_shared(tmp_path, [hip_artifacts.plain_objects["k90a"]], "lib90a.so")  # gfx90a, gfx942

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.elf import read_elf
-from bot.core.hipstub import code_object, hip_library
+from bot.core.wheel.elf import read_elf
+from bot.core.wheel.hipstub import code_object, hip_library
 from tests.conftest import HipArtifacts
 from tests.fixtures import hip
 

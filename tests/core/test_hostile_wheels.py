@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.core import archive, offload
-from bot.core.binwindow import Window
+from bot.core.wheel import archive, offload
+from bot.core.wheel.binwindow import Window
 from bot.core.errors import InputError
-from bot.core.wheelreport import MAX_MISSING_NAMED, inspect_wheel, read_wheel_metadata
+from bot.core.wheel.report import MAX_MISSING_NAMED, inspect_wheel, read_wheel_metadata
 from tests.cli import wheelpin
 from tests.fixtures import hostile
 from tests.fixtures.bundles import aligned, compressed_bundle, hip_entries, plain_bundle
@@ -74,7 +74,7 @@ def test_a_record_larger_than_its_members_could_need_is_refused_unread(tmp_path:
 
 
 def archive_limit(wheel: Path) -> int:
-    from bot.core.wheelreport import record_limit
+    from bot.core.wheel.report import record_limit
 
     with zipfile.ZipFile(wheel) as opened:
         return record_limit(opened)

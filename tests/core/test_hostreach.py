@@ -1,5 +1,5 @@
 """A config read from GitHub names only remote git URLs and registry references
-(core/hostreach.py): nothing in it reaches the bot's host unless the operator allows it."""
+(core/config/hostreach.py): nothing in it reaches the bot's host unless the operator allows it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.configfile import ConfigInvalid, load_config_text
+from bot.core.config.load import ConfigInvalid, load_config_text
 
 CONFIG = """\
 [[component]]

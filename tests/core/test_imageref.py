@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.imageref import ImageRef, ImageRefError, parse_pinned
-from bot.core.templates import TagValues, TemplateError, render_tag, tag_pattern, validate_tag_template
+from bot.core.image.reference import ImageRef, ImageRefError, parse_pinned
+from bot.core.config.templates import TagValues, TemplateError, render_tag, tag_pattern, validate_tag_template
 
 DIGEST = "sha256:" + "a" * 64
 

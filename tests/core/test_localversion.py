@@ -1,4 +1,4 @@
-"""The ABI a wheel's local version carries (core/localversion.py), the tag placeholders
+"""The ABI a wheel's local version carries (core/wheel/localversion.py), the tag placeholders
 taken from it, and a tag's commit against its wheel's."""
 
 from __future__ import annotations
@@ -8,9 +8,16 @@ from pathlib import Path
 import pytest
 
 from bot.core.checks import tag_commit_problems
-from bot.core.wheelreport import inspect_wheel
-from bot.core.localversion import carried, local_value, normalized_segment, segment_problems
-from bot.core.templates import TagValues, TemplateError, commit_only, render_tag, tag_pattern, validate_tag_template
+from bot.core.wheel.report import inspect_wheel
+from bot.core.wheel.localversion import carried, local_value, normalized_segment, segment_problems
+from bot.core.config.templates import (
+    TagValues,
+    TemplateError,
+    commit_only,
+    render_tag,
+    tag_pattern,
+    validate_tag_template,
+)
 from tests.cli import wheelpin
 from tests.fixtures.wheels import build_wheel
 

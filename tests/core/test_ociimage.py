@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.ociimage import (
+from bot.core.image.oci import (
     CONFIG_TYPE,
     LAYER_TYPE,
     MANIFEST_TYPE,

@@ -5,8 +5,8 @@ import struct
 
 import pytest
 
-from bot.core.binwindow import Window
-from bot.core.offload import BundleError, parse_entry_id, read_bundles
+from bot.core.wheel.binwindow import Window
+from bot.core.wheel.offload import BundleError, parse_entry_id, read_bundles
 from tests.fixtures.bundles import aligned, compressed_bundle, hip_entries, plain_bundle
 
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bot.adapters import checkoutfiles
-from bot.core.config import Component, pin_path
-from bot.core.dockerpins import DockerfileError, parse
+from bot.core.config.model import Component, pin_path
+from bot.core.pins.locate import DockerfileError, parse
 from bot.core.errors import UsageError
-from bot.core.pins import plan_bump
+from bot.core.pins.bump import plan_bump
 from tests.cli import wheelpin
 
 OLD = "rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210@sha256:" + "1" * 64

@@ -1,4 +1,4 @@
-"""The contract every pin format of bot/core/pinformats/api.py keeps (as Renovate's contract
+"""The contract every pin format of bot/core/pins/formats/api.py keeps (as Renovate's contract
 tests hold each manager of lib/modules/manager/api.ts to one interface): its name is a `kind`
 of the config, whose model requires the format's key and is chosen by that key alone; it
 reads the pinned reference and the wheel sha256 from a file's text with their lines; a bump
@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic_core import PydanticUndefined
 
-from bot.core.config import PIN_KINDS, Component
-from bot.core.pinformats.api import FORMATS
-from bot.core.pinformats.base import PinError, PinSites, rewrite
-from bot.core.pins import plan_bump, read_pins
+from bot.core.config.model import PIN_KINDS, Component
+from bot.core.pins.formats.api import FORMATS
+from bot.core.pins.formats.base import PinError, PinSites, rewrite
+from bot.core.pins.bump import plan_bump, read_pins
 
 REPOSITORY = "rocm/atom-dev"
 OLD_IMAGE = f"{REPOSITORY}:lmcache-v0.5.6.dev98-g05fc77a0@sha256:" + "1" * 64

@@ -1,7 +1,7 @@
 """What `wheelpin init` reads before any image: the wheel pins of a Dockerfile and the
-references it skips (core/pinscan.py), the tag template read back from a pinned tag
-(core/templates.py), the ABI segments of a version (core/localversion.py), and the TOML
-strings it writes (core/initconfig.py)."""
+references it skips (core/pins/scan.py), the tag template read back from a pinned tag
+(core/config/templates.py), the ABI segments of a version (core/wheel/localversion.py), and the TOML
+strings it writes (core/config/initconfig.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.core.initconfig import toml_string
-from bot.core.localversion import segments
-from bot.core.pinscan import scan
-from bot.core.templates import infer_tag_template
+from bot.core.config.initconfig import toml_string
+from bot.core.wheel.localversion import segments
+from bot.core.pins.scan import scan
+from bot.core.config.templates import infer_tag_template
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 DIGEST = "sha256:" + "a" * 64

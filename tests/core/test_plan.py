@@ -7,10 +7,28 @@ from typing import Any
 
 import pytest
 
-from bot.core.backoff import BACKOFF_SECONDS, Failure, Refusal
-from bot.core.plan import (AdoptImage, Asks, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
-                           ImageFound, ProposalSeen, PublishImage, RecordFailure, Report, StartBuild, Wait,
-                           WriteProposal, desired_state, live_failure, plan)
+from bot.core.decide.backoff import BACKOFF_SECONDS, Failure, Refusal
+from bot.core.decide.plan import (
+    AdoptImage,
+    Asks,
+    BuildSeen,
+    BuildState,
+    ClosePR,
+    Comment,
+    Facts,
+    FetchArtifacts,
+    ImageFound,
+    ProposalSeen,
+    PublishImage,
+    RecordFailure,
+    Report,
+    StartBuild,
+    Wait,
+    WriteProposal,
+    desired_state,
+    live_failure,
+    plan,
+)
 
 NOW = 1_800_000_000.0
 HEAD = "3d3aa833" + "0" * 32
@@ -133,7 +151,7 @@ def test_live_failure_is_the_one_the_plan_reports() -> None:
 
 
 def test_a_recorded_failure_says_when_it_is_tried_again() -> None:
-    from bot.core.backoff import retry_said
+    from bot.core.decide.backoff import retry_said
 
     built = Failure("demo", "a" * 40, "build", "build failed", 2, 1_800_000_000.0)
     assert retry_said(built.retry_at, built.at) == (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.core.ociimage import WheelEntry
-from bot.core.proposal import Commit, ProposalFacts, body, compare_link, read_marker, title
-from bot.core.requirements import Conflict, RequirementsDiff, diff_requirements
-from bot.core.wheeldiff import wheel_changes
+from bot.core.image.oci import WheelEntry
+from bot.core.proposal.text import Commit, ProposalFacts, body, compare_link, read_marker, title
+from bot.core.proposal.requirements import Conflict, RequirementsDiff, diff_requirements
+from bot.core.proposal.wheeldiff import wheel_changes
 
 WHEEL = WheelEntry("lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl", "e" * 64, 17_000_000, "lmcache",
                    "0.5.6.dev98+g05fc77a0", ("numpy<=2.2.6",), ("gfx942", "gfx950"),

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.configdisk import load_config
-from bot.core.assemble import assemble
-from bot.core.config import Component
-from bot.core.ociimage import WheelEntry
-from bot.core.pins import BumpPlan, Edit
-from bot.core.proposal import Commit, body
+from bot.core.proposal.assemble import assemble
+from bot.core.config.model import Component
+from bot.core.image.oci import WheelEntry
+from bot.core.pins.bump import BumpPlan, Edit
+from bot.core.proposal.text import Commit, body
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "proposals"
 CONFIGS = Path(__file__).parent.parent.parent / "config"

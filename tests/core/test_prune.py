@@ -1,10 +1,10 @@
-"""Which superseded wheel images may go (core/prune.py): only wheelpin's own tags, named
+"""Which superseded wheel images may go (core/decide/prune.py): only wheelpin's own tags, named
 nowhere on any branch, past their grace period, and never an image another kept tag names."""
 
 from __future__ import annotations
 
-from bot.core.prune import decide, pinned_words
-from bot.core.templates import tag_pattern
+from bot.core.decide.prune import decide, pinned_words
+from bot.core.config.templates import tag_pattern
 
 OURS = tag_pattern("lmcache-v{version}-g{sha8}-rocm-torch{local_torch_digits}", component="lmcache")
 DAY = 86_400.0

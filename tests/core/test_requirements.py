@@ -5,12 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from bot.core.requirements import (
-    TargetEnvironment,
-    compatible,
-    diff_requirements,
-    find_conflicts,
-)
+from bot.core.proposal.requirements import TargetEnvironment, compatible, diff_requirements, find_conflicts
 from packaging.specifiers import SpecifierSet
 
 

@@ -1,11 +1,11 @@
 """Which commit a pinned image was built from, for images wheelpin did not publish: the
-hints, most trusted first (core/revision.py)."""
+hints, most trusted first (core/decide/revision.py)."""
 
 from __future__ import annotations
 
-from bot.core.ociimage import REVISION
-from bot.core.revision import commit_hints
-from bot.core.templates import commit_in_tag
+from bot.core.image.oci import REVISION
+from bot.core.decide.revision import commit_hints
+from bot.core.config.templates import commit_in_tag
 
 ATOM = "lmcache-v{version_base}-g{sha8}-rocm-torch210"
 SHA = "05fc77a0" + "c" * 32

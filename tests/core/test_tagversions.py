@@ -1,4 +1,4 @@
-"""Tag patterns and version order (bot/core/tagversions.py): PEP 440 where every version
+"""Tag patterns and version order (bot/core/versioning/tags.py): PEP 440 where every version
 parses, numeric components otherwise, as Renovate's loose versioning orders them
 (https://docs.renovatebot.com/modules/versioning/loose/)."""
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config import Upstream
-from bot.core.tagversions import TagPattern, is_older, loose_key, newest
+from bot.core.config.model import Upstream
+from bot.core.versioning.tags import TagPattern, is_older, loose_key, newest
 
 
 @pytest.mark.parametrize(("pattern", "tag", "version"), [

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config import Upstream, json_schema
-from bot.core.tagversions import TagPattern, newest
+from bot.core.config.model import Upstream, json_schema
+from bot.core.versioning.tags import TagPattern, newest
 from bot.core.versioning import VERSIONINGS, Versioning, versioning_of
 
 ENTRIES = pytest.mark.parametrize("versioning", VERSIONINGS.values(), ids=list(VERSIONINGS))

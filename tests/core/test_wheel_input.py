@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.archive import ArchiveLimits
+from bot.core.wheel.archive import ArchiveLimits
 from bot.core.errors import InputError
-from bot.core.wheelreport import inspect_wheel, read_wheel_metadata
+from bot.core.wheel.report import inspect_wheel, read_wheel_metadata
 from tests.fixtures.wheels import build_wheel
 
 METADATA = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"

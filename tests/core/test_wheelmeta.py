@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from bot.core.wheelmeta import WheelName, dist_info_matches, parse_metadata, parse_record
+from bot.core.wheel.metadata import WheelName, dist_info_matches, parse_metadata, parse_record
 
 LMCACHE = "lmcache-0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1-cp312-cp312-manylinux_2_39_x86_64.whl"
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config import ActionsBuild, CommandBuild
-from bot.core.configfile import load_config_text
+from bot.core.config.model import ActionsBuild, CommandBuild
+from bot.core.config.load import load_config_text
 from bot.core.workflowfile import (
     MAX_WORKFLOW_BYTES,
     build_warnings,

@@ -20,9 +20,9 @@ from bot.adapters.git import git
 from bot.adapters.github import ActionsClient, GitHubPlatform
 from bot.adapters.statefile import open_state
 from bot.adapters.upstream import UpstreamRepo
-from bot.core.config import BUILD_KINDS, Author, Component, json_schema
-from bot.core.configfile import ConfigInvalid, load_config_text
-from bot.core.plan import BuildState
+from bot.core.config.model import BUILD_KINDS, Author, Component, json_schema
+from bot.core.config.load import ConfigInvalid, load_config_text
+from bot.core.decide.plan import BuildState
 from bot.loop.builders.api import BUILDERS
 from bot.loop.builders.base import BuildSite
 from tests.fixtures.github.emulator import GitHubEmulator

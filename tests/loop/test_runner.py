@@ -17,9 +17,9 @@ import pytest
 from bot.adapters.git import git
 from bot.adapters.publisher import publish
 from bot.commands.demo import DOCKERFILE, PEOPLE
-from bot.core.configfile import load_config_text
+from bot.core.config.load import load_config_text
 from bot.core.errors import RuleRefused
-from bot.core.wheelreport import inspect_wheel
+from bot.core.wheel.report import inspect_wheel
 from bot.loop.preview import ComponentPlan
 from bot.loop.results import PassResult
 from bot.commands.reconcile_cmd import exit_code, pass_text
@@ -119,7 +119,7 @@ def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = No
     loaded = load_config_text(CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY).replace(*edit),
                               path=tmp / "wheelpin.toml", root=tmp, exists=None)
     component = loaded.config.components[0]
-    from bot.core.imageref import ImageRef
+    from bot.core.image.reference import ImageRef
     store = stores.store(ImageRef.parse(REPOSITORY))
     loop = Loop(tmp, upstream, MemoryPlatform({}, author=loaded.config.defaults.author), stores,
                 builder or ScriptedBuilder(lambda c: []), None, {first: ("0.1.0", ["numpy>=2.3"])})  # type: ignore[arg-type]

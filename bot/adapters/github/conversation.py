@@ -13,7 +13,7 @@ import requests
 import structlog
 
 from ...core.errors import ConfigError, CredentialsError
-from ...core.proposal import read_marker
+from ...core.proposal.text import read_marker
 from .client import GitHubError, NotFoundError, said, translate
 from .platform import GitHubPlatform
 

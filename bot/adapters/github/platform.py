@@ -16,11 +16,18 @@ from typing import Any
 
 import structlog
 
-from ...core.commits import carries_marker, check_bot_branch, co_authored, signed_off
-from ...core.config import BRANCH_PREFIX, Author
-from ...core.errors import (ConfigError, CredentialsError, InputError, PermissionRefused, RefusedError, RuleRefused,
-                            TransientError)
-from ...core.proposal import read_marker
+from ...core.proposal.commits import carries_marker, check_bot_branch, co_authored, signed_off
+from ...core.config.model import BRANCH_PREFIX, Author
+from ...core.errors import (
+    ConfigError,
+    CredentialsError,
+    InputError,
+    PermissionRefused,
+    RefusedError,
+    RuleRefused,
+    TransientError,
+)
+from ...core.proposal.text import read_marker
 from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..platform import BranchCommit
 from .answer import answer_of

@@ -37,7 +37,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Self
 from urllib.parse import parse_qs
 
-from ...core.config import BRANCH_PREFIX, CONFIG_FILES
+from ...core.config.model import BRANCH_PREFIX, CONFIG_FILES
 from ...core.dashboard import MARKER as DASHBOARD_MARKER
 from ...core.errors import (
     ConfigError,
@@ -49,7 +49,7 @@ from ...core.errors import (
     WheelpinError,
 )
 from ...core.jobs import Job, JobKind
-from ...core.proposal import read_marker
+from ...core.proposal.text import read_marker
 
 # -- deliveries ------------------------------------------------------------------------------
 

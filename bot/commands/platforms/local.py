@@ -12,13 +12,13 @@ from .base import Where
 if TYPE_CHECKING:  # the loop and the settings load when a pass runs, not with `--help`
     from ...adapters.localplatform import LocalPlatform
     from ...app.settings import Settings
-    from ...core.config import Defaults
+    from ...core.config.model import Defaults
     from ...loop.runner import Reconciler
 
 
 def _platform(repo: Path, defaults: Defaults | None = None) -> LocalPlatform:
     from ...adapters.localplatform import LocalPlatform
-    from ...core.config import Defaults
+    from ...core.config.model import Defaults
 
     defaults = defaults or Defaults()
     return LocalPlatform(repo, author=defaults.author, branch_prefix=defaults.branch_prefix, signoff=defaults.signoff)

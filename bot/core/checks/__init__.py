@@ -1,6 +1,6 @@
 """The rules a wheel must pass before it is published (docs/design.md §1.3): one module per
 check, each a base.WheelCheck, listed by name in api.CHECKS; rules.WheelRules holds a rule
-per check and `problems` applies them. Pure: the wheel's reading is core/wheelreport.py's.
+per check and `problems` applies them. Pure: the wheel's reading is core/wheel/report.py's.
 """
 
 from .api import CHECKS, KINDS, LABELS

@@ -1,5 +1,5 @@
 """Every ELF with HIP code carries a code object for each required GPU target (a generic
-target serves its family's processors: core/amdgpu.py)."""
+target serves its family's processors: core/wheel/amdgpu.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from .base import Finding, Flag, TargetsCheck
 
 if TYPE_CHECKING:
-    from ..amdgpu import TargetId
-    from ..wheelreport import WheelReport
+    from ..wheel.amdgpu import TargetId
+    from ..wheel.report import WheelReport
 
 
 class ArchsCheck(TargetsCheck):
@@ -21,7 +21,7 @@ class ArchsCheck(TargetsCheck):
     flag = Flag("--require-arch", "every ELF with HIP code must carry this GPU target (repeatable)",
                 metavar="ARCH", repeatable=True)
     def check(self, report: WheelReport, rule: tuple[TargetId, ...]) -> list[Finding]:
-        from ..amdgpu import TargetId
+        from ..wheel.amdgpu import TargetId
 
         if not rule:
             return []
@@ -43,7 +43,7 @@ class ArchsCheck(TargetsCheck):
 
 def partial_archs(report: WheelReport) -> tuple[str, ...]:
     """The HIP processors that some GPU libraries of the wheel carry and others lack."""
-    from ..amdgpu import sorted_processors
+    from ..wheel.amdgpu import sorted_processors
 
     libraries = [set(elf.archs) for elf in report.elf if elf.gpu == "hip"]
     if len(libraries) < 2:
@@ -55,7 +55,7 @@ def partial_archs(report: WheelReport) -> tuple[str, ...]:
 def missing_wanted(wanted: Sequence[str], carried: Sequence[str]) -> list[str]:
     """The wanted archs no GPU library of the wheels has code for (`carried`: the union
     of their processors, as an image's wheel entries record it)."""
-    from ..amdgpu import TargetId
+    from ..wheel.amdgpu import TargetId
 
     have = [TargetId.parse(arch) for arch in carried]
     return [arch for arch in wanted if not any(target.covers(TargetId.parse(arch)) for target in have)]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     import argparse
 
-    from ..amdgpu import TargetId
-    from ..wheelreport import WheelReport
+    from ..wheel.amdgpu import TargetId
+    from ..wheel.report import WheelReport
 
 Rule = TypeVar("Rule")
 
@@ -120,11 +120,11 @@ class TargetsCheck(WheelCheck["tuple[TargetId, ...]"]):  # quoted: amdgpu loads 
         return tuple(value)
 
     def from_flag(self, given: Given) -> tuple[TargetId, ...]:
-        from ..amdgpu import TargetId
+        from ..wheel.amdgpu import TargetId
 
         return tuple(TargetId.parse_known(arch) for arch in (given if isinstance(given, list) else ()))
 
     def from_config(self, value: Any, *, commit: str | None) -> tuple[TargetId, ...]:
-        from ..amdgpu import TargetId
+        from ..wheel.amdgpu import TargetId
 
         return tuple(TargetId.parse(arch) for arch in value)

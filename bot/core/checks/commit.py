@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 _COMMIT_SEGMENT = re.compile(r"^g([0-9a-f]{8,40})$")
 _HEX = re.compile(r"^[0-9a-f]{8,40}$")
@@ -49,7 +49,7 @@ class CommitCheck(WheelCheck[str | None]):
 
 def commits_in(version: str) -> list[str]:
     """The commits a version's local part carries as g<hex> (LMCache's `+g05fc77a0`)."""
-    from ..localversion import local_parts
+    from ..wheel.localversion import local_parts
 
     return [match.group(1) for part in local_parts(version) if (match := _COMMIT_SEGMENT.match(part))]
 

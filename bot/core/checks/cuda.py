@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .base import Finding, Flag, Given, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 # Libraries that only a CUDA build links against (ROCm builds of torch ship
 # libtorch_hip / libc10_hip instead of libtorch_cuda / libc10_cuda).

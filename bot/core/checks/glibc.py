@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Finding, Flag, Given, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 Glibc = tuple[int, int]
 

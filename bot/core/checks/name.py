@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 
 class NameCheck(WheelCheck[str | None]):

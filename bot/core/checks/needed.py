@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 
 class NeededCheck(WheelCheck[tuple[str, ...]]):
@@ -22,7 +22,7 @@ class NeededCheck(WheelCheck[tuple[str, ...]]):
     default = ()
 
     def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:
-        from ..rocmlibs import grafted
+        from ..wheel.rocmlibs import grafted
 
         provided = [library for elf in report.elf for library in elf.needed if not grafted(library)]
         return self.found([f"no ELF file in the wheel needs a library matching {pattern}" for pattern in rule

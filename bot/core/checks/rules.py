@@ -2,7 +2,7 @@
 
 `problems(report, rules)` is pure: each broken rule is one sentence. The same rules serve
 `wheel inspect` (from its flags), `image publish` and the reconciler (from a component's
-config: core/verify.py).
+config: core/checks/component.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from .api import CHECKS
 from .base import Finding, Given, WheelCheck
 
 if TYPE_CHECKING:
-    from ..config import Wheel
-    from ..wheelreport import WheelReport
+    from ..config.model import Wheel
+    from ..wheel.report import WheelReport
 
 Rule = TypeVar("Rule")
 

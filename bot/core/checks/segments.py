@@ -1,6 +1,6 @@
 """The ABI a wheel's local version promises: the segments its image tag promises
-(torch2.10, cxx11abi1: core/localversion.py), and a ROCm it names (rocm7.2.4) that is the
-one its ELF files link against (core/rocmrules.py), judged whenever both are there."""
+(torch2.10, cxx11abi1: core/wheel/localversion.py), and a ROCm it names (rocm7.2.4) that is the
+one its ELF files link against (core/wheel/rocmrules.py), judged whenever both are there."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 
 class SegmentsCheck(WheelCheck[tuple[str, ...]]):
@@ -22,13 +22,13 @@ class SegmentsCheck(WheelCheck[tuple[str, ...]]):
     default = ()
 
     def accept(self, value: Any) -> tuple[str, ...]:
-        from ..localversion import normalized_segment
+        from ..wheel.localversion import normalized_segment
 
         return tuple(normalized_segment(segment) for segment in value)
 
     def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:
-        from ..localversion import segment_problems
-        from ..rocmrules import rocm_major_problems
+        from ..wheel.localversion import segment_problems
+        from ..wheel.rocmrules import rocm_major_problems
 
         return self.found(segment_problems(report.version, rule) + rocm_major_problems(report))
 

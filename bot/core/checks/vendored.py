@@ -1,5 +1,5 @@
 """The consuming image provides ROCm, so a wheel carries none of its libraries
-(core/rocmrules.py says which and how each is found)."""
+(core/wheel/rocmrules.py says which and how each is found)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .base import Finding, Flag, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 
 class VendoredRocmCheck(WheelCheck[bool]):
@@ -21,6 +21,6 @@ class VendoredRocmCheck(WheelCheck[bool]):
     default = False
 
     def check(self, report: WheelReport, rule: bool) -> list[Finding]:
-        from ..rocmrules import vendored_rocm_problems
+        from ..wheel.rocmrules import vendored_rocm_problems
 
         return [] if rule else self.found(vendored_rocm_problems(report))

@@ -1,5 +1,5 @@
 """Wanted GPU targets are optional one by one (a missing one is a proposal note:
-core/assemble.py), but a wheel with code for none of them is no use."""
+core/proposal/assemble.py), but a wheel with code for none of them is no use."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from .base import Finding, Flag, TargetsCheck
 
 if TYPE_CHECKING:
-    from ..amdgpu import TargetId
-    from ..wheelreport import WheelReport
+    from ..wheel.amdgpu import TargetId
+    from ..wheel.report import WheelReport
 
 
 class WantedArchsCheck(TargetsCheck):
@@ -20,7 +20,7 @@ class WantedArchsCheck(TargetsCheck):
     flag = Flag("--want-arch", "a GPU target used where present; a wheel with code for none of them fails "
                 "(repeatable)", metavar="ARCH", repeatable=True)
     def check(self, report: WheelReport, rule: tuple[TargetId, ...]) -> list[Finding]:
-        from ..amdgpu import TargetId
+        from ..wheel.amdgpu import TargetId
 
         if not rule:
             return []

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .base import Finding, WheelCheck
 
 if TYPE_CHECKING:
-    from ..wheelreport import WheelReport
+    from ..wheel.report import WheelReport
 
 
 def python_tags_of(filename: str) -> set[str]:

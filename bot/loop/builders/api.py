@@ -1,6 +1,6 @@
 """The build kinds by name: the one place the runner asks for a component's builder.
 
-Each name is a `kind` of the config's `build` table (core/config.py `BUILD_KINDS`, its
+Each name is a `kind` of the config's `build` table (core/config/model.py `BUILD_KINDS`, its
 model) and maps to the factory of its module here, which makes the kind's `Builder`
 (base.py) from the component and the `BuildSite`. Adding a kind is its module, its line
 below and its config model (docs/reconcile.md, "Add a build kind");
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...core.config import Component
+from ...core.config.model import Component
 from . import command, github_actions
 from .base import Builder, BuildSite
 

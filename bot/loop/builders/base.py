@@ -5,7 +5,7 @@ The loop asks a builder where the build of a commit stands (`status`), starts on
 brings its wheels into the build cache (`collect`), lets them go once an image holds them
 (`release`), and forgets a failed one once it is recorded (`forget`); it never knows how.
 A build that failed raises `BuildFailed`; the loop records it, and the backoff of
-`core/backoff.py` decides when that commit is built again.
+`core/decide/backoff.py` decides when that commit is built again.
 
 `BuildSite` is what a kind's factory (`api.py`) is given besides the component;
 `CachedBuilds` is the part every kind shares: the wheels it leaves in the build cache
@@ -23,8 +23,8 @@ from ...adapters.buildcache import build_folder, build_provenance, built_wheels,
 from ...adapters.smoke import SmokeResult
 from ...adapters.statefile import StateFile
 from ...adapters.upstream import UpstreamRepo
-from ...core.config import Component
-from ...core.plan import BuildSeen
+from ...core.config.model import Component
+from ...core.decide.plan import BuildSeen
 
 if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
     from ...adapters.github.actions import ActionsClient

@@ -10,9 +10,9 @@ from pathlib import Path
 from ...adapters.localbuild import local_build, run_local_build
 from ...adapters.smoke import SmokeResult
 from ...adapters.upstream import UpstreamRepo
-from ...core.config import CommandBuild, Component
+from ...core.config.model import CommandBuild, Component
 from ...core.errors import BuildFailed, WheelpinError
-from ...core.plan import BuildSeen, BuildState
+from ...core.decide.plan import BuildSeen, BuildState
 from .base import Builder, BuildPreview, BuildSite, CachedBuilds
 
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from ...adapters.buildcache import COMPLETE, build_folder
 from ...adapters.smoke import SmokeResult
 from ...adapters.statefile import StateFile
-from ...core.config import ActionsBuild, Component
+from ...core.config.model import ActionsBuild, Component
 from ...core.errors import BuildFailed, TransientError, WheelpinError
-from ...core.plan import BuildSeen, BuildState
-from ...core.templates import commit_values, render
+from ...core.decide.plan import BuildSeen, BuildState
+from ...core.config.templates import commit_values, render
 from .base import Builder, BuildPreview, BuildSite, CachedBuilds
 
 if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions

@@ -1,0 +1,149 @@
+"""A component's verify rules (docs/design.md §1.3), from its config and the built commit,
+and the refusal a person reads when wheels break them: one line, grouped by kind, the
+root cause first, cut to SUMMARY_LIMIT characters with every problem kept for `--json`."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import CHECKS, KINDS, LABELS, WheelRules, kinded_problems, python_tags_of
+from .name import NameCheck
+from ..config.model import Component
+
+if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
+    from ..wheel.report import WheelReport
+    from ..image.oci import WheelEntry
+
+
+# The `[wheel]` fields when rules digests were first written.
+_DIGESTED = ("distribution", "archs", "archs_wanted", "require_needed", "forbid_needed", "rocm", "allow_vendored_rocm",
+             "python_tags", "version_carries_commit", "smoke", "local_segments")
+
+
+def rules_digest(component: Component) -> str:
+    """A digest of what a component's wheels are verified against (its `[wheel]` table and
+    its tag template). wheelpin writes it into the images it publishes: an image found
+    later is taken as verified only under the same rules, and is verified again, as an
+    adopted one, under any other (a local_segments added since, an image someone else
+    pushed with wheelpin's other annotations). A rule added to `[wheel]` since these
+    digests were first written is in it only when set, so that an upgrade of wheelpin
+    leaves the digests of the images it published as they were."""
+    wheel = component.wheel
+    later = {name for name in type(wheel).model_fields if name not in _DIGESTED
+             and getattr(wheel, name) == type(wheel).model_fields[name].default}
+    text = wheel.model_dump_json(exclude=later or None) + "\n" + component.image.tag
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def component_rules(component: Component, *, commit: str | None) -> WheelRules:
+    return WheelRules.from_config(component.wheel, commit=commit)
+
+
+def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str]:
+    """Each wheel's sha256 by python tag, for the pins that carry one (`sha256_arg`); the
+    one wheel's under None too, for a pin that names no python tag."""
+    sha256: dict[str | None, str] = {}
+    for wheel in wheels:
+        sha256.update({tag: wheel.sha256 for tag in python_tags_of(wheel.file)})
+    if len(wheels) == 1:
+        sha256[None] = wheels[0].sha256
+    return sha256
+
+
+SUMMARY_LIMIT = 600
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # one of checks.KINDS (checks/api.py)
+    text: str
+    file: str | None = None  # the wheel it is about; None for the set
+    head: str = ""  # a library an ELF needs: "x.so needs" …
+    item: str = ""  # … this library (several are said in one sentence)
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.text}" if self.file else self.text
+
+
+def check_wheels(component: Component | None, reports: Sequence[WheelReport], rules: WheelRules) -> list[Problem]:
+    """Every problem of every wheel and, for a component's wheels, of the set as `rules` asks it
+    (component_rules: its python_tags), the root cause first."""
+    found = [] if component is None else [Problem(check.kind, text) for check in CHECKS.values()
+                                          for text in check.check_set(reports, rules.of(check))]
+    for report in reports:
+        found += [Problem(finding.kind, _explained(finding.kind, finding.text, report, rules), report.filename,
+                          finding.head, finding.item) for finding in kinded_problems(report, rules)]
+    return sorted(found, key=lambda problem: KINDS.index(problem.kind))
+
+
+_NAME = NameCheck()
+
+
+def _explained(kind: str, text: str, report: WheelReport, rules: WheelRules) -> str:
+    """A wrong distribution that is the non-ROCm variant of the right one says so: it is
+    why every CUDA library and missing arch after it is there."""
+    expected = rules.of(_NAME) or ""
+    if kind == "name" and "rocm" in expected.lower() and "rocm" not in report.name.lower():
+        return (f"distribution is {report.name!r}, expected {expected!r}: a build of the non-ROCm variant "
+                "(its ROCm switch, such as HIP_BUILD or USE_ROCM, was not set)")
+    return text
+
+
+def verify_wheels(component: Component | None, reports: Sequence[WheelReport],
+                  rules: WheelRules) -> list[str]:
+    """Every problem of every wheel, prefixed by its file name, and of the set."""
+    return [str(problem) for problem in check_wheels(component, reports, rules)]
+
+
+def summary(problems: Sequence[Problem], *, wheels: int, limit: int = SUMMARY_LIMIT) -> str:
+    """One line a person reads: by kind in KINDS order, each sentence once with the
+    wheels it is about, cut to `limit` characters saying how many problems there are."""
+    by_kind: dict[str, dict[str, list[str | None]]] = {}
+    for problem in _joined(problems):
+        by_kind.setdefault(problem.kind, {}).setdefault(problem.text, []).append(problem.file)
+    parts = []
+    for kind, sentences in by_kind.items():
+        said = [text + _where(files, wheels) for text, files in sentences.items()]
+        label = LABELS.get(kind, kind)
+        parts.append((f"{label}: " if label else "") + "; ".join(said))
+    line = " · ".join(parts)
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    if len(line) <= limit:
+        return line if len(problems) < 4 else f"{line} ({count})"
+    end = f" … ({count} in all; --json lists every one)"
+    return line[: limit - len(end)].rstrip(" ;·:") + end
+
+
+_PLURALS = {"cuda": "CUDA libraries", "libraries": "forbidden libraries"}
+
+
+def _joined(problems: Sequence[Problem]) -> list[Problem]:
+    """The libraries one ELF of one wheel needs against the rules, said in one sentence:
+    "x.so needs A, B, C (CUDA libraries)"."""
+    items: dict[tuple[str, str, str | None], list[Problem]] = {}
+    for problem in problems:
+        if problem.head:
+            items.setdefault((problem.kind, problem.head, problem.file), []).append(problem)
+    joined: list[Problem] = []
+    for problem in problems:
+        group = items.get((problem.kind, problem.head, problem.file)) if problem.head else None
+        if group is None or len(group) == 1:
+            joined.append(problem)
+        elif problem is group[0]:
+            libraries = ", ".join(p.item for p in group)
+            joined.append(Problem(problem.kind, f"{problem.head} {libraries} ({_PLURALS.get(problem.kind, problem.kind)})",
+                                  problem.file))
+    return joined
+
+
+def _where(files: Sequence[str | None], wheels: int) -> str:
+    named = sorted({file for file in files if file})
+    if wheels <= 1 or not named:
+        return ""
+    if len(named) == wheels:
+        return " (every wheel)"
+    tags = sorted({tag for name in named for tag in python_tags_of(name)})
+    return f" (in {', '.join(tags) or ', '.join(named)})"

@@ -1,0 +1,1 @@
+"""Deciding: the planner from observed facts to actions, with backoff and pruning policy."""

@@ -1,0 +1,1 @@
+"""Pins in a downstream repository: where they are written, how they are found, and planning their bump."""

@@ -1,0 +1,227 @@
+"""Reading a component's pins and planning their bump (docs/design.md §1.6), all pure.
+
+A pin is written in a file in one of the formats of `core/pins/formats/` (an ARG holding
+`ref@sha256:digest` with an optional ARG holding the wheel's sha256, or a `FROM … AS stage`
+line); its format finds every place it is written. This module does what is the same for
+every format: the reference must be one, in the component's repository, with a tag its
+template gives; a bump is planned for every file before anything is written, and the
+caller writes all new texts or none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ..config.model import Component, DockerfileArgPin, DockerfileFromPin, Pin
+from .locate import ValueSite
+from ..errors import UsageError
+from ..image.reference import ImageRef, ImageRefError, parse_pinned
+from .formats.api import FORMATS
+from .formats.base import PinError as PinError  # raised here too, and caught by its callers
+from .formats.base import rewrite
+from ..config.templates import tag_pattern
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class PinState:
+    """What one configured pin holds today, and every site it is written at."""
+
+    component: str
+    file: str
+    pin: Pin
+    image_sites: tuple[ValueSite, ...]
+    sha256_sites: tuple[ValueSite, ...]
+
+    @property
+    def line(self) -> int:
+        return self.image_sites[0].line
+
+    @property
+    def image(self) -> str:
+        return self.image_sites[0].value
+
+    @property
+    def ref(self) -> ImageRef | None:
+        try:
+            return ImageRef.parse(self.image)
+        except ImageRefError:
+            return None
+
+    @property
+    def sha256(self) -> str | None:
+        return self.sha256_sites[0].value if self.sha256_sites else None
+
+    def to_json(self) -> dict[str, object]:
+        ref = self.ref
+        return {
+            "component": self.component,
+            "file": self.file,
+            "line": self.line,
+            "arg": self.pin.image_arg if isinstance(self.pin, DockerfileArgPin) else None,
+            "from_stage": self.pin.from_stage if isinstance(self.pin, DockerfileFromPin) else None,
+            "image": self.image,
+            "repository": ref.repository if ref else None,
+            "tag": ref.tag if ref else None,
+            "digest": ref.digest if ref else None,
+            "sha256_arg": self.pin.sha256_arg,
+            "sha256": self.sha256,
+            "sha256_line": self.sha256_sites[0].line if self.sha256_sites else None,
+            "python_tag": self.pin.python_tag,
+        }
+
+
+def read_pin(component: Component, pin: Pin, text: str) -> PinState:
+    """What `pin` holds in `text` (its file's), read by the pin's format."""
+    sites = FORMATS[pin.kind].read(pin, text)
+    return PinState(component.name, pin.file, pin, sites.image, sites.sha256)
+
+
+def read_pins(component: Component, texts: Mapping[str, str]) -> list[PinState]:
+    """Every pin of `component`; `texts` maps each pin file to its text."""
+    return [read_pin(component, pin, texts[pin.file]) for pin in component.pins]
+
+
+@dataclass(frozen=True)
+class Edit:
+    file: str
+    line: int
+    old: str
+    new: str
+    what: str  # "image" | "sha256"
+
+
+@dataclass(frozen=True)
+class BumpPlan:
+    component: str
+    new_texts: dict[str, str]  # only files that change
+    edits: tuple[Edit, ...]
+
+    @property
+    def changes_nothing(self) -> bool:
+        return not self.edits
+
+
+def parse_sha256_options(values: list[str]) -> dict[str | None, str]:
+    """`--sha256 HEX` (pins with no python_tag) and `--sha256 cp312=HEX`."""
+    found: dict[str | None, str] = {}
+    for value in values:
+        tag, _, digest = value.rpartition("=")
+        digest = digest.lower()
+        if not SHA256_HEX.match(digest):
+            raise UsageError(f"--sha256 {value!r}: a wheel sha256 is 64 hex digits")
+        found[tag or None] = digest
+    return found
+
+
+def pinned_ref(state: PinState) -> ImageRef:
+    """The reference a pin holds; PinError when it holds no image reference."""
+    current = state.ref
+    if current is None:
+        raise PinError(f"{state.file}:{state.line}: {state.image!r} is not an image reference")
+    return current
+
+
+def repository_misfit(component: Component, ref: ImageRef) -> str | None:
+    """Why `ref` cannot be the component's image: it is not in `image.repository` (the
+    one comparison the bump and `config validate` make); None when it is, or when the
+    component publishes to an OCI layout folder, which a pin cannot name."""
+    if component.image.is_layout:
+        return None
+    if ImageRef.parse(component.image.repository).same_repository(ref):
+        return None
+    return f"is not in the component's repository {component.image.repository}"
+
+
+def tag_misfit(component: Component, ref: ImageRef) -> str | None:
+    """Why `ref`'s tag is not one the component's `image.tag` gives; None when it is (or
+    the reference has no tag)."""
+    if ref.tag is None or tag_pattern(component.image.tag, component=component.name).match(ref.tag):
+        return None
+    return (f"tag {ref.tag!r} does not fit the tag template {component.image.tag!r} "
+            f"of component {component.name}")
+
+
+def pin_findings(component: Component, texts: Mapping[str, str]) -> list[tuple[int, str, bool]]:
+    """What the pass would find in each pin of `component` before any build, for `config
+    validate`: (pin index, sentence, refused). Refused: the pass stops there (a name
+    the file does not declare, a value that is no reference, a reference in another
+    repository than `image.repository`: refused only at the proposal, after building and
+    publishing). Not refused: a tag the template does not give, which the first bump
+    replaces (a bootstrap pin such as `:latest@sha256:…` is fine), so it is only said."""
+    found: list[tuple[int, str, bool]] = []
+    for index, pin in enumerate(component.pins):
+        try:
+            state = read_pin(component, pin, texts[pin.file])
+            current = pinned_ref(state)
+        except PinError as exc:
+            found.append((index, str(exc), True))
+            continue
+        elsewhere = repository_misfit(component, current)
+        if elsewhere:
+            found.append((index, f"{state.file}:{state.line}: {state.image} {elsewhere}", True))
+        misfit = tag_misfit(component, current)
+        if misfit:
+            found.append((index, f"{state.file}:{state.line}: {misfit}: the first bump replaces it", False))
+    return found
+
+
+def plan_bump(
+    component: Component,
+    texts: Mapping[str, str],
+    image: str,
+    sha256: Mapping[str | None, str] | Callable[[], Mapping[str | None, str]],
+) -> BumpPlan:
+    """Plan moving every pin of `component` to `image` (+ wheel sha256s); PinError if any
+    pin cannot move, before anything is written. `sha256` may be a function (reading the
+    image), called only once every reference has been checked and only if a pin needs it."""
+    try:
+        new_ref = parse_pinned(image)
+    except ImageRefError as exc:
+        raise UsageError(str(exc)) from None
+    misfit = tag_misfit(component, new_ref)
+    if misfit:
+        raise UsageError(misfit)
+    states = read_pins(component, texts)
+    for state in states:
+        current = pinned_ref(state)
+        if not current.same_repository(new_ref):
+            raise UsageError(
+                f"{image} is in {new_ref.normalized_repository}, but {state.file}:{state.line} "
+                f"pins {current.normalized_repository}"
+            )
+    elsewhere = repository_misfit(component, new_ref)
+    if elsewhere:
+        raise UsageError(f"{image} {elsewhere}")
+    if callable(sha256) and any(state.pin.sha256_arg for state in states):
+        sha256 = sha256()
+    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str]]] = {}
+    for state in states:
+        written_from = pinned_ref(state)  # checked above: a reference
+        written = str(written_from.with_(tag=new_ref.tag, digest=new_ref.digest))
+        sites = edits_by_file.setdefault(state.file, {})
+        for site in state.image_sites:
+            sites[site.start] = (site, written, "image")
+        if state.pin.sha256_arg:
+            wanted = None if callable(sha256) else sha256.get(state.pin.python_tag)
+            if wanted is None:
+                option = f"{state.pin.python_tag}=HEX" if state.pin.python_tag else "HEX"
+                raise UsageError(
+                    f"{state.file}: {state.pin.sha256_arg} needs the sha256 of the "
+                    f"{state.pin.python_tag or 'one'} wheel, which the image does not say: "
+                    f"pass --sha256 {option}"
+                )
+            for site in state.sha256_sites:
+                sites[site.start] = (site, wanted, "sha256")
+    new_texts: dict[str, str] = {}
+    edits: list[Edit] = []
+    for file, sites in edits_by_file.items():
+        text, changed = rewrite(texts[file], {start: (site, value) for start, (site, value, _) in sites.items()})
+        edits += [Edit(file, site.line, site.value, value, sites[site.start][2]) for site, value in changed]
+        if changed:
+            new_texts[file] = text
+    edits.sort(key=lambda edit: (edit.file, edit.line))
+    return BumpPlan(component.name, new_texts, tuple(edits))

@@ -1,0 +1,245 @@
+"""The text of a proposal (docs/design.md §3 "Pull request"), built from small pure parts.
+
+Title; from → to with a compare link and the commit list; the wheel table; the
+Requires-Dist diff and constraint conflicts (loud); the verification results; how to
+check by hand; the hidden `<!-- wheelpin: {...} -->` marker holding the proposal's
+machine-readable state. Cut to GitHub's cap (githubhost.MAX_BODY), long sections first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..githubhost import MAX_BODY
+from ..image.oci import WheelEntry
+from ..pins.bump import Edit
+from .requirements import Conflict, RequirementsDiff
+
+if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
+    from .wheeldiff import WheelChanges
+
+MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
+MARKER = re.compile(re.escape(MARKER_START) + r"(\{.*?\}) -->", re.S)
+_FORGES = re.compile(r"^(?:https://|git@)(github\.com|gitlab\.com|codeberg\.org)[:/](.+?)(?:\.git)?/?$")
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    refused: str | None = None  # why wheelpin refused this commit's wheel, if it did
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProposalFacts:
+    component: str
+    upstream: str
+    old_commit: str | None
+    new_commit: str
+    pinned_image: str | None = None  # what the base pins, when its commit cannot be told (old_commit None)
+    pinned_problem: str | None = None  # why the pinned image could not be read ("… not in the registry (404)")
+    old_tag: str | None = None  # the upstream's release tags on them, when the component follows tags
+    new_tag: str | None = None
+    version: str
+    image: str  # repository:tag@digest as pinned
+    wheels: tuple[WheelEntry, ...]
+    commits: tuple[Commit, ...] = ()
+    diff: RequirementsDiff = RequirementsDiff()
+    verification: tuple[str, ...] = ()  # the checks that passed, one line each
+    changes: WheelChanges | None = None  # from the pinned wheels to the new ones
+    notes: tuple[str, ...] = ()  # what a reviewer must not miss (a wanted arch skipped)
+    known_conflicts: tuple[Conflict, ...] = ()  # those of diff.conflicts the pinned wheels had already
+    provenance: str = ""  # who made the image: built by wheelpin (and how), or adopted
+    consumer: tuple[str, ...] = ()  # the consuming image: a header line, then what the wheel would break there
+    files: tuple[str, ...] = ()
+    edits: tuple[Edit, ...] = ()  # every value the bump changes: file, line, old → new
+    check_refs: tuple[str, ...] = ()  # references skopeo and wheelpin read (repo@digest, oci:…)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def title(facts: ProposalFacts) -> str:
+    return f"Bump {facts.component} to {facts.version} ({facts.new_commit[:8]})"
+
+
+def compare_link(upstream: str, old: str | None, new: str) -> str | None:
+    match = _FORGES.match(upstream)
+    if not match:
+        return None
+    host, path = match.groups()
+    if old is None:
+        return f"https://{host}/{path}/commit/{new}"
+    middle = "/-/compare/" if host == "gitlab.com" else "/compare/"
+    return f"https://{host}/{path}{middle}{old}...{new}"
+
+
+def marker(state: dict[str, Any]) -> str:
+    return f"{MARKER_START}{json.dumps(state, sort_keys=True, separators=(',', ':'))} -->"
+
+
+def read_marker(text: str) -> dict[str, Any] | None:
+    matches = list(MARKER.finditer(text))  # the bot's own marker comes last (commit
+    if not matches:                           # subjects above it may hold lookalikes)
+        return None
+    match = matches[-1]
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _size(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
+
+
+def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list[str]:
+    if facts.old_commit:
+        old = f"`{facts.old_commit[:8]}`"
+    elif facts.pinned_image:  # pinned, by an image that does not say its commit: never "none pinned"
+        old = (f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` "
+               f"({facts.pinned_problem or 'its upstream commit not known'})")
+    else:
+        old = "`(none pinned)`"
+    old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
+    new = f"`{facts.new_commit[:8]}`" + (f" (tag `{facts.new_tag}`)" if facts.new_tag else "")
+    link = compare_link(facts.upstream, facts.old_commit, facts.new_commit)
+    head = [f"Moves **{facts.component}** from {old} to {new} of {facts.upstream}."]
+    if link:
+        head.append(f"Compare: {link}")
+    parts = ["\n\n".join(head)]
+    if facts.notes:
+        parts.append("### ⚠️ Notes\n" + "\n".join(f"- **{note}**" for note in facts.notes))
+    if facts.changes is not None:
+        parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes, facts.pinned_problem)))
+    if commits:
+        listed = [f"- `{c.sha[:8]}` {c.subject}" + (f" — ⛔ refused: {_flat(c.refused)}" if c.refused else "")
+                  for c in commits]
+        if cut:
+            listed.append(f"- … and {cut} more commits (cut to fit)")
+        parts.append("### Commits\n" + "\n".join(listed))
+    rows = ["| wheel | size | sha256 | GPU archs | tags |", "|---|---|---|---|---|"]
+    rows += [f"| `{w.file}` | {_size(w.size)} | `{w.sha256}` | {w.archs_text} | {', '.join(w.tags)} |"
+             for w in facts.wheels]
+    parts.append("### Wheels\n" + "\n".join(rows) + f"\n\nImage: `{facts.image}`")
+    unread = f"\n\nThe pinned wheels could not be read ({facts.pinned_problem}): each requirement shows as added." \
+        if facts.pinned_problem and not facts.diff.empty else ""
+    parts.append("### Requires-Dist\n" + _diff_text(facts.diff) + unread if not facts.diff.empty
+                 else "Requires-Dist: unchanged.")
+    if facts.diff.conflicts:
+        lines = [f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
+                 + (" (already present in the pinned wheel)" if c in facts.known_conflicts else " — **new**")
+                 for c in facts.diff.conflicts]
+        parts.append("### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
+                     "ship:\n" + "\n".join(lines) + "\n\n" + _for_upstream(facts))
+    if facts.consumer:
+        parts.append("### Against the consuming image\n" + facts.consumer[0]
+                     + "".join(f"\n- {line}" for line in facts.consumer[1:]))
+    if facts.verification:
+        parts.append("### Verification\n" + "\n".join(f"- ✅ {line}" for line in facts.verification)
+                     + (f"\n\nProvenance: {facts.provenance}" if facts.provenance else ""))
+    refs = facts.check_refs or (_bare(facts.image),)
+    commands = []
+    for ref in refs:
+        skopeo = ref if ref.startswith("oci:") else f"docker://{ref}"  # skopeo refuses repo:tag@digest
+        commands += [f"skopeo inspect {skopeo}", f"wheelpin image show {ref}"]
+    parts.append("### Check by hand\n```sh\n" + "\n".join(commands) + "\n```")
+    if facts.files:
+        parts.append("Pins moved in: " + ", ".join(f"`{f}`" for f in facts.files) + _edit_lines(facts.edits))
+    parts.append(marker(facts.state))
+    return parts
+
+
+def _for_upstream(facts: ProposalFacts) -> str:
+    """Ready-to-paste text for an issue upstream: what the wheel declares, what the image ships."""
+    name = facts.wheels[0].name if facts.wheels else facts.component
+    lines = [f"- `{c.requirement}` excludes `{c.constraint}`" for c in facts.diff.conflicts]
+    text = (f"{name} {facts.version} (commit {facts.new_commit[:12]}) declares requirements that exclude "
+            "versions a downstream image ships and tests with:\n\n" + "\n".join(lines) + "\n\n"
+            "Could these ranges be widened, or is there a known incompatibility? "
+            "(Found by wheelpin, checking the new wheel's Requires-Dist against the image's constraints.)")
+    return "<details><summary>For upstream: text for an issue</summary>\n\n```markdown\n" + text + "\n```\n</details>"
+
+
+def _flat(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> list[str]:
+    """From → to, the losses first and loud; `pinned_problem` says why the pinned side is unknown."""
+    lines: list[str] = []
+    if changes.archs_dropped:
+        lines.append(f"- ⚠️ **GPU archs dropped: {', '.join(changes.archs_dropped)}**")
+    if changes.tags_dropped:
+        lines.append(f"- ⚠️ **python tags dropped: {', '.join(changes.tags_dropped)}**")
+    for library in changes.libraries or ():
+        if library.rocm_major:
+            major = library.new[-1].rsplit(".so.", 1)[-1].split(".")[0]
+            lines.append(f"- ⚠️ **`{' '.join(library.old)}` → `{' '.join(library.new)}`: a ROCm major version "
+                         f"change; the image must ship ROCm {major}**")
+    old = (f"`{changes.old_version}`" if changes.old_version
+           else f"unknown ({pinned_problem})" if pinned_problem else "(nothing pinned)")
+    lines.append(f"- version {old} → `{changes.new_version}`")
+    for tag, before, after in changes.sha256:
+        lines.append(f"- `{tag}` sha256 {f'`{before[:16]}…`' if before else '(none)'} → "
+                     f"{f'`{after[:16]}…`' if after else '(none)'}")
+    if changes.archs_added:
+        lines.append(f"- GPU archs added: {', '.join(changes.archs_added)}")
+    if not changes.archs_known:
+        lines.append("- GPU archs: not compared (the pinned image does not record them)")
+    if changes.tags_added:
+        lines.append(f"- python tags added: {', '.join(changes.tags_added)}")
+    if changes.libraries is None:
+        lines.append("- libraries (DT_NEEDED): not compared (the pinned image does not record them)")
+    moved = [lib for lib in changes.libraries or () if lib.old and lib.new and not lib.rocm_major]
+    lines += [f"- needs `{' '.join(lib.old)}` → `{' '.join(lib.new)}`" for lib in moved]
+    added = [name for lib in changes.libraries or () if not lib.old for name in lib.new]
+    dropped = [name for lib in changes.libraries or () if not lib.new for name in lib.old]
+    if added:
+        lines.append("- needs newly: " + ", ".join(f"`{name}`" for name in added))
+    if dropped:
+        lines.append("- no longer needs: " + ", ".join(f"`{name}`" for name in dropped))
+    return lines
+
+
+def _edit_lines(edits: Sequence[Edit]) -> str:
+    """Where each value moved, old → new (image references shortened to their digests)."""
+    def short(value: str) -> str:
+        return value.rsplit("@", 1)[-1][:19] if "@" in value else value[:16]
+    return "".join(f"\n- `{e.file}:{e.line}` {e.what} `{short(e.old)}` → `{short(e.new)}`" for e in edits)
+
+
+def _bare(image: str) -> str:
+    """`repo:tag@digest` → `repo@digest`."""
+    repository, _, digest = image.rpartition("@")
+    last = repository.rsplit("/", 1)[-1]
+    return (repository.rsplit(":", 1)[0] if ":" in last else repository) + "@" + digest
+
+
+def _diff_text(diff: RequirementsDiff) -> str:
+    if diff.empty:
+        return "No change."
+    lines = [f"- added `{' | '.join(c.new or ())}`" for c in diff.added]
+    lines += [f"- removed `{' | '.join(c.old or ())}`" for c in diff.removed]
+    lines += [f"- changed `{' | '.join(c.old or ())}` → `{' | '.join(c.new or ())}`" for c in diff.changed]
+    return "\n".join(lines)
+
+
+def body(facts: ProposalFacts, *, limit: int = MAX_BODY) -> str:
+    """The body, with the commit list cut (and said so) until it fits `limit`."""
+    commits = list(facts.commits)
+    cut = 0
+    while True:
+        text = "\n\n".join(_sections(facts, commits, cut))
+        if len(text) <= limit:
+            return text
+        if not commits:
+            end = "\n\n(cut to fit)\n\n" + marker(facts.state)
+            return text[: limit - len(end)] + end
+        drop = max(1, len(commits) // 4)
+        commits = commits[:-drop]
+        cut += drop

@@ -1,0 +1,97 @@
+"""What changes from the wheels pinned today to the new ones (docs/design.md §3 "Pull
+request", from → to): version, each wheel's sha256, GPU archs, python tags and the
+shared libraries the wheels' ELF files need (DT_NEEDED). Pure: the proposal shows it,
+`core/proposal/assemble.py` makes it from the two images' wheel entries.
+
+A library is followed across the change by its name without the version after `.so`
+(`libamdhip64.so.6` → `libamdhip64.so.7` is one library whose version moved). A move of
+the HIP or HSA runtime's version is a ROCm major version change: the image it goes into
+must ship that ROCm.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..wheel.amdgpu import sorted_processors
+from ..image.oci import WheelEntry, tags_of
+from ..wheel.rocmlibs import ROCM_RUNTIMES
+
+_SONAME = re.compile(r"^(.+?)\.so(?:\.(.+))?$")
+
+
+@dataclass(frozen=True)
+class LibraryChange:
+    library: str  # the name without its version: libamdhip64
+    old: tuple[str, ...]  # the sonames the pinned wheels need
+    new: tuple[str, ...]
+
+    @property
+    def rocm_major(self) -> bool:
+        return self.library in ROCM_RUNTIMES and bool(self.old) and bool(self.new)
+
+
+@dataclass(frozen=True)
+class WheelChanges:
+    old_version: str | None
+    new_version: str
+    sha256: tuple[tuple[str, str | None, str | None], ...]  # python tag (or file), old, new
+    archs_added: tuple[str, ...] = ()
+    archs_dropped: tuple[str, ...] = ()
+    archs_known: bool = True  # False: the pinned image does not record its wheels' archs
+    tags_added: tuple[str, ...] = ()
+    tags_dropped: tuple[str, ...] = ()
+    libraries: tuple[LibraryChange, ...] | None = None  # None: a side does not record DT_NEEDED
+
+
+def python_tag(entry: WheelEntry) -> str:
+    """The interpreter tag of a wheel (`cp312`), from its file name's tags (what the entry
+    records, else the file name itself: a name is never taken for a tag)."""
+    tags = {tag.split("-", 1)[0] for tag in entry.tags or tags_of(entry.file)}
+    return ".".join(sorted(tags)) if tags else entry.file
+
+
+def _library(soname: str) -> str:
+    match = _SONAME.match(soname)
+    return match.group(1) if match else soname
+
+
+def library_changes(old: Sequence[str], new: Sequence[str]) -> tuple[LibraryChange, ...]:
+    """Per library (name without version), the sonames needed before and after, where they differ."""
+    names = sorted({_library(n) for n in (*old, *new)})
+    changes = []
+    for name in names:
+        before = tuple(sorted(n for n in set(old) if _library(n) == name))
+        after = tuple(sorted(n for n in set(new) if _library(n) == name))
+        if before != after:
+            changes.append(LibraryChange(name, before, after))
+    return tuple(changes)
+
+
+def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> WheelChanges:
+    old_by_tag = {python_tag(w): w for w in pinned}
+    new_by_tag = {python_tag(w): w for w in new}
+    pairs: list[tuple[str, WheelEntry | None, WheelEntry | None]]
+    if len(pinned) == 1 and len(new) == 1:  # one wheel each: the same wheel, whatever its tag
+        pairs = [(python_tag(new[0]), pinned[0], new[0])]
+    else:
+        pairs = [(tag, old_by_tag.get(tag), new_by_tag.get(tag)) for tag in sorted({*old_by_tag, *new_by_tag})]
+    sha256 = tuple((tag, o.sha256 if o else None, n.sha256 if n else None) for tag, o, n in pairs)
+    old_archs = {a for w in pinned for a in w.archs}
+    new_archs = {a for w in new for a in w.archs}
+    archs_known = bool(old_archs) or any(w.needed is not None for w in pinned) or not pinned
+    libraries = None
+    if pinned and all(w.needed is not None for w in (*pinned, *new)):
+        libraries = library_changes([n for w in pinned for n in w.needed or ()],
+                                    [n for w in new for n in w.needed or ()])
+    return WheelChanges(
+        old_version=pinned[0].version if pinned else None, new_version=new[0].version if new else "?",
+        sha256=sha256,
+        archs_added=tuple(sorted_processors(new_archs - old_archs)) if archs_known and pinned else (),
+        archs_dropped=tuple(sorted_processors(old_archs - new_archs)) if archs_known else (),
+        archs_known=archs_known,
+        tags_added=tuple(sorted(set(new_by_tag) - set(old_by_tag))) if pinned else (),
+        tags_dropped=tuple(sorted(set(old_by_tag) - set(new_by_tag))),
+        libraries=libraries)
