@@ -14,6 +14,7 @@ cost of decompressing and walking the same bytes.
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import io
 import json
@@ -117,7 +118,7 @@ def push_image(store: RegistryRepository, layers: list[tuple[Path, str, str, int
     for path, _media, _diff, size in layers:
         digest = "sha256:" + hashlib.file_digest(path.open("rb"), "sha256").hexdigest()
         if not store.has_blob(digest):
-            store.put_blob(digest, size, lambda path=path: iter(lambda f=path.open("rb"): f.read(BLOCK), b""))
+            store.put_blob(digest, size, lambda path=path: iter(functools.partial(path.open("rb").read, BLOCK), b""))
     digests = ["sha256:" + hashlib.file_digest(p.open("rb"), "sha256").hexdigest() for p, *_ in layers]
     config = canonical_json({"architecture": "amd64", "os": "linux",
                              "config": {"Env": ["PATH=/usr/bin", "LD_LIBRARY_PATH=/opt/rocm/lib"]},
@@ -127,7 +128,7 @@ def push_image(store: RegistryRepository, layers: list[tuple[Path, str, str, int
     manifest = canonical_json({"schemaVersion": 2, "mediaType": MANIFEST_TYPE,
                                "config": {"mediaType": CONFIG_TYPE, "digest": config_digest, "size": len(config)},
                                "layers": [{"mediaType": media, "digest": digest, "size": size}
-                                          for (_p, media, _d, size), digest in zip(layers, digests)]})
+                                          for (_p, media, _d, size), digest in zip(layers, digests, strict=True)]})
     return store.put_manifest(tag, manifest, MANIFEST_TYPE)
 
 

@@ -15,6 +15,7 @@ run against an unbounded reader does not take the machine down).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import http.server
 import json
@@ -244,7 +245,7 @@ def serve(folder: Path, port_file: Path) -> None:
             elif (folder / "blobs" / name).exists():
                 path = folder / "blobs" / name
                 size, media = path.stat().st_size, "application/octet-stream"
-                chunks = iter(lambda stream=path.open("rb"): stream.read(1 << 20), b"")
+                chunks = iter(functools.partial(path.open("rb").read, 1 << 20), b"")
             else:
                 self.send_response(404)
                 self.send_header("Content-Length", "0")

@@ -102,7 +102,7 @@ def images(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Imag
     pinned = push(registry, "rocm/atom-dev", f"mooncake-0.3.13.post1-g{sha8}-rocm7.2.4", mooncake,
                   revision=first, source=str(path))
     return Images(registry.host, Upstream(path, first), lmcache, inspect_wheel(wheel).sha256, pinned,
-                  {tag: inspect_wheel(w).sha256 for tag, w in zip(MOONCAKE_TAGS, mooncake)})
+                  {tag: inspect_wheel(w).sha256 for tag, w in zip(MOONCAKE_TAGS, mooncake, strict=True)})
 
 
 def downstream(folder: Path, files: dict[str, str]) -> Path:

@@ -145,7 +145,7 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
                                                    resolved.config, resolved.diff_ids)
     summaries: list[LayerSummary] = []
     read = kept = kept_bytes = members = 0
-    for index, (layer, diff_id) in enumerate(zip(descriptors, diff_ids), start=1):
+    for index, (layer, diff_id) in enumerate(zip(descriptors, diff_ids, strict=True), start=1):
         summary = cache.get(layer.digest, size=layer.size, diff_id=diff_id)
         if summary is None:
             what = f"layer {index} of {store.name}@{digest[:19]}"

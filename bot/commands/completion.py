@@ -52,7 +52,7 @@ def fish_script(parser: argparse.ArgumentParser, program: str = "wheelpin") -> s
             condition = f"{seen} && not __fish_seen_subcommand_from {names}" if children else seen
         else:
             condition = f"not __fish_seen_subcommand_from {names}"
-        for name, child in children.items():
+        for name in children:
             lines.append(f"complete -c {program} -n {shlex.quote(condition)} -a {name} -d {shlex.quote(helps.get(name, ''))}")
         if not children:
             for action in node._actions:

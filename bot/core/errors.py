@@ -118,7 +118,7 @@ def doing(what: str) -> Iterator[None]:
     try:
         yield
     except TransientError as exc:
-        raise exc.while_doing(what)
+        raise exc.while_doing(what) from exc
 
 
 def tries(attempts: int, seconds: float) -> str:

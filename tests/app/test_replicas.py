@@ -23,6 +23,7 @@ What is checked, and against what:
 from __future__ import annotations
 
 import datetime
+from itertools import pairwise
 import json
 import signal
 import threading
@@ -197,7 +198,7 @@ def test_a_thousand_deliveries_across_replicas_and_never_two_jobs_of_one_reposit
 
         # never two jobs of the repository at once, across replicas
         ran = spans(made, REPOSITORY)
-        for (start, end, who), (next_start, _end, next_who) in zip(ran, ran[1:]):
+        for (_start, end, who), (next_start, _end, next_who) in pairwise(ran):
             assert next_start >= end, f"replica {next_who} started a job at {next_start} while {who}'s ran"
         # and the emulator saw each request to it from inside a job of the replica holding that token
         owners: dict[str, set[int]] = {}
@@ -265,8 +266,9 @@ def test_the_schedule_fires_once_per_period_across_replicas(registry: Registry, 
         for round_ in range(3):
             before = [r for r in made.events("component.pass") if r.get("delivery") == "schedule"]
             made.make_due(REPOSITORY, COMPONENT)
-            wait_until(lambda: len([r for r in made.events("component.pass")
-                                    if r.get("delivery") == "schedule"]) > len(before), 60, "the scheduled pass")
+            wait_until(lambda before=before: len([r for r in made.events("component.pass")
+                                                  if r.get("delivery") == "schedule"]) > len(before),
+                       60, "the scheduled pass")
             made.idle()
             time.sleep(2)  # two more ticks: none fires it again
             after = [r for r in made.events("component.pass") if r.get("delivery") == "schedule"]

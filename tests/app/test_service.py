@@ -402,7 +402,7 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
                               access=GitHubAccess(emulator.url, token=token), secret=SECRET)
             service.start()
             try:
-                wait_until(lambda: service.github_ok is not None, what="the first refresh")
+                wait_until(lambda service=service: service.github_ok is not None, what="the first refresh")
                 assert service.ready()[0] is ready, service.ready()
                 if not ready:
                     assert "GitHub refused the credentials for checking the token (401" in service.ready()[1]

@@ -113,12 +113,12 @@ def test_idle_connections_are_closed_and_a_request_that_never_ends_is_cut(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(webapp, "CLEANUP_INTERVAL", 1, raising=False)
     monkeypatch.setattr(webapp, "REQUEST_DEADLINE", 3, raising=False)
-    for service, server in serving(tmp_path, http_idle_timeout=2):
+    for _service, server in serving(tmp_path, http_idle_timeout=2):
         idle, slow = connect(server), connect(server)
         slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: wheelpin\r\nX-Slow: ")
         stop = threading.Event()
 
-        def trickle() -> None:
+        def trickle(stop: threading.Event = stop, slow: socket.socket = slow) -> None:
             while not stop.wait(0.5):
                 try:
                     slow.sendall(b"a")  # never idle: only the deadline can end it
@@ -221,7 +221,8 @@ def test_an_installation_delivery_without_credentials_is_ignored_once_not_a_cras
                     answer = deliver(session, server.url, SECRET, "installation", example("installation", action))
                     assert answer.status_code == 202, answer.text
                     assert answer.json() == {"message": "queued", "jobs": ["installations"]}
-                    wait_until(lambda: service.queue.stats().runs > runs and service.queue.stats().running == 0,
+                    wait_until(lambda service=service, runs=runs: service.queue.stats().runs > runs
+                               and service.queue.stats().running == 0,
                                10, "the installations job to run")
                 time.sleep(0.3)  # a failed job would be retried after its 0.05 s backoff
                 stats = service.queue.stats()

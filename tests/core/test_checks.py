@@ -62,7 +62,7 @@ def test_report_of_a_rocm_wheel(report: WheelReport) -> None:
 def test_rules(report: WheelReport, kwargs: dict[str, object], expected: list[str]) -> None:
     found = problems(report, rules(**kwargs))
     assert len(found) == len(expected)
-    for problem, fragment in zip(found, expected):
+    for problem, fragment in zip(found, expected, strict=True):
         assert fragment in problem
 
 

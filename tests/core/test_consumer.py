@@ -59,10 +59,9 @@ def test_whiteouts_and_opaque_folders_remove_what_lower_layers_put() -> None:
 
 
 def test_libraries_are_found_where_the_loader_looks() -> None:
-    files = merge([layer(libraries={f"{SITE}/torch/lib/libtorch.so": "", "opt/rocm/lib/libamdhip64.so.7": "",
+    files = merge([layer(dist("torch", "2.10.0"), libraries={f"{SITE}/torch/lib/libtorch.so": "", "opt/rocm/lib/libamdhip64.so.7": "",
                                     "opt/other/libfoo.so.1": "", "usr/lib/x86_64-linux-gnu/libc.so.6": ""},
-                         texts={"etc/ld.so.conf.d/rocm.conf": "# ROCm\n/opt/rocm/lib\ninclude /etc/x/*.conf\n"},
-                         *[dist("torch", "2.10.0")])], env={"LD_LIBRARY_PATH": "/opt/extra"})
+                         texts={"etc/ld.so.conf.d/rocm.conf": "# ROCm\n/opt/rocm/lib\ninclude /etc/x/*.conf\n"})], env={"LD_LIBRARY_PATH": "/opt/extra"})
     wheel = report(elf("lmcache/c_ops.so", "libtorch.so", "libamdhip64.so.7", "libc.so.6", "libbundled.so",
                        runpath=("$ORIGIN/../torch/lib", "${ORIGIN}/../lmcache.libs")),  # as auditwheel writes
                    elf("lmcache.libs/libbundled.so"),

@@ -43,7 +43,7 @@ def test_what_a_version_carries() -> None:
 ])
 def test_segments_a_wheel_must_carry(version: str, wanted: list[str], said: list[str]) -> None:
     found = segment_problems(version, wanted)
-    assert len(found) == len(said) and all(words in sentence for words, sentence in zip(said, found))
+    assert len(found) == len(said) and all(words in sentence for words, sentence in zip(said, found, strict=True))
 
 
 def test_segments_are_written_as_a_local_version_normalizes_them() -> None:

@@ -7,6 +7,8 @@ the same way each time."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -53,7 +55,7 @@ def test_a_tag_carrying_a_refused_version_is_never_followed(versioning: Versioni
 @ENTRIES
 def test_orders_its_examples_as_listed(versioning: Versioning) -> None:
     ascending = versioning.examples.ascending
-    for older, newer in zip(ascending, ascending[1:]):
+    for older, newer in pairwise(ascending):
         assert versioning.is_older(older, newer), (older, newer)
         assert not versioning.is_older(newer, older), (older, newer)
     assert not any(versioning.is_older(version, version) for version in ascending)
@@ -87,7 +89,7 @@ def test_orders_a_shuffled_list_the_same_each_time(versioning: Versioning, versi
 
     assert ordered(shuffled) == ordered(valid)
     in_order = ordered(valid)
-    assert not any(versioning.is_older(newer, older) for older, newer in zip(in_order, in_order[1:]))
+    assert not any(versioning.is_older(newer, older) for older, newer in pairwise(in_order))
 
 
 def test_with_none_named_pep440_where_every_version_is_one_else_loose() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def raw_zip(path: Path, members: list[tuple[str, bytes]]) -> Path:
     return path
 
 
-def good_members(extra: list[tuple[str, bytes]] = []) -> list[tuple[str, bytes]]:
+def good_members(extra: Sequence[tuple[str, bytes]] = ()) -> list[tuple[str, bytes]]:
     return [("demo/__init__.py", b"x = 1\n"), ("demo-1.0.dist-info/METADATA", METADATA),
             ("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nTag: py3-none-any\n"), *extra]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import functools
 import re
+from itertools import pairwise
 from typing import Any
 
 _INTERVAL = re.compile(r"^([0-9]+)\s*(m|h|d)$")
@@ -35,7 +36,7 @@ def check_schedule(value: str) -> str:
     except StopIteration:
         raise ValueError(f"schedule {_shown(value)} never fires") from None
     times = sorted(hour * 60 + minute for hour in cron.hours for minute in cron.minutes)
-    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    gaps = [later - earlier for earlier, later in pairwise(times)]
     if min(gaps, default=1440) < MIN_INTERVAL or (
             times[0] + 1440 - times[-1] < MIN_INTERVAL and _two_days_running(cron)):
         raise ValueError(f"schedule {_shown(value)} fires more often than every {MIN_INTERVAL} minutes")

@@ -117,7 +117,7 @@ def _glob(pattern: str, path: str) -> bool:
     wanted, parts = pattern.split("/"), path.split("/")
     return len(wanted) == len(parts) and all(
         fnmatchcase(part, want) and (not part.startswith(".") or want.startswith("."))
-        for want, part in zip(wanted, parts))
+        for want, part in zip(wanted, parts, strict=True))
 
 
 def expand(folder: str, origin: str) -> str | None:

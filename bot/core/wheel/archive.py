@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
+from itertools import pairwise
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -127,7 +128,7 @@ def check_directory(path: Path, archive: zipfile.ZipFile, limits: ArchiveLimits)
             f"a ratio over {MAX_ARCHIVE_RATIO:g} (zip bomb?)"
         )
     by_offset = sorted(archive.infolist(), key=lambda i: i.header_offset)
-    for current, following in zip(by_offset, by_offset[1:]):
+    for current, following in pairwise(by_offset):
         if following.header_offset < current.header_offset + _LOCAL_HEADER + current.compress_size:
             raise InputError(
                 f"{path}: members {current.filename!r} and {following.filename!r} overlap "

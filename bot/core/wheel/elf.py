@@ -134,11 +134,11 @@ def _needed(elf: ELFFile) -> tuple[list[str], list[str], list[str], str | None]:
 
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
-            tags = list(section.iter_tags())
-            needed = [str(getattr(tag, "needed")) for tag in tags if tag.entry.d_tag == "DT_NEEDED"]
-            runpath = [str(getattr(tag, "runpath")) for tag in tags if tag.entry.d_tag == "DT_RUNPATH"]
-            rpath = [str(getattr(tag, "rpath")) for tag in tags if tag.entry.d_tag == "DT_RPATH"]
-            sonames = [str(getattr(tag, "soname")) for tag in tags if tag.entry.d_tag == "DT_SONAME"]
+            tags = list(section.iter_tags())  # pyelftools sets each tag's attribute at run time: getattr
+            needed = [str(getattr(tag, "needed")) for tag in tags if tag.entry.d_tag == "DT_NEEDED"]  # noqa: B009
+            runpath = [str(getattr(tag, "runpath")) for tag in tags if tag.entry.d_tag == "DT_RUNPATH"]  # noqa: B009
+            rpath = [str(getattr(tag, "rpath")) for tag in tags if tag.entry.d_tag == "DT_RPATH"]  # noqa: B009
+            sonames = [str(getattr(tag, "soname")) for tag in tags if tag.entry.d_tag == "DT_SONAME"]  # noqa: B009
             return needed, _folders(runpath), _folders(rpath), (sonames[0] if sonames else None)
     return [], [], [], None
 

@@ -309,7 +309,7 @@ def _read_members(
     reports: list[ElfReport] = []
     seen: set[str] = set()
     infos = members_in_order(archive)
-    for info, (digest, elf) in zip(infos, _checked(path, archive, infos, budget, spread)):
+    for info, (digest, elf) in zip(infos, _checked(path, archive, infos, budget, spread), strict=True):
         seen.add(info.filename)
         if elf is not None:
             reports.append(elf)
