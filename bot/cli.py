@@ -325,6 +325,9 @@ def _init(commands: Any, name: str, text: str) -> None:
     init.add_argument("--input", action="append", default=[], metavar="K=V",
                       help="an input of --build-workflow, such as commit={sha} (repeatable)")
     init.add_argument("--component", metavar="NAME", help="which component, when several wheel images are pinned")
+    init.add_argument("--image-repository", metavar="REPO",
+                      help="where the pinned images are read by digest and new ones published, when not where "
+                           "the pins say (a mirror's source, or oci:FOLDER for images kept in a layout folder)")
     init.add_argument("--yes", action="store_true",
                       help="ask nothing: take the options and defaults, or stop naming the option missing")
     init.add_argument("--force", action="store_true", help="replace an existing config")
@@ -448,7 +451,8 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         return init_cmd.init_command(init_cmd.InitOptions(
             repo=args.repo, upstream=args.upstream, branch=args.branch, tags=args.tags,
             build_command=args.build_command, build_workflow=args.build_workflow, inputs=tuple(args.input),
-            component=args.component, yes=args.yes, force=args.force, json=args.json), settings)
+            component=args.component, image_repository=args.image_repository, yes=args.yes, force=args.force,
+            json=args.json), settings)
     if args.command == "reconcile":
         return reconcile_cmd.reconcile_command(
             repo=args.repo, config=args.config, platform=args.platform, once=args.once,

@@ -404,3 +404,39 @@ def test_a_config_that_would_not_load_is_not_written(images: Images, tmp_path: P
                            f"{repo / '.github/wheelpin.toml'}:")
     assert "'cp39' is not in wheel.python_tags" in said
     assert not (repo / ".github").exists()
+
+
+def test_the_demo_s_downstream_is_read_where_its_images_are_kept(tmp_path: Path, env: dict[str, str]) -> None:
+    """The demo's Dockerfile pins `localhost/demo-cache:…@sha256` (what a Dockerfile builds
+    from) while its images live in an OCI layout folder: `--image-repository` says where."""
+    from bot.app.settings import Settings
+    from bot.commands.demo import make_downstream
+
+    upstream, first = make_upstream(tmp_path)
+    downstream = make_downstream(tmp_path, first, Settings(cache_dir=tmp_path / "cache"))
+    git(["rm", "--quiet", "wheelpin.toml"], cwd=downstream)
+    git(["commit", "--quiet", "-m", "No config yet"], cwd=downstream, env=PEOPLE)
+    build = f"{sys.executable} build_wheel.py {{out}}"
+
+    where_pinned = init(downstream, env, "--upstream", "../upstream", "--build-command", build)
+    assert where_pinned.code == 4, where_pinned.stderr  # the registry `localhost` does not answer
+    assert not (downstream / ".github/wheelpin.toml").exists()
+
+    missing = init(downstream, env, "--upstream", "../upstream", "--build-command", build,
+                   "--image-repository", "oci:../nowhere")
+    assert missing.code == 2
+    assert missing.stderr.strip().endswith("is not an OCI image layout folder (no oci-layout file)"), missing.stderr
+    assert not (downstream / ".github/wheelpin.toml").exists()
+
+    result = init(downstream, env, "--upstream", "../upstream", "--build-command", build,
+                  "--image-repository", "oci:../images")
+    assert result.code == 0, result.stderr
+    component = component_of(downstream)
+    assert component["image"]["repository"] == "oci:../images"
+    assert component["wheel"]["archs"] == ["gfx942", "gfx950"]  # read from the image in the folder
+    assert "# from --image-repository, where the pinned images were read" in (
+        downstream / ".github/wheelpin.toml").read_text()
+    planned = wheelpin("reconcile", "--once", "--dry-run", "--json", "--repo", str(downstream), env=env)
+    assert planned.code == 0, planned.stderr
+    (plan,) = planned.json()["components"]
+    assert plan["pinned"] == first and plan["head"] == first and plan["actions"] == []

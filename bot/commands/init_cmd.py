@@ -25,13 +25,15 @@ from pathlib import Path
 from ..adapters.configdisk import load_text_at
 from ..adapters.git import git
 from ..adapters.imageread import read_image
+from ..adapters.imagestore import layout_folder
 from ..adapters.upstream import default_branch, upstream_url
 from ..app.settings import Settings
-from ..app.wiring import Registries
+from ..app.wiring import Registries, target_of
 from ..core.config.model import CONFIG_FILES
 from ..core.config.load import ConfigInvalid
 from ..core.pins.locate import DockerfileError
 from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
+from ..core.image.reference import ImageRef, LayoutTarget
 from ..core.config.initconfig import (
     Build,
     Draft,
@@ -64,6 +66,7 @@ class InitOptions:
     build_workflow: str | None = None
     inputs: tuple[str, ...] = ()
     component: str | None = None
+    image_repository: str | None = None  # where the pinned images are read, when not where the pins say
     yes: bool = False
     force: bool = False
     json: bool = False
@@ -114,10 +117,13 @@ def find_pins(root: Path) -> tuple[list[FoundPin], list[Skipped], int]:
     return found, skipped, len(files)
 
 
-def read_pinned(pins: list[FoundPin], settings: Settings) -> tuple[list[PinnedImage], list[Skipped]]:
+def read_pinned(pins: list[FoundPin], settings: Settings, *, repository: str | None = None,
+                root: Path = Path()) -> tuple[list[PinnedImage], list[Skipped]]:
     """What each pinned image holds; an image that cannot be read, or holds no wheel of one
     distribution, is skipped with why. A transient failure (a registry down) stops init:
-    what it would infer without the image is guesswork."""
+    what it would infer without the image is guesswork. `repository` (`--image-repository`)
+    is where the images are read by digest when the pins name another place: a mirror, or
+    the `localhost/…` name a Dockerfile gives images kept in an OCI layout folder."""
     registries = Registries(settings)
     images: list[PinnedImage] = []
     skipped: list[Skipped] = []
@@ -125,10 +131,12 @@ def read_pinned(pins: list[FoundPin], settings: Settings) -> tuple[list[PinnedIm
         what = _what(pin)
         ref = pin.ref
         assert ref.digest is not None  # pinscan keeps digest pins alone
+        target = ref if repository is None else _read_from(repository, ref.digest, root)
         try:
-            info = read_image(registries.store(ref), ref.digest)
+            info = read_image(registries.store(target), ref.digest)
         except TransientError as exc:
-            raise TransientError(f"reading the image pinned at {pin.where} ({ref.repository}): {exc.message}") from None
+            where = ref.repository if repository is None else repository
+            raise TransientError(f"reading the image pinned at {pin.where} ({where}): {exc.message}") from None
         except WheelpinError as exc:
             skipped.append(Skipped(pin.file, pin.line, what, f"its image cannot be read: {exc.message}"))
             continue
@@ -141,6 +149,19 @@ def read_pinned(pins: list[FoundPin], settings: Settings) -> tuple[list[PinnedIm
         else:
             images.append(image)
     return images, skipped
+
+
+def _read_from(repository: str, digest: str, root: Path) -> ImageRef | LayoutTarget:
+    """The image of `digest` in `repository`, an `oci:FOLDER` one relative to the repository
+    root as the pass reads it (`image.repository` in the config init writes)."""
+    target = target_of(f"{repository}@{digest}")
+    if isinstance(target, LayoutTarget):
+        folder = layout_folder(repository, root)
+        if not (folder / "oci-layout").is_file():
+            raise UsageError(f"--image-repository {repository}: {folder} is not an OCI image layout folder "
+                             "(no oci-layout file)")
+        return LayoutTarget(str(folder), digest=digest)
+    return target
 
 
 def _what(pin: FoundPin) -> str:
@@ -281,7 +302,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     asker = Asker(interactive=interactive)
     say: Callable[[str], None] = (lambda text: None) if options.json else emit_text
     pins, skipped, files = find_pins(root)
-    images, unread = read_pinned(pins, settings)
+    images, unread = read_pinned(pins, settings, repository=options.image_repository, root=root)
     skipped += unread
     if not images:
         for item in skipped:
@@ -296,6 +317,9 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     groups = group(images)
     name = choose_component(groups, options.component, asker)
     draft = propose(name, groups[name])
+    if options.image_repository is not None:
+        draft.repository = options.image_repository
+        draft.said["image.repository"] = "from --image-repository, where the pinned images were read"
     _say_found(say, root, groups, name, draft, skipped)
     upstream = upstream_of(options, draft, root, asker)
     build = build_of(options, root, name, asker)
