@@ -16,7 +16,7 @@ from bot.core.wheel.localversion import segments
 from bot.core.pins.scan import scan
 from bot.core.config.templates import infer_tag_template
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
+CONFIG = Path(__file__).resolve().parents[3] / "config"
 DIGEST = "sha256:" + "a" * 64
 SHA = "05fc77a0" + "c" * 32
 LMCACHE_VERSION = "0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1"

@@ -11,7 +11,7 @@ from bot.adapters.configdisk import find_config, load_config
 from bot.core.config.load import ConfigInvalid
 from tests.cli import wheelpin
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = [ROOT / "config/atom-lmcache/.github/wheelpin.toml", ROOT / "config/mooncake/.github/wheelpin.toml",
             ROOT / "config/demo/wheelpin.toml"]
 
