@@ -1,7 +1,9 @@
 """Benchmark: `wheelpin wheel inspect` on hostile wheels, at the sizes they were reported
 at. The service inspects adopted images in its single worker under a
 2 GiB limit, so each case must end in under 20 s with a peak RSS under 300 MB, refused in
-one sentence.
+one sentence. Before their bounds, the cases as reported cost: the 255 MiB RECORD in a
+1.1 MB wheel a 1.6 GB peak RSS, the plain bundle of 2M entries 600 MB, the 5 KB wheel of
+zstd RLE blocks minutes of CPU, and the 2,000 members of 4 MiB 31 s.
 
 Run from the project root:  python bench/hostile_inputs.py [--scale 1.0] [--only NAME]
 Each case is built small on disk (tests/fixtures/hostile.py) by one child process and

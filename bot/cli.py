@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .commands.platforms.api import PLATFORMS
+from .commands.platforms.api import DEFAULT_PLATFORM, PLATFORMS, config_on_this_host
 from .core.errors import UsageError, VerificationError, WheelpinError, kind_of
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def _reconcile(commands: Any, name: str, text: str) -> None:
                          exit_codes_text=RECONCILE_EXIT_CODES)
     reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
     reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
-    reconcile.add_argument("--platform", choices=list(PLATFORMS), default="local",
+    reconcile.add_argument("--platform", choices=list(PLATFORMS), default=DEFAULT_PLATFORM,
                            help="where the downstream repository is: a local checkout (default) or GitHub")
     reconcile.add_argument("--github-repo", metavar="OWNER/NAME", help="with --platform github")
     reconcile.add_argument("--repo", type=Path, metavar="DIR", help="the downstream checkout (default: here)")
@@ -530,8 +530,11 @@ def _main(argv: Sequence[str] | None) -> int:
 def _validate_hint(args: argparse.Namespace, exc: WheelpinError) -> str:
     """Where a command that stopped at a config problem points: `config validate` of the same
     config, which says every problem (and what the pass will check) at once; nothing for
-    `config` itself, nor for a config read from GitHub, which validate cannot read."""
-    if not exc.validate_finds or args.command == "config" or getattr(args, "platform", "local") != "local":
+    `config` itself, nor for a config the platform reads elsewhere (GitHub), which validate
+    cannot read."""
+    if not exc.validate_finds or args.command == "config":
+        return ""
+    if not config_on_this_host(getattr(args, "platform", DEFAULT_PLATFORM)):
         return ""
     where = "".join(f" --{name} {getattr(args, name)}" for name in ("config", "repo") if getattr(args, name, None))
     return f" (`wheelpin config validate{where}` checks the whole config)"

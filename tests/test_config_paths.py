@@ -14,7 +14,7 @@ from bot.adapters.configdisk import load_config
 from bot.core.config.load import ConfigInvalid
 from bot.core.errors import ConfigError
 from tests.cli import wheelpin
-from tests.core.test_config import GOOD
+from tests.core.config.test_config import GOOD
 
 DIGEST = "sha256:" + "a" * 64
 

@@ -1,7 +1,7 @@
 """The layout docs/design.md §2 promises, checked on the source: imports point down
 (core ← adapters ← loop ← app, commands) and never in a circle, github3 is imported in one
 module, the loop dispatches actions by type and not by kind strings, modules stay small and
-each says its place, and comments carry no tracker history."""
+each says its place, and comments carry no tracker history nor timing anecdotes."""
 
 from __future__ import annotations
 
@@ -180,4 +180,18 @@ def test_no_module_carries_tracker_history() -> None:
     offenders = [f"{path.relative_to(root)}:{number}: {line.strip()}" for path in said
                  if "node_modules" not in path.parts
                  for number, line in enumerate(path.read_text().splitlines(), 1) if history.search(line)]
+    assert offenders == []
+
+
+def test_no_comment_in_the_code_or_tests_carries_a_timing_anecdote() -> None:
+    """How long something took once, or how much memory a reported input reached, is a
+    measurement: it belongs in bench/ (whose docstrings keep the numbers they measured) and
+    docs/benchmarks.md, where it is measured again, not in a comment that stays while the
+    code moves under it."""
+    anecdote = re.compile(r"\b(took|ran for|reached) (about |over |up to )?[0-9~]|\breported case\b|\blast session\b",
+                          re.IGNORECASE)
+    root = BOT.parent
+    said = [*MODULES, *(p for p in (root / "tests").rglob("*.py") if "node_modules" not in p.parts)]
+    offenders = [f"{path.relative_to(root)}:{number}: {line.strip()}" for path in said
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if anecdote.search(line)]
     assert offenders == []

@@ -1,7 +1,8 @@
 """`wheelpin init`: a first `.github/wheelpin.toml` for a downstream repository, from the
-wheel pins its Dockerfiles already hold.
+wheel pins its files already hold.
 
-It finds the digest-pinned wheel images (core/pins/scan.py), reads each one as `image show`
+It finds the digest-pinned wheel images in every file a pin format looks in (its
+Dockerfiles; core/pins/scan.py), reads each one as `image show`
 does (adapters/imageread.py: wheelpin's annotations, else the wheels in its layers, so an
 image another tool pushed reads the same), proposes the component from them
 (core/config/initconfig.py), asks for what it cannot infer — the upstream, its branch or tag
@@ -31,7 +32,6 @@ from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from ..core.config.model import CONFIG_FILES
 from ..core.config.load import ConfigInvalid
-from ..core.pins.locate import DockerfileError
 from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
 from ..core.image.reference import ImageRef, LayoutTarget
 from ..core.config.initconfig import (
@@ -46,13 +46,14 @@ from ..core.config.initconfig import (
     workflow_build,
     workflow_of,
 )
-from ..core.pins.scan import FoundPin, Skipped, scan
+from ..core.pins.formats.base import FoundPin, PinError, Skipped
+from ..core.pins.scan import looked_in, scan
 from ..core.workflowfile import WORKFLOWS
 from . import config_cmd
 from .output import emit_json, emit_text
 
 TARGET = CONFIG_FILES[0]  # .github/wheelpin.toml
-MAX_DOCKERFILE = 1 << 20  # a Dockerfile larger than this is no Dockerfile wheelpin edits
+MAX_PIN_FILE = 1 << 20  # a file larger than this is no file of pins wheelpin edits
 NEXT_STEPS = ("wheelpin config validate --online", "wheelpin reconcile --once --dry-run")
 
 
@@ -82,34 +83,28 @@ def repository_root(repo: Path | None) -> Path:
     return Path(top) if top else start.resolve()
 
 
-def is_dockerfile(name: str) -> bool:
-    """Dockerfile, Dockerfile.rocm, atom_release.dockerfile, Containerfile and the like."""
-    lower = name.lower()
-    return (lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.", "containerfile."))
-            or lower.endswith((".dockerfile", ".containerfile")))
-
-
-def dockerfiles(root: Path) -> list[str]:
-    """The repository's Dockerfiles, relative to `root`: those git tracks (so nothing
-    ignored or vendored by a build), else every one under it."""
+def pin_files(root: Path) -> list[str]:
+    """The repository's files some pin format looks in (its Dockerfiles), relative to
+    `root`: those git tracks (so nothing ignored or vendored by a build), else every one
+    under it."""
     listed = git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, check=False)
     names = [n for n in listed.split("\0") if n] if listed else [
         path.relative_to(root).as_posix() for path in root.rglob("*") if ".git" not in path.parts]
-    return sorted(n for n in set(names) if is_dockerfile(Path(n).name) and (root / n).is_file())
+    return sorted(n for n in set(names) if looked_in(n) and (root / n).is_file())
 
 
 def find_pins(root: Path) -> tuple[list[FoundPin], list[Skipped], int]:
     """Every wheel pin of the repository, what was skipped and why, and how many files were read."""
     found: list[FoundPin] = []
     skipped: list[Skipped] = []
-    files = dockerfiles(root)
+    files = pin_files(root)
     for file in files:
         try:
-            data = (root / file).read_bytes()[:MAX_DOCKERFILE + 1]
-            if len(data) > MAX_DOCKERFILE:
-                raise DockerfileError(f"{file}: over {MAX_DOCKERFILE} bytes")
+            data = (root / file).read_bytes()[:MAX_PIN_FILE + 1]
+            if len(data) > MAX_PIN_FILE:
+                raise PinError(f"{file}: over {MAX_PIN_FILE} bytes")
             pins, passed = scan(data.decode("utf-8"), file)
-        except (OSError, UnicodeDecodeError, DockerfileError) as exc:
+        except (OSError, UnicodeDecodeError, PinError) as exc:
             skipped.append(Skipped(file, 1, "the file", f"not read ({exc})"))
             continue
         found += pins
@@ -128,7 +123,7 @@ def read_pinned(pins: list[FoundPin], settings: Settings, *, repository: str | N
     images: list[PinnedImage] = []
     skipped: list[Skipped] = []
     for pin in pins:
-        what = _what(pin)
+        what = pin.what
         ref = pin.ref
         assert ref.digest is not None  # pinscan keeps digest pins alone
         target = ref if repository is None else _read_from(repository, ref.digest, root)
@@ -162,10 +157,6 @@ def _read_from(repository: str, digest: str, root: Path) -> ImageRef | LayoutTar
                              "(no oci-layout file)")
         return LayoutTarget(str(folder), digest=digest)
     return target
-
-
-def _what(pin: FoundPin) -> str:
-    return f"ARG {pin.image_arg}" if pin.image_arg else f"FROM … AS {pin.from_stage}"
 
 
 class Asker:
@@ -350,7 +341,7 @@ def _say_found(say: Callable[[str], None], root: Path, groups: dict[str, list[Pi
     say(f"Found in {root}:")
     for image in groups[name]:
         wheel = image.wheels[0]
-        say(f"  {image.pin.where}  {_what(image.pin)}  {image.pin.reference}\n"
+        say(f"  {image.pin.where}  {image.pin.what}  {image.pin.reference}\n"
             f"    {len(image.wheels)} wheel(s) of {wheel.name} {wheel.version}, read from its {image.metadata_from}"
             + (f"; commit {draft.commit}" if draft.commit else ""))
     for other, more in groups.items():

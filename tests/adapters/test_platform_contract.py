@@ -17,7 +17,7 @@ import pytest
 from bot.adapters.git import git
 from bot.adapters.github import GitHubPlatform
 from bot.app.settings import Settings
-from bot.commands.platforms.api import PLATFORMS, downstream_of
+from bot.commands.platforms.api import PLATFORMS, config_on_this_host, downstream_of
 from bot.commands.platforms.base import Where
 from bot.core.config.model import Author
 from bot.core.errors import UsageError
@@ -91,6 +91,12 @@ def test_the_command_line_offers_every_kind() -> None:
     assert len(PLATFORMS) >= 2
     for kind in PLATFORMS:
         assert build_parser().parse_args(["reconcile", "--platform", kind]).platform == kind
+
+
+def test_each_kind_says_whether_config_validate_can_read_its_config() -> None:
+    assert all(isinstance(kind.config_on_this_host, bool) for kind in PLATFORMS.values())
+    assert config_on_this_host("local") and not config_on_this_host("github")
+    assert not config_on_this_host("linux_x86_64")  # `wheelpin diff --platform` names no kind
 
 
 def test_github_needs_its_repository(tmp_path: Path) -> None:

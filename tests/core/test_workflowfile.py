@@ -21,7 +21,7 @@ from bot.core.workflowfile import (
     workflow_path,
 )
 from tests.cli import wheelpin
-from tests.core.test_config import GOOD, PINNED
+from tests.core.config.test_config import GOOD, PINNED
 
 PATH = ".github/workflows/lmcache-rocm-wheel.yaml"
 INPUTS = {"lmcache_commit": "{sha}"}

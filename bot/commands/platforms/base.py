@@ -9,7 +9,7 @@ that config's text, which the reconcile loop reads before each pass to see if it
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 if TYPE_CHECKING:  # the loop and the settings load when a pass runs, not with `--help`
     from ...adapters.platform import Platform
@@ -28,7 +28,14 @@ class Where(NamedTuple):  # not a dataclass: `import bot.cli` stays light (tests
 
 
 class Downstream(Protocol):
+    """A kind is its class: api.PLATFORMS makes one from what the command line says."""
+
+    # Whether the kind's config is a file on this host, which `wheelpin config validate`
+    # reads too: a command stopped by a config problem then points there (bot/cli.py).
+    config_on_this_host: ClassVar[bool]
     where: str  # the repository, as the pass's summary names it
+
+    def __init__(self, where: Where) -> None: ...
 
     @property
     def platform(self) -> Platform:

@@ -4,7 +4,7 @@ OWNER/NAME`), its config read from its default branch, and proposals draft pull 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ...core.errors import UsageError
 from .base import Where
@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # GitHub's modules load only for a repository on GitHub
 
 class GitHubDownstream:
     """One platform for every pass: its token and ETag cache serve them all."""
+
+    config_on_this_host: ClassVar[bool] = False
 
     def __init__(self, where: Where) -> None:
         from ...app.githubrepo import GitHubAccess, github_platform

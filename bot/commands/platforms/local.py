@@ -4,7 +4,7 @@ host, its config a file in it, and proposals branches in it (adapters/localplatf
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ...core.errors import UsageError
 from .base import Where
@@ -45,6 +45,8 @@ def _made(*, repo: Path, config: Path | None, settings: Settings,
 
 class LocalDownstream:
     """The checkout `--repo` names, else the repository the working folder is in."""
+
+    config_on_this_host: ClassVar[bool] = True
 
     def __init__(self, where: Where) -> None:
         from ...adapters.configdisk import repository_root

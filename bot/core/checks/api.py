@@ -1,7 +1,7 @@
 """The wheel checks, by name, in the order they run: the order `wheel inspect` lists a
 wheel's problems in, its flags' order in `--help`, and the order of the lines a proposal's
 Verification section says. A new check is one module in this folder and one line here
-(docs/wheels.md, "Add a check"); tests/core/test_check_contract.py holds each to the
+(docs/wheels.md, "Add a check"); tests/core/checks/test_check_contract.py holds each to the
 contract of base.WheelCheck.
 
 The CLI builds `wheel inspect`'s flags from CHECKS on every start-up (`wheelpin --help`

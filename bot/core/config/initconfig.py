@@ -22,8 +22,9 @@ from ..checks import python_tags_of
 from ..errors import UsageError
 from ..wheel.localversion import ABI_NAMES, segment_name, segments
 from ..image.oci import SOURCE, WheelEntry
-from ..pins.scan import FoundPin
+from ..pins.formats.base import FoundPin
 from ..decide.revision import commit_hints
+from .model import PIN_KINDS
 from .templates import infer_tag_template
 from ..workflowfile import dispatch_inputs
 
@@ -109,11 +110,20 @@ def workflow_of(file: str, text: str) -> Build:
 @dataclass(frozen=True)
 class PinDraft:
     file: str
-    image_arg: str | None
-    from_stage: str | None
+    kind: str  # the pin format (core/pins/formats/api.py)
+    key: str  # its config key (`image_arg`), which says where the pin is…
+    named: str  # …and its value
     sha256_arg: str | None
     python_tag: str | None
     said: str
+
+    def table(self) -> dict[str, str]:
+        """The pin's table, as the config writes it: `kind` only for a format its key does
+        not choose by itself (those older configs wrote are chosen by their key)."""
+        said_kind = self.kind if PIN_KINDS[self.kind].model_fields["kind"].is_required() else None
+        table = {"file": self.file, "kind": said_kind, self.key: self.named, "sha256_arg": self.sha256_arg,
+                 "python_tag": self.python_tag}
+        return {key: value for key, value in table.items() if value is not None}
 
 
 @dataclass
@@ -141,7 +151,7 @@ class Draft:
                 "wheel": {"python_tags": self.python_tags, "archs": self.archs,
                           "local_segments": self.local_segments,
                           "version_carries_commit": self.version_carries_commit},
-                "pins": [{k: v for k, v in vars(pin).items() if k != "said" and v is not None} for pin in self.pins],
+                "pins": [pin.table() for pin in self.pins],
                 "consumer": self.consumer, "source": self.source, "said": self.said}
 
 
@@ -228,9 +238,9 @@ def _pin_drafts(image: PinnedImage, *, multiple: bool) -> list[PinDraft]:
         which = f"{tag} wheel" if multiple and tag else "wheel"
         said = (f"line {arg.line}: the sha256 of the {which} in the image" if wheel is not None else
                 f"line {arg.line}: a sha256 of no wheel in the pinned image; the first bump corrects it")
-        drafts.append(PinDraft(pin.file, pin.image_arg, pin.from_stage, arg.name, tag if multiple else None, said))
+        drafts.append(PinDraft(pin.file, pin.kind, pin.key, pin.named, arg.name, tag if multiple else None, said))
     if not drafts:
-        drafts.append(PinDraft(pin.file, pin.image_arg, pin.from_stage, None, None,
+        drafts.append(PinDraft(pin.file, pin.kind, pin.key, pin.named, None, None,
                                f"line {pin.line}: {_short(pin.reference)}"))
     else:
         drafts[0] = PinDraft(**{**vars(drafts[0]), "said": f"line {pin.line}: {_short(pin.reference)}; "
@@ -347,12 +357,5 @@ def render(draft: Draft, upstream: Upstream, build: Build, *, written_by: str) -
                            f"its version {draft.version} names no commit (g<sha8>): the tag must"))
     for pin in draft.pins:
         lines += ["", "[[component.pins]]", _line("file", pin.file, pin.said)]
-        if pin.image_arg:
-            lines.append(_line("image_arg", pin.image_arg))
-        if pin.from_stage:
-            lines.append(_line("from_stage", pin.from_stage))
-        if pin.sha256_arg:
-            lines.append(_line("sha256_arg", pin.sha256_arg))
-        if pin.python_tag:
-            lines.append(_line("python_tag", pin.python_tag))
+        lines += [_line(key, value) for key, value in pin.table().items() if key != "file"]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,7 @@
 """The versionings, by the name `upstream.versioning` gives (as Renovate's
 lib/modules/versioning/api.ts maps names to modules). A new versioning is one module in
 this folder and one line here (docs/config.md, "Add a versioning");
-tests/core/test_versioning_contract.py holds each to the contract of base.Versioning.
+tests/core/versioning/test_versioning_contract.py holds each to the contract of base.Versioning.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ order, so that following tags picks the newest release and never proposes an old
 over a newer pin (docs/design.md §1.1). Pure.
 
 `api.VERSIONINGS` lists them by the name `upstream.versioning` gives;
-tests/core/test_versioning_contract.py holds each to this contract, from its `examples`.
+tests/core/versioning/test_versioning_contract.py holds each to this contract, from its `examples`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,21 @@
-"""What the Dockerfile formats share: the file read by the BuildKit parser (`core/pins/locate.py`,
-once per text) and the defaults of an ARG, which both formats' wheel sha256s are."""
+"""What the Dockerfile formats share: the files they look in, the file read by the BuildKit
+parser (`core/pins/locate.py`, once per text) and the defaults of an ARG, which both
+formats' wheel sha256s are."""
 
 from __future__ import annotations
+
+from pathlib import PurePosixPath
 
 from ...config.model import DockerfileArgPin, DockerfileFromPin
 from ..locate import DockerfileError, ParsedDockerfile, ValueSite, parse
 from .base import PinError, PinSites, closest
+
+
+def is_dockerfile(file: str) -> bool:
+    """Dockerfile, Dockerfile.rocm, atom_release.dockerfile, Containerfile and the like."""
+    lower = PurePosixPath(file).name.lower()
+    return (lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.", "containerfile."))
+            or lower.endswith((".dockerfile", ".containerfile")))
 
 
 def parsed(text: str, file: str) -> ParsedDockerfile:

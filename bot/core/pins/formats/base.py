@@ -5,7 +5,9 @@ place the pinned image reference is written and every place the wheel's sha256 i
 as a character span (`ValueSite`). A bump then replaces exactly those characters
 (`rewrite`), so every other byte of the file stays as it was. A pin the file cannot hold
 as configured is a `PinError` naming the file, and, when the pin names something the file
-lacks, the names the file has and the closest one.
+lacks, the names the file has and the closest one. Before any config, a format also finds
+the pins a file already holds (`find`, what `wheelpin init` proposes from), each said as
+the config's key for this format would name it, with the references it skipped and why.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Protocol, TypeVar
 
 from ..locate import ValueSite
 from ...errors import UsageError
+from ...image.reference import ImageRef
 
 # The config model of a format's pins (config.DockerfileArgPin…): each format reads its own.
 PinTable = TypeVar("PinTable", contravariant=True)
@@ -35,6 +38,67 @@ class PinSites:
 
     image: tuple[ValueSite, ...]
     sha256: tuple[ValueSite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sha256Arg:
+    """An ARG whose default is a wheel's sha256, beside an image pin (the config's `sha256_arg`)."""
+
+    name: str
+    line: int
+    value: str
+    python_tag: str | None  # from its name's suffix (`…_SHA256_CP310`), when it has one
+
+
+@dataclass(frozen=True)
+class ConsumerSite:
+    """Where the image the wheel is installed into is named: one of the three ways
+    `component.consumer` takes it (core/config/model.py Consumer)."""
+
+    file: str
+    line: int
+    from_arg: str | None = None
+    from_stage: str | None = None
+    image: str | None = None
+    value: str = ""  # the reference as written (with an ARG's default put in)
+
+
+@dataclass(frozen=True)
+class FoundPin:
+    """One wheel-image reference pinned by digest that a format found before any config, and
+    what sits beside it; `{key: named}` is the pin's place as the config says it."""
+
+    file: str
+    line: int
+    reference: str
+    kind: str  # the format's name (api.FORMATS)
+    key: str  # the format's config key (`image_arg`)
+    named: str  # its value (`LMCACHE_WHEEL_IMAGE`)
+    what: str  # as a sentence says it (`ARG LMCACHE_WHEEL_IMAGE`)
+    used_line: int  # where the file uses the image (the stage's FROM): pins are said in that order
+    sha256_args: tuple[Sha256Arg, ...]
+    consumer: ConsumerSite | None
+
+    @property
+    def ref(self) -> ImageRef:
+        return ImageRef.parse(self.reference)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A reference that is no wheel pin, and why."""
+
+    file: str
+    line: int
+    what: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.what}: {self.why}"
 
 
 class PinFormat(Protocol[PinTable]):
@@ -59,6 +123,17 @@ class PinFormat(Protocol[PinTable]):
         """Every site of `pin` in `text` (the text of `pin.file`); PinError naming the file
         when the text is unreadable, lacks what the pin names (with the closest name it
         has), holds no literal reference there, or holds values that disagree."""
+        ...
+
+    def looks_in(self, file: str) -> bool:
+        """Whether a file of this path (relative to the repository) may hold pins of this
+        format: `wheelpin init` reads every file some format looks in."""
+        ...
+
+    def find(self, text: str, file: str) -> tuple[list[FoundPin], list[Skipped]]:
+        """The wheel pins of this format that `text` (the text of `file`) holds, before any
+        config, and the references of this format's shape it skipped, with why; PinError
+        naming the file when the text cannot be read."""
         ...
 
 

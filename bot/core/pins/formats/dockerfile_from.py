@@ -1,11 +1,15 @@
 """`dockerfile-from`: a stage's FROM line holds the reference, `FROM repo:tag@sha256:… AS wheels`
-(config key `from_stage`), with the wheel's sha256, if any, in an ARG (`sha256_arg`)."""
+(config key `from_stage`), with the wheel's sha256, if any, in an ARG (`sha256_arg`). Found
+before any config where a named wheel stage's own FROM is a literal digest pin."""
 
 from __future__ import annotations
 
+import re
+
 from ...config.model import DockerfileFromPin
-from ._dockerfile import parsed, with_sha256
-from .base import PinError, PinSites, closest, literal
+from ._dockerfile import is_dockerfile, parsed, with_sha256
+from ._stages import built_on, consumer_of, not_a_pin, sha256_args, stage_named, stages_of, unique, variable_of
+from .base import FoundPin, PinError, PinSites, Skipped, closest, literal
 
 
 class DockerfileFrom:
@@ -28,3 +32,31 @@ class DockerfileFrom:
                 "with image_arg instead"
             )
         return with_sha256(pin, dockerfile, literal(pin.file, (stage.image,)))
+
+    def looks_in(self, file: str) -> bool:
+        return is_dockerfile(file)
+
+    def find(self, text: str, file: str) -> tuple[list[FoundPin], list[Skipped]]:
+        dockerfile = parsed(text, file)
+        stages = stages_of(text)
+        found: list[FoundPin] = []
+        skipped: list[Skipped] = []
+        for stage in stages:
+            if variable_of(stage.image) is not None:
+                continue  # one ARG: dockerfile-arg's
+            if "$" in stage.image:
+                skipped.append(Skipped(file, stage.line, f"FROM {stage.image}",
+                                       "built from variables: wheelpin pins one ARG or a literal reference"))
+                continue
+            if stage.image.lower() == "scratch" or stage_named(stages[:stage.index], stage.image):
+                continue
+            why = built_on(stage, stages) or not_a_pin(stage.image)
+            if why is None and stage.name is not None:
+                prefix = re.sub(r"[^A-Za-z0-9]", "_", stage.name).upper()
+                found.append(FoundPin(file, stage.line, stage.image, self.name, self.key, stage.name,
+                                      f"FROM … AS {stage.name}", stage.line, sha256_args(dockerfile, prefix),
+                                      consumer_of(stages, stage, dockerfile, file)))
+            else:
+                skipped.append(Skipped(file, stage.line, f"FROM {stage.image}",
+                                       why or "the stage has no name (FROM … AS NAME) to pin it by"))
+        return unique(found), skipped

@@ -65,8 +65,9 @@ def test_a_clean_small_wheel_is_still_read(tmp_path: Path) -> None:
 
 
 def test_a_record_larger_than_its_members_could_need_is_refused_unread(tmp_path: Path) -> None:
-    """The reported case had a 255 MiB RECORD in a 1.1 MB wheel (1.6 GB RSS); here 8 MiB.
-    RECORD's bound comes from the central directory, not from what RECORD declares."""
+    """A RECORD far larger than its members could need (bench/hostile_inputs.py builds one of
+    255 MiB in a 1.1 MB wheel); here 8 MiB. RECORD's bound comes from the central directory,
+    not from what RECORD declares."""
     wheel = hostile.huge_record_wheel(tmp_path, 8 << 20)
     limit = archive_limit(wheel)
     assert limit < 8 << 20
@@ -101,7 +102,7 @@ def test_a_record_field_past_csv_s_limit_is_malformed_not_an_internal_error(tmp_
 
 
 def test_a_plain_bundle_of_more_entries_than_a_wheel_may_keep_is_refused(tmp_path: Path) -> None:
-    """The reported case: 2M entries reached 600 MB."""
+    """One entry past the budget (bench/hostile_inputs.py runs 2M of them)."""
     wheel = hostile.many_entries_wheel(tmp_path, offload.MAX_ENTRIES + 1)
     refused(wheel, rf"its {offload.MAX_ENTRIES + 1} entries pass the {offload.MAX_ENTRIES}")
 
@@ -117,7 +118,8 @@ def test_entries_are_counted_across_the_bundles_of_a_section() -> None:
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_a_zstd_bundle_declaring_2_to_the_63_bytes_is_refused_before_inflating(
         tmp_path: Path, version: int) -> None:
-    """The reported case: a 5 KB wheel of RLE blocks ran for minutes."""
+    """Zstandard RLE blocks declaring 2**63 bytes: refused before a byte is inflated
+    (bench/hostile_inputs.py, "zstd-rle-declaring-2^63")."""
     wheel = hostile.rle_bomb_wheel(tmp_path, member_bytes=1 << 20, version=version)
     refused(wheel, "decompression bomb", seconds=5)
 
@@ -163,8 +165,8 @@ def test_any_compressed_bundle_header_ends_quickly_in_a_sentence_or_a_report(
 
 
 def test_two_thousand_members_of_4_mib_are_refused_from_the_central_directory(tmp_path: Path) -> None:
-    """The reported case: 31 s. 8 MB of file declaring 8 GiB, every member under the
-    per-member ratio floor."""
+    """8 MB of file declaring 8 GiB, every member under the per-member ratio floor
+    (bench/hostile_inputs.py, "2000-members-of-4MiB")."""
     wheel = hostile.zeros_members_wheel(tmp_path, members=2000, member_bytes=4 << 20)
     refused(wheel, r"a ratio over 100 \(zip bomb\?\)", seconds=5)
 

@@ -1,7 +1,8 @@
 """What `wheelpin init` reads before any image: the wheel pins of a Dockerfile and the
-references it skips (core/pins/scan.py), the tag template read back from a pinned tag
-(core/config/templates.py), the ABI segments of a version (core/wheel/localversion.py), and the TOML
-strings it writes (core/config/initconfig.py)."""
+references it skips, found by every pin format that looks in it (core/pins/scan.py), the
+tag template read back from a pinned tag (core/config/templates.py), the ABI segments of a
+version (core/wheel/localversion.py), and the TOML strings it writes
+(core/config/initconfig.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from bot.core.wheel.localversion import segments
 from bot.core.pins.scan import scan
 from bot.core.config.templates import infer_tag_template
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
+CONFIG = Path(__file__).resolve().parents[3] / "config"
 DIGEST = "sha256:" + "a" * 64
 SHA = "05fc77a0" + "c" * 32
 LMCACHE_VERSION = "0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1"
@@ -25,7 +26,9 @@ LMCACHE_VERSION = "0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11ab
 def test_atoms_dockerfile_pins_lmcache_by_an_arg_with_its_sha256_and_base() -> None:
     text = (CONFIG / "atom-lmcache/docker/Dockerfile").read_text()
     (pin,), skipped = scan(text, "docker/Dockerfile")
-    assert (pin.line, pin.image_arg, pin.from_stage, pin.stage_line) == (3, "LMCACHE_WHEEL_IMAGE", None, 6)
+    assert (pin.line, pin.kind, pin.key, pin.named) == (3, "dockerfile-arg", "image_arg", "LMCACHE_WHEEL_IMAGE")
+    assert pin.used_line == 6
+    assert pin.what == "ARG LMCACHE_WHEEL_IMAGE"
     assert pin.reference.startswith("rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210@sha256:")
     assert [(a.name, a.line, a.python_tag) for a in pin.sha256_args] == [("LMCACHE_WHEEL_SHA256", 4, None)]
     assert pin.consumer is not None and (pin.consumer.from_arg, pin.consumer.line) == ("BASE_IMAGE", 2)
@@ -53,14 +56,15 @@ def test_a_literal_from_stage_and_what_is_skipped() -> None:
             "COPY --from=lmcache-wheel / /w/\n"
             "COPY --from=tagged / /t/\n")
     (pin,), skipped = scan(text.replace("{REPO}", "${REPO}"), "Dockerfile")
-    assert (pin.from_stage, pin.image_arg, pin.line) == ("lmcache-wheel", None, 4)
+    assert (pin.kind, pin.key, pin.named, pin.line) == ("dockerfile-from", "from_stage", "lmcache-wheel", 4)
+    assert pin.what == "FROM … AS lmcache-wheel"
     assert [a.name for a in pin.sha256_args] == ["LMCACHE_WHEEL_SHA256"]
     assert pin.consumer is not None and (pin.consumer.from_stage, pin.consumer.value) == ("base", f"rocm/vllm@{DIGEST}")
-    assert sorted(str(s) for s in skipped) == sorted([
+    assert [str(s) for s in skipped] == [  # in line order, whichever format skipped them
+        "Dockerfile:1: ARG UNUSED: pinned by digest, but no stage's FROM names it",
         "Dockerfile:2: ARG TAGGED: pinned by tag only (no @sha256:…): wheelpin moves digest pins",
         "Dockerfile:6: FROM ghcr.io/x/${REPO}:${TAG}: built from variables: wheelpin pins one ARG or a literal reference",
-        f"Dockerfile:7: FROM rocm/vllm@{DIGEST}: stage final is built on it: a base image, not a wheel image",
-        "Dockerfile:1: ARG UNUSED: pinned by digest, but no stage's FROM names it"])
+        f"Dockerfile:7: FROM rocm/vllm@{DIGEST}: stage final is built on it: a base image, not a wheel image"]
 
 
 def test_the_tag_template_is_read_back_from_the_pinned_tag() -> None:

@@ -20,8 +20,8 @@ from bot.core.image.oci import WheelEntry
 from bot.core.pins.bump import BumpPlan, Edit
 from bot.core.proposal.text import Commit, body
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "proposals"
-CONFIGS = Path(__file__).parent.parent.parent / "config"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "proposals"
+CONFIGS = Path(__file__).resolve().parents[3] / "config"
 OLD, NEW = "05fc77a0" + "1" * 32, "3d3aa833" + "2" * 32
 REFUSED = Commit("9e1f0c2b" + "3" * 32, "Build against torch 2.11",
                  refused="ABI: version 0.5.7.dev3+g9e1f0c2b.rocm7.2.4.torch2.11.cxx11abi1 carries torch2.11, "

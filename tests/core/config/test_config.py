@@ -11,7 +11,7 @@ from bot.adapters.configdisk import find_config, load_config
 from bot.core.config.load import ConfigInvalid
 from tests.cli import wheelpin
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = [ROOT / "config/atom-lmcache/.github/wheelpin.toml", ROOT / "config/mooncake/.github/wheelpin.toml",
             ROOT / "config/demo/wheelpin.toml"]
 
@@ -332,8 +332,8 @@ def test_validate_refuses_an_absurd_schedule_or_timezone_in_one_sentence(repo: P
     (b'[defaults]\nlabels = ["\xff"]\n', "the config is not UTF-8 text"),
 ])
 def test_hostile_configs_are_one_sentence_and_exit_2(tmp_path: Path, text: bytes, sentence: str) -> None:
-    """Nested 1,000 deep (tomli's RecursionError was an internal error), 6 MB (a 50 MB one
-    took 6 GB), not UTF-8: one sentence, exit 2, memory bounded by the size cap."""
+    """Nested 1,000 deep (tomli raises RecursionError), 6 MB (parsed TOML takes many times
+    its size in memory), not UTF-8: one sentence, exit 2, memory bounded by the size cap."""
     path = tmp_path / "wheelpin.toml"
     path.write_bytes(text)
     result = wheelpin("config", "validate", str(path))

@@ -91,7 +91,7 @@ def test_a_wanted_arch_in_only_some_gpu_libraries_is_named(hip_artifacts: HipArt
     entry = WheelEntry.of_report(inspect_wheel(wheel))
     assert entry.archs == ("gfx90a", "gfx942") and entry.archs_partial == ("gfx90a",)
     assert WheelEntry.from_json(entry.to_json()) == entry
-    config = Path(__file__).parent.parent.parent / "config" / "atom-lmcache"
+    config = Path(__file__).resolve().parents[3] / "config" / "atom-lmcache"
     component = load_config(config / ".github" / "wheelpin.toml", root=config).config.components[0]
     component = component.model_copy(update={"wheel": component.wheel.model_copy(
         update={"archs_wanted": ["gfx90a", "gfx942", "gfx1100"]})})

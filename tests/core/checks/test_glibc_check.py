@@ -11,7 +11,7 @@ import pytest
 from bot.core.checks import WheelRules, problems
 from bot.core.wheel.report import inspect_wheel
 from tests.cli import wheelpin
-from tests.core.test_config import GOOD, PINNED, problems_of
+from tests.core.config.test_config import GOOD, PINNED, problems_of
 from tests.fixtures.wheels import build_wheel
 
 NO_PROMISE = "promises no glibc version (PEP 600: only a manylinux tag does); auditwheel repair gives the wheel one"
@@ -68,7 +68,7 @@ def test_an_unset_max_glibc_leaves_the_rules_digest_of_published_images_as_it_wa
     from bot.adapters.configdisk import load_config
     from bot.core.checks.component import rules_digest
 
-    config = Path(__file__).resolve().parents[2] / "config" / "atom-lmcache"
+    config = Path(__file__).resolve().parents[3] / "config" / "atom-lmcache"
     component = load_config(config / ".github" / "wheelpin.toml", root=config).config.components[0]
     assert rules_digest(component) == "9bcda5f1edfac47f"
     glibc = component.model_copy(update={"wheel": component.wheel.model_copy(update={"max_glibc": "2.28"})})

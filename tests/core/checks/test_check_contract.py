@@ -25,7 +25,7 @@ from bot.core.checks.component import check_wheels, component_rules, summary
 from bot.adapters.configdisk import load_config
 
 COMMIT = "05fc77a0" + "1" * 32
-CONFIGS = Path(__file__).parent.parent.parent / "config"
+CONFIGS = Path(__file__).resolve().parents[3] / "config"
 
 
 def _needing(library: str) -> Callable[[WheelReport], WheelReport]:

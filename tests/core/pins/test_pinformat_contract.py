@@ -3,8 +3,9 @@ tests hold each manager of lib/modules/manager/api.ts to one interface): its nam
 of the config, whose model requires the format's key and is chosen by that key alone; it
 reads the pinned reference and the wheel sha256 from a file's text with their lines; a bump
 planned through it re-reads as the new pin with every other byte as it was (for any
-reference, sha256 and quoting: hypothesis); and a pin naming what the file lacks is refused
-with the file and the closest name it has.
+reference, sha256 and quoting: hypothesis); a pin naming what the file lacks is refused
+with the file and the closest name it has; and before any config (`wheelpin init`) it finds
+the pin in a file it looks in, as its config key names it, which reads back through it.
 
 Each format's case is a Dockerfile written as a downstream repository writes it (ATOM's
 `docker/Dockerfile` shape: comments, CRLF-free continuation, other stages around it)."""
@@ -19,9 +20,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic_core import PydanticUndefined
 
+from bot.core.config.initconfig import PinDraft
 from bot.core.config.model import PIN_KINDS, Component
 from bot.core.pins.formats.api import FORMATS
 from bot.core.pins.formats.base import PinError, PinSites, rewrite
+from bot.core.pins.scan import looked_in, scan
 from bot.core.pins.bump import plan_bump, read_pins
 
 REPOSITORY = "rocm/atom-dev"
@@ -151,3 +154,33 @@ def test_a_name_the_file_lacks_is_refused_with_the_closest_one(name: str) -> Non
         FORMATS[name].read(component(pin).pins[0], case.dockerfile(OLD_IMAGE, OLD_SHA, '"'))
     said = str(refused.value)
     assert said.startswith("docker/Dockerfile") and f"did you mean {case.closest}?" in said, said
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_init_finds_the_pin_as_its_config_key_names_it_and_it_reads_back(name: str) -> None:
+    case = CASES[name]
+    fmt = FORMATS[name]
+    text = case.dockerfile(OLD_IMAGE, OLD_SHA, '"')
+    assert fmt.looks_in("docker/Dockerfile") and looked_in("docker/Dockerfile")
+    (found,), _skipped = fmt.find(text, "docker/Dockerfile")
+    assert (found.kind, found.key, found.reference, found.line) == (name, fmt.key, OLD_IMAGE, case.image_line)
+    assert [(arg.name, arg.value, arg.line) for arg in found.sha256_args] == [
+        (case.pin["sha256_arg"], OLD_SHA, case.sha256_line)]
+    sha256_arg = found.sha256_args[0].name
+    table = PinDraft("docker/Dockerfile", found.kind, found.key, found.named, sha256_arg, None, "").table()
+    assert {k: v for k, v in table.items() if k not in ("file", "kind")} == case.pin  # as a downstream writes it
+    sites = fmt.read(component(table).pins[0], text)  # what init writes is a pin of this format
+    assert ({s.value for s in sites.image}, sites.image[0].line) == ({OLD_IMAGE}, found.line)
+    assert [pin.kind for pin in scan(text, "docker/Dockerfile")[0]] == [name]  # found once, by its format alone
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_a_format_finds_nothing_in_a_file_it_does_not_look_in(name: str) -> None:
+    assert not FORMATS[name].looks_in("docker/README.md")
+    assert scan(CASES[name].dockerfile(OLD_IMAGE, OLD_SHA, '"'), "docker/README.md") == ([], [])
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_an_unreadable_file_is_a_pin_error_naming_it(name: str) -> None:
+    with pytest.raises(PinError, match=r"^docker/Dockerfile:2: .*NUL"):
+        FORMATS[name].find("FROM scratch\nARG A=\0\n", "docker/Dockerfile")
