@@ -1,0 +1,146 @@
+"""`trust`, end to end on the local platform: a real build, the OCI layout, the GitHub
+emulator's attestations API serving bundles of the tests' own Sigstore
+(tests/fixtures/attestations.py), verified offline by the pass against the trusted root in
+its cache. Each pass runs dry first (World.reconcile), the plan held to what it did."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.git import git
+from bot.adapters.sigstoreverify import TRUSTED_ROOTS
+from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world
+from tests.cli import wheelpin
+from tests.fixtures.attestations import TestSigstore
+from tests.fixtures.github.emulator import GitHubEmulator
+
+WORKFLOW = "ROCm/ATOM/.github/workflows/lmcache-rocm-wheel.yaml"
+IDENTITY = f"https://github.com/{WORKFLOW}@refs/heads/main"
+RUN = "https://github.com/ROCm/ATOM/actions/runs/4242/attempts/1"
+
+
+@pytest.fixture(scope="module")
+def sigstore() -> TestSigstore:
+    return TestSigstore()
+
+
+@dataclass
+class Attested:
+    world: World
+    emulator: GitHubEmulator
+    sigstore: TestSigstore
+    asked: list[str]  # the digests looked up
+
+    def trust(self, table: str) -> None:
+        self.world.set_config("pins = [", f"trust = {table}\npins = [")
+
+    def attest(self, which: Any, **signed: Any) -> None:
+        """Each digest `which` accepts gets a bundle signed as `signed` says."""
+        def attester(owner: str, repo: str, sha256: str) -> list[dict[str, Any]]:
+            self.asked.append(sha256)
+            if (owner, repo) != ("ROCm", "ATOM") or not which(sha256):
+                return []
+            subjects = signed.pop("subjects", None) or {"wheel.whl": sha256}
+            bundle = self.sigstore.bundle(subjects, **{"workflow": WORKFLOW, **signed})
+            signed["subjects"] = subjects if "subjects" in signed else None
+            return [bundle]
+        self.emulator.attester = attester
+
+    def body(self) -> str:
+        return git(["log", "-1", "--format=%B", BRANCH], cwd=self.world.downstream)
+
+    def pinned_sha256(self) -> str:
+        text = (self.world.downstream / "docker" / "Dockerfile").read_text()
+        found = re.search(r"^ARG DEMO_WHEEL_SHA256=([0-9a-f]{64})$", text, re.MULTILINE)
+        assert found is not None
+        return found.group(1)
+
+
+@pytest.fixture
+def attested(tmp_path: Path, sigstore: TestSigstore) -> Iterator[Attested]:
+    world = make_world(tmp_path)
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"t"})
+    emulator.create_repo("ROCm", "ATOM", world.upstream)
+    roots = Path(world.env["WHEELPIN_CACHE_DIR"]) / TRUSTED_ROOTS
+    roots.parent.mkdir(parents=True, exist_ok=True)
+    roots.write_text(sigstore.trusted_root_text() + "\n")
+    world.env.update(WHEELPIN_GITHUB_API_URL=emulator.url, WHEELPIN_GITHUB_TOKEN="t")
+    yield Attested(world, emulator, sigstore, [])
+    emulator.stop()
+    assert not emulator.errors
+
+
+def test_required_and_valid_proposes_with_who_built_it(attested: Attested) -> None:
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}", signer_ref = "refs/heads/main" }}')
+    attested.attest(lambda sha256: True)
+    attested.world.commit_upstream("work", NEW_VERSION)
+    text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(attested.world.downstream),
+                    env=attested.world.env)
+    assert f"each wheel's GitHub attestation (signed by {IDENTITY}, required)" in text.stdout, text.stdout
+    assert attested.asked == []  # a dry run reads no attestation: it has no wheel yet
+    result = attested.world.reconcile()
+    assert result.code == 0, result.stderr
+    assert [a["kind"] for a in component(result)["actions"]] == ["build", "publish", "propose"]
+    assert f"- ✅ built by {WORKFLOW}@refs/heads/main, run {RUN}\n" in attested.body()
+    assert len(attested.asked) == 1  # the new wheel, once: before publishing, and remembered for the proposal
+
+
+def test_required_and_none_refuses_in_one_sentence_and_publishes_nothing(attested: Attested) -> None:
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: False)
+    attested.world.commit_upstream("work", NEW_VERSION)
+    tags = attested.world.layout_tags()
+    result = attested.world.reconcile()
+    assert result.code == 1 and attested.world.branch() is None
+    assert attested.world.layout_tags() == tags
+    said = " ".join(component(result)["messages"])
+    assert re.search(rf"no valid attestation by https://github.com/{re.escape(WORKFLOW)}@\*: "
+                     r"demo_cache-0\.1\.1\+g\S+-py3-none-any\.whl: GitHub lists no attestation of sha256:[0-9a-f]{12}… "
+                     r"in ROCm/ATOM", said), said
+
+
+def test_another_workflow_s_attestation_is_refused(attested: Attested) -> None:
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: True, workflow="ROCm/ATOM/.github/workflows/nightly.yaml")
+    attested.world.commit_upstream("work", NEW_VERSION)
+    result = attested.world.reconcile()
+    assert result.code == 1 and attested.world.branch() is None
+    said = " ".join(component(result)["messages"])
+    assert ("attestation 1: signed by https://github.com/ROCm/ATOM/.github/workflows/nightly.yaml@refs/heads/main, "
+            f"not https://github.com/{WORKFLOW}@*") in said, said
+
+
+def test_an_attestation_of_other_bytes_is_refused(attested: Attested) -> None:
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: True, subjects={"wheel.whl": "0" * 64})
+    attested.world.commit_upstream("work", NEW_VERSION)
+    result = attested.world.reconcile()
+    assert result.code == 1 and attested.world.branch() is None
+    assert "its signed statement names other subjects" in " ".join(component(result)["messages"])
+
+
+def test_a_trust_downgrade_is_refused_unless_allowed_and_then_said_loudly(attested: Attested) -> None:
+    pinned = attested.pinned_sha256()
+    attested.trust(f'{{ attestations = "optional", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: sha256 == pinned)  # the pinned wheel was attested, the new one is not
+    attested.world.commit_upstream("work", NEW_VERSION)
+    refused = attested.world.reconcile()
+    assert refused.code == 1 and attested.world.branch() is None
+    said = " ".join(component(refused)["messages"])
+    assert (f"trust downgrade: the pinned image's wheels were attested (built by {WORKFLOW}@refs/heads/main, "
+            f"run {RUN}), the new ones have no valid attestation") in said, said
+    assert "trust.allow_downgrade = true accepts that" in said
+
+    attested.world.set_config('attestations = "optional"', 'attestations = "optional", allow_downgrade = true')
+    allowed = attested.world.reconcile()
+    assert allowed.code == 0, allowed.stderr
+    body = attested.body()
+    notes = body.split("### ⚠️ Notes\n", 1)[1].split("###", 1)[0]
+    assert "**TRUST DOWNGRADE, allowed by trust.allow_downgrade: the pinned image's wheels were attested" in notes
+    assert any("TRUST DOWNGRADE" in note for note in component(allowed)["notes"])
