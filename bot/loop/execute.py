@@ -249,7 +249,7 @@ class Executor:
         constraints = self.observer.read(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
         said = self._smoke_said(context, head)
-        judgement = self._judged(context, [Wheel(entry.file, entry.sha256) for entry in info.wheels])
+        judgement = self._judged(context, [Wheel(entry.file, entry.sha256) for entry in info.wheels], image.digest)
         if judgement.refused:  # an image published or adopted before: proposed only once trusted
             message = f"{image.ref} is not proposed: {judgement.refused}"
             self._failed(context, head, "verify", message)
@@ -291,7 +291,7 @@ class Executor:
                       for c in proposal.diff.conflicts))
         result.note(*(f"{line} (in the consuming image)" for line in against[1:]))
 
-    def _judged(self, context: Context, wheels: list[Wheel]) -> Judgement:
+    def _judged(self, context: Context, wheels: list[Wheel], image: str | None = None) -> Judgement:
         """The `trust` decision for `wheels`: who built them, by their GitHub attestations."""
         if not context.component.trust.checked:
             return Judgement()
@@ -299,7 +299,7 @@ class Executor:
             raise ConfigError(f"{context.name}: trust.attestations = {context.component.trust.attestations.value!r} "
                               "needs GitHub's attestations API, which this pass cannot reach")
         with doing(f"checking the attestations of {context.name}'s wheels"):
-            return self.trust.judge(context, wheels)
+            return self.trust.judge(context, wheels, image=image)
 
     def _smoke_said(self, context: Context, head: str) -> dict[str, tuple[str, ...]]:
         smoked = self.memory.smoke.get((context.name, head))

@@ -35,20 +35,23 @@ class TrustCheck:
     # verified ones only: a wheel without an attestation may get one, a verified one stays so
     _verified: dict[tuple[Trust, str], Found] = field(default_factory=dict)
 
-    def judge(self, context: Context, wheels: Sequence[Wheel]) -> Judgement:
-        """The decision for `wheels` (the new image's), the pinned image's provenance looked
-        at only when it decides."""
+    def judge(self, context: Context, wheels: Sequence[Wheel], *, image: str | None = None) -> Judgement:
+        """The decision for `wheels` (the new image's, whose digest `image` is looked up too
+        once it is published), the pinned image's provenance looked at only when it decides."""
         trust = context.component.trust
         if not trust.checked:
             return Judgement()
         new = self.provenance(trust, wheels)
+        image_found = None
+        if image is not None and new.verified:
+            image_found = self._found(trust, Wheel(image[:19] + "…", image.removeprefix("sha256:")))
         pinned = None
         if needs_pinned(trust, new):
             if context.pinned_provenance is None and context.pinned_info is not None:
                 context.pinned_provenance = self.provenance(
                     trust, [Wheel(entry.file, entry.sha256) for entry in context.pinned_info.wheels])
             pinned = context.pinned_provenance
-        return judge(trust, new, pinned)
+        return judge(trust, new, pinned, image_found)
 
     def provenance(self, trust: Trust, wheels: Sequence[Wheel]) -> Provenance:
         return provenance_of([self._found(trust, wheel) for wheel in wheels])
@@ -78,5 +81,5 @@ class TrustCheck:
             return found
         problem = (problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")) if problems \
             else f"GitHub lists no attestation of sha256:{wheel.sha256[:12]}… in {trust.repository}"
-        return Found(wheel.file, wheel.sha256, None, problem)
+        return Found(wheel.file, wheel.sha256, None, problem, listed=len(problems))
 

@@ -40,16 +40,16 @@ class Attested:
     def trust(self, table: str) -> None:
         self.world.set_config("pins = [", f"trust = {table}\npins = [")
 
-    def attest(self, which: Any, **signed: Any) -> None:
-        """Each digest `which` accepts gets a bundle signed as `signed` says."""
+    def attest(self, which: Any, *, subjects: dict[str, str] | None = None, workflow_of: Any = None,
+               **signed: Any) -> None:
+        """Each digest `which` accepts gets a bundle of `subjects` (default: that digest), by
+        the workflow `workflow_of` names for it (default: WORKFLOW), signed as `signed` says."""
         def attester(owner: str, repo: str, sha256: str) -> list[dict[str, Any]]:
             self.asked.append(sha256)
             if (owner, repo) != ("ROCm", "ATOM") or not which(sha256):
                 return []
-            subjects = signed.pop("subjects", None) or {"wheel.whl": sha256}
-            bundle = self.sigstore.bundle(subjects, **{"workflow": WORKFLOW, **signed})
-            signed["subjects"] = subjects if "subjects" in signed else None
-            return [bundle]
+            workflow = workflow_of(sha256) if workflow_of is not None else signed.get("workflow", WORKFLOW)
+            return [self.sigstore.bundle(subjects or {"wheel.whl": sha256}, **{**signed, "workflow": workflow})]
         self.emulator.attester = attester
 
     def body(self) -> str:
@@ -87,8 +87,25 @@ def test_required_and_valid_proposes_with_who_built_it(attested: Attested) -> No
     result = attested.world.reconcile()
     assert result.code == 0, result.stderr
     assert [a["kind"] for a in component(result)["actions"]] == ["build", "publish", "propose"]
-    assert f"- ✅ built by {WORKFLOW}@refs/heads/main, run {RUN}\n" in attested.body()
-    assert len(attested.asked) == 1  # the new wheel, once: before publishing, and remembered for the proposal
+    body = attested.body()
+    assert f"- ✅ built by {WORKFLOW}@refs/heads/main, run {RUN}\n" in body
+    # the new wheel once (before publishing, remembered for the proposal), then the image's digest
+    wheel, image = attested.asked
+    assert f"sha256:{image}" in attested.world.branch_file()
+    assert f"- ✅ the image sha256:{image[:12]}… is attested too: built by {WORKFLOW}@refs/heads/main" in body
+
+
+def test_an_image_attestation_that_does_not_verify_is_said(attested: Attested) -> None:
+    """Where the workflow attests the image too, a bad one is said; the wheels decide."""
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: True, workflow_of=lambda sha256: WORKFLOW if not attested.asked[1:]
+                    else "ROCm/ATOM/.github/workflows/nightly.yaml")
+    attested.world.commit_upstream("work", NEW_VERSION)
+    result = attested.world.reconcile()
+    assert result.code == 0, result.stderr
+    notes = attested.body().split("### ⚠️ Notes\n", 1)[1].split("###", 1)[0]
+    assert "has an attestation that does not verify: attestation 1: signed by https://github.com/ROCm/ATOM/" \
+           ".github/workflows/nightly.yaml@refs/heads/main" in notes
 
 
 def test_required_and_none_refuses_in_one_sentence_and_publishes_nothing(attested: Attested) -> None:

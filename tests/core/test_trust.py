@@ -67,6 +67,15 @@ def test_decisions() -> None:
     assert signed.refused is not None and "covered by wheelpin's signed provenance statement" in signed.refused
     quiet = judge(optional, bare, bare)  # nothing to lose: let through, and said
     assert quiet.refused is None and quiet.notes[0].startswith("not attested: no valid attestation by")
+    # the image digest's own attestation is said, never required
+    image = Found("sha256:0123456789ab…", "c" * 64, SIGNER, listed=1)
+    assert judge(required, attested, None, image).verification[1].startswith(
+        "the image sha256:0123456789ab… is attested too: built by ")
+    bad_image = Found("sha256:0123456789ab…", "c" * 64, None, "attestation 1: signed by someone", listed=1)
+    assert judge(required, attested, None, bad_image).notes == (
+        "the image sha256:0123456789ab… has an attestation that does not verify: attestation 1: signed by someone",)
+    unlisted = Found("sha256:0123456789ab…", "c" * 64, None, "GitHub lists none")
+    assert judge(required, attested, None, unlisted) == judge(required, attested, None)
     assert checked_after_build(Trust()) is None
     assert checked_after_build(required) == (f"each wheel's GitHub attestation (signed by "
                                              f"https://github.com/{WORKFLOW}@*, required)")

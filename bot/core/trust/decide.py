@@ -44,6 +44,7 @@ class Found:
     sha256: str
     signer: Signer | None  # None: no valid one
     problem: str = ""  # why none is valid: "GitHub lists none", or the first one's fault
+    listed: int = 0  # how many GitHub listed
 
     @property
     def said(self) -> str:
@@ -98,13 +99,16 @@ def needs_pinned(trust: Trust, new: Provenance) -> bool:
     return trust.attestations == Attestations.OPTIONAL and not new.verified
 
 
-def judge(trust: Trust, new: Provenance, pinned: Provenance | None) -> Judgement:
+def judge(trust: Trust, new: Provenance, pinned: Provenance | None, image: Found | None = None) -> Judgement:
     """The decision for the new wheels' provenance, given the pinned image's (None: none
-    pinned, or not read)."""
+    pinned, or not read); `image`, the image digest's own attestations where looked up,
+    is said (a workflow that pushed the image may attest it too), never required."""
     if not trust.checked:
         return Judgement()
+    verification, notes = _image_said(image)
     if new.verified:
-        return Judgement(verification=tuple(_built_by(signer) for signer in new.signers))
+        return Judgement(verification=tuple(_built_by(signer) for signer in new.signers) + verification,
+                         notes=notes)
     missing = "; ".join(found.said for found in new.missing)
     if trust.attestations == Attestations.REQUIRED:
         return Judgement(refused=f"no valid attestation by {trust.identity}: {missing}")
@@ -118,6 +122,16 @@ def judge(trust: Trust, new: Provenance, pinned: Provenance | None) -> Judgement
                                 f"{trust.identity} ({missing})",))
     return Judgement(notes=(f"not attested: no valid attestation by {trust.identity} ({missing}); "
                             "trust.attestations = \"optional\" lets it through",))
+
+
+def _image_said(image: Found | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The image digest's attestation: a ✅ line when one verifies, a note when GitHub lists
+    some and none verifies, nothing when it lists none (wheelpin's own images have none)."""
+    if image is None or (image.signer is None and not image.listed):
+        return (), ()
+    if image.signer is not None:
+        return (f"the image {image.file} is attested too: {_built_by(image.signer)}",), ()
+    return (), (f"the image {image.file} has an attestation that does not verify: {image.problem}",)
 
 
 def checked_after_build(trust: Trust) -> str | None:
