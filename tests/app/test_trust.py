@@ -15,10 +15,12 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.sigstoreverify import TRUSTED_ROOTS
-from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world
+from tests.app.test_reconcile_github import WORKFLOW as ACTIONS_BUILD, workflow_build
+from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world, on_github
 from tests.cli import wheelpin
 from tests.fixtures.attestations import TestSigstore
 from tests.fixtures.github.emulator import GitHubEmulator
+from tests.fixtures.github.openapi import validate_recorded
 
 WORKFLOW = "ROCm/ATOM/.github/workflows/lmcache-rocm-wheel.yaml"
 IDENTITY = f"https://github.com/{WORKFLOW}@refs/heads/main"
@@ -161,3 +163,28 @@ def test_a_trust_downgrade_is_refused_unless_allowed_and_then_said_loudly(attest
     notes = body.split("### ⚠️ Notes\n", 1)[1].split("###", 1)[0]
     assert "**TRUST DOWNGRADE, allowed by trust.allow_downgrade: the pinned image's wheels were attested" in notes
     assert any("TRUST DOWNGRADE" in note for note in component(allowed)["notes"])
+
+
+def test_on_github_the_pull_request_says_which_run_built_it(tmp_path: Path, sigstore: TestSigstore) -> None:
+    """The GitHub platform: the wheel built by a dispatched run, attested by the signer
+    workflow (the emulator plays attest-build-provenance), read with the platform's own
+    client; every answer held to GitHub's OpenAPI description."""
+    world = make_world(tmp_path)
+    world.set_config("build = { command = [", ACTIONS_BUILD)
+    world.set_config("pins = [", f'trust = {{ attestations = "required", signer_workflow = "{WORKFLOW}", '
+                                 'signer_ref = "refs/heads/main" }\npins = [')
+    roots = Path(world.env["WHEELPIN_CACHE_DIR"]) / TRUSTED_ROOTS
+    roots.parent.mkdir(parents=True, exist_ok=True)
+    roots.write_text(sigstore.trusted_root_text())
+    with on_github(world, tmp_path, actions=True) as gh:
+        gh.emulator.create_repo("ROCm", "ATOM", world.upstream)
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        gh.emulator.attester = lambda owner, repo, sha256: [sigstore.bundle({"wheel.whl": sha256}, workflow=WORKFLOW)]
+        world.commit_upstream("one", NEW_VERSION)
+        assert [a.kind for a in gh.reconciler.run().components[0].actions] == ["build", "wait"]
+        second = gh.reconciler.run().components[0]
+        assert [a.kind for a in second.actions] == ["fetch", "publish", "propose"], second.to_json()
+        (pull,) = gh.repo.pulls.values()
+        assert f"- ✅ built by {WORKFLOW}@refs/heads/main, run {RUN}\n" in pull.body
+        listed = [r for r in gh.emulator.recorded if r.template.endswith("/attestations/{subject_digest}")]
+        assert listed and validate_recorded(gh.emulator.recorded) > len(listed)
