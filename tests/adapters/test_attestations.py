@@ -109,6 +109,8 @@ def test_a_valid_signature_over_something_else_than_provenance_is_refused(sigsto
 
 
 def test_a_bundle_without_its_log_entry_is_not_one(sigstore: TestSigstore, roots: TrustedRoots) -> None:
+    """As a private repository's attestations are (GitHub's own Sigstore: a timestamp, no log
+    entry): sigstore-python verifies none without its entry, so they are refused, not passed."""
     bundle = sigstore.bundle({WHEEL: SHA}, workflow=WORKFLOW)
     bundle["verificationMaterial"]["tlogEntries"] = []
     with pytest.raises(NotAttested, match="not a Sigstore bundle"):
