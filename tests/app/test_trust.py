@@ -188,3 +188,21 @@ def test_on_github_the_pull_request_says_which_run_built_it(tmp_path: Path, sigs
         assert f"- ✅ built by {WORKFLOW}@refs/heads/main, run {RUN}\n" in pull.body
         listed = [r for r in gh.emulator.recorded if r.template.endswith("/attestations/{subject_digest}")]
         assert listed and validate_recorded(gh.emulator.recorded) > len(listed)
+
+
+def test_an_attestations_api_that_does_not_answer_is_transient_never_a_verdict(attested: Attested) -> None:
+    """GitHub failing (502 after the client's retries) is tried again by the next pass: nothing
+    is published meanwhile, and the commit is not recorded as refused."""
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: True)
+    attested.emulator.faults.append(("GET", r"/attestations/", 502, 5))  # the client's five attempts
+    attested.world.commit_upstream("work", NEW_VERSION)
+    tags = attested.world.layout_tags()
+    # no dry run before it: a dry run foresees no outside failure (tests/fixtures/dryreal.py)
+    failed = wheelpin("reconcile", "--once", "--json", "--repo", str(attested.world.downstream),
+                      env=attested.world.env)
+    assert failed.code == 4 and component(failed)["error_kind"] == "transient", failed.stdout
+    assert attested.world.layout_tags() == tags and attested.world.branch() is None
+    again = attested.world.reconcile()
+    assert again.code == 0, again.stderr
+    assert f"- ✅ built by {WORKFLOW}@" in attested.body()
