@@ -195,6 +195,30 @@ def test_a_consuming_image_that_does_not_resolve(world: World, registry: Registr
         f"demo-cache: the consuming image {registry.host}/base/nothing@{ZEROS} is not in its registry (404)"]
 
 
+def test_the_trusted_roots_a_trust_table_needs(world: World) -> None:
+    """`trust` verifies attestations against roots the operator keeps in the cache: their
+    absence is where the first pass would stop, so it is said before."""
+    from bot.adapters.sigstoreverify import TRUSTED_ROOTS
+    from tests.fixtures.attestations import TestSigstore
+
+    workflow = "ROCm/ATOM/.github/workflows/w.yaml"
+    with (world.downstream / "wheelpin.toml").open("a") as config:
+        config.write(f'trust = {{ attestations = "required", signer_workflow = "{workflow}" }}\n')
+    assert_offline_valid(world)
+    roots = Path(world.env["WHEELPIN_CACHE_DIR"]) / TRUSTED_ROOTS
+    result = validate(world, "--online", "--json")
+    assert result.code == 2
+    assert sentences(result, "problem") == [
+        f"demo-cache: trust: {roots}: no trusted root to verify attestations with; `gh attestation "
+        f"trusted-root > {roots}` writes GitHub's and Sigstore's (it is read offline)"]
+    roots.parent.mkdir(parents=True, exist_ok=True)
+    roots.write_text(TestSigstore().trusted_root_text() + "\n")
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stdout
+    assert (f"demo-cache: trust: 1 trusted root at {roots} to verify attestations by "
+            f"https://github.com/{workflow}@* with") in sentences(result, "ok")
+
+
 def test_an_image_whose_wheels_only_its_layers_say_is_not_streamed(world: World, registry: Registry) -> None:
     """A pinned image another tool pushed (no wheelpin annotations nor labels): its manifest
     and config are read, its layers left to the pass, which reads them once."""

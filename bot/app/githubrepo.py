@@ -11,6 +11,7 @@ import structlog
 from pathlib import Path
 
 from ..adapters.github.actions import ActionsClient
+from ..adapters.github.attestations import AttestationsReader
 from ..adapters.github import (
     AppCredentials,
     GitHubPlatform,
@@ -171,4 +172,5 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
                       cache=settings.cache_dir, retry_failed=retry_failed, state_scope=f"{repository}:",
-                      actions=ActionsClient(platform), local_commands=False)
+                      actions=ActionsClient(platform), local_commands=False,
+                      attestations=lambda: AttestationsReader(platform.client))

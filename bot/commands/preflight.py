@@ -12,6 +12,8 @@ the same credentials, retries and deadlines apply):
   without streaming a layer, within its deadline);
 - the consuming image (`consumer`), resolved to its manifest and config
   (adapters/consumerread.py, no layer read);
+- with `trust`, the trusted roots attestations are verified against, loaded from the
+  cache (adapters/sigstoreverify.py);
 - with a GitHub repository named (and GitHub's settings), the file of each
   `build.workflow` on its base branch, where the pass dispatches it (the platform's
   `read_file`, as the pass reads the pins there).
@@ -60,7 +62,7 @@ class Check:
     """One question asked of the outside world for one component, and how it ended."""
 
     component: str
-    check: str  # "upstream" | "registry" | "pinned" | "consumer" | "workflow"
+    check: str  # "upstream" | "registry" | "pinned" | "consumer" | "trust" | "workflow"
     asked: str  # what was asked of whom
     outcome: str  # OK | PROBLEM | UNANSWERED
     sentence: str  # one sentence naming the component
@@ -102,6 +104,22 @@ def _component_checks(loaded: LoadedConfig, component: Component, registries: Re
         yield check
     if component.consumer is not None:
         yield _consumer(loaded, component, infos, registries)
+    if component.trust.checked:
+        yield _trusted_roots(component, cache)
+
+
+def _trusted_roots(component: Component, cache: Path) -> Check:
+    """The roots the pass verifies attestations against (`trust`), loaded from the cache."""
+    from ..adapters.sigstoreverify import TRUSTED_ROOTS, TrustedRoots  # sigstore: for a component that asks
+
+    asked = f"the trusted roots in {cache / TRUSTED_ROOTS}"
+    try:
+        roots = TrustedRoots.load(cache)
+    except WheelpinError as exc:
+        return Check(component.name, "trust", asked, PROBLEM, f"{component.name}: trust: {exc.message}")
+    return Check(component.name, "trust", asked, OK, f"{component.name}: trust: {len(roots.roots)} trusted "
+                 f"root{'s' if len(roots.roots) != 1 else ''} at {roots.path} to verify attestations by "
+                 f"{component.trust.identity} with")
 
 
 def _upstream(component: Component, root: Path, cache: Path) -> Check:

@@ -15,6 +15,7 @@ from ..adapters.upstream import UpstreamRepo
 from ..core.config.model import Component
 from ..core.image.reference import ImageRef
 from ..core.pins.bump import PinState
+from ..core.trust.decide import Provenance
 from .builders.base import Builder
 
 
@@ -41,6 +42,9 @@ class Context:
     texts: dict[str, str] = field(default_factory=dict)  # the pin files at the base
     judged_under: str = ""  # what its wheels are judged under this pass (observe._judged_under)
     pinned_problem: str | None = None  # why the pinned image could not be read (a 404), when known
+    # how the pinned image's provenance was verified, once looked at: its wheels' attestations
+    # (loop/trustcheck.py), or wheelpin's own signed statement (Source.SIGNED_STATEMENT)
+    pinned_provenance: Provenance | None = None
 
     @property
     def name(self) -> str:

@@ -28,6 +28,7 @@ from ..core.decide.backoff import config_digest
 from ..core.config.model import Component, Config
 from ..core.errors import (
     BuildFailed,
+    ConfigError,
     InputError,
     PermissionRefused,
     RefusedError,
@@ -60,10 +61,12 @@ from ..core.proposal.text import Commit, body, title
 from ..core.redact import public_url
 from ..core.config.templates import TagValues, render_tag
 from ..core.checks.component import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
+from ..core.trust.decide import Judgement
 from .context import Context, Memory
 from .consumers import Consumers
 from .observe import Observer, pin_repository, verify_adopted
 from .results import ComponentResult, Status
+from .trustcheck import TrustCheck, Wheel
 
 log = structlog.get_logger("wheelpin.execute")
 
@@ -79,6 +82,7 @@ class Executor:
     consumers: Consumers  # the consuming image of a component that names one
     settle: float = SETTLE_SECONDS  # seconds before a pushed tag is read back (another writer may race)
     local_commands: bool = True  # the config's commands (a smoke test) run here; never for a repository on GitHub
+    trust: TrustCheck | None = None  # the wheels' attestations, for a component whose `trust` asks
 
     def execute(self, context: Context, facts: Facts, action: Action, result: ComponentResult) -> Facts | None:
         match action:
@@ -209,6 +213,9 @@ class Executor:
         if problems:
             self._refused(context, head, summary(problems, wheels=len(reports)), tuple(map(str, problems)))
         self._smoke(context, head, wheels)
+        judgement = self._judged(context, [Wheel(report.filename, report.sha256) for report in reports])
+        if judgement.refused:
+            self._refused(context, head, judgement.refused, (judgement.refused,))
         tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
                                                         version=reports[0].version))
         try:
@@ -267,6 +274,13 @@ class Executor:
         constraints = self.observer.read(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
         said = self._smoke_said(context, head)
+        judgement = self._judged(context, [Wheel(entry.file, entry.sha256) for entry in info.wheels], image.digest)
+        if judgement.refused:  # an image published or adopted before: proposed only once trusted
+            message = f"{image.ref} is not proposed: {judgement.refused}"
+            self._failed(context, head, "verify", message)
+            raise VerificationError(message, problems=(judgement.refused,))
+        said["more_verification"] = (*said.get("more_verification", ()), *judgement.verification)
+        said["more_notes"] = (*said.get("more_notes", ()), *judgement.notes)
         seen = self.consumers.seen(context, facts, info.wheels)
         if seen is not None:  # what the image has installed is a constraint, as if typed by hand
             found, header = seen
@@ -301,6 +315,16 @@ class Executor:
                       + (" — the pinned wheel had it too" if c in proposal.known_conflicts else " — new")
                       for c in proposal.diff.conflicts))
         result.note(*(f"{line} (in the consuming image)" for line in against[1:]))
+
+    def _judged(self, context: Context, wheels: list[Wheel], image: str | None = None) -> Judgement:
+        """The `trust` decision for `wheels`: who built them, by their GitHub attestations."""
+        if not context.component.trust.checked:
+            return Judgement()
+        if self.trust is None:
+            raise ConfigError(f"{context.name}: trust.attestations = {context.component.trust.attestations.value!r} "
+                              "needs GitHub's attestations API, which this pass cannot reach")
+        with doing(f"checking the attestations of {context.name}'s wheels"):
+            return self.trust.judge(context, wheels, image=image)
 
     def _smoke_said(self, context: Context, head: str) -> dict[str, tuple[str, ...]]:
         smoked = self.memory.smoke.get((context.name, head))

@@ -40,6 +40,7 @@ from ..core.proposal.text import Commit, ProposalFacts, title
 from ..core.redact import public_url
 from ..core.config.templates import commit_values, render_known, sample_tag
 from ..core.checks.component import wheel_sha256s
+from ..core.trust.decide import checked_after_build
 from .builders.base import BuildPreview
 from .context import Context
 from .observe import pin_repository
@@ -248,6 +249,9 @@ def _after_build(context: Context, *, adopted: bool) -> str:
         checks.append("against the consuming image")
     if component.wheel.smoke:
         checks.append(f"the smoke test `{component.wheel.smoke}`")
+    attested = checked_after_build(component.trust)
+    if attested is not None:
+        checks.append(attested)
     when = "when its wheels are fetched" if adopted else "after the build"
     return (f"checked {when}: " + ", ".join(checks)
             + "; a wheel refused there is not published, and nothing is proposed")

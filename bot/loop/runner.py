@@ -47,6 +47,7 @@ from .results import ComponentResult, PassResult, Status
 
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..adapters.github.actions import ActionsClient
+    from ..adapters.github.attestations import AttestationsReader
     from .execute import Executor
 
 log = structlog.get_logger("wheelpin.reconcile")
@@ -62,13 +63,14 @@ class Reconciler:
                  retry_failed: bool = False, actions: ActionsClient | None = None, local_commands: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
                  settle: float | None = None, database_url: str | None = None,
-                 state_scope: str = "") -> None:
+                 state_scope: str = "", attestations: Callable[[], AttestationsReader] | None = None) -> None:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
         self.registries = registries
         self.cache = cache
         self.actions = actions
+        self.attestations = attestations  # GitHub's attestations API, for a component whose `trust` asks
         self.local_commands = local_commands  # never on GitHub: a config's command is the repository's code
         self.retry_failed = retry_failed
         self.builder_for = builder_for or self._builder  # tests give an in-memory one (tests/fixtures/fakes.py)
@@ -94,10 +96,12 @@ class Reconciler:
         if self._executor is None:
             from .consumers import Consumers
             from .execute import Executor
+            from .trustcheck import TrustCheck
 
             consumers = Consumers(self.registries, self.observer, self.cache)
+            trust = TrustCheck(self.attestations, self.cache) if self.attestations is not None else None
             self._executor = Executor(self.config, str(self.loaded.root), self.platform, self.state, self.memory,
-                                      self.observer, consumers, local_commands=self.local_commands,
+                                      self.observer, consumers, local_commands=self.local_commands, trust=trust,
                                       **({} if self.settle is None else {"settle": self.settle}))
         return self._executor
 

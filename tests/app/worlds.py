@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.github.actions import ActionsClient
+from bot.adapters.github.attestations import AttestationsReader
 from bot.adapters.git import git
 from bot.adapters.github import AppCredentials, GitHubPlatform
 from bot.loop.runner import Reconciler
@@ -196,7 +197,8 @@ def on_github(world: World, folder: Path, *, actions: bool = False, local_comman
         settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
         reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
                                 cache=settings.cache_dir, actions=ActionsClient(platform) if actions else None,
-                                local_commands=local_commands)
+                                local_commands=local_commands,
+                                attestations=lambda: AttestationsReader(platform.client))  # as githubrepo.py
         yield OnGitHub(emulator, repo, reconciler)
         assert emulator.errors == []
     finally:

@@ -10,6 +10,7 @@ from ...core.errors import UsageError
 from .base import Where
 
 if TYPE_CHECKING:  # the loop and the settings load when a pass runs, not with `--help`
+    from ...adapters.github.attestations import AttestationsReader
     from ...adapters.localplatform import LocalPlatform
     from ...app.settings import Settings
     from ...core.config.model import Defaults
@@ -40,7 +41,18 @@ def _made(*, repo: Path, config: Path | None, settings: Settings,
     platform = _platform(repo, loaded.config.defaults)  # after the config: a missing one is said first
     return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
-                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:"), platform
+                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:",
+                      attestations=lambda: _attestations(settings)), platform
+
+
+def _attestations(settings: Settings) -> AttestationsReader:
+    """GitHub's attestations API (WHEELPIN_GITHUB_API_URL, else github.com) with the token, if
+    one is given: a public repository's attestations are read without one."""
+    from ...adapters.github.attestations import AttestationsReader
+    from ...adapters.github.client import Client
+
+    token = settings.github_token.get_secret_value() if settings.github_token else None
+    return AttestationsReader(Client(settings.github_api_url, token=token))
 
 
 class LocalDownstream:

@@ -30,6 +30,7 @@ from .templates import (
     fields_of,
     validate_tag_template,
 )
+from ..trust.policy import Trust
 
 COMPONENT_NAME = r"^[a-z0-9][a-z0-9._-]*$"
 _ARG = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -489,6 +490,8 @@ class Component(_Model):
         description="This component's quiet period (default: `defaults.quiet_minutes`).")] = None
     consumer: Annotated[Consumer | None, Field(
         description="The image the wheel is installed into, checked against the wheel before it is published.")] = None
+    trust: Annotated[Trust, Field(
+        description="Whether the wheels must carry a GitHub attestation by a given workflow, checked before a bump.")] = Trust()
 
     @field_validator("constraints")
     @classmethod
