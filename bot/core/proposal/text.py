@@ -108,6 +108,8 @@ def _moved(old: int | None, new: int | None) -> str:
         return "not recorded"
     if not old or old == new:
         return size_text(new)
+    if size_text(old) == size_text(new):  # a move the rounding hides
+        return f"{size_text(new)} ({new - old:+,} bytes)"
     share = (new - old) / old
     return f"{size_text(old)} → {size_text(new)} ({share:+.1%})" if abs(share) < 0.1 else \
         f"{size_text(old)} → {size_text(new)} ({share:+.0%})"
