@@ -19,6 +19,7 @@ from bot.core.wheel.hipstub import hip_library
 from bot.core.wheel.metadata import WheelName, split_variant_label
 from bot.core.wheel.report import inspect_wheel
 from tests.cli import wheelpin
+from tests.fixtures.servers import Registry
 from tests.fixtures.wheels import build_wheel
 
 TAG = "cp312-cp312-manylinux_2_28_x86_64"
@@ -112,6 +113,12 @@ def test_a_variant_wheel_without_its_variant_json_or_label_is_a_problem_of_its_o
     refused = wheelpin("wheel", "inspect", str(relabelled))
     assert refused.code == 1 and "does not list the file name's variant label" in refused.stdout
 
+    labelled = variant_wheel(tmp_path / "unlabelled", "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}})
+    unlabelled = inspect_wheel(labelled.rename(labelled.with_name(labelled.name.replace("-amd_gfx942", ""))))
+    assert unlabelled.variant is None and unlabelled.integrity == ()  # PEP 825: no label, no variant wheel
+    assert unlabelled.notes == ("kernels-1.0.0.dist-info/variant.json is there but the file name carries no variant "
+                                "label, so it is no variant wheel",)
+
     bad_value = variant_wheel(tmp_path / "bad", "amd_x", {"amd": {"gfx_arch": ["GFX942"]}})
     assert inspect_wheel(bad_value).integrity == (
         "kernels-1.0.0.dist-info/variant.json has a value amd :: gfx_arch :: 'GFX942' that PEP 825 does not allow",)
@@ -124,3 +131,28 @@ def test_the_proposal_says_each_variant_wheel_s_label_and_properties(tmp_path: P
                               new_commit="a" * 40, version="1.0.0", image="r/kernels:1@sha256:" + "b" * 64,
                               wheels=(entry,)))
     assert (f"Variants:\n- `{wheel.name}`: variant `amd_gfx942`, `amd :: gfx_arch :: gfx942`\n") in text
+
+
+def test_a_published_variant_wheel_s_image_says_it_and_a_broken_promise_publishes_nothing(
+        tmp_path: Path, registry: Registry) -> None:
+    """Through the real loopback registry, as a user publishes and looks: the image
+    records the label, the properties and the installed size; `image show` says them and
+    the image's own size."""
+    env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
+    bad = variant_wheel(tmp_path / "bad", "amd_gfx950", {"amd": {"gfx_arch": ["gfx950"]}})
+    refused = wheelpin("image", "publish", str(bad), "--to", f"{registry.host}/variants/kernels:bad", env=env)
+    (said,) = [line for line in refused.stderr.splitlines() if line.startswith("wheelpin:")]
+    assert refused.code == 1 and "variant amd_gfx950 promises gfx950, but kernels/libkernels.so has no code " \
+        "for gfx950 (it carries gfx942)" in said, refused.stderr
+    assert wheelpin("image", "show", f"{registry.host}/variants/kernels:bad", env=env).code != 0
+
+    good = variant_wheel(tmp_path / "good", "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}})
+    published = wheelpin("image", "publish", str(good), "--to", f"{registry.host}/variants/kernels:good", env=env)
+    assert published.code == 0, published.stderr
+    shown = wheelpin("image", "show", f"{registry.host}/variants/kernels:good", "--json", env=env).json()
+    (recorded,) = shown["wheels"]
+    report = inspect_wheel(good)
+    assert recorded["variant"] == {"label": "amd_gfx942", "properties": ["amd :: gfx_arch :: gfx942"]}
+    assert recorded["installed"] == report.installed_size and shown["size"] > report.size
+    text = wheelpin("image", "show", f"{registry.host}/variants/kernels:good", env=env).stdout
+    assert "    variant amd_gfx942: amd :: gfx_arch :: gfx942\n" in text and "  installed " in text
