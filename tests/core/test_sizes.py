@@ -60,6 +60,8 @@ def test_a_growth_past_the_configured_share_is_a_note() -> None:
     assert growth_notes(component(0), changes) == ()  # 0: never said
     shrunk = wheel_changes(new, [replace(pinned[0], version="1.2")])
     assert growth_notes(component(0.01), shrunk) == ()
+    small = wheel_changes([entry(600, 2_000)], [entry(29_000, 900_000, version="1.1")])  # a pure Python wheel
+    assert growth_notes(component(), small) == ()  # far past the share, but under GROWTH_NOTED_FROM
 
 
 def test_where_the_pinned_image_does_not_record_installed_sizes_the_file_sizes_are_weighed() -> None:

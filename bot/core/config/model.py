@@ -165,7 +165,7 @@ class Wheel(_Model):
     )
     size_growth_warn: Annotated[float, Field(ge=0,
         description="the share by which a wheel's file or installed size may grow from the pinned one before the "
-        "proposal flags it, such as 0.2 for 20%; 0 never flags")] = 0.2
+        "proposal flags it, such as 0.2 for 20% (a growth under 1 MB is never flagged); 0 never flags")] = 0.2
     max_glibc: str | None = Field(
         default=None, description="the oldest glibc of the consuming images, such as 2.28: a wheel whose manylinux "
         "tag needs a newer one is refused, and so is one with no manylinux tag (linux_x86_64 promises no glibc: "

@@ -84,14 +84,22 @@ def notes(component: Component, wheels: Sequence[WheelEntry]) -> tuple[str, ...]
                     "on it (wheel.archs_wanted)" for arch in partial))
 
 
+# A growth smaller than this is said in the table only: a share of a small wheel (a pure
+# Python one of some kB) moves by more than any setting with every change, and weighs nothing
+# next to images of tens of GB.
+GROWTH_NOTED_FROM = 1_000_000
+
+
 def growth_notes(component: Component, changes: WheelChanges) -> tuple[str, ...]:
     """Each new wheel whose file or installed size grew from the pinned one's by more than
-    `wheel.size_growth_warn` (0: never said): what every image that installs it grows by."""
+    `wheel.size_growth_warn` (0: never said) and by GROWTH_NOTED_FROM bytes at least: what
+    every image that installs it grows by."""
     share = component.wheel.size_growth_warn
     found = []
     for change in changes.sizes:
         grown = change.growth()
-        if share and grown is not None and (grown[2] - grown[1]) / grown[1] > share:
+        if (share and grown is not None and (grown[2] - grown[1]) / grown[1] > share
+                and grown[2] - grown[1] >= GROWTH_NOTED_FROM):
             what, old, new = grown
             found.append(f"{change.file}: {what} grows {(new - old) / old:.0%}, {size_text(old)} → "
                          f"{size_text(new)}, over the {share:.0%} wheel.size_growth_warn allows")
