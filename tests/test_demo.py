@@ -67,7 +67,9 @@ def test_the_demo_shows_the_archs_and_says_where_its_config_is(tmp_path: Path) -
     assert "(demo_cache/_demo_hip.so, code objects for gfx942 and gfx950, needing libamdhip64.so.7;" in result.stdout
     # the proposal as printed: its wheel table's GPU archs column, and the checks the wheel passed
     (row,) = [line for line in result.stdout.splitlines() if "-py3-none-linux_x86_64.whl` |" in line]
-    assert row.split(" | ")[4] == "gfx942, gfx950", row  # wheel | size | sha256 | GPU archs | tags
+    cells = row.split(" | ")[1:]  # (the indent) | wheel | size | installed | sha256 | GPU archs | tags
+    assert cells[4] == "gfx942, gfx950", row
+    assert cells[1].endswith(")") and cells[2].endswith(")"), row  # each size old → new against the pinned wheel
     assert "    - ✅ HIP code for gfx942, gfx950 in every GPU library\n" in result.stdout
     assert "    - ✅ no CUDA library or CUDA device code\n    - ✅ needs libamdhip64.so.*\n" in result.stdout
     inspect = re.search(r"^  (wheelpin wheel inspect .*)$", result.stdout, flags=re.M)

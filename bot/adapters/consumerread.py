@@ -51,6 +51,7 @@ class ConsumerImage:
     files: ImageFiles
     layers_read: int  # streamed this time
     layers_cached: int  # taken from the cache
+    size: int = 0  # config and layers as the manifest declares them (imagedocs.pulled_size)
 
 
 class LayerCache:
@@ -108,6 +109,7 @@ class ResolvedConsumer:
     layers: list[imagedocs.Descriptor]
     config: dict[str, Any]
     diff_ids: list[str]
+    size: int  # config and layers as the manifest declares them (imagedocs.pulled_size)
 
 
 def resolve_consumer(store: ImageStore, reference: str, *, architecture: str = "amd64") -> ResolvedConsumer:
@@ -136,7 +138,7 @@ def _resolve(store: ImageStore, reference: str, architecture: str) -> ResolvedCo
     diff_ids = imagedocs.diff_ids(config, name)
     if len(diff_ids) != len(descriptors):
         raise InputError(f"{name}: its config lists {len(diff_ids)} layers, its manifest {len(descriptors)}")
-    return ResolvedConsumer(name, digest, descriptors, config, diff_ids)
+    return ResolvedConsumer(name, digest, descriptors, config, diff_ids, imagedocs.pulled_size(manifest, name))
 
 
 def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: str) -> ConsumerImage:
@@ -165,7 +167,7 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
                              "keeps of one image")
         summaries.append(summary)
     files = merge(summaries, env_of(config))
-    return ConsumerImage(name, digest, files, read, len(descriptors) - read)
+    return ConsumerImage(name, digest, files, read, len(descriptors) - read, resolved.size)
 
 
 __all__ = ["ConsumerImage", "LayerCache", "LayerError", "ResolvedConsumer", "read_consumer", "resolve_consumer"]

@@ -105,6 +105,14 @@ def config_descriptor(manifest: dict[str, Any], what: str) -> Descriptor | None:
     return descriptor(manifest["config"], f"{what}'s config")
 
 
+def pulled_size(manifest: dict[str, Any], what: str) -> int:
+    """The image's size as a registry stores it and a pull fetches it: its config's and its
+    layers' bytes as their descriptors declare them (compressed where a layer is). One
+    reading for every image, wheelpin's own or another tool's."""
+    config = config_descriptor(manifest, what)
+    return sum(layer.size for layer in layers(manifest, what)) + (config.size if config else 0)
+
+
 def diff_ids(config: dict[str, Any], what: str) -> list[str]:
     found = _array(_object(config.get("rootfs"), f"{what}'s rootfs").get("diff_ids"), f"{what}'s diff_ids")
     if not all(isinstance(diff_id, str) for diff_id in found):

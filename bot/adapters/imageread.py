@@ -33,7 +33,7 @@ from .readdeadline import image_deadline
 
 # The cache folder's name for wheel facts read from layers; a new number when what is read
 # from a wheel changes, so nothing an older wheelpin worked out is trusted.
-FACTS_FORMAT = "wheelfacts-v1"
+FACTS_FORMAT = "wheelfacts-v2"
 _MEMO_SIZE = 64  # images whose layer-read facts this process keeps (a few KiB each)
 MAX_WHEELS = 64  # wheels one layer of a wheel image may hold (Mooncake's image: one per python tag)
 
@@ -48,11 +48,12 @@ class ImageInfo:
     metadata_from: str  # "annotations" | "labels" | "layers" | "unread" (read_image with layers=False)
     bytes_fetched: int = 0
     layers: tuple[dict[str, Any], ...] = field(default=())
+    size: int = 0  # config and layers as the manifest declares them (imagedocs.pulled_size)
 
     def to_json(self) -> dict[str, object]:
         return {"image": self.name, "digest": self.digest, "annotations": self.annotations,
                 "labels": self.labels, "metadata_from": self.metadata_from,
-                "bytes_fetched": self.bytes_fetched,
+                "bytes_fetched": self.bytes_fetched, "size": self.size,
                 "wheels": [wheel.to_json() for wheel in self.wheels]}
 
 
@@ -94,7 +95,8 @@ def _read_image(store: ImageStore, reference: str, layers: bool = True) -> Image
         wheels = list(_layer_facts(store, digest, manifest.get("layers") or []))
         source = "layers"
     return ImageInfo(store.name, digest, annotations, labels, tuple(wheels), source,
-                     store.traffic.bytes_downloaded - before, tuple(manifest.get("layers") or []))
+                     store.traffic.bytes_downloaded - before, tuple(manifest.get("layers") or []),
+                     imagedocs.pulled_size(manifest, name))
 
 
 _memo: OrderedDict[str, tuple[WheelEntry, ...]] = OrderedDict()

@@ -152,14 +152,17 @@ def show_command(*, ref: str, json: bool, settings: Settings) -> int:
 
 
 def show_text(info: ImageInfo) -> str:
-    lines = [f"{info.name}@{info.digest}", f"  metadata from {info.metadata_from} "
-             f"({human_size(info.bytes_fetched)} fetched)"]
+    lines = [f"{info.name}@{info.digest}", f"  size {human_size(info.size)} (config and layers, as pulled)",
+             f"  metadata from {info.metadata_from} ({human_size(info.bytes_fetched)} fetched)"]
     for key, value in sorted({**info.labels, **info.annotations}.items()):
         if key != "io.wheelpin.wheels":
             lines.append(f"  {key} = {value}")
     for wheel in info.wheels:
         lines.append(f"  {wheel.file}")
-        lines.append(f"    sha256 {wheel.sha256}  size {human_size(wheel.size)}")
+        installed = human_size(wheel.installed) if wheel.installed is not None else "not recorded"
+        lines.append(f"    sha256 {wheel.sha256}  size {human_size(wheel.size)}  installed {installed}")
+        if wheel.variant is not None:
+            lines.append(f"    variant {wheel.variant}: {', '.join(wheel.variant_properties) or 'no properties'}")
         lines.append(f"    tags {', '.join(wheel.tags) or 'none'}  GPU archs {wheel.archs_text}"
                      + (f" (in only some GPU libraries: {', '.join(wheel.archs_partial)})" if wheel.archs_partial else ""))
         if wheel.needed is not None:

@@ -56,6 +56,9 @@ def report_json(report: WheelReport, found: list[str]) -> dict[str, object]:
         "tags": list(report.tags),
         "sha256": report.sha256,
         "size": report.size,
+        "installed_size": report.installed_size,
+        "variant": ({"label": report.variant.label, "properties": list(report.variant.properties)}
+                    if report.variant else None),
         "requires_python": report.requires_python,
         "requires_dist": list(report.requires_dist),
         "archs": report.archs,
@@ -76,6 +79,12 @@ def report_text(report: WheelReport, found: list[str]) -> str:
         f"  tags      {', '.join(report.tags)}",
         f"  sha256    {report.sha256}",
         f"  size      {human_size(report.size)} ({report.size} bytes)",
+        f"  installed {human_size(report.installed_size)} ({report.installed_size} bytes)",
+    ]
+    if report.variant is not None:
+        lines.append(f"  variant   {report.variant.label}")
+        lines += [f"    {prop}" for prop in report.variant.properties]
+    lines += [
         f"  archs     {' '.join(report.archs) or '-'}",
         f"  ELF files {len(report.elf)} ({len(hip)} with HIP code, {len(cuda)} with CUDA code)",
     ]

@@ -17,6 +17,7 @@ from ..core.image.consumer import ConsumerReport, check, wheel_rocm
 from ..core.errors import ConfigError, doing
 from ..core.image.reference import ImageRef, ImageRefError
 from ..core.image.oci import WheelEntry, architecture_of
+from ..core.proposal.text import size_text
 from ..core.decide.plan import Facts
 from ..core.checks.component import Problem
 from .context import Context, Stores
@@ -72,7 +73,11 @@ class Consumers:
             return None
         found = check(image.name, image.files, wheels)
         built = wheel_rocm([w.version for w in wheels], [n for w in wheels for n in w.needed or ()])
+        installed = [w.installed for w in wheels]
+        adds = (f", to which the wheels add {size_text(sum(n for n in installed if n is not None))} installed"
+                if installed and None not in installed else "")
         return found, (f"Against `{image.name}` (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}"
                        + (f"; the wheel is built for ROCm {built}" if built else "") + "): "
-                       f"{len(found.installed)} installed packages read from its layers")
+                       f"{len(found.installed)} installed packages read from its layers; "
+                       f"{size_text(image.size)} as pulled{adds}")
 

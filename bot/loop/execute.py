@@ -301,7 +301,8 @@ class Executor:
             provenance=self._provenance(context, head, image, info), consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(context.pins[0].ref) if context.pins and context.pins[0].ref else None,
-            pinned_problem=context.pinned_problem, **said)
+            pinned_problem=context.pinned_problem,
+            image_sizes=(info.size, context.pinned_info.size if context.pinned_info else None), **said)
         expected = facts.proposal.head if facts.proposal else None
         self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
                                    message=title(proposal) + "\n\n" + body(proposal), expected=expected)

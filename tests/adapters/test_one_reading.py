@@ -77,6 +77,24 @@ def test_every_kind_of_image_gives_the_same_wheel_facts(registry: Registry, imag
         assert entry.tags == ("cp312-cp312-manylinux_2_28_x86_64",)
         assert len(entry.archs) == 9 and "gfx942" in entry.archs
         assert entry.needed is not None and f"libamdhip64.so.{6 if which == 'pinned' else 7}" in entry.needed
+        assert entry.installed is not None and entry.installed > entry.size  # a HIP library inflates
+
+
+def test_every_kind_of_image_is_as_large_as_its_manifest_declares(registry: Registry,
+                                                                  images: dict[tuple[str, str], str]) -> None:
+    """The image's size in a proposal is its config's and layers' bytes as the manifest
+    it resolves to declares them, read the same way whoever pushed it; the wheel lies in a
+    layer, so the image is about as large as the wheel (a gzip layer a little smaller)."""
+    imageread._memo.clear()
+    client = RegistryClient(registry.host)
+    for kind in KINDS:
+        info = read(registry, images[("new", kind)])
+        manifest = json.loads(client.get_manifest("one/lmcache", info.digest)[0])
+        declared = manifest["config"]["size"] + sum(layer["size"] for layer in manifest["layers"])
+        assert info.size == declared, kind
+        assert info.to_json()["size"] == declared
+        (entry,) = info.wheels
+        assert 0.9 * entry.size < info.size < entry.size + 64 * 1024, kind
 
 
 def sections(pinned: tuple[WheelEntry, ...], new: tuple[WheelEntry, ...]) -> tuple[str, str]:

@@ -467,6 +467,13 @@ def test_atom_lmcache_against_its_consuming_image(registry: Registry, tmp_path: 
         assert (f"### Against the consuming image\nAgainst `{host_path}@sha256:" in body
                 and "` (Python 3.12, ROCm 7.2.4-97; the wheel is built for ROCm 7.2.4): 4 installed packages "
                 "read from its layers" in body)
+        # the sizes a reviewer weighs: the consuming image's, the wheel's old → new, both wheel images'
+        assert re.search(r"read from its layers; [\d.]+ (kB|MB) as pulled, to which the wheels add [\d.]+ MB "
+                         r"installed\n", body), body
+        row = next(line for line in body.splitlines() if line.startswith("| `lmcache-"))
+        assert re.match(r"\| `[^`]+` \| [\d.]+ MB( → [\d.]+ MB)? \([+-][\d.,%]+( bytes)?\) \| [\d.]+ MB( → [\d.]+ MB)? "
+                        r"\([+-][\d.,%]+( bytes)?\) \|", row), row  # file and installed size, each old → new
+        assert re.search(r"\nImage: `[^`]+`, [\d.]+ MB; the pinned one [\d.]+ MB\n", body), body
         assert f"\n- `vllm==0.11.0` needs `lmcache<=0.5.6`: excludes lmcache {version}" in body
         absent = next(line for line in body.splitlines() if line.startswith("- new to the image: "))
         for requirement in ("`grpcio>=1.78.0`", "`redis`", "`aiofile`"):  # what vLLM's maintainers added by hand

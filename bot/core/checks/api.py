@@ -23,6 +23,7 @@ from .glibc import GlibcCheck
 from .name import NameCheck
 from .needed import NeededCheck
 from .segments import SegmentsCheck
+from .variant import VariantArchsCheck
 from .vendored import VendoredRocmCheck
 from .wanted import WantedArchsCheck
 from .wheelset import WheelSetCheck
@@ -34,6 +35,7 @@ CHECKS: dict[str, WheelCheck[Any]] = {check.name: check for check in (
     SegmentsCheck(),
     ArchsCheck(),
     WantedArchsCheck(),
+    VariantArchsCheck(),
     CudaCheck(),
     ForbiddenCheck(),
     NeededCheck(),

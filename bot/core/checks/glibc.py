@@ -56,9 +56,9 @@ class GlibcCheck(WheelCheck[Glibc | None]):
     def check(self, report: WheelReport, rule: Glibc | None) -> list[Finding]:
         if rule is None:
             return []
-        from packaging.utils import parse_wheel_filename
+        from ..wheel.metadata import wheel_filename_parts
 
-        platforms = sorted({tag.platform for tag in parse_wheel_filename(report.filename)[3]})
+        platforms = sorted({tag.platform for tag in wheel_filename_parts(report.filename)[3]})
         needs = sorted((glibc, platform) for platform in platforms if (glibc := glibc_needed(platform)))
         if "any" in platforms or any(glibc <= rule for glibc, _ in needs):
             return []

@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
 
 def python_tags_of(filename: str) -> set[str]:
-    from packaging.utils import parse_wheel_filename
+    from ..wheel.metadata import wheel_filename_parts
 
-    return {tag.interpreter for tag in parse_wheel_filename(filename)[3]}
+    return {tag.interpreter for tag in wheel_filename_parts(filename)[3]}
 
 
 class WheelSetCheck(WheelCheck[tuple[str, ...] | None]):

@@ -148,6 +148,10 @@ class Wheel(_Model):
         default=False, description="let the wheel carry ROCm's own libraries (libamdhip64, librocblas…), as "
         "PyTorch's self-contained ROCm wheels do; by default the image must provide them"
     )
+    allow_variant_mismatch: bool = Field(
+        default=False, description="let a variant wheel (PEP 825) whose `amd :: gfx_arch` properties name GPU "
+        "targets it has no code object for through; by default each target named must be in every GPU library"
+    )
     python_tags: list[str] = Field(default=[], description="one wheel per tag, e.g. cp310…cp313")
     version_carries_commit: bool = Field(
         default=True, description="the version's local part holds g<sha8> (LMCache yes, Mooncake no)"
@@ -160,6 +164,9 @@ class Wheel(_Model):
         default=[], description="segments the wheel's local version must carry, e.g. torch2.10 and "
         "cxx11abi1: the ABI its image tag promises"
     )
+    size_growth_warn: Annotated[float, Field(ge=0,
+        description="the share by which a wheel's file or installed size may grow from the pinned one before the "
+        "proposal flags it, such as 0.2 for 20% (a growth under 1 MB is never flagged); 0 never flags")] = 0.2
     max_glibc: str | None = Field(
         default=None, description="the oldest glibc of the consuming images, such as 2.28: a wheel whose manylinux "
         "tag needs a newer one is refused, and so is one with no manylinux tag (linux_x86_64 promises no glibc: "
@@ -564,6 +571,7 @@ SCHEMA_EXAMPLES: dict[tuple[str, str], list[Any]] = {  # (model, field) → exam
     ("Wheel", "distribution"): ["lmcache", "mooncake-transfer-engine"],
     ("Wheel", "archs"): [["gfx942", "gfx950"]],
     ("Wheel", "forbid_needed"): [["libcudart.so.*", "libcuda.so.*"]],
+    ("Wheel", "size_growth_warn"): [0.2, 0.5, 0],
     ("ActionsBuild", "workflow"): ["build-lmcache.yml"],
     ("ActionsBuild", "inputs"): [{"commit": "{sha}"}],
     ("Image", "repository"): ["ghcr.io/your-org/lmcache-wheel", "oci:../images"],

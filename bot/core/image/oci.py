@@ -23,7 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.tags import parse_tag
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename
+from packaging.version import InvalidVersion
+
+from ..wheel.metadata import split_variant_label, wheel_filename_parts
 
 from ..errors import VerificationError
 
@@ -78,6 +81,11 @@ class WheelEntry:
     # HIP processors some of the wheel's GPU libraries carry and others lack (a kernel
     # missing on that GPU at run time)
     archs_partial: tuple[str, ...] = ()
+    # the bytes its files take once installed (WheelReport.installed_size); None: not
+    # recorded, as by images published before it was
+    installed: int | None = None
+    variant: str | None = None  # a variant wheel's label (PEP 825)
+    variant_properties: tuple[str, ...] = ()  # `namespace :: feature :: value`, sorted
 
     @property
     def archs_text(self) -> str:
@@ -96,6 +104,10 @@ class WheelEntry:
             data["needed"] = list(self.needed)
         if self.archs_partial:
             data["archs_partial"] = list(self.archs_partial)
+        if self.installed is not None:
+            data["installed"] = self.installed
+        if self.variant is not None:
+            data["variant"] = {"label": self.variant, "properties": list(self.variant_properties)}
         return data
 
     @classmethod
@@ -107,26 +119,34 @@ class WheelEntry:
         return cls(report.filename, report.sha256, report.size, report.name, report.version,
                    report.requires_dist, tuple(report.archs), report.tags,
                    tuple(sorted({library for elf in report.elf for library in elf.needed})),
-                   partial_archs(report))
+                   partial_archs(report), report.installed_size,
+                   report.variant.label if report.variant else None,
+                   report.variant.properties if report.variant else ())
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
         needed = data.get("needed")
         file = str(data["file"])
         tags = tuple(str(t) for t in data.get("tags", [])) or tags_of(file)  # the file name says them
+        installed = data.get("installed")
+        variant = data.get("variant")
+        variant = variant if isinstance(variant, dict) else {}
         return cls(file, str(data["sha256"]), int(data["size"]), str(data["name"]),
                    str(data["version"]), tuple(str(r) for r in data.get("requires_dist", [])),
                    tuple(str(a) for a in data.get("archs", [])), tags,
                    tuple(str(n) for n in needed) if isinstance(needed, list) else None,
-                   tuple(str(a) for a in data.get("archs_partial", [])))
+                   tuple(str(a) for a in data.get("archs_partial", [])),
+                   int(installed) if installed is not None else None,
+                   str(variant["label"]) if "label" in variant else None,
+                   tuple(str(p) for p in variant.get("properties", [])))
 
 
 def tags_of(filename: str) -> tuple[str, ...]:
     """The python-abi-platform tags a wheel's file name carries (none for a name that is
     not a wheel's)."""
     try:
-        return tuple(str(tag) for tag in sorted(parse_wheel_filename(filename)[3], key=str))
-    except InvalidWheelFilename:
+        return tuple(str(tag) for tag in sorted(wheel_filename_parts(filename)[3], key=str))
+    except (InvalidWheelFilename, InvalidVersion):
         return ()
 
 
@@ -134,7 +154,7 @@ def architecture_of(filenames: Sequence[str]) -> str:
     """The image architecture from the wheels' platform tags (`amd64` for x86_64 and any)."""
     found: set[str] = set()
     for filename in filenames:
-        tags = filename.removesuffix(".whl").split("-")[-3:]
+        tags = split_variant_label(filename)[0].removesuffix(".whl").split("-")[-3:]
         for tag in parse_tag("-".join(tags)):
             for arch, name in _ARCHS.items():
                 if tag.platform.endswith(arch):

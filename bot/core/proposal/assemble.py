@@ -14,9 +14,9 @@ from ..checks import CHECKS, WheelRules, missing_wanted
 from ..config.model import Component
 from ..image.oci import WheelEntry
 from ..pins.bump import BumpPlan
-from .text import Commit, ProposalFacts
+from .text import Commit, ProposalFacts, size_text
 from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts, parse_requirement
-from .wheeldiff import wheel_changes
+from .wheeldiff import WheelChanges, wheel_changes
 
 
 def constraint_lines(text: str) -> list[str]:
@@ -84,21 +84,48 @@ def notes(component: Component, wheels: Sequence[WheelEntry]) -> tuple[str, ...]
                     "on it (wheel.archs_wanted)" for arch in partial))
 
 
+# A growth smaller than this is said in the table only: a share of a small wheel (a pure
+# Python one of some kB) moves by more than any setting with every change, and weighs nothing
+# next to images of tens of GB.
+GROWTH_NOTED_FROM = 1_000_000
+
+
+def growth_notes(component: Component, changes: WheelChanges) -> tuple[str, ...]:
+    """Each new wheel whose file or installed size grew from the pinned one's by more than
+    `wheel.size_growth_warn` (0: never said) and by GROWTH_NOTED_FROM bytes at least: what
+    every image that installs it grows by."""
+    share = component.wheel.size_growth_warn
+    found = []
+    for change in changes.sizes:
+        grown = change.growth()
+        if (share and grown is not None and (grown[2] - grown[1]) / grown[1] > share
+                and grown[2] - grown[1] >= GROWTH_NOTED_FROM):
+            what, old, new = grown
+            found.append(f"{change.file}: {what} grows {(new - old) / old:.0%}, {size_text(old)} → "
+                         f"{size_text(new)}, over the {share:.0%} wheel.size_growth_warn allows")
+    return tuple(found)
+
+
 def assemble(component: Component, *, upstream: str, old_commit: str | None, new_commit: str, image: str,
              wheels: Sequence[WheelEntry], pinned: Sequence[WheelEntry], constraints_text: str | None,
              commits: Sequence[Commit], bump: BumpPlan, state: dict[str, object],
              check_refs: Sequence[str], provenance: str = "", more_verification: Sequence[str] = (),
              more_notes: Sequence[str] = (), consumer: Sequence[str] = (),
              tags: tuple[str | None, str | None] = (None, None), pinned_image: str | None = None,
-             pinned_problem: str | None = None) -> ProposalFacts:
+             pinned_problem: str | None = None, image_sizes: tuple[int | None, int | None] = (None, None)
+             ) -> ProposalFacts:
+    """`image_sizes`: the new image's and the pinned one's (config and layers, as their
+    manifests declare them), where read."""
     diff = requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text)
+    changes = wheel_changes(pinned, wheels)
     return ProposalFacts(
         component=component.name, upstream=upstream, old_commit=old_commit, new_commit=new_commit,
         old_tag=tags[0], new_tag=tags[1], pinned_image=pinned_image, pinned_problem=pinned_problem,
-        version=wheels[0].version if wheels else "?", image=image, wheels=tuple(wheels), commits=tuple(commits),
+        version=wheels[0].version if wheels else "?", image=image, image_size=image_sizes[0],
+        pinned_image_size=image_sizes[1], wheels=tuple(wheels), commits=tuple(commits),
         diff=diff,
         verification=verification_lines(component, new_commit) + tuple(more_verification), files=tuple(sorted(bump.new_texts)),
         edits=bump.edits, state=dict(state), check_refs=tuple(check_refs),
-        changes=wheel_changes(pinned, wheels), notes=notes(component, wheels) + tuple(more_notes),
+        changes=changes, notes=notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
         known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text), provenance=provenance,
         consumer=tuple(consumer))

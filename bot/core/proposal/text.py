@@ -1,6 +1,7 @@
 """The text of a proposal (docs/design.md §3 "Pull request"), built from small pure parts.
 
-Title; from → to with a compare link and the commit list; the wheel table; the
+Title; from → to with a compare link and the commit list; the wheel table (sizes old →
+new, the image's own size, variant properties); the
 Requires-Dist diff and constraint conflicts (loud); the verification results; how to
 check by hand; the hidden `<!-- wheelpin: {...} -->` marker holding the proposal's
 machine-readable state. Cut to GitHub's cap (githubhost.MAX_BODY), long sections first.
@@ -20,7 +21,7 @@ from ..pins.bump import Edit
 from .requirements import Conflict, RequirementsDiff
 
 if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
-    from .wheeldiff import WheelChanges
+    from .wheeldiff import SizeChange, WheelChanges
 
 MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
 MARKER = re.compile(re.escape(MARKER_START) + r"(\{.*?\}) -->", re.S)
@@ -46,6 +47,8 @@ class ProposalFacts:
     new_tag: str | None = None
     version: str
     image: str  # repository:tag@digest as pinned
+    image_size: int | None = None  # its config and layers as its manifest declares them
+    pinned_image_size: int | None = None  # the same of the image pinned today
     wheels: tuple[WheelEntry, ...]
     commits: tuple[Commit, ...] = ()
     diff: RequirementsDiff = RequirementsDiff()
@@ -92,8 +95,46 @@ def read_marker(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _size(size: int) -> str:
+def size_text(size: int) -> str:
+    """Bytes as a person reads them, in decimal units as registries and pip say them."""
+    if size >= 1e9:
+        return f"{size / 1e9:.1f} GB"
     return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
+
+
+def _moved(old: int | None, new: int | None) -> str:
+    """`new`, or `old → new (+8%)` when the pinned side is known and differs."""
+    if new is None:
+        return "not recorded"
+    if not old or old == new:
+        return size_text(new)
+    if size_text(old) == size_text(new):  # a move the rounding hides
+        return f"{size_text(new)} ({new - old:+,} bytes)"
+    share = (new - old) / old
+    return f"{size_text(old)} → {size_text(new)} ({share:+.1%})" if abs(share) < 0.1 else \
+        f"{size_text(old)} → {size_text(new)} ({share:+.0%})"
+
+
+def _size_cells(wheel: WheelEntry, change: SizeChange | None) -> str:
+    if change is None:
+        return f"{size_text(wheel.size)} | {_moved(None, wheel.installed)}"
+    return f"{_moved(change.old_size, change.new_size)} | {_moved(change.old_installed, change.new_installed)}"
+
+
+def _image_line(facts: ProposalFacts) -> str:
+    if facts.image_size is None:
+        return f"Image: `{facts.image}`"
+    pinned = (f"; the pinned one {size_text(facts.pinned_image_size)}"
+              if facts.pinned_image_size is not None else "")
+    return f"Image: `{facts.image}`, {size_text(facts.image_size)}{pinned}"
+
+
+def _variant_lines(wheels: Sequence[WheelEntry]) -> str:
+    """Each variant wheel's label and properties (PEP 825), under the table."""
+    lines = [f"- `{w.file}`: variant `{w.variant}`, "
+             + (", ".join(f"`{p}`" for p in w.variant_properties) or "no properties (the null variant)")
+             for w in wheels if w.variant is not None]
+    return "\n\nVariants:\n" + "\n".join(lines) if lines else ""
 
 
 def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list[str]:
@@ -121,10 +162,10 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         if cut:
             listed.append(f"- … and {cut} more commits (cut to fit)")
         parts.append("### Commits\n" + "\n".join(listed))
-    rows = ["| wheel | size | sha256 | GPU archs | tags |", "|---|---|---|---|---|"]
-    rows += [f"| `{w.file}` | {_size(w.size)} | `{w.sha256}` | {w.archs_text} | {', '.join(w.tags)} |"
-             for w in facts.wheels]
-    parts.append("### Wheels\n" + "\n".join(rows) + f"\n\nImage: `{facts.image}`")
+    rows = ["| wheel | size | installed | sha256 | GPU archs | tags |", "|---|---|---|---|---|---|"]
+    rows += [f"| `{w.file}` | {_size_cells(w, facts.changes.size_of(w.file) if facts.changes else None)} "
+             f"| `{w.sha256}` | {w.archs_text} | {', '.join(w.tags)} |" for w in facts.wheels]
+    parts.append("### Wheels\n" + "\n".join(rows) + _variant_lines(facts.wheels) + "\n\n" + _image_line(facts))
     unread = f"\n\nThe pinned wheels could not be read ({facts.pinned_problem}): each requirement shows as added." \
         if facts.pinned_problem and not facts.diff.empty else ""
     parts.append("### Requires-Dist\n" + _diff_text(facts.diff) + unread if not facts.diff.empty

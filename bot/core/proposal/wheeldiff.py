@@ -1,6 +1,6 @@
 """What changes from the wheels pinned today to the new ones (docs/design.md §3 "Pull
-request", from → to): version, each wheel's sha256, GPU archs, python tags and the
-shared libraries the wheels' ELF files need (DT_NEEDED). Pure: the proposal shows it,
+request", from → to): version, each wheel's sha256 and sizes, GPU archs, python tags and
+the shared libraries the wheels' ELF files need (DT_NEEDED). Pure: the proposal shows it,
 `core/proposal/assemble.py` makes it from the two images' wheel entries.
 
 A library is followed across the change by its name without the version after `.so`
@@ -34,6 +34,26 @@ class LibraryChange:
 
 
 @dataclass(frozen=True)
+class SizeChange:
+    """One new wheel's file and installed sizes, and those of the pinned wheel it replaces
+    (None: no pinned wheel of its python tag, or an image that does not record it)."""
+
+    file: str  # the new wheel's
+    old_size: int | None
+    new_size: int
+    old_installed: int | None
+    new_installed: int | None
+
+    def growth(self) -> tuple[str, int, int] | None:
+        """What grew most, by share: ("installed size" or "size", old, new); None when
+        neither grew or nothing is known to compare."""
+        measures = [(what, old, new) for what, old, new in (("size", self.old_size, self.new_size),
+                                                             ("installed size", self.old_installed, self.new_installed))
+                    if old and new is not None and new > old]
+        return max(measures, key=lambda m: m[2] / m[1], default=None)
+
+
+@dataclass(frozen=True)
 class WheelChanges:
     old_version: str | None
     new_version: str
@@ -44,6 +64,10 @@ class WheelChanges:
     tags_added: tuple[str, ...] = ()
     tags_dropped: tuple[str, ...] = ()
     libraries: tuple[LibraryChange, ...] | None = None  # None: a side does not record DT_NEEDED
+    sizes: tuple[SizeChange, ...] = ()  # one per new wheel
+
+    def size_of(self, file: str) -> SizeChange | None:
+        return next((change for change in self.sizes if change.file == file), None)
 
 
 def python_tag(entry: WheelEntry) -> str:
@@ -79,6 +103,8 @@ def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> Wh
     else:
         pairs = [(tag, old_by_tag.get(tag), new_by_tag.get(tag)) for tag in sorted({*old_by_tag, *new_by_tag})]
     sha256 = tuple((tag, o.sha256 if o else None, n.sha256 if n else None) for tag, o, n in pairs)
+    sizes = tuple(SizeChange(n.file, o.size if o else None, n.size, o.installed if o else None, n.installed)
+                  for _tag, o, n in pairs if n is not None)
     old_archs = {a for w in pinned for a in w.archs}
     new_archs = {a for w in new for a in w.archs}
     archs_known = bool(old_archs) or any(w.needed is not None for w in pinned) or not pinned
@@ -94,4 +120,4 @@ def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> Wh
         archs_known=archs_known,
         tags_added=tuple(sorted(set(new_by_tag) - set(old_by_tag))) if pinned else (),
         tags_dropped=tuple(sorted(set(old_by_tag) - set(new_by_tag))),
-        libraries=libraries)
+        libraries=libraries, sizes=sizes)

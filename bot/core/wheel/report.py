@@ -32,11 +32,14 @@ from ..errors import InputError
 from ..proposal.requirements import parse_requirement
 from .metadata import (
     Metadata,
+    VARIANT_JSON,
     RecordEntry,
+    Variant,
     WheelName,
     dist_info_matches,
     parse_metadata,
     parse_record,
+    parse_variant_json,
     parse_wheel_tags,
 )
 
@@ -58,6 +61,10 @@ class WheelReport:
     elf: tuple[ElfReport, ...]
     integrity: tuple[str, ...] = field(default=())  # facts that are always problems
     notes: tuple[str, ...] = field(default=())  # oddities real wheels have; not problems
+    # What installing it adds to an image: its members' uncompressed sizes, as the zip's
+    # central directory declares them (and the reading held each member to its declaration)
+    installed_size: int = 0
+    variant: Variant | None = None  # a variant wheel's label and properties (PEP 825)
 
     @property
     def archs(self) -> list[str]:
@@ -116,6 +123,7 @@ def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits(), spread
     with open_archive(path, limits) as archive:
         dist_info, metadata = _read_metadata(path, archive)
         integrity, notes = _check_dist_info(path, archive, dist_info, wheel_name, metadata)
+        variant = _read_variant(path, archive, dist_info, wheel_name, integrity, notes)
         record = _read_record(path, archive, dist_info, integrity)
         budget = ReadBudget.for_wheel(path.stat().st_size)
         from concurrent.futures import ThreadPoolExecutor
@@ -139,7 +147,41 @@ def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits(), spread
         elf=tuple(elf_reports),
         integrity=tuple(integrity),
         notes=tuple(notes),
+        installed_size=installed_size(archive),
+        variant=variant,
     )
+
+
+def installed_size(archive: zipfile.ZipFile) -> int:
+    """The bytes the wheel's files take once installed: the sum of the uncompressed sizes
+    the central directory declares (no member is inflated to know it; `read_member` holds
+    each member read to its declared size, and `check_directory` caps the sum)."""
+    return sum(info.file_size for info in archive.infolist() if not info.is_dir())
+
+
+def _read_variant(path: Path, archive: zipfile.ZipFile, dist_info: str, name: WheelName,
+                  problems: list[str], notes: list[str]) -> Variant | None:
+    """A variant wheel's label and the properties its variant.json gives it (PEP 825:
+    "It MUST include a variant metadata file", which "MUST contain the label present in
+    that wheel's filename"); a fault of either is a problem of the wheel's own."""
+    member = f"{dist_info}/{VARIANT_JSON}"
+    try:
+        info = archive.getinfo(member)
+    except KeyError:
+        info = None
+    if name.variant is None:
+        if info is not None:
+            notes.append(f"{member} is there but the file name carries no variant label, so it is no variant wheel")
+        return None
+    if info is None:
+        problems.append(f"the file name carries variant label {name.variant!r} but {member} is missing")
+        return Variant(name.variant, ())
+    try:
+        properties = parse_variant_json(read_small_member(path, archive, info, limit=1 << 20), name.variant)
+    except ValueError as exc:
+        problems.append(f"{member} {exc}")
+        return Variant(name.variant, ())
+    return Variant(name.variant, properties)
 
 
 def read_wheel_metadata(path: Path, *, limits: ArchiveLimits = ArchiveLimits()) -> Metadata:

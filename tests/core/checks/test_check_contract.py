@@ -18,6 +18,7 @@ import pytest
 from bot.cli import build_parser
 from bot.core.checks import CHECKS, KINDS, LABELS, WheelCheck, WheelRules, kinded_problems, problems
 from bot.core.config.model import Component, Wheel
+from bot.core.wheel.metadata import Variant
 from bot.core.wheel.report import WheelReport, inspect_wheel
 from bot.core.proposal.text import ProposalFacts, body
 from bot.core.proposal.assemble import verification_lines
@@ -31,6 +32,13 @@ CONFIGS = Path(__file__).resolve().parents[3] / "config"
 def _needing(library: str) -> Callable[[WheelReport], WheelReport]:
     return lambda report: replace(report, elf=(replace(report.elf[0], needed=(*report.elf[0].needed, library)),
                                                *report.elf[1:]))
+
+
+def _variant(*archs: str) -> Callable[[WheelReport], WheelReport]:
+    """The wheel as a variant wheel whose properties promise `archs` (the AMD variant
+    provider's `amd :: gfx_arch`: core/checks/variant.py)."""
+    return lambda report: replace(report, variant=Variant("amd_" + "_".join(archs),
+                                                          tuple(f"amd :: gfx_arch :: {arch}" for arch in archs)))
 
 
 def _tagged(platform: str) -> Callable[[WheelReport], WheelReport]:
@@ -55,6 +63,7 @@ CASES: dict[str, Case] = {
     "require_archs": Case(("--require-arch", "gfx942"), ["gfx942"], lambda r: replace(r, elf=())),
     "wanted_archs": Case(("--want-arch", "gfx942", "--want-arch", "gfx950"), ["gfx942", "gfx950"],
                          lambda r: replace(r, elf=tuple(replace(e, targets=("gfx1100",)) for e in r.elf))),
+    "allow_variant_mismatch": Case((), False, _variant("gfx942", "gfx950"), fits=_variant("gfx942")),
     "rocm": Case((), True, _needing("libcudart.so.12")),
     "forbid_needed": Case(("--forbid-needed", "libcrypt*"), ["libcrypt*"], _needing("libcrypt.so.1")),
     "require_needed": Case(("--require-needed", "libm.so*"), ["libm.so*"],
@@ -66,7 +75,7 @@ CASES: dict[str, Case] = {
 }
 # Checks whose passing the proposal has never said (it lists what was asked of the wheel,
 # not every default refusal); saying them now would change every proposal's text.
-SILENT = {"forbid_needed", "allow_vendored_rocm"}
+SILENT = {"forbid_needed", "allow_vendored_rocm", "allow_variant_mismatch"}
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,10 @@ what ATOM's, vLLM's and Mooncake's maintainers review instead of their own scrip
 shows from → to against the wheel pinned today, archs and DT_NEEDED changes, conflicts
 new or already present, a refused commit and the provenance. The wheels' facts are
 those of the real wheels (LMCache's ROCm builds, mooncake-transfer-engine-rocm
-0.3.13.post1 from PyPI); `WHEELPIN_UPDATE_GOLDEN=1` writes the files again."""
+0.3.13.post1 from PyPI); the pinned wheels' sizes are those of the PyPI wheels in the test
+cache (lmcache 0.5.6, mooncake-transfer-engine-rocm 0.3.13.post1: file, and the sum of the
+uncompressed sizes in the zip's central directory), the new ones grown from them, LMCache's
+past `wheel.size_growth_warn`; `WHEELPIN_UPDATE_GOLDEN=1` writes the files again."""
 
 from __future__ import annotations
 
@@ -31,9 +34,10 @@ LMCACHE_NEEDED = ("libamdhip64.so.7", "libc.so.6", "libc10.so", "libc10_hip.so",
 LMCACHE_REQUIRES = ("numpy<=2.2.6", "opentelemetry-api<1.40", "torch==2.10.0", "transformers>=4.51.1")
 
 
-def lmcache(version: str, sha: str, archs: tuple[str, ...], needed: tuple[str, ...]) -> WheelEntry:
-    return WheelEntry(f"lmcache-{version}-cp312-cp312-linux_x86_64.whl", sha * 64, 21_734_112, "lmcache", version,
-                      LMCACHE_REQUIRES, archs, ("cp312-cp312-linux_x86_64",), needed)
+def lmcache(version: str, sha: str, archs: tuple[str, ...], needed: tuple[str, ...],
+            sizes: tuple[int, int] = (21_734_112, 104_913_408)) -> WheelEntry:
+    return WheelEntry(f"lmcache-{version}-cp312-cp312-linux_x86_64.whl", sha * 64, sizes[0], "lmcache", version,
+                      LMCACHE_REQUIRES, archs, ("cp312-cp312-linux_x86_64",), needed, installed=sizes[1])
 
 
 def component(folder: str) -> Component:
@@ -61,14 +65,16 @@ def test_seed_proposal_bodies(seed: str) -> None:
         tags = ("cp310", "cp311", "cp312", "cp313")
         needed = ("libamdhip64.so.6", "libc.so.6", "libhsa-runtime64.so.1", "libibverbs.so.1", "libstdc++.so.6")
 
-        def wheel(tag: str, version: str, sha: str, libs: tuple[str, ...]) -> WheelEntry:
+        def wheel(tag: str, version: str, sha: str, libs: tuple[str, ...], sizes: tuple[int, int]) -> WheelEntry:
             return WheelEntry(f"mooncake_transfer_engine_rocm-{version}-{tag}-{tag}-manylinux_2_35_x86_64.whl",
-                              sha * 64, 9_868_301, "mooncake-transfer-engine-rocm", version,
-                              ("aiohttp", "requests"), (), (f"{tag}-{tag}-manylinux_2_35_x86_64",), libs)
+                              sha * 64, sizes[0], "mooncake-transfer-engine-rocm", version,
+                              ("aiohttp", "requests"), (), (f"{tag}-{tag}-manylinux_2_35_x86_64",), libs,
+                              installed=sizes[1])
 
-        pinned = [wheel(tag, "0.3.13.post1", "a", needed) for tag in tags]
-        new = [wheel(tag, "0.3.14", "b", tuple(sorted({*needed, "libnuma.so.1"} - {"libibverbs.so.1"})))
-               for tag in ("cp311", "cp312", "cp313", "cp314")]
+        pinned = [wheel(tag, "0.3.13.post1", "a", needed, (33_366_411, 89_317_189)) for tag in tags]
+        new = [wheel(tag, "0.3.14", "b", tuple(sorted({*needed, "libnuma.so.1"} - {"libibverbs.so.1"})),
+                     (33_512_880, 89_702_411)) for tag in ("cp311", "cp312", "cp313", "cp314")]
+        image_sizes = (134_057_472 + 1_733, 133_470_208 + 1_733)  # four wheels' tar layer, and the config
         plan = edits("docker/Dockerfile", ("image", "rocm/atom-dev:mooncake-0.3.13.post1@sha256:" + "c" * 64,
                                            "rocm/atom-dev:mooncake-0.3.14@sha256:" + "d" * 64))
         image = "docker.io/rocm/atom-dev:mooncake-0.3.14-g3d3aa833-rocm7.2.4@sha256:" + "d" * 64
@@ -82,7 +88,9 @@ def test_seed_proposal_bodies(seed: str) -> None:
         if seed == "vllm-lmcache":  # vLLM's rule: gfx90a where the build has it
             ours = ours.model_copy(update={"wheel": ours.wheel.model_copy(update={"archs_wanted": ["gfx90a"]})})
         pinned = [lmcache("0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1", "a",
-                          ("gfx90a", "gfx942", "gfx950"), tuple(n.replace(".so.7", ".so.6") for n in LMCACHE_NEEDED))]
+                          ("gfx90a", "gfx942", "gfx950"), tuple(n.replace(".so.7", ".so.6") for n in LMCACHE_NEEDED),
+                          sizes=(17_659_257, 83_055_622))]
+        image_sizes = (21_736_960 + 1_412, 17_661_952 + 1_412)  # the wheel's tar layer, and the config
         otel = "opentelemetry-api<1.40" if seed == "atom-lmcache" else "opentelemetry-api>=1.30"  # vLLM: a new conflict
         pinned = [replace(pinned[0], requires_dist=("numpy<2.3", otel, "torch==2.10.0"))]
         new = [lmcache("0.5.7.dev12+g3d3aa833.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1", "b", ("gfx942", "gfx950"),
@@ -99,5 +107,5 @@ def test_seed_proposal_bodies(seed: str) -> None:
     facts = assemble(ours, upstream=ours.upstream.repo, old_commit=OLD, new_commit=NEW, image=image, wheels=new,
                      pinned=pinned, constraints_text="numpy==2.3.5\nopentelemetry-api==1.44.0\n", commits=commits,
                      bump=plan, state={"component": ours.name, "commit": NEW}, check_refs=(),
-                     provenance=provenance, **extra)
+                     provenance=provenance, image_sizes=image_sizes, **extra)
     check(seed, body(facts))
