@@ -1,5 +1,7 @@
 """The runner (docs/design.md §1): for each component of one repository, observe → plan →
-execute until the plan is empty. A plan is run up to its end, a `Report`, or a `Wait`
+execute until the plan is empty. Each action works from the observation its plan was made
+from and the outcome of the action before it (loop/results.py `Outcome`), the only ways
+one step tells another anything. A plan is run up to its end, a `Report`, or a `Wait`
 (a wait foreseen after other actions, such as a build just dispatched, is checked
 first); then the world is observed again, so a step that went otherwise than foreseen
 is planned anew. Components are independent: one failing does not stop the others. A dry run
