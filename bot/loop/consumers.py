@@ -1,9 +1,9 @@
 """The consuming image in the loop (docs/design.md §1, step 5; `component.consumer`): named
 by the config or the downstream Dockerfile at the base (observe finds which, and the
-observation carries it), read from its layers once a pass
-(layers cached on disk by digest), and put to the wheels twice: a library the image lacks
-refuses the wheel before it is published; its installed versions become constraints, and
-the packages the wheel would leave inconsistent are said, in the proposal.
+observation carries it), read from its layers once a pass (layers cached on disk by
+digest), and put to the wheels twice: a library the image lacks refuses the wheel before it
+is published; its installed versions become constraints, and the packages the wheel would
+leave inconsistent are said, in the proposal.
 """
 
 from __future__ import annotations

@@ -247,7 +247,8 @@ class Observer:
         if state and state.get("commit") == head and state.get("tag"):
             digest = context.store.tag_digest(str(state["tag"]))
             if digest is not None and digest == state.get("digest"):
-                return self._found(context, read, str(state["tag"]), digest, head, verified=True)  # verified when proposed
+                # verified when it was proposed
+                return self._found(context, read, str(state["tag"]), digest, head, verified=True)
         if commit_only(component.image.tag):
             candidates = [render_tag(component.image.tag, TagValues(sha=head, component=component.name))]
         else:
