@@ -148,7 +148,8 @@ def bench(root: Path, size: int, host: str, *, on_github: bool) -> None:
         print(f"{size:4d} components, update found, dry run: {said}")
         real, said = measured(reconciler.run, registries, platform, github)
         assert sum(1 for c in real.components if any(a.kind == "propose" for a in c.actions)) == size
-        print(f"{size:4d} components, update found, proposed: {said}")
+        opened = sum(1 for c in real.components if c.status == "done")  # the rest failed (a rate limit)
+        print(f"{size:4d} components, update found, proposed ({opened} done): {said}")
     finally:
         if emulator is not None:
             emulator.stop()
