@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bot.adapters.git import git  # noqa: E402
-from bot.adapters.imagestore import LayoutStore  # noqa: E402
+from bot.adapters.imagestore import ImageStore, LayoutStore  # noqa: E402
 from bot.adapters.localplatform import LocalPlatform  # noqa: E402
 from bot.adapters.publisher import publish  # noqa: E402
 from bot.app.logsetup import configure_logging  # noqa: E402
@@ -39,27 +39,33 @@ def commit(repo: Path, message: str, people: dict[str, str]) -> str:
     return git(["rev-parse", "HEAD"], cwd=repo).strip()
 
 
-def publish_all(root: Path, names: list[str], head: str) -> dict[str, tuple[str, str]]:
-    """One image per component for `head`: {name: (tag, digest)} and the wheel sha256."""
+def publish_all(root: Path, names: list[str], head: str, *, store: ImageStore | None = None
+                ) -> dict[str, tuple[str, str]]:
+    """One image per component for `head` (in the layout folder, or `store`): {name: (tag,
+    digest)} and the wheel sha256."""
     wheel = build_wheel(root / "wheels" / head[:8], name="demo-cache", version=f"0.1.0+g{head[:8]}",
                         files={"demo_cache/__init__.py": head.encode()}, requires_dist=["numpy>=2.3"])
     report = inspect_wheel(wheel)
-    store = LayoutStore(root / "images")
+    store = store or LayoutStore(root / "images")
     found = {}
     for name in names:
-        result = publish(store, f"{name}-g{head[:8]}", [wheel], [report], revision=head, component=name)
+        result = publish(store, f"{name}-g{head[:8]}", [wheel], [report], revision=head, component=name,
+                         settle=0)  # no other writer here: nothing to wait for
         found[name] = (f"{name}-g{head[:8]}", result.digest)
     found["sha256"] = (report.sha256, "")
     return found
 
 
-def setup(root: Path, size: int) -> tuple[Path, Path, list[str], str]:
+def setup(root: Path, size: int, *, repository: str = "oci:../images", store: ImageStore | None = None
+          ) -> tuple[Path, Path, list[str], str]:
+    """An upstream, and a downstream pinning `size` components' images in `repository`
+    (published to `store`; the layout folder by default)."""
     upstream = root / "upstream"
     upstream.mkdir(parents=True)
     git(["init", "--quiet", "-b", "main"], cwd=upstream)
     head = commit(upstream, "start", PEOPLE)
     names = [f"c{i:03d}" for i in range(size)]
-    images = publish_all(root, names, head)
+    images = publish_all(root, names, head, store=store)
     downstream = root / "downstream"
     (downstream / "docker").mkdir(parents=True)
     git(["init", "--quiet", "-b", "main"], cwd=downstream)
@@ -67,13 +73,14 @@ def setup(root: Path, size: int) -> tuple[Path, Path, list[str], str]:
     for name in names:
         tag, digest = images[name]
         arg = name.upper()
-        lines += [f'ARG {arg}_IMAGE="localhost/demo-cache:{tag}@{digest}"', f"ARG {arg}_SHA256={images['sha256'][0]}"]
+        pinned = "localhost/demo-cache" if repository.startswith("oci:") else repository
+        lines += [f'ARG {arg}_IMAGE="{pinned}:{tag}@{digest}"', f"ARG {arg}_SHA256={images['sha256'][0]}"]
         config.append(f"""[[component]]
 name = "{name}"
 upstream = {{ repo = "../upstream", branch = "main" }}
 wheel = {{ distribution = "demo-cache" }}
 build = {{ command = "false" }}
-image = {{ repository = "oci:../images", tag = "{{component}}-g{{sha8}}" }}
+image = {{ repository = "{repository}", tag = "{{component}}-g{{sha8}}" }}
 pins = [{{ file = "docker/Dockerfile", image_arg = "{arg}_IMAGE", sha256_arg = "{arg}_SHA256" }}]
 """)
     (downstream / "docker/Dockerfile").write_text("\n".join(lines) + "\nFROM scratch\n")

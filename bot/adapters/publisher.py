@@ -51,6 +51,7 @@ class PublishResult:
     status: str  # "published" | "unchanged"
     wheels: tuple[WheelEntry, ...]
     bytes_uploaded: int
+    size: int = 0  # its config's and layer's bytes, as imagedocs.pulled_size reads them back
 
     @property
     def ref(self) -> str:
@@ -109,16 +110,17 @@ def publish(
     digest, size = layer_digest(wheels, verified)
     image = build_image(entries, layer_digest=digest, layer_size=size, architecture=architecture,
                         source=source, revision=revision, component=component, rules=rules)
+    pulled = size + len(image.config)
     if _guard(store, tag, image.manifest_digest):
         log.info("image.unchanged", store=store.name, tag=tag, digest=image.manifest_digest)
-        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, 0)
+        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, 0, pulled)
     uploaded = 0
     if not store.has_blob(digest):
         uploaded += store.put_blob(digest, size, lambda: layer_chunks(wheels, verified), mount_from=mount_from)
     if not store.has_blob(image.config_digest):
         uploaded += store.put_blob(image.config_digest, len(image.config), lambda: [image.config])
     if _guard(store, tag, image.manifest_digest):  # another writer finished first, with our bytes
-        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, uploaded)
+        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, uploaded, pulled)
     written = store.put_manifest(tag, image.manifest, MANIFEST_TYPE)
     uploaded += len(image.manifest)
     if written != image.manifest_digest:
@@ -126,7 +128,7 @@ def publish(
     verify_published(reader or store, tag, image.manifest_digest, entries, digest, settle=settle)
     log.info("image.published", store=store.name, tag=tag, digest=image.manifest_digest,
              bytes_uploaded=uploaded)
-    return PublishResult(store.name, tag, image.manifest_digest, "published", entries, uploaded)
+    return PublishResult(store.name, tag, image.manifest_digest, "published", entries, uploaded, pulled)
 
 
 def verify_published(store: ImageStore, tag: str, digest: str, entries: Sequence[WheelEntry],

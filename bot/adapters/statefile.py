@@ -50,6 +50,8 @@ class StateFile:
         columns = {row[1] for row in db.execute("pragma table_info(failures)")}
         if "rules" not in columns:  # a state file of an earlier wheelpin
             db.execute("alter table failures add column rules text default ''")
+        if "reason" not in columns:
+            db.execute("alter table failures add column reason text default ''")
         db.execute("create table if not exists runs (component text, commit_sha text, run_id integer,"
                    " primary key (component, commit_sha))")
         # a dispatch noted before it is sent, and every run ever followed: a pass killed
@@ -139,26 +141,29 @@ class StateFile:
 
     def failure(self, component: str, commit: str) -> Failure | None:
         component = self.scope + component
-        row = self._q("select component, commit_sha, kind, message, attempts, at, rules from failures"
+        row = self._q("select component, commit_sha, kind, message, attempts, at, rules, reason from failures"
                               " where component = ? and commit_sha = ?", (component, commit)).fetchone()
         if row is None:
             return None
-        component_, commit_, kind, message, attempts, at, judged_under = row
+        component_, commit_, kind, message, attempts, at, judged_under, reason = row
         return Failure(component_[len(self.scope):], commit_, kind, message, int(attempts), float(at),
-                       judged_under or "")
+                       judged_under or "", reason or "")
 
-    def record(self, component: str, commit: str, kind: str, message: str, *, judged_under: str = "") -> Failure:
+    def record(self, component: str, commit: str, kind: str, message: str, *, judged_under: str = "",
+               reason: str = "") -> Failure:
         """A failure of `commit`'s build or verification under what `judged_under` digests
-        (attempts count on only while it stays the same). Its column is `rules`, the name
-        state files already written have."""
+        (attempts count on only while it stays the same; its column is `rules`, the name
+        state files already written have), and a refused wheel's `reason` apart from the
+        sentence `message` says it in."""
         previous = self.failure(component, commit)
         attempts = previous.attempts + 1 if previous and previous.judged_under == judged_under else 1
-        failed = Failure(component, commit, kind, message, attempts, time.time(), judged_under)
+        failed = Failure(component, commit, kind, message, attempts, time.time(), judged_under, reason)
         component = self.scope + component
-        self._q("insert into failures (component, commit_sha, kind, message, attempts, at, rules)"
-                " values (?, ?, ?, ?, ?, ?, ?) on conflict (component, commit_sha) do update set kind = excluded.kind,"
-                " message = excluded.message, attempts = excluded.attempts, at = excluded.at, rules = excluded.rules",
-                (component, commit, kind, message, attempts, failed.at, judged_under))
+        self._q("insert into failures (component, commit_sha, kind, message, attempts, at, rules, reason)"
+                " values (?, ?, ?, ?, ?, ?, ?, ?) on conflict (component, commit_sha) do update set"
+                " kind = excluded.kind, message = excluded.message, attempts = excluded.attempts, at = excluded.at,"
+                " rules = excluded.rules, reason = excluded.reason",
+                (component, commit, kind, message, attempts, failed.at, judged_under, reason))
         self._commit()
         return failed
 
@@ -297,6 +302,7 @@ class PostgresState(StateFile):
         self._pg.execute("create table if not exists failures (component text, commit_sha text, kind text,"
                          " message text, attempts integer, at double precision, rules text default '',"
                          " primary key (component, commit_sha))")
+        self._pg.execute("alter table failures add column if not exists reason text default ''")
         self._pg.execute("create table if not exists runs (component text, commit_sha text, run_id bigint,"
                          " primary key (component, commit_sha))")
         self._pg.execute("create table if not exists dispatches (component text, commit_sha text,"

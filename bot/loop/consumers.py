@@ -1,8 +1,9 @@
-"""The consuming image in the loop (docs/design.md §1, step 5; `component.consumer`): found
-from the config or the downstream Dockerfile at the base, read from its layers once a pass
-(layers cached on disk by digest), and put to the wheels twice: a library the image lacks
-refuses the wheel before it is published; its installed versions become constraints, and
-the packages the wheel would leave inconsistent are said, in the proposal.
+"""The consuming image in the loop (docs/design.md §1, step 5; `component.consumer`): named
+by the config or the downstream Dockerfile at the base (observe finds which, and the
+observation carries it), read from its layers once a pass (layers cached on disk by
+digest), and put to the wheels twice: a library the image lacks refuses the wheel before it
+is published; its installed versions become constraints, and the packages the wheel would
+leave inconsistent are said, in the proposal.
 """
 
 from __future__ import annotations
@@ -18,27 +19,26 @@ from ..core.errors import ConfigError, doing
 from ..core.image.reference import ImageRef, ImageRefError
 from ..core.image.oci import WheelEntry, architecture_of
 from ..core.proposal.text import size_text
-from ..core.decide.plan import Facts
 from ..core.checks.component import Problem
-from .context import Context, Stores
-from .observe import Observer
+from .context import Stores
+from .observation import Observation
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from ..core.wheel.report import WheelReport
 
 
 class Consumers:
-    def __init__(self, registries: Stores, observer: Observer, cache: Path) -> None:
+    def __init__(self, registries: Stores, cache: Path) -> None:
         self.registries = registries
-        self.observer = observer
         self.layers = LayerCache(cache / "layers")
         self._seen: dict[tuple[str, str], ConsumerImage] = {}  # (reference, architecture), this pass
 
     def new_pass(self) -> None:
         self._seen = {}  # a tag may have moved
 
-    def image(self, context: Context, facts: Facts, files: Sequence[str]) -> ConsumerImage | None:
-        reference = self.observer.consumer_reference(context, facts.base)
+    def image(self, observation: Observation, files: Sequence[str]) -> ConsumerImage | None:
+        """The consuming image observe found named, read for the wheels' architecture."""
+        reference = observation.consumer_reference()
         if reference is None:
             return None
         try:
@@ -55,9 +55,9 @@ class Consumers:
                                                 architecture=architecture)
         return self._seen[key]
 
-    def problems(self, context: Context, facts: Facts, reports: Sequence[WheelReport]) -> list[Problem]:
+    def problems(self, observation: Observation, reports: Sequence[WheelReport]) -> list[Problem]:
         """The libraries the wheels need that the consuming image does not have."""
-        image = self.image(context, facts, [r.filename for r in reports])
+        image = self.image(observation, [r.filename for r in reports])
         if image is None:
             return []
         found = check(image.name, image.files, reports, reports)
@@ -65,10 +65,10 @@ class Consumers:
         return [Problem("libraries", f"{text} ({image.name})", file=by_path.get(text.split(" needs ", 1)[0]))
                 for text in found.unresolved]
 
-    def seen(self, context: Context, facts: Facts, wheels: Sequence[WheelEntry]) -> tuple[ConsumerReport, str] | None:
+    def seen(self, observation: Observation, wheels: Sequence[WheelEntry]) -> tuple[ConsumerReport, str] | None:
         """What the proposal says of the image: its report (its `absent`: the wheels'
         requirements the image has no distribution for), and its header line."""
-        image = self.image(context, facts, [w.file for w in wheels])
+        image = self.image(observation, [w.file for w in wheels])
         if image is None:
             return None
         found = check(image.name, image.files, wheels)

@@ -1,21 +1,23 @@
-"""What observe and execute share: the parts of one component (`Context`) and what the
-loop remembers across passes of one process (`Memory`). Only caches of what was read,
-never state: losing them costs a request, never a wrong result."""
+"""What the parts of the loop are wired with: the parts of one component (`Context`), the
+pass's reader of what never changes under its name (`Reads`), and what the loop remembers
+across passes of one process (`Memory`). Only caches of what was read or written, never a
+channel between two steps: losing them costs a request, never a wrong result. What one
+step tells the next travels in the observation (loop/observation.py) and in the actions'
+outcomes (loop/results.py `Outcome`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..adapters.imageread import ImageInfo
+from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore
+from ..adapters.platform import Platform
 from ..adapters.registrywire import Traffic
-from ..adapters.smoke import SmokeResult
 from ..adapters.upstream import UpstreamRepo
 from ..core.config.model import Component
+from ..core.errors import WheelpinError
 from ..core.image.reference import ImageRef
-from ..core.pins.bump import PinState
-from ..core.trust.decide import Provenance
 from .builders.base import Builder
 
 
@@ -29,55 +31,68 @@ class Stores(Protocol):
         ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
+    """The parts one component's pass works with; what it read is in its observation."""
+
     component: Component
-    upstream: UpstreamRepo
+    upstream: UpstreamRepo  # one per upstream a pass follows, shared by the components that follow it
     store: ImageStore
     builder: Builder
     branch: str
-    pins: list[PinState] = field(default_factory=list)
-    pinned_info: ImageInfo | None = None  # the image the base pins, when it can be read
-    pinned_unread: str | None = None  # why it could not be, when a pin names a digest
-    texts: dict[str, str] = field(default_factory=dict)  # the pin files at the base
-    judged_under: str = ""  # what its wheels are judged under this pass (observe._judged_under)
-    pinned_problem: str | None = None  # why the pinned image could not be read (a 404), when known
-    # how the pinned image's provenance was verified, once looked at: its wheels' attestations
-    # (loop/trustcheck.py), or wheelpin's own signed statement (Source.SIGNED_STATEMENT)
-    pinned_provenance: Provenance | None = None
 
     @property
     def name(self) -> str:
         return self.component.name
 
 
+class Reads:
+    """A file of a downstream commit and an image by digest never change: each is read once
+    a pass, whoever asks (observe, execute, prune, the dry run's plan)."""
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self._files: dict[tuple[str, str], str | None] = {}
+        self._images: dict[str, ImageInfo] = {}
+
+    def new_pass(self) -> None:
+        """Forgotten at each pass: a long-running service reads what later passes ask anew."""
+        self._files, self._images = {}, {}
+
+    def file_or_none(self, commit: str, path: str) -> str | None:
+        if (commit, path) not in self._files:
+            self._files[(commit, path)] = self.platform.read_file(commit, path)
+        return self._files[(commit, path)]
+
+    def file(self, base: str, path: str) -> str:
+        """A file of the base branch's commit `base`, which the config says is there."""
+        text = self.file_or_none(base, path)
+        if text is None:
+            raise WheelpinError(f"{path} does not exist on the base branch")
+        return text
+
+    def image(self, store: ImageStore, digest: str) -> ImageInfo:
+        """What the image `digest` names holds (its reading's errors are not kept: asked
+        again, it is read again)."""
+        key = f"{store.name}@{digest}"
+        if key not in self._images:
+            self._images[key] = read_image(store, digest)
+        return self._images[key]
+
+
 @dataclass
 class Memory:
     verified: set[tuple[str, str]] = field(default_factory=set)  # (component, digest) checked in this process
     adopted: set[tuple[str, str]] = field(default_factory=set)  # (component, digest) someone else pushed
-    made_by: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (component, commit) → its build, said
-    smoke: dict[tuple[str, str], SmokeResult] = field(default_factory=dict)  # (component, commit) → its smoke test
-    published: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (component, commit) → tag, digest: tag lists may lag a push
-    # per pass: one ls-remote per upstream, one resolve per base, each file of a commit read once
-    heads: dict[tuple[str, str | None, str | None], tuple[str, dict[str, str]]] = field(default_factory=dict)
+    # (component, commit) → tag, digest this process pushed: a registry's tag list may lag a
+    # push, so observe looks the tag up by name (and trusts it only if it still names the digest)
+    published: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    # per pass: one ls-remote per upstream (the runner keeps one `UpstreamRepo` each), one resolve per base
+    heads: dict[int, str] = field(default_factory=dict)
     bases: dict[str, str | None] = field(default_factory=dict)
-    files: dict[tuple[str, str], str] = field(default_factory=dict)
-    ls_remotes: int = 0
-
-    def note_build(self, component: str, commit: str, *, made_by: str | None = None,
-                   smoke: SmokeResult | None = None) -> None:
-        """What the proposal of `commit` will say of its build, kept for the component's
-        latest commit only (a long-running service publishes without end)."""
-        for kept in (self.made_by, self.smoke):
-            for key in [key for key in kept if key[0] == component and key[1] != commit]:
-                del kept[key]
-        if made_by is not None:
-            self.made_by[(component, commit)] = made_by
-        if smoke is not None:
-            self.smoke[(component, commit)] = smoke
 
     def new_pass(self) -> None:
-        self.heads, self.bases, self.files, self.ls_remotes = {}, {}, {}, 0
+        self.heads, self.bases = {}, {}
 
     def forget_verified(self, names: set[str]) -> None:
         self.verified = {(name, digest) for name, digest in self.verified if name not in names}

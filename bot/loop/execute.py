@@ -1,14 +1,15 @@
 """Execute (docs/design.md §2): one small function per action of `core.decide.plan`, chosen by
-`match` on its type. Each returns the facts as they stand after it, for the next action
-of the same plan, or None when the component's pass ends with it (a `Report`, a `Wait`).
-Every write the loop makes is made here: builds, images, branches, pull requests,
-comments, and the state file.
+`match` on its type. Each works from the component's observation and the outcome of the
+actions before it in the plan, and returns its own `Outcome` (loop/results.py: the facts
+as they stand after it, and what it learned that a later action says), or None when the
+component's pass ends with it (a `Report`, a `Wait`). Every write the loop makes is made
+here: builds, images, branches, pull requests, comments, and the state file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import NoReturn, assert_never
 
 import structlog
 
-from ..adapters.imageread import ImageInfo, read_image
+from ..adapters.imageread import ImageInfo, extract_wheels
 from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
@@ -61,11 +62,11 @@ from ..core.proposal.text import Commit, body, title
 from ..core.redact import public_url
 from ..core.config.templates import TagValues, render_tag
 from ..core.checks.component import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
-from ..core.trust.decide import Judgement
-from .context import Context, Memory
+from .context import Context, Memory, Reads
 from .consumers import Consumers
-from .observe import Observer, pin_repository, verify_adopted
-from .results import ComponentResult, Status
+from .observation import Observation, pin_repository
+from .results import ComponentResult, Outcome, Status
+from ..core.trust.decide import Judgement
 from .trustcheck import TrustCheck, Wheel
 
 log = structlog.get_logger("wheelpin.execute")
@@ -78,13 +79,15 @@ class Executor:
     platform: Platform
     state: StateFile
     memory: Memory
-    observer: Observer  # reads files of the base as observe did, from the same cache
+    reads: Reads  # files of the base and images by digest, read once a pass with observe
     consumers: Consumers  # the consuming image of a component that names one
     settle: float = SETTLE_SECONDS  # seconds before a pushed tag is read back (another writer may race)
     local_commands: bool = True  # the config's commands (a smoke test) run here; never for a repository on GitHub
     trust: TrustCheck | None = None  # the wheels' attestations, for a component whose `trust` asks
 
-    def execute(self, context: Context, facts: Facts, action: Action, result: ComponentResult) -> Facts | None:
+    def execute(self, context: Context, seen: Observation, done: Outcome, action: Action,
+                result: ComponentResult) -> Outcome | None:
+        """Run `action` of the plan made from `seen`, after the actions that left `done`."""
         match action:
             case Report():
                 self.report(action, result)
@@ -93,21 +96,21 @@ class Executor:
                 self.wait(action, result)
                 return None
             case Comment():
-                return self.comment(facts, action)
+                return self.comment(done, action)
             case RecordFailure():
-                return self.record_failure(context, facts, action)
+                return self.record_failure(context, done, action)
             case ClosePR():
-                return self.close(facts, action, result)
+                return self.close(done, action, result)
             case StartBuild():
-                return self.build(context, facts, result)
+                return self.build(context, done, result)
             case FetchArtifacts():
-                return self.fetch(context, facts, result)
+                return self.fetch(context, done, result)
             case AdoptImage():
-                return self.adopt(context, facts, action)
+                return self.adopt(context, seen, done, action)
             case PublishImage():
-                return self.publish(context, facts, result)
+                return self.publish(context, seen, done, result)
             case WriteProposal():
-                return self.propose(context, facts, result)
+                return self.propose(context, seen, done, result)
             case _:
                 assert_never(action)
 
@@ -124,23 +127,25 @@ class Executor:
 
     # -- the state file and the pull request ------------------------------------------------
 
-    def comment(self, facts: Facts, action: Comment) -> Facts:
+    def comment(self, done: Outcome, action: Comment) -> Outcome:
         self.platform.say_once(action.branch, key=action.key, text=action.text)
-        return facts
+        return done
 
-    def record_failure(self, context: Context, facts: Facts, action: RecordFailure) -> Facts:
+    def record_failure(self, context: Context, done: Outcome, action: RecordFailure) -> Outcome:
         assert action.commit is not None
-        self._failed(context, action.commit, action.what, action.message)
-        return replace(facts, build=BuildSeen(asynchronous=context.builder.asynchronous))
+        self._failed(context, done.facts, action.commit, action.what, action.message)
+        return replace(done, facts=replace(done.facts, build=BuildSeen(asynchronous=context.builder.asynchronous)))
 
-    def _failed(self, context: Context, commit: str, what: str, message: str) -> None:
+    def _failed(self, context: Context, facts: Facts, commit: str, what: str, message: str, *,
+                reason: str = "") -> None:
         """Record a failed build or verification of `commit` under what it is judged under
-        (its config, its consuming image); its builder forgets it, so the next try starts a new build."""
-        judged_under = context.judged_under or config_digest(context.component)
-        self.state.record(context.name, commit, what, message, judged_under=judged_under)
+        (its config, its consuming image), with `reason` (a refused wheel's problems, as the
+        commit list says them); its builder forgets it, so the next try starts a new build."""
+        judged_under = facts.judged_under or config_digest(context.component)
+        self.state.record(context.name, commit, what, message, judged_under=judged_under, reason=reason)
         context.builder.forget(commit)
 
-    def _refused(self, context: Context, head: str, why: str, problems: tuple[str, ...]) -> NoReturn:
+    def _refused(self, context: Context, facts: Facts, head: str, why: str, problems: tuple[str, ...]) -> NoReturn:
         """The wheels of `head`'s build failed the checks: nothing is published. A build
         wheelpin made (or dispatched) is recorded as refused, so that commit is not built
         again. Wheels a maintainer gave instead (`--use-artifacts`, `/wheelpin build
@@ -153,26 +158,30 @@ class Executor:
                                     f"forgotten; {head[:8]} is built as usual at the next pass: {why}",
                                     problems=problems)
         message = f"verification of {head[:8]} failed, nothing published: {why}"
-        self._failed(context, head, "verify", message)
+        self._failed(context, facts, head, "verify", message, reason=why)
         raise VerificationError(message, problems=problems)
 
-    def close(self, facts: Facts, action: ClosePR, result: ComponentResult) -> Facts:
+    def close(self, done: Outcome, action: ClosePR, result: ComponentResult) -> Outcome:
         self.platform.close(action.branch, expected=action.expected, reason=action.why)
         result.messages.append(f"closed {action.branch}: {action.why}")
-        return replace(facts, proposal=None)
+        return replace(done, facts=replace(done.facts, proposal=None))
 
     # -- wheels and images ----------------------------------------------------------------
 
-    def build(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
+    def build(self, context: Context, done: Outcome, result: ComponentResult) -> Outcome:
+        facts = done.facts
         head = _head(facts)
         try:
             result.messages.append(context.builder.start(head))
         except BuildFailed as exc:
-            self._failed(context, head, "build", exc.recorded)
+            self._failed(context, facts, head, "build", exc.recorded)
             raise
-        return facts if context.builder.asynchronous else replace(facts, build=context.builder.status(head))
+        if context.builder.asynchronous:
+            return done
+        return replace(done, facts=replace(facts, build=context.builder.status(head)))
 
-    def fetch(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
+    def fetch(self, context: Context, done: Outcome, result: ComponentResult) -> Outcome:
+        facts = done.facts
         head = _head(facts)
         try:
             wheels = context.builder.collect(head)
@@ -182,40 +191,59 @@ class Executor:
                 context.builder.discard(head)
                 raise BuildFailed(f"{given}: {exc.message}; it is forgotten, and {head[:8]} is built as usual "
                                   "at the next pass", recorded=exc.recorded) from None
-            self._failed(context, head, "build", exc.recorded)
+            self._failed(context, facts, head, "build", exc.recorded)
             raise
         result.messages.append(f"fetched {len(wheels)} wheel(s) of the build of {head[:8]}")
-        return replace(facts, build=replace(facts.build, state=BuildState.READY))
+        return replace(done, facts=replace(facts, build=replace(facts.build, state=BuildState.READY)),
+                       wheels=tuple(wheels))
 
-    def adopt(self, context: Context, facts: Facts, action: AdoptImage) -> Facts:
-        image = action.image or facts.image
+    def adopt(self, context: Context, seen: Observation, done: Outcome, action: AdoptImage) -> Outcome:
+        facts = done.facts
+        image, head = action.image or facts.image, _head(facts)
         if image is None:
-            raise WheelpinError(f"no image of {_head(facts)[:8]} is under its tag to adopt")
-        try:
-            verify_adopted(context, _head(facts), image, then=lambda wheels: self._smoke(context, _head(facts), wheels),
-                           more=lambda reports: self.consumers.problems(context, facts, reports))
-        except VerificationError as exc:  # refused like a build of its own: not fetched again each pass
-            self._failed(context, _head(facts), "verify", exc.message)
-            raise
+            raise WheelpinError(f"no image of {head[:8]} is under its tag to adopt")
+        info, smoke = self._verify_adopted(context, seen, facts, image)
         self.memory.verified.add((context.name, image.digest))
         self.memory.adopted.add((context.name, image.digest))
-        return replace(facts, image=replace(image, verified=True))
+        return replace(done, facts=replace(facts, image=replace(image, verified=True, adopted=True)),
+                       made_by=context.builder.describe(head), smoke=smoke, image_wheels=info.wheels,
+                       image_size=info.size)
 
-    def publish(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
-        component, head = context.component, _head(facts)
-        wheels = context.builder.collect(head)
+    def _verify_adopted(self, context: Context, seen: Observation, facts: Facts, image: ImageFound
+                        ) -> tuple[ImageInfo, SmokeResult | None]:
+        """The wheels of an image someone else pushed, fetched and verified like a build
+        (against the consuming image too) and smoke-tested, before they are deleted; refused
+        like a build of its own (recorded: not fetched again each pass)."""
+        head, component = _head(facts), context.component
+        info = self.reads.image(context.store, image.digest)
+        with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:
+            wheels = extract_wheels(context.store, info, Path(folder))
+            reports = [inspect_wheel(wheel) for wheel in wheels]
+            problems = check_wheels(component, reports, component_rules(component, commit=head))
+            problems = problems or self.consumers.problems(seen, reports)
+            if problems:
+                why = summary(problems, wheels=len(reports))
+                message = f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: {why}"
+                self._failed(context, facts, head, "verify", message, reason=why)
+                raise VerificationError(message, problems=tuple(map(str, problems)))
+            return info, self._smoke(context, facts, head, wheels)
+
+    def publish(self, context: Context, seen: Observation, done: Outcome, result: ComponentResult) -> Outcome:
+        component, facts = context.component, done.facts
+        head = _head(facts)
+        wheels = list(done.wheels) if done.wheels is not None else context.builder.collect(head)
         try:
             reports = [inspect_wheel(wheel) for wheel in wheels]
         except InputError as exc:  # a wheel that cannot be read is refused like one that fails a check
-            self._refused(context, head, exc.message, (exc.message,))
+            self._refused(context, facts, head, exc.message, (exc.message,))
         problems = check_wheels(component, reports, component_rules(component, commit=head))
-        problems = problems or self.consumers.problems(context, facts, reports)
+        problems = problems or self.consumers.problems(seen, reports)
         if problems:
-            self._refused(context, head, summary(problems, wheels=len(reports)), tuple(map(str, problems)))
-        self._smoke(context, head, wheels)
-        judgement = self._judged(context, [Wheel(report.filename, report.sha256) for report in reports])
+            self._refused(context, facts, head, summary(problems, wheels=len(reports)), tuple(map(str, problems)))
+        smoke = self._smoke(context, facts, head, wheels)
+        judgement = self._judged(context, seen, [Wheel(report.filename, report.sha256) for report in reports])
         if judgement.refused:
-            self._refused(context, head, judgement.refused, (judgement.refused,))
+            self._refused(context, facts, head, judgement.refused, (judgement.refused,))
         tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
                                                         version=reports[0].version))
         try:
@@ -224,23 +252,25 @@ class Executor:
                                     source=public_url(context.upstream.upstream.repo), revision=head,
                                     component=component.name, rules=rules_digest(component), settle=self.settle)
         except RefusedError as exc:
-            self._failed(context, head, "verify", exc.message)
+            self._failed(context, facts, head, "verify", exc.message)
             raise
         result.messages.append(f"{published.status} {published.ref}")
         self.memory.published[(component.name, head)] = (tag, published.digest)
         self.memory.verified.add((component.name, published.digest))
-        self.memory.note_build(component.name, head, made_by=context.builder.describe(head))  # before the build goes
+        made_by = context.builder.describe(head)  # before the build goes
         context.builder.release(head)
-        image = ImageFound(tag, published.digest, f"{pin_repository(context)}:{tag}@{published.digest}")
-        return replace(facts, image=image)
+        image = ImageFound(tag, published.digest,
+                           f"{pin_repository(component, seen.pins)}:{tag}@{published.digest}")
+        return Outcome(replace(facts, image=image), made_by=made_by, smoke=smoke, image_wheels=published.wheels,
+                       image_size=published.size)
 
-    def _smoke(self, context: Context, head: str, wheels: list[Path]) -> None:
+    def _smoke(self, context: Context, facts: Facts, head: str, wheels: list[Path]) -> SmokeResult | None:
         """`wheel.smoke` on the exact wheels, one fresh venv per python tag; a failure
         publishes nothing. On GitHub the build workflow runs it (a repository's command is
         never run on the bot's host)."""
         command = context.component.wheel.smoke
         if command is None:
-            return
+            return None
         smoked = context.builder.smoke_seen(head)
         if smoked is None and not self.local_commands:
             smoked = SmokeResult(by_workflow=True, not_run=["smoke test: not run (wheelpin runs no repository "
@@ -248,42 +278,49 @@ class Executor:
         if smoked is None:
             smoked = smoke_wheels(command, wheels)
         if smoked.failed:
-            message = f"smoke test of {head[:8]} failed, nothing published: " + "; ".join(smoked.failed)
-            self._failed(context, head, "verify", message)
+            why = "; ".join(smoked.failed)
+            message = f"smoke test of {head[:8]} failed, nothing published: " + why
+            self._failed(context, facts, head, "verify", message, reason=why)
             raise VerificationError(message, problems=tuple(smoked.failed))
-        self.memory.note_build(context.name, head, smoke=smoked)
+        return smoked
 
     # -- the proposal -----------------------------------------------------------------------
 
-    def propose(self, context: Context, facts: Facts, result: ComponentResult) -> Facts:
+    def propose(self, context: Context, seen: Observation, done: Outcome, result: ComponentResult) -> Outcome:
+        facts = done.facts
         try:
-            self._write_proposal(context, facts, result)
+            self._write_proposal(context, seen, done, result)
         except (PermissionRefused, RuleRefused) as exc:
             self.state.record_refusal(write_key(facts, where=self.where), exc.message)
             if facts.proposal is not None:
                 self._tell(facts.proposal.branch, exc)
             raise
-        return facts
+        return done
 
-    def _write_proposal(self, context: Context, facts: Facts, result: ComponentResult) -> None:
+    def _write_proposal(self, context: Context, seen: Observation, done: Outcome, result: ComponentResult) -> None:
+        facts = done.facts
         component, head, image = context.component, _head(facts), facts.image
         assert image is not None
-        with doing(f"reading {image.ref} (to write its proposal)"):
-            info = read_image(context.store, image.digest)
-        bump = plan_bump(component, context.texts, image.ref, wheel_sha256s(info.wheels))
-        constraints = self.observer.read(facts.base, component.constraints_file) if component.constraints_file else None
+        if done.image_wheels is not None:
+            wheels, image_size = done.image_wheels, done.image_size
+        else:
+            with doing(f"reading {image.ref} (to write its proposal)"):
+                info = self.reads.image(context.store, image.digest)
+            wheels, image_size = info.wheels, info.size
+        bump = plan_bump(component, seen.texts, image.ref, wheel_sha256s(wheels))
+        constraints = self.reads.file(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
-        said = self._smoke_said(context, head)
-        judgement = self._judged(context, [Wheel(entry.file, entry.sha256) for entry in info.wheels], image.digest)
+        said = self._smoke_said(context, done.smoke)
+        judgement = self._judged(context, seen, [Wheel(entry.file, entry.sha256) for entry in wheels], image.digest)
         if judgement.refused:  # an image published or adopted before: proposed only once trusted
             message = f"{image.ref} is not proposed: {judgement.refused}"
-            self._failed(context, head, "verify", message)
+            self._failed(context, facts, head, "verify", message, reason=judgement.refused)
             raise VerificationError(message, problems=(judgement.refused,))
         said["more_verification"] = (*said.get("more_verification", ()), *judgement.verification)
         said["more_notes"] = (*said.get("more_notes", ()), *judgement.notes)
-        seen = self.consumers.seen(context, facts, info.wheels)
-        if seen is not None:  # what the image has installed is a constraint, as if typed by hand
-            found, header = seen
+        found_in_image = self.consumers.seen(seen, wheels)
+        if found_in_image is not None:  # what the image has installed is a constraint, as if typed by hand
+            found, header = found_in_image
             constraints = "\n".join([constraints or "", *found.constraints])
             against = (header, *(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents))
             if found.absent:  # a consuming Dockerfile installs the wheel with --no-deps: they would be missing
@@ -293,16 +330,16 @@ class Executor:
                                          "every library the wheels' ELF files need is in the consuming image")
         proposal = assemble(
             component, upstream=public_url(context.upstream.upstream.repo), old_commit=facts.pinned_commit,
-            new_commit=head, image=image.ref, wheels=info.wheels,
-            pinned=context.pinned_info.wheels if context.pinned_info else (), constraints_text=constraints,
-            commits=self._with_refusals(context, context.upstream.commits_between(facts.pinned_commit, head)),
+            new_commit=head, image=image.ref, wheels=wheels,
+            pinned=seen.pinned.wheels if seen.pinned else (), constraints_text=constraints,
+            commits=self._with_refusals(context, facts, context.upstream.commits_between(facts.pinned_commit, head)),
             bump=bump,
             state=desired_state(facts), check_refs=_check_refs(context, image),
-            provenance=self._provenance(context, head, image, info), consumer=against,
+            provenance=self._provenance(context, done, head, image, len(wheels)), consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
-            pinned_image=str(context.pins[0].ref) if context.pins and context.pins[0].ref else None,
-            pinned_problem=context.pinned_problem,
-            image_sizes=(info.size, context.pinned_info.size if context.pinned_info else None), **said)
+            pinned_image=str(seen.pins[0].ref) if seen.pins and seen.pins[0].ref else None,
+            pinned_problem=seen.pin_problem,
+            image_sizes=(image_size, seen.pinned.size if seen.pinned else None), **said)
         expected = facts.proposal.head if facts.proposal else None
         self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
                                    message=title(proposal) + "\n\n" + body(proposal), expected=expected)
@@ -317,18 +354,19 @@ class Executor:
                       for c in proposal.diff.conflicts))
         result.note(*(f"{line} (in the consuming image)" for line in against[1:]))
 
-    def _judged(self, context: Context, wheels: list[Wheel], image: str | None = None) -> Judgement:
+    def _judged(self, context: Context, seen: Observation, wheels: list[Wheel], image: str | None = None
+                ) -> Judgement:
         """The `trust` decision for `wheels`: who built them, by their GitHub attestations."""
-        if not context.component.trust.checked:
+        trust = context.component.trust
+        if not trust.checked:
             return Judgement()
         if self.trust is None:
-            raise ConfigError(f"{context.name}: trust.attestations = {context.component.trust.attestations.value!r} "
+            raise ConfigError(f"{context.name}: trust.attestations = {trust.attestations.value!r} "
                               "needs GitHub's attestations API, which this pass cannot reach")
         with doing(f"checking the attestations of {context.name}'s wheels"):
-            return self.trust.judge(context, wheels, image=image)
+            return self.trust.judge(trust, seen.pinned, wheels, image=image)
 
-    def _smoke_said(self, context: Context, head: str) -> dict[str, tuple[str, ...]]:
-        smoked = self.memory.smoke.get((context.name, head))
+    def _smoke_said(self, context: Context, smoked: SmokeResult | None) -> dict[str, tuple[str, ...]]:
         if smoked is None:
             return {}
         command = context.component.wheel.smoke
@@ -339,25 +377,24 @@ class Executor:
             said = tuple(smoke_said(command, replace(smoked, not_run=[])))
         return {"more_verification": said, "more_notes": tuple(smoked.not_run)}
 
-    def _provenance(self, context: Context, head: str, image: ImageFound, info: ImageInfo) -> str:
+    def _provenance(self, context: Context, done: Outcome, head: str, image: ImageFound, wheels: int) -> str:
         """Who made the image: wheelpin from a build it names, or someone else (adopted)."""
-        key = (context.name, head)
-        built = self.memory.made_by[key] if key in self.memory.made_by else context.builder.describe(head)
-        count = f"{len(info.wheels)} wheel{'s' if len(info.wheels) != 1 else ''}"
-        if (context.name, image.digest) not in self.memory.adopted:
+        built = done.made_by if done.made_by is not None else context.builder.describe(head)
+        count = f"{wheels} wheel{'s' if wheels != 1 else ''}"
+        if not image.adopted:
             return f"built by {built or 'an earlier build'}; published by wheelpin, its {count} verified first"
         pusher = f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
         return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
 
-    def _with_refusals(self, context: Context, commits: Sequence[Commit]) -> list[Commit]:
+    def _with_refusals(self, context: Context, facts: Facts, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming
         image marked with why."""
-        judged_under, marked = context.judged_under or config_digest(context.component), []
+        judged_under, marked = facts.judged_under or config_digest(context.component), []
         for commit in commits:
             failure = self.state.failure(context.name, commit.sha)
             stands = (failure is not None and failure.refused
                       and failure.judged_under in (judged_under, ""))
-            marked.append(replace(commit, refused=_REFUSED_PREFIX.sub("", failure.message))
+            marked.append(replace(commit, refused=failure.reason or failure.message)
                           if failure and stands else commit)
         return marked
 
@@ -368,11 +405,6 @@ class Executor:
             self.platform.say_once(branch, key=key, text=f"wheelpin cannot update this pull request: {exc.message}")
         except WheelpinError as again:
             log.warning("comment.failed", error=again.message)
-
-
-# "verification of 9e1f0c2b failed, nothing published: " says nothing the commit list does not
-_REFUSED_PREFIX = re.compile(r"^(?:(?:verification|smoke test) of [0-9a-f]+ failed, nothing published"
-                             r"|\S+ is not a verified build of [0-9a-f]+): ")  # an adopted image's
 
 
 def _head(facts: Facts) -> str:

@@ -1,5 +1,7 @@
-"""Observe (docs/design.md §2): the world of one component read into `core.decide.plan.Facts`.
-It reads and never writes: not the platform, not a registry, not the state file. It makes
+"""Observe (docs/design.md §2): the world of one component read into one frozen
+`Observation` (loop/observation.py): the `core.decide.plan.Facts` the planner decides
+from, and what execute and the dry run work from. It reads and never writes: not the
+platform, not a registry, not the state file, not an adapter's fields. It makes
 no decision either; it only stops reading where the facts already found make more reading
 useless (an error, a base that pins the head, a commit in its quiet period).
 
@@ -13,56 +15,76 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
-from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
-from ..adapters.imageread import ImageInfo, extract_wheels, read_image
+from ..adapters.imageread import ImageInfo
 from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
 from ..core.decide.backoff import config_digest
 from ..core.config.load import LoadedConfig
-from ..core.errors import ConfigError, NotFound, TransientError, VerificationError, WheelpinError, doing, kind_of
+from ..core.errors import ConfigError, NotFound, TransientError, WheelpinError, doing, kind_of
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
-from ..core.pins.bump import read_pins
+from ..core.pins.bump import PinState, read_pins
 from ..core.decide.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
 from ..core.proposal.text import read_marker
 from ..core.decide.revision import commit_hints
 from ..core.config.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
-from ..core.checks.component import Problem, check_wheels, component_rules, rules_digest, summary
-from .context import Context, Memory, Stores
+from ..core.checks.component import rules_digest
+from .context import Context, Memory, Reads, Stores
+from .observation import PINNED_NOT_FOUND, Observation, pin_repository, pinned_problem
 
-if TYPE_CHECKING:
-    from ..core.wheel.report import WheelReport
+
+@dataclass
+class _Read:
+    """What observing one component has read so far: frozen into its `Observation` at the
+    end, or when a read fails (a dry run says what was read before)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    pins: tuple[PinState, ...] = ()
+    pinned: ImageInfo | None = None
+    pinned_missing: bool = False
+    pinned_unread: str | None = None
+    consumer: str | None = None
+    consumer_unread: WheelpinError | None = None
+
+    def observation(self, facts: Facts) -> Observation:
+        return Observation(facts, MappingProxyType(dict(self.texts)), self.pins, self.pinned, self.pinned_missing,
+                           self.pinned_unread, self.consumer, self.consumer_unread)
+
+    @property
+    def problem(self) -> str | None:
+        return pinned_problem(self.pins, self.pinned_missing)
+
 
 class Observer:
     def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, state: StateFile,
-                 memory: Memory) -> None:
+                 memory: Memory, reads: Reads) -> None:
         self.loaded = loaded
         self.config = loaded.config
         self.platform = platform
         self.registries = registries
         self.state = state
         self.memory = memory
+        self.reads = reads
 
-    def observe(self, context: Context, now: float) -> Facts:
-        """The facts of one component; errors of reading are facts too."""
+    def observe(self, context: Context, now: float) -> Observation:
+        """What one component's world holds now; errors of reading are facts too."""
         name = context.name
         try:
             with doing("asking the upstream for its head (to find what to build)"):
                 head = self._head(context.upstream)
         except WheelpinError as exc:
-            return Facts(component=name, head=None, error=exc.message, error_kind=kind_of(exc))
+            return Observation(Facts(component=name, head=None, error=exc.message, error_kind=kind_of(exc)))
+        read = _Read()
         try:
-            return self._observe(context, head, now)
+            return read.observation(self._observe(context, head, now, read))
         except WheelpinError as exc:
-            return Facts(component=name, head=head, error=exc.message, error_kind=kind_of(exc),
-                         pinned_problem=pinned_problem(context))
+            return read.observation(Facts(component=name, head=head, error=exc.message, error_kind=kind_of(exc),
+                                          pinned_problem=read.problem))
 
-    def _observe(self, context: Context, head: str, now: float) -> Facts:
+    def _observe(self, context: Context, head: str, now: float, read: _Read) -> Facts:
         component, name = context.component, context.name
         base_name = self.config.defaults.base_branch
         if base_name not in self.memory.bases:  # once per pass: every component starts from it
@@ -71,21 +93,21 @@ class Observer:
         if base is None:
             return Facts(component=name, head=head, error=f"{self.loaded.path}: its repository has no base branch {base_name} "
                          "([defaults].base_branch)")
-        context.texts = {pin.file: self.read(base, pin.file) for pin in component.pins}
-        context.pins = read_pins(component, context.texts)
-        base_files = hashlib.sha256(json.dumps(context.texts, sort_keys=True).encode()).hexdigest()
-        context.pinned_info = self._pinned_info(context)
-        pinned_commit = self._pinned_commit(context, head)
+        read.texts = {pin.file: self.reads.file(base, pin.file) for pin in component.pins}
+        read.pins = tuple(read_pins(component, read.texts))
+        base_files = hashlib.sha256(json.dumps(read.texts, sort_keys=True).encode()).hexdigest()
+        self._read_pinned(context, read)
+        pinned_commit = self._pinned_commit(context, read, head)
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
         # a newest tag older than the pin is never proposed
         base_has_head = pinned_commit is not None and (
             pinned_commit == head or context.upstream.is_older_release(head, pinned_commit)
             or context.upstream.is_ancestor(head, pinned_commit))
         proposal = self._proposal(context.branch, base)
-        context.judged_under = self._judged_under(context, base)
+        judged_under = self._judged_under(context, base, read)
         facts = Facts(component=name, head=head, base=base, base_files=base_files, pinned_commit=pinned_commit,
-                      base_has_head=base_has_head, proposal=proposal, judged_under=context.judged_under,
-                      pinned_problem=pinned_problem(context))
+                      base_has_head=base_has_head, proposal=proposal, judged_under=judged_under,
+                      pinned_problem=read.problem)
         if base_has_head:
             return facts
         if proposal is None:  # only then can a declined proposal matter
@@ -97,32 +119,31 @@ class Observer:
             if now < committed_at + quiet * 60:
                 return facts  # nothing else matters until it ends
         with doing(f"looking for the image of {head[:8]} in {context.store.name} (to know whether it is built)"):
-            image = self._find_image(context, head, proposal)
+            image = self._find_image(context, read, head, proposal)
         facts = replace(facts, failure=self.state.failure(name, head))
         if image is None:
             build = context.builder.status(head)
             if build.state == BuildState.SUCCEEDED and build.adopts:
-                image = self._find_image(context, head, proposal)  # the run has just pushed it
+                image = self._find_image(context, read, head, proposal)  # the run has just pushed it
             facts = replace(facts, build=build)
         if image is None:
             return facts
         problem = self._image_problem(context, head, image)
         if problem:
             return replace(facts, error=problem)
-        if context.pins and all(p.ref is not None and p.ref.digest == image.digest for p in context.pins):
+        if read.pins and all(p.ref is not None and p.ref.digest == image.digest for p in read.pins):
             return replace(facts, base_pins_image=True)  # its revision was unknown
         facts = replace(facts, image=image)
         return replace(facts, refusal=self.state.refusal(write_key(facts, where=str(self.loaded.root))))
 
     def _head(self, upstream: UpstreamRepo) -> str:
-        key = (upstream.url, upstream.upstream.branch, upstream.upstream.tags)
+        """The upstream's head, listed once a pass for all the components that follow it."""
+        key = id(upstream)  # the runner keeps one `UpstreamRepo` per upstream for the pass
         if key not in self.memory.heads:
-            self.memory.heads[key] = (upstream.head(), upstream.tags)
-            self.memory.ls_remotes += 1
-        head, upstream.tags = self.memory.heads[key]
-        return head
+            self.memory.heads[key] = upstream.head()
+        return self.memory.heads[key]
 
-    def consumer_reference(self, context: Context, base: str) -> str | None:
+    def _consumer_reference(self, context: Context, base: str) -> str | None:
         """The consuming image the config names, or the downstream's Dockerfile at `base` does."""
         consumer = context.component.consumer
         if consumer is None:
@@ -133,62 +154,52 @@ class Observer:
         from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
 
         try:
-            return reference_in(consumer, self.read(base, file), where=file)
+            return reference_in(consumer, self.reads.file(base, file), where=file)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
-    def _judged_under(self, context: Context, base: str) -> str:
+    def _judged_under(self, context: Context, base: str, read: _Read) -> str:
         """What a wheel of the component is judged under: its config, and the consuming
         image it is checked against (a refusal for a library the base image lacked is
         judged again once the base moves)."""
         config = config_digest(context.component)
         try:
-            reference = self.consumer_reference(context, base)
-        except WheelpinError:
-            return config  # said when the image is read
+            read.consumer = reference = self._consumer_reference(context, base)
+        except WheelpinError as exc:
+            read.consumer_unread = exc  # raised when the image is needed
+            return config
         return config if reference is None else config + "+" + hashlib.sha256(reference.encode()).hexdigest()[:8]
 
-    def read(self, base: str, path: str) -> str:
-        key = (base, path)  # a commit's files never change: read each once
-        if key not in self.memory.files:
-            text = self.platform.read_file(base, path)
-            if text is None:
-                raise WheelpinError(f"{path} does not exist on the base branch")
-            self.memory.files[key] = text
-        return self.memory.files[key]
-
-    def _pinned_info(self, context: Context) -> ImageInfo | None:
-        """The image the base pins, read to compare its wheels with the new ones'; None
-        when it cannot be read (`context.pinned_problem` says why, when it is worth saying
-        in the proposal; `context.pinned_unread` why it was not read, for a dry run)."""
-        context.pinned_problem = context.pinned_unread = None
-        pin = context.pins[0] if context.pins else None
+    def _read_pinned(self, context: Context, read: _Read) -> None:
+        """The image the base pins, read to compare its wheels with the new ones'; left
+        unread when it cannot be (`pinned_missing` when it is not there, which the proposal
+        says; `pinned_unread` why, for a dry run)."""
+        pin = read.pins[0] if read.pins else None
         ref = pin.ref if pin else None
         if pin is None or ref is None or ref.digest is None:
-            return None
+            return
         store = context.store if context.component.image.is_layout else self.registries.store(ref)
         try:
             with doing(f"reading the image pinned at {pin.file}:{pin.line} (to compare its wheels)"):
-                return read_image(store, ref.digest)
+                read.pinned = self.reads.image(store, ref.digest)
         except NotFound:
-            context.pinned_problem = context.pinned_unread = PINNED_NOT_FOUND
-            return None
+            read.pinned_missing = True
+            read.pinned_unread = PINNED_NOT_FOUND
         except TransientError:
             raise
         except WheelpinError as exc:
-            context.pinned_unread = exc.message  # a dry run says why
-            return None  # a pinned image we cannot read: the proposal says "unknown"
+            read.pinned_unread = exc.message  # a dry run says why; the proposal says "unknown"
 
-    def _pinned_commit(self, context: Context, head: str) -> str | None:
+    def _pinned_commit(self, context: Context, read: _Read, head: str) -> str | None:
         """The commit the base pins: wheelpin's revision annotation as it stands, else the
         first other hint the image gives (core/decide/revision.py) that names a commit upstream."""
-        info = context.pinned_info
+        info = read.pinned
         if info is None:
             return None
         revision = info.annotations.get(REVISION)
         if revision is not None:
             return revision
-        ref = context.pins[0].ref if context.pins else None
+        ref = read.pins[0].ref if read.pins else None
         hints = commit_hints(annotations=info.annotations, labels=info.labels, tag=ref.tag if ref else None,
                              template=context.component.image.tag, component=context.name,
                              versions=[w.version for w in info.wheels])
@@ -208,31 +219,36 @@ class Observer:
         state = read_marker(mine[-1].message) if mine else None
         return ProposalSeen(branch, head, state, foreign)
 
-    def _found(self, context: Context, tag: str, digest: str, head: str, *, verified: bool = False) -> ImageFound:
+    def _found(self, context: Context, read: _Read, tag: str, digest: str, head: str, *,
+               verified: bool = False) -> ImageFound:
         """An image found under `head`'s tag: verified when checked before in this process,
         or when wheelpin's own annotations name this commit, component and the rules it is
         verified against now (core/checks/component.rules_digest)."""
         if not verified and (context.name, digest) not in self.memory.verified:
-            annotations = read_image(context.store, digest).annotations
+            annotations = self.reads.image(context.store, digest).annotations
             verified = (annotations.get(REVISION) == head and annotations.get(ANNOTATION_COMPONENT) == context.name
                         and annotations.get(ANNOTATION_RULES) == rules_digest(context.component))
         else:
             verified = True
-        return ImageFound(tag, digest, f"{pin_repository(context)}:{tag}@{digest}", verified)
+        adopted = (context.name, digest) in self.memory.adopted
+        return ImageFound(tag, digest, f"{pin_repository(context.component, read.pins)}:{tag}@{digest}", verified,
+                          adopted=adopted)
 
-    def _find_image(self, context: Context, head: str, proposal: ProposalSeen | None) -> ImageFound | None:
+    def _find_image(self, context: Context, read: _Read, head: str, proposal: ProposalSeen | None
+                    ) -> ImageFound | None:
         """The image of `head`, found from the commit alone (docs/design.md §2): the tag the
         open proposal names (one HEAD), the tag the template gives, or the repository's
         tags matched against the template with the version as the only wildcard."""
         component = context.component
         published = self.memory.published.get((component.name, head))
         if published is not None and context.store.tag_digest(published[0]) == published[1]:
-            return self._found(context, *published, head)
+            return self._found(context, read, *published, head)
         state = proposal.state if proposal else None
         if state and state.get("commit") == head and state.get("tag"):
             digest = context.store.tag_digest(str(state["tag"]))
             if digest is not None and digest == state.get("digest"):
-                return self._found(context, str(state["tag"]), digest, head, verified=True)  # verified when proposed
+                # verified when it was proposed
+                return self._found(context, read, str(state["tag"]), digest, head, verified=True)
         if commit_only(component.image.tag):
             candidates = [render_tag(component.image.tag, TagValues(sha=head, component=component.name))]
         else:
@@ -243,7 +259,7 @@ class Observer:
         for tag in reversed(candidates):
             digest = context.store.tag_digest(tag)
             if digest is not None:
-                return self._found(context, tag, digest, head)
+                return self._found(context, read, tag, digest, head)
         return None
 
     def _image_problem(self, context: Context, head: str, image: ImageFound) -> str | None:
@@ -251,7 +267,7 @@ class Observer:
         wheel, a tag its wheel would not get, another revision."""
         if image.verified:
             return None
-        info = read_image(context.store, image.digest)
+        info = self.reads.image(context.store, image.digest)
         component = context.component
         if not info.wheels:
             return f"{context.store.name}:{image.tag} holds no wheel; it is not a build of {head[:8]}"
@@ -263,45 +279,4 @@ class Observer:
                     f"(revision {(revision or 'unknown')[:8]}), not the build of {head[:8]}; "
                     "wheelpin never overwrites a tag with other content")
         return None
-
-
-def verify_adopted(context: Context, head: str, image: ImageFound,
-                   then: Callable[[list[Path]], None] | None = None,
-                   more: Callable[[list[WheelReport]], list[Problem]] | None = None) -> None:
-    """The wheels of an image someone else pushed, fetched and verified like a build (and
-    by `more`: against the consuming image); `then` is given them once they pass (the
-    smoke test), before they are deleted."""
-    from ..adapters.inspectpool import inspect_wheel  # the wheels' reading loads when a wheel is read
-
-    info = read_image(context.store, image.digest)
-    component = context.component
-    with tempfile.TemporaryDirectory(prefix="wheelpin-adopt-") as folder:
-        wheels = extract_wheels(context.store, info, Path(folder))
-        reports = [inspect_wheel(wheel) for wheel in wheels]
-        problems = check_wheels(component, reports, component_rules(component, commit=head))
-        problems = problems or (more(reports) if more is not None else [])
-        if problems:
-            raise VerificationError(f"{context.store.name}:{image.tag} is not a verified build of {head[:8]}: "
-                                    + summary(problems, wheels=len(reports)), problems=tuple(map(str, problems)))
-        if then is not None:
-            then(wheels)
-
-
-PINNED_NOT_FOUND = "the pinned digest is not in the registry (404)"
-
-
-def pinned_problem(context: Context) -> str | None:
-    """Why the pinned image could not be read, with its reference, in one sentence."""
-    if context.pinned_problem is None:
-        return None
-    ref = context.pins[0].ref if context.pins else None
-    return f"{context.pinned_problem}: {ref}" if ref is not None else context.pinned_problem
-
-
-def pin_repository(context: Context) -> str:
-    """The repository an image is pinned by: an OCI layout's pins keep their own name."""
-    if context.component.image.is_layout and context.pins and context.pins[0].ref:
-        return context.pins[0].ref.repository
-    return context.component.image.repository
-
 

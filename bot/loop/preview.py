@@ -14,11 +14,10 @@ written as a `{placeholder}` and said once, never guessed. It reads and never wr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.imageread import read_image
 from ..core.errors import UsageError, WheelpinError, kind_of
 from ..core.pins.bump import Edit, plan_bump
 from ..core.decide.plan import (
@@ -42,8 +41,8 @@ from ..core.config.templates import commit_values, render_known, sample_tag
 from ..core.checks.component import wheel_sha256s
 from ..core.trust.decide import checked_after_build
 from .builders.base import BuildPreview
-from .context import Context
-from .observe import pin_repository
+from .context import Context, Reads
+from .observation import Observation, pin_repository
 
 # What only the build or the publishing says, as the plan writes it (docs/dry-run.md).
 DIGEST = "{digest}"  # the image's digest, known once it is published
@@ -111,14 +110,15 @@ class ComponentPlan:
         }
 
 
-def preview(context: Context, facts: Facts, actions: list[Action], *, now: float, asks: Asks,
-            read: Callable[[str, str], str]) -> ComponentPlan:
-    """The plan of `actions`, planned from `facts`; `read(base, path)` reads a file of the
-    base as the pass does (observe.Observer.read)."""
-    component, head = context.component, facts.head
+def preview(context: Context, seen: Observation, actions: list[Action], *, now: float, asks: Asks,
+            reads: Reads) -> ComponentPlan:
+    """The plan of `actions`, planned from `seen`; `reads` reads a file of the base or an
+    image as the pass does, once."""
+    component, facts = context.component, seen.facts
+    head = facts.head
     upstream = component.upstream
     follows = f"tags {upstream.tags}" if upstream.tags else f"branch {upstream.branch}"
-    plan = ComponentPlan(context.branch, pinned=_pinned(context, facts), upstream=f"{public_url(upstream.repo)} "
+    plan = ComponentPlan(context.branch, pinned=_pinned(seen), upstream=f"{public_url(upstream.repo)} "
                          f"({follows})", head=head)
     for action in actions:
         match action:
@@ -155,51 +155,53 @@ def preview(context: Context, facts: Facts, actions: list[Action], *, now: float
         return plan
     plan.proposal = "create" if write.verb == "open" else "update"
     plan.commits = tuple(context.upstream.commits_between(facts.pinned_commit, head))
-    _bump(context, facts, plan)
+    _bump(context, seen, plan, reads)
     if component.constraints_file:  # the proposal reads it from the base next: missing, the pass fails there
         try:
-            read(facts.base, component.constraints_file)
+            reads.file(facts.base, component.constraints_file)
         except WheelpinError as exc:
             plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     return plan
 
 
-def _pinned(context: Context, facts: Facts) -> PinnedPlan:
+def _pinned(seen: Observation) -> PinnedPlan:
+    facts = seen.facts
     stopped = "not read (the pass stops before: see below)"
-    if not context.pins:
+    if not seen.pins:
         return PinnedPlan(why=stopped if facts.error else "no pin")
-    pin = context.pins[0]
+    pin = seen.pins[0]
     ref = pin.ref
     where = f"{pin.file}:{pin.line}"
     if ref is None:
         return PinnedPlan(reference=pin.image, why=f"{where}: {pin.image!r} is not an image reference")
     if ref.digest is None:
         return PinnedPlan(reference=pin.image, why=f"{where} pins no digest, so no image is read")
-    info = context.pinned_info
+    info = seen.pinned
     if info is None:
-        return PinnedPlan(reference=pin.image, why=f"not read: {context.pinned_unread}" if context.pinned_unread
+        return PinnedPlan(reference=pin.image, why=f"not read: {seen.pinned_unread}" if seen.pinned_unread
                           else stopped if facts.error else "not read")
     return PinnedPlan(reference=pin.image, version=info.wheels[0].version if info.wheels else None,
                       commit=facts.pinned_commit,
                       why=None if facts.pinned_commit else "its upstream commit is not known (no revision it names)")
 
 
-def _bump(context: Context, facts: Facts, plan: ComponentPlan) -> None:
+def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads) -> None:
     """The image it would pin, the pin edits and the title: exact when the image is found,
     else with the version, digest and sha256s a build tells written as placeholders. The
     edits come from `plan_bump`, whose refusals (a pin in another repository) the real pass
     meets only at the proposal, after building and publishing."""
-    component, head = context.component, facts.head
+    component, facts = context.component, seen.facts
+    head = facts.head
     assert head is not None
     version: str | None
     sha256: Mapping[str | None, str]
     if facts.image is not None:
-        info = read_image(context.store, facts.image.digest)
+        info = reads.image(context.store, facts.image.digest)
         version = info.wheels[0].version if info.wheels else None
         reference, plan.image, sha256 = facts.image.ref, facts.image.ref, wheel_sha256s(info.wheels)
         said: dict[str, str] = {}
     else:
-        template, repository = component.image.tag, pin_repository(context)
+        template, repository = component.image.tag, pin_repository(component, seen.pins)
         known_tag = render_known(template, commit_values(head, component.name))
         stand_in = sample_tag(template, component=component.name, sha=head)  # the config's check: a valid tag
         version, sha256 = None, _AnyPythonTag(_STAND_IN_SHA256)
@@ -207,7 +209,7 @@ def _bump(context: Context, facts: Facts, plan: ComponentPlan) -> None:
         reference = f"{repository}:{stand_in}@{_STAND_IN_DIGEST}"
         said = {stand_in: known_tag, _STAND_IN_DIGEST: DIGEST, _STAND_IN_SHA256: SHA256}
     try:
-        bump = plan_bump(component, context.texts, reference, sha256)
+        bump = plan_bump(component, seen.texts, reference, sha256)
     except UsageError as exc:
         plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     else:

@@ -2,7 +2,8 @@
 that asks it (`image.prune_after_days`; off by default). It runs when the component is at
 rest, at most once every `PRUNE_EVERY`; `core/decide/prune.py` decides, this reads the world and
 deletes. Reading is bounded: at most `MAX_BRANCHES` branches (each pin file of the config
-read once per distinct commit) and `MAX_TAGS` tags, else nothing is deleted and that is said.
+read once per distinct commit and pass, whichever components are pruned) and `MAX_TAGS`
+tags, else nothing is deleted and that is said.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..core.config.model import Config
 from ..core.decide.plan import Facts
 from ..core.decide.prune import PruneDecision, decide, pinned_words
 from ..core.config.templates import tag_pattern
-from .context import Context, Memory
+from .context import Context, Memory, Reads
 
 log = structlog.get_logger("wheelpin.prune")
 PRUNE_EVERY = 6 * 3600
@@ -34,11 +35,12 @@ class Pruned:
 
 
 class Pruner:
-    def __init__(self, config: Config, platform: Platform, state: StateFile, memory: Memory) -> None:
+    def __init__(self, config: Config, platform: Platform, state: StateFile, memory: Memory, reads: Reads) -> None:
         self.config = config
         self.platform = platform
         self.state = state
         self.memory = memory
+        self.reads = reads  # a commit's pin files read once a pass, for every component pruned
 
     def due(self, context: Context, now: float) -> bool:
         if context.component.image.prune_after_days is None:
@@ -86,7 +88,7 @@ class Pruner:
         texts = []
         for commit in sorted(set(heads.values())):
             for path in files:
-                if (text := self.platform.read_file(commit, path)) is not None:
+                if (text := self.reads.file_or_none(commit, path)) is not None:
                     texts.append(text)
         return pinned_words(texts)
 

@@ -1,17 +1,36 @@
-"""What a pass of the loop did, per component and in all: the CLI prints it, the service
-turns it into a dashboard row, metrics and a job outcome."""
+"""What a pass of the loop did: each action's `Outcome` for the next action of the same
+plan, and per component and in all what the CLI prints and the service turns into a
+dashboard row, metrics and a job outcome."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.decide.backoff import Failure
 from ..core.decide.plan import Action, Facts, Report
 
 if TYPE_CHECKING:
+    from ..adapters.smoke import SmokeResult
+    from ..core.image.oci import WheelEntry
     from .preview import ComponentPlan
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the actions of one plan have done so far, handed to the next: the facts as they
+    stand now, and what an action learned that a later one says or uses (a build's wheels
+    from fetching to publishing; who made the build, its smoke test and the image's wheels
+    from publishing or adopting to the proposal). A plan starts from its observation's facts."""
+
+    facts: Facts
+    wheels: tuple[Path, ...] | None = None  # the build's wheels, collected
+    made_by: str | None = None  # who made the build, said before the build folder goes
+    smoke: SmokeResult | None = None  # the smoke test of the wheels the image holds
+    image_wheels: tuple[WheelEntry, ...] | None = None  # what `facts.image` holds, as published or verified
+    image_size: int | None = None  # its size as pulled, with its wheels
 
 
 class Status(StrEnum):

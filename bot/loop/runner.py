@@ -1,5 +1,7 @@
 """The runner (docs/design.md §1): for each component of one repository, observe → plan →
-execute until the plan is empty. A plan is run up to its end, a `Report`, or a `Wait`
+execute until the plan is empty. Each action works from the observation its plan was made
+from and the outcome of the action before it (loop/results.py `Outcome`), the only ways
+one step tells another anything. A plan is run up to its end, a `Report`, or a `Wait`
 (a wait foreseen after other actions, such as a build just dispatched, is checked
 first); then the world is observed again, so a step that went otherwise than foreseen
 is planned anew. Components are independent: one failing does not stop the others. A dry run
@@ -39,11 +41,11 @@ from ..core.image.reference import ImageRef
 from ..core.decide.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
 from .builders.api import builder_for
 from .builders.base import Builder, BuildSite
-from .context import Context, Memory, Stores
+from .context import Context, Memory, Reads, Stores
 from .observe import Observer
 from .preview import preview
 from .prune import Pruner
-from .results import ComponentResult, PassResult, Status
+from .results import ComponentResult, Outcome, PassResult, Status
 
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..adapters.github.actions import ActionsClient
@@ -77,14 +79,15 @@ class Reconciler:
         # the SQLite file, or PostgreSQL; a repository's components apart from another's
         self.state = open_state(cache, database_url, scope=state_scope)
         self.memory = Memory()
+        self.reads = Reads(platform)
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
-                                 memory=self.memory)
+                                 memory=self.memory, reads=self.reads)
         self.settle = settle  # None: the publisher's own (tests give 0)
         self._executor: Executor | None = None
-        self.pruner = Pruner(self.config, platform, self.state, self.memory)
+        self.pruner = Pruner(self.config, platform, self.state, self.memory, self.reads)
         self.executed = 0
         self._stores: dict[str, ImageStore] = {}
-        self._upstreams: list[UpstreamRepo] = []
+        self._upstreams: dict[str, UpstreamRepo] = {}  # this pass's, one per upstream followed
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -98,10 +101,10 @@ class Reconciler:
             from .execute import Executor
             from .trustcheck import TrustCheck
 
-            consumers = Consumers(self.registries, self.observer, self.cache)
+            consumers = Consumers(self.registries, self.cache)
             trust = TrustCheck(self.attestations, self.cache) if self.attestations is not None else None
             self._executor = Executor(self.config, str(self.loaded.root), self.platform, self.state, self.memory,
-                                      self.observer, consumers, local_commands=self.local_commands, trust=trust,
+                                      self.reads, consumers, local_commands=self.local_commands, trust=trust,
                                       **({} if self.settle is None else {"settle": self.settle}))
         return self._executor
 
@@ -119,8 +122,12 @@ class Reconciler:
                                                 local_commands=self.local_commands, actions=self.actions))
 
     def _context(self, component: Component) -> Context:
-        upstream = UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root)
-        self._upstreams.append(upstream)
+        """The parts of one component for this pass; the components following the same
+        upstream share its `UpstreamRepo` (its head is listed once a pass)."""
+        key = component.upstream.model_dump_json()
+        if key not in self._upstreams:
+            self._upstreams[key] = UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root)
+        upstream = self._upstreams[key]
         return Context(component, upstream, self._store(component), self.builder_for(component, upstream),
                        self.config.defaults.branch_prefix + component.name)
 
@@ -211,9 +218,8 @@ class Reconciler:
     def _nothing_to_take(self, context: Context, head: str) -> None:
         """InputError when the head needs no build: the base pins it, or its image is
         published and its proposal already says so (a command that would change nothing)."""
-        self.platform.begin_pass()
-        self.memory.new_pass()
-        facts = self.observer.observe(context, time.time())
+        self._new_pass()
+        facts = self.observer.observe(context, time.time()).facts
         if facts.base_has_head or facts.base_pins_image:
             raise InputError(f"nothing to take: the base already pins {head[:8]}, the upstream head")
         image, proposal = facts.image, facts.proposal
@@ -222,11 +228,7 @@ class Reconciler:
                              f"{image.ref} and proposed on {proposal.branch}")
 
     def _run(self, components: list[Component], *, dry_run: bool, asks: Asks) -> PassResult:
-        self.platform.begin_pass()
-        self.memory.new_pass()
-        if self._executor is not None:
-            self._executor.consumers.new_pass()
-        self._upstreams = []
+        self._new_pass()
         stores_before = {id(t): (t.requests, t.bytes_uploaded) for t in self._traffics()}
         http = getattr(self.platform, "http", None)
         github_before = (http.traffic.counted, http.traffic.free) if http is not None else (0, 0)
@@ -237,14 +239,23 @@ class Reconciler:
             asked, sent = stores_before.get(id(traffic), (0, 0))
             registry += traffic.requests - asked
             uploaded += traffic.bytes_uploaded - sent
-        requests = {"git_ls_remote": self.memory.ls_remotes,
-                    "git_fetch": sum(upstream.calls.fetches for upstream in self._upstreams),
+        requests = {"git_ls_remote": sum(upstream.calls.ls_remote for upstream in self._upstreams.values()),
+                    "git_fetch": sum(upstream.calls.fetches for upstream in self._upstreams.values()),
                     "registry": registry, "registry_bytes_uploaded": uploaded,
                     "branch_writes": self.platform.writes - writes_before}
         if http is not None:
             requests["github_counted"] = http.traffic.counted - github_before[0]
             requests["github_free"] = http.traffic.free - github_before[1]
         return PassResult(results, dry_run, requests)
+
+    def _new_pass(self) -> None:
+        """What a pass reads is read anew: the platform's, the upstreams', each file and image."""
+        self.platform.begin_pass()
+        self.memory.new_pass()
+        self.reads.new_pass()
+        self._upstreams = {}
+        if self._executor is not None:
+            self._executor.consumers.new_pass()
 
     def _traffics(self) -> list[Traffic]:
         """What this thread's requests cost, each counter once: every registry client the pass
@@ -278,7 +289,8 @@ class Reconciler:
         bound = log.bind(component=context.name)
         for _step in range(MAX_STEPS):
             now = time.time()
-            facts = self.observer.observe(context, now)
+            seen = self.observer.observe(context, now)
+            facts = seen.facts
             result.seen(facts, live_failure(facts, now, asks))
             structlog.contextvars.bind_contextvars(commit=facts.head)
             actions = plan(facts, now, asks)
@@ -286,7 +298,7 @@ class Reconciler:
             if actions and isinstance(actions[0], Report) and failure is not None and actions[0].why == failure.message:
                 result.retry = retry_said(failure.retry_at, now)  # a recorded failure, backing off
             if dry_run:
-                result.plan = preview(context, facts, actions, now=now, asks=asks, read=self.observer.read)
+                result.plan = preview(context, seen, actions, now=now, asks=asks, reads=self.reads)
                 result.error_kind = result.plan.error_kind
             if not actions:
                 result.status = Status.DONE if result.actions else Status.NOTHING
@@ -297,13 +309,14 @@ class Reconciler:
                 result.actions += actions
                 result.status = Status.PLANNED
                 return
+            done = Outcome(facts)
             for index, action in enumerate(actions):
                 if index and isinstance(action, Wait):
                     break  # a wait foreseen after other actions is checked by observing again
                 bound.info("action", kind=action.kind.value)
                 result.actions.append(action)
                 try:
-                    after = self.executor.execute(context, facts, action, result)
+                    after = self.executor.execute(context, seen, done, action, result)
                 except WheelpinError as exc:
                     # info: the pass's result says it (the terminal, --json, the dashboard), once
                     bound.info("action.failed", kind=action.kind.value, error=exc.message, error_kind=kind_of(exc))
@@ -313,7 +326,7 @@ class Reconciler:
                     Reconciler.after_action(self.executed)
                 if after is None:
                     return
-                facts = after
+                done = after
                 if isinstance(action, WriteProposal):  # written from the base once: a rebase is done
                     asks = Asks(retry=asks.retry, rebase=False)
             asks = Asks(retry=False, rebase=asks.rebase)  # a retry asked starts one build, then it is followed

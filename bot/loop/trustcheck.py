@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from ..core.trust.decide import Found, Judgement, Provenance, judge, needs_pinned, provenance_of
 from ..core.trust.policy import Trust
-from .context import Context
 
 if TYPE_CHECKING:  # GitHub's client and sigstore load only for a component whose `trust` asks
+    from ..adapters.imageread import ImageInfo
     from ..adapters.github.attestations import AttestationsReader
     from ..adapters.sigstoreverify import TrustedRoots
 
@@ -35,23 +35,20 @@ class TrustCheck:
     # verified ones only: a wheel without an attestation may get one, a verified one stays so
     _verified: dict[tuple[Trust, str], Found] = field(default_factory=dict)
 
-    def judge(self, context: Context, wheels: Sequence[Wheel], *, image: str | None = None) -> Judgement:
+    def judge(self, trust: Trust, pinned: ImageInfo | None, wheels: Sequence[Wheel], *,
+              image: str | None = None) -> Judgement:
         """The decision for `wheels` (the new image's, whose digest `image` is looked up too
-        once it is published), the pinned image's provenance looked at only when it decides."""
-        trust = context.component.trust
+        once it is published), the `pinned` image's provenance looked at only when it decides."""
         if not trust.checked:
             return Judgement()
         new = self.provenance(trust, wheels)
         image_found = None
         if image is not None and new.verified:
             image_found = self._found(trust, Wheel(image[:19] + "…", image.removeprefix("sha256:")))
-        pinned = None
-        if needs_pinned(trust, new):
-            if context.pinned_provenance is None and context.pinned_info is not None:
-                context.pinned_provenance = self.provenance(
-                    trust, [Wheel(entry.file, entry.sha256) for entry in context.pinned_info.wheels])
-            pinned = context.pinned_provenance
-        return judge(trust, new, pinned, image_found)
+        before = None
+        if needs_pinned(trust, new) and pinned is not None:
+            before = self.provenance(trust, [Wheel(entry.file, entry.sha256) for entry in pinned.wheels])
+        return judge(trust, new, before, image_found)
 
     def provenance(self, trust: Trust, wheels: Sequence[Wheel]) -> Provenance:
         return provenance_of([self._found(trust, wheel) for wheel in wheels])

@@ -40,6 +40,18 @@ def test_failures_count_per_rules_and_are_forgotten(state: StateFile) -> None:
     assert state.failure("c", "y") is None
 
 
+def test_a_refused_wheel_keeps_its_reason_apart_from_its_sentence(state: StateFile) -> None:
+    """The commit list of a proposal says why a commit's wheel was refused: the reason
+    alone, as recorded, not the sentence the pass said it in."""
+    state.record("c", "x", "verify", "verification of 0123abcd failed, nothing published: no wheel", reason="no wheel")
+    refused = state.failure("c", "x")
+    assert refused is not None and refused.refused and refused.reason == "no wheel"
+    assert refused.message == "verification of 0123abcd failed, nothing published: no wheel"
+    state.record("c", "x", "build", "exit 1")  # a later failure without one says none
+    failed = state.failure("c", "x")
+    assert failed is not None and failed.reason == ""
+
+
 def test_runs_and_dispatches(state: StateFile) -> None:
     at = state.record_dispatch("c", "x")
     assert state.dispatch_of("c", "x") == at and state.run_of("c", "x") is None

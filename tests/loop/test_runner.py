@@ -210,6 +210,7 @@ def test_a_build_on_actions_is_waited_for_then_fetched(tmp_path: Path) -> None:
     loop.builder.finish(head)
     assert kinds(loop.run()) == ["fetch", "publish", "propose"]
     assert loop.builder.started == [head]
+    assert loop.builder.collected == [head]  # fetched once: publishing takes the wheels the fetch handed it
 
 
 def test_a_failed_run_is_recorded_once_and_backs_off(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ class Failure:
     attempts: int
     at: float
     judged_under: str = ""  # digest of what it failed under: config, consuming image ("" in older state files)
+    reason: str = ""  # a refused wheel's problems alone, as a commit list says them ("": `message` says it all)
 
     @property
     def refused(self) -> bool:

@@ -49,6 +49,7 @@ class ImageFound:
     digest: str
     ref: str  # as it will be pinned: repository:tag@digest
     verified: bool = True  # False: pushed by someone else, its wheels not yet verified
+    adopted: bool = False  # pushed by someone else, its wheels verified by wheelpin: not wheelpin's build
 
 
 @dataclass(frozen=True)
