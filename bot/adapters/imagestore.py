@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..core.errors import InputError, NotFound, RefusedError, VerificationError
+from ..core.errors import InputError, NotFound, RefusedError, TransientError, VerificationError
 from ..core.imageref import SHA256_DIGEST, ImageRef, LayoutTarget
 from ..core.ociimage import INDEX_TYPE, canonical_json
 from .registrywire import Traffic
@@ -258,6 +258,24 @@ class LayoutStore:
             kept.append({"mediaType": media_type, "digest": digest, "size": len(data),
                          "annotations": {REF_NAME: tag}})
             index["manifests"] = kept
+            _atomic_write(self.folder / "index.json", canonical_json(index))
+        return digest
+
+    def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
+        """Name `data` by `tag` when the tag still names `was` (None: no tag yet): a tag that
+        moves by design (an attached artifacts' index, adapters/referrers.py), written as a
+        compare-and-set under the lock; TransientError when another writer moved it first."""
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        self.put_blob(digest, len(data), lambda: [data])
+        with (self.folder / ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = self._index()
+            listed = self._manifests()
+            now = next((str(m.get("digest")) for m in listed if _ref_name(m) == tag), None)
+            if now != was:
+                raise TransientError(f"{self.name}:{tag} moved while it was updated; the next pass tries again")
+            index["manifests"] = [m for m in listed if _ref_name(m) != tag] + [
+                {"mediaType": media_type, "digest": digest, "size": len(data), "annotations": {REF_NAME: tag}}]
             _atomic_write(self.folder / "index.json", canonical_json(index))
         return digest
 
