@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from ..core.checks import KINDS
 from ..core.errors import InputError, VerificationError
 from ..core.ociimage import MANIFEST_TYPE
 from ..core.provenance import dsse
@@ -23,6 +24,7 @@ from ..core.provenance.bundle import BUNDLE_TYPE, bundle_bytes, envelope_of
 from ..core.provenance.sbom import SBOM_TYPE, sbom_bytes
 from ..core.provenance.statement import PAYLOAD_TYPE, SLSA_PROVENANCE, BuildFacts, checked_statement, statement_bytes
 from .imagestore import ImageStore
+from .publisher import PublishResult
 from .referrers import Referrer, Subject, attach, list_referrers, read_document
 
 log = structlog.get_logger("wheelpin.provenance")
@@ -54,9 +56,34 @@ class Attached:
         return f"{self.kind} {self.digest} {self.artifact_type}, {signed}"
 
 
+def facts_of(result: PublishResult, *, source: str | None, revision: str | None, component: str | None,
+             rules: str | None, build: str | None, smoke: list[str]) -> BuildFacts:
+    """What the statement says of an image the publish step just pushed or found: its
+    wheels passed every kind of check (the publisher is never reached otherwise)."""
+    verification: dict[str, Any] = {"result": "passed", "checks": list(KINDS)}
+    if smoke:
+        verification["smoke"] = list(smoke)
+    return BuildFacts(repository=result.store, digest=result.digest, tag=result.tag, wheels=result.wheels,
+                      source=source, revision=revision, component=component, rules=rules, build=build,
+                      verification=verification)
+
+
 def described(referrer: Referrer, status: str = "listed") -> Attached:
     kind = {BUNDLE_TYPE: "provenance", PAYLOAD_TYPE: "provenance", SBOM_TYPE: "sbom"}.get(referrer.artifact_type, "other")
     return Attached(kind, referrer.artifact_type, referrer.digest, referrer.artifact_type == BUNDLE_TYPE, status)
+
+
+def proposal_link(store: str, ref: str, attached: list[Attached]) -> str:
+    """What a proposal's Provenance line adds: where the statement and the SBOM are, and
+    the command that checks a signed one."""
+    ours = [item for item in attached if item.kind in ("provenance", "sbom")]
+    if not ours:
+        return ""
+    said = [f"{'signed ' if item.signed else ''}{'SLSA provenance' if item.kind == 'provenance' else 'SBOM'} "
+            f"`{store}@{item.digest}`" for item in ours]
+    check = (f" (check it: `wheelpin image verify {ref} --key YOUR-KEY.pub`)"
+             if any(item.signed for item in ours) else "")
+    return "; attached: " + ", ".join(said) + check
 
 
 def attached_to(store: ImageStore, digest: str) -> list[Attached]:

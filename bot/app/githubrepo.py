@@ -26,7 +26,7 @@ from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinErr
 from ..core.workflowfile import components_warnings
 from ..loop.runner import Reconciler
 from .settings import Settings
-from .wiring import Registries
+from .wiring import Registries, signing_key
 
 log = structlog.get_logger("wheelpin.github")
 
@@ -171,4 +171,4 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
                       cache=settings.cache_dir, retry_failed=retry_failed, state_scope=f"{repository}:",
-                      actions=ActionsClient(platform), local_commands=False)
+                      actions=ActionsClient(platform), local_commands=False, signing_key=signing_key(settings))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NoReturn, assert_never
+from typing import TYPE_CHECKING, NoReturn, assert_never
 
 import structlog
 
@@ -20,6 +20,7 @@ from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
+from ..adapters.provenance import attach_provenance, attached_to, facts_of, proposal_link
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
@@ -41,6 +42,9 @@ from .consumers import Consumers
 from .observe import Observer, pin_repository, verify_adopted
 from .results import ComponentResult, Status
 
+if TYPE_CHECKING:  # cryptography loads where a key is given
+    from ..core.provenance.dsse import SigningKey
+
 log = structlog.get_logger("wheelpin.execute")
 
 
@@ -55,6 +59,7 @@ class Executor:
     consumers: Consumers  # the consuming image of a component that names one
     settle: float = SETTLE_SECONDS  # seconds before a pushed tag is read back (another writer may race)
     local_commands: bool = True  # the config's commands (a smoke test) run here; never for a repository on GitHub
+    signing_key: SigningKey | None = None  # signs the provenance attached to each image published
 
     def execute(self, context: Context, facts: Facts, action: Action, result: ComponentResult) -> Facts | None:
         match action:
@@ -196,6 +201,12 @@ class Executor:
             self._failed(context, head, "verify", exc.message)
             raise
         result.messages.append(f"{published.status} {published.ref}")
+        smoked = self._smoke_said(context, head).get("more_verification", ())
+        with doing(f"attaching the provenance of {published.ref}"):
+            attach_provenance(context.store, facts_of(
+                published, source=public_url(context.upstream.upstream.repo), revision=head, component=component.name,
+                rules=rules_digest(component), build=context.builder.describe(head), smoke=list(smoked)),
+                self.signing_key)
         self.memory.published[(component.name, head)] = (tag, published.digest)
         self.memory.verified.add((component.name, published.digest))
         self.memory.note_build(component.name, head, made_by=context.builder.describe(head))  # before the build goes
@@ -260,7 +271,8 @@ class Executor:
             commits=self._with_refusals(context, context.upstream.commits_between(facts.pinned_commit, head)),
             bump=bump,
             state=desired_state(facts), check_refs=_check_refs(context, image),
-            provenance=self._provenance(context, head, image, info), consumer=against,
+            provenance=self._provenance(context, head, image, info) + self._attached(context, image),
+            consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(context.pins[0].ref) if context.pins and context.pins[0].ref else None,
             pinned_problem=context.pinned_problem, **said)
@@ -299,6 +311,12 @@ class Executor:
             return f"built by {built or 'an earlier build'}; published by wheelpin, its {count} verified first"
         pusher = f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
         return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
+
+    def _attached(self, context: Context, image: ImageFound) -> str:
+        """The proposal's link to the provenance and SBOM attached to the image ("" when
+        none is: an adopted image, one published before wheelpin attached them)."""
+        with doing(f"listing what is attached to {image.ref}"):
+            return proposal_link(context.store.name, image.ref, attached_to(context.store, image.digest))
 
     def _with_refusals(self, context: Context, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming

@@ -40,6 +40,7 @@ from .results import ComponentResult, PassResult, Status
 
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..adapters.github.actions import ActionsClient
+    from ..core.provenance.dsse import SigningKey
     from .execute import Executor
 
 log = structlog.get_logger("wheelpin.reconcile")
@@ -55,7 +56,7 @@ class Reconciler:
                  retry_failed: bool = False, actions: ActionsClient | None = None, local_commands: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
                  settle: float | None = None, database_url: str | None = None,
-                 state_scope: str = "") -> None:
+                 state_scope: str = "", signing_key: SigningKey | None = None) -> None:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
@@ -71,6 +72,7 @@ class Reconciler:
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
                                  memory=self.memory)
         self.settle = settle  # None: the publisher's own (tests give 0)
+        self.signing_key = signing_key  # signs the provenance of the images published (None: unsigned)
         self._executor: Executor | None = None
         self.pruner = Pruner(self.config, platform, self.state, self.memory)
         self.executed = 0
@@ -91,7 +93,7 @@ class Reconciler:
             consumers = Consumers(self.registries, self.observer, self.cache)
             self._executor = Executor(self.config, str(self.loaded.root), self.platform, self.state, self.memory,
                                       self.observer, consumers, local_commands=self.local_commands,
-                                      **({} if self.settle is None else {"settle": self.settle}))
+                                      signing_key=self.signing_key, **({} if self.settle is None else {"settle": self.settle}))
         return self._executor
 
     def _store(self, component: Component) -> ImageStore:

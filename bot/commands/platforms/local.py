@@ -32,7 +32,7 @@ def local_reconciler(*, repo: Path, config: Path | None, settings: Settings, ret
 
 def _made(*, repo: Path, config: Path | None, settings: Settings,
           retry_failed: bool) -> tuple[Reconciler, LocalPlatform]:
-    from ...app.wiring import Registries
+    from ...app.wiring import Registries, signing_key
     from ...loop.runner import Reconciler
     from ..repo import load
 
@@ -40,7 +40,8 @@ def _made(*, repo: Path, config: Path | None, settings: Settings,
     platform = _platform(repo, loaded.config.defaults)  # after the config: a missing one is said first
     return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
-                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:"), platform
+                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:",
+                      signing_key=signing_key(settings)), platform
 
 
 class LocalDownstream:
