@@ -48,6 +48,16 @@ class ImageStore(Protocol):
     def get_blob(self, digest: str) -> Iterator[bytes]: ...
     @property
     def cache(self) -> DigestCache: ...
+    # documents attached to an image (adapters/referrers.py says the OCI 1.1 shapes)
+    def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
+        """Push a manifest by its digest, with no tag; True when the store lists it among
+        `subject`'s referrers by itself (a registry's `OCI-Subject` answer)."""
+    def referrers_index(self, digest: str) -> bytes | None:
+        """The referrers API's index of what names `digest` as its subject; None when the
+        store has no referrers API (the fallback tag is then read)."""
+    def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
+        """Name `data` by `tag`, a tag that moves by design (the referrers fallback tag),
+        which named `was` when it was read."""
     def delete(self, reference: str) -> bool:
         """Delete a tag, or a digest with every tag naming it; False when the store cannot
         delete that way (`RegistryClient.delete_manifest`)."""
@@ -161,6 +171,16 @@ class RegistryRepository:
     def delete(self, reference: str) -> bool:
         return self.client.delete_manifest(self.repository, reference)
 
+    def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
+        return self.client.put_manifest_answer(self.repository, data, media_type).get("OCI-Subject") == subject
+
+    def referrers_index(self, digest: str) -> bytes | None:
+        return self.client.referrers(self.repository, digest)
+
+    def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
+        del was  # the Distribution API has no conditional PUT: the last writer's index stands
+        return self.client.put_manifest(self.repository, tag, data, media_type)
+
 
 class LayoutStore:
     """An OCI image-layout folder: `oci-layout`, `index.json`, `blobs/sha256/…`."""
@@ -261,9 +281,17 @@ class LayoutStore:
             _atomic_write(self.folder / "index.json", canonical_json(index))
         return digest
 
+    def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
+        del media_type, subject  # a layout folder has no referrers API: the fallback tag lists it
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        self.put_blob(digest, len(data), lambda: [data])
+        return False
+
+    def referrers_index(self, digest: str) -> bytes | None:
+        return None
+
     def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
-        """Name `data` by `tag` when the tag still names `was` (None: no tag yet): a tag that
-        moves by design (an attached artifacts' index, adapters/referrers.py), written as a
+        """Name `data` by `tag` when the tag still names `was` (None: no tag yet), as a
         compare-and-set under the lock; TransientError when another writer moved it first."""
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         self.put_blob(digest, len(data), lambda: [data])

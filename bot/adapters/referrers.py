@@ -24,9 +24,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import InputError, TransientError
+from ..core.errors import InputError
 from ..core.ociimage import INDEX_TYPE, MANIFEST_TYPE, canonical_json
-from .imagestore import ImageStore, LayoutStore, RegistryRepository
+from .imagestore import ImageStore
 
 EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
@@ -82,29 +82,10 @@ def artifact_manifest(subject: Subject, artifact_type: str, document: bytes, *, 
 def list_referrers(store: ImageStore, digest: str) -> list[Referrer]:
     """What is attached to the image `digest` names: by the referrers API where the registry
     has it, else (and in a layout folder) from the fallback tag; none when neither has any."""
-    if isinstance(store, RegistryRepository):
-        listed = _api_referrers(store, digest)
-        if listed is not None:
-            return listed
+    listed = store.referrers_index(digest)
+    if listed is not None:
+        return _listed(listed, f"{store.name}: the referrers of {digest}")
     return _fallback_index(store, digest)[1]
-
-
-def _api_referrers(store: RegistryRepository, digest: str) -> list[Referrer] | None:
-    from .registry import MAX_MANIFEST  # requests loads only when a registry is spoken to
-
-    client = store.client
-    what = f"{store.name}: the referrers of {digest}"
-    response = client.request("GET", f"/v2/{store.repository}/referrers/{digest}", stream=True,
-                              scope=client.scope(store.repository), headers={"Accept": INDEX_TYPE})
-    try:
-        if response.status_code == 404:
-            return None  # no referrers API: the spec's answer that the fallback tag is to be used
-        if response.status_code != 200:
-            raise TransientError(f"{what} answered {response.status_code}")
-        body = b"".join(client._body(response, store.repository, what="the referrers list", limit=MAX_MANIFEST))
-    finally:
-        response.close()
-    return _listed(body, what)
 
 
 def _fallback_index(store: ImageStore, digest: str) -> tuple[str | None, list[Referrer]]:
@@ -151,28 +132,11 @@ def attach(store: ImageStore, subject: Subject, artifact_type: str, document: by
         digest = "sha256:" + hashlib.sha256(blob).hexdigest()
         if not store.has_blob(digest):
             uploaded += store.put_blob(digest, len(blob), lambda blob=blob: [blob])  # type: ignore[misc]
-    indexed = _push_manifest(store, referrer.digest, manifest, subject.digest)
+    indexed = store.put_artifact(manifest, MANIFEST_TYPE, subject.digest)
     uploaded += len(manifest)
     if not indexed:
         uploaded += _add_to_fallback(store, subject.digest, referrer)
     return referrer, uploaded
-
-
-def _push_manifest(store: ImageStore, digest: str, manifest: bytes, subject: str) -> bool:
-    """Push the artifact's manifest by digest; True when the registry says (OCI-Subject) that
-    its referrers API lists it now."""
-    if isinstance(store, RegistryRepository):
-        client = store.client
-        response = client.request("PUT", f"/v2/{store.repository}/manifests/{digest}",
-                                  scope=client.scope(store.repository, push=True),
-                                  headers={"Content-Type": MANIFEST_TYPE}, data=manifest)
-        response.close()
-        if response.status_code not in (200, 201):
-            raise TransientError(f"{store.name}@{digest}: the artifact's manifest PUT answered {response.status_code}")
-        client.traffic.bytes_uploaded += len(manifest)
-        return response.headers.get("OCI-Subject") == subject
-    store.put_blob(digest, len(manifest), lambda: [manifest])
-    return False
 
 
 def _add_to_fallback(store: ImageStore, subject: str, referrer: Referrer) -> int:
@@ -183,13 +147,7 @@ def _add_to_fallback(store: ImageStore, subject: str, referrer: Referrer) -> int
         return 0
     index = canonical_json({"schemaVersion": 2, "mediaType": INDEX_TYPE,
                             "manifests": [item.descriptor() for item in [*listed, referrer]]})
-    tag = fallback_tag(subject)
-    if isinstance(store, LayoutStore):
-        store.move_tag(tag, index, INDEX_TYPE, was=was)
-    elif isinstance(store, RegistryRepository):
-        store.client.put_manifest(store.repository, tag, index, INDEX_TYPE)
-    else:
-        raise InputError(f"{store.name}: documents cannot be attached to images there")
+    store.move_tag(fallback_tag(subject), index, INDEX_TYPE, was=was)
     return len(index)
 
 
