@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..core.errors import InputError
@@ -131,7 +132,7 @@ def attach(store: ImageStore, subject: Subject, artifact_type: str, document: by
     for blob in (EMPTY, document):
         digest = "sha256:" + hashlib.sha256(blob).hexdigest()
         if not store.has_blob(digest):
-            uploaded += store.put_blob(digest, len(blob), lambda blob=blob: [blob])  # type: ignore[misc]
+            uploaded += store.put_blob(digest, len(blob), partial(list, [blob]))
     indexed = store.put_artifact(manifest, MANIFEST_TYPE, subject.digest)
     uploaded += len(manifest)
     if not indexed:
@@ -149,6 +150,18 @@ def _add_to_fallback(store: ImageStore, subject: str, referrer: Referrer) -> int
                             "manifests": [item.descriptor() for item in [*listed, referrer]]})
     store.move_tag(fallback_tag(subject), index, INDEX_TYPE, was=was)
     return len(index)
+
+
+def detach_all(store: ImageStore, digest: str) -> int:
+    """Delete what is attached to the image `digest` names, once the image itself is deleted:
+    each artifact (its subject is gone) and the fallback tag's index; how many were deleted.
+    A store that cannot delete that way keeps them (its own garbage collection is left)."""
+    listed = list_referrers(store, digest)
+    tagged = store.tag_digest(fallback_tag(digest))
+    deleted = sum(1 for referrer in listed if store.delete(referrer.digest))
+    if tagged is not None and (store.delete(fallback_tag(digest)) or store.delete(tagged)):
+        deleted += 1
+    return deleted
 
 
 def read_document(store: ImageStore, referrer: Referrer, limit: int) -> bytes:
