@@ -21,7 +21,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
 
@@ -328,10 +328,10 @@ class RegistryClient:
         self.traffic.bytes_uploaded += len(data)
         return response.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(data).hexdigest()
 
-    def put_manifest_answer(self, repository: str, data: bytes, media_type: str) -> dict[str, str]:
-        """PUT a manifest by its own digest (an OCI 1.1 artifact: no tag); the answer's headers,
-        where a registry with the referrers API says `OCI-Subject` (distribution-spec v1.1
-        "Pushing Manifests with Subject")."""
+    def put_manifest_answer(self, repository: str, data: bytes, media_type: str) -> Mapping[str, str]:
+        """PUT a manifest by its own digest (an OCI 1.1 artifact: no tag); the answer's headers
+        (looked up in any case: Go registries send `Oci-Subject`), where a registry with the
+        referrers API says `OCI-Subject` (distribution-spec v1.1 "Pushing Manifests with Subject")."""
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         response = self.request("PUT", f"/v2/{repository}/manifests/{digest}", scope=self.scope(repository, push=True),
                                 headers={"Content-Type": media_type}, data=data)
@@ -339,7 +339,7 @@ class RegistryClient:
         if response.status_code not in (200, 201):
             raise TransientError(f"{self.host}/{repository}@{digest}: manifest PUT answered {response.status_code}")
         self.traffic.bytes_uploaded += len(data)
-        return dict(response.headers)
+        return response.headers
 
     def referrers(self, repository: str, digest: str) -> bytes | None:
         """`GET /v2/<name>/referrers/<digest>` (distribution-spec v1.1 "Listing Referrers"): the

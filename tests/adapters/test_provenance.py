@@ -1,7 +1,8 @@
 """Provenance and SBOM attached to published images (adapters/provenance.py,
 adapters/referrers.py) on the real loopback registry, Debian's docker-registry 2.8, which
-has no referrers API (so the distribution-spec's fallback tag is what lists them), and
-on an OCI layout folder; `image verify`'s checks against a good key, a wrong key and a
+has no referrers API (so the distribution-spec's fallback tag is what lists them), on the
+same registry given the API by a proxy (tests/fixtures/referrersproxy.py), and on an OCI
+layout folder; `image verify`'s checks against a good key, a wrong key and a
 statement signed for another image."""
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from bot.core.ociimage import MANIFEST_TYPE, WheelEntry
 from bot.core.provenance import dsse
 from bot.core.provenance.bundle import BUNDLE_TYPE, bundle_bytes, envelope_of
 from bot.core.provenance.sbom import SBOM_TYPE
-from bot.core.provenance.statement import PAYLOAD_TYPE, BuildFacts, statement_bytes
+from bot.core.provenance.statement import PAYLOAD_TYPE, SLSA_PROVENANCE, BuildFacts, statement_bytes
 from bot.core.wheelreport import inspect_wheel
+from tests.fixtures.referrersproxy import ReferrersProxy
 from tests.fixtures.servers import Registry
 
 
@@ -111,3 +113,21 @@ def test_verify_refuses_a_wrong_key_and_a_statement_signed_for_another_image(
     with pytest.raises(VerificationError, match=f"its subject names {other.digest}, not the image {image.digest}"):
         verify_attached(target, image.digest, key.public_key())
     assert envelope_of(lying)["payloadType"] == PAYLOAD_TYPE
+
+
+def test_a_registry_with_the_referrers_api_lists_them_itself(registry: Registry,
+                                                              small_wheels: tuple[Path, Path]) -> None:
+    proxy = ReferrersProxy(registry.host)
+    try:
+        store = RegistryRepository(RegistryClient(proxy.host), "prov/api")
+        facts = published(store, "a", small_wheels[0])
+        key = ec.generate_private_key(ec.SECP256R1())
+        done, _ = attach_provenance(store, facts, key)
+        assert fallback_tag(facts.digest) not in store.list_tags()  # OCI-Subject said it is listed
+        assert not [seen for seen in proxy.seen if seen[0] == "PUT" and "/manifests/sha256-" in seen[1]]
+        assert [item.digest for item in attached_to(store, facts.digest)] == [item.digest for item in done]
+        assert verify_attached(store, facts.digest, key.public_key())["predicateType"] == SLSA_PROVENANCE
+        again, sent = attach_provenance(store, facts, key)
+        assert {item.status for item in again} == {"present"} and sent == 0
+    finally:
+        proxy.stop()
