@@ -11,6 +11,7 @@ publishing the same image again, from another build of the same commit, adds not
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,15 +58,21 @@ class Attached:
 
 
 def facts_of(result: PublishResult, *, source: str | None, revision: str | None, component: str | None,
-             rules: str | None, build: str | None, smoke: list[str]) -> BuildFacts:
+             rules: str | None, build: str | None, smoke: Sequence[str]) -> BuildFacts:
     """What the statement says of an image the publish step just pushed or found: its
     wheels passed every kind of check (the publisher is never reached otherwise)."""
+    return BuildFacts(repository=result.store, digest=result.digest, tag=result.tag, wheels=result.wheels,
+                      source=source, revision=revision, component=component, rules=rules, build=build,
+                      verification=verification_of(smoke))
+
+
+def verification_of(smoke: Sequence[str]) -> dict[str, Any]:
+    """The statement's verification results of wheels that passed: each kind of check, and
+    what the smoke test said when one ran."""
     verification: dict[str, Any] = {"result": "passed", "checks": list(KINDS)}
     if smoke:
         verification["smoke"] = list(smoke)
-    return BuildFacts(repository=result.store, digest=result.digest, tag=result.tag, wheels=result.wheels,
-                      source=source, revision=revision, component=component, rules=rules, build=build,
-                      verification=verification)
+    return verification
 
 
 def described(referrer: Referrer, status: str = "listed") -> Attached:

@@ -20,7 +20,7 @@ from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
-from ..adapters.provenance import attach_provenance, attached_to, facts_of, proposal_link
+from ..adapters.provenance import attach_provenance, attached_to, proposal_link, verification_of
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
@@ -29,7 +29,9 @@ from ..core.backoff import config_digest
 from ..core.config import Component, Config
 from ..core.errors import (BuildFailed, InputError, PermissionRefused, RefusedError, RuleRefused,
                            VerificationError, WheelpinError, doing)
+from ..core.ociimage import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION, WheelEntry
 from ..core.pins import plan_bump
+from ..core.provenance.statement import BuildFacts
 from ..core.plan import (Action, AdoptImage, BuildSeen, BuildState, ClosePR, Comment, Facts, FetchArtifacts,
                          ImageFound, PublishImage, RecordFailure, Report, StartBuild, Wait, WriteProposal,
                          desired_state, write_key)
@@ -201,16 +203,11 @@ class Executor:
             self._failed(context, head, "verify", exc.message)
             raise
         result.messages.append(f"{published.status} {published.ref}")
-        smoked = self._smoke_said(context, head).get("more_verification", ())
-        with doing(f"attaching the provenance of {published.ref}"):
-            attach_provenance(context.store, facts_of(
-                published, source=public_url(context.upstream.upstream.repo), revision=head, component=component.name,
-                rules=rules_digest(component), build=context.builder.describe(head), smoke=list(smoked)),
-                self.signing_key)
         self.memory.published[(component.name, head)] = (tag, published.digest)
         self.memory.verified.add((component.name, published.digest))
         self.memory.note_build(component.name, head, made_by=context.builder.describe(head))  # before the build goes
         context.builder.release(head)
+        self._attach(context, head, published.digest, tag, published.wheels)
         image = ImageFound(tag, published.digest, f"{pin_repository(context)}:{tag}@{published.digest}")
         return replace(facts, image=image)
 
@@ -271,7 +268,7 @@ class Executor:
             commits=self._with_refusals(context, context.upstream.commits_between(facts.pinned_commit, head)),
             bump=bump,
             state=desired_state(facts), check_refs=_check_refs(context, image),
-            provenance=self._provenance(context, head, image, info) + self._attached(context, image),
+            provenance=self._provenance(context, head, image, info) + self._attached(context, head, image, info),
             consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(context.pins[0].ref) if context.pins and context.pins[0].ref else None,
@@ -312,11 +309,32 @@ class Executor:
         pusher = f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
         return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
 
-    def _attached(self, context: Context, image: ImageFound) -> str:
+    def _attach(self, context: Context, head: str, digest: str, tag: str, wheels: Sequence[WheelEntry]) -> None:
+        """Attach the provenance and SBOM of an image wheelpin published (adapters/provenance.py)."""
+        component = context.component
+        key = (context.name, head)
+        built = self.memory.made_by[key] if key in self.memory.made_by else context.builder.describe(head)
+        facts = BuildFacts(repository=context.store.name, digest=digest, tag=tag, wheels=tuple(wheels),
+                           source=public_url(context.upstream.upstream.repo), revision=head, component=component.name,
+                           rules=rules_digest(component), build=built,
+                           verification=verification_of(self._smoke_said(context, head).get("more_verification", ())))
+        with doing(f"attaching the provenance of {context.store.name}@{digest}"):
+            attach_provenance(context.store, facts, self.signing_key)
+
+    def _attached(self, context: Context, head: str, image: ImageFound, info: ImageInfo) -> str:
         """The proposal's link to the provenance and SBOM attached to the image ("" when
-        none is: an adopted image, one published before wheelpin attached them)."""
+        none is: an adopted image). An image wheelpin's annotations say it published for this
+        commit under these rules, which carries none (a pass stopped between the push and the
+        attaching, or an older wheelpin published it), gets them now."""
         with doing(f"listing what is attached to {image.ref}"):
-            return proposal_link(context.store.name, image.ref, attached_to(context.store, image.digest))
+            attached = attached_to(context.store, image.digest)
+        ours = (info.annotations.get(REVISION) == head and info.annotations.get(ANNOTATION_COMPONENT) == context.name
+                and info.annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
+                and (context.name, image.digest) not in self.memory.adopted)
+        if ours and not any(item.kind == "provenance" for item in attached):
+            self._attach(context, head, image.digest, image.tag, info.wheels)
+            attached = attached_to(context.store, image.digest)
+        return proposal_link(context.store.name, image.ref, attached)
 
     def _with_refusals(self, context: Context, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming

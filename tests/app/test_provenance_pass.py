@@ -14,6 +14,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from bot.adapters.git import git
+from bot.adapters.imagestore import LayoutStore
+from bot.adapters.provenance import attached_to
 from bot.adapters.registry import RegistryClient
 from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world
 from tests.cli import wheelpin
@@ -80,3 +82,19 @@ def test_an_unsigned_pass_into_the_layout_folder(world: World) -> None:
     assert "attached provenance sha256:" in shown.stdout and ", unsigned" in shown.stdout
     message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
     assert "; attached: SLSA provenance `oci:" in message and "image verify" not in message
+
+
+def test_an_image_left_without_its_documents_gets_them_when_it_is_proposed(world: World) -> None:
+    """A pass stopped between the push and the attaching (or an older wheelpin published the
+    image): the next proposal of that image attaches them, as its annotations say it is ours."""
+    world.commit_upstream("work", NEW_VERSION)
+    assert world.reconcile().code == 0
+    digest = pinned_image(world).rsplit("@", 1)[1]
+    layout = LayoutStore(world.root / "images")
+    assert layout.delete(digest.replace(":", "-")) and digest.replace(":", "-") not in world.layout_tags()
+    git(["branch", "-D", BRANCH], cwd=world.downstream)  # so that the same image is proposed again
+    again = world.reconcile()
+    assert again.code == 0, again.stderr
+    assert [a["kind"] for a in component(again)["actions"]] == ["propose"]
+    assert [item.kind for item in attached_to(layout, digest)] == ["provenance", "sbom"]
+    assert "; attached: SLSA provenance `oci:" in git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
