@@ -80,6 +80,10 @@ def described(referrer: Referrer, status: str = "listed") -> Attached:
     return Attached(kind, referrer.artifact_type, referrer.digest, referrer.artifact_type == BUNDLE_TYPE, status)
 
 
+def carries_provenance(attached: Sequence[Attached]) -> bool:
+    return any(item.kind == "provenance" for item in attached)
+
+
 def proposal_link(store: str, ref: str, attached: list[Attached]) -> str:
     """What a proposal's Provenance line adds: where the statement and the SBOM are, and
     the command that checks a signed one."""

@@ -20,7 +20,8 @@ from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
-from ..adapters.provenance import attach_provenance, attached_to, proposal_link, verification_of
+from ..adapters.provenance import (attach_provenance, attached_to, carries_provenance, proposal_link,
+                                   verification_of)
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
@@ -331,7 +332,7 @@ class Executor:
         ours = (info.annotations.get(REVISION) == head and info.annotations.get(ANNOTATION_COMPONENT) == context.name
                 and info.annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
                 and (context.name, image.digest) not in self.memory.adopted)
-        if ours and not any(item.kind == "provenance" for item in attached):
+        if ours and not carries_provenance(attached):
             self._attach(context, head, image.digest, image.tag, info.wheels)
             attached = attached_to(context.store, image.digest)
         return proposal_link(context.store.name, image.ref, attached)
