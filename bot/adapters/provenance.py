@@ -30,9 +30,10 @@ from .referrers import Referrer, Subject, attach, list_referrers, read_document
 
 log = structlog.get_logger("wheelpin.provenance")
 
-# Manifest annotations of the artifacts (cosign's BUNDLE_SPEC.md names the first two; the
-# in-toto one is what in-toto attestations stored as OCI artifacts carry; the key's hint
-# is wheelpin's, so a bundle signed by another key is told apart without reading it).
+# Manifest annotations of the artifacts: cosign's specs/BUNDLE_SPEC.md names the first two;
+# the in-toto one is the key BuildKit's attestation storage (docs.docker.com, "Image
+# attestation storage") names an in-toto statement's predicate with; the key's hint is
+# wheelpin's, so a bundle signed by another key is told apart without reading it.
 BUNDLE_CONTENT = "dev.sigstore.bundle.content"
 BUNDLE_PREDICATE = "dev.sigstore.bundle.predicateType"
 INTOTO_PREDICATE = "in-toto.io/predicate-type"
