@@ -49,6 +49,7 @@ EXIT_CODES_OF: dict[str, tuple[int, ...]] = {
     "image publish": (0, 1, 2, 3, 4),  # a tag holding other content is refused (3)
     "image show": (0, 1, 2, 4),
     "image check": (0, 1, 2, 4),
+    "image verify": (0, 1, 2, 4),      # 1: no signed provenance, a wrong key, another subject
     # an invalid config is a config error: 2, and so is what --online finds the pass would stop
     # at (no such branch, a pinned digest the registry lacks, credentials refused); 4 when, with
     # --online, an upstream or registry did not answer (as the pass's outside failures)
@@ -121,6 +122,12 @@ def _registry_flags(parser: argparse.ArgumentParser) -> None:
                         help="speak to registries over plain HTTP (loopback ones always are)")
     parser.add_argument("--tls-verify", type=_boolean, metavar="true|false", default=None,
                         help="false: HTTPS without checking the registry's certificate")
+
+
+def _signing_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--signing-key", type=Path, metavar="FILE",
+                        help="sign the provenance attached to the images published with this PEM key "
+                        "(ECDSA P-256 or Ed25519; or WHEELPIN_SIGNING_KEY)")
 
 
 def _boolean(text: str) -> bool:
@@ -196,6 +203,7 @@ def _image(commands: Any, name: str, text: str) -> None:
                          help="every ELF with HIP code must carry this GPU target (repeatable)")
     publish.add_argument("--mount-from", metavar="REPO",
                          help="a repository of the same registry that may hold the layer already")
+    _signing_flag(publish)
     _json(publish)
     _registry_flags(publish)
     show = _command(image_commands, "show", "what an image holds",
@@ -211,6 +219,13 @@ def _image(commands: Any, name: str, text: str) -> None:
                          help="the consuming image, host/repo:tag or host/repo@sha256:…, read from its layers")
     _json(against)
     _registry_flags(against)
+    verify = _command(image_commands, "verify", "check the signed provenance attached to an image",
+                      "wheelpin image verify ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d --key wheelpin.pub")
+    verify.add_argument("ref", metavar="REF", help="host/repo:tag, host/repo@sha256:… or oci:FOLDER:tag")
+    verify.add_argument("--key", required=True, type=Path, metavar="PUB",
+                        help="the PEM public key the provenance must be signed with")
+    _json(verify)
+    _registry_flags(verify)
 
 
 def _config(commands: Any, name: str, text: str) -> None:
@@ -276,6 +291,7 @@ def _reconcile(commands: Any, name: str, text: str) -> None:
                            "proposed; not rebuilt); needs --commit, and --component if there are several")
     reconcile.add_argument("--commit", metavar="SHA", help="with --use-artifacts: the upstream head they were built from")
     reconcile.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
+    _signing_flag(reconcile)
     _json(reconcile)
     _registry_flags(reconcile)
 
@@ -438,6 +454,8 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
     if args.command == "image" and args.image_command == "check":
         return image_cmd.check_command(wheels=tuple(args.wheels), consumer=args.consumer, json=args.json,
                                        settings=settings)
+    if args.command == "image" and args.image_command == "verify":
+        return image_cmd.verify_command(ref=args.ref, key=args.key, json=args.json, settings=settings)
     if args.command == "image":
         return image_cmd.show_command(ref=args.ref, json=args.json, settings=settings)
 
@@ -556,6 +574,8 @@ def _start(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     flags = {name: getattr(args, name) for name in ("plain_http", "tls_verify") if getattr(args, name, None) is not None}
+    if getattr(args, "signing_key", None) is not None:
+        flags["signing_key_file"] = args.signing_key
     if flags:  # a command's flags over the environment's settings
         settings = settings.model_copy(update=flags)
     configure_logging(level=settings.log_level, fmt=settings.log_format)

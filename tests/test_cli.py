@@ -223,7 +223,7 @@ def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> No
         return found or [(path, parser)]
 
     commands = leaves(build_parser(), ())
-    assert len(commands) == 15, [path for path, _ in commands]
+    assert len(commands) == 16, [path for path, _ in commands]
     for path, parser in commands:  # the parser built for the command being run is the whole one's part
         alone = dict(leaves(build_parser(only=path[0]), ()))[path]
         assert alone.format_help() == parser.format_help(), path
@@ -279,7 +279,7 @@ def test_shell_completion_completes_commands_and_options(tmp_path: Path) -> None
         return asked.stdout.split()
 
     assert complete("wheelpin", "rec") == ["reconcile"]
-    assert set(complete("wheelpin", "image", "")) == {"publish", "show", "check"}
+    assert set(complete("wheelpin", "image", "")) == {"publish", "show", "check", "verify"}
     assert set(complete("wheelpin", "reconcile", "--pl")) == {"--platform", "--plain-http"}
     fish = wheelpin("completion", "fish")
     assert fish.code == 0 and "complete -c wheelpin" in fish.stdout

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..core.errors import InputError, NotFound, RefusedError, VerificationError
+from ..core.errors import InputError, NotFound, RefusedError, TransientError, VerificationError
 from ..core.image.reference import SHA256_DIGEST, ImageRef, LayoutTarget
 from ..core.image.oci import INDEX_TYPE, canonical_json
 from .registrywire import Traffic
@@ -48,6 +48,16 @@ class ImageStore(Protocol):
     def get_blob(self, digest: str) -> Iterator[bytes]: ...
     @property
     def cache(self) -> DigestCache: ...
+    # documents attached to an image (adapters/referrers.py says the OCI 1.1 shapes)
+    def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
+        """Push a manifest by its digest, with no tag; True when the store lists it among
+        `subject`'s referrers by itself (a registry's `OCI-Subject` answer)."""
+    def referrers_index(self, digest: str) -> bytes | None:
+        """The referrers API's index of what names `digest` as its subject; None when the
+        store has no referrers API (the fallback tag is then read)."""
+    def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
+        """Name `data` by `tag`, a tag that moves by design (the referrers fallback tag),
+        which named `was` when it was read."""
     def delete(self, reference: str) -> bool:
         """Delete a tag, or a digest with every tag naming it; False when the store cannot
         delete that way (`RegistryClient.delete_manifest`)."""
@@ -161,6 +171,16 @@ class RegistryRepository:
     def delete(self, reference: str) -> bool:
         return self.client.delete_manifest(self.repository, reference)
 
+    def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
+        return self.client.put_manifest_answer(self.repository, data, media_type).get("OCI-Subject") == subject
+
+    def referrers_index(self, digest: str) -> bytes | None:
+        return self.client.referrers(self.repository, digest)
+
+    def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
+        del was  # the Distribution API has no conditional PUT: the last writer's index stands
+        return self.client.put_manifest(self.repository, tag, data, media_type)
+
 
 class LayoutStore:
     """An OCI image-layout folder: `oci-layout`, `index.json`, `blobs/sha256/…`."""
@@ -258,6 +278,32 @@ class LayoutStore:
             kept.append({"mediaType": media_type, "digest": digest, "size": len(data),
                          "annotations": {REF_NAME: tag}})
             index["manifests"] = kept
+            _atomic_write(self.folder / "index.json", canonical_json(index))
+        return digest
+
+    def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
+        del media_type, subject  # a layout folder has no referrers API: the fallback tag lists it
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        self.put_blob(digest, len(data), lambda: [data])
+        return False
+
+    def referrers_index(self, digest: str) -> bytes | None:
+        return None
+
+    def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
+        """Name `data` by `tag` when the tag still names `was` (None: no tag yet), as a
+        compare-and-set under the lock; TransientError when another writer moved it first."""
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        self.put_blob(digest, len(data), lambda: [data])
+        with (self.folder / ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = self._index()
+            listed = self._manifests()
+            now = next((str(m.get("digest")) for m in listed if _ref_name(m) == tag), None)
+            if now != was:
+                raise TransientError(f"{self.name}:{tag} moved while it was updated; the next pass tries again")
+            index["manifests"] = [m for m in listed if _ref_name(m) != tag] + [
+                {"mediaType": media_type, "digest": digest, "size": len(data), "annotations": {REF_NAME: tag}}]
             _atomic_write(self.folder / "index.json", canonical_json(index))
         return digest
 

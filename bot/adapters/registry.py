@@ -21,7 +21,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
 
@@ -31,7 +31,7 @@ import urllib3
 
 from ..core.errors import CredentialsError, InputError, NotFound, TransientError, UsageError, tries
 from ..core.image.reference import SHA256_DIGEST
-from ..core.image.oci import ACCEPT_MANIFESTS
+from ..core.image.oci import ACCEPT_MANIFESTS, INDEX_TYPE
 from .credentials import Credential, CredentialStore
 from . import readdeadline, writes
 from .progress import tracked
@@ -335,6 +335,36 @@ class RegistryClient:
             raise TransientError(f"{self.host}/{repository}:{reference}: manifest PUT answered {response.status_code}")
         self.traffic.bytes_uploaded += len(data)
         return response.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(data).hexdigest()
+
+    def put_manifest_answer(self, repository: str, data: bytes, media_type: str) -> Mapping[str, str]:
+        """PUT a manifest by its own digest (an OCI 1.1 artifact: no tag); the answer's headers
+        (looked up in any case: Go registries send `Oci-Subject`), where a registry with the
+        referrers API says `OCI-Subject` (distribution-spec v1.1 "Pushing Manifests with Subject")."""
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        response = self.request("PUT", f"/v2/{repository}/manifests/{digest}", scope=self.scope(repository, push=True),
+                                headers={"Content-Type": media_type}, data=data)
+        response.close()
+        if response.status_code not in (200, 201):
+            raise TransientError(f"{self.host}/{repository}@{digest}: manifest PUT answered {response.status_code}")
+        self.traffic.bytes_uploaded += len(data)
+        return response.headers
+
+    def referrers(self, repository: str, digest: str) -> bytes | None:
+        """`GET /v2/<name>/referrers/<digest>` (distribution-spec v1.1 "Listing Referrers"): the
+        image index of the manifests naming `digest` as subject; None on 404, the spec's word
+        for a registry without the API (Debian's docker-registry 2.8 answers so)."""
+        response = self.request("GET", f"/v2/{repository}/referrers/{digest}", stream=True,
+                                scope=self.scope(repository), headers={"Accept": INDEX_TYPE})
+        try:
+            if response.status_code == 404:
+                return None
+            if response.status_code != 200:
+                raise TransientError(f"{self.host}/{repository}: the referrers of {digest} answered "
+                                     f"{response.status_code}")
+            return b"".join(self._body(response, repository, limit=MAX_MANIFEST,
+                                       what=f"the referrers of {digest}"))
+        finally:
+            response.close()
 
     def delete_manifest(self, repository: str, reference: str) -> bool:
         """DELETE a manifest by digest (with every tag naming it), or one tag (OCI Distribution

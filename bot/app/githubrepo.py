@@ -27,7 +27,7 @@ from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinErr
 from ..core.workflowfile import components_warnings
 from ..loop.runner import Reconciler
 from .settings import Settings
-from .wiring import Registries
+from .wiring import Registries, signing_key
 
 log = structlog.get_logger("wheelpin.github")
 
@@ -173,4 +173,5 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
                       cache=settings.cache_dir, retry_failed=retry_failed, state_scope=f"{repository}:",
                       actions=ActionsClient(platform), local_commands=False,
-                      attestations=lambda: AttestationsReader(platform.client))
+                      attestations=lambda: AttestationsReader(platform.client),
+                      signing_key=signing_key(settings))

@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     registry_timeout: float = Field(default=120.0, gt=0)
     registry_connect_timeout: float = Field(default=10.0, gt=0)
 
+    # the key the provenance attached to each published image is signed with (docs/provenance.md)
+    signing_key: SecretStr | None = Field(default=None, description="a PEM private key (ECDSA P-256 or "
+                                          "Ed25519): sign the provenance of the images published")
+    signing_key_file: Path | None = Field(default=None, description="the file holding it (`--signing-key FILE`)")
+
     # GitHub: a token (personal or installation), or an App (id, private key, installation)
     github_api_url: str | None = Field(default=None, description="GitHub Enterprise Server (https://HOST; "
                                        "/api/v3 may be written too), GHE.com (https://SUBDOMAIN.ghe.com or "
@@ -180,6 +185,21 @@ class Settings(BaseSettings):
                 raise ConfigError(f"{self.registry_password_file}: cannot read WHEELPIN_REGISTRY_PASSWORD_FILE "
                                   f"({exc.strerror})") from None
         return self.registry_password.get_secret_value() if self.registry_password else None
+
+
+    def signing_pem(self) -> tuple[bytes, str] | None:
+        """(the signing key's PEM, where it came from, for errors), None when unset: from
+        WHEELPIN_SIGNING_KEY_FILE (or `--signing-key`) first, else WHEELPIN_SIGNING_KEY."""
+        from ..core.errors import ConfigError
+
+        if self.signing_key_file is not None:
+            try:
+                return self.signing_key_file.read_bytes(), str(self.signing_key_file)
+            except OSError as exc:
+                raise ConfigError(f"{self.signing_key_file}: cannot read the signing key ({exc.strerror})") from None
+        if self.signing_key is None:
+            return None
+        return self.signing_key.get_secret_value().encode(), "WHEELPIN_SIGNING_KEY"
 
 
 def normalize_github_api_url(value: str | None) -> str | None:

@@ -13,6 +13,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from ..adapters.registry import RegistryClient
+    from ..core.provenance.dsse import SigningKey
 
 
 class Registries:
@@ -53,3 +54,18 @@ def target_of(text: str) -> ImageRef | LayoutTarget:
         return parse_target(text)
     except ImageRefError as exc:
         raise UsageError(str(exc)) from None
+
+
+def signing_key(settings: Settings) -> SigningKey | None:
+    """The key the provenance of published images is signed with, None when none is given;
+    ConfigError naming where it came from (never what it holds) when it cannot be used."""
+    from ..core.errors import ConfigError
+    from ..core.provenance.dsse import load_signing_key  # cryptography: loaded when a key is given
+
+    given = settings.signing_pem()
+    if given is None:
+        return None
+    try:
+        return load_signing_key(*given)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

@@ -4,6 +4,8 @@ WHEEL… --consumer REF`."""
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,10 +15,11 @@ from ..adapters.consumerread import LayerCache, read_consumer
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, reference_of
 from ..adapters.inspectpool import inspect_wheel
+from ..adapters.provenance import Attached, attach_provenance, attached_to, facts_of, statement_summary, verify_attached
 from ..adapters.publisher import publish
 from ..adapters.smoke import smoke_said, smoke_wheels
 from ..app.settings import Settings
-from ..app.wiring import Registries, target_of
+from ..app.wiring import Registries, signing_key, target_of
 from ..core.wheel.amdgpu import TargetId
 from ..core.checks import WheelRules, tag_commit_problems
 from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
@@ -72,23 +75,38 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     if found:
         raise VerificationError(f"nothing published: {summary(found, wheels=len(reports))}",
                                 problems=tuple(map(str, found)))
+    key = signing_key(settings)  # a key that cannot be used is said before anything is pushed
     said = _smoke(component.wheel.smoke, options.wheels) if component and component.wheel.smoke else []
     registries = Registries(settings)
     readers = Registries(settings, anonymous=True)
+    store = registries.store(target)
+    rules_of = rules_digest(component) if component else None
     with doing(f"publishing {options.to}"):
-        result = publish(registries.store(target), tag, list(options.wheels), reports,
+        result = publish(store, tag, list(options.wheels), reports,
                          source=source, revision=options.revision,
-                         component=component.name if component else None,
-                         rules=rules_digest(component) if component else None,
+                         component=component.name if component else None, rules=rules_of,
                          reader=_anonymous_if_public(readers, target), mount_from=options.mount_from)
+    with doing(f"attaching the provenance of {result.ref}"):
+        facts = facts_of(result, source=source, revision=options.revision,
+                         component=component.name if component else None, rules=rules_of,
+                         build=f"wheels given to `wheelpin image publish` on {socket.gethostname()}", smoke=said)
+        attached, sent = attach_provenance(store, facts, key)
     if options.json:
-        emit_json({**result.to_json(), "smoke": said})
+        emit_json({**result.to_json(), "smoke": said, "attached": [item.to_json() for item in attached],
+                   "attached_bytes_uploaded": sent})
     else:
         emit_text(result.ref)
         emit_text(f"{result.status}: {len(result.wheels)} wheel(s), {human_size(result.bytes_uploaded)} uploaded")
+        emit_text(attached_line(attached))
         for line in said:
             emit_text(line)
     return 0
+
+
+def attached_line(attached: list[Attached]) -> str:
+    """One line of what the publish attached (or found attached already)."""
+    kinds = ", ".join(f"{item.kind} ({'signed' if item.signed else 'unsigned'}, {item.status})" for item in attached)
+    return f"attached: {kinds}"
 
 
 def _smoke(command: str, wheels: tuple[Path, ...]) -> list[str]:
@@ -142,16 +160,51 @@ def show_command(*, ref: str, json: bool, settings: Settings) -> int:
     reference = reference_of(target)
     if reference is None:
         raise UsageError(f"{ref}: name a tag or a digest (REF:tag or REF@sha256:…)")
+    store = Registries(settings).store(target)
     with doing(f"reading {ref}"):
-        info = read_image(Registries(settings).store(target), reference)
+        info = read_image(store, reference)
+    with doing(f"listing what is attached to {ref}"):
+        attached = attached_to(store, info.digest)
     if json:
-        emit_json(info.to_json())
+        emit_json({**info.to_json(), "attached": [item.to_json() for item in attached]})
     else:
-        emit_text(show_text(info))
+        emit_text(show_text(info, attached))
     return 0
 
 
-def show_text(info: ImageInfo) -> str:
+def verify_command(*, ref: str, key: Path, json: bool, settings: Settings) -> int:
+    """`wheelpin image verify REF --key PUB`: an attached Sigstore bundle whose DSSE signature
+    the key made over an in-toto statement with a SLSA provenance predicate naming this
+    image; exit 1, in one sentence, when there is none."""
+    from ..core.provenance.dsse import load_public_key
+
+    target = target_of(ref)
+    reference = reference_of(target)
+    if reference is None:
+        raise UsageError(f"{ref}: name a tag or a digest (REF:tag or REF@sha256:…)")
+    try:
+        public = load_public_key(key.read_bytes(), str(key))
+    except OSError as exc:
+        raise UsageError(f"{key}: cannot read the public key ({exc.strerror})") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    store = Registries(settings).store(target)
+    with doing(f"verifying the provenance of {ref}"):
+        digest = store.tag_digest(reference) if not reference.startswith("sha256:") else reference
+        if digest is None:
+            raise VerificationError(f"{store.name}:{reference}: no such tag")
+        summary_of = statement_summary(verify_attached(store, digest, public))
+    if json:
+        emit_json({"image": f"{store.name}@{digest}", "verified": True, **summary_of})
+    else:
+        parameters = summary_of["external_parameters"]
+        source = f"{parameters.get('repository', 'an unnamed repository')}@{parameters.get('revision', '?')}"
+        emit_text(f"{store.name}@{digest}: signed provenance verified ({summary_of['predicate_type']}), "
+                  f"built from {source}" + (f" by {summary_of['build']}" if summary_of.get("build") else ""))
+    return 0
+
+
+def show_text(info: ImageInfo, attached: Sequence[Attached] = ()) -> str:
     lines = [f"{info.name}@{info.digest}", f"  size {human_size(info.size)} (config and layers, as pulled)",
              f"  metadata from {info.metadata_from} ({human_size(info.bytes_fetched)} fetched)"]
     for key, value in sorted({**info.labels, **info.annotations}.items()):
@@ -168,6 +221,7 @@ def show_text(info: ImageInfo) -> str:
         if wheel.needed is not None:
             lines.append(f"    needs {', '.join(wheel.needed) or 'no shared library'}")
         lines += [f"    requires {requirement}" for requirement in wheel.requires_dist]
+    lines += [f"  attached {item.text()}" for item in attached]
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NoReturn, assert_never
+from typing import TYPE_CHECKING, NoReturn, assert_never
 
 import structlog
 
@@ -21,6 +21,7 @@ from ..adapters.imageread import ImageInfo, extract_wheels
 from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
+from ..adapters.provenance import attach_provenance, attached_to, carries_provenance, proposal_link, verification_of
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
@@ -59,6 +60,8 @@ from ..core.decide.plan import (
     write_key,
 )
 from ..core.proposal.text import Commit, body, title
+from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION, WheelEntry
+from ..core.provenance.statement import BuildFacts
 from ..core.redact import public_url
 from ..core.config.templates import TagValues, render_tag
 from ..core.checks.component import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
@@ -68,6 +71,9 @@ from .observation import Observation, pin_repository
 from .results import ComponentResult, Outcome, Status
 from ..core.trust.decide import Judgement
 from .trustcheck import TrustCheck, Wheel
+
+if TYPE_CHECKING:  # cryptography loads where a key is given
+    from ..core.provenance.dsse import SigningKey
 
 log = structlog.get_logger("wheelpin.execute")
 
@@ -84,6 +90,7 @@ class Executor:
     settle: float = SETTLE_SECONDS  # seconds before a pushed tag is read back (another writer may race)
     local_commands: bool = True  # the config's commands (a smoke test) run here; never for a repository on GitHub
     trust: TrustCheck | None = None  # the wheels' attestations, for a component whose `trust` asks
+    signing_key: SigningKey | None = None  # signs the provenance attached to each image published
 
     def execute(self, context: Context, seen: Observation, done: Outcome, action: Action,
                 result: ComponentResult) -> Outcome | None:
@@ -259,6 +266,7 @@ class Executor:
         self.memory.verified.add((component.name, published.digest))
         made_by = context.builder.describe(head)  # before the build goes
         context.builder.release(head)
+        self._attach(context, head, published.digest, tag, published.wheels, made_by=made_by, smoke=smoke)
         image = ImageFound(tag, published.digest,
                            f"{pin_repository(component, seen.pins)}:{tag}@{published.digest}")
         return Outcome(replace(facts, image=image), made_by=made_by, smoke=smoke, image_wheels=published.wheels,
@@ -301,6 +309,7 @@ class Executor:
         facts = done.facts
         component, head, image = context.component, _head(facts), facts.image
         assert image is not None
+        info: ImageInfo | None = None
         if done.image_wheels is not None:
             wheels, image_size = done.image_wheels, done.image_size
         else:
@@ -335,7 +344,9 @@ class Executor:
             commits=self._with_refusals(context, facts, context.upstream.commits_between(facts.pinned_commit, head)),
             bump=bump,
             state=desired_state(facts), check_refs=_check_refs(context, image),
-            provenance=self._provenance(context, done, head, image, len(wheels)), consumer=against,
+            provenance=self._provenance(context, done, head, image, len(wheels))
+            + self._attached(context, done, head, image, info),
+            consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(seen.pins[0].ref) if seen.pins and seen.pins[0].ref else None,
             pinned_problem=seen.pin_problem,
@@ -385,6 +396,35 @@ class Executor:
             return f"built by {built or 'an earlier build'}; published by wheelpin, its {count} verified first"
         pusher = f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
         return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
+
+    def _attach(self, context: Context, head: str, digest: str, tag: str, wheels: Sequence[WheelEntry], *,
+                made_by: str | None, smoke: SmokeResult | None) -> None:
+        """Attach the provenance and SBOM of an image wheelpin published (adapters/provenance.py)."""
+        component = context.component
+        facts = BuildFacts(repository=context.store.name, digest=digest, tag=tag, wheels=tuple(wheels),
+                           source=public_url(context.upstream.upstream.repo), revision=head, component=component.name,
+                           rules=rules_digest(component), build=made_by,
+                           verification=verification_of(self._smoke_said(context, smoke).get("more_verification", ())))
+        with doing(f"attaching the provenance of {context.store.name}@{digest}"):
+            attach_provenance(context.store, facts, self.signing_key)
+
+    def _attached(self, context: Context, done: Outcome, head: str, image: ImageFound, info: ImageInfo | None) -> str:
+        """The proposal's link to the provenance and SBOM attached to the image ("" when
+        none is: an adopted image). An image wheelpin's annotations say it published for this
+        commit under these rules, which carries none (a pass stopped between the push and the
+        attaching, or an older wheelpin published it), gets them now. `info` is the image as
+        read when this plan did not publish or adopt it (None when it did)."""
+        with doing(f"listing what is attached to {image.ref}"):
+            attached = attached_to(context.store, image.digest)
+        ours = (info is not None and info.annotations.get(REVISION) == head
+                and info.annotations.get(ANNOTATION_COMPONENT) == context.name
+                and info.annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
+                and not image.adopted and (context.name, image.digest) not in self.memory.adopted)
+        if ours and info is not None and not carries_provenance(attached):
+            self._attach(context, head, image.digest, image.tag, info.wheels,
+                         made_by=done.made_by or context.builder.describe(head), smoke=done.smoke)
+            attached = attached_to(context.store, image.digest)
+        return proposal_link(context.store.name, image.ref, attached)
 
     def _with_refusals(self, context: Context, facts: Facts, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming

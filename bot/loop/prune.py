@@ -14,6 +14,7 @@ from functools import partial
 import structlog
 
 from ..adapters.platform import Platform
+from ..adapters.referrers import detach_all
 from ..adapters.statefile import StateFile
 from ..core.config.model import Config
 from ..core.decide.plan import Facts
@@ -113,6 +114,7 @@ class Pruner:
                 pruned.notes.append(f"image cleanup: {store.name} deletes no manifest (it answered 400 or 405; "
                                     "a distribution registry needs storage.delete.enabled)")
                 break
+            detach_all(store, digest)  # its provenance and SBOM name an image that is gone
             pruned.tags += tags
             log.info("image.pruned", digest=digest, tags=list(tags))
         return pruned

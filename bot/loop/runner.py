@@ -50,6 +50,7 @@ from .results import ComponentResult, Outcome, PassResult, Status
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..adapters.github.actions import ActionsClient
     from ..adapters.github.attestations import AttestationsReader
+    from ..core.provenance.dsse import SigningKey
     from .execute import Executor
 
 log = structlog.get_logger("wheelpin.reconcile")
@@ -65,7 +66,8 @@ class Reconciler:
                  retry_failed: bool = False, actions: ActionsClient | None = None, local_commands: bool = True,
                  builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
                  settle: float | None = None, database_url: str | None = None,
-                 state_scope: str = "", attestations: Callable[[], AttestationsReader] | None = None) -> None:
+                 state_scope: str = "", attestations: Callable[[], AttestationsReader] | None = None,
+                 signing_key: SigningKey | None = None) -> None:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
@@ -83,6 +85,7 @@ class Reconciler:
         self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
                                  memory=self.memory, reads=self.reads)
         self.settle = settle  # None: the publisher's own (tests give 0)
+        self.signing_key = signing_key  # signs the provenance of the images published (None: unsigned)
         self._executor: Executor | None = None
         self.pruner = Pruner(self.config, platform, self.state, self.memory, self.reads)
         self.executed = 0
@@ -105,6 +108,7 @@ class Reconciler:
             trust = TrustCheck(self.attestations, self.cache) if self.attestations is not None else None
             self._executor = Executor(self.config, str(self.loaded.root), self.platform, self.state, self.memory,
                                       self.reads, consumers, local_commands=self.local_commands, trust=trust,
+                                      signing_key=self.signing_key,
                                       **({} if self.settle is None else {"settle": self.settle}))
         return self._executor
 

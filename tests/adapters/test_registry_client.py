@@ -123,12 +123,14 @@ def test_uploads_declare_their_length(proxy: FaultProxy, small_wheels: tuple[Pat
     patches = [headers for method, path, headers in proxy.headers
                if method == "PATCH" and "/blobs/uploads/" in path]
     manifests = [headers for method, path, headers in proxy.headers if method == "PUT" and "/manifests/" in path]
-    assert len(patches) == 2 and len(manifests) == 1  # the layer, the config, the manifest
+    # the layer, the config, the manifest; then the attached provenance and SBOM: the empty
+    # config and the two documents, their two manifests, and the fallback tag's index twice
+    assert len(patches) == 2 + 3 and len(manifests) == 1 + 4
     for headers in patches:
         size = int(headers["Content-Length"])
         assert size > 0 and headers["Content-Range"] == f"0-{size - 1}"
     sent = sum(int(headers["Content-Length"]) for headers in patches + manifests)
-    assert sent == result.json()["bytes_uploaded"]
+    assert sent == result.json()["bytes_uploaded"] + result.json()["attached_bytes_uploaded"]
 
 
 def test_publish_with_a_component_uses_its_rules(registry: Registry, small_wheels: tuple[Path, Path],

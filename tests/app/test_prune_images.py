@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bot.adapters.git import git
 from bot.adapters.imagestore import RegistryRepository
+from bot.adapters.referrers import list_referrers
 from bot.adapters.registry import RegistryClient
 from tests.app.worlds import BRANCH, HUMAN, World, component, make_world
 from tests.fixtures.servers import Registry
@@ -26,6 +27,16 @@ def age(world: World, days: float) -> None:
 
 
 def skopeo_tags(host: str, path: str) -> list[str]:
+    """The image tags, without the referrers fallback tags (`sha256-…`) that list each
+    image's attached provenance and SBOM (fallback_tags says those)."""
+    return [tag for tag in all_tags(host, path) if not tag.startswith("sha256-")]
+
+
+def fallback_tags(host: str, path: str) -> list[str]:
+    return [tag for tag in all_tags(host, path) if tag.startswith("sha256-")]
+
+
+def all_tags(host: str, path: str) -> list[str]:
     out = subprocess.run(["skopeo", "list-tags", "--tls-verify=false", f"docker://{host}/{path}"],
                          check=True, capture_output=True, text=True).stdout
     import json
@@ -47,6 +58,12 @@ def test_an_image_no_branch_pins_goes_after_its_grace_and_one_a_branch_pins_stay
     assert result.code == 0, result.stderr
     tag_one, tag_two = f"demo-cache-v0.2.0-g{one[:8]}", f"demo-cache-v0.2.1-g{two[:8]}"
     assert skopeo_tags(registry.host, path) == sorted([first_tag, tag_one, tag_two])
+    store = RegistryRepository(RegistryClient(registry.host), path)
+    digest_one = store.tag_digest(tag_one)
+    assert digest_one is not None
+    assert len(fallback_tags(registry.host, path)) == 2  # the two images wheelpin published carry documents
+    documents_one = [referrer.digest for referrer in list_referrers(store, digest_one)]
+    assert len(documents_one) == 2
     assert component(result)["pruned"] == []  # tag one is unpinned from now on: its grace starts
 
     git(["branch", "try-one", proposed_one], cwd=world.downstream)  # a maintainer tries the first proposal
@@ -64,7 +81,10 @@ def test_an_image_no_branch_pins_goes_after_its_grace_and_one_a_branch_pins_stay
     assert component(pruned)["pruned"] == [tag_one]
     assert any(tag_one in message for message in component(pruned)["messages"])
     assert skopeo_tags(registry.host, path) == sorted([first_tag, tag_two])  # the base's and the proposal's
-    store = RegistryRepository(RegistryClient(registry.host), path)
+    # the pruned image's provenance and SBOM went with it; tag two's stay
+    assert digest_one.replace(":", "-") not in fallback_tags(registry.host, path)
+    assert len(fallback_tags(registry.host, path)) == 1
+    assert [store.tag_digest(document) for document in documents_one] == [None, None]
     assert store.tag_digest(tag_two) is not None and store.tag_digest(first_tag) is not None
 
     # merged: the first image is no one's now, but someone re-tagged it, so it stays

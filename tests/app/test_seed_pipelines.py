@@ -425,8 +425,10 @@ def test_mooncake(registry: Registry, tmp_path: Path, platform: str) -> None:
         tags_now = json.loads(subprocess.run(
             ["skopeo", "list-tags", "--tls-verify=false", f"docker://{seed.repository}"],
             check=True, capture_output=True, text=True).stdout)["Tags"]
-        assert sorted(tags_now) == sorted([f"mooncake-0.3.13.post1-g{pinned[:8]}-rocm7.2.4",
-                                           f"mooncake-0.3.14-g{head[:8]}-rocm7.2.4"])  # nothing refused pushed
+        new_digest = dockerfile.split(f"mooncake-0.3.14-g{head[:8]}-rocm7.2.4@", 1)[1][:71]
+        assert sorted(tags_now) == sorted([f"mooncake-0.3.13.post1-g{pinned[:8]}-rocm7.2.4",  # nothing refused pushed
+                                           f"mooncake-0.3.14-g{head[:8]}-rocm7.2.4",
+                                           new_digest.replace(":", "-")])  # its provenance and SBOM, listed
 
 
 def move_base(seed: Seed, driver: Driver | None, image: str) -> None:

@@ -33,7 +33,7 @@ def local_reconciler(*, repo: Path, config: Path | None, settings: Settings, ret
 
 def _made(*, repo: Path, config: Path | None, settings: Settings,
           retry_failed: bool) -> tuple[Reconciler, LocalPlatform]:
-    from ...app.wiring import Registries
+    from ...app.wiring import Registries, signing_key
     from ...loop.runner import Reconciler
     from ..repo import load
 
@@ -42,7 +42,7 @@ def _made(*, repo: Path, config: Path | None, settings: Settings,
     return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
                       database_url=settings.database_url.get_secret_value() if settings.database_url else None,
                       retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:",
-                      attestations=lambda: _attestations(settings)), platform
+                      attestations=lambda: _attestations(settings), signing_key=signing_key(settings)), platform
 
 
 def _attestations(settings: Settings) -> AttestationsReader:
