@@ -1,7 +1,7 @@
 """The long-running service behind `wheelpin serve` (docs/design.md §2, app/): its life
 cycle, the webhook door's side of it, and the worker.
 
-Webhook deliveries and the schedule only put jobs (`core/jobs.py`) on the work queue; a
+Webhook deliveries and the schedule only put jobs (`app/jobs.py`) on the work queue; a
 bounded pool of workers (`WHEELPIN_WORKERS`) takes them, never two jobs of one repository
 at once (the queue's groups), so a repository's reconciler and state file are only ever
 used by one thread at a time, and one repository's long adoption holds up no other. The
@@ -31,7 +31,7 @@ from ..adapters.github.sansio import work_for
 from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
-from ..core.jobs import Intake, Job, JobKind
+from .jobs import Intake, Job, JobKind
 from ..loop.results import Status
 from . import dashboards
 from .comment_commands import Commands

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ..core.githubhost import github_host
+from ..adapters.github.host import github_host
 
 
 def _default_cache() -> Path:
@@ -184,7 +184,7 @@ class Settings(BaseSettings):
 
 def normalize_github_api_url(value: str | None) -> str | None:
     """GitHub's web address (`https://HOST` of an Enterprise Server, `https://SUBDOMAIN.ghe.com`),
-    from its web or its API address (core/githubhost.py tells which is which); None for github.com."""
+    from its web or its API address (adapters/github/host.py tells which is which); None for github.com."""
     host = github_host(value)
     return None if host.is_github_com else host.web
 

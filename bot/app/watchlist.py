@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from ..adapters.github import Conversation, GitHubConversation, GitHubPlatform
+from ..adapters.github import GitHubConversation, GitHubPlatform
 from ..adapters.github.sansio import Routing as DeliveryRouting
 from ..core.config.model import ActionsBuild, Config
-from ..core.dashboard import Row
+from .conversation import Conversation, Row
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
-from ..core.jobs import Intake, Job, JobKind
+from .jobs import Intake, Job, JobKind
 from ..loop.runner import Reconciler
 from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from .metrics import Metrics

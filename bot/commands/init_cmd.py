@@ -41,11 +41,9 @@ from ..core.config.initconfig import (
     group,
     propose,
     render,
-    workflow_build,
-    workflow_of,
 )
 from ..core.pins.scan import FoundPin, Skipped, scan
-from ..core.workflowfile import WORKFLOWS
+from ..adapters.github.workflowfile import WORKFLOWS, workflow_build, workflow_of
 from . import config_cmd
 from .output import emit_json, emit_text
 

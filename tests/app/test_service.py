@@ -11,8 +11,8 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.adapters.git import git
-from bot.core.dashboard import MARKER
-from bot.core.jobs import Job, JobKind
+from bot.adapters.github.dashboard import MARKER
+from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry

@@ -181,7 +181,7 @@ def test_without_a_webhook_secret_deliveries_are_refused(tmp_path: Path) -> None
 
 def test_ready_only_while_the_queue_moves(tmp_path: Path) -> None:
     from bot.app.githubrepo import GitHubAccess
-    from bot.core.jobs import Job, JobKind
+    from bot.app.jobs import Job, JobKind
 
     now = [1000.0]
     service = Service(Settings(cache_dir=tmp_path, stuck_after=60), access=GitHubAccess(None, token="t"),

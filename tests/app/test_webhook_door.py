@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 
 from bot.app import webapp
 from bot.app.service import Service
-from bot.core.jobs import Job, JobKind
+from bot.app.jobs import Job, JobKind
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer, make_app
 from bot.adapters.github.sansio import MAX_BODY

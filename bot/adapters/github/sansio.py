@@ -2,12 +2,12 @@
 
 Every GitHub conversation of wheelpin's has two halves. This module is the half that only
 reads what GitHub sent — bytes, a status, headers — and decides; the other half (webapp.py
-takes deliveries; client.py, transport.py and answer.py speak to the API through requests)
+takes deliveries; client.py and transport.py speak to the API through requests)
 only moves bytes. Nothing here makes a request or imports a library that does, so every
 rule is tested on GitHub's own examples without a server (tests/test_layout.py keeps it so).
 
 - Deliveries: the `X-Hub-Signature-256` check, the JSON a form-encoded delivery carries,
-  and the jobs (`core/jobs.py`) an event asks for, by a table of (event, action) → route.
+  and the jobs (`app/jobs.py`) an event asks for, by a table of (event, action) → route.
   A delivery never reconciles anything itself: the service's queue coalesces its jobs. The
   loop is level-triggered, so a delivery sent again (by hand, from the hook's Recent
   Deliveries) needs no de-duplication; GitHub never sends a failed delivery again by itself
@@ -38,7 +38,7 @@ from typing import Any, Self
 from urllib.parse import parse_qs
 
 from ...core.config.model import BRANCH_PREFIX, CONFIG_FILES
-from ...core.dashboard import MARKER as DASHBOARD_MARKER
+from .dashboard import MARKER as DASHBOARD_MARKER
 from ...core.errors import (
     ConfigError,
     CredentialsError,
@@ -48,7 +48,7 @@ from ...core.errors import (
     TransientError,
     WheelpinError,
 )
-from ...core.jobs import Job, JobKind
+from ...app.jobs import Job, JobKind
 from ...core.proposal.text import read_marker
 
 # -- deliveries ------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """The service's unit of work (docs/design.md §2, app/): one model for what a webhook
-delivery or the schedule asks, and for what the work queue coalesces. Two jobs that
+delivery or the schedule asks, and for what the work queue coalesces. Part of the
+service's contract with a forge (a forge's door turns a delivery into jobs): it imports
+core alone, so a forge's package may name it (tests/test_layout.py). Two jobs that
 compare equal are one job: a burst of deliveries for one repository is one pass, and a
 sender repeating a command is one command (the comments that gave it ride along and do
 not count in the comparison)."""
