@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, Self
+
+from ..core.config.model import BRANCH_PREFIX, ActionsBuild, Config
 
 
 class JobKind(StrEnum):
@@ -67,3 +70,68 @@ class Intake(Protocol):
     PostgreSQL (app/pgqueue.py) that several replicas share."""
 
     def put(self, key: Job, *, note: str | None = None, urgent: bool = False) -> None: ...
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What a delivery about a repository is matched against: its config's bot branches,
+    base branches and build workflows (kept by the service for the door's threads, as
+    JSON with a database)."""
+
+    prefix: str = BRANCH_PREFIX  # the bot's branches: `<prefix><component>`
+    bases: frozenset[str] = frozenset({"main"})  # a push to one of them re-reads the repository
+    workflows: frozenset[str] = frozenset()  # build workflows (file or name); none: any run's end counts
+
+    @classmethod
+    def of(cls, config: Config) -> Self:
+        return cls(config.defaults.branch_prefix, frozenset({config.defaults.base_branch}),
+                   frozenset(c.build.workflow for c in config.components if isinstance(c.build, ActionsBuild)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prefix": self.prefix, "bases": sorted(self.bases), "workflows": sorted(self.workflows)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls(str(data["prefix"]), frozenset(data["bases"]), frozenset(data["workflows"]))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook delivery as a forge's door read it: the jobs it asks for, or an answer
+    given at once (a ping), and what the logs and metrics say of it."""
+
+    event: str  # the forge's name for what happened (`push`): the metrics' label
+    jobs: tuple[Job, ...] = ()
+    repository: str | None = None
+    action: str | None = None
+    reply: dict[str, Any] | None = None  # answered at once, asking for nothing
+    outcome: str | None = None  # the metrics' outcome of a reply (otherwise queued or ignored)
+    id: str = ""  # the forge's id of the delivery: the note its jobs carry, naming their cause
+
+
+class Refused(Exception):
+    """A delivery the door does not take: the HTTP status to answer, one sentence, and the
+    event and outcome the metrics count it under."""
+
+    def __init__(self, status: int, message: str, *, event: str, outcome: str | None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.event, self.outcome = status, message, event, outcome
+
+
+class Door(Protocol):
+    """A forge's webhook door: a request's headers (lower-case names) and body in, a
+    Delivery out, or Refused. It never queues nor does the work: the service does."""
+
+    max_body: int  # bytes: a longer body is refused (413) before the door sees it
+
+    def context(self, headers: Mapping[str, str]) -> dict[str, str | None]:
+        """What the logs of this request carry (the forge's delivery id and event)."""
+        ...
+
+    def event_of(self, headers: Mapping[str, str]) -> str:
+        """The event the headers name, "" when none: the metrics' label before the body is read."""
+        ...
+
+    def read(self, headers: Mapping[str, str], body: bytes, routing: Callable[[str | None], Routing]) -> Delivery:
+        """The delivery, verified and read; `routing` gives a repository's Routing."""
+        ...
