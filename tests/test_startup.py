@@ -76,6 +76,10 @@ def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Pa
     assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.wheel.report",
                 "bot.adapters.inspectpool",
                 "bot.core.image.consumer", "bot.app.schedule", "elftools", "zstandard"} & set(modules)
+    # nor the service, nor GitHub's modules, nor pydantic-settings: the settings are a plain model
+    assert {m for m in modules if m.startswith("bot.app.")} <= {"bot.app.settings", "bot.app.logsetup", "bot.app.wiring"}
+    assert not {m for m in modules if m.startswith("bot.adapters.github.")}
+    assert not {"pydantic_settings", "dotenv", "github3", "requests", "jwt"} & {m.split(".")[0] for m in modules}
 
 
 def test_start_up_runs_without_the_collector_only_when_wheelpin_is_the_process() -> None:

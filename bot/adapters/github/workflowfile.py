@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...core.config.initconfig import Build as DraftBuild
 from ...core.config.model import ActionsBuild, Build, Component
 from ...core.config.templates import TemplateError, fields_of
+
+if TYPE_CHECKING:  # init's drafts: loaded by `wheelpin init` alone, not by `config validate`
+    from ...core.config.initconfig import Build as DraftBuild
 
 MAX_WORKFLOW_BYTES = 1 << 20  # a workflow file larger than this is not parsed
 MAX_INPUTS = 25  # GitHub's limit on workflow_dispatch inputs
@@ -298,6 +300,8 @@ def workflow_build(workflows: Mapping[str, str], name: str) -> DraftBuild | None
     """The build a repository's own workflow makes, when one alone is named after the
     component (`lmcache-rocm-wheel.yaml` for lmcache) and can be dispatched. `workflows`
     maps each file name of .github/workflows/ to its text."""
+    from ...core.config.initconfig import Build as DraftBuild
+
     stem = name.split("-")[0]
     found = [file for file, text in sorted(workflows.items())
              if stem in file.lower() and dispatch_inputs(text) is not None]
@@ -305,14 +309,16 @@ def workflow_build(workflows: Mapping[str, str], name: str) -> DraftBuild | None
         return None
     build = workflow_of(found[0], workflows[found[0]])
     return DraftBuild(workflow=build.workflow, inputs=build.inputs,
-                 said=f"from .github/workflows/{found[0]}, dispatchable and named after {stem}"
-                 + (build.said and "; " + build.said))
+                      said=f"from .github/workflows/{found[0]}, dispatchable and named after {stem}"
+                      + (build.said and "; " + build.said))
 
 
 def workflow_of(file: str, text: str) -> DraftBuild:
     """A dispatch of the workflow `file`: its inputs that name a commit (`lmcache_commit`,
     `sha`) are given the full commit."""
+    from ...core.config.initconfig import Build as DraftBuild
+
     declared = dispatch_inputs(text) or {}
     inputs = {key: "{sha}" for key in declared if "commit" in key.lower() or key.lower() in ("sha", "git_sha")}
     return DraftBuild(workflow=file, inputs=inputs,
-                 said=f"its input {', '.join(inputs)} given the commit" if inputs else "")
+                      said=f"its input {', '.join(inputs)} given the commit" if inputs else "")
