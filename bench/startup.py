@@ -4,7 +4,7 @@ current), each the median of `--runs` fresh processes, next to the targets.
 
 Next to each command, its floor: a script that only imports the libraries the command
 cannot do without and uses each once (pydantic with one model, packaging with one
-requirement, tomli; for a pass also pydantic-settings, structlog configured, sqlite3 and
+requirement, tomli; for a pass also a settings model, structlog configured, sqlite3 and
 BuildKit's parser). What the command takes above it is wheelpin's own start-up. This
 machine's speed drifts by ±10 % from one minute to the next, so the cases run interleaved,
 one round after another, and are compared within one run.
@@ -14,7 +14,11 @@ one's libraries without the editable hook, wheelpin on the path), which the targ
 about, and this one (a development venv, where wheelpin is an editable install:
 setuptools' editable finder runs at every start).
 
-Run from the project root:  python bench/startup.py [--runs 21]
+With `--imports`, it prints instead where each command's start-up goes: `python -X
+importtime`'s own time of each module, summed by package (wheelpin's by subpackage), the
+least of `--runs` runs each, largest first: the module-level costs a change should lower.
+
+Run from the project root:  python bench/startup.py [--runs 21] [--imports]
 """
 
 from __future__ import annotations
@@ -41,10 +45,9 @@ packaging.requirements.Requirement("numpy==2.3.5")
 """
 _PASS_FLOOR = _VALIDATE_FLOOR + """import logging, sqlite3, subprocess
 import dockerfile, structlog
-from pydantic_settings import BaseSettings
-class S(BaseSettings):
+class S(BaseModel):
     y: int = 1
-S()
+S.model_validate({"y": "2"})
 structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
 sqlite3.connect(":memory:").close()
 """
@@ -73,9 +76,38 @@ def interleaved(commands: dict[str, list[str]], cwd: Path, env: dict[str, str], 
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def import_costs(command: list[str], cwd: Path, env: dict[str, str], runs: int) -> dict[str, float]:
+    """Seconds of module-level work per package (`-X importtime`'s self column), the least
+    of `runs` runs each: what importing that package costs this command."""
+    least: dict[str, float] = {}
+    for _ in range(runs):
+        done = subprocess.run([command[0], "-X", "importtime", *command[1:]], cwd=cwd, env=env,
+                              capture_output=True, text=True)
+        costs: dict[str, float] = {}
+        for line in done.stderr.splitlines():
+            if not line.startswith("import time:") or "self [us]" in line:
+                continue
+            own, _total, name = (part.strip() for part in line.removeprefix("import time:").split("|"))
+            parts = name.split(".")
+            package = ".".join(parts[:2]) if parts[0] == "bot" else parts[0]
+            costs[package] = costs.get(package, 0.0) + int(own) / 1e6
+        for package, seconds in costs.items():
+            least[package] = min(seconds, least.get(package, seconds))
+    return least
+
+
+def print_import_costs(cases: dict[str, list[str]], cwd: Path, env: dict[str, str], runs: int) -> None:
+    for label, command in cases.items():
+        costs = import_costs(command, cwd, env, runs)
+        print(f"{label}: {sum(costs.values()) * 1000:.1f} ms of imports", flush=True)
+        for package, seconds in sorted(costs.items(), key=lambda item: -item[1])[:15]:
+            print(f"  {seconds * 1000:7.1f} ms  {package}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--imports", action="store_true", help="where start-up goes, by package (-X importtime)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="wheelpin-startup-") as scratch:
         work = Path(scratch)
@@ -87,6 +119,13 @@ def main() -> None:
         env["WHEELPIN_CACHE_DIR"] = str(work / "demo" / "cache")
         subprocess.run([*wheelpin, "reconcile", "--once"], cwd=downstream, env=env, capture_output=True)  # warm
         installed = installed_python(work)
+        if args.imports:
+            print_import_costs({"wheelpin --help": [installed, "-m", "bot", "--help"],
+                                "wheelpin config validate": [installed, "-m", "bot", "config", "validate"],
+                                "wheelpin reconcile --once --dry-run --platform local (no-op)":
+                                [installed, "-m", "bot", "reconcile", "--once", "--dry-run", "--platform", "local"]},
+                               downstream, env, min(args.runs, 7))
+            return
         cases = [("python -c pass", ["-c", "pass"], None, None),
                  ("wheelpin --help", ["-m", "bot", "--help"], 0.150, None),
                  ("wheelpin config validate", ["-m", "bot", "config", "validate"], 0.150, _VALIDATE_FLOOR),

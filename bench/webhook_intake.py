@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
+from bot.adapters.github.door import GitHubDoor  # noqa: E402
 from bot.app.logsetup import configure_logging  # noqa: E402
 from bot.app.service import Service  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
@@ -39,7 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging(level="error")
     with tempfile.TemporaryDirectory() as folder:
-        service = Service(Settings(cache_dir=Path(folder)), access=None, secret=SECRET)
+        service = Service(Settings(cache_dir=Path(folder)), access=None, door=GitHubDoor(SECRET))
         server = HTTPServer(service, port=0)
         server.start()
         payloads = []

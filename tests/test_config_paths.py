@@ -113,7 +113,7 @@ def test_a_config_that_is_a_directory(repo: Path) -> None:
     ("https://api.github.com", None),
     ("https://api.github.com/", None),
     ("https://github.com", None),
-    ("https://api.octo.ghe.com", "https://octo.ghe.com"),  # GHE.com: no /api/v3 (core/githubhost.py)
+    ("https://api.octo.ghe.com", "https://octo.ghe.com"),  # GHE.com: no /api/v3 (adapters/github/host.py)
     ("https://octo.ghe.com/", "https://octo.ghe.com"),
     ("", None),
     (None, None),

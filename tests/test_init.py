@@ -178,7 +178,7 @@ def test_an_atom_like_repository_gets_a_config_that_validates_and_plans(images: 
 
 
 # ATOM's own build (a workflow_dispatch with the commit as an input; its run named by it,
-# as `config validate` asks: core/workflowfile.py)
+# as `config validate` asks: adapters/github/workflowfile.py)
 ATOM_WORKFLOW = """\
 name: LMCache ROCm wheel
 run-name: LMCache ROCm wheel ${{ inputs.lmcache_commit }}

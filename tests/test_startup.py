@@ -37,6 +37,16 @@ def test_the_local_loop_loads_no_github_library() -> None:
     assert "requests" not in modules_after("import bot.adapters.imagestore, bot.app.wiring, bot.core.wheel.metadata")
 
 
+def test_githubs_package_loads_a_module_when_a_name_of_it_is_asked_for() -> None:
+    """Importing the GitHub package, or its pure rules (host, sansio, workflowfile), loads
+    no HTTP stack; a name of the package loads its module then, and only it."""
+    pure = modules_after("import bot.adapters.github, bot.adapters.github.host, bot.adapters.github.sansio, "
+                         "bot.adapters.github.workflowfile")
+    assert not {"github3", "requests", "jwt", "structlog", "yaml"} & pure
+    asked = modules_after("from bot.adapters.github import GitHubPlatform")
+    assert {"github3", "requests"} <= asked
+
+
 def test_validating_a_config_imports_no_network_library(tmp_path: Path) -> None:
     (tmp_path / "docker").mkdir()
     (tmp_path / "docker/Dockerfile").write_text('ARG LMCACHE_IMAGE="ghcr.io/o/lmcache-wheel:v1@sha256:' + "a" * 64
@@ -76,6 +86,10 @@ def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Pa
     assert not {"bot.loop.execute", "bot.loop.consumers", "bot.adapters.publisher", "bot.core.wheel.report",
                 "bot.adapters.inspectpool",
                 "bot.core.image.consumer", "bot.app.schedule", "elftools", "zstandard"} & set(modules)
+    # nor the service, nor GitHub's modules, nor pydantic-settings: the settings are a plain model
+    assert {m for m in modules if m.startswith("bot.app.")} <= {"bot.app.settings", "bot.app.logsetup", "bot.app.wiring"}
+    assert not {m for m in modules if m.startswith("bot.adapters.github.")}
+    assert not {"pydantic_settings", "dotenv", "github3", "requests", "jwt"} & {m.split(".")[0] for m in modules}
 
 
 def test_start_up_runs_without_the_collector_only_when_wheelpin_is_the_process() -> None:

@@ -1,1 +1,6 @@
-"""The long-running side of wheelpin: settings, logging, and (later) the service."""
+"""The service behind `wheelpin serve`, forge-neutral at its edges: the web app hands a
+request to a forge's door and queues the jobs it returns; the queue, schedule, workers,
+metrics and settings know no forge's payload. Its contract with a forge is `jobs.py` (the
+unit of work, a delivery, the door) and `conversation.py` (what it says to a repository's
+people); a forge's package (adapters/github/) implements both. Settings and logging here
+serve every command."""

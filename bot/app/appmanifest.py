@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import PROJECT_URL
-from ..core.githubhost import github_host
+from ..adapters.github.host import github_host
 
 PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write",
                "workflows": "write", "metadata": "read"}
@@ -42,6 +42,6 @@ def manifest(*, name: str, webhook_url: str | None, redirect_url: str, public: b
 
 def web_and_api(api_url: str | None) -> tuple[str, str]:
     """GitHub's web address (where the manifest is posted) and its REST API's (where the code
-    is converted), from WHEELPIN_GITHUB_API_URL (core/githubhost.py tells them apart)."""
+    is converted), from WHEELPIN_GITHUB_API_URL (adapters/github/host.py tells them apart)."""
     host = github_host(api_url)
     return host.web, host.api

@@ -13,12 +13,12 @@ from collections.abc import Callable
 
 import structlog
 
-from ..adapters.github import Conversation
 from ..core.config.model import Component
 from ..core.errors import WheelpinError
-from ..core.jobs import Intake, Job, JobKind
 from ..loop.results import Status
 from ..loop.runner import Reconciler
+from .conversation import Conversation
+from .jobs import Intake, Job, JobKind
 from .shared import Shared
 from .watchlist import Watched
 

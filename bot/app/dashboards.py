@@ -11,10 +11,9 @@ from dataclasses import replace
 
 import structlog
 
-from ..adapters.github import Conversation, IssuesDisabled
-from ..core.dashboard import LABEL, MARKER, TITLE, Row, render
 from ..core.errors import PermissionRefused, RuleRefused
 from ..loop.results import ComponentResult, Status
+from .conversation import Conversation, IssuesDisabled, Row
 from .watchlist import Watched
 
 log = structlog.get_logger("wheelpin.serve")
@@ -49,12 +48,11 @@ def update(watched: Watched, conversation: Conversation) -> bool:
         watched.rows = watched.shared.rows(watched.repository, names, only=watched.reconciler is not None)
     rows = [replace(row, proposal=links.get(row.proposal, row.proposal) if row.proposal else None)
             for row in watched.rows.values()]
-    body = render(rows, repository=watched.repository, config_error=watched.config_error)
+    body = conversation.dashboard_text(rows, repository=watched.repository, config_error=watched.config_error)
     if body == watched.dashboard_body:
         return True
     try:
-        number = conversation.keep_issue(marker=MARKER, label=LABEL, title=TITLE, body=body,
-                                         known=watched.dashboard_number)
+        number = conversation.keep_dashboard(body, known=watched.dashboard_number)
     except (IssuesDisabled, RuleRefused, PermissionRefused) as exc:
         # issues off, an archived repository, no `issues: write`: said once, not retried in a
         # loop; the hourly refresh of the watch list tries again

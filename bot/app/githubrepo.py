@@ -24,7 +24,7 @@ from ..core.config.model import Author
 from ..core.config.model import CONFIG_FILES
 from ..core.config.load import LoadedConfig, load_config_text
 from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
-from ..core.workflowfile import components_warnings
+from ..adapters.github.workflowfile import components_warnings
 from ..loop.runner import Reconciler
 from .settings import Settings
 from .wiring import Registries, signing_key

@@ -43,7 +43,7 @@ from typing import Any
 import structlog
 
 from ..core.errors import TransientError
-from ..core.jobs import Job
+from .jobs import Job
 from .lease import Fenced
 from .settings import Settings
 from .shared import Shared

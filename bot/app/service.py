@@ -1,7 +1,7 @@
 """The long-running service behind `wheelpin serve` (docs/design.md §2, app/): its life
 cycle, the webhook door's side of it, and the worker.
 
-Webhook deliveries and the schedule only put jobs (`core/jobs.py`) on the work queue; a
+Webhook deliveries and the schedule only put jobs (`app/jobs.py`) on the work queue; a
 bounded pool of workers (`WHEELPIN_WORKERS`) takes them, never two jobs of one repository
 at once (the queue's groups), so a repository's reconciler and state file are only ever
 used by one thread at a time, and one repository's long adoption holds up no other. The
@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ..adapters.github import forget_installation_tokens
-from ..adapters.github.sansio import work_for
 from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
-from ..core.jobs import Intake, Job, JobKind
+from .jobs import Delivery, Door, Intake, Job, JobKind
 from ..loop.results import Status
 from . import dashboards
 from .comment_commands import Commands
@@ -53,13 +52,13 @@ RETRIED = ("transient", "internal", "credentials")  # a pass that failed so is t
 
 
 class Service:
-    def __init__(self, settings: Settings, *, access: GitHubAccess | None, secret: bytes | None,
+    def __init__(self, settings: Settings, *, access: GitHubAccess | None, door: Door | None,
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self.access = access
         self._said_no_access = False  # installation events without credentials: said once
         self._local = threading.local()  # per worker: the job's cause and how long its key must wait
-        self.secret = secret
+        self.door = door  # the forge's webhook door; None: no webhook secret, deliveries refused
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.registries = Registries(settings)
@@ -143,7 +142,7 @@ class Service:
             assert self.leases is not None
             self.leases.start()
             self.pg.start()
-            log.info("serve.started", github=self.access is not None, webhooks=self.secret is not None,
+            log.info("serve.started", github=self.access is not None, webhooks=self.door is not None,
                      queue="postgresql")
             return
         if self.access is not None:
@@ -157,7 +156,7 @@ class Service:
             self._ticks[worker.name] = time.monotonic()
             self._workers.append(worker)
             worker.start()
-        log.info("serve.started", github=self.access is not None, webhooks=self.secret is not None)
+        log.info("serve.started", github=self.access is not None, webhooks=self.door is not None)
 
     def stop(self, grace: float | None = None) -> bool:
         """Take no more jobs; let the running ones finish within `grace` seconds. True if they did.
@@ -201,7 +200,7 @@ class Service:
             self.watchlist.check()  # another replica may run the installations job: ask for this one
         if self.access is None:
             reason = "no GitHub credentials (WHEELPIN_GITHUB_APP_ID and WHEELPIN_GITHUB_PRIVATE_KEY_FILE, or WHEELPIN_GITHUB_TOKEN)"
-        elif self.secret is None:
+        elif self.door is None:
             reason = "no webhook secret (WHEELPIN_WEBHOOK_SECRET or WHEELPIN_WEBHOOK_SECRET_FILE)"
         elif self.github_ok is None:
             reason = "GitHub not reached yet"
@@ -226,20 +225,17 @@ class Service:
 
     # -- deliveries (webhook threads) --------------------------------------------------------
 
-    def deliver(self, event: str, delivery: str, payload: dict[str, Any]) -> list[Job]:
-        """The jobs one verified delivery asks for, queued. Never does the work itself."""
-        repository = (payload.get("repository") or {}).get("full_name") if isinstance(payload.get("repository"), dict) else None
-        routing = self.watchlist.routing(repository)
-        jobs = work_for(event, payload, prefix=routing.prefix, base_branches=routing.bases,
-                        workflows=routing.workflows)
+    def take(self, delivery: Delivery) -> list[Job]:
+        """The jobs one delivery (read by the forge's door) asks for, queued. Never does the work itself."""
+        jobs = list(delivery.jobs)
         for job in jobs:
             urgent = job.kind is JobKind.COMMAND  # a human waits for a command
             if urgent:
                 self.commands.heard(job)
-            self.intake.put(job, note=delivery, urgent=urgent)
-        self.metrics.deliveries.labels(event=event, outcome="queued" if jobs else "ignored").inc()
-        log.info("webhook.delivery", delivery=delivery, github_event=event, action=payload.get("action"),
-                 repository=repository, queued=[job.kind for job in jobs])
+            self.intake.put(job, note=delivery.id, urgent=urgent)
+        self.metrics.deliveries.labels(event=delivery.event, outcome="queued" if jobs else "ignored").inc()
+        log.info("webhook.delivery", action=delivery.action, repository=delivery.repository,
+                 queued=[job.kind for job in jobs])
         return jobs
 
     # -- the worker --------------------------------------------------------------------------

@@ -2,18 +2,24 @@
 
 These are the process's own knobs (where its cache lives, how it logs); what a
 repository wants from wheelpin lives in that repository's config file instead.
+
+Each setting is a field read from `WHEELPIN_<NAME>` (any case), its text validated by the
+field's type as pydantic reads text (`"5"` an int, `"true"` a bool): a plain model and a
+loop over the environment, which is what every command reads at its start, rather than
+pydantic-settings' sources (dotenv files, JSON values, secrets folders), which wheelpin
+does not use and which cost a command's start-up more than the rest of its settings.
 """
 
 # No `from __future__ import annotations` here: pydantic would evaluate each setting's
 # annotation from a string at every start (as in core/config/model.py).
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from ..core.githubhost import github_host
 
 
 def _default_cache() -> Path:
@@ -38,8 +44,11 @@ HTTP_IDLE_TIMEOUT = 75
 HTTP_CONNECTIONS_PER_ADDRESS = 250
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="WHEELPIN_", secrets_dir=None, extra="ignore")
+PREFIX = "WHEELPIN_"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="ignore", validate_default=True)
 
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     log_format: Literal["auto", "json", "console"] = "auto"
@@ -111,6 +120,15 @@ class Settings(BaseSettings):
                                     "/healthz, /readyz and /metrics, for probes: never queued behind webhook clients")
     http_idle_timeout: int = Field(default=HTTP_IDLE_TIMEOUT, ge=1, le=86_400,
                                    description="seconds an HTTP connection may sit idle before it is closed")
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        """The settings `environ` (the process's environment) gives: `WHEELPIN_<NAME>` in
+        any case; pydantic's ValidationError when one is not of its field's type."""
+        names = {PREFIX + name.upper(): name for name in cls.model_fields}
+        given = {names[key.upper()]: value for key, value in (os.environ if environ is None else environ).items()
+                 if key.upper() in names}
+        return cls.model_validate(given)
 
     @field_validator("github_api_url")
     @classmethod
@@ -204,7 +222,11 @@ class Settings(BaseSettings):
 
 def normalize_github_api_url(value: str | None) -> str | None:
     """GitHub's web address (`https://HOST` of an Enterprise Server, `https://SUBDOMAIN.ghe.com`),
-    from its web or its API address (core/githubhost.py tells which is which); None for github.com."""
+    from its web or its API address (adapters/github/host.py tells which is which); None for github.com."""
+    if value is None:
+        return None
+    from ..adapters.github.host import github_host  # only when an address is given
+
     host = github_host(value)
     return None if host.is_github_com else host.web
 
@@ -216,7 +238,7 @@ def load_settings() -> Settings:
     from ..core.errors import ConfigError
 
     try:
-        return Settings()
+        return Settings.from_environment()
     except ValidationError as exc:
         faults = "; ".join(
             f"WHEELPIN_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"

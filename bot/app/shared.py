@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
-from ..core.dashboard import Row
+from .conversation import Row
 
 # Seconds a caller waits for a pooled connection. A webhook delivery waits on it, and GitHub
 # gives up on an answer after 10 s: a database that does not answer within this is a 503.

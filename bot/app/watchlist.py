@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from ..adapters.github import Conversation, GitHubConversation, GitHubPlatform
-from ..adapters.github.sansio import Routing as DeliveryRouting
-from ..core.config.model import ActionsBuild, Config
-from ..core.dashboard import Row
+from ..adapters.github import GitHubConversation, GitHubPlatform
+from ..core.config.model import Config
+from .conversation import Conversation, Row
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
-from ..core.jobs import Intake, Job, JobKind
+from .jobs import Intake, Job, JobKind, Routing
 from ..loop.runner import Reconciler
 from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
 from .metrics import Metrics
@@ -45,16 +44,6 @@ def digest(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Routing(DeliveryRouting):
-    """A repository's routing (adapters/github/sansio.py), as its config says it."""
-
-    @classmethod
-    def of(cls, config: Config) -> Routing:
-        return cls(config.defaults.branch_prefix, frozenset({config.defaults.base_branch}),
-                   frozenset(c.build.workflow for c in config.components if isinstance(c.build, ActionsBuild)))
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """The service's HTTP side, a plain WSGI application served by waitress:
 
-- `POST /webhook`: GitHub deliveries. The body is read (at most 25 MiB, GitHub's own cap:
-  larger → 413), its `X-Hub-Signature-256` checked in constant time over the body as sent
-  before anything is parsed (missing or wrong → 401, nothing done), then parsed: JSON, or a
-  form's `payload` field (a repository webhook's default content type; malformed → 400), and turned
-  into queued jobs (202), or ignored (200). Nothing is reconciled inside the request.
+- `POST /webhook`: a forge's deliveries. The body is read (at most the door's cap, 25 MiB
+  for GitHub: larger → 413), then handed with the headers to the forge's door
+  (adapters/github/door.py), which checks its signature before anything is parsed (missing
+  or wrong → 401, nothing done), reads it (malformed → 400) and names the jobs it asks
+  for: queued (202), or none (200). Nothing is reconciled inside the request.
 - `GET /healthz`: the process is alive: its workers are there and tick (a wedged one fails it,
   so the container is restarted); answers before any credentials are set.
 - `GET /readyz`: GitHub answered the bot's credentials and the queue moves (else 503).
@@ -30,8 +30,8 @@ from typing import Any
 
 import structlog
 
-from ..adapters.github.sansio import MAX_BODY, payload_text, signature_ok
 from ..core.errors import TransientError
+from .jobs import Refused
 from .service import Service
 
 log = structlog.get_logger("wheelpin.http")
@@ -39,12 +39,6 @@ StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 
 # The door's numbers (the connection limit and idle timeout are settings: bot/app/settings.py).
-# A chunked body reaches waitress with its framing (a size line and a CRLF per chunk),
-# which waitress counts against max_request_body_size; the payload itself is held to
-# MAX_BODY by the app. An eighth more lets GitHub's full 25 MiB through in chunks of 64
-# bytes or more (framing: 6 bytes a chunk) and still refuses anything much larger before
-# the app ever sees it.
-WIRE_LIMIT = MAX_BODY + MAX_BODY // 8
 READ_CHUNK = 1 << 20  # the app reads a body a MiB at a time, never past the cap
 # Seconds a request may take to arrive in full. GitHub gives up on an answer after 10 s
 # (30 s on GHES), so a delivery still arriving after a minute is no delivery anyone waits
@@ -74,19 +68,38 @@ def _answer(start: StartResponse, status: int, body: Any, content_type: str = "a
     return [data]
 
 
-def _read_body(environ: Environ) -> bytes | None:
-    """The request body, or None when it is over the cap: read READ_CHUNK at a time, never
+def wire_limit(cap: int) -> int:
+    """waitress's max_request_body_size for a door that takes `cap` bytes. A chunked body
+    reaches waitress with its framing (a size line and a CRLF per chunk), which waitress
+    counts against it; the payload itself is held to `cap` by the app. An eighth more lets
+    a full body through in chunks of 64 bytes or more (framing: 6 bytes a chunk) and still
+    refuses anything much larger before the app ever sees it."""
+    return cap + cap // 8
+
+
+def _headers(environ: Environ) -> dict[str, str]:
+    """The request's headers as a door reads them: lower-case names (`x-github-event`)."""
+    found = {key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items()
+             if key.startswith("HTTP_")}
+    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(key):
+            found[key.replace("_", "-").lower()] = str(environ[key])
+    return found
+
+
+def _read_body(environ: Environ, cap: int) -> bytes | None:
+    """The request body, or None when it is over `cap`: read READ_CHUNK at a time, never
     past its length nor past the first byte over the cap. waitress gives the length of a
     chunked body once it has it all; without a length (another server) the body is read
     until it ends or passes the cap."""
     length_text = environ.get("CONTENT_LENGTH") or ""
     stream = environ["wsgi.input"]
     if re.fullmatch(r"[0-9]{1,20}", length_text):  # ASCII digits: isdigit() takes '²', int() does not
-        if int(length_text) > MAX_BODY:
+        if int(length_text) > cap:
             return None
         wanted = int(length_text)
     else:
-        wanted = MAX_BODY + 1
+        wanted = cap + 1
     parts: list[bytes] = []
     size = 0
     while size < wanted:
@@ -95,7 +108,7 @@ def _read_body(environ: Environ) -> bytes | None:
             break
         parts.append(bytes(part))
         size += len(part)
-    return None if size > MAX_BODY else b"".join(parts)
+    return None if size > cap else b"".join(parts)
 
 
 def _health(service: Service, path: str, start: StartResponse) -> list[bytes] | None:
@@ -125,48 +138,37 @@ def make_health_app(service: Service) -> Callable[[Environ, StartResponse], Iter
 
 def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[bytes]]:
     def webhook(environ: Environ, start: StartResponse) -> list[bytes]:
-        delivery = str(environ.get("HTTP_X_GITHUB_DELIVERY") or "")
-        event = str(environ.get("HTTP_X_GITHUB_EVENT") or "")
-        with structlog.contextvars.bound_contextvars(delivery=delivery or None, github_event=event or None):
-            if service.secret is None:
+        door = service.door
+        headers = _headers(environ)
+        context = door.context(headers) if door is not None else {}
+        event = door.event_of(headers) if door is not None else ""
+        with structlog.contextvars.bound_contextvars(**context):
+            if door is None:
                 service.metrics.deliveries.labels(event=event or "unknown", outcome="no-secret").inc()
                 log.error("webhook.no_secret")
                 return _answer(start, 503, {"message": "no webhook secret is configured"})
-            body = _read_body(environ)
+            body = _read_body(environ, door.max_body)
             if body is None:
                 service.metrics.deliveries.labels(event=event or "unknown", outcome="too-large").inc()
                 log.warning("webhook.too_large", length=environ.get("CONTENT_LENGTH"))
-                return _answer(start, 413, {"message": f"a delivery is at most {MAX_BODY} bytes"})
-            if not signature_ok(service.secret, body, environ.get("HTTP_X_HUB_SIGNATURE_256")):
-                service.metrics.deliveries.labels(event="unverified", outcome="bad-signature").inc()
-                log.warning("webhook.bad_signature")
-                return _answer(start, 401, {"message": "X-Hub-Signature-256 is missing or wrong"})
-            if not event:
-                return _answer(start, 400, {"message": "no X-GitHub-Event header"})
-            text = payload_text(body, environ.get("CONTENT_TYPE"))
+                return _answer(start, 413, {"message": f"a delivery is at most {door.max_body} bytes"})
             try:
-                payload = None if text is None else json.loads(text)
-            except (ValueError, RecursionError):  # not JSON, not UTF-8, an integer past 4,300 digits, nested too deep
-                payload = None
-            if not isinstance(payload, dict):
-                service.metrics.deliveries.labels(event=event, outcome="malformed").inc()
-                return _answer(start, 400, {"message": "the body is not a JSON object "
-                                                       "(nor a form whose payload field is one)"})
-            if event == "ping":
-                service.metrics.deliveries.labels(event=event, outcome="pong").inc()
-                return _answer(start, 200, {"message": "pong", "zen": payload.get("zen")})
+                delivery = door.read(headers, body, service.watchlist.routing)
+            except Refused as refused:
+                if refused.outcome is not None:
+                    service.metrics.deliveries.labels(event=refused.event, outcome=refused.outcome).inc()
+                return _answer(start, refused.status, {"message": refused.message})
+            if delivery.reply is not None:
+                service.metrics.deliveries.labels(event=delivery.event, outcome=delivery.outcome or "answered").inc()
+                return _answer(start, 200, delivery.reply)
             try:
-                jobs = service.deliver(event, delivery, payload)
-            except (AttributeError, TypeError, ValueError, KeyError):  # signed, but not shaped as GitHub sends it
-                service.metrics.deliveries.labels(event=event, outcome="malformed").inc()
-                log.warning("webhook.unexpected_shape", exc_info=True)
-                return _answer(start, 400, {"message": f"the {event} payload is not shaped as GitHub sends it"})
-            # the shared queue (PostgreSQL) did not take it: GitHub does not send it again by
+                jobs = service.take(delivery)
+            # the shared queue (PostgreSQL) did not take it: a forge does not send it again by
             # itself, so the next poll or refresh picks up what it asked for (or someone
             # redelivers it by hand); a 503 says so in the hook's Recent Deliveries
             except TransientError as exc:
-                service.metrics.deliveries.labels(event=event, outcome="unqueued").inc()
-                log.warning("webhook.unqueued", delivery=delivery, error=exc.message)
+                service.metrics.deliveries.labels(event=delivery.event, outcome="unqueued").inc()
+                log.warning("webhook.unqueued", error=exc.message)
                 return _answer(start, 503, {"message": exc.message})
             if not jobs:
                 return _answer(start, 200, {"message": "ignored"})
@@ -272,13 +274,14 @@ class HTTPServer:
         logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is N" on every burst
 
         settings = service.settings
+        body_cap = service.door.max_body if service.door is not None else READ_CHUNK  # no door: nothing is read
         # the health port: a few slots and threads of its own, so a probe never waits
         # behind webhook clients, whatever they hold of the main door
         self.connections = HEALTH_CONNECTIONS if health_only else fit_connections(settings.http_connections)
         self.server = create_server(
             (make_health_app if health_only else make_app)(service), host=host, port=port,
             threads=HEALTH_THREADS if health_only else threads, ident="wheelpin",
-            clear_untrusted_proxy_headers=True, max_request_body_size=WIRE_LIMIT,
+            clear_untrusted_proxy_headers=True, max_request_body_size=wire_limit(body_cap),
             max_request_header_size=HEADER_LIMIT, inbuf_overflow=INBUF_OVERFLOW,
             connection_limit=self.connections + 2,  # waitress counts its listening socket and its trigger too
             channel_timeout=settings.http_idle_timeout, cleanup_interval=CLEANUP_INTERVAL, backlog=BACKLOG,

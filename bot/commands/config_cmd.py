@@ -17,7 +17,7 @@ from ..core.config.load import ConfigInvalid, LoadedConfig
 from ..core.errors import UsageError
 from ..core.pins.formats.api import FORMATS
 from ..core.pins.bump import pin_findings
-from ..core.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
+from ..adapters.github.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
 from .output import emit_json, emit_text
 from .repo import load
 

@@ -34,21 +34,10 @@ from ..core.config.model import CONFIG_FILES
 from ..core.config.load import ConfigInvalid
 from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
 from ..core.image.reference import ImageRef, LayoutTarget
-from ..core.config.initconfig import (
-    Build,
-    Draft,
-    PinnedImage,
-    Upstream,
-    distributions,
-    group,
-    propose,
-    render,
-    workflow_build,
-    workflow_of,
-)
+from ..core.config.initconfig import Build, Draft, PinnedImage, Upstream, distributions, group, propose, render
 from ..core.pins.formats.base import FoundPin, PinError, Skipped
 from ..core.pins.scan import looked_in, scan
-from ..core.workflowfile import WORKFLOWS
+from ..adapters.github.workflowfile import WORKFLOWS, workflow_build, workflow_of
 from . import config_cmd
 from .output import emit_json, emit_text
 

@@ -47,7 +47,7 @@ from ..core.image.reference import ImageRef, ImageRefError
 from ..core.image.oci import architecture_of
 from ..core.pins.bump import PinState, read_pins
 from ..core.redact import public_url
-from ..core.workflowfile import workflow_path
+from ..adapters.github.workflowfile import workflow_path
 
 if TYPE_CHECKING:
     from ..app.wiring import Registries

@@ -9,6 +9,7 @@ import sys
 import threading
 from types import FrameType
 
+from ..adapters.github.door import GitHubDoor
 from ..app.githubrepo import GitHubAccess
 from ..app.service import Service
 from ..app.settings import Settings
@@ -26,7 +27,7 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
     if access is not None and not access.is_app and not settings.watched_repositories:
         raise UsageError("with WHEELPIN_GITHUB_TOKEN, name the repositories to watch in WHEELPIN_REPOSITORIES "
                          "(OWNER/NAME, comma-separated); a GitHub App finds them itself")
-    service = Service(settings, access=access, secret=secret)
+    service = Service(settings, access=access, door=GitHubDoor(secret) if secret is not None else None)
     try:
         server = HTTPServer(service, host=host, port=port)
     except OSError as exc:

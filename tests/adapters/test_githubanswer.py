@@ -8,7 +8,8 @@ import time
 import pytest
 
 from bot.adapters.github.sansio import Answer, Page, decipher, is_too_large, message_of, next_page, refusal
-from bot.core.dashboard import Row, render
+from bot.adapters.github.dashboard import render
+from bot.app.conversation import Row
 from bot.core.errors import (
     ConfigError,
     CredentialsError,
@@ -18,7 +19,7 @@ from bot.core.errors import (
     TransientError,
     kind_of,
 )
-from bot.core.githubhost import MAX_BODY
+from bot.core.proposal.text import MAX_BODY
 
 IN_AN_HOUR = "an hour from when the test runs"  # filled in by the test: collection may be long before
 

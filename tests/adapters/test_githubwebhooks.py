@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.jobs import Job, JobKind
+from bot.app.jobs import Job, JobKind
 from bot.adapters.github.sansio import ROUTES, Command, command_of, signature_ok, work_for
 from tests.fixtures.webhooks import examples
 

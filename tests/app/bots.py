@@ -17,6 +17,7 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from bot.adapters.github.door import GitHubDoor
 from bot.adapters.git import git
 from bot.app.githubrepo import GitHubAccess
 from bot.app.service import Service
@@ -193,7 +194,7 @@ def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None
         repo = emulator.create_repo("rocm", "atom", world.downstream)
         repo.permissions.update({"maintainer": "maintain", "visitor": "read"})
         access = GitHubAccess(emulator.url, app_id=APP_ID, private_key=private)
-        service = Service(settings_for(tmp_path, **settings), access=access, secret=SECRET)
+        service = Service(settings_for(tmp_path, **settings), access=access, door=GitHubDoor(SECRET))
         server = HTTPServer(service, host="127.0.0.1", port=0)
         server.start()
         service.start()

@@ -24,7 +24,7 @@ from structlog.testing import capture_logs
 from bot.app.pgqueue import JOB_TASK, QUEUE, PostgresQueue
 from bot.app.settings import Settings
 from bot.app.shared import Shared
-from bot.core.jobs import Job, JobKind
+from bot.app.jobs import Job, JobKind
 from tests.app.bots import wait_until
 from tests.fixtures.postgres import Postgres
 

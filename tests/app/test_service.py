@@ -10,9 +10,10 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot.adapters.github.door import GitHubDoor
 from bot.adapters.git import git
-from bot.core.dashboard import MARKER
-from bot.core.jobs import Job, JobKind
+from bot.adapters.github.dashboard import MARKER
+from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
 from tests.fixtures.servers import Registry
@@ -399,7 +400,7 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
     try:
         for token, ready in (("revoked", False), ("good", True)):
             service = Service(settings_for(tmp_path, repositories="rocm/atom"),
-                              access=GitHubAccess(emulator.url, token=token), secret=SECRET)
+                              access=GitHubAccess(emulator.url, token=token), door=GitHubDoor(SECRET))
             service.start()
             try:
                 wait_until(lambda service=service: service.github_ok is not None, what="the first refresh")
@@ -683,7 +684,7 @@ def test_a_long_job_of_one_repository_holds_up_no_other_and_a_wedged_worker_fail
     from bot.app.service import Service
     from bot.app.webapp import make_app
     from tests.app.bots import settings_for
-    service = Service(settings_for(tmp_path), access=None, secret=b"s")
+    service = Service(settings_for(tmp_path), access=None, door=GitHubDoor(b"s"))
     assert service.settings.workers == 2
     ran: list[str] = []
     release = threading.Event()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from bot.app.shared import Shared
-from bot.core.dashboard import Row
+from bot.app.conversation import Row
 from tests.fixtures.postgres import Postgres
 
 

@@ -15,6 +15,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot.adapters.github.door import GitHubDoor
 from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
@@ -37,7 +38,7 @@ class Served:
 
 def serving(tmp_path: Path, secret: bytes | None = SECRET) -> Iterator[Served]:
     # the worker is not started: what the requests queue stays queued, to be counted
-    service = Service(Settings(cache_dir=tmp_path / "cache"), access=None, secret=secret)
+    service = Service(Settings(cache_dir=tmp_path / "cache"), access=None, door=GitHubDoor(secret) if secret else None)
     server = HTTPServer(service, host="127.0.0.1", port=0)
     server.start()
     session = requests.Session()
@@ -181,11 +182,11 @@ def test_without_a_webhook_secret_deliveries_are_refused(tmp_path: Path) -> None
 
 def test_ready_only_while_the_queue_moves(tmp_path: Path) -> None:
     from bot.app.githubrepo import GitHubAccess
-    from bot.core.jobs import Job, JobKind
+    from bot.app.jobs import Job, JobKind
 
     now = [1000.0]
     service = Service(Settings(cache_dir=tmp_path, stuck_after=60), access=GitHubAccess(None, token="t"),
-                      secret=SECRET, clock=lambda: now[0])
+                      door=GitHubDoor(SECRET), clock=lambda: now[0])
     assert service.ready() == (False, "GitHub not reached yet")
     service.github_ok = False
     service.github_error = "GitHub refused the App's JWT (401)"

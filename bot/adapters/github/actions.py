@@ -45,7 +45,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ...core.errors import ConfigError, InputError, TransientError, WheelpinError
-from .answer import answer_of, refusal
+from .sansio import refusal
+from .transport import answer_of
 from .platform import GitHubPlatform
 
 MAX_ARTIFACT = 8 << 30

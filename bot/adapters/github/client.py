@@ -29,10 +29,9 @@ from github3.issues.issue import ShortIssue
 from github3.session import AppBearerTokenAuth
 
 from ...core.errors import CredentialsError, WheelpinError
-from ...core.githubhost import github_host
-from .answer import answer_of
+from .host import github_host
 from .sansio import Answer, Page, decipher, refusal
-from .transport import GitHubHTTP, identity_pacer, retry_after
+from .transport import GitHubHTTP, answer_of, identity_pacer, retry_after
 
 __all__ = ["AppCredentials", "Client", "GitHubError", "NotFoundError", "UnprocessableEntity", "app_jwt", "said",
            "translate"]
@@ -81,7 +80,7 @@ def translate(exc: GitHubError, what: str) -> WheelpinError:
 
 def _github(api_url: str | None, token: str | None = None) -> github3.GitHub:
     """A github3 client for the GitHub at `api_url` (None: github.com), speaking to its REST
-    API's root as core/githubhost.py finds it: github3.GitHubEnterprise would add `/api/v3`
+    API's root as host.py finds it: github3.GitHubEnterprise would add `/api/v3`
     to every host, which GHE.com's API (https://api.SUBDOMAIN.ghe.com) does not have."""
     gh = github3.GitHub(token=token)
     gh.session.base_url = github_host(api_url).api

@@ -1,53 +1,24 @@
 """The service's conversation with a repository on GitHub (docs/design.md §1, "Commands"
 and "Dashboard"): who may command the bot, reactions to a command, the pull request a
-command is about, the bot's open pull requests, and the one dashboard issue. Behind the
-small `Conversation` Protocol the service uses; the loop never needs it.
+command is about, the bot's open pull requests, and the one dashboard issue. It is the
+service's `Conversation` (app/conversation.py) on GitHub; the loop never needs it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import requests
 import structlog
 
-from ...core.errors import ConfigError, CredentialsError
+from ...app.conversation import IssuesDisabled, PullTarget, Row
+from ...core.errors import CredentialsError
 from ...core.proposal.text import read_marker
+from . import dashboard
 from .client import GitHubError, NotFoundError, said, translate
 from .platform import GitHubPlatform
 
 log = structlog.get_logger("wheelpin.github")
-
-
-class IssuesDisabled(ConfigError):
-    """The repository has issues turned off (GitHub answers 410 "Issues are disabled for this
-    repo": https://docs.github.com/en/rest/issues/issues#create-an-issue): no dashboard there."""
-
-
-@dataclass(frozen=True)
-class PullTarget:
-    """What a `/wheelpin` command on a pull request acts on."""
-
-    branch: str  # its head branch
-    open: bool
-    commit: str | None  # the upstream commit its marker proposes
-
-
-class Conversation(Protocol):
-    def permission_of(self, user: str) -> str: ...
-
-    def react(self, comment: int, content: str) -> None: ...
-
-    def pull_target(self, number: int) -> PullTarget | None: ...
-
-    def say_once(self, branch: str, *, key: str, text: str) -> None: ...
-
-    def comment(self, number: int, text: str) -> None: ...
-
-    def open_proposals(self) -> dict[str, str]: ...
-
-    def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int: ...
 
 
 def _oldest_marked(issues: Any, marker: str) -> Any:
@@ -119,6 +90,14 @@ class GitHubConversation:
             return {str(pull.head.ref): str(pull.html_url) for pull in self.platform.pulls("open")}
         except GitHubError as exc:
             raise translate(exc, "listing pull requests") from None
+
+    def dashboard_text(self, rows: list[Row], *, repository: str, config_error: str | None) -> str:
+        return dashboard.render(rows, repository=repository, config_error=config_error)
+
+    def keep_dashboard(self, text: str, *, known: int | None = None) -> int:
+        """The dashboard issue: labelled, found by its marker (issues off: 410, IssuesDisabled)."""
+        return self.keep_issue(marker=dashboard.MARKER, label=dashboard.LABEL, title=dashboard.TITLE, body=text,
+                               known=known)
 
     def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int:
         """The one issue that carries `marker`, its body brought up to date; opened when

@@ -30,11 +30,10 @@ from ...core.errors import (
 from ...core.proposal.text import read_marker
 from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..platform import BranchCommit
-from .answer import answer_of
 from .app import bot_login
 from .client import AppCredentials, Client, GitHubError, NotFoundError, UnprocessableEntity, said, translate
 from .sansio import WORKFLOW_REFUSAL, Answer, is_too_large, refusal
-from .transport import GitHubHTTP
+from .transport import GitHubHTTP, answer_of
 
 log = structlog.get_logger("wheelpin.github")
 

@@ -2,12 +2,12 @@
 
 Every GitHub conversation of wheelpin's has two halves. This module is the half that only
 reads what GitHub sent — bytes, a status, headers — and decides; the other half (webapp.py
-takes deliveries; client.py, transport.py and answer.py speak to the API through requests)
+takes deliveries; client.py and transport.py speak to the API through requests)
 only moves bytes. Nothing here makes a request or imports a library that does, so every
 rule is tested on GitHub's own examples without a server (tests/test_layout.py keeps it so).
 
 - Deliveries: the `X-Hub-Signature-256` check, the JSON a form-encoded delivery carries,
-  and the jobs (`core/jobs.py`) an event asks for, by a table of (event, action) → route.
+  and the jobs (`app/jobs.py`) an event asks for, by a table of (event, action) → route.
   A delivery never reconciles anything itself: the service's queue coalesces its jobs. The
   loop is level-triggered, so a delivery sent again (by hand, from the hook's Recent
   Deliveries) needs no de-duplication; GitHub never sends a failed delivery again by itself
@@ -34,11 +34,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs
 
 from ...core.config.model import BRANCH_PREFIX, CONFIG_FILES
-from ...core.dashboard import MARKER as DASHBOARD_MARKER
+from .dashboard import MARKER as DASHBOARD_MARKER
 from ...core.errors import (
     ConfigError,
     CredentialsError,
@@ -48,7 +48,7 @@ from ...core.errors import (
     TransientError,
     WheelpinError,
 )
-from ...core.jobs import Job, JobKind
+from ...app.jobs import Job, JobKind, Routing
 from ...core.proposal.text import read_marker
 
 # -- deliveries ------------------------------------------------------------------------------
@@ -120,28 +120,11 @@ def command_of(body: str) -> Command | None:
 ANY = "*"  # a route's action: whatever the delivery's (push has none)
 
 
-@dataclass(frozen=True)
-class Routing:
-    """What a delivery for a repository is matched against: its config's bot branches, base
-    branches and build workflows (kept by the service for the webhook threads, as JSON
-    with a database)."""
-
-    prefix: str = BRANCH_PREFIX  # the bot's branches: `<prefix><component>`
-    bases: frozenset[str] = frozenset({"main"})  # a push to one of them re-reads the repository
-    workflows: frozenset[str] = frozenset()  # build workflows (file or name); none: any run's end counts
-
-    def to_json(self) -> dict[str, Any]:
-        return {"prefix": self.prefix, "bases": sorted(self.bases), "workflows": sorted(self.workflows)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Self:
-        return cls(str(data["prefix"]), frozenset(data["bases"]), frozenset(data["workflows"]))
-
-
 Route = Callable[[dict[str, Any], Routing], list[Job]]
 
 
-def _repository(payload: dict[str, Any]) -> str | None:
+def repository_of(payload: dict[str, Any]) -> str | None:
+    """The `owner/name` a delivery is about, None when it names none."""
     repo = payload.get("repository")
     name = repo.get("full_name") if isinstance(repo, dict) else None
     return name if isinstance(name, str) else None
@@ -220,7 +203,7 @@ def _comment(payload: dict[str, Any], routing: Routing, repository: str) -> list
 def _in_a_repository(route: Callable[[dict[str, Any], Routing, str], list[Job]]) -> Route:
     """A route of an event about one repository: nothing when the payload names none."""
     def routed(payload: dict[str, Any], routing: Routing) -> list[Job]:
-        repository = _repository(payload)
+        repository = repository_of(payload)
         return [] if repository is None else route(payload, routing, repository)
     return routed
 

@@ -1,8 +1,8 @@
 """Being a good GitHub API citizen, under github3.py's own session (a requests adapter).
 
-Every request of the GitHub adapter (adapters/github.py) passes here; a final non-2xx
-answer is read by answer.py into a wheelpin error — a rate limit into
-TransientError(retry_after=retry_after(response)), waited out by the loop.
+Every request of the GitHub adapter (adapters/github/) passes here; a final non-2xx
+answer is handed to sansio.py (`answer_of`, with the wait its attempts leave) and read into
+a wheelpin error — a rate limit into TransientError(retry_after=…), waited out by the loop.
 
 - Conditional requests: a JSON GET remembers its ETag and body; the next GET of that URL
   with the same token (ETags follow the token, and installation tokens rotate hourly)
@@ -34,7 +34,7 @@ from requests.adapters import HTTPAdapter
 
 from ...core.errors import TransientError
 from .. import writes
-from .sansio import limit_wait, seconds_of
+from .sansio import Answer, limit_wait, read_answer, seconds_of
 
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
 _ATTEMPT: weakref.WeakKeyDictionary[requests.Response, int] = weakref.WeakKeyDictionary()  # final answer → its attempt
@@ -49,6 +49,14 @@ def retry_after(response: requests.Response, *, now: float | None = None) -> flo
         return seconds_of(response.headers.get("Retry-After"), clock)
     text = response.text if status in (403, 429) else ""
     return limit_wait(status, response.headers, text, _ATTEMPT.get(response, 0), now=clock)
+
+
+def answer_of(response: requests.Response | None, status: int | None = None) -> Answer:
+    """The answer `response` is, for sansio.py's rules (None: no answer came, `status` the
+    code github3 kept), with the wait GitHub's limits ask after this transport's attempts."""
+    if response is None:
+        return Answer(status or 0, "", {})
+    return read_answer(response.status_code, response.headers, response.content, wait=retry_after(response))
 
 
 class WritesPaced(TransientError):

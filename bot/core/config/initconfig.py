@@ -26,7 +26,6 @@ from ..pins.formats.base import FoundPin
 from ..decide.revision import commit_hints
 from .model import PIN_KINDS
 from .templates import infer_tag_template
-from ..workflowfile import dispatch_inputs
 
 DEFAULT_TAG = "{component}-v{version_base}-g{sha8}"  # when the pinned tag gives no template
 
@@ -81,30 +80,6 @@ class Build:
     workflow: str | None = None
     inputs: Mapping[str, str] = field(default_factory=dict)
     said: str = ""  # where it came from, when not from an option
-
-
-def workflow_build(workflows: Mapping[str, str], name: str) -> Build | None:
-    """The build a repository's own workflow makes, when one alone is named after the
-    component (`lmcache-rocm-wheel.yaml` for lmcache) and can be dispatched. `workflows`
-    maps each file name of .github/workflows/ to its text."""
-    stem = name.split("-")[0]
-    found = [file for file, text in sorted(workflows.items())
-             if stem in file.lower() and dispatch_inputs(text) is not None]
-    if len(found) != 1:
-        return None
-    build = workflow_of(found[0], workflows[found[0]])
-    return Build(workflow=build.workflow, inputs=build.inputs,
-                 said=f"from .github/workflows/{found[0]}, dispatchable and named after {stem}"
-                 + (build.said and "; " + build.said))
-
-
-def workflow_of(file: str, text: str) -> Build:
-    """A dispatch of the workflow `file`: its inputs that name a commit (`lmcache_commit`,
-    `sha`) are given the full commit."""
-    declared = dispatch_inputs(text) or {}
-    inputs = {key: "{sha}" for key in declared if "commit" in key.lower() or key.lower() in ("sha", "git_sha")}
-    return Build(workflow=file, inputs=inputs,
-                 said=f"its input {', '.join(inputs)} given the commit" if inputs else "")
 
 
 @dataclass(frozen=True)

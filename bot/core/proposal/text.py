@@ -4,7 +4,7 @@ Title; from → to with a compare link and the commit list; the wheel table (siz
 new, the image's own size, variant properties); the
 Requires-Dist diff and constraint conflicts (loud); the verification results; how to
 check by hand; the hidden `<!-- wheelpin: {...} -->` marker holding the proposal's
-machine-readable state. Cut to GitHub's cap (githubhost.MAX_BODY), long sections first.
+machine-readable state. Cut to MAX_BODY, long sections first.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..githubhost import MAX_BODY
 from ..image.oci import WheelEntry
 from ..pins.bump import Edit
 from .requirements import Conflict, RequirementsDiff
@@ -25,6 +24,10 @@ if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) on
 
 MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
 MARKER = re.compile(re.escape(MARKER_START) + r"(\{.*?\}) -->", re.S)
+# The longest text a proposal or a dashboard is written to: what every forge wheelpin writes
+# to accepts. GitHub refuses an issue or pull request body longer than this many characters
+# (422, "body is too long"); the local platform has no cap.
+MAX_BODY = 65_536
 _FORGES = re.compile(r"^(?:https://|git@)(github\.com|gitlab\.com|codeberg\.org)[:/](.+?)(?:\.git)?/?$")
 
 

@@ -11,9 +11,6 @@ place that tells the three kinds apart (WHEELPIN_GITHUB_API_URL, the Action's
   `https://HOST/api/v3`.
 
 Either address of each is accepted, with or without trailing slashes.
-
-Every GitHub also caps the text of an issue or pull request body: `MAX_BODY`, which the
-proposal and the dashboard are cut to.
 """
 
 from __future__ import annotations
@@ -24,8 +21,6 @@ from urllib.parse import urlsplit
 _GITHUB_COM = {"api.github.com", "github.com", "www.github.com"}
 _GHE_COM = ".ghe.com"
 _SERVER_API = "/api/v3"
-# GitHub refuses an issue or pull request body longer than this many characters (422, "body is too long")
-MAX_BODY = 65_536
 
 
 @dataclass(frozen=True)

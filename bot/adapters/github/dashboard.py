@@ -1,33 +1,20 @@
-"""The dependency dashboard issue of a repository: one table, one row per
-component, rendered from what the service last saw. Pure: the service keeps the rows,
-the GitHub platform keeps the one issue (found by its label and the marker below)."""
+"""GitHub's dependency dashboard issue of a repository: one Markdown table, one row per
+component (the service's rows, app/conversation.py), cut to GitHub's body cap. Pure: the
+service keeps the rows, GitHubConversation keeps the one issue (found by its label and
+the marker below), sansio.py knows a command given there by the marker."""
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from .githubhost import MAX_BODY
+from ...app.conversation import Row
+from ...core.proposal.text import MAX_BODY
 
 MARKER = "<!-- wheelpin: dashboard -->"
 TITLE = "wheelpin dependency dashboard"
 LABEL = "wheelpin-dashboard"
 MAX_CELL = 300
-
-
-@dataclass(frozen=True)
-class Row:
-    component: str
-    pinned: str | None = None  # the upstream commit the base pins
-    head: str | None = None  # the upstream head
-    build: str = ""
-    image: str | None = None
-    proposal: str | None = None  # the pull request's address, or the branch
-    status: str = "not checked yet"
-    last_error: str | None = None
-    last_error_at: float | None = None
-    notes: tuple[str, ...] = ()  # from the proposal of `head` (a wanted arch skipped)
 
 
 def _cell(text: str | None) -> str:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bot.core.config.model import ActionsBuild, CommandBuild
 from bot.core.config.load import load_config_text
-from bot.core.workflowfile import (
+from bot.adapters.github.workflowfile import (
     MAX_WORKFLOW_BYTES,
     build_warnings,
     components_warnings,

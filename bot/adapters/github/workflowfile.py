@@ -14,6 +14,9 @@ and gets back one sentence per problem. None of them stops wheelpin, so they are
   given an input it requires; and "the maximum number of top-level properties for
   `inputs` is 25". https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-actions#onworkflow_dispatchinputs
 
+`wheelpin init` also finds here the build a repository's own workflow makes (one named
+after the component that can be dispatched, its commit inputs given the commit).
+
 The YAML is read with PyYAML's `safe_load`, which reads YAML 1.1: an unquoted key `on`
 becomes the boolean True, so the triggers are looked up under both.
 """
@@ -22,10 +25,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config.model import ActionsBuild, Build, Component
-from .config.templates import TemplateError, fields_of
+from ...core.config.model import ActionsBuild, Build, Component
+from ...core.config.templates import TemplateError, fields_of
+
+if TYPE_CHECKING:  # init's drafts: loaded by `wheelpin init` alone, not by `config validate`
+    from ...core.config.initconfig import Build as DraftBuild
 
 MAX_WORKFLOW_BYTES = 1 << 20  # a workflow file larger than this is not parsed
 MAX_INPUTS = 25  # GitHub's limit on workflow_dispatch inputs
@@ -288,3 +294,31 @@ def _title_warnings(document: dict[Any, Any], inputs: Mapping[str, str], path: s
         return [f"{path}: run-name {run_name.strip()!r} does not reference {wanted} (the input "
                 f"given {{sha}}), so the run's title does not carry the commit, {consequence}"]
     return []
+
+
+def workflow_build(workflows: Mapping[str, str], name: str) -> DraftBuild | None:
+    """The build a repository's own workflow makes, when one alone is named after the
+    component (`lmcache-rocm-wheel.yaml` for lmcache) and can be dispatched. `workflows`
+    maps each file name of .github/workflows/ to its text."""
+    from ...core.config.initconfig import Build as DraftBuild
+
+    stem = name.split("-")[0]
+    found = [file for file, text in sorted(workflows.items())
+             if stem in file.lower() and dispatch_inputs(text) is not None]
+    if len(found) != 1:
+        return None
+    build = workflow_of(found[0], workflows[found[0]])
+    return DraftBuild(workflow=build.workflow, inputs=build.inputs,
+                      said=f"from .github/workflows/{found[0]}, dispatchable and named after {stem}"
+                      + (build.said and "; " + build.said))
+
+
+def workflow_of(file: str, text: str) -> DraftBuild:
+    """A dispatch of the workflow `file`: its inputs that name a commit (`lmcache_commit`,
+    `sha`) are given the full commit."""
+    from ...core.config.initconfig import Build as DraftBuild
+
+    declared = dispatch_inputs(text) or {}
+    inputs = {key: "{sha}" for key in declared if "commit" in key.lower() or key.lower() in ("sha", "git_sha")}
+    return DraftBuild(workflow=file, inputs=inputs,
+                      said=f"its input {', '.join(inputs)} given the commit" if inputs else "")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.githubhost import GITHUB_COM, GitHubHost, github_host
+from bot.adapters.github.host import GITHUB_COM, GitHubHost, github_host
 
 GHE_COM = GitHubHost("https://octo.ghe.com", "https://api.octo.ghe.com")
 SERVER = GitHubHost("https://ghe.example.com", "https://ghe.example.com/api/v3")
