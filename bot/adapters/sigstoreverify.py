@@ -30,6 +30,7 @@ from sigstore.verify.policy import AllOf, Identity, OIDCIssuer, VerificationPoli
 from sigstore_models.trustroot import v1 as trustroot_v1
 
 from ..core.errors import ConfigError
+from ..core.provenance.statement import PAYLOAD_TYPE, checked_statement
 from ..core.trust.decide import Signer
 from ..core.trust.policy import ACTIONS_ISSUER, Trust
 
@@ -37,9 +38,6 @@ from ..core.trust.policy import ACTIONS_ISSUER, Trust
 # trusted root per line: Sigstore's public-good instance, GitHub's own for private repositories)
 TRUSTED_ROOTS = Path("trust") / "trusted_root.jsonl"
 # https://github.com/in-toto/attestation/blob/main/spec/v1/statement.md, https://slsa.dev/spec/v1.0/provenance
-PAYLOAD_TYPE = "application/vnd.in-toto+json"
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PROVENANCE_TYPE = "https://slsa.dev/provenance/v1"
 # https://github.com/sigstore/fulcio/blob/main/docs/oid-info.md: the run's URL
 RUN_INVOCATION_URI = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.21")
 MAX_ROOTS = 16
@@ -140,19 +138,9 @@ def _signer(cert: x509.Certificate, payload_type: str, payload: bytes, sha256: s
     if payload_type != PAYLOAD_TYPE:
         raise NotAttested(f"it signs a {payload_type}, not an in-toto statement")
     try:
-        statement = json.loads(payload)
-    except ValueError:
-        raise NotAttested("its signed statement is not JSON") from None
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
-        raise NotAttested(f"its signed statement is not an in-toto {STATEMENT_TYPE} statement")
-    if statement.get("predicateType") != PROVENANCE_TYPE:
-        raise NotAttested(f"it attests {statement.get('predicateType')!r}, not build provenance ({PROVENANCE_TYPE})")
-    subjects = statement.get("subject")
-    digests = {str(subject.get("digest", {}).get("sha256", "")).lower()
-               for subject in subjects if isinstance(subject, dict) and isinstance(subject.get("digest"), dict)} \
-        if isinstance(subjects, list) else set()
-    if sha256.lower() not in digests:
-        raise NotAttested(f"its signed statement names other subjects, not sha256:{sha256[:12]}…")
+        checked_statement(payload, sha256, what="the wheel")
+    except ValueError as exc:
+        raise NotAttested(f"its signed statement: {exc}") from None
     identity = next(uri for uri in _uris(cert))
     return Signer(identity=identity, run=_extension_text(cert, RUN_INVOCATION_URI) or "(no run named)")
 

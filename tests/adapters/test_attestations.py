@@ -78,7 +78,7 @@ def test_a_pull_request_s_run_is_refused_even_when_any_ref_is(sigstore: TestSigs
 def test_a_statement_about_another_digest_is_refused(sigstore: TestSigstore, roots: TrustedRoots) -> None:
     """Validly signed, but for other bytes: listed under the wheel's digest all the same."""
     bundle = sigstore.bundle({WHEEL: hashlib.sha256(b"other bytes").hexdigest()}, workflow=WORKFLOW)
-    with pytest.raises(NotAttested, match=f"names other subjects, not sha256:{SHA[:12]}"):
+    with pytest.raises(NotAttested, match=f"its subject names .*, not the wheel sha256:{SHA[:12]}"):
         verify(bundle, SHA, REQUIRED, roots)
 
 
@@ -104,7 +104,7 @@ def test_a_valid_signature_over_something_else_than_provenance_is_refused(sigsto
                                                                            roots: TrustedRoots) -> None:
     sbom = {**statement({WHEEL: SHA}, workflow=WORKFLOW, ref="refs/heads/main", run_url="x"),
             "predicateType": "https://cyclonedx.org/bom"}
-    with pytest.raises(NotAttested, match="not build provenance"):
+    with pytest.raises(NotAttested, match="its predicate type is .*, not https://slsa.dev/provenance/v1"):
         verify(sigstore.bundle({}, workflow=WORKFLOW, payload=sbom), SHA, REQUIRED, roots)
 
 

@@ -141,7 +141,7 @@ def test_an_attestation_of_other_bytes_is_refused(attested: Attested) -> None:
     attested.world.commit_upstream("work", NEW_VERSION)
     result = attested.world.reconcile()
     assert result.code == 1 and attested.world.branch() is None
-    assert "its signed statement names other subjects" in " ".join(component(result)["messages"])
+    assert "its signed statement: its subject names" in " ".join(component(result)["messages"])
 
 
 def test_a_trust_downgrade_is_refused_unless_allowed_and_then_said_loudly(attested: Attested) -> None:

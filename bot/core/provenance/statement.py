@@ -83,9 +83,10 @@ def statement_bytes(facts: BuildFacts) -> bytes:
     return canonical_json(statement(facts))
 
 
-def checked_statement(payload: bytes, digest: str) -> dict[str, Any]:
+def checked_statement(payload: bytes, digest: str, what: str = "the image") -> dict[str, Any]:
     """The statement `payload` holds, when it is an in-toto Statement v1 whose predicate is
-    SLSA Provenance v1 and whose subject names `digest`; else ValueError, one sentence."""
+    SLSA Provenance v1 and whose subject names `digest` (`what`: the image, or a wheel whose
+    GitHub attestation it is); else ValueError, one sentence."""
     try:
         document = json.loads(payload)
     except ValueError:
@@ -96,12 +97,13 @@ def checked_statement(payload: bytes, digest: str) -> dict[str, Any]:
         raise ValueError(f"its predicate type is {document.get('predicateType')!r}, not {SLSA_PROVENANCE}")
     subjects = document.get("subject")
     named = sorted(_subject_digests(subjects if isinstance(subjects, list) else []))
-    if "sha256:" + digest.removeprefix("sha256:") not in named:
-        raise ValueError(f"its subject names {', '.join(named) or 'no digest'}, not the image {digest}")
+    wanted = "sha256:" + digest.removeprefix("sha256:").lower()
+    if wanted not in named:
+        raise ValueError(f"its subject names {', '.join(named) or 'no digest'}, not {what} {wanted}")
     return document
 
 
 def _subject_digests(subjects: Sequence[Any]) -> set[str]:
-    return {f"sha256:{item['digest']['sha256']}" for item in subjects
+    return {f"sha256:{item['digest']['sha256'].lower()}" for item in subjects
             if isinstance(item, dict) and isinstance(item.get("digest"), dict)
             and isinstance(item["digest"].get("sha256"), str)}
