@@ -5,8 +5,9 @@ mirrors (`upstream/<…>.git`, adapters/upstream.py). Each part is a `BoundedFol
 entries; when its entries pass the bound, the least recently used go first, never one that
 a running pass uses.
 
-- Last used is a stamp of wheelpin's own (`<part>/.lru/<entry>`, its mtime set at each use,
-  its content the entry's size in bytes as last measured): a file's atime is not kept on
+- Last used is a stamp of wheelpin's own (`CACHE/.lru/<part>/<entry>`, its mtime set at each
+  use, its content the entry's size in bytes as last measured; beside the part, not in it,
+  so a pass that only plans, a dry run, makes no part that was not there): a file's atime is not kept on
   most mounts (noatime, relatime), and a folder's says nothing of its files.
 - In use is a shared `flock` on the entry's stamp, held by the pass (its `scope()`) from its
   first use of the entry to its end; an eviction takes the stamp's lock exclusively without
@@ -39,7 +40,7 @@ import structlog
 
 log = structlog.get_logger("wheelpin.cache")
 
-STAMPS = ".lru"  # inside each part: the stamps, the trim's lock, entries being removed
+STAMPS = ".lru"  # in the cache folder, a folder per part: its stamps, its trim's lock, entries being removed
 TRIM_LOCK = ".trim"
 TRASH = ".trash-"
 # part → how deep its entries are (builds/<component>/<commit> is two folders down)
@@ -146,6 +147,9 @@ def _close(current: _Scope) -> None:
         folders[folder.root] = folder
     for descriptor in current.pins.values():
         os.close(descriptor)  # lets go of the shared lock
+    for stamp, (folder, entry) in current.used.items():
+        if not os.path.lexists(entry):  # planned and never made (a dry run), or removed by its pass
+            folder._drop(stamp)
     for folder in folders.values():
         try:
             folder.trim()
@@ -182,7 +186,7 @@ class BoundedFolder:
         self.root = root
         self.bound = bound
         self.depth = depth
-        self.stamps = root / STAMPS
+        self.stamps = root.parent / STAMPS / root.name
 
     def _stamp(self, entry: Path) -> Path:
         return self.stamps / quote(entry.relative_to(self.root).as_posix(), safe="")
@@ -360,14 +364,23 @@ class BoundedFolder:
                 if time.time() - path.lstat().st_mtime > 60 or path.is_dir():
                     self._remove(path)
             elif not path.name.startswith(".") and not os.path.lexists(self._entry(path)):
-                with open(path, "a") as stamp:
-                    try:
-                        fcntl.flock(stamp, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue  # a pass is about to make it
-                    with contextlib.suppress(FileNotFoundError):
-                        if os.stat(path).st_ino == os.fstat(stamp.fileno()).st_ino:
-                            path.unlink()
+                self._drop(path)
+
+    def _drop(self, stamp: Path) -> None:
+        """Remove the stamp of an entry that is not there, unless a pass holds it (about to
+        make the entry)."""
+        try:
+            descriptor = os.open(stamp, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(stamp).st_ino == os.fstat(descriptor).st_ino and not os.path.lexists(self._entry(stamp)):
+                stamp.unlink()
+        except (BlockingIOError, FileNotFoundError):
+            pass
+        finally:
+            os.close(descriptor)
 
     @staticmethod
     def _remove(path: Path) -> None:

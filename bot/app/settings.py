@@ -10,7 +10,7 @@ repository wants from wheelpin lives in that repository's config file instead.
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import ByteSize, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ..core.githubhost import github_host
@@ -46,6 +46,14 @@ class Settings(BaseSettings):
     progress_seconds: float = Field(default=10.0, ge=0, description="how often a long upload, download or build is "
                                     "said in the logs (a bar instead on a terminal)")
     cache_dir: Path = Field(default_factory=_default_cache)
+    # the cache's parts that grow with what is watched, each bounded (bytes, or "20GiB"; least
+    # recently used out first, never what a running pass uses: adapters/cachebound.py)
+    cache_layers_max: ByteSize = Field(default=ByteSize(1 << 30), ge=0, description="bytes of consuming images' "
+                                       "layer summaries kept (CACHE_DIR/layers)")
+    cache_builds_max: ByteSize = Field(default=ByteSize(20 << 30), ge=0, description="bytes of built and fetched "
+                                       "wheels kept (CACHE_DIR/builds)")
+    cache_mirrors_max: ByteSize = Field(default=ByteSize(20 << 30), ge=0, description="bytes of upstreams' git "
+                                        "mirrors kept (CACHE_DIR/upstream)")
 
     # registries: credentials beyond ~/.docker/config.json, plain-HTTP hosts, retries
     registry_host: str | None = Field(default=None, description="the registry the username/password are for")
@@ -111,6 +119,12 @@ class Settings(BaseSettings):
     @classmethod
     def _github_api_url(cls, value: str | None) -> str | None:
         return normalize_github_api_url(value)
+
+    @property
+    def cache_bounds(self) -> dict[str, int]:
+        """The cache's parts (adapters/cachebound.py's names) → their bounds in bytes."""
+        return {"layers": int(self.cache_layers_max), "builds": int(self.cache_builds_max),
+                "upstream": int(self.cache_mirrors_max)}
 
     @property
     def insecure_hosts(self) -> list[str]:

@@ -144,3 +144,13 @@ def test_a_cache_no_process_bounds_is_left_as_it_was(cache: Path) -> None:
     cachebound.configure(cache, {"builds": 10})
     assert bounded(cache / "upstream") is None and bounded(cache / "elsewhere") is None
     assert sorted(path.name for path in (cache / "upstream").iterdir()) == [entry.name]
+    assert not (cache / cachebound.STAMPS).exists()
+
+
+def test_an_entry_planned_and_never_made_leaves_no_part_nor_stamp(cache: Path) -> None:
+    cachebound.configure(cache, {"builds": 1000})
+    folder = bounded(cache / "builds")
+    assert folder is not None
+    with scope():  # a dry run: the build's folder is named, never made
+        folder.use(cache / "builds" / "lmcache" / "abc")
+    assert not (cache / "builds").exists() and folder.measure() == (0, 0)
