@@ -34,11 +34,8 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
-
-import structlog
-
-log = structlog.get_logger("wheelpin.cache")
 
 STAMPS = ".lru"  # in the cache folder, a folder per part: its stamps, its trim's lock, entries being removed
 TRIM_LOCK = ".trim"
@@ -66,6 +63,12 @@ class Usage:
 _configured: dict[Path, dict[str, int]] = {}  # cache folder (resolved) → part → bound in bytes
 _evictions: dict[Path, Evictions] = {}  # a part's folder → this process's evictions there
 _guard = threading.Lock()
+
+
+def _log() -> Any:
+    import structlog  # only once a trim has something to say: `config validate` loads no logging
+
+    return structlog.get_logger("wheelpin.cache")
 
 
 def configure(cache: Path, bounds: dict[str, int]) -> None:
@@ -154,7 +157,7 @@ def _close(current: _Scope) -> None:
         try:
             folder.trim()
         except OSError as exc:  # a trim that failed leaves the part as it was: the next one tries again
-            log.warning("cache.trim_failed", part=folder.root.name, error=f"{type(exc).__name__}: {exc}")
+            _log().warning("cache.trim_failed", part=folder.root.name, error=f"{type(exc).__name__}: {exc}")
 
 
 def _scope() -> _Scope:
@@ -324,7 +327,7 @@ class BoundedFolder:
                 mine = _evictions.setdefault(self.root, Evictions())
                 mine.count += gone.count
                 mine.bytes += gone.bytes
-            log.info("cache.trimmed", part=self.root.name, evicted=gone.count, evicted_bytes=gone.bytes,
+            _log().info("cache.trimmed", part=self.root.name, evicted=gone.count, evicted_bytes=gone.bytes,
                      used=total, bound=self.bound)
         return gone
 
