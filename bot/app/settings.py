@@ -47,12 +47,14 @@ class Settings(BaseSettings):
                                     "said in the logs (a bar instead on a terminal)")
     cache_dir: Path = Field(default_factory=_default_cache)
     # the cache's parts that grow with what is watched, each bounded (bytes, or "20GiB"; least
-    # recently used out first, never what a running pass uses: adapters/cachebound.py)
+    # recently used out first, never what a running pass uses: adapters/cachebound.py); the
+    # defaults, 17 GiB in all, leave room in deploy/'s 20 GiB cache volumes for a build's checkout
+    # and for what running passes hold past the bounds
     cache_layers_max: ByteSize = Field(default=ByteSize(1 << 30), ge=0, description="bytes of consuming images' "
                                        "layer summaries kept (CACHE_DIR/layers)")
-    cache_builds_max: ByteSize = Field(default=ByteSize(20 << 30), ge=0, description="bytes of built and fetched "
+    cache_builds_max: ByteSize = Field(default=ByteSize(8 << 30), ge=0, description="bytes of built and fetched "
                                        "wheels kept (CACHE_DIR/builds)")
-    cache_mirrors_max: ByteSize = Field(default=ByteSize(20 << 30), ge=0, description="bytes of upstreams' git "
+    cache_mirrors_max: ByteSize = Field(default=ByteSize(8 << 30), ge=0, description="bytes of upstreams' git "
                                         "mirrors kept (CACHE_DIR/upstream)")
 
     # registries: credentials beyond ~/.docker/config.json, plain-HTTP hosts, retries
