@@ -93,10 +93,11 @@ def bounded(folder: Path) -> BoundedFolder | None:
     with _guard:
         if not _configured:
             return None
-    root = folder.resolve()
+    where = folder.resolve()
     with _guard:
-        bound = _configured.get(root.parent, {}).get(root.name)
-    return None if bound is None else BoundedFolder(root, bound=bound, depth=PARTS[root.name])
+        bound = _configured.get(where.parent, {}).get(where.name)
+    # named as the caller names it (a relative or linked cache folder): its entries are too
+    return None if bound is None else BoundedFolder(folder, bound=bound, depth=PARTS[folder.name])
 
 
 def usage() -> list[Usage]:
@@ -203,21 +204,28 @@ class BoundedFolder:
         stamp = self._stamp(entry)
         current = _scope()
         guard = _unscoped_guard if current is _unscoped else contextlib.nullcontext()
-        with guard:
-            if stamp not in current.pins:
-                current.pins[stamp] = self._pin(stamp)
-            current.used[stamp] = (self, entry)
-        os.utime(stamp)
+        try:
+            with guard:
+                if stamp not in current.pins:
+                    current.pins[stamp] = self._pin(stamp)
+                current.used[stamp] = (self, entry)
+            os.utime(stamp)
+        except OSError as exc:  # housekeeping: never the pass's failure (a trim that cannot lock evicts nothing)
+            _log().warning("cache.unstamped", part=self.root.name, error=f"{type(exc).__name__}: {exc}")
 
     def touch(self, entry: Path) -> None:
         """`entry` was used just now, and is not used further (a file read whole, or written
         whole): its stamp says so and notes its size; no pin."""
         stamp = self._stamp(entry)
-        self.stamps.mkdir(parents=True, exist_ok=True)
-        size = _size(entry)
-        temporary = self.stamps / f"{TRASH}{uuid.uuid4().hex}"
-        temporary.write_text(str(size))
-        os.replace(temporary, stamp)  # a new stamp file: an eviction holding the old one fails its check
+        try:
+            self.stamps.mkdir(parents=True, exist_ok=True)
+            size = _size(entry)
+            temporary = self.stamps / f"{TRASH}{uuid.uuid4().hex}"
+            temporary.write_text(str(size))
+            os.replace(temporary, stamp)  # a new stamp file: an eviction holding the old one fails its check
+        except OSError as exc:
+            _log().warning("cache.unstamped", part=self.root.name, error=f"{type(exc).__name__}: {exc}")
+            return
         current = _scope()
         guard = _unscoped_guard if current is _unscoped else contextlib.nullcontext()
         with guard:
@@ -229,12 +237,15 @@ class BoundedFolder:
         self.stamps.mkdir(parents=True, exist_ok=True)
         while True:
             descriptor = os.open(stamp, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(descriptor, fcntl.LOCK_SH)  # waits only while an eviction renames the entry
             try:
+                fcntl.flock(descriptor, fcntl.LOCK_SH)  # waits only while an eviction renames the entry
                 if os.stat(stamp).st_ino == os.fstat(descriptor).st_ino:
                     return descriptor
             except FileNotFoundError:
                 pass
+            except OSError:
+                os.close(descriptor)
+                raise
             os.close(descriptor)
 
     def _note_size(self, entry: Path, stamp: Path) -> None:
@@ -324,7 +335,7 @@ class BoundedFolder:
                     gone.bytes += size
         if gone.count:
             with _guard:
-                mine = _evictions.setdefault(self.root, Evictions())
+                mine = _evictions.setdefault(self.root.resolve(), Evictions())
                 mine.count += gone.count
                 mine.bytes += gone.bytes
             _log().info("cache.trimmed", part=self.root.name, evicted=gone.count, evicted_bytes=gone.bytes,

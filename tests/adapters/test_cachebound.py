@@ -154,3 +154,28 @@ def test_an_entry_planned_and_never_made_leaves_no_part_nor_stamp(cache: Path) -
     with scope():  # a dry run: the build's folder is named, never made
         folder.use(cache / "builds" / "lmcache" / "abc")
     assert not (cache / "builds").exists() and folder.measure() == (0, 0)
+
+
+def test_a_cache_named_through_a_link_is_bounded_as_its_folder(cache: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(cache)  # WHEELPIN_CACHE_DIR through a symlink (or relative): entries are named so too
+    cachebound.configure(link, {"upstream": 1500})
+    folder = bounded(link / "upstream")
+    assert folder is not None and bounded(cache / "upstream") is not None
+    first = mirror(cache, "first", 1000)
+    used(folder, link / "upstream" / first.name)
+    second = mirror(cache, "second", 1000)
+    used(folder, link / "upstream" / second.name)
+    assert not first.exists() and second.exists()
+    (usage,) = cachebound.usage()
+    assert (usage.used, usage.evictions) == (1000, 1)
+
+
+def test_stamps_that_cannot_be_written_never_fail_the_pass(cache: Path) -> None:
+    cachebound.configure(cache, {"upstream": 0})
+    folder = bounded(cache / "upstream")
+    assert folder is not None
+    (cache / cachebound.STAMPS).write_text("not a folder")  # a cache folder wheelpin cannot stamp in
+    entry = mirror(cache, "kept", 1000)
+    used(folder, entry)  # said in the logs, and nothing evicted without its stamp's lock
+    assert entry.exists()
