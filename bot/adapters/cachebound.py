@@ -284,14 +284,14 @@ class BoundedFolder:
         except FileNotFoundError:
             info = None
         size = _size(entry)
-        changed = entry.lstat().st_mtime if info is None else info.st_mtime
-        self.stamps.mkdir(parents=True, exist_ok=True)
+        if info is not None:  # stamped by a pass that has not noted its size yet: it runs still
+            return info.st_mtime, size
+        changed = entry.lstat().st_mtime
         temporary = self.stamps / f"{TRASH}{uuid.uuid4().hex}"
         temporary.write_text(str(size))
         os.utime(temporary, (changed, changed))
-        if info is None:
-            with contextlib.suppress(FileExistsError):  # a pass stamped it meanwhile: theirs stands
-                os.link(temporary, stamp)
+        with contextlib.suppress(FileExistsError):  # a pass stamped it meanwhile: theirs stands
+            os.link(temporary, stamp)
         temporary.unlink()
         return changed, size
 
@@ -339,7 +339,7 @@ class BoundedFolder:
                 mine.count += gone.count
                 mine.bytes += gone.bytes
             _log().info("cache.trimmed", part=self.root.name, evicted=gone.count, evicted_bytes=gone.bytes,
-                     used=total, bound=self.bound)
+                        used=total, bound=self.bound)
         return gone
 
     def _evict(self, entry: Path) -> bool:
