@@ -1,10 +1,11 @@
 """Benchmark: `wheelpin serve` on PostgreSQL with 1, 2 and 3 replicas, against one
 process with its in-process queue: deliveries taken a second, end-to-end passes a minute,
-queue latency (p50/p99, from a job's deferral to a worker taking it) and GitHub requests per
-pass (from the GitHub emulator's own log).
+queue latency (from a job's deferral to a worker taking it: p50/p99 under load, and
+p50/p95/max of `--idle` deliveries sent one at a time on an idle queue) and GitHub requests
+per pass (from the GitHub emulator's own log).
 
 Run from the project root:  python bench/replicas.py [--replicas 0,1,2,3] [--repositories 20]
-    [--components 5] [--deliveries 1000] [--workers 2] [--latency 100]
+    [--components 5] [--deliveries 1000] [--workers 2] [--latency 100] [--idle 30]
 (0 is the embedded mode: no database; its queue latency is not logged. Needs Debian's postgresql, as .ci/run installs it,
 and `npm install --prefix tests` for the emulator's schemas.) Each replica is a
 `wheelpin serve` subprocess with its own cache and WHEELPIN_WORKERS workers; the
@@ -45,15 +46,31 @@ from tests.fixtures.postgres import Postgres  # noqa: E402
 from tests.fixtures.webhooks import deliver, example  # noqa: E402
 
 
-def events(processes: list[Process], name: str) -> list[dict[str, Any]]:
+def mark(processes: list[Process]) -> list[int]:
+    """Where each process's log stands now: `events(..., since=mark(...))` is what came after."""
+    return [len(process.lines) for process in processes]
+
+
+def events(processes: list[Process], name: str, since: list[int] | None = None) -> list[dict[str, Any]]:
+    """The records of event `name` in the processes' logs (after `since`, each process's own
+    offset: the logs are read one process after the other, so a count over all of them is
+    no place in time)."""
     found = []
-    for process in processes:
-        for line in list(process.lines):
+    for index, process in enumerate(processes):
+        for line in list(process.lines)[since[index] if since else 0:]:
             if line.startswith("{") and f'"{name}"' in line:
                 record = json.loads(line)
                 if record.get("event") == name:
                     found.append(record)
     return found
+
+
+def ready(address: str) -> bool:
+    """/readyz answers 200 (one that does not answer within 5 s, on a busy machine, is not ready yet)."""
+    try:
+        return requests.get(address + "/readyz", timeout=5).status_code == 200
+    except requests.RequestException:
+        return False
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -110,7 +127,7 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
     try:
         urls = [process.url() for process in processes]
         for address in urls:
-            wait_until(lambda address=address: requests.get(address + "/readyz", timeout=5).status_code == 200, 120)
+            wait_until(lambda address=address: ready(address), 120, "/readyz")
         total = args.repositories * args.components
         wait_until(lambda: len(events(processes, "component.pass")) >= total, 600, "the first passes")
         settle(url, processes)
@@ -147,7 +164,7 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
         # sent to the replicas in turn
         before_passes = len(events(processes, "component.pass"))
         before_requests = len(emulator.recorded)
-        before_taken = len(events(processes, "job.taken"))
+        before_taken = mark(processes)
         started = time.perf_counter()
         session = requests.Session()
         for index in range(args.repositories):
@@ -157,18 +174,18 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
         seconds = time.perf_counter() - started
         passes = len(events(processes, "component.pass")) - before_passes
         requests_made = len(emulator.recorded) - before_requests
-        waits = [r["waited"] for r in events(processes, "job.taken")[before_taken:] if r.get("waited") is not None]
+        waits = [r["waited"] for r in events(processes, "job.taken", before_taken) if r.get("waited") is not None]
         # the queue's own latency: one delivery at a time on an idle queue, deferral to a worker taking it
-        before_idle = len(events(processes, "job.taken"))
-        for index in range(10):
-            assert deliver(session, urls[index % len(urls)], SECRET, "push", payloads[index]).status_code == 202
+        before_idle = mark(processes)
+        for index in range(args.idle):
+            assert deliver(session, urls[index % len(urls)], SECRET, "push", payloads[index % len(payloads)]).status_code == 202
             settle(url, processes)
-        idle = [r["waited"] for r in events(processes, "job.taken")[before_idle:]
+        idle = [r["waited"] for r in events(processes, "job.taken", before_idle)
                 if r.get("waited") is not None and r.get("job") == "repository"]
         label = f"{count} replica{'s' if count > 1 else ''} on PostgreSQL" if count else "embedded, one process"
         latency = (f"queue latency under that load p50 {percentile(waits, 0.5) * 1000:6.0f} ms, "
                    f"p99 {percentile(waits, 0.99) * 1000:6.0f} ms, idle p50 {percentile(idle, 0.5) * 1000:5.1f} ms, "
-                   f"max {max(idle) * 1000:5.1f} ms" if waits and idle else "queue latency: not logged in this mode")
+                   f"p95 {percentile(idle, 0.95) * 1000:5.1f} ms, max {max(idle) * 1000:5.1f} ms" if waits and idle else "queue latency: not logged in this mode")
         print(f"{label:28s} ({args.workers} workers each): {args.deliveries / intake:7.0f} deliveries/s; "
               f"{passes} passes in {seconds:5.1f} s = {passes / seconds * 60:6.0f} passes/min; {latency}; "
               f"{requests_made / max(passes, 1):5.2f} GitHub requests a pass", flush=True)
@@ -189,6 +206,7 @@ def main() -> None:
     parser.add_argument("--components", type=int, default=5)
     parser.add_argument("--deliveries", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--idle", type=int, default=30, help="deliveries sent one at a time on an idle queue")
     parser.add_argument("--show-requests", action="store_true", help="the passes' GitHub requests by route")
     parser.add_argument("--latency", type=float, default=100.0, help="ms the emulator waits before each answer")
     args = parser.parse_args()

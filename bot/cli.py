@@ -583,11 +583,15 @@ def _start(args: argparse.Namespace) -> int:
 
     humans = sys.stderr.isatty() and settings.log_format != "json" and args.command != "serve"
     progress.configure(bar=humans, interval=settings.progress_seconds)
+    from .adapters import cachebound
+
+    cachebound.configure(settings.cache_dir, settings.cache_bounds)
     log = structlog.get_logger("wheelpin")
     if not settings.tls_verify:
         log.warning("registry.tls_unverified", reason="registries' certificates are not checked (--tls-verify=false)")
     try:
-        return run(args, settings)
+        with cachebound.scope():  # a command is one pass: the cache's parts it used are trimmed at its end
+            return run(args, settings)
     except (WheelpinError, KeyboardInterrupt, BrokenPipeError):
         raise  # _main's and main's to say
     except Exception as exc:  # a bug: say so in one sentence, the trace goes to debug logs

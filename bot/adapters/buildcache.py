@@ -9,11 +9,19 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import cachebound
+
 COMPLETE = ".complete"
 
 
 def build_folder(cache: Path, component: str, commit: str) -> Path:
-    return cache / "builds" / component / commit
+    """Where the build of `commit` is; asked for by the pass that uses it, which holds it
+    from the cache's bound until it ends (adapters/cachebound.py)."""
+    folder = cache / "builds" / component / commit
+    bounded = cachebound.bounded(cache / "builds")
+    if bounded is not None:
+        bounded.use(folder)
+    return folder
 
 
 PROVENANCE = "provenance"  # beside `out/`: who made these wheels, when they are not a build of wheelpin's

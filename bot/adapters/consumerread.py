@@ -26,7 +26,7 @@ from typing import Any
 from ..core.errors import InputError
 from ..core.image.files import ImageFiles, LayerSummary, env_of, merge
 from ..core.image.reference import SHA256_DIGEST
-from . import imagedocs
+from . import cachebound, imagedocs
 from .imagestore import ImageStore
 from .layerstream import MAX_KEPT_BYTES, LayerError, read_layer
 from .readdeadline import image_deadline
@@ -62,6 +62,7 @@ class LayerCache:
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
+        self.bounded = cachebound.bounded(folder) if folder is not None else None  # its size bound
 
     def _path(self, digest: str) -> Path | None:
         if self.folder is None or not SHA256_DIGEST.match(digest):
@@ -76,7 +77,10 @@ class LayerCache:
             entry = json.loads(path.read_bytes())
             if entry.get("size") != size or entry.get("diff_id") != diff_id:
                 return None  # checked against other claims than these
-            return LayerSummary.from_json(entry)
+            summary = LayerSummary.from_json(entry)
+            if self.bounded is not None:  # read whole: used just now, and held no further
+                self.bounded.touch(path)
+            return summary
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None  # a damaged entry, or one of another format, is read again
 
@@ -89,6 +93,8 @@ class LayerCache:
         with os.fdopen(handle, "w") as stream:
             json.dump({**summary.to_json(), "size": size, "diff_id": diff_id}, stream)
         os.replace(name, path)
+        if self.bounded is not None:
+            self.bounded.touch(path)
 
 
 def read_consumer(store: ImageStore, reference: str, *, cache: LayerCache,

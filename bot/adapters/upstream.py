@@ -15,6 +15,7 @@ from ..core.errors import ConfigError, TransientError
 from ..core.proposal.text import Commit
 from ..core.redact import public_url
 from ..core.versioning.tags import ANY_RELEASE, TagPattern, is_older, newest, release_of, tag_on
+from . import cachebound
 from .git import GitError, git, git_ok
 
 
@@ -140,6 +141,9 @@ class UpstreamRepo:
                 or tag_on(commit, self.tags, ANY_RELEASE, versioning))
 
     def _ensure_mirror(self) -> None:
+        bounded = cachebound.bounded(self.mirror.parent)
+        if bounded is not None:  # held from the cache's bound until the pass ends
+            bounded.use(self.mirror)
         if not (self.mirror / "HEAD").exists():
             self.mirror.parent.mkdir(parents=True, exist_ok=True)
             git(["init", "--bare", "--quiet", str(self.mirror)])

@@ -9,13 +9,41 @@ its gauge is labelled by installation, not repository."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector,
                                ProcessCollector, generate_latest)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
+from ..adapters import cachebound
 from ..loop.results import PassResult
+
+
+class _CacheCollector(Collector):
+    """The cache's bounded parts (adapters/cachebound.py), read at each scrape: bytes kept
+    (the whole folder's, whichever replica sharing it wrote them), the bound, and this
+    process's evictions."""
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # the parts are known only once the command configured them
+
+    def collect(self) -> Iterator[Metric]:
+        used = GaugeMetricFamily("wheelpin_cache_bytes", "Bytes a bounded part of the cache folder keeps",
+                                 labels=["cache"])
+        bound = GaugeMetricFamily("wheelpin_cache_bound_bytes", "The bound of a part of the cache folder",
+                                  labels=["cache"])
+        evictions = CounterMetricFamily("wheelpin_cache_evictions", "Entries evicted from a part of the cache "
+                                        "folder, least recently used first", labels=["cache"])
+        evicted = CounterMetricFamily("wheelpin_cache_evicted_bytes", "Bytes evicted from a part of the cache folder",
+                                      labels=["cache"])
+        for part in cachebound.usage():
+            used.add_metric([part.part], part.used)
+            bound.add_metric([part.part], part.bound)
+            evictions.add_metric([part.part], part.evictions)
+            evicted.add_metric([part.part], part.evicted_bytes)
+        yield from (used, bound, evictions, evicted)
 
 
 class Metrics:
@@ -54,6 +82,7 @@ class Metrics:
                                     registry=r)
         self.watched = Gauge("wheelpin_watched_repositories", "Repositories watched", registry=r)
         self.ready = Gauge("wheelpin_ready", "1 when /readyz answers 200", registry=r)
+        r.register(_CacheCollector())
 
     def track_queue(self, depth: Callable[[], float], running: Callable[[], float]) -> None:
         self.queue_depth.set_function(depth)

@@ -56,11 +56,24 @@ TICK_TASK = "wheelpin.tick"
 MAX_BACKOFF = 3600.0
 BEAT = 10.0  # seconds between the worker loop's own ticks (liveness)
 # Seconds between a worker's looks for a job when no notification came. A deferred job is
-# announced (LISTEN/NOTIFY) and taken at once, unless its repository's lock is held then
-# (a follow-up deferred by the job running): when that job ends nothing is announced, so
-# the follow-up waited procrastinate's default 5 s. Half a second costs an idle replica
-# two small queries a second.
+# announced (LISTEN/NOTIFY) and taken at once; one held up by its repository's lock (a
+# follow-up deferred by the job running) is announced when that job's end is written
+# (`_announce_freed`). The polling is what is left: a backoff that ran out, an announcement
+# lost to a database restart. Half a second costs an idle replica two small queries a second.
 FETCH_POLL = 0.5
+# procrastinate's workers LISTEN on this channel per queue, and fetch on a "job_inserted"
+# payload (procrastinate 3.x: schema.sql, `procrastinate_notify_queue_job_inserted`;
+# manager.py, `get_channel_for_queues`; worker.py, `_handle_notification`). A job whose lock
+# was freed is announced on it too: for a worker it is the same news, a job it may take now.
+# The job announced is the one procrastinate's fetch would take next of that lock (its
+# `procrastinate_fetch_job_v2`: first by priority, then id), when it may run now.
+ANNOUNCE_FREED = (
+    "select pg_notify('procrastinate_queue_v1#' || next.queue_name,"
+    " json_build_object('type', 'job_inserted', 'job_id', next.id)::text)"
+    " from (select queue_name, id, scheduled_at from procrastinate_jobs where lock = %(lock)s and status = 'todo'"
+    "       order by priority desc, id limit 1) next"
+    " where (next.scheduled_at is null or next.scheduled_at <= now())"
+    " and not exists (select 1 from procrastinate_jobs where lock = %(lock)s and status = 'doing')")
 # Seconds between attempts to start the worker again after it stopped (the database went
 # away): doubling from the first, capped; a worker that ran a while starts from the first again.
 RESTART_FIRST = 0.5
@@ -204,7 +217,9 @@ class PostgresQueue:
                     return None
                 for pause in (*END_RETRIES, None):
                     try:
-                        return await _write(*args, **kwargs)
+                        written = await _write(*args, **kwargs)
+                        await self._announce_freed(job)
+                        return written
                     except UniqueViolation:  # the database answered: no connection was lost
                         if _name != "retry_job" or job is None:
                             raise
@@ -224,6 +239,19 @@ class PostgresQueue:
                 return None
 
             setattr(manager, name, again)
+
+    async def _announce_freed(self, job: Any) -> None:
+        """A job's end was written: the next job waiting on its lock (a follow-up deferred
+        while it ran, a stalled job handed back) is announced to every replica's worker, which
+        takes it at once instead of at its next polling (nothing else announces a freed lock)."""
+        from procrastinate.exceptions import ConnectorException
+
+        if job is None or job.lock is None:
+            return
+        try:
+            await self.app.connector.execute_query_async(ANNOUNCE_FREED, lock=job.lock)
+        except ConnectorException as exc:  # the end is written: the polling takes the job instead
+            log.debug("job.freed_unannounced", lock=job.lock, error=type(exc.__cause__ or exc).__name__)
 
     # -- deferring (any thread) -------------------------------------------------------------------
 

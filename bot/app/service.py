@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from ..adapters import cachebound
 from ..adapters.github import forget_installation_tokens
 from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
@@ -328,7 +329,8 @@ class Service:
                     if wait is not None:
                         raise TransientError(f"{job.repository}: another job's lease on it lasts {wait:.1f} s more",
                                              retry_after=max(wait, 0.5))
-                ok = self.run_job(job)
+                with cachebound.scope():  # what the job uses of the cache is kept until it ends, then trimmed
+                    ok = self.run_job(job)
             except WheelpinError as exc:
                 self.metrics.failures.labels(kind=kind_of(exc)).inc()
                 log.warning("job.failed", error=exc.message)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, field_validator
 
 
 
@@ -55,6 +55,16 @@ class Settings(BaseModel):
     progress_seconds: float = Field(default=10.0, ge=0, description="how often a long upload, download or build is "
                                     "said in the logs (a bar instead on a terminal)")
     cache_dir: Path = Field(default_factory=_default_cache)
+    # the cache's parts that grow with what is watched, each bounded (bytes, or "20GiB"; least
+    # recently used out first, never what a running pass uses: adapters/cachebound.py); the
+    # defaults, 17 GiB in all, leave room in deploy/'s 20 GiB cache volumes for a build's checkout
+    # and for what running passes hold past the bounds
+    cache_layers_max: ByteSize = Field(default=ByteSize(1 << 30), ge=0, description="bytes of consuming images' "
+                                       "layer summaries kept (CACHE_DIR/layers)")
+    cache_builds_max: ByteSize = Field(default=ByteSize(8 << 30), ge=0, description="bytes of built and fetched "
+                                       "wheels kept (CACHE_DIR/builds)")
+    cache_mirrors_max: ByteSize = Field(default=ByteSize(8 << 30), ge=0, description="bytes of upstreams' git "
+                                        "mirrors kept (CACHE_DIR/upstream)")
 
     # registries: credentials beyond ~/.docker/config.json, plain-HTTP hosts, retries
     registry_host: str | None = Field(default=None, description="the registry the username/password are for")
@@ -134,6 +144,12 @@ class Settings(BaseModel):
     @classmethod
     def _github_api_url(cls, value: str | None) -> str | None:
         return normalize_github_api_url(value)
+
+    @property
+    def cache_bounds(self) -> dict[str, int]:
+        """The cache's parts (adapters/cachebound.py's names) → their bounds in bytes."""
+        return {"layers": int(self.cache_layers_max), "builds": int(self.cache_builds_max),
+                "upstream": int(self.cache_mirrors_max)}
 
     @property
     def insecure_hosts(self) -> list[str]:
