@@ -22,7 +22,7 @@ from bot.app import pgqueue
 from bot.app.pgqueue import PostgresQueue
 from bot.app.settings import Settings
 from bot.app.shared import Shared
-from bot.core.jobs import Job, JobKind
+from bot.app.jobs import Job, JobKind
 from tests.app.bots import wait_until
 from tests.fixtures.postgres import Postgres
 
