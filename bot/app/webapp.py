@@ -56,15 +56,24 @@ HEALTH_CONNECTIONS = 32  # the health port's slots: probes and a scraper, a few 
 HEALTH_THREADS = 2
 RESERVED_FILES = 256
 
-STATUS = {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 401: "401 Unauthorized",
-          404: "404 Not Found", 405: "405 Method Not Allowed", 413: "413 Content Too Large",
-          503: "503 Service Unavailable"}
+STATUS = {
+    200: "200 OK",
+    202: "202 Accepted",
+    400: "400 Bad Request",
+    401: "401 Unauthorized",
+    404: "404 Not Found",
+    405: "405 Method Not Allowed",
+    413: "413 Content Too Large",
+    503: "503 Service Unavailable",
+}
 
 
 def _answer(start: StartResponse, status: int, body: Any, content_type: str = "application/json") -> list[bytes]:
     data = body if isinstance(body, bytes) else (json.dumps(body) + "\n").encode()
-    start(STATUS[status], [("Content-Type", content_type), ("Content-Length", str(len(data))),
-                           ("Cache-Control", "no-store")])
+    start(
+        STATUS[status],
+        [("Content-Type", content_type), ("Content-Length", str(len(data))), ("Cache-Control", "no-store")],
+    )
     return [data]
 
 
@@ -79,8 +88,7 @@ def wire_limit(cap: int) -> int:
 
 def _headers(environ: Environ) -> dict[str, str]:
     """The request's headers as a door reads them: lower-case names (`x-github-event`)."""
-    found = {key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items()
-             if key.startswith("HTTP_")}
+    found = {key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items() if key.startswith("HTTP_")}
     for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
         if environ.get(key):
             found[key.replace("_", "-").lower()] = str(environ[key])
@@ -115,12 +123,14 @@ def _health(service: Service, path: str, start: StartResponse) -> list[bytes] | 
     """The answer to a probe or a scrape, None for any other path."""
     if path == "/healthz":
         alive, reason = service.alive()
-        return _answer(start, 200, {"status": "alive"}) if alive else \
-            _answer(start, 503, {"status": "wedged", "reason": reason})
+        return (
+            _answer(start, 200, {"status": "alive"})
+            if alive
+            else _answer(start, 503, {"status": "wedged", "reason": reason})
+        )
     if path == "/readyz":
         ready, reason = service.ready()
-        return _answer(start, 200 if ready else 503, {"status": "ready" if ready else "not ready",
-                                                      "reason": reason})
+        return _answer(start, 200 if ready else 503, {"status": "ready" if ready else "not ready", "reason": reason})
     if path == "/metrics":
         return _answer(start, 200, service.metrics.render(), service.metrics.content_type)
     return None
@@ -128,6 +138,7 @@ def _health(service: Service, path: str, start: StartResponse) -> list[bytes] | 
 
 def make_health_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[bytes]]:
     """The health port's app (WHEELPIN_HEALTH_PORT): /healthz, /readyz and /metrics only."""
+
     def app(environ: Environ, start: StartResponse) -> list[bytes]:
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             return _answer(start, 405, {"message": "GET only"})
@@ -158,6 +169,10 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
                 if refused.outcome is not None:
                     service.metrics.deliveries.labels(event=refused.event, outcome=refused.outcome).inc()
                 return _answer(start, refused.status, {"message": refused.message})
+            except TransientError as exc:  # routing reads the shared state, which may be down: as below
+                service.metrics.deliveries.labels(event=event or "unknown", outcome="unqueued").inc()
+                log.warning("webhook.unqueued", error=exc.message)
+                return _answer(start, 503, {"message": exc.message})
             if delivery.reply is not None:
                 service.metrics.deliveries.labels(event=delivery.event, outcome=delivery.outcome or "answered").inc()
                 return _answer(start, 200, delivery.reply)
@@ -207,8 +222,13 @@ def fit_connections(wanted: int) -> int:
     if soft == resource.RLIM_INFINITY or soft >= need:
         return wanted
     fits = max(10, (soft - RESERVED_FILES) // FILES_PER_CONNECTION)
-    log.warning("http.connections_lowered", wanted=wanted, connections=fits, open_files=soft,
-                hint="raise the open-files limit (ulimit -n) or lower WHEELPIN_HTTP_CONNECTIONS")
+    log.warning(
+        "http.connections_lowered",
+        wanted=wanted,
+        connections=fits,
+        open_files=soft,
+        hint="raise the open-files limit (ulimit -n) or lower WHEELPIN_HTTP_CONNECTIONS",
+    )
     return fits
 
 
@@ -216,8 +236,11 @@ def _listeners(server: Any) -> list[Any]:
     """waitress's listening sockets: one, or several (a host name with more than one address)."""
     from waitress.server import BaseWSGIServer
 
-    return [server] if isinstance(server, BaseWSGIServer) else [
-        each for each in server.map.values() if isinstance(each, BaseWSGIServer)]
+    return (
+        [server]
+        if isinstance(server, BaseWSGIServer)
+        else [each for each in server.map.values() if isinstance(each, BaseWSGIServer)]
+    )
 
 
 def _cap_per_address(server: Any, cap: int) -> None:
@@ -225,11 +248,16 @@ def _cap_per_address(server: Any, cap: int) -> None:
     `cap` (waitress's accept makes a channel through `channel_class`): one client, however
     many times it reconnects, cannot take every slot."""
     for listener in _listeners(server):
-        def channel(owner: Any, conn: Any, addr: Any, adj: Any, map: Any = None,
-                    make: Any = listener.channel_class) -> Any:
+
+        def channel(
+            owner: Any, conn: Any, addr: Any, adj: Any, map: Any = None, make: Any = listener.channel_class
+        ) -> Any:
             host = addr[0] if isinstance(addr, tuple) else addr
-            held = sum(1 for each in list(owner.active_channels.values())
-                       if (each.addr[0] if isinstance(each.addr, tuple) else each.addr) == host)
+            held = sum(
+                1
+                for each in list(owner.active_channels.values())
+                if (each.addr[0] if isinstance(each.addr, tuple) else each.addr) == host
+            )
             if held >= cap:
                 log.info("http.address_over_cap", address=host, connections=held)
                 conn.close()
@@ -247,6 +275,7 @@ def _cut_overdue_requests(server: Any, deadline: float) -> None:
 
     first_seen: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
     for listener in _listeners(server):
+
         def maintenance(now: float, listener: Any = listener, sweep: Any = listener.maintenance) -> None:
             sweep(now)
             for channel in list(listener.active_channels.values()):
@@ -264,8 +293,15 @@ class HTTPServer:
     """waitress serving the app on a host and port (0: any free port), in its own thread,
     sized so that idle and slow clients cannot close the door (see the module's text)."""
 
-    def __init__(self, service: Service, *, host: str = "127.0.0.1", port: int = 8080, threads: int = 8,
-                 health_only: bool = False) -> None:
+    def __init__(
+        self,
+        service: Service,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        threads: int = 8,
+        health_only: bool = False,
+    ) -> None:
         import logging
         import threading
 
@@ -279,13 +315,21 @@ class HTTPServer:
         # behind webhook clients, whatever they hold of the main door
         self.connections = HEALTH_CONNECTIONS if health_only else fit_connections(settings.http_connections)
         self.server = create_server(
-            (make_health_app if health_only else make_app)(service), host=host, port=port,
-            threads=HEALTH_THREADS if health_only else threads, ident="wheelpin",
-            clear_untrusted_proxy_headers=True, max_request_body_size=wire_limit(body_cap),
-            max_request_header_size=HEADER_LIMIT, inbuf_overflow=INBUF_OVERFLOW,
+            (make_health_app if health_only else make_app)(service),
+            host=host,
+            port=port,
+            threads=HEALTH_THREADS if health_only else threads,
+            ident="wheelpin",
+            clear_untrusted_proxy_headers=True,
+            max_request_body_size=wire_limit(body_cap),
+            max_request_header_size=HEADER_LIMIT,
+            inbuf_overflow=INBUF_OVERFLOW,
             connection_limit=self.connections + 2,  # waitress counts its listening socket and its trigger too
-            channel_timeout=settings.http_idle_timeout, cleanup_interval=CLEANUP_INTERVAL, backlog=BACKLOG,
-            asyncore_use_poll=True)  # select() cannot watch a file descriptor past 1023
+            channel_timeout=settings.http_idle_timeout,
+            cleanup_interval=CLEANUP_INTERVAL,
+            backlog=BACKLOG,
+            asyncore_use_poll=True,
+        )  # select() cannot watch a file descriptor past 1023
         _cut_overdue_requests(self.server, REQUEST_DEADLINE)
         _cap_per_address(self.server, settings.http_connections_per_address)
         self.host = host
