@@ -45,28 +45,37 @@ class StateFile:
 
     @staticmethod
     def _create(db: sqlite3.Connection, *, prune: bool) -> None:
-        db.execute("create table if not exists failures (component text, commit_sha text, kind text,"
-                   " message text, attempts integer, at real, primary key (component, commit_sha))")
+        db.execute(
+            "create table if not exists failures (component text, commit_sha text, kind text,"
+            " message text, attempts integer, at real, primary key (component, commit_sha))"
+        )
         columns = {row[1] for row in db.execute("pragma table_info(failures)")}
         if "rules" not in columns:  # a state file of an earlier wheelpin
             db.execute("alter table failures add column rules text default ''")
         if "reason" not in columns:
             db.execute("alter table failures add column reason text default ''")
-        db.execute("create table if not exists runs (component text, commit_sha text, run_id integer,"
-                   " primary key (component, commit_sha))")
+        db.execute(
+            "create table if not exists runs (component text, commit_sha text, run_id integer,"
+            " primary key (component, commit_sha))"
+        )
         # a dispatch noted before it is sent, and every run ever followed: a pass killed
         # after dispatching finds its run among those not claimed, instead of dispatching again
-        db.execute("create table if not exists dispatches (component text, commit_sha text, at real,"
-                   " primary key (component, commit_sha))")
+        db.execute(
+            "create table if not exists dispatches (component text, commit_sha text, at real,"
+            " primary key (component, commit_sha))"
+        )
         db.execute("create table if not exists claimed (run_id integer primary key, at real)")
         # the same write to the same branch on the same base is refused the same way: not
         # made again each pass until its backoff ends, a rule changes or permissions are granted
-        db.execute("create table if not exists refusals (fingerprint text primary key, message text,"
-                   " attempts integer, at real)")
+        db.execute(
+            "create table if not exists refusals (fingerprint text primary key, message text,"
+            " attempts integer, at real)"
+        )
         # image.prune_after_days: since when each of a component's tags has been seen unpinned,
         # and when its tags were last looked at (a grace period counts from the first sighting)
-        db.execute("create table if not exists unpinned (component text, tag text, since real,"
-                   " primary key (component, tag))")
+        db.execute(
+            "create table if not exists unpinned (component text, tag text, since real, primary key (component, tag))"
+        )
         db.execute("create table if not exists prunes (component text primary key, at real)")
         if prune:
             db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
@@ -103,31 +112,39 @@ class StateFile:
     def run_of(self, component: str, commit: str) -> int | None:
         """The Actions run started for this build (the world knows it too: the run's title)."""
         component = self.scope + component
-        row = self._q("select run_id from runs where component = ? and commit_sha = ?",
-                              (component, commit)).fetchone()
+        row = self._q("select run_id from runs where component = ? and commit_sha = ?", (component, commit)).fetchone()
         return int(row[0]) if row else None
 
     def record_run(self, component: str, commit: str, run_id: int) -> None:
         component = self.scope + component
-        self._q("insert into runs values (?, ?, ?) on conflict (component, commit_sha) do update"
-                " set run_id = excluded.run_id", (component, commit, run_id))
-        self._q("insert into claimed values (?, ?) on conflict (run_id) do update set at = excluded.at",
-                (run_id, time.time()))
+        self._q(
+            "insert into runs values (?, ?, ?) on conflict (component, commit_sha) do update"
+            " set run_id = excluded.run_id",
+            (component, commit, run_id),
+        )
+        self._q(
+            "insert into claimed values (?, ?) on conflict (run_id) do update set at = excluded.at",
+            (run_id, time.time()),
+        )
         self._q("delete from dispatches where component = ? and commit_sha = ?", (component, commit))
         self._commit()
 
     def dispatch_of(self, component: str, commit: str) -> float | None:
         """When a dispatch of this build was noted, if its run is not known yet."""
         component = self.scope + component
-        row = self._q("select at from dispatches where component = ? and commit_sha = ?",
-                              (component, commit)).fetchone()
+        row = self._q(
+            "select at from dispatches where component = ? and commit_sha = ?", (component, commit)
+        ).fetchone()
         return float(row[0]) if row else None
 
     def record_dispatch(self, component: str, commit: str) -> float:
         component = self.scope + component
         at = time.time()
-        self._q("insert into dispatches values (?, ?, ?) on conflict (component, commit_sha) do update"
-                " set at = excluded.at", (component, commit, at))
+        self._q(
+            "insert into dispatches values (?, ?, ?) on conflict (component, commit_sha) do update"
+            " set at = excluded.at",
+            (component, commit, at),
+        )
         self._commit()
         return at
 
@@ -141,16 +158,28 @@ class StateFile:
 
     def failure(self, component: str, commit: str) -> Failure | None:
         component = self.scope + component
-        row = self._q("select component, commit_sha, kind, message, attempts, at, rules, reason from failures"
-                              " where component = ? and commit_sha = ?", (component, commit)).fetchone()
+        row = self._q(
+            "select component, commit_sha, kind, message, attempts, at, rules, reason from failures"
+            " where component = ? and commit_sha = ?",
+            (component, commit),
+        ).fetchone()
         if row is None:
             return None
         component_, commit_, kind, message, attempts, at, judged_under, reason = row
-        return Failure(component_[len(self.scope):], commit_, kind, message, int(attempts), float(at),
-                       judged_under or "", reason or "")
+        return Failure(
+            component_[len(self.scope) :],
+            commit_,
+            kind,
+            message,
+            int(attempts),
+            float(at),
+            judged_under or "",
+            reason or "",
+        )
 
-    def record(self, component: str, commit: str, kind: str, message: str, *, judged_under: str = "",
-               reason: str = "") -> Failure:
+    def record(
+        self, component: str, commit: str, kind: str, message: str, *, judged_under: str = "", reason: str = ""
+    ) -> Failure:
         """A failure of `commit`'s build or verification under what `judged_under` digests
         (attempts count on only while it stays the same; its column is `rules`, the name
         state files already written have), and a refused wheel's `reason` apart from the
@@ -159,11 +188,13 @@ class StateFile:
         attempts = previous.attempts + 1 if previous and previous.judged_under == judged_under else 1
         failed = Failure(component, commit, kind, message, attempts, time.time(), judged_under, reason)
         component = self.scope + component
-        self._q("insert into failures (component, commit_sha, kind, message, attempts, at, rules, reason)"
-                " values (?, ?, ?, ?, ?, ?, ?, ?) on conflict (component, commit_sha) do update set"
-                " kind = excluded.kind, message = excluded.message, attempts = excluded.attempts, at = excluded.at,"
-                " rules = excluded.rules, reason = excluded.reason",
-                (component, commit, kind, message, attempts, failed.at, judged_under, reason))
+        self._q(
+            "insert into failures (component, commit_sha, kind, message, attempts, at, rules, reason)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?) on conflict (component, commit_sha) do update set"
+            " kind = excluded.kind, message = excluded.message, attempts = excluded.attempts, at = excluded.at,"
+            " rules = excluded.rules, reason = excluded.reason",
+            (component, commit, kind, message, attempts, failed.at, judged_under, reason),
+        )
         self._commit()
         return failed
 
@@ -182,16 +213,19 @@ class StateFile:
         self._commit()
 
     def refusal(self, fingerprint: str) -> Refusal | None:
-        row = self._q("select fingerprint, message, attempts, at from refusals where fingerprint = ?",
-                              (fingerprint,)).fetchone()
+        row = self._q(
+            "select fingerprint, message, attempts, at from refusals where fingerprint = ?", (fingerprint,)
+        ).fetchone()
         return Refusal(*row) if row else None
 
     def record_refusal(self, fingerprint: str, message: str) -> Refusal:
         previous = self.refusal(fingerprint)
         refused = Refusal(fingerprint, message, previous.attempts + 1 if previous else 1, time.time())
-        self._q("insert into refusals values (?, ?, ?, ?) on conflict (fingerprint) do update set"
-                " message = excluded.message, attempts = excluded.attempts, at = excluded.at",
-                (refused.fingerprint, refused.message, refused.attempts, refused.at))
+        self._q(
+            "insert into refusals values (?, ?, ?, ?) on conflict (fingerprint) do update set"
+            " message = excluded.message, attempts = excluded.attempts, at = excluded.at",
+            (refused.fingerprint, refused.message, refused.attempts, refused.at),
+        )
         self._commit()
         return refused
 
@@ -202,8 +236,10 @@ class StateFile:
 
     def unpinned_since(self, component: str) -> dict[str, float]:
         component = self.scope + component
-        return {str(tag): float(since) for tag, since in
-                self._q("select tag, since from unpinned where component = ?", (component,))}
+        return {
+            str(tag): float(since)
+            for tag, since in self._q("select tag, since from unpinned where component = ?", (component,))
+        }
 
     def record_unpinned(self, component: str, since: dict[str, float], *, at: float) -> None:
         """The component's tags unpinned now (the others were pinned again, or deleted)."""
@@ -211,8 +247,9 @@ class StateFile:
         self._q("delete from unpinned where component = ?", (component,))
         for tag, first in sorted(since.items()):
             self._q("insert into unpinned values (?, ?, ?)", (component, tag, first))
-        self._q("insert into prunes values (?, ?) on conflict (component) do update set at = excluded.at",
-                (component, at))
+        self._q(
+            "insert into prunes values (?, ?) on conflict (component) do update set at = excluded.at", (component, at)
+        )
         self._commit()
 
     def pruned_at(self, component: str) -> float | None:
@@ -248,8 +285,9 @@ def _pool(url: str) -> Any:
                 import psycopg  # only in this mode (the postgres extra)
                 from psycopg_pool import ConnectionPool
             except ImportError:
-                raise ConfigError("WHEELPIN_DATABASE_URL needs PostgreSQL's driver: pip install "
-                                  "'wheelpin[postgres]'") from None
+                raise ConfigError(
+                    "WHEELPIN_DATABASE_URL needs PostgreSQL's driver: pip install 'wheelpin[postgres]'"
+                ) from None
             try:  # one connection first: a database that is not there is said at once
                 psycopg.connect(url, connect_timeout=10).close()
             except psycopg.Error as exc:
@@ -257,9 +295,15 @@ def _pool(url: str) -> Any:
             # check: a connection is tried before it is lent, so one that a restart of the
             # database broke is replaced instead of failing a pass (psycopg_pool >= 3.2:
             # https://www.psycopg.org/psycopg3/docs/advanced/pool.html#connection-checks)
-            pool = _POOLS[url] = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=True, timeout=60,
-                                                check=ConnectionPool.check_connection,
-                                                kwargs={"connect_timeout": 10})
+            pool = _POOLS[url] = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                open=True,
+                timeout=60,
+                check=ConnectionPool.check_connection,
+                kwargs={"connect_timeout": 10},
+            )
         return pool
 
 
@@ -299,19 +343,35 @@ class PostgresState(StateFile):
         return self._pg
 
     def _prepare(self) -> None:
-        self._pg.execute("create table if not exists failures (component text, commit_sha text, kind text,"
-                         " message text, attempts integer, at double precision, rules text default '',"
-                         " primary key (component, commit_sha))")
-        self._pg.execute("alter table failures add column if not exists reason text default ''")
-        self._pg.execute("create table if not exists runs (component text, commit_sha text, run_id bigint,"
-                         " primary key (component, commit_sha))")
-        self._pg.execute("create table if not exists dispatches (component text, commit_sha text,"
-                         " at double precision, primary key (component, commit_sha))")
+        self._pg.execute(
+            "create table if not exists failures (component text, commit_sha text, kind text,"
+            " message text, attempts integer, at double precision, rules text default '',"
+            " reason text default '', primary key (component, commit_sha))"
+        )
+        # ALTER TABLE takes an exclusive lock even when the column is there, and waits behind
+        # any replica's open transaction on the table: only a table from before `reason` gets it
+        if not self._pg.execute(
+            "select 1 from information_schema.columns where table_schema = current_schema()"
+            " and table_name = 'failures' and column_name = 'reason'"
+        ).fetchone():
+            self._pg.execute("alter table failures add column if not exists reason text default ''")
+        self._pg.execute(
+            "create table if not exists runs (component text, commit_sha text, run_id bigint,"
+            " primary key (component, commit_sha))"
+        )
+        self._pg.execute(
+            "create table if not exists dispatches (component text, commit_sha text,"
+            " at double precision, primary key (component, commit_sha))"
+        )
         self._pg.execute("create table if not exists claimed (run_id bigint primary key, at double precision)")
-        self._pg.execute("create table if not exists refusals (fingerprint text primary key, message text,"
-                         " attempts integer, at double precision)")
-        self._pg.execute("create table if not exists unpinned (component text, tag text, since double precision,"
-                         " primary key (component, tag))")
+        self._pg.execute(
+            "create table if not exists refusals (fingerprint text primary key, message text,"
+            " attempts integer, at double precision)"
+        )
+        self._pg.execute(
+            "create table if not exists unpinned (component text, tag text, since double precision,"
+            " primary key (component, tag))"
+        )
         self._pg.execute("create table if not exists prunes (component text primary key, at double precision)")
         if not self._unsaved:
             self._pg.execute("delete from refusals where at < %s", (time.time() - CLAIMS_KEPT,))
@@ -351,8 +411,10 @@ def unreachable(url: str, exc: BaseException) -> str:
         where = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.Error:
         where = {}
-    return (f"PostgreSQL at {where.get('host', 'localhost')}:{where.get('port', 5432)}/{where.get('dbname', '')} "
-            f"cannot be reached ({type(exc).__name__})")
+    return (
+        f"PostgreSQL at {where.get('host', 'localhost')}:{where.get('port', 5432)}/{where.get('dbname', '')} "
+        f"cannot be reached ({type(exc).__name__})"
+    )
 
 
 def open_state(cache: Path, database_url: str | None = None, *, scope: str = "") -> StateFile:
