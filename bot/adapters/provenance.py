@@ -26,7 +26,7 @@ from ..core.provenance.sbom import SBOM_TYPE, sbom_bytes
 from ..core.provenance.statement import PAYLOAD_TYPE, SLSA_PROVENANCE, BuildFacts, checked_statement, statement_bytes
 from .imagestore import ImageStore
 from .publisher import PublishResult
-from .referrers import Referrer, Subject, attach, list_referrers, read_document
+from .referrers import Artifact, Referrer, Subject, attach_all, list_referrers, read_document
 
 log = structlog.get_logger("wheelpin.provenance")
 
@@ -50,21 +50,43 @@ class Attached:
     status: str  # "attached" (pushed now) | "present" (there before) | "listed" (read by image show)
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "artifact_type": self.artifact_type, "digest": self.digest,
-                "signed": self.signed, "status": self.status}
+        return {
+            "kind": self.kind,
+            "artifact_type": self.artifact_type,
+            "digest": self.digest,
+            "signed": self.signed,
+            "status": self.status,
+        }
 
     def text(self) -> str:
         signed = "signed (DSSE in a Sigstore bundle)" if self.signed else "unsigned"
         return f"{self.kind} {self.digest} {self.artifact_type}, {signed}"
 
 
-def facts_of(result: PublishResult, *, source: str | None, revision: str | None, component: str | None,
-             rules: str | None, build: str | None, smoke: Sequence[str]) -> BuildFacts:
+def facts_of(
+    result: PublishResult,
+    *,
+    source: str | None,
+    revision: str | None,
+    component: str | None,
+    rules: str | None,
+    build: str | None,
+    smoke: Sequence[str],
+) -> BuildFacts:
     """What the statement says of an image the publish step just pushed or found: its
     wheels passed every kind of check (the publisher is never reached otherwise)."""
-    return BuildFacts(repository=result.store, digest=result.digest, tag=result.tag, wheels=result.wheels,
-                      source=source, revision=revision, component=component, rules=rules, build=build,
-                      verification=verification_of(smoke))
+    return BuildFacts(
+        repository=result.store,
+        digest=result.digest,
+        tag=result.tag,
+        wheels=result.wheels,
+        source=source,
+        revision=revision,
+        component=component,
+        rules=rules,
+        build=build,
+        verification=verification_of(smoke),
+    )
 
 
 def verification_of(smoke: Sequence[str]) -> dict[str, Any]:
@@ -77,7 +99,9 @@ def verification_of(smoke: Sequence[str]) -> dict[str, Any]:
 
 
 def described(referrer: Referrer, status: str = "listed") -> Attached:
-    kind = {BUNDLE_TYPE: "provenance", PAYLOAD_TYPE: "provenance", SBOM_TYPE: "sbom"}.get(referrer.artifact_type, "other")
+    kind = {BUNDLE_TYPE: "provenance", PAYLOAD_TYPE: "provenance", SBOM_TYPE: "sbom"}.get(
+        referrer.artifact_type, "other"
+    )
     return Attached(kind, referrer.artifact_type, referrer.digest, referrer.artifact_type == BUNDLE_TYPE, status)
 
 
@@ -91,10 +115,14 @@ def proposal_link(store: str, ref: str, attached: list[Attached]) -> str:
     ours = [item for item in attached if item.kind in ("provenance", "sbom")]
     if not ours:
         return ""
-    said = [f"{'signed ' if item.signed else ''}{'SLSA provenance' if item.kind == 'provenance' else 'SBOM'} "
-            f"`{store}@{item.digest}`" for item in ours]
-    check = (f" (check it: `wheelpin image verify {ref} --key YOUR-KEY.pub`)"
-             if any(item.signed for item in ours) else "")
+    said = [
+        f"{'signed ' if item.signed else ''}{'SLSA provenance' if item.kind == 'provenance' else 'SBOM'} "
+        f"`{store}@{item.digest}`"
+        for item in ours
+    ]
+    check = (
+        f" (check it: `wheelpin image verify {ref} --key YOUR-KEY.pub`)" if any(item.signed for item in ours) else ""
+    )
     return "; attached: " + ", ".join(said) + check
 
 
@@ -115,33 +143,52 @@ def documents(facts: BuildFacts, key: dsse.SigningKey | None) -> list[Document]:
         provenance = (PAYLOAD_TYPE, statement, {INTOTO_PREDICATE: SLSA_PROVENANCE}, f"sha256-{hexdigest}.intoto.json")
     else:
         envelope = dsse.sign(PAYLOAD_TYPE, statement, key)
-        provenance = (BUNDLE_TYPE, bundle_bytes(envelope),
-                      {BUNDLE_CONTENT: "dsse-envelope", BUNDLE_PREDICATE: SLSA_PROVENANCE, KEY_HINT: envelope.keyid},
-                      f"sha256-{hexdigest}.sigstore.json")
-    sbom: Document = (SBOM_TYPE, sbom_bytes(facts.repository, facts.digest, facts.wheels), {}, f"sha256-{hexdigest}.cdx.json")
+        provenance = (
+            BUNDLE_TYPE,
+            bundle_bytes(envelope),
+            {BUNDLE_CONTENT: "dsse-envelope", BUNDLE_PREDICATE: SLSA_PROVENANCE, KEY_HINT: envelope.keyid},
+            f"sha256-{hexdigest}.sigstore.json",
+        )
+    sbom: Document = (
+        SBOM_TYPE,
+        sbom_bytes(facts.repository, facts.digest, facts.wheels),
+        {},
+        f"sha256-{hexdigest}.cdx.json",
+    )
     return [provenance, sbom]
 
 
-def attach_provenance(store: ImageStore, facts: BuildFacts, key: dsse.SigningKey | None) -> tuple[list[Attached], int]:
+def attach_provenance(
+    store: ImageStore, facts: BuildFacts, key: dsse.SigningKey | None, *, manifest_size: int | None = None
+) -> tuple[list[Attached], int]:
     """Attach the image's statement and SBOM unless it carries them already; (what it carries
-    of them, bytes uploaded)."""
-    subject = Subject(facts.digest, len(store.get_manifest(facts.digest)), MANIFEST_TYPE)
+    of them, bytes uploaded). `manifest_size`: the image manifest's, when its publisher knows
+    it (else it is read)."""
+    size = manifest_size if manifest_size is not None else len(store.get_manifest(facts.digest))
+    subject = Subject(facts.digest, size, MANIFEST_TYPE)
     existing = list_referrers(store, facts.digest)
     done: list[Attached] = []
-    uploaded = 0
-    for artifact_type, document, annotations, title in documents(facts, key):
-        same = [item for item in existing if item.artifact_type == artifact_type and all(
-            item.annotations.get(name) == value for name, value in annotations.items())]
+    new: list[Artifact] = []
+    for artifact_type, document, notes, title in documents(facts, key):
+        same = [
+            item
+            for item in existing
+            if item.artifact_type == artifact_type
+            and all(item.annotations.get(name) == value for name, value in notes.items())
+        ]
         if same:
             done.append(described(same[0], "present"))
             continue
-        referrer, sent = attach(store, subject, artifact_type, document, title=title, annotations=annotations,
-                                existing=existing)
-        existing.append(referrer)
-        uploaded += sent
-        done.append(described(referrer, "attached"))
-    log.info("provenance.attached", store=store.name, digest=facts.digest, bytes_uploaded=uploaded,
-             attached=[item.digest for item in done if item.status == "attached"])
+        new.append(Artifact(artifact_type, document, notes, title))
+    pushed, uploaded = attach_all(store, subject, new, existing)
+    done += [described(referrer, "attached") for referrer in pushed]
+    log.info(
+        "provenance.attached",
+        store=store.name,
+        digest=facts.digest,
+        bytes_uploaded=uploaded,
+        attached=[item.digest for item in done if item.status == "attached"],
+    )
     return done, uploaded
 
 
@@ -151,8 +198,9 @@ def verify_attached(store: ImageStore, digest: str, key: dsse.PublicKey) -> dict
     whose subject is this image; VerificationError, one sentence, when there is none."""
     bundles = [item for item in list_referrers(store, digest) if item.artifact_type == BUNDLE_TYPE]
     if not bundles:
-        raise VerificationError(f"{store.name}@{digest} carries no signed provenance (no Sigstore bundle is "
-                                "attached to it)")
+        raise VerificationError(
+            f"{store.name}@{digest} carries no signed provenance (no Sigstore bundle is attached to it)"
+        )
     failed: list[str] = []
     for referrer in bundles:
         try:
@@ -163,14 +211,16 @@ def verify_attached(store: ImageStore, digest: str, key: dsse.PublicKey) -> dict
             return checked_statement(payload, digest)
         except (ValueError, InputError) as exc:
             failed.append(f"{referrer.digest[:19]}: {exc}")
-    raise VerificationError(f"{store.name}@{digest}: no attached provenance passes: {'; '.join(failed)}",
-                            problems=tuple(failed))
+    raise VerificationError(
+        f"{store.name}@{digest}: no attached provenance passes: {'; '.join(failed)}", problems=tuple(failed)
+    )
 
 
 def statement_summary(statement: dict[str, Any]) -> dict[str, Any]:
     """What `image verify` says of a statement that passed."""
     definition = statement.get("predicate", {}).get("buildDefinition", {})
-    return {"predicate_type": statement.get("predicateType"),
-            "external_parameters": definition.get("externalParameters", {}),
-            "build": definition.get("internalParameters", {}).get("build")}
-
+    return {
+        "predicate_type": statement.get("predicateType"),
+        "external_parameters": definition.get("externalParameters", {}),
+        "build": definition.get("internalParameters", {}).get("build"),
+    }

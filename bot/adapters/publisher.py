@@ -52,15 +52,20 @@ class PublishResult:
     wheels: tuple[WheelEntry, ...]
     bytes_uploaded: int
     size: int = 0  # its config's and layer's bytes, as imagedocs.pulled_size reads them back
+    manifest_size: int = 0  # its manifest's bytes (what a referrer's subject descriptor says)
 
     @property
     def ref(self) -> str:
         return f"{self.store}:{self.tag}@{self.digest}"
 
     def to_json(self) -> dict[str, object]:
-        return {"ref": self.ref, "digest": self.digest, "status": self.status,
-                "wheels": [{"file": w.file, "sha256": w.sha256} for w in self.wheels],
-                "bytes_uploaded": self.bytes_uploaded}
+        return {
+            "ref": self.ref,
+            "digest": self.digest,
+            "status": self.status,
+            "wheels": [{"file": w.file, "sha256": w.sha256} for w in self.wheels],
+            "bytes_uploaded": self.bytes_uploaded,
+        }
 
 
 def _check_wheels(wheels: Sequence[Path], reports: Sequence[WheelReport]) -> str:
@@ -108,31 +113,51 @@ def publish(
     entries = tuple(sorted((WheelEntry.of_report(r) for r in reports), key=lambda e: e.file))
     verified = {e.file: (e.sha256, e.size) for e in entries}
     digest, size = layer_digest(wheels, verified)
-    image = build_image(entries, layer_digest=digest, layer_size=size, architecture=architecture,
-                        source=source, revision=revision, component=component, rules=rules)
+    image = build_image(
+        entries,
+        layer_digest=digest,
+        layer_size=size,
+        architecture=architecture,
+        source=source,
+        revision=revision,
+        component=component,
+        rules=rules,
+    )
     pulled = size + len(image.config)
     if _guard(store, tag, image.manifest_digest):
         log.info("image.unchanged", store=store.name, tag=tag, digest=image.manifest_digest)
-        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, 0, pulled)
+        return PublishResult(
+            store.name, tag, image.manifest_digest, "unchanged", entries, 0, pulled, len(image.manifest)
+        )
     uploaded = 0
     if not store.has_blob(digest):
         uploaded += store.put_blob(digest, size, lambda: layer_chunks(wheels, verified), mount_from=mount_from)
     if not store.has_blob(image.config_digest):
         uploaded += store.put_blob(image.config_digest, len(image.config), lambda: [image.config])
     if _guard(store, tag, image.manifest_digest):  # another writer finished first, with our bytes
-        return PublishResult(store.name, tag, image.manifest_digest, "unchanged", entries, uploaded, pulled)
+        return PublishResult(
+            store.name, tag, image.manifest_digest, "unchanged", entries, uploaded, pulled, len(image.manifest)
+        )
     written = store.put_manifest(tag, image.manifest, MANIFEST_TYPE)
     uploaded += len(image.manifest)
     if written != image.manifest_digest:
         raise VerificationError(f"{store.name}:{tag}: the registry stored {written}, not {image.manifest_digest}")
     verify_published(reader or store, tag, image.manifest_digest, entries, digest, settle=settle)
-    log.info("image.published", store=store.name, tag=tag, digest=image.manifest_digest,
-             bytes_uploaded=uploaded)
-    return PublishResult(store.name, tag, image.manifest_digest, "published", entries, uploaded, pulled)
+    log.info("image.published", store=store.name, tag=tag, digest=image.manifest_digest, bytes_uploaded=uploaded)
+    return PublishResult(
+        store.name, tag, image.manifest_digest, "published", entries, uploaded, pulled, len(image.manifest)
+    )
 
 
-def verify_published(store: ImageStore, tag: str, digest: str, entries: Sequence[WheelEntry],
-                     layer: str, *, settle: float = SETTLE_SECONDS) -> None:
+def verify_published(
+    store: ImageStore,
+    tag: str,
+    digest: str,
+    entries: Sequence[WheelEntry],
+    layer: str,
+    *,
+    settle: float = SETTLE_SECONDS,
+) -> None:
     """After `settle` seconds, read the tag and the manifest back: the tag names our digest
     (else another writer won the race), the manifest holds our layer, and its annotations
     name exactly our wheels with their sha256."""
@@ -146,8 +171,10 @@ def verify_published(store: ImageStore, tag: str, digest: str, entries: Sequence
     if now is None:
         raise TransientError(f"{store.name}:{tag} cannot be read back after the push; the next pass checks again")
     if now != digest:
-        raise RefusedError(f"another writer won {store.name}:{tag}: it names {now}, not {digest} "
-                           "that wheelpin wrote; nothing published")
+        raise RefusedError(
+            f"another writer won {store.name}:{tag}: it names {now}, not {digest} "
+            "that wheelpin wrote; nothing published"
+        )
     manifest = json.loads(store.get_manifest(digest))
     layers = [item.get("digest") for item in manifest.get("layers", [])]
     listed = wheels_from_annotations(manifest.get("annotations", {})) or []

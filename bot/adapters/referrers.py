@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -46,8 +47,12 @@ class Referrer:
     annotations: dict[str, str] = field(default_factory=dict)
 
     def descriptor(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"mediaType": MANIFEST_TYPE, "digest": self.digest, "size": self.size,
-                                 "artifactType": self.artifact_type}
+        entry: dict[str, Any] = {
+            "mediaType": MANIFEST_TYPE,
+            "digest": self.digest,
+            "size": self.size,
+            "artifactType": self.artifact_type,
+        }
         if self.annotations:
             entry["annotations"] = dict(self.annotations)
         return entry
@@ -65,12 +70,19 @@ def fallback_tag(digest: str) -> str:
     return digest.replace(":", "-")
 
 
-def artifact_manifest(subject: Subject, artifact_type: str, document: bytes, *, title: str,
-                      annotations: dict[str, str]) -> bytes:
-    layer = {"mediaType": artifact_type, "digest": "sha256:" + hashlib.sha256(document).hexdigest(),
-             "size": len(document), "annotations": {TITLE: title}}
+def artifact_manifest(
+    subject: Subject, artifact_type: str, document: bytes, *, title: str, annotations: dict[str, str]
+) -> bytes:
+    layer = {
+        "mediaType": artifact_type,
+        "digest": "sha256:" + hashlib.sha256(document).hexdigest(),
+        "size": len(document),
+        "annotations": {TITLE: title},
+    }
     manifest: dict[str, Any] = {
-        "schemaVersion": 2, "mediaType": MANIFEST_TYPE, "artifactType": artifact_type,
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_TYPE,
+        "artifactType": artifact_type,
         "config": {"mediaType": EMPTY_TYPE, "digest": EMPTY_DIGEST, "size": len(EMPTY)},
         "layers": [layer],
         "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": subject.size},
@@ -113,41 +125,91 @@ def _listed(body: bytes, what: str) -> list[Referrer]:
             raise InputError(f"{what} holds an entry without a digest")
         annotations = entry.get("annotations") if isinstance(entry.get("annotations"), dict) else {}
         size = entry.get("size")
-        found.append(Referrer(entry["digest"], str(entry.get("artifactType") or ""),
-                              size if isinstance(size, int) else 0,
-                              {str(k): str(v) for k, v in (annotations or {}).items()}))
+        found.append(
+            Referrer(
+                entry["digest"],
+                str(entry.get("artifactType") or ""),
+                size if isinstance(size, int) else 0,
+                {str(k): str(v) for k, v in (annotations or {}).items()},
+            )
+        )
     return found
 
 
-def attach(store: ImageStore, subject: Subject, artifact_type: str, document: bytes, *, title: str,
-           annotations: dict[str, str], existing: list[Referrer]) -> tuple[Referrer, int]:
+@dataclass(frozen=True)
+class Artifact:
+    """A document to attach: its artifact type, bytes, manifest annotations and file title."""
+
+    artifact_type: str
+    document: bytes
+    annotations: dict[str, str]
+    title: str
+
+
+def attach(
+    store: ImageStore,
+    subject: Subject,
+    artifact_type: str,
+    document: bytes,
+    *,
+    title: str,
+    annotations: dict[str, str],
+    existing: list[Referrer],
+) -> tuple[Referrer, int]:
     """Push `document` as an artifact whose subject is `subject`, and list it in the fallback
     tag unless the registry said it indexed it itself; (its descriptor, bytes uploaded).
     `existing` is what list_referrers found: an artifact already listed is not pushed again."""
-    manifest = artifact_manifest(subject, artifact_type, document, title=title, annotations=annotations)
-    referrer = Referrer("sha256:" + hashlib.sha256(manifest).hexdigest(), artifact_type, len(manifest), annotations)
-    if any(item.digest == referrer.digest for item in existing):
-        return referrer, 0
-    uploaded = 0
-    for blob in (EMPTY, document):
-        digest = "sha256:" + hashlib.sha256(blob).hexdigest()
-        if not store.has_blob(digest):
-            uploaded += store.put_blob(digest, len(blob), partial(list, [blob]))
-    indexed = store.put_artifact(manifest, MANIFEST_TYPE, subject.digest)
-    uploaded += len(manifest)
-    if not indexed:
-        uploaded += _add_to_fallback(store, subject.digest, referrer)
+    (referrer,), uploaded = attach_all(
+        store, subject, [Artifact(artifact_type, document, annotations, title)], existing
+    )
     return referrer, uploaded
 
 
-def _add_to_fallback(store: ImageStore, subject: str, referrer: Referrer) -> int:
-    """Add `referrer` to the subject's fallback index (read, add, write: the spec's client
+def attach_all(
+    store: ImageStore, subject: Subject, artifacts: Sequence[Artifact], existing: list[Referrer]
+) -> tuple[list[Referrer], int]:
+    """Push each of `artifacts` whose subject is `subject` (none `existing` lists again), then
+    list those the registry did not index itself in the fallback tag, in one read-modify-write
+    of its index; (their descriptors, bytes uploaded)."""
+    referrers: list[Referrer] = []
+    unindexed: list[Referrer] = []
+    uploaded = 0
+    for artifact in artifacts:
+        manifest = artifact_manifest(
+            subject, artifact.artifact_type, artifact.document, title=artifact.title, annotations=artifact.annotations
+        )
+        referrer = Referrer(
+            "sha256:" + hashlib.sha256(manifest).hexdigest(),
+            artifact.artifact_type,
+            len(manifest),
+            artifact.annotations,
+        )
+        referrers.append(referrer)
+        if any(item.digest == referrer.digest for item in existing):
+            continue
+        for blob in (EMPTY, artifact.document):
+            digest = "sha256:" + hashlib.sha256(blob).hexdigest()
+            if not store.has_blob(digest):
+                uploaded += store.put_blob(digest, len(blob), partial(list, [blob]))
+        if not store.put_artifact(manifest, MANIFEST_TYPE, subject.digest):
+            unindexed.append(referrer)
+        uploaded += len(manifest)
+    if unindexed:
+        uploaded += _add_to_fallback(store, subject.digest, unindexed)
+    return referrers, uploaded
+
+
+def _add_to_fallback(store: ImageStore, subject: str, referrers: Sequence[Referrer]) -> int:
+    """Add `referrers` to the subject's fallback index (read, add, write: the spec's client
     update; a layout folder's is a compare-and-set under its lock)."""
     was, listed = _fallback_index(store, subject)
-    if any(item.digest == referrer.digest for item in listed):
+    known = {item.digest for item in listed}
+    added = [item for item in referrers if item.digest not in known]
+    if not added:
         return 0
-    index = canonical_json({"schemaVersion": 2, "mediaType": INDEX_TYPE,
-                            "manifests": [item.descriptor() for item in [*listed, referrer]]})
+    index = canonical_json(
+        {"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": [item.descriptor() for item in [*listed, *added]]}
+    )
     store.move_tag(fallback_tag(subject), index, INDEX_TYPE, was=was)
     return len(index)
 

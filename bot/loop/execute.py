@@ -21,25 +21,21 @@ from ..adapters.imageread import ImageInfo, extract_wheels
 from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
-from ..adapters.provenance import attach_provenance, attached_to, carries_provenance, proposal_link, verification_of
+from ..adapters.provenance import (
+    Attached,
+    attach_provenance,
+    attached_to,
+    carries_provenance,
+    proposal_link,
+    verification_of,
+)
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
-from ..core.proposal.assemble import assemble
+from ..core.checks.component import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
+from ..core.config.model import Config
+from ..core.config.templates import TagValues, render_tag
 from ..core.decide.backoff import config_digest
-from ..core.config.model import Component, Config
-from ..core.errors import (
-    BuildFailed,
-    ConfigError,
-    InputError,
-    PermissionRefused,
-    RefusedError,
-    RuleRefused,
-    VerificationError,
-    WheelpinError,
-    doing,
-)
-from ..core.pins.bump import plan_bump
 from ..core.decide.plan import (
     Action,
     AdoptImage,
@@ -59,17 +55,28 @@ from ..core.decide.plan import (
     desired_state,
     write_key,
 )
-from ..core.proposal.text import Commit, body, title
+from ..core.errors import (
+    BuildFailed,
+    ConfigError,
+    InputError,
+    PermissionRefused,
+    RefusedError,
+    RuleRefused,
+    VerificationError,
+    WheelpinError,
+    doing,
+)
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION, WheelEntry
+from ..core.pins.bump import plan_bump
+from ..core.proposal.assemble import assemble
+from ..core.proposal.text import Commit, body, title
 from ..core.provenance.statement import BuildFacts
 from ..core.redact import public_url
-from ..core.config.templates import TagValues, render_tag
-from ..core.checks.component import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
-from .context import Context, Memory, Reads
+from ..core.trust.decide import Judgement
 from .consumers import Consumers
+from .context import Context, Memory, Reads
 from .observation import Observation, pin_repository
 from .results import ComponentResult, Outcome, Status
-from ..core.trust.decide import Judgement
 from .trustcheck import TrustCheck, Wheel
 
 if TYPE_CHECKING:  # cryptography loads where a key is given
@@ -92,8 +99,9 @@ class Executor:
     trust: TrustCheck | None = None  # the wheels' attestations, for a component whose `trust` asks
     signing_key: SigningKey | None = None  # signs the provenance attached to each image published
 
-    def execute(self, context: Context, seen: Observation, done: Outcome, action: Action,
-                result: ComponentResult) -> Outcome | None:
+    def execute(
+        self, context: Context, seen: Observation, done: Outcome, action: Action, result: ComponentResult
+    ) -> Outcome | None:
         """Run `action` of the plan made from `seen`, after the actions that left `done`."""
         match action:
             case Report():
@@ -143,8 +151,9 @@ class Executor:
         self._failed(context, done.facts, action.commit, action.what, action.message)
         return replace(done, facts=replace(done.facts, build=BuildSeen(asynchronous=context.builder.asynchronous)))
 
-    def _failed(self, context: Context, facts: Facts, commit: str, what: str, message: str, *,
-                reason: str = "") -> None:
+    def _failed(
+        self, context: Context, facts: Facts, commit: str, what: str, message: str, *, reason: str = ""
+    ) -> None:
         """Record a failed build or verification of `commit` under what it is judged under
         (its config, its consuming image), with `reason` (a refused wheel's problems, as the
         commit list says them); its builder forgets it, so the next try starts a new build."""
@@ -161,9 +170,11 @@ class Executor:
         given = context.builder.reused(head)
         if given is not None:
             context.builder.discard(head)
-            raise VerificationError(f"the wheels taken as the build of {head[:8]} ({given}) were refused and "
-                                    f"forgotten; {head[:8]} is built as usual at the next pass: {why}",
-                                    problems=problems)
+            raise VerificationError(
+                f"the wheels taken as the build of {head[:8]} ({given}) were refused and "
+                f"forgotten; {head[:8]} is built as usual at the next pass: {why}",
+                problems=problems,
+            )
         message = f"verification of {head[:8]} failed, nothing published: {why}"
         self._failed(context, facts, head, "verify", message, reason=why)
         raise VerificationError(message, problems=problems)
@@ -196,13 +207,16 @@ class Executor:
             given = context.builder.reused(head)
             if given is not None:  # a run a maintainer named: forgotten, not recorded against the commit
                 context.builder.discard(head)
-                raise BuildFailed(f"{given}: {exc.message}; it is forgotten, and {head[:8]} is built as usual "
-                                  "at the next pass", recorded=exc.recorded) from None
+                raise BuildFailed(
+                    f"{given}: {exc.message}; it is forgotten, and {head[:8]} is built as usual at the next pass",
+                    recorded=exc.recorded,
+                ) from None
             self._failed(context, facts, head, "build", exc.recorded)
             raise
         result.messages.append(f"fetched {len(wheels)} wheel(s) of the build of {head[:8]}")
-        return replace(done, facts=replace(facts, build=replace(facts.build, state=BuildState.READY)),
-                       wheels=tuple(wheels))
+        return replace(
+            done, facts=replace(facts, build=replace(facts.build, state=BuildState.READY)), wheels=tuple(wheels)
+        )
 
     def adopt(self, context: Context, seen: Observation, done: Outcome, action: AdoptImage) -> Outcome:
         facts = done.facts
@@ -212,12 +226,18 @@ class Executor:
         info, smoke = self._verify_adopted(context, seen, facts, image)
         self.memory.verified.add((context.name, image.digest))
         self.memory.adopted.add((context.name, image.digest))
-        return replace(done, facts=replace(facts, image=replace(image, verified=True, adopted=True)),
-                       made_by=context.builder.describe(head), smoke=smoke, image_wheels=info.wheels,
-                       image_size=info.size)
+        return replace(
+            done,
+            facts=replace(facts, image=replace(image, verified=True, adopted=True)),
+            made_by=context.builder.describe(head),
+            smoke=smoke,
+            image_wheels=info.wheels,
+            image_size=info.size,
+        )
 
-    def _verify_adopted(self, context: Context, seen: Observation, facts: Facts, image: ImageFound
-                        ) -> tuple[ImageInfo, SmokeResult | None]:
+    def _verify_adopted(
+        self, context: Context, seen: Observation, facts: Facts, image: ImageFound
+    ) -> tuple[ImageInfo, SmokeResult | None]:
         """The wheels of an image someone else pushed, fetched and verified like a build
         (against the consuming image too) and smoke-tested, before they are deleted; refused
         like a build of its own (recorded: not fetched again each pass)."""
@@ -251,13 +271,20 @@ class Executor:
         judgement = self._judged(context, seen, [Wheel(report.filename, report.sha256) for report in reports])
         if judgement.refused:
             self._refused(context, facts, head, judgement.refused, (judgement.refused,))
-        tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
-                                                        version=reports[0].version))
+        tag = render_tag(component.image.tag, TagValues(sha=head, component=component.name, version=reports[0].version))
         try:
             with doing(f"publishing {tag} to {context.store.name}"):
-                published = publish(context.store, tag, wheels, reports,
-                                    source=public_url(context.upstream.upstream.repo), revision=head,
-                                    component=component.name, rules=rules_digest(component), settle=self.settle)
+                published = publish(
+                    context.store,
+                    tag,
+                    wheels,
+                    reports,
+                    source=public_url(context.upstream.upstream.repo),
+                    revision=head,
+                    component=component.name,
+                    rules=rules_digest(component),
+                    settle=self.settle,
+                )
         except RefusedError as exc:
             self._failed(context, facts, head, "verify", exc.message)
             raise
@@ -266,11 +293,25 @@ class Executor:
         self.memory.verified.add((component.name, published.digest))
         made_by = context.builder.describe(head)  # before the build goes
         context.builder.release(head)
-        self._attach(context, head, published.digest, tag, published.wheels, made_by=made_by, smoke=smoke)
-        image = ImageFound(tag, published.digest,
-                           f"{pin_repository(component, seen.pins)}:{tag}@{published.digest}")
-        return Outcome(replace(facts, image=image), made_by=made_by, smoke=smoke, image_wheels=published.wheels,
-                       image_size=published.size)
+        attached = self._attach(
+            context,
+            head,
+            published.digest,
+            tag,
+            published.wheels,
+            made_by=made_by,
+            smoke=smoke,
+            manifest_size=published.manifest_size,
+        )
+        image = ImageFound(tag, published.digest, f"{pin_repository(component, seen.pins)}:{tag}@{published.digest}")
+        return Outcome(
+            replace(facts, image=image),
+            made_by=made_by,
+            smoke=smoke,
+            image_wheels=published.wheels,
+            image_size=published.size,
+            attached=attached,
+        )
 
     def _smoke(self, context: Context, facts: Facts, head: str, wheels: list[Path]) -> SmokeResult | None:
         """`wheel.smoke` on the exact wheels, one fresh venv per python tag; a failure
@@ -281,8 +322,12 @@ class Executor:
             return None
         smoked = context.builder.smoke_seen(head)
         if smoked is None and not self.local_commands:
-            smoked = SmokeResult(by_workflow=True, not_run=["smoke test: not run (wheelpin runs no repository "
-                                                            "command on its host; the build workflow should)"])
+            smoked = SmokeResult(
+                by_workflow=True,
+                not_run=[
+                    "smoke test: not run (wheelpin runs no repository command on its host; the build workflow should)"
+                ],
+            )
         if smoked is None:
             smoked = smoke_wheels(command, wheels)
         if smoked.failed:
@@ -333,47 +378,75 @@ class Executor:
             constraints = "\n".join([constraints or "", *found.constraints])
             against = (header, *(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents))
             if found.absent:  # a consuming Dockerfile installs the wheel with --no-deps: they would be missing
-                against += ("new to the image: " + ", ".join(f"`{r}`" for r in found.absent)
-                            + " (not installed there; `pip install --no-deps` leaves them out)",)
-            said["more_verification"] = (*said.get("more_verification", ()),
-                                         "every library the wheels' ELF files need is in the consuming image")
+                against += (
+                    "new to the image: "
+                    + ", ".join(f"`{r}`" for r in found.absent)
+                    + " (not installed there; `pip install --no-deps` leaves them out)",
+                )
+            said["more_verification"] = (
+                *said.get("more_verification", ()),
+                "every library the wheels' ELF files need is in the consuming image",
+            )
         proposal = assemble(
-            component, upstream=public_url(context.upstream.upstream.repo), old_commit=facts.pinned_commit,
-            new_commit=head, image=image.ref, wheels=wheels,
-            pinned=seen.pinned.wheels if seen.pinned else (), constraints_text=constraints,
+            component,
+            upstream=public_url(context.upstream.upstream.repo),
+            old_commit=facts.pinned_commit,
+            new_commit=head,
+            image=image.ref,
+            wheels=wheels,
+            pinned=seen.pinned.wheels if seen.pinned else (),
+            constraints_text=constraints,
             commits=self._with_refusals(context, facts, context.upstream.commits_between(facts.pinned_commit, head)),
             bump=bump,
-            state=desired_state(facts), check_refs=_check_refs(context, image),
+            state=desired_state(facts),
+            check_refs=_check_refs(context, image),
             provenance=self._provenance(context, done, head, image, len(wheels))
             + self._attached(context, done, head, image, info),
             consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(seen.pins[0].ref) if seen.pins and seen.pins[0].ref else None,
             pinned_problem=seen.pin_problem,
-            image_sizes=(image_size, seen.pinned.size if seen.pinned else None), **said)
+            image_sizes=(image_size, seen.pinned.size if seen.pinned else None),
+            **said,
+        )
         expected = facts.proposal.head if facts.proposal else None
-        self.platform.write_branch(context.branch, base=facts.base, files=bump.new_texts or {},
-                                   message=title(proposal) + "\n\n" + body(proposal), expected=expected)
+        self.platform.write_branch(
+            context.branch,
+            base=facts.base,
+            files=bump.new_texts or {},
+            message=title(proposal) + "\n\n" + body(proposal),
+            expected=expected,
+        )
         labels = component.labels if component.labels is not None else self.config.defaults.labels
-        self.platform.publish_proposal(context.branch, base=self.config.defaults.base_branch,
-                                       title=title(proposal), body=body(proposal), labels=labels)
+        self.platform.publish_proposal(
+            context.branch,
+            base=self.config.defaults.base_branch,
+            title=title(proposal),
+            body=body(proposal),
+            labels=labels,
+        )
         result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(proposal)}")
         # what the proposal's body is loud about, said by the pass too (the terminal, the dashboard)
         result.note(*proposal.notes)
-        result.note(*(f"constraint conflict: `{c.requirement}` (the new wheel) vs `{c.constraint}` (the image)"
-                      + (" — the pinned wheel had it too" if c in proposal.known_conflicts else " — new")
-                      for c in proposal.diff.conflicts))
+        result.note(
+            *(
+                f"constraint conflict: `{c.requirement}` (the new wheel) vs `{c.constraint}` (the image)"
+                + (" — the pinned wheel had it too" if c in proposal.known_conflicts else " — new")
+                for c in proposal.diff.conflicts
+            )
+        )
         result.note(*(f"{line} (in the consuming image)" for line in against[1:]))
 
-    def _judged(self, context: Context, seen: Observation, wheels: list[Wheel], image: str | None = None
-                ) -> Judgement:
+    def _judged(self, context: Context, seen: Observation, wheels: list[Wheel], image: str | None = None) -> Judgement:
         """The `trust` decision for `wheels`: who built them, by their GitHub attestations."""
         trust = context.component.trust
         if not trust.checked:
             return Judgement()
         if self.trust is None:
-            raise ConfigError(f"{context.name}: trust.attestations = {trust.attestations.value!r} "
-                              "needs GitHub's attestations API, which this pass cannot reach")
+            raise ConfigError(
+                f"{context.name}: trust.attestations = {trust.attestations.value!r} "
+                "needs GitHub's attestations API, which this pass cannot reach"
+            )
         with doing(f"checking the attestations of {context.name}'s wheels"):
             return self.trust.judge(trust, seen.pinned, wheels, image=image)
 
@@ -394,19 +467,40 @@ class Executor:
         count = f"{wheels} wheel{'s' if wheels != 1 else ''}"
         if not image.adopted:
             return f"built by {built or 'an earlier build'}; published by wheelpin, its {count} verified first"
-        pusher = f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
+        pusher = (
+            f"pushed by {built}" if built and context.builder.adopts else "found under its tag, pushed by someone else"
+        )
         return f"adopted: {pusher}; wheelpin fetched its {count} and verified them like a build of its own"
 
-    def _attach(self, context: Context, head: str, digest: str, tag: str, wheels: Sequence[WheelEntry], *,
-                made_by: str | None, smoke: SmokeResult | None) -> None:
+    def _attach(
+        self,
+        context: Context,
+        head: str,
+        digest: str,
+        tag: str,
+        wheels: Sequence[WheelEntry],
+        *,
+        made_by: str | None,
+        smoke: SmokeResult | None,
+        manifest_size: int | None = None,
+    ) -> tuple[Attached, ...]:
         """Attach the provenance and SBOM of an image wheelpin published (adapters/provenance.py)."""
         component = context.component
-        facts = BuildFacts(repository=context.store.name, digest=digest, tag=tag, wheels=tuple(wheels),
-                           source=public_url(context.upstream.upstream.repo), revision=head, component=component.name,
-                           rules=rules_digest(component), build=made_by,
-                           verification=verification_of(self._smoke_said(context, smoke).get("more_verification", ())))
+        facts = BuildFacts(
+            repository=context.store.name,
+            digest=digest,
+            tag=tag,
+            wheels=tuple(wheels),
+            source=public_url(context.upstream.upstream.repo),
+            revision=head,
+            component=component.name,
+            rules=rules_digest(component),
+            build=made_by,
+            verification=verification_of(self._smoke_said(context, smoke).get("more_verification", ())),
+        )
         with doing(f"attaching the provenance of {context.store.name}@{digest}"):
-            attach_provenance(context.store, facts, self.signing_key)
+            attached, _ = attach_provenance(context.store, facts, self.signing_key, manifest_size=manifest_size)
+        return tuple(attached)
 
     def _attached(self, context: Context, done: Outcome, head: str, image: ImageFound, info: ImageInfo | None) -> str:
         """The proposal's link to the provenance and SBOM attached to the image ("" when
@@ -414,16 +508,30 @@ class Executor:
         commit under these rules, which carries none (a pass stopped between the push and the
         attaching, or an older wheelpin published it), gets them now. `info` is the image as
         read when this plan did not publish or adopt it (None when it did)."""
+        if done.attached is not None:  # attached by the publish of this plan
+            return proposal_link(context.store.name, image.ref, list(done.attached))
         with doing(f"listing what is attached to {image.ref}"):
             attached = attached_to(context.store, image.digest)
-        ours = (info is not None and info.annotations.get(REVISION) == head
-                and info.annotations.get(ANNOTATION_COMPONENT) == context.name
-                and info.annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
-                and not image.adopted and (context.name, image.digest) not in self.memory.adopted)
+        ours = (
+            info is not None
+            and info.annotations.get(REVISION) == head
+            and info.annotations.get(ANNOTATION_COMPONENT) == context.name
+            and info.annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
+            and not image.adopted
+            and (context.name, image.digest) not in self.memory.adopted
+        )
         if ours and info is not None and not carries_provenance(attached):
-            self._attach(context, head, image.digest, image.tag, info.wheels,
-                         made_by=done.made_by or context.builder.describe(head), smoke=done.smoke)
-            attached = attached_to(context.store, image.digest)
+            attached = list(
+                self._attach(
+                    context,
+                    head,
+                    image.digest,
+                    image.tag,
+                    info.wheels,
+                    made_by=done.made_by or context.builder.describe(head),
+                    smoke=done.smoke,
+                )
+            )
         return proposal_link(context.store.name, image.ref, attached)
 
     def _with_refusals(self, context: Context, facts: Facts, commits: Sequence[Commit]) -> list[Commit]:
@@ -432,10 +540,8 @@ class Executor:
         judged_under, marked = facts.judged_under or config_digest(context.component), []
         for commit in commits:
             failure = self.state.failure(context.name, commit.sha)
-            stands = (failure is not None and failure.refused
-                      and failure.judged_under in (judged_under, ""))
-            marked.append(replace(commit, refused=failure.reason or failure.message)
-                          if failure and stands else commit)
+            stands = failure is not None and failure.refused and failure.judged_under in (judged_under, "")
+            marked.append(replace(commit, refused=failure.reason or failure.message) if failure and stands else commit)
         return marked
 
     def _tell(self, branch: str, exc: WheelpinError) -> None:

@@ -13,6 +13,7 @@ from ..core.decide.backoff import Failure
 from ..core.decide.plan import Action, Facts, Report
 
 if TYPE_CHECKING:
+    from ..adapters.provenance import Attached
     from ..adapters.smoke import SmokeResult
     from ..core.image.oci import WheelEntry
     from .preview import ComponentPlan
@@ -31,6 +32,7 @@ class Outcome:
     smoke: SmokeResult | None = None  # the smoke test of the wheels the image holds
     image_wheels: tuple[WheelEntry, ...] | None = None  # what `facts.image` holds, as published or verified
     image_size: int | None = None  # its size as pulled, with its wheels
+    attached: tuple[Attached, ...] | None = None  # the provenance and SBOM the publish attached to it
 
 
 class Status(StrEnum):
@@ -68,11 +70,21 @@ class ComponentResult:
 
     def to_json(self) -> dict[str, Any]:
         said: dict[str, Any] = {
-            "component": self.name, "status": self.status.value, "head": self.head,
-            "actions": [a.to_json() for a in self.actions], "messages": self.messages,
-            "error_kind": self.error_kind, "pinned": self.pinned, "image": self.image,
-            "proposal": self.proposal, "build": self.build, "notes": self.notes,
-            "problems": self.problems, "pruned": self.pruned, "retry": self.retry}
+            "component": self.name,
+            "status": self.status.value,
+            "head": self.head,
+            "actions": [a.to_json() for a in self.actions],
+            "messages": self.messages,
+            "error_kind": self.error_kind,
+            "pinned": self.pinned,
+            "image": self.image,
+            "proposal": self.proposal,
+            "build": self.build,
+            "notes": self.notes,
+            "problems": self.problems,
+            "pruned": self.pruned,
+            "retry": self.retry,
+        }
         if self.plan is not None:
             said["plan"] = self.plan.to_json()
         return said
@@ -87,8 +99,12 @@ class ComponentResult:
         self.pinned = facts.pinned_commit
         self.image = facts.image.ref if facts.image else None
         self.proposal = facts.proposal.branch if facts.proposal else None
-        self.build = (failure.message if failure else facts.build.detail or
-                      ("built" if facts.build.state == "ready" else "image found" if facts.image else ""))
+        self.build = (
+            failure.message
+            if failure
+            else facts.build.detail
+            or ("built" if facts.build.state == "ready" else "image found" if facts.image else "")
+        )
         if facts.pinned_problem:
             self.note(facts.pinned_problem)
 
@@ -128,9 +144,16 @@ class PassResult:
     @property
     def left_alone(self) -> bool:
         """A component's branch was left alone (in a dry run: would be), as a human wrote to it."""
-        return any(c.status == Status.LEFT_ALONE or any(isinstance(a, Report) and a.left_alone for a in c.actions)
-                   for c in self.components)
+        return any(
+            c.status == Status.LEFT_ALONE or any(isinstance(a, Report) and a.left_alone for a in c.actions)
+            for c in self.components
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "failed": self.failed, "left_alone": self.left_alone, "requests": self.requests,
-                "components": [c.to_json() for c in self.components]}
+        return {
+            "dry_run": self.dry_run,
+            "failed": self.failed,
+            "left_alone": self.left_alone,
+            "requests": self.requests,
+            "components": [c.to_json() for c in self.components],
+        }
