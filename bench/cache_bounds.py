@@ -91,14 +91,20 @@ def main() -> None:
         cache = root / "cache"
         upstreams = [upstream_repo(root, index) for index in range(args.upstreams)]
         (root / "wheels").mkdir()
-        wheel = build_wheel(root / "wheels", name="demo", version="1.0",
-                            files={"demo/__init__.py": b"", "demo/blob.bin": os.urandom(300_000)})
+        wheel = build_wheel(
+            root / "wheels",
+            name="demo",
+            version="1.0",
+            files={"demo/__init__.py": b"", "demo/blob.bin": os.urandom(300_000)},
+        )
         cachebound.configure(cache, bounds)
         unbounded = dict.fromkeys(PARTS, 0)
         seen_mirrors: set[int] = set()
         started = time.perf_counter()
-        print(f"{args.passes} passes; bounds: " + ", ".join(f"{part} {bound / 2**20:.1f} MiB"
-                                                          for part, bound in bounds.items()))
+        print(
+            f"{args.passes} passes; bounds: "
+            + ", ".join(f"{part} {bound / 2**20:.1f} MiB" for part, bound in bounds.items())
+        )
         for number in range(1, args.passes + 1):
             with cachebound.scope():
                 which = number % len(upstreams)
@@ -122,7 +128,8 @@ def main() -> None:
                 line = "; ".join(
                     f"{part} {on_disk(cache / part) / 2**20:5.2f} MiB of {bounds[part] / 2**20:.1f} "
                     f"({unbounded[part] / 2**20:5.2f} unbounded, {usage[part].evictions} evicted)"
-                    for part in PARTS)
+                    for part in PARTS
+                )
                 within = all(on_disk(cache / part) <= bounds[part] for part in PARTS)
                 print(f"after {number:4d} passes: {line}; {'within' if within else 'OVER'} the bounds", flush=True)
         seconds = time.perf_counter() - started

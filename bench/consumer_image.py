@@ -18,7 +18,6 @@ import functools
 import gzip
 import io
 import json
-import os
 import random
 import resource
 import subprocess
@@ -51,6 +50,7 @@ class Hashing(io.RawIOBase):
 
     def __init__(self, target: io.BufferedWriter) -> None:
         import hashlib
+
         self.target, self.hash, self.size = target, hashlib.sha256(), 0
 
     def writable(self) -> bool:
@@ -74,8 +74,9 @@ def payload(rng: random.Random, size: int) -> io.BytesIO:
     return out
 
 
-def make_layer(folder: Path, index: int, *, data_bytes: int, dists: int, upgrades: list[str],
-               compression: str, rng: random.Random) -> tuple[Path, str, str, int]:
+def make_layer(
+    folder: Path, index: int, *, data_bytes: int, dists: int, upgrades: list[str], compression: str, rng: random.Random
+) -> tuple[Path, str, str, int]:
     """One layer on disk: its path, media type, diff_id and size."""
     path = folder / f"layer{index}"
     with path.open("wb") as raw:
@@ -92,8 +93,10 @@ def make_layer(folder: Path, index: int, *, data_bytes: int, dists: int, upgrade
             for number in range(dists):
                 name = upgrades[number] if number < len(upgrades) else f"pkg{index}x{number}"
                 version = "2.0" if number < len(upgrades) else "1.0"
-                text = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                        f"Requires-Dist: numpy>=1.26\nRequires-Dist: requests\n").encode()
+                text = (
+                    f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                    f"Requires-Dist: numpy>=1.26\nRequires-Dist: requests\n"
+                ).encode()
                 info = tarfile.TarInfo(f"{SITE}/{name}-{version}.dist-info/METADATA")
                 info.size = len(text)
                 archive.addfile(info, io.BytesIO(text))
@@ -115,26 +118,43 @@ def make_layer(folder: Path, index: int, *, data_bytes: int, dists: int, upgrade
 
 def push_image(store: RegistryRepository, layers: list[tuple[Path, str, str, int]], tag: str) -> str:
     import hashlib
+
     for path, _media, _diff, size in layers:
         digest = "sha256:" + hashlib.file_digest(path.open("rb"), "sha256").hexdigest()
         if not store.has_blob(digest):
             store.put_blob(digest, size, lambda path=path: iter(functools.partial(path.open("rb").read, BLOCK), b""))
     digests = ["sha256:" + hashlib.file_digest(p.open("rb"), "sha256").hexdigest() for p, *_ in layers]
-    config = canonical_json({"architecture": "amd64", "os": "linux",
-                             "config": {"Env": ["PATH=/usr/bin", "LD_LIBRARY_PATH=/opt/rocm/lib"]},
-                             "rootfs": {"type": "layers", "diff_ids": [diff for _p, _m, diff, _s in layers]}})
+    config = canonical_json(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Env": ["PATH=/usr/bin", "LD_LIBRARY_PATH=/opt/rocm/lib"]},
+            "rootfs": {"type": "layers", "diff_ids": [diff for _p, _m, diff, _s in layers]},
+        }
+    )
     config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
     store.put_blob(config_digest, len(config), lambda: [config])
-    manifest = canonical_json({"schemaVersion": 2, "mediaType": MANIFEST_TYPE,
-                               "config": {"mediaType": CONFIG_TYPE, "digest": config_digest, "size": len(config)},
-                               "layers": [{"mediaType": media, "digest": digest, "size": size}
-                                          for (_p, media, _d, size), digest in zip(layers, digests, strict=True)]})
+    manifest = canonical_json(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_TYPE,
+            "config": {"mediaType": CONFIG_TYPE, "digest": config_digest, "size": len(config)},
+            "layers": [
+                {"mediaType": media, "digest": digest, "size": size}
+                for (_p, media, _d, size), digest in zip(layers, digests, strict=True)
+            ],
+        }
+    )
     return store.put_manifest(tag, manifest, MANIFEST_TYPE)
 
 
 def read_in_child(host: str, repository: str, digest: str, cache: Path) -> dict[str, float]:
-    done = subprocess.run([sys.executable, __file__, "--read", host, repository, digest, str(cache)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--read", host, repository, digest, str(cache)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
@@ -143,9 +163,18 @@ def child(host: str, repository: str, digest: str, cache: str) -> None:
     started = time.perf_counter()
     image = read_consumer(RegistryRepository(RegistryClient(host), repository), digest, cache=LayerCache(Path(cache)))
     seconds = time.perf_counter() - started
-    print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "layers_read": image.layers_read, "layers_cached": image.layers_cached,
-                      "dists": len(image.files.installed()), "libraries": len(image.files.libraries)}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "layers_read": image.layers_read,
+                "layers_cached": image.layers_cached,
+                "dists": len(image.files.installed()),
+                "libraries": len(image.files.libraries),
+            }
+        )
+    )
 
 
 def bare(layers: list[tuple[Path, str, str, int]]) -> float:
@@ -180,19 +209,30 @@ def main() -> None:
         folder = Path(scratch)
         started = time.perf_counter()
         per_layer = int(args.gb * (1 << 30) / args.layers)
-        layers = [make_layer(folder, index, data_bytes=per_layer, dists=args.dists // args.layers,
-                             upgrades=[f"pkg{index - 1}x{n}" for n in range(5)] if index else [],
-                             compression="gzip" if index % 2 == 0 else "zstd", rng=rng)
-                  for index in range(args.layers)]
+        layers = [
+            make_layer(
+                folder,
+                index,
+                data_bytes=per_layer,
+                dists=args.dists // args.layers,
+                upgrades=[f"pkg{index - 1}x{n}" for n in range(5)] if index else [],
+                compression="gzip" if index % 2 == 0 else "zstd",
+                rng=rng,
+            )
+            for index in range(args.layers)
+        ]
         compressed = sum(size for *_rest, size in layers)
-        print(f"made {args.layers} layers: {args.gb:.1f} GB of file data, {compressed / 1e9:.2f} GB compressed, "
-              f"{args.dists} dist-infos, in {time.perf_counter() - started:.0f} s")
+        print(
+            f"made {args.layers} layers: {args.gb:.1f} GB of file data, {compressed / 1e9:.2f} GB compressed, "
+            f"{args.dists} dist-infos, in {time.perf_counter() - started:.0f} s"
+        )
         registry = Registry(folder / "registry")
         try:
             store = RegistryRepository(RegistryClient(registry.host), "bench/consumer")
             first = push_image(store, layers, "first")
-            extra = make_layer(folder, args.layers, data_bytes=64 << 20, dists=10, upgrades=["pkg0x5"],
-                               compression="gzip", rng=rng)
+            extra = make_layer(
+                folder, args.layers, data_bytes=64 << 20, dists=10, upgrades=["pkg0x5"], compression="gzip", rng=rng
+            )
             second = push_image(store, [*layers, extra], "second")
             cache = folder / "layer-cache"
             cold = read_in_child(registry.host, "bench/consumer", first, cache)
@@ -201,13 +241,19 @@ def main() -> None:
         finally:
             registry.stop()
         baseline = bare(layers)
-        print(f"first read:  {cold['seconds']:6.1f} s, {compressed / 1e6 / cold['seconds']:6.0f} MB/s compressed, "
-              f"peak RSS {cold['peak_rss_mb']:.0f} MB ({cold['layers_read']:.0f} layers streamed, "
-              f"{cold['dists']:.0f} distributions, {cold['libraries']:.0f} libraries)")
-        print(f"bare gzip -dc | tar t (and zstd | tar t): {baseline:6.1f} s for the same layers "
-              f"({cold['seconds'] / baseline:.2f}x)")
-        print(f"one new layer on top: {warm['seconds']:6.2f} s, peak RSS {warm['peak_rss_mb']:.0f} MB "
-              f"({warm['layers_read']:.0f} streamed, {warm['layers_cached']:.0f} from the cache)")
+        print(
+            f"first read:  {cold['seconds']:6.1f} s, {compressed / 1e6 / cold['seconds']:6.0f} MB/s compressed, "
+            f"peak RSS {cold['peak_rss_mb']:.0f} MB ({cold['layers_read']:.0f} layers streamed, "
+            f"{cold['dists']:.0f} distributions, {cold['libraries']:.0f} libraries)"
+        )
+        print(
+            f"bare gzip -dc | tar t (and zstd | tar t): {baseline:6.1f} s for the same layers "
+            f"({cold['seconds'] / baseline:.2f}x)"
+        )
+        print(
+            f"one new layer on top: {warm['seconds']:6.2f} s, peak RSS {warm['peak_rss_mb']:.0f} MB "
+            f"({warm['layers_read']:.0f} streamed, {warm['layers_cached']:.0f} from the cache)"
+        )
         print(f"read again, all cached: {again['seconds']:6.2f} s, peak RSS {again['peak_rss_mb']:.0f} MB")
 
 

@@ -87,15 +87,19 @@ def main() -> None:
             received = sum(len(part) for part in answer.iter_content(1 << 20))
         assert received == args.artifact_mb << 20
     took = time.perf_counter() - started
-    print(f"{args.artifacts} artifacts of {args.artifact_mb} MiB streamed in {took:.1f} s: "
-          f"peak RSS {rss_mb():.0f} MB, cache {len(http.cache)} entries / {http.cache.size / 1e6:.1f} MB")
+    print(
+        f"{args.artifacts} artifacts of {args.artifact_mb} MiB streamed in {took:.1f} s: "
+        f"peak RSS {rss_mb():.0f} MB, cache {len(http.cache)} entries / {http.cache.size / 1e6:.1f} MB"
+    )
 
     started = time.perf_counter()
     for number in range(args.urls):
         session.get(f"{url}/repos/rocm/atom/git/ref/heads/branch-{number}").json()
     took = time.perf_counter() - started
-    print(f"{args.urls} distinct JSON answers in {took:.1f} s ({args.urls / took:.0f}/s): peak RSS {rss_mb():.0f} MB, "
-          f"cache {len(http.cache)} entries / {http.cache.size / 1e6:.1f} MB (budget {http.cache.budget / 1e6:.1f} MB)")
+    print(
+        f"{args.urls} distinct JSON answers in {took:.1f} s ({args.urls / took:.0f}/s): peak RSS {rss_mb():.0f} MB, "
+        f"cache {len(http.cache)} entries / {http.cache.size / 1e6:.1f} MB (budget {http.cache.budget / 1e6:.1f} MB)"
+    )
     server.shutdown()
 
 

@@ -40,8 +40,10 @@ def main() -> None:
         pacer.wait()
         times.append(clock[0])
         held = max(held, len(pacer))
-    print(f"{args.writes} writes: {times[-1] / 3600:.2f} h simulated; most in any minute {most_in(times, 60)}, "
-          f"in any hour {most_in(times, 3600)}; send times held at most {held}")
+    print(
+        f"{args.writes} writes: {times[-1] / 3600:.2f} h simulated; most in any minute {most_in(times, 60)}, "
+        f"in any hour {most_in(times, 3600)}; send times held at most {held}"
+    )
 
 
 if __name__ == "__main__":

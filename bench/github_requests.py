@@ -19,13 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from reconcile_passes import setup  # noqa: E402
+
+from bot.adapters.configdisk import load_config  # noqa: E402
 from bot.adapters.github import GitHubPlatform  # noqa: E402
 from bot.app.logsetup import configure_logging  # noqa: E402
-from bot.loop.runner import Reconciler  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
-from bot.adapters.configdisk import load_config  # noqa: E402
-from reconcile_passes import setup  # noqa: E402
+from bot.loop.runner import Reconciler  # noqa: E402
 from tests.fixtures.github.emulator import GitHubEmulator  # noqa: E402
 
 
@@ -42,19 +43,31 @@ def main() -> None:
             try:
                 emulator.create_repo("rocm", "atom", downstream)
                 loaded = load_config(downstream / "wheelpin.toml", root=downstream)
-                platform = GitHubPlatform(api_url=emulator.url, token="ghs_bench", owner="rocm", repo="atom",
-                                          author=loaded.config.defaults.author)
+                platform = GitHubPlatform(
+                    api_url=emulator.url,
+                    token="ghs_bench",
+                    owner="rocm",
+                    repo="atom",
+                    author=loaded.config.defaults.author,
+                )
                 settings = Settings(cache_dir=root / "cache")
-                reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                        cache=settings.cache_dir, local_commands=False)
+                reconciler = Reconciler(
+                    loaded,
+                    platform=platform,
+                    registries=Registries(settings),
+                    cache=settings.cache_dir,
+                    local_commands=False,
+                )
                 reconciler.run()
                 counted, free = emulator.counted, emulator.free
                 started = time.perf_counter()
                 result = reconciler.run()
                 seconds = time.perf_counter() - started
                 assert all(c.status == "nothing" for c in result.components)
-                print(f"{size:4d} components: no-op pass {seconds:6.2f} s; GitHub requests "
-                      f"{emulator.counted - counted} counted, {emulator.free - free} free (304)")
+                print(
+                    f"{size:4d} components: no-op pass {seconds:6.2f} s; GitHub requests "
+                    f"{emulator.counted - counted} counted, {emulator.free - free} free (304)"
+                )
             finally:
                 emulator.stop()
 

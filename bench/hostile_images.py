@@ -88,9 +88,15 @@ def _blob(folder: Path, source: Path | bytes) -> tuple[str, int]:
     return digest, target.stat().st_size
 
 
-def _image(folder: Path, layers: list[tuple[Path, str]], *, config: bytes | None = None,
-           config_claim: tuple[str, int] | None = None, sizes: list[int] | None = None,
-           extra: dict[str, object] | None = None) -> str:
+def _image(
+    folder: Path,
+    layers: list[tuple[Path, str]],
+    *,
+    config: bytes | None = None,
+    config_claim: tuple[str, int] | None = None,
+    sizes: list[int] | None = None,
+    extra: dict[str, object] | None = None,
+) -> str:
     """An image of `layers` (path, diff_id): its manifest's digest, written to FOLDER/ref."""
     entries = []
     diff_ids = []
@@ -99,12 +105,27 @@ def _image(folder: Path, layers: list[tuple[Path, str]], *, config: bytes | None
         entries.append({"mediaType": LAYER, "digest": digest, "size": sizes[index] if sizes else size})
         diff_ids.append(diff_id)
     if config_claim is None:
-        config = config or json.dumps({"architecture": "amd64", "os": "linux", "config": {},
-                                       "rootfs": {"type": "layers", "diff_ids": diff_ids}}).encode()
+        config = (
+            config
+            or json.dumps(
+                {
+                    "architecture": "amd64",
+                    "os": "linux",
+                    "config": {},
+                    "rootfs": {"type": "layers", "diff_ids": diff_ids},
+                }
+            ).encode()
+        )
         config_claim = _blob(folder, config)
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST, **(extra or {}),
-                           "config": {"mediaType": CONFIG, "digest": config_claim[0], "size": config_claim[1]},
-                           "layers": entries}).encode()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST,
+            **(extra or {}),
+            "config": {"mediaType": CONFIG, "digest": config_claim[0], "size": config_claim[1]},
+            "layers": entries,
+        }
+    ).encode()
     digest = _digest(manifest)
     (folder / "manifests").mkdir(exist_ok=True)
     (folder / "manifests" / digest).write_bytes(manifest)
@@ -123,7 +144,7 @@ def pax_path(folder: Path, size: int) -> None:
     layer.write(header.tobuf(tarfile.USTAR_FORMAT))
     layer.write(str(length).encode())
     for start in range(0, len(body), 16 << 20):
-        layer.write(body[start:start + (16 << 20)])
+        layer.write(body[start : start + (16 << 20)])
     layer.write(b"\0" * (-length % 512))
     layer.member(tarfile.TarInfo("x"))
     _image(folder, [layer.close()])
@@ -262,7 +283,7 @@ def serve(folder: Path, port_file: Path) -> None:
                 for chunk in chunks:
                     if slow and kind.endswith("/blobs") and media != "application/json":
                         for start in range(0, len(chunk), int(slow[0])):
-                            self.wfile.write(chunk[start:start + int(slow[0])])
+                            self.wfile.write(chunk[start : start + int(slow[0])])
                             self.wfile.flush()
                             time.sleep(float(slow[1]))
                     else:
@@ -301,8 +322,14 @@ def measured(command: list[str], *, timeout: float, memory: int) -> tuple[int | 
 
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as stderr:
-        child = subprocess.Popen(command, stderr=stderr, stdout=subprocess.DEVNULL, cwd=ROOT, preexec_fn=limit,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+        child = subprocess.Popen(
+            command,
+            stderr=stderr,
+            stdout=subprocess.DEVNULL,
+            cwd=ROOT,
+            preexec_fn=limit,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         code: int | str
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -346,8 +373,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="wheelpin-hostile-image-") as temporary:
             folder = Path(temporary)
             started = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--scale", str(args.scale), "--only", name, "--build", folder],
-                           check=True)
+            subprocess.run(
+                [sys.executable, __file__, "--scale", str(args.scale), "--only", name, "--build", folder], check=True
+            )
             built = time.perf_counter() - started
             stored = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
             server = subprocess.Popen([sys.executable, __file__, "--serve", folder])
@@ -355,18 +383,26 @@ def main() -> int:
                 while not (folder / "port").exists():
                     time.sleep(0.02)
                 host = f"127.0.0.1:{(folder / 'port').read_text()}"
-                code, seconds, rss, said = measured([sys.executable, __file__, "--read", host, str(folder)],
-                                                    timeout=args.timeout, memory=args.memory << 20)
+                code, seconds, rss, said = measured(
+                    [sys.executable, __file__, "--read", host, str(folder)],
+                    timeout=args.timeout,
+                    memory=args.memory << 20,
+                )
             finally:
                 server.kill()
                 server.wait()
             # refused as an input error (2) or a registry too slow (4), or read within the bounds (0)
             over = seconds > SECONDS or rss > RSS or code not in (0, 2, 4)
             worst |= over
-            print(f"{name:28} {built:7.1f} {stored:8.1f} {code!s:>4} {seconds:6.1f} {rss / (1 << 20):11.0f}  "
-                  f"{'OVER ' if over else ''}{said}", flush=True)
-    print(f"bound: each under {SECONDS:g} s and {RSS >> 20} MB peak RSS; read, or refused in one sentence "
-          "(exit 2, or 4 for a registry too slow)")
+            print(
+                f"{name:28} {built:7.1f} {stored:8.1f} {code!s:>4} {seconds:6.1f} {rss / (1 << 20):11.0f}  "
+                f"{'OVER ' if over else ''}{said}",
+                flush=True,
+            )
+    print(
+        f"bound: each under {SECONDS:g} s and {RSS >> 20} MB peak RSS; read, or refused in one sentence "
+        "(exit 2, or 4 for a registry too slow)"
+    )
     return 1 if worst else 0
 
 

@@ -7,8 +7,8 @@ zstd RLE blocks minutes of CPU, and the 2,000 members of 4 MiB 31 s.
 
 Run from the project root:  python bench/hostile_inputs.py [--scale 1.0] [--only NAME]
 Each case is built small on disk (tests/fixtures/hostile.py) by one child process and
-inspected by another (so that the builder's memory is not counted); prints its exit code, wall time, peak RSS (from wait4) and the first
-line it said.
+inspected by another (so that the builder's memory is not counted); prints its exit code,
+wall time, peak RSS (from wait4) and the first line it said.
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ def cases(scale: float) -> dict[str, Callable[[Path], Path]]:
         "record-255MiB": lambda folder: hostile.huge_record_wheel(folder, n(255 << 20)),
         "plain-bundle-2M-entries": lambda folder: hostile.many_entries_wheel(folder, n(2_000_000)),
         "zstd-rle-declaring-2^63": lambda folder: hostile.rle_bomb_wheel(folder),
-        "zstd-rle-declaring-4GiB-v2": lambda folder: hostile.rle_bomb_wheel(
-            folder, version=2, declared=(1 << 32) - 1),
+        "zstd-rle-declaring-4GiB-v2": lambda folder: hostile.rle_bomb_wheel(folder, version=2, declared=(1 << 32) - 1),
         "2000-members-of-4MiB": lambda folder: hostile.zeros_members_wheel(
-            folder, members=n(2000), member_bytes=4 << 20),
+            folder, members=n(2000), member_bytes=4 << 20
+        ),
         "200k-empty-members": lambda folder: hostile.many_members_wheel(folder, n(200_000)),
         "nul-in-a-member-name": lambda folder: hostile.nul_name_wheel(folder, b"demo/a\0.py"),
         "metadata-not-utf8": lambda folder: hostile.write_zip(
-            folder / hostile.WHEEL,
-            hostile.dist_info(metadata=hostile.METADATA + b"Requires-Dist: caf\xe9\n")),
+            folder / hostile.WHEEL, hostile.dist_info(metadata=hostile.METADATA + b"Requires-Dist: caf\xe9\n")
+        ),
     }
 
 
@@ -65,18 +65,25 @@ def main() -> int:
             continue
         with tempfile.TemporaryDirectory(prefix="wheelpin-hostile-") as folder:
             started = time.perf_counter()
-            wheel = Path(subprocess.run(
-                [sys.executable, __file__, "--scale", str(args.scale), "--only", name,
-                 "--build-into", folder], check=True, capture_output=True, text=True,
-            ).stdout.strip())
+            wheel = Path(
+                subprocess.run(
+                    [sys.executable, __file__, "--scale", str(args.scale), "--only", name, "--build-into", folder],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+            )
             built = time.perf_counter() - started
             measured = hostile.inspect_measured(wheel, timeout=120)
             said = (measured.stderr.strip().splitlines() or [""])[-1][:110]
             over = measured.seconds > SECONDS or measured.peak_rss > RSS or measured.code == 0
             worst |= over
-            print(f"{name:30} {built:8.1f} {wheel.stat().st_size / 1e6:8.2f} {measured.code:4} "
-                  f"{measured.seconds:6.2f} {measured.peak_rss / (1 << 20):11.0f}  "
-                  f"{'OVER ' if over else ''}{said}", flush=True)
+            print(
+                f"{name:30} {built:8.1f} {wheel.stat().st_size / 1e6:8.2f} {measured.code:4} "
+                f"{measured.seconds:6.2f} {measured.peak_rss / (1 << 20):11.0f}  "
+                f"{'OVER ' if over else ''}{said}",
+                flush=True,
+            )
     print(f"bound: each under {SECONDS:g} s and {RSS >> 20} MB peak RSS, and refused (non-zero exit)")
     return 1 if worst else 0
 

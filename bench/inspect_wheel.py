@@ -48,8 +48,7 @@ def timed(command: list[str], **kwargs: object) -> float:
 
 
 def run_wheelpin(wheel: Path) -> float:
-    return timed([sys.executable, "-m", "bot.cli", "wheel", "inspect", "--json", str(wheel)],
-                 cwd=ROOT)
+    return timed([sys.executable, "-m", "bot.cli", "wheel", "inspect", "--json", str(wheel)], cwd=ROOT)
 
 
 PIPELINE = """
@@ -74,7 +73,8 @@ def run_pipeline(wheel: Path) -> float:
 
 
 def run_unzip_test(wheel: Path) -> float:
-    """`unzip -t`: every member inflated and its CRC checked, nothing more (the yardstick a wheel inspection is held to)."""
+    """`unzip -t`: every member inflated and its CRC checked, nothing more (the yardstick a
+    wheel inspection is held to)."""
     return timed(["unzip", "-tq", str(wheel)])
 
 
@@ -102,24 +102,32 @@ def main() -> None:
     wheel = args.wheel or pypi.fetch(pypi.CUPY)
     wheel_mb = wheel.stat().st_size / 1e6
     elf_count, elf_size = elf_bytes(wheel)
-    print(f"wheel {wheel.name}: {wheel_mb:.1f} MB, {elf_count} ELF members, "
-          f"{elf_size / 1e6:.1f} MB of uncompressed ELF data")
+    print(
+        f"wheel {wheel.name}: {wheel_mb:.1f} MB, {elf_count} ELF members, "
+        f"{elf_size / 1e6:.1f} MB of uncompressed ELF data"
+    )
     results = {}
-    for name, function in (("wheelpin wheel inspect", run_wheelpin),
-                           ("unzip -t", run_unzip_test),
-                           ("unzip+objcopy+bundler", run_pipeline)):
+    for name, function in (
+        ("wheelpin wheel inspect", run_wheelpin),
+        ("unzip -t", run_unzip_test),
+        ("unzip+objcopy+bundler", run_pipeline),
+    ):
         runs = [peak_rss_mb(function, wheel) for _ in range(args.runs)]
         seconds = statistics.median(r[0] for r in runs)
         peak = max(r[1] for r in runs)
         results[name] = seconds
-        print(f"{name:24s} median {seconds:6.2f} s over {args.runs} runs | "
-              f"{wheel_mb / seconds:7.1f} MB/s of wheel | {elf_size / 1e6 / seconds:7.1f} MB/s of ELF"
-              f" | peak RSS {peak:6.1f} MB")
+        print(
+            f"{name:24s} median {seconds:6.2f} s over {args.runs} runs | "
+            f"{wheel_mb / seconds:7.1f} MB/s of wheel | {elf_size / 1e6 / seconds:7.1f} MB/s of ELF"
+            f" | peak RSS {peak:6.1f} MB"
+        )
     ratio = results["unzip+objcopy+bundler"] / results["wheelpin wheel inspect"]
     print(f"ratio: wheelpin is {ratio:.2f}x the speed of the pipeline")
-    print(f"ratio: wheelpin takes {results['wheelpin wheel inspect'] / results['unzip -t']:.2f}x the time of "
-          f"unzip -t (which checks CRCs only: no sha256, no ELF, no device code); "
-          f"{len(os.sched_getaffinity(0))} CPUs")
+    print(
+        f"ratio: wheelpin takes {results['wheelpin wheel inspect'] / results['unzip -t']:.2f}x the time of "
+        f"unzip -t (which checks CRCs only: no sha256, no ELF, no device code); "
+        f"{len(os.sched_getaffinity(0))} CPUs"
+    )
 
 
 if __name__ == "__main__":

@@ -39,17 +39,21 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging(level="warning")
     key = ec.generate_private_key(ec.SECP256R1())
-    print(f"{'wheels':>6} {'publish B':>10} {'publish ms':>10} {'+unsigned B':>11} {'+unsigned ms':>12} "
-          f"{'+signed B':>9} {'+signed ms':>10} {'again B':>7} {'again ms':>8}")
+    print(
+        f"{'wheels':>6} {'publish B':>10} {'publish ms':>10} {'+unsigned B':>11} {'+unsigned ms':>12} "
+        f"{'+signed B':>9} {'+signed ms':>10} {'again B':>7} {'again ms':>8}"
+    )
     with tempfile.TemporaryDirectory(prefix="wheelpin-bench-") as scratch:
         folder = Path(scratch)
         registry = Registry(folder / "registry")
         try:
             for count in (int(n) for n in args.wheels.split(",")):
                 rows = [run(registry, folder, count, run_index, key) for run_index in range(args.runs)]
-                medians = [statistics.median(column) for column in zip(*rows)]
-                print(f"{count:>6} {medians[0]:>10.0f} {medians[1]:>10.1f} {medians[2]:>11.0f} {medians[3]:>12.1f} "
-                      f"{medians[4]:>9.0f} {medians[5]:>10.1f} {medians[6]:>7.0f} {medians[7]:>8.1f}")
+                medians = [statistics.median(column) for column in zip(*rows, strict=True)]
+                print(
+                    f"{count:>6} {medians[0]:>10.0f} {medians[1]:>10.1f} {medians[2]:>11.0f} {medians[3]:>12.1f} "
+                    f"{medians[4]:>9.0f} {medians[5]:>10.1f} {medians[6]:>7.0f} {medians[7]:>8.1f}"
+                )
         finally:
             registry.stop()
 
@@ -57,10 +61,17 @@ def main() -> None:
 def run(registry: Registry, folder: Path, count: int, index: int, key: ec.EllipticCurvePrivateKey) -> list[float]:
     made = folder / f"w{count}-{index}"
     made.mkdir()
-    wheels = [build_wheel(made, name="benchwheel", version=f"1.{index}+g05fc77a0",
-                          files={"benchwheel/__init__.py": f"x = {index}\n".encode()},
-                          requires_dist=["numpy<=2.2.6", "torch>=2.9"], tag=f"cp3{10 + n}-cp3{10 + n}-linux_x86_64")
-              for n in range(count)]
+    wheels = [
+        build_wheel(
+            made,
+            name="benchwheel",
+            version=f"1.{index}+g05fc77a0",
+            files={"benchwheel/__init__.py": f"x = {index}\n".encode()},
+            requires_dist=["numpy<=2.2.6", "torch>=2.9"],
+            tag=f"cp3{10 + n}-cp3{10 + n}-linux_x86_64",
+        )
+        for n in range(count)
+    ]
     reports = [inspect_wheel(wheel) for wheel in wheels]
     figures: list[float] = []
     for signed in (None, key):
@@ -68,8 +79,15 @@ def run(registry: Registry, folder: Path, count: int, index: int, key: ec.Ellipt
         started = time.perf_counter()
         published = publish(target, f"v{index}", wheels, reports, revision="05fc77a0" * 5, settle=0)
         publish_ms = (time.perf_counter() - started) * 1000
-        facts = facts_of(published, source="https://github.com/o/u", revision="05fc77a0" * 5, component="bench",
-                         rules=None, build="bench", smoke=[])
+        facts = facts_of(
+            published,
+            source="https://github.com/o/u",
+            revision="05fc77a0" * 5,
+            component="bench",
+            rules=None,
+            build="bench",
+            smoke=[],
+        )
         started = time.perf_counter()
         _, sent = attach_provenance(target, facts, signed)
         attach_ms = (time.perf_counter() - started) * 1000

@@ -56,8 +56,20 @@ def install(folder: Path) -> None:
     minutes; without it Renovate says "RE2 not usable, falling back to RegExp" and works
     the same (its regexes are the config's and a few managers')."""
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
-                    "--prefix", str(folder), "renovate@39"], check=True)
+    subprocess.run(
+        [
+            "npm",
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--loglevel=error",
+            "--prefix",
+            str(folder),
+            "renovate@39",
+        ],
+        check=True,
+    )
 
 
 def renovate_command(folder: Path) -> Path:
@@ -89,25 +101,72 @@ def set_up(work: Path, registry: Registry, env: dict[str, str]) -> Path:
     assert pinned is not None, "the demo's Dockerfile pins no image"
     tag, digest = pinned.groups()
     moved = re.sub(r"^demo-cache-v(.*)$", r"\1", tag)  # {component}-v{version_base}-g{sha8} → {version_base}-g{sha8}
-    subprocess.run(["skopeo", "copy", "--quiet", "--preserve-digests", "--dest-tls-verify=false",
-                    f"oci:{work / 'demo' / 'images'}:{tag}", f"docker://{registry.host}/demo-cache:{moved}"],
-                   check=True)
-    dockerfile.write_text(dockerfile.read_text().replace(pinned.group(0),
-                                                         f'ARG DEMO_WHEEL_IMAGE="{registry.host}/demo-cache:{moved}@{digest}"'))
+    subprocess.run(
+        [
+            "skopeo",
+            "copy",
+            "--quiet",
+            "--preserve-digests",
+            "--dest-tls-verify=false",
+            f"oci:{work / 'demo' / 'images'}:{tag}",
+            f"docker://{registry.host}/demo-cache:{moved}",
+        ],
+        check=True,
+    )
+    dockerfile.write_text(
+        dockerfile.read_text().replace(
+            pinned.group(0), f'ARG DEMO_WHEEL_IMAGE="{registry.host}/demo-cache:{moved}@{digest}"'
+        )
+    )
     config = downstream / "wheelpin.toml"
-    config.write_text(re.sub(r"(?m)^image = .*$", f'image = {{ repository = "{registry.host}/demo-cache", '
-                             'tag = "{version_base}-g{sha8}" }', config.read_text()))
-    (downstream / "renovate.json").write_text(json.dumps({
-        "enabledManagers": ["dockerfile"],
-        "packageRules": [{"matchDatasources": ["docker"], "registryUrls": [f"http://{registry.host}"],
-                          "versioning": TAG_VERSIONING}]}, indent=2) + "\n")
+    config.write_text(
+        re.sub(
+            r"(?m)^image = .*$",
+            f'image = {{ repository = "{registry.host}/demo-cache", tag = "{{version_base}}-g{{sha8}}" }}',
+            config.read_text(),
+        )
+    )
+    (downstream / "renovate.json").write_text(
+        json.dumps(
+            {
+                "enabledManagers": ["dockerfile"],
+                "packageRules": [
+                    {
+                        "matchDatasources": ["docker"],
+                        "registryUrls": [f"http://{registry.host}"],
+                        "versioning": TAG_VERSIONING,
+                    }
+                ],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     git("add", "-A", cwd=downstream)
-    git("-c", "user.name=bench", "-c", "user.email=bench@example.org", "commit", "-q", "-m",
-        "The image on the loopback registry; Renovate's config", cwd=downstream)
+    git(
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.org",
+        "commit",
+        "-q",
+        "-m",
+        "The image on the loopback registry; Renovate's config",
+        cwd=downstream,
+    )
     wheelpin("reconcile", "--once", cwd=downstream, env=env)  # builds, publishes, proposes the head
     branch = "wheelpin/demo-cache"
-    git("-c", "user.name=bench", "-c", "user.email=bench@example.org", "merge", "-q", "--no-edit", branch,
-        cwd=downstream)
+    git(
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.org",
+        "merge",
+        "-q",
+        "--no-edit",
+        branch,
+        cwd=downstream,
+    )
     git("branch", "-q", "-D", branch, cwd=downstream)
     return downstream
 
@@ -120,8 +179,17 @@ def new_release(work: Path, downstream: Path, env: dict[str, str]) -> str:
     major, minor, patch = (upstream / "VERSION").read_text().strip().split(".")
     version = f"{major}.{minor}.{int(patch) + 1}"
     (upstream / "VERSION").write_text(version + "\n")
-    git("-c", "user.name=bench", "-c", "user.email=bench@example.org", "commit", "-q", "-am", f"Release {version}",
-        cwd=upstream)
+    git(
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.org",
+        "commit",
+        "-q",
+        "-am",
+        f"Release {version}",
+        cwd=upstream,
+    )
     head = git("rev-parse", "HEAD", cwd=upstream).strip()
     publisher = work / "demo" / "publisher"
     git("clone", "-q", str(downstream), str(publisher), cwd=work)
@@ -132,10 +200,14 @@ def new_release(work: Path, downstream: Path, env: dict[str, str]) -> str:
 
 def renovate_env(work: Path, registry: Registry) -> dict[str, str]:
     (work / "renovate-global.json").write_text("{}\n")
-    return {**os.environ, "RENOVATE_CONFIG_FILE": str(work / "renovate-global.json"),
-            "RENOVATE_BASE_DIR": str(work / "renovate-base"), "RENOVATE_CACHE_DIR": str(work / "renovate-cache"),
-            "LOG_LEVEL": "info",
-            "NO_PROXY": ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))}
+    return {
+        **os.environ,
+        "RENOVATE_CONFIG_FILE": str(work / "renovate-global.json"),
+        "RENOVATE_BASE_DIR": str(work / "renovate-base"),
+        "RENOVATE_CACHE_DIR": str(work / "renovate-cache"),
+        "LOG_LEVEL": "info",
+        "NO_PROXY": ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"])),
+    }
 
 
 def forget(env: dict[str, str]) -> None:
@@ -148,8 +220,13 @@ def forget(env: dict[str, str]) -> None:
 def renovate_found(renovate: Path, downstream: Path, env: dict[str, str]) -> list[str]:
     """The new versions Renovate's lookup found (its debug log, as JSON lines)."""
     forget(env)
-    done = subprocess.run([str(renovate), "--platform=local", "--dry-run=lookup"], cwd=downstream,
-                          env={**env, "LOG_LEVEL": "debug", "LOG_FORMAT": "json"}, capture_output=True, text=True)
+    done = subprocess.run(
+        [str(renovate), "--platform=local", "--dry-run=lookup"],
+        cwd=downstream,
+        env={**env, "LOG_LEVEL": "debug", "LOG_FORMAT": "json"},
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         sys.exit(f"renovate failed ({done.returncode}): {done.stdout[-800:]}{done.stderr[-800:]}")
     return sorted(set(re.findall(r'"newVersion":"([^"]+)"', done.stdout)))
@@ -164,8 +241,15 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     return seconds
 
 
-def pairs(label: str, ours: list[str], theirs: list[str], cwd: Path, env: dict[str, str],
-          their_env: dict[str, str], count: int) -> float:
+def pairs(
+    label: str,
+    ours: list[str],
+    theirs: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    their_env: dict[str, str],
+    count: int,
+) -> float:
     """`count` pairs, A (wheelpin) then B (Renovate); prints each pair and returns the median ratio."""
     print(f"\n{label}\n  {'pair':>4s} {'wheelpin':>10s} {'Renovate':>10s} {'ratio':>7s}", flush=True)
     ratios = []
@@ -207,10 +291,13 @@ def main() -> None:
             head = new_release(work, downstream, env)
             said = wheelpin(*ours[3:], cwd=downstream, env=env)
             found = renovate_found(renovate, downstream, their_env)
-            print(f"\nfound-update (upstream {head[:8]}): wheelpin says {said.splitlines()[0]!r}; "
-                  f"Renovate finds {found or 'no update'}")
-            update = pairs("found-update (a new head, its image published)", ours, theirs, downstream, env,
-                           their_env, args.pairs)
+            print(
+                f"\nfound-update (upstream {head[:8]}): wheelpin says {said.splitlines()[0]!r}; "
+                f"Renovate finds {found or 'no update'}"
+            )
+            update = pairs(
+                "found-update (a new head, its image published)", ours, theirs, downstream, env, their_env, args.pairs
+            )
             print(f"\nmedian ratios: no-op {no_op:.1f}×, found-update {update:.1f}× (the goal: 10× or more)")
         finally:
             registry.stop()

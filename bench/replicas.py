@@ -6,8 +6,8 @@ per pass (from the GitHub emulator's own log).
 
 Run from the project root:  python bench/replicas.py [--replicas 0,1,2,3] [--repositories 20]
     [--components 5] [--deliveries 1000] [--workers 2] [--latency 100] [--idle 30]
-(0 is the embedded mode: no database; its queue latency is not logged. Needs Debian's postgresql, as .ci/run installs it,
-and `npm install --prefix tests` for the emulator's schemas.) Each replica is a
+(0 is the embedded mode: no database; its queue latency is not logged. Needs Debian's
+postgresql, as .ci/run installs it, and `npm install --prefix tests` for the emulator's schemas.) Each replica is a
 `wheelpin serve` subprocess with its own cache and WHEELPIN_WORKERS workers; the
 repositories are installations of one GitHub App on the emulator, each with the same
 downstream of `--components` components pinned to the upstream head, so a pass is a no-op
@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import psycopg  # noqa: E402
 import requests  # noqa: E402
-
 from reconcile_passes import commit, setup  # noqa: E402
+
 from bot.commands.demo import MAINTAINER  # noqa: E402
 from tests.app.bots import APP_ID, SECRET, app_key, wait_until  # noqa: E402
 from tests.app.test_serve_command import Process  # noqa: E402
@@ -57,7 +57,7 @@ def events(processes: list[Process], name: str, since: list[int] | None = None) 
     no place in time)."""
     found = []
     for index, process in enumerate(processes):
-        for line in list(process.lines)[since[index] if since else 0:]:
+        for line in list(process.lines)[since[index] if since else 0 :]:
             if line.startswith("{") and f'"{name}"' in line:
                 record = json.loads(line)
                 if record.get("event") == name:
@@ -81,20 +81,24 @@ def percentile(values: list[float], share: float) -> float:
 def busy(url: str | None, processes: list[Process]) -> bool:
     if url is None:  # embedded: its queue's depth, from /metrics
         return bool(events(processes, "job.started")) and len(events(processes, "job.started")) != len(
-            events(processes, "job.finished"))
+            events(processes, "job.finished")
+        )
     with psycopg.connect(url, autocommit=True) as connection:
-        (count,) = connection.execute("select count(*) from procrastinate_jobs where task_name = 'wheelpin.job' "
-                                      "and status in ('todo', 'doing')").fetchone() or (0,)
+        (count,) = connection.execute(
+            "select count(*) from procrastinate_jobs where task_name = 'wheelpin.job' and status in ('todo', 'doing')"
+        ).fetchone() or (0,)
     return bool(count)
 
 
 def settle(url: str | None, processes: list[Process], timeout: float = 600) -> None:
     """Until no job waits or runs, twice in a row a quarter second apart."""
+
     def quiet() -> bool:
         if busy(url, processes):
             return False
         time.sleep(0.25)
         return not busy(url, processes)
+
     wait_until(quiet, timeout, "the queue to drain")
 
 
@@ -103,7 +107,9 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
     root.mkdir()
     upstream, downstream, _names, _head = setup(root, args.components)
     config = (downstream / "wheelpin.toml").read_text()
-    config = config.replace('"../upstream"', f'"file://{upstream}"').replace('"oci:../images"', f'"oci:{root / "images"}"')
+    config = config.replace('"../upstream"', f'"file://{upstream}"').replace(
+        '"oci:../images"', f'"oci:{root / "images"}"'
+    )
     (downstream / "wheelpin.toml").write_text(config)
     commit(downstream, "absolute paths", MAINTAINER)
     private, public = app_key()
@@ -115,15 +121,23 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
     (root / "app.pem").write_bytes(private)
     (root / "secret").write_bytes(SECRET)
     url = postgres.database(f"bench_{count}_{int(time.time())}") if count else None
-    common = {"WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
-              "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(root / "app.pem"), "WHEELPIN_WEBHOOK_SECRET_FILE": str(root / "secret"),
-              "WHEELPIN_LOG_LEVEL": "debug", "WHEELPIN_LOG_FORMAT": "json", "WHEELPIN_SCHEDULE_JITTER": "0",
-              "WHEELPIN_TICK_SECONDS": "1", "WHEELPIN_WORKERS": str(args.workers),
-              "WHEELPIN_ALLOW_HOST_PATHS": "1"}  # the upstream and the images are folders on this host
+    common = {
+        "WHEELPIN_GITHUB_API_URL": emulator.url,
+        "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
+        "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(root / "app.pem"),
+        "WHEELPIN_WEBHOOK_SECRET_FILE": str(root / "secret"),
+        "WHEELPIN_LOG_LEVEL": "debug",
+        "WHEELPIN_LOG_FORMAT": "json",
+        "WHEELPIN_SCHEDULE_JITTER": "0",
+        "WHEELPIN_TICK_SECONDS": "1",
+        "WHEELPIN_WORKERS": str(args.workers),
+        "WHEELPIN_ALLOW_HOST_PATHS": "1",
+    }  # the upstream and the images are folders on this host
     if url:
         common["WHEELPIN_DATABASE_URL"] = url
-    processes = [Process({**common, "WHEELPIN_CACHE_DIR": str(root / f"cache{i}")}, "--port", "0")
-                 for i in range(max(count, 1))]
+    processes = [
+        Process({**common, "WHEELPIN_CACHE_DIR": str(root / f"cache{i}")}, "--port", "0") for i in range(max(count, 1))
+    ]
     try:
         urls = [process.url() for process in processes]
         for address in urls:
@@ -136,8 +150,9 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
         payloads = []
         for index in range(args.repositories):
             push = example("push")
-            push.update(ref="refs/heads/main", repository={**push["repository"],
-                                                           "full_name": f"org{index % 4}/images{index}"})
+            push.update(
+                ref="refs/heads/main", repository={**push["repository"], "full_name": f"org{index % 4}/images{index}"}
+            )
             payloads.append(push)
         answers: list[int] = []
         guard = threading.Lock()
@@ -178,19 +193,34 @@ def run(count: int, args: argparse.Namespace, postgres: Postgres, scratch: Path)
         # the queue's own latency: one delivery at a time on an idle queue, deferral to a worker taking it
         before_idle = mark(processes)
         for index in range(args.idle):
-            assert deliver(session, urls[index % len(urls)], SECRET, "push", payloads[index % len(payloads)]).status_code == 202
+            assert (
+                deliver(session, urls[index % len(urls)], SECRET, "push", payloads[index % len(payloads)]).status_code
+                == 202
+            )
             settle(url, processes)
-        idle = [r["waited"] for r in events(processes, "job.taken", before_idle)
-                if r.get("waited") is not None and r.get("job") == "repository"]
+        idle = [
+            r["waited"]
+            for r in events(processes, "job.taken", before_idle)
+            if r.get("waited") is not None and r.get("job") == "repository"
+        ]
         label = f"{count} replica{'s' if count > 1 else ''} on PostgreSQL" if count else "embedded, one process"
-        latency = (f"queue latency under that load p50 {percentile(waits, 0.5) * 1000:6.0f} ms, "
-                   f"p99 {percentile(waits, 0.99) * 1000:6.0f} ms, idle p50 {percentile(idle, 0.5) * 1000:5.1f} ms, "
-                   f"p95 {percentile(idle, 0.95) * 1000:5.1f} ms, max {max(idle) * 1000:5.1f} ms" if waits and idle else "queue latency: not logged in this mode")
-        print(f"{label:28s} ({args.workers} workers each): {args.deliveries / intake:7.0f} deliveries/s; "
-              f"{passes} passes in {seconds:5.1f} s = {passes / seconds * 60:6.0f} passes/min; {latency}; "
-              f"{requests_made / max(passes, 1):5.2f} GitHub requests a pass", flush=True)
+        latency = (
+            f"queue latency under that load p50 {percentile(waits, 0.5) * 1000:6.0f} ms, "
+            f"p99 {percentile(waits, 0.99) * 1000:6.0f} ms, idle p50 {percentile(idle, 0.5) * 1000:5.1f} ms, "
+            f"p95 {percentile(idle, 0.95) * 1000:5.1f} ms, max {max(idle) * 1000:5.1f} ms"
+            if waits and idle
+            else "queue latency: not logged in this mode"
+        )
+        print(
+            f"{label:28s} ({args.workers} workers each): {args.deliveries / intake:7.0f} deliveries/s; "
+            f"{passes} passes in {seconds:5.1f} s = {passes / seconds * 60:6.0f} passes/min; {latency}; "
+            f"{requests_made / max(passes, 1):5.2f} GitHub requests a pass",
+            flush=True,
+        )
         if args.show_requests:  # which requests a pass made, by route
-            made = collections.Counter(f"{r.method} {r.template} {r.status}" for r in emulator.recorded[before_requests:])
+            made = collections.Counter(
+                f"{r.method} {r.template} {r.status}" for r in emulator.recorded[before_requests:]
+            )
             for route, number in made.most_common():
                 print(f"    {number:5d}  {route}")
     finally:
@@ -210,9 +240,11 @@ def main() -> None:
     parser.add_argument("--show-requests", action="store_true", help="the passes' GitHub requests by route")
     parser.add_argument("--latency", type=float, default=100.0, help="ms the emulator waits before each answer")
     args = parser.parse_args()
-    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {args.repositories} repositories × "
-          f"{args.components} components; {args.deliveries} deliveries by 8 clients; GitHub answers after "
-          f"{args.latency:.0f} ms")
+    print(
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {args.repositories} repositories × "
+        f"{args.components} components; {args.deliveries} deliveries by 8 clients; GitHub answers after "
+        f"{args.latency:.0f} ms"
+    )
     postgres = Postgres()
     try:
         with tempfile.TemporaryDirectory(prefix="wheelpin-bench-") as scratch:

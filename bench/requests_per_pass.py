@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from reconcile_passes import commit, publish_all, setup  # noqa: E402
+
+from bot.adapters.configdisk import load_config  # noqa: E402
 from bot.adapters.imagestore import DigestCache  # noqa: E402
 from bot.adapters.localplatform import LocalPlatform  # noqa: E402
 from bot.adapters.platform import Platform  # noqa: E402
@@ -35,17 +38,24 @@ from bot.adapters.registrywire import Traffic  # noqa: E402
 from bot.app.logsetup import configure_logging  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
-from bot.adapters.configdisk import load_config  # noqa: E402
-from bot.core.image.reference import ImageRef  # noqa: E402
 from bot.commands.demo import PEOPLE  # noqa: E402
+from bot.core.image.reference import ImageRef  # noqa: E402
 from bot.loop.results import PassResult  # noqa: E402
 from bot.loop.runner import Reconciler  # noqa: E402
-from reconcile_passes import commit, publish_all, setup  # noqa: E402
 from tests.fixtures.servers import Registry  # noqa: E402
 
 # The platform's reads and writes of the downstream (adapters/platform.py), counted per call.
-PLATFORM_CALLS = ("resolve", "read_file", "branch_heads", "branch_commits", "skipped_commits", "write_branch",
-                  "publish_proposal", "close", "say_once")
+PLATFORM_CALLS = (
+    "resolve",
+    "read_file",
+    "branch_heads",
+    "branch_commits",
+    "skipped_commits",
+    "write_branch",
+    "publish_proposal",
+    "close",
+    "say_once",
+)
 
 
 class Counted:
@@ -63,6 +73,7 @@ class Counted:
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] += 1
             return found(*args, **kwargs)
+
         return counted
 
 
@@ -78,19 +89,23 @@ def by_method(traffics: list[Traffic], before: dict[str, int]) -> dict[str, int]
     now: Counter[str] = Counter()
     for traffic in traffics:
         now.update(traffic.by_method)
-    return {method: count - before.get(method, 0) for method, count in sorted(now.items())
-            if count - before.get(method, 0)}
+    return {
+        method: count - before.get(method, 0) for method, count in sorted(now.items()) if count - before.get(method, 0)
+    }
 
 
-def measured(run: Callable[[], PassResult], registries: Registries, platform: Counted,
-             github: Callable[[], int] | None) -> tuple[PassResult, str]:
+def measured(
+    run: Callable[[], PassResult], registries: Registries, platform: Counted, github: Callable[[], int] | None
+) -> tuple[PassResult, str]:
     methods = by_method(registries.traffics(), {})
     platform.calls.clear()
     asked = github() if github else 0
     result = run()
-    said = (f"registry {result.requests['registry']} {by_method(registries.traffics(), methods)}, "
-            f"git ls-remote {result.requests['git_ls_remote']} fetch {result.requests['git_fetch']}, "
-            f"platform {sum(platform.calls.values())} {dict(sorted(platform.calls.items()))}")
+    said = (
+        f"registry {result.requests['registry']} {by_method(registries.traffics(), methods)}, "
+        f"git ls-remote {result.requests['git_ls_remote']} fetch {result.requests['git_fetch']}, "
+        f"platform {sum(platform.calls.values())} {dict(sorted(platform.calls.items()))}"
+    )
     if github:
         said += f", GitHub {github() - asked}"
     return result, said
@@ -127,15 +142,22 @@ def bench(root: Path, size: int, host: str, *, on_github: bool) -> None:
 
         emulator = GitHubEmulator(root / "github", tokens={"ghs_bench"})
         emulator.create_repo("rocm", "atom", downstream)
-        inner: Platform = GitHubPlatform(api_url=emulator.url, token="ghs_bench", owner="rocm", repo="atom",
-                                         author=loaded.config.defaults.author)
+        inner: Platform = GitHubPlatform(
+            api_url=emulator.url, token="ghs_bench", owner="rocm", repo="atom", author=loaded.config.defaults.author
+        )
         github = lambda: emulator.counted + emulator.free  # noqa: E731
     else:
         inner = LocalPlatform(downstream, author=loaded.config.defaults.author)
     platform = Counted(inner)
     try:
-        reconciler = Reconciler(loaded, platform=platform, registries=registries, settle=0,
-                                cache=settings.cache_dir, local_commands=not on_github)
+        reconciler = Reconciler(
+            loaded,
+            platform=platform,
+            registries=registries,
+            settle=0,
+            cache=settings.cache_dir,
+            local_commands=not on_github,
+        )
         reconciler.run()  # warm, as a long-running bot is
         noop, said = measured(reconciler.run, registries, platform, github)
         assert all(c.status == "nothing" for c in noop.components), [c.to_json() for c in noop.components][:2]

@@ -43,7 +43,9 @@ M(x=2)
 import packaging.requirements
 packaging.requirements.Requirement("numpy==2.3.5")
 """
-_PASS_FLOOR = _VALIDATE_FLOOR + """import logging, sqlite3, subprocess
+_PASS_FLOOR = (
+    _VALIDATE_FLOOR
+    + """import logging, sqlite3, subprocess
 import dockerfile, structlog
 class S(BaseModel):
     y: int = 1
@@ -51,6 +53,7 @@ S.model_validate({"y": "2"})
 structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
 sqlite3.connect(":memory:").close()
 """
+)
 
 
 def installed_python(scratch: Path) -> str:
@@ -81,8 +84,9 @@ def import_costs(command: list[str], cwd: Path, env: dict[str, str], runs: int) 
     of `runs` runs each: what importing that package costs this command."""
     least: dict[str, float] = {}
     for _ in range(runs):
-        done = subprocess.run([command[0], "-X", "importtime", *command[1:]], cwd=cwd, env=env,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [command[0], "-X", "importtime", *command[1:]], cwd=cwd, env=env, capture_output=True, text=True
+        )
         costs: dict[str, float] = {}
         for line in done.stderr.splitlines():
             if not line.startswith("import time:") or "self [us]" in line:
@@ -120,17 +124,37 @@ def main() -> None:
         subprocess.run([*wheelpin, "reconcile", "--once"], cwd=downstream, env=env, capture_output=True)  # warm
         installed = installed_python(work)
         if args.imports:
-            print_import_costs({"wheelpin --help": [installed, "-m", "bot", "--help"],
-                                "wheelpin config validate": [installed, "-m", "bot", "config", "validate"],
-                                "wheelpin reconcile --once --dry-run --platform local (no-op)":
-                                [installed, "-m", "bot", "reconcile", "--once", "--dry-run", "--platform", "local"]},
-                               downstream, env, min(args.runs, 7))
+            print_import_costs(
+                {
+                    "wheelpin --help": [installed, "-m", "bot", "--help"],
+                    "wheelpin config validate": [installed, "-m", "bot", "config", "validate"],
+                    "wheelpin reconcile --once --dry-run --platform local (no-op)": [
+                        installed,
+                        "-m",
+                        "bot",
+                        "reconcile",
+                        "--once",
+                        "--dry-run",
+                        "--platform",
+                        "local",
+                    ],
+                },
+                downstream,
+                env,
+                min(args.runs, 7),
+            )
             return
-        cases = [("python -c pass", ["-c", "pass"], None, None),
-                 ("wheelpin --help", ["-m", "bot", "--help"], 0.150, None),
-                 ("wheelpin config validate", ["-m", "bot", "config", "validate"], 0.150, _VALIDATE_FLOOR),
-                 ("wheelpin reconcile --once --dry-run (1 component, no-op)",
-                  ["-m", "bot", "reconcile", "--once", "--dry-run"], 0.250, _PASS_FLOOR)]
+        cases = [
+            ("python -c pass", ["-c", "pass"], None, None),
+            ("wheelpin --help", ["-m", "bot", "--help"], 0.150, None),
+            ("wheelpin config validate", ["-m", "bot", "config", "validate"], 0.150, _VALIDATE_FLOOR),
+            (
+                "wheelpin reconcile --once --dry-run (1 component, no-op)",
+                ["-m", "bot", "reconcile", "--once", "--dry-run"],
+                0.250,
+                _PASS_FLOOR,
+            ),
+        ]
         commands: dict[str, list[str]] = {}
         for label, command, _target, floor in cases:
             commands[label] = [installed, *command]
@@ -143,8 +167,10 @@ def main() -> None:
             seconds = medians[label]
             goal = f"(target {target * 1000:.0f} ms: {'met' if seconds <= target else 'NOT met'})" if target else ""
             libraries = f"{medians[f'floor {label}'] * 1000:8.1f} ms" if floor is not None else f"{'':11s}"
-            print(f"{label:58s} {seconds * 1000:7.1f} ms {medians[f'dev {label}'] * 1000:7.1f} ms   {libraries} {goal}",
-                  flush=True)
+            print(
+                f"{label:58s} {seconds * 1000:7.1f} ms {medians[f'dev {label}'] * 1000:7.1f} ms   {libraries} {goal}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

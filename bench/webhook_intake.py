@@ -72,10 +72,14 @@ def main() -> None:
         server.stop()
         latencies.sort()
         stats = service.queue.stats()
-        print(f"{len(latencies)} deliveries from {args.clients} clients in {elapsed:.2f} s: "
-              f"{len(latencies) / elapsed:.0f} a second; answers {statuses}")
-        print(f"latency p50 {statistics.median(latencies) * 1000:.1f} ms, "
-              f"p99 {latencies[int(len(latencies) * 0.99) - 1] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
+        print(
+            f"{len(latencies)} deliveries from {args.clients} clients in {elapsed:.2f} s: "
+            f"{len(latencies) / elapsed:.0f} a second; answers {statuses}"
+        )
+        print(
+            f"latency p50 {statistics.median(latencies) * 1000:.1f} ms, "
+            f"p99 {latencies[int(len(latencies) * 0.99) - 1] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+        )
         print(f"queued {stats.puts} times → {stats.waiting} jobs waiting ({args.repositories} repositories)")
         print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (server and clients)")
 

@@ -44,25 +44,25 @@ _MEANING = dict((int(line.split()[0]), line) for line in EXIT_CODES.splitlines()
 # that holds other content, a branch a human wrote to); 4 only where the command reaches a
 # registry, GitHub, the network or the database. A bug's internal error is 1 too, not listed.
 EXIT_CODES_OF: dict[str, tuple[int, ...]] = {
-    "wheel inspect": (0, 1, 2),        # a local file: nothing outside to fail
-    "wheel diff": (0, 1, 2, 4),        # either side may be an image in a registry
+    "wheel inspect": (0, 1, 2),  # a local file: nothing outside to fail
+    "wheel diff": (0, 1, 2, 4),  # either side may be an image in a registry
     "image publish": (0, 1, 2, 3, 4),  # a tag holding other content is refused (3)
     "image show": (0, 1, 2, 4),
     "image check": (0, 1, 2, 4),
-    "image verify": (0, 1, 2, 4),      # 1: no signed provenance, a wrong key, another subject
+    "image verify": (0, 1, 2, 4),  # 1: no signed provenance, a wrong key, another subject
     # an invalid config is a config error: 2, and so is what --online finds the pass would stop
     # at (no such branch, a pinned digest the registry lacks, credentials refused); 4 when, with
     # --online, an upstream or registry did not answer (as the pass's outside failures)
     "config validate": (0, 2, 4),
     "config schema": (0, 2),
-    "pins list": (0, 2),               # files in the checkout alone
-    "pins bump": (0, 1, 2, 4),         # without --sha256, the image is read from its registry
-    "reconcile": (0, 1, 2, 3, 4),      # RECONCILE_EXIT_CODES says how a pass ends on each
+    "pins list": (0, 2),  # files in the checkout alone
+    "pins bump": (0, 1, 2, 4),  # without --sha256, the image is read from its registry
+    "reconcile": (0, 1, 2, 3, 4),  # RECONCILE_EXIT_CODES says how a pass ends on each
     "serve": (0, 2, 4),
     "app create": (0, 2, 4),
     "completion": (0, 2),
-    "demo": (0, 1, 2),                 # all local: a scratch folder, an OCI layout
-    "init": (0, 2, 4),                 # reads the pinned images from their registries
+    "demo": (0, 1, 2),  # all local: a scratch folder, an OCI layout
+    "init": (0, 2, 4),  # reads the pinned images from their registries
 }
 
 
@@ -95,14 +95,19 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _command(commands: Any, name: str, text: str, *examples: str, exit_codes_text: str | None = None
-             ) -> argparse.ArgumentParser:
+def _command(
+    commands: Any, name: str, text: str, *examples: str, exit_codes_text: str | None = None
+) -> argparse.ArgumentParser:
     """A subcommand whose help ends with its examples and its exit codes: those EXIT_CODES_OF
     gives it (its key is the parser's prog without `wheelpin `), or `exit_codes_text` when the
     command says its own."""
     examples_text = "examples:\n" + "\n".join(f"  {example}" for example in examples) + "\n\n" if examples else ""
-    parser: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text[:1].upper() + text[1:] + ".",
-                                                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=text,
+        description=text[:1].upper() + text[1:] + ".",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     codes = EXIT_CODES_OF[parser.prog.removeprefix("wheelpin ")]
     parser.epilog = examples_text + (exit_codes_text or exit_codes(codes))
     return parser
@@ -118,16 +123,29 @@ def _group(commands: Any, name: str, text: str) -> Any:
 def _registry_flags(parser: argparse.ArgumentParser) -> None:
     """How registries are spoken to, as oras and skopeo spell it (also WHEELPIN_PLAIN_HTTP,
     WHEELPIN_TLS_VERIFY, WHEELPIN_INSECURE_REGISTRIES)."""
-    parser.add_argument("--plain-http", action="store_true", default=None,
-                        help="speak to registries over plain HTTP (loopback ones always are)")
-    parser.add_argument("--tls-verify", type=_boolean, metavar="true|false", default=None,
-                        help="false: HTTPS without checking the registry's certificate")
+    parser.add_argument(
+        "--plain-http",
+        action="store_true",
+        default=None,
+        help="speak to registries over plain HTTP (loopback ones always are)",
+    )
+    parser.add_argument(
+        "--tls-verify",
+        type=_boolean,
+        metavar="true|false",
+        default=None,
+        help="false: HTTPS without checking the registry's certificate",
+    )
 
 
 def _signing_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--signing-key", type=Path, metavar="FILE",
-                        help="sign the provenance attached to the images published with this PEM key "
-                        "(ECDSA P-256 or Ed25519; or WHEELPIN_SIGNING_KEY)")
+    parser.add_argument(
+        "--signing-key",
+        type=Path,
+        metavar="FILE",
+        help="sign the provenance attached to the images published with this PEM key "
+        "(ECDSA P-256 or Ed25519; or WHEELPIN_SIGNING_KEY)",
+    )
 
 
 def _boolean(text: str) -> bool:
@@ -146,11 +164,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only` (the command being run, named first on the command
     line), that command alone: the others' options would be built for nothing (a few ms
     of each start-up), and only the whole parser's help lists them."""
-    parser = _Parser(prog="wheelpin", description="Keeps ROCm wheels in container images current.",
-                     epilog="`wheelpin COMMAND --help` shows each command's options, examples and exit codes.\n\n"
-                     + EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"wheelpin {__version__}",
-                        help="print wheelpin's version and exit")
+    parser = _Parser(
+        prog="wheelpin",
+        description="Keeps ROCm wheels in container images current.",
+        epilog="`wheelpin COMMAND --help` shows each command's options, examples and exit codes.\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"wheelpin {__version__}", help="print wheelpin's version and exit"
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for name, (text, define) in _COMMANDS.items():
         if only in (None, name):
@@ -161,9 +183,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def _wheel(commands: Any, name: str, text: str) -> None:
     wheel_commands = _group(commands, name, text)
 
-    inspect = _command(wheel_commands, "inspect", "read and check one wheel",
-                       "wheelpin wheel inspect cupy_rocm_7_0-13.6.0-cp312-cp312-manylinux2014_x86_64.whl",
-                       "wheelpin wheel inspect dist/lmcache-*.whl --require-arch gfx942 --expect-commit 1a2b3c4d --json")
+    inspect = _command(
+        wheel_commands,
+        "inspect",
+        "read and check one wheel",
+        "wheelpin wheel inspect cupy_rocm_7_0-13.6.0-cp312-cp312-manylinux2014_x86_64.whl",
+        "wheelpin wheel inspect dist/lmcache-*.whl --require-arch gfx942 --expect-commit 1a2b3c4d --json",
+    )
     inspect.add_argument("wheel", type=Path, help="the wheel file")
     from .core.checks.api import CHECKS
 
@@ -172,13 +198,22 @@ def _wheel(commands: Any, name: str, text: str) -> None:
             check.flag.add_to(inspect, dest=name)
     _json(inspect)
 
-    diff = _command(wheel_commands, "diff", "compare the Requires-Dist of two wheels",
-                    "wheelpin wheel diff old/lmcache-0.3.9-*.whl new/lmcache-0.3.10-*.whl",
-                    "wheelpin wheel diff ghcr.io/rocm/lmcache-wheel@sha256:… new.whl --constraint numpy==2.3.5")
+    diff = _command(
+        wheel_commands,
+        "diff",
+        "compare the Requires-Dist of two wheels",
+        "wheelpin wheel diff old/lmcache-0.3.9-*.whl new/lmcache-0.3.10-*.whl",
+        "wheelpin wheel diff ghcr.io/rocm/lmcache-wheel@sha256:… new.whl --constraint numpy==2.3.5",
+    )
     diff.add_argument("old", help="a wheel file or an image reference")
     diff.add_argument("new", help="a wheel file or an image reference")
-    diff.add_argument("--constraint", action="append", default=[], metavar="SPEC",
-                      help="a pin of the consuming image, e.g. numpy==2.3.5 (repeatable)")
+    diff.add_argument(
+        "--constraint",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a pin of the consuming image, e.g. numpy==2.3.5 (repeatable)",
+    )
     diff.add_argument("--constraints", type=Path, metavar="FILE", help="a constraints file")
     diff.add_argument("--python-version", default="3.12", help="target Python (default 3.12)")
     diff.add_argument("--platform", default="linux_x86_64", help="target platform (default linux_x86_64)")
@@ -189,9 +224,13 @@ def _wheel(commands: Any, name: str, text: str) -> None:
 
 def _image(commands: Any, name: str, text: str) -> None:
     image_commands = _group(commands, name, text)
-    publish = _command(image_commands, "publish", "verify wheels and push them as one image",
-                       "wheelpin image publish dist/*.whl --to ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
-                       "wheelpin image publish dist/*.whl --to oci:./images:lmcache --component lmcache --repo .")
+    publish = _command(
+        image_commands,
+        "publish",
+        "verify wheels and push them as one image",
+        "wheelpin image publish dist/*.whl --to ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
+        "wheelpin image publish dist/*.whl --to oci:./images:lmcache --component lmcache --repo .",
+    )
     publish.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheel files (one image)")
     publish.add_argument("--to", required=True, metavar="REF", help="host/repo:tag or oci:FOLDER:tag")
     publish.add_argument("--component", help="verify with this component's rules (from the config)")
@@ -199,63 +238,105 @@ def _image(commands: Any, name: str, text: str) -> None:
     publish.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
     publish.add_argument("--revision", metavar="SHA", help="the upstream commit the wheels were built from")
     publish.add_argument("--source", metavar="URL", help="the upstream repository")
-    publish.add_argument("--require-arch", action="append", default=[], metavar="ARCH",
-                         help="every ELF with HIP code must carry this GPU target (repeatable)")
-    publish.add_argument("--mount-from", metavar="REPO",
-                         help="a repository of the same registry that may hold the layer already")
+    publish.add_argument(
+        "--require-arch",
+        action="append",
+        default=[],
+        metavar="ARCH",
+        help="every ELF with HIP code must carry this GPU target (repeatable)",
+    )
+    publish.add_argument(
+        "--mount-from", metavar="REPO", help="a repository of the same registry that may hold the layer already"
+    )
     _signing_flag(publish)
     _json(publish)
     _registry_flags(publish)
-    show = _command(image_commands, "show", "what an image holds",
-                    "wheelpin image show ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
-                    "wheelpin image show oci:./images:lmcache --json")
+    show = _command(
+        image_commands,
+        "show",
+        "what an image holds",
+        "wheelpin image show ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d",
+        "wheelpin image show oci:./images:lmcache --json",
+    )
     show.add_argument("ref", metavar="REF", help="host/repo:tag, host/repo@sha256:… or oci:FOLDER:tag")
     _json(show)
     _registry_flags(show)
-    against = _command(image_commands, "check", "check wheels against the image that will consume them",
-                       "wheelpin image check dist/lmcache-*.whl --consumer docker.io/rocm/vllm:latest")
+    against = _command(
+        image_commands,
+        "check",
+        "check wheels against the image that will consume them",
+        "wheelpin image check dist/lmcache-*.whl --consumer docker.io/rocm/vllm:latest",
+    )
     against.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheel files")
-    against.add_argument("--consumer", required=True, metavar="REF",
-                         help="the consuming image, host/repo:tag or host/repo@sha256:…, read from its layers")
+    against.add_argument(
+        "--consumer",
+        required=True,
+        metavar="REF",
+        help="the consuming image, host/repo:tag or host/repo@sha256:…, read from its layers",
+    )
     _json(against)
     _registry_flags(against)
-    verify = _command(image_commands, "verify", "check the signed provenance attached to an image",
-                      "wheelpin image verify ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d --key wheelpin.pub")
+    verify = _command(
+        image_commands,
+        "verify",
+        "check the signed provenance attached to an image",
+        "wheelpin image verify ghcr.io/your-org/lmcache-wheel:v0.3.10-g1a2b3c4d --key wheelpin.pub",
+    )
     verify.add_argument("ref", metavar="REF", help="host/repo:tag, host/repo@sha256:… or oci:FOLDER:tag")
-    verify.add_argument("--key", required=True, type=Path, metavar="PUB",
-                        help="the PEM public key the provenance must be signed with")
+    verify.add_argument(
+        "--key", required=True, type=Path, metavar="PUB", help="the PEM public key the provenance must be signed with"
+    )
     _json(verify)
     _registry_flags(verify)
 
 
 def _config(commands: Any, name: str, text: str) -> None:
     config_commands = _group(commands, name, text)
-    validate = _command(config_commands, "validate", "check a config file",
-                        "wheelpin config validate", "wheelpin config validate .github/wheelpin.toml --repo . --json",
-                        "wheelpin config validate --online   # ask the upstreams and registries too")
-    validate.add_argument("file", nargs="?", type=Path,
-                          help="default: .github/wheelpin.toml or wheelpin.toml in --repo")
+    validate = _command(
+        config_commands,
+        "validate",
+        "check a config file",
+        "wheelpin config validate",
+        "wheelpin config validate .github/wheelpin.toml --repo . --json",
+        "wheelpin config validate --online   # ask the upstreams and registries too",
+    )
+    validate.add_argument(
+        "file", nargs="?", type=Path, help="default: .github/wheelpin.toml or wheelpin.toml in --repo"
+    )
     validate.add_argument("--config", type=Path, metavar="FILE", help="the config file, as FILE")
     validate.add_argument("--repo", type=Path, help="the repository pin paths start from")
-    validate.add_argument("--online", action="store_true",
-                          help="also ask what the first pass will ask: each upstream's git ls-remote, each "
-                          "registry's tag list, each pinned image and the consuming image (no build, no write)")
-    validate.add_argument("--github-repo", metavar="OWNER/NAME",
-                          help="with --online: also ask GitHub (WHEELPIN_GITHUB_TOKEN or the App's settings) "
-                          "whether each build.workflow is on this repository's base branch")
+    validate.add_argument(
+        "--online",
+        action="store_true",
+        help="also ask what the first pass will ask: each upstream's git ls-remote, each "
+        "registry's tag list, each pinned image and the consuming image (no build, no write)",
+    )
+    validate.add_argument(
+        "--github-repo",
+        metavar="OWNER/NAME",
+        help="with --online: also ask GitHub (WHEELPIN_GITHUB_TOKEN or the App's settings) "
+        "whether each build.workflow is on this repository's base branch",
+    )
     _json(validate)
     _registry_flags(validate)
-    _command(config_commands, "schema", "print the config's JSON Schema",
-             "wheelpin config schema > wheelpin.schema.json")
+    _command(
+        config_commands, "schema", "print the config's JSON Schema", "wheelpin config schema > wheelpin.schema.json"
+    )
 
 
 def _pins(commands: Any, name: str, text: str) -> None:
     pins_commands = _group(commands, name, text)
     for verb, says, examples in (
-            ("list", "list every configured pin", ("wheelpin pins list", "wheelpin pins list --repo ../vllm --json")),
-            ("bump", "move one component's pins",
-             ("wheelpin pins bump --component lmcache --image ghcr.io/your-org/lmcache-wheel:v0.3.10@sha256:… "
-              "--sha256 cp312=3f…",))):
+        ("list", "list every configured pin", ("wheelpin pins list", "wheelpin pins list --repo ../vllm --json")),
+        (
+            "bump",
+            "move one component's pins",
+            (
+                "wheelpin pins bump --component lmcache --image ghcr.io/your-org/lmcache-wheel:v0.3.10@sha256:… "
+                "--sha256 cp312=3f…",
+            ),
+        ),
+    ):
         sub = _command(pins_commands, verb, says, *examples)
         sub.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
         sub.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
@@ -263,33 +344,58 @@ def _pins(commands: Any, name: str, text: str) -> None:
         if verb == "bump":
             _registry_flags(sub)
             sub.add_argument("--component", required=True, help="the component whose pins move")
-            sub.add_argument("--image", required=True, metavar="REF@sha256:DIGEST",
-                             help="the wheel image to pin, by digest")
-            sub.add_argument("--sha256", action="append", default=[], metavar="[PYTAG=]HEX",
-                             help="the wheel's sha256 (per python tag for multi-wheel images)")
+            sub.add_argument(
+                "--image", required=True, metavar="REF@sha256:DIGEST", help="the wheel image to pin, by digest"
+            )
+            sub.add_argument(
+                "--sha256",
+                action="append",
+                default=[],
+                metavar="[PYTAG=]HEX",
+                help="the wheel's sha256 (per python tag for multi-wheel images)",
+            )
 
 
 def _reconcile(commands: Any, name: str, text: str) -> None:
-    reconcile = _command(commands, name, text,
-                         "wheelpin reconcile --once --dry-run",
-                         "wheelpin reconcile --once --platform github --github-repo rocm/vllm --component lmcache",
-                         "wheelpin reconcile            # a pass whenever a component's schedule says",
-                         exit_codes_text=RECONCILE_EXIT_CODES)
+    reconcile = _command(
+        commands,
+        name,
+        text,
+        "wheelpin reconcile --once --dry-run",
+        "wheelpin reconcile --once --platform github --github-repo rocm/vllm --component lmcache",
+        "wheelpin reconcile            # a pass whenever a component's schedule says",
+        exit_codes_text=RECONCILE_EXIT_CODES,
+    )
     reconcile.add_argument("--once", action="store_true", help="one pass, then exit")
     reconcile.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
-    reconcile.add_argument("--platform", choices=list(PLATFORMS), default=DEFAULT_PLATFORM,
-                           help="where the downstream repository is: a local checkout (default) or GitHub")
+    reconcile.add_argument(
+        "--platform",
+        choices=list(PLATFORMS),
+        default=DEFAULT_PLATFORM,
+        help="where the downstream repository is: a local checkout (default) or GitHub",
+    )
     reconcile.add_argument("--github-repo", metavar="OWNER/NAME", help="with --platform github")
     reconcile.add_argument("--repo", type=Path, metavar="DIR", help="the downstream checkout (default: here)")
-    reconcile.add_argument("--component", action="append", default=[], metavar="NAME",
-                           help="only this component (again for several)")
-    reconcile.add_argument("--summary", type=Path, metavar="FILE",
-                           help="append the pass in Markdown to FILE (an Actions run's $GITHUB_STEP_SUMMARY)")
+    reconcile.add_argument(
+        "--component", action="append", default=[], metavar="NAME", help="only this component (again for several)"
+    )
+    reconcile.add_argument(
+        "--summary",
+        type=Path,
+        metavar="FILE",
+        help="append the pass in Markdown to FILE (an Actions run's $GITHUB_STEP_SUMMARY)",
+    )
     reconcile.add_argument("--retry-failed", action="store_true", help="retry failed builds now")
-    reconcile.add_argument("--use-artifacts", type=Path, metavar="DIR",
-                           help="take the wheels in DIR as the build of --commit (verified, published, "
-                           "proposed; not rebuilt); needs --commit, and --component if there are several")
-    reconcile.add_argument("--commit", metavar="SHA", help="with --use-artifacts: the upstream head they were built from")
+    reconcile.add_argument(
+        "--use-artifacts",
+        type=Path,
+        metavar="DIR",
+        help="take the wheels in DIR as the build of --commit (verified, published, "
+        "proposed; not rebuilt); needs --commit, and --component if there are several",
+    )
+    reconcile.add_argument(
+        "--commit", metavar="SHA", help="with --use-artifacts: the upstream head they were built from"
+    )
     reconcile.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
     _signing_flag(reconcile)
     _json(reconcile)
@@ -297,71 +403,118 @@ def _reconcile(commands: Any, name: str, text: str) -> None:
 
 
 def _serve(commands: Any, name: str, text: str) -> None:
-    serve = _command(commands, name, text,
-                     "WHEELPIN_GITHUB_APP_ID=123456 WHEELPIN_GITHUB_PRIVATE_KEY_FILE=app.pem "
-                     "WHEELPIN_WEBHOOK_SECRET_FILE=secret wheelpin serve --host 0.0.0.0",
-                     "WHEELPIN_DATABASE_URL=postgresql://bot@db/wheelpin wheelpin serve   # one of N replicas")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
+    serve = _command(
+        commands,
+        name,
+        text,
+        "WHEELPIN_GITHUB_APP_ID=123456 WHEELPIN_GITHUB_PRIVATE_KEY_FILE=app.pem "
+        "WHEELPIN_WEBHOOK_SECRET_FILE=secret wheelpin serve --host 0.0.0.0",
+        "WHEELPIN_DATABASE_URL=postgresql://bot@db/wheelpin wheelpin serve   # one of N replicas",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)"
+    )
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
 
 
 def _app(commands: Any, name: str, text: str) -> None:
     app_commands = _group(commands, name, text)
-    create = _command(app_commands, "create", "create the GitHub App in one step (GitHub's manifest flow)",
-                      "wheelpin app create --org your-org --webhook-url https://wheelpin.example.org/webhook",
-                      "wheelpin app create --out ./secrets   # for your own account")
+    create = _command(
+        app_commands,
+        "create",
+        "create the GitHub App in one step (GitHub's manifest flow)",
+        "wheelpin app create --org your-org --webhook-url https://wheelpin.example.org/webhook",
+        "wheelpin app create --out ./secrets   # for your own account",
+    )
     create.add_argument("--org", help="the organization that will own the App (default: your account)")
     create.add_argument("--name", default="wheelpin", help="the App's name, unique on GitHub (default wheelpin)")
-    create.add_argument("--webhook-url", metavar="URL",
-                        help="where GitHub sends deliveries (your public address + /webhook); none: webhooks off")
-    create.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
-                        help="where the private key, webhook secret and settings are written (default: here)")
+    create.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        help="where GitHub sends deliveries (your public address + /webhook); none: webhooks off",
+    )
+    create.add_argument(
+        "--out",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where the private key, webhook secret and settings are written (default: here)",
+    )
     create.add_argument("--port", type=int, default=0, help="the loopback port of the page (default: any free one)")
 
 
 def _init(commands: Any, name: str, text: str) -> None:
-    init = _command(commands, name, text,
-                    "wheelpin init                # asks for what the pins do not say",
-                    "wheelpin init --yes --upstream https://github.com/LMCache/LMCache --branch dev "
-                    "--build-workflow lmcache-rocm-wheel.yaml --input lmcache_commit={sha}",
-                    "wheelpin init --repo ../atom --yes --json --upstream ../lmcache --branch dev "
-                    "--build-command 'python -m build --wheel --outdir {out}'")
-    init.add_argument("--repo", type=Path, metavar="DIR",
-                      help="the downstream repository (default: the one the current folder is in)")
-    init.add_argument("--upstream", metavar="URL", help="the upstream git repository (default: the pinned "
-                      "image's org.opencontainers.image.source, when it names one)")
+    init = _command(
+        commands,
+        name,
+        text,
+        "wheelpin init                # asks for what the pins do not say",
+        "wheelpin init --yes --upstream https://github.com/LMCache/LMCache --branch dev "
+        "--build-workflow lmcache-rocm-wheel.yaml --input lmcache_commit={sha}",
+        "wheelpin init --repo ../atom --yes --json --upstream ../lmcache --branch dev "
+        "--build-command 'python -m build --wheel --outdir {out}'",
+    )
+    init.add_argument(
+        "--repo", type=Path, metavar="DIR", help="the downstream repository (default: the one the current folder is in)"
+    )
+    init.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="the upstream git repository (default: the pinned "
+        "image's org.opencontainers.image.source, when it names one)",
+    )
     follow = init.add_mutually_exclusive_group()
     follow.add_argument("--branch", metavar="B", help="follow this upstream branch (default: its HEAD branch)")
     follow.add_argument("--tags", metavar="PATTERN", help="follow the newest release tag, such as 'v*'")
     build = init.add_mutually_exclusive_group()
-    build.add_argument("--build-command", metavar="'…'",
-                       help="build the wheel with this shell command in a checkout of each upstream commit")
-    build.add_argument("--build-workflow", metavar="FILE",
-                       help="dispatch this GitHub Actions workflow (.github/workflows/FILE) to build it")
-    init.add_argument("--input", action="append", default=[], metavar="K=V",
-                      help="an input of --build-workflow, such as commit={sha} (repeatable)")
+    build.add_argument(
+        "--build-command",
+        metavar="'…'",
+        help="build the wheel with this shell command in a checkout of each upstream commit",
+    )
+    build.add_argument(
+        "--build-workflow",
+        metavar="FILE",
+        help="dispatch this GitHub Actions workflow (.github/workflows/FILE) to build it",
+    )
+    init.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="an input of --build-workflow, such as commit={sha} (repeatable)",
+    )
     init.add_argument("--component", metavar="NAME", help="which component, when several wheel images are pinned")
-    init.add_argument("--image-repository", metavar="REPO",
-                      help="where the pinned images are read by digest and new ones published, when not where "
-                           "the pins say (a mirror's source, or oci:FOLDER for images kept in a layout folder)")
-    init.add_argument("--yes", action="store_true",
-                      help="ask nothing: take the options and defaults, or stop naming the option missing")
+    init.add_argument(
+        "--image-repository",
+        metavar="REPO",
+        help="where the pinned images are read by digest and new ones published, when not where "
+        "the pins say (a mirror's source, or oci:FOLDER for images kept in a layout folder)",
+    )
+    init.add_argument(
+        "--yes",
+        action="store_true",
+        help="ask nothing: take the options and defaults, or stop naming the option missing",
+    )
     init.add_argument("--force", action="store_true", help="replace an existing config")
     _json(init)
     _registry_flags(init)
 
 
 def _completion(commands: Any, name: str, text: str) -> None:
-    completion = _command(commands, name, text,
-                          "wheelpin completion bash > /etc/bash_completion.d/wheelpin",
-                          "wheelpin completion zsh > \"${fpath[1]}/_wheelpin\"",
-                          "wheelpin completion fish > ~/.config/fish/completions/wheelpin.fish")
+    completion = _command(
+        commands,
+        name,
+        text,
+        "wheelpin completion bash > /etc/bash_completion.d/wheelpin",
+        'wheelpin completion zsh > "${fpath[1]}/_wheelpin"',
+        "wheelpin completion fish > ~/.config/fish/completions/wheelpin.fish",
+    )
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell the script is for")
 
 
 def _demo(commands: Any, name: str, text: str) -> None:
-    demo_parser = _command(commands, name, text,
-                           "wheelpin demo", "wheelpin demo --workdir /tmp/wheelpin-demo --json")
+    demo_parser = _command(commands, name, text, "wheelpin demo", "wheelpin demo --workdir /tmp/wheelpin-demo --json")
     demo_parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one)")
     _json(demo_parser)
 
@@ -415,7 +568,9 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         from .commands.app_cmd import app_create_command
     _collect_from_here()
     if args.command in ("reconcile", "serve", "demo") or (args.command, getattr(args, "image_command", None)) == (
-            "image", "publish"):  # they run builds or smoke tests, or hold the service's secrets
+        "image",
+        "publish",
+    ):  # they run builds or smoke tests, or hold the service's secrets
         from .adapters.sandbox import undumpable
 
         undumpable()
@@ -424,13 +579,20 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
             return config_cmd.schema_command()
         if args.file is not None and args.config is not None:
             raise UsageError("give the config file once: as FILE or as --config FILE")
-        return config_cmd.validate_command(file=args.file or args.config, repo=args.repo, as_json=args.json,
-                                           online=args.online, settings=settings, github_repo=args.github_repo)
+        return config_cmd.validate_command(
+            file=args.file or args.config,
+            repo=args.repo,
+            as_json=args.json,
+            online=args.online,
+            settings=settings,
+            github_repo=args.github_repo,
+        )
     assert settings is not None
     if args.command == "wheel" and args.wheel_command == "inspect":
         return wheel.inspect_command(
-            wheel.InspectOptions(wheel=args.wheel, json=args.json,
-                                 given={name: getattr(args, name) for name in wheel.flagged_checks()})
+            wheel.InspectOptions(
+                wheel=args.wheel, json=args.json, given={name: getattr(args, name) for name in wheel.flagged_checks()}
+            )
         )
     if args.command == "wheel" and args.wheel_command == "diff":
         return wheel.diff_command(
@@ -447,13 +609,25 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
             settings,
         )
     if args.command == "image" and args.image_command == "publish":
-        return image_cmd.publish_command(image_cmd.PublishOptions(
-            wheels=tuple(args.wheels), to=args.to, component=args.component, config=args.config,
-            repo=args.repo, revision=args.revision, source=args.source,
-            require_archs=tuple(args.require_arch), mount_from=args.mount_from, json=args.json), settings)
+        return image_cmd.publish_command(
+            image_cmd.PublishOptions(
+                wheels=tuple(args.wheels),
+                to=args.to,
+                component=args.component,
+                config=args.config,
+                repo=args.repo,
+                revision=args.revision,
+                source=args.source,
+                require_archs=tuple(args.require_arch),
+                mount_from=args.mount_from,
+                json=args.json,
+            ),
+            settings,
+        )
     if args.command == "image" and args.image_command == "check":
-        return image_cmd.check_command(wheels=tuple(args.wheels), consumer=args.consumer, json=args.json,
-                                       settings=settings)
+        return image_cmd.check_command(
+            wheels=tuple(args.wheels), consumer=args.consumer, json=args.json, settings=settings
+        )
     if args.command == "image" and args.image_command == "verify":
         return image_cmd.verify_command(ref=args.ref, key=args.key, json=args.json, settings=settings)
     if args.command == "image":
@@ -462,26 +636,55 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
     if args.command == "pins" and args.pins_command == "list":
         return pins_cmd.list_command(config=args.config, repo=args.repo, as_json=args.json)
     if args.command == "pins":
-        return pins_cmd.bump_command(component_name=args.component, image=args.image,
-                                     sha256=args.sha256, config=args.config, repo=args.repo,
-                                     as_json=args.json, settings=settings)
+        return pins_cmd.bump_command(
+            component_name=args.component,
+            image=args.image,
+            sha256=args.sha256,
+            config=args.config,
+            repo=args.repo,
+            as_json=args.json,
+            settings=settings,
+        )
     if args.command == "init":
-        return init_cmd.init_command(init_cmd.InitOptions(
-            repo=args.repo, upstream=args.upstream, branch=args.branch, tags=args.tags,
-            build_command=args.build_command, build_workflow=args.build_workflow, inputs=tuple(args.input),
-            component=args.component, image_repository=args.image_repository, yes=args.yes, force=args.force,
-            json=args.json), settings)
+        return init_cmd.init_command(
+            init_cmd.InitOptions(
+                repo=args.repo,
+                upstream=args.upstream,
+                branch=args.branch,
+                tags=args.tags,
+                build_command=args.build_command,
+                build_workflow=args.build_workflow,
+                inputs=tuple(args.input),
+                component=args.component,
+                image_repository=args.image_repository,
+                yes=args.yes,
+                force=args.force,
+                json=args.json,
+            ),
+            settings,
+        )
     if args.command == "reconcile":
         return reconcile_cmd.reconcile_command(
-            repo=args.repo, config=args.config, platform=args.platform, once=args.once,
-            dry_run=args.dry_run, as_json=args.json, retry_failed=args.retry_failed,
-            components=args.component, settings=settings, github_repo=args.github_repo,
-            use_artifacts=args.use_artifacts, commit=args.commit, summary=args.summary)
+            repo=args.repo,
+            config=args.config,
+            platform=args.platform,
+            once=args.once,
+            dry_run=args.dry_run,
+            as_json=args.json,
+            retry_failed=args.retry_failed,
+            components=args.component,
+            settings=settings,
+            github_repo=args.github_repo,
+            use_artifacts=args.use_artifacts,
+            commit=args.commit,
+            summary=args.summary,
+        )
     if args.command == "serve":
         return serve_cmd.serve_command(host=args.host, port=args.port, settings=settings)
     if args.command == "app":
-        return app_create_command(org=args.org, name=args.name, webhook_url=args.webhook_url, out=args.out,
-                                  port=args.port, settings=settings)
+        return app_create_command(
+            org=args.org, name=args.name, webhook_url=args.webhook_url, out=args.out, port=args.port, settings=settings
+        )
     if args.command == "demo":
         return demo.demo_command(workdir=args.workdir, json=args.json, settings=settings)
     raise AssertionError(f"unhandled command {args.command}")
@@ -538,8 +741,13 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return _start(args)
     except WheelpinError as exc:
-        return _failed(args, exc.message + _validate_hint(args, exc), kind=kind_of(exc), code=exc.exit_code,
-                       problems=exc.problems if isinstance(exc, VerificationError) else ())
+        return _failed(
+            args,
+            exc.message + _validate_hint(args, exc),
+            kind=kind_of(exc),
+            code=exc.exit_code,
+            problems=exc.problems if isinstance(exc, VerificationError) else (),
+        )
     except KeyboardInterrupt:
         sys.stderr.write("wheelpin: interrupted\n")
         return 130
@@ -573,7 +781,9 @@ def _start(args: argparse.Namespace) -> int:
     from .app.settings import load_settings
 
     settings = load_settings()
-    flags = {name: getattr(args, name) for name in ("plain_http", "tls_verify") if getattr(args, name, None) is not None}
+    flags = {
+        name: getattr(args, name) for name in ("plain_http", "tls_verify") if getattr(args, name, None) is not None
+    }
     if getattr(args, "signing_key", None) is not None:
         flags["signing_key_file"] = args.signing_key
     if flags:  # a command's flags over the environment's settings
@@ -596,8 +806,12 @@ def _start(args: argparse.Namespace) -> int:
         raise  # _main's and main's to say
     except Exception as exc:  # a bug: say so in one sentence, the trace goes to debug logs
         log.debug("internal_error", exc_info=True)
-        return _failed(args, f"internal error ({type(exc).__name__}: {exc}); WHEELPIN_LOG_LEVEL=debug shows the trace",
-                       kind="internal", code=1)
+        return _failed(
+            args,
+            f"internal error ({type(exc).__name__}: {exc}); WHEELPIN_LOG_LEVEL=debug shows the trace",
+            kind="internal",
+            code=1,
+        )
 
 
 if __name__ == "__main__":

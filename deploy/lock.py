@@ -23,15 +23,35 @@ PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x8
 def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
-        command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                   "--report", str(report), "--only-binary=:all:", "--python-version", "3.11",
-                   "--implementation", "cp", "--abi", "cp311", "--target", str(Path(scratch) / "target"),
-                   *[flag for platform in PLATFORMS for flag in ("--platform", platform)], f"{ROOT}[postgres]"]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            "--only-binary=:all:",
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+            "--target",
+            str(Path(scratch) / "target"),
+            *[flag for platform in PLATFORMS for flag in ("--platform", platform)],
+            f"{ROOT}[postgres]",
+        ]
         subprocess.run(command, check=True)
         installed = json.loads(report.read_text())["install"]
-    lines = ["# The bot's image's dependencies, pinned with their wheels' sha256 for CPython 3.11 on",
-             "# manylinux x86_64. Written by `python deploy/lock.py`; the Dockerfile installs it with",
-             "# --require-hashes. Do not edit by hand."]
+    lines = [
+        "# The bot's image's dependencies, pinned with their wheels' sha256 for CPython 3.11 on",
+        "# manylinux x86_64. Written by `python deploy/lock.py`; the Dockerfile installs it with",
+        "# --require-hashes. Do not edit by hand.",
+    ]
     for item in sorted(installed, key=lambda entry: entry["metadata"]["name"].lower()):
         name, version = item["metadata"]["name"], item["metadata"]["version"]
         if name == "wheelpin":

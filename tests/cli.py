@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 ROOT = Path(__file__).resolve().parent.parent  # the tree whose `bot` the tests run
 
 
@@ -26,22 +25,27 @@ class Result:
 
 # Any request to a host that is not loopback goes to a closed loopback port and fails at
 # once: a test can never reach out of this machine, even by mistake.
-OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
-           "NO_PROXY": "127.0.0.1,localhost,::1", "https_proxy": "http://127.0.0.1:9",
-           "http_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.1,localhost,::1"}
+OFFLINE = {
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "127.0.0.1,localhost,::1",
+    "https_proxy": "http://127.0.0.1:9",
+    "http_proxy": "http://127.0.0.1:9",
+    "no_proxy": "127.0.0.1,localhost,::1",
+}
 
 
 def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a wheelpin subprocess of a test runs in: offline, none of the
     caller's WHEELPIN_ settings or registry credentials, then `env`."""
-    inherited = {k: v for k, v in os.environ.items()
-                 if not k.startswith("WHEELPIN_") or k == "WHEELPIN_TEST_CACHE"}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("WHEELPIN_") or k == "WHEELPIN_TEST_CACHE"}
     inherited.pop("DOCKER_CONFIG", None)  # a test's registry credentials are its own
     return {**inherited, **OFFLINE, **(env or {})}
 
 
-def wheelpin(*args: str, env: dict[str, str] | None = None, crash_after: int | None = None,
-             cwd: Path | None = None) -> Result:
+def wheelpin(
+    *args: str, env: dict[str, str] | None = None, crash_after: int | None = None, cwd: Path | None = None
+) -> Result:
     """`wheelpin ARGS…` in a subprocess; with `crash_after`, killed right after that many
     actions (tests/fixtures/crash.py); with `cwd`, run there (this tree's `bot` still the one
     imported)."""
@@ -49,6 +53,7 @@ def wheelpin(*args: str, env: dict[str, str] | None = None, crash_after: int | N
     environ = environment(env)
     if cwd is not None:
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, *command, *args], capture_output=True,
-                          text=True, env=environ, timeout=600, cwd=cwd)
+    done = subprocess.run(
+        [sys.executable, *command, *args], capture_output=True, text=True, env=environ, timeout=600, cwd=cwd
+    )
     return Result(done.returncode, done.stdout, done.stderr)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.wheels import build_wheel
 from tests.fixtures import consumerimages, hip, pypi
 from tests.fixtures.consumerimages import ConsumerImages
 from tests.fixtures.postgres import Postgres
+from tests.fixtures.wheels import build_wheel
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,11 @@ SOURCES = {
 @pytest.fixture(scope="session")
 def hip_artifacts(tmp_path_factory: pytest.TempPathFactory) -> HipArtifacts:
     folder = tmp_path_factory.mktemp("hip")
-    plain = {name: hip.compile_object(folder, name, archs, value=i)
-             for i, (name, archs) in enumerate(SOURCES.items())}
-    compressed = {name: hip.compile_object(folder, f"{name}c", archs, compress=True, value=i)
-                  for i, (name, archs) in enumerate(SOURCES.items())}
+    plain = {name: hip.compile_object(folder, name, archs, value=i) for i, (name, archs) in enumerate(SOURCES.items())}
+    compressed = {
+        name: hip.compile_object(folder, f"{name}c", archs, compress=True, value=i)
+        for i, (name, archs) in enumerate(SOURCES.items())
+    }
     generic = hip.compile_object(folder, "kgen", ["gfx11-generic"], value=7)
     return HipArtifacts(
         folder=folder,
@@ -45,9 +46,7 @@ def hip_artifacts(tmp_path_factory: pytest.TempPathFactory) -> HipArtifacts:
         compressed_objects=compressed,
         plain_library=hip.link_shared(folder, list(plain.values()), "libplain.so"),
         compressed_library=hip.link_shared(folder, list(compressed.values()), "libcompressed.so"),
-        mixed_library=hip.link_shared(
-            folder, [plain["k942"], compressed["k90a"], plain["k1100"]], "libmixed.so"
-        ),
+        mixed_library=hip.link_shared(folder, [plain["k942"], compressed["k90a"], plain["k1100"]], "libmixed.so"),
         generic_library=hip.link_shared(folder, [generic, plain["k942"]], "libgeneric.so"),
     )
 
@@ -126,19 +125,32 @@ def env(tmp_path: Path) -> dict[str, str]:
     """Settings for a CLI run: its own cache and an empty docker config, quick retries."""
     docker = tmp_path / "docker-config"
     docker.mkdir()
-    return {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(docker),
-            "WHEELPIN_REGISTRY_BACKOFF": "0.05", "WHEELPIN_LOG_LEVEL": "info"}
+    return {
+        "WHEELPIN_CACHE_DIR": str(tmp_path / "cache"),
+        "DOCKER_CONFIG": str(docker),
+        "WHEELPIN_REGISTRY_BACKOFF": "0.05",
+        "WHEELPIN_LOG_LEVEL": "info",
+    }
 
 
 @pytest.fixture(scope="session")
 def small_wheels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Two pure-Python wheels of one package, two commits apart."""
     folder = tmp_path_factory.mktemp("small-wheels")
-    old = build_wheel(folder, name="demo-cache", version="0.1.0+g05fc77a0",
-                      files={"demo_cache/__init__.py": b"v = 1\n"}, requires_dist=["numpy>=2.3"])
-    new = build_wheel(folder, name="demo-cache", version="0.1.1+g3d3aa833",
-                      files={"demo_cache/__init__.py": b"v = 2\n"},
-                      requires_dist=["numpy<=2.2.6", "msgspec"])
+    old = build_wheel(
+        folder,
+        name="demo-cache",
+        version="0.1.0+g05fc77a0",
+        files={"demo_cache/__init__.py": b"v = 1\n"},
+        requires_dist=["numpy>=2.3"],
+    )
+    new = build_wheel(
+        folder,
+        name="demo-cache",
+        version="0.1.1+g3d3aa833",
+        files={"demo_cache/__init__.py": b"v = 2\n"},
+        requires_dist=["numpy<=2.2.6", "msgspec"],
+    )
     return old, new
 
 
@@ -147,6 +159,7 @@ def consumer_images(registry: Registry, tmp_path_factory: pytest.TempPathFactory
     """Consuming images built by buildah and pushed to the real registry (ROCm 7 gzip and
     zstd, ROCm 6): tests/fixtures/consumerimages.py."""
     from tests.adapters.test_consumer import push_busybox
+
     base = push_busybox(registry)
     return consumerimages.build(registry, tmp_path_factory.mktemp("consumers"), f"{registry.host}/base/busybox@{base}")
 

@@ -8,27 +8,34 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.wheels import build_wheel
 from tests.cli import wheelpin
+from tests.fixtures.wheels import build_wheel
 
 
 @pytest.fixture()
 def wheels(tmp_path: Path) -> tuple[Path, Path]:
-    old = build_wheel(tmp_path, name="demo", version="1.0+g05fc77a0",
-                      files={"demo/__init__.py": b""}, requires_dist=["numpy>=2.3", "msgspec"])
-    new = build_wheel(tmp_path, name="demo", version="1.1+g3d3aa833",
-                      files={"demo/__init__.py": b""},
-                      requires_dist=["numpy<=2.2.6", "redis; extra == 'redis'"])
+    old = build_wheel(
+        tmp_path,
+        name="demo",
+        version="1.0+g05fc77a0",
+        files={"demo/__init__.py": b""},
+        requires_dist=["numpy>=2.3", "msgspec"],
+    )
+    new = build_wheel(
+        tmp_path,
+        name="demo",
+        version="1.1+g3d3aa833",
+        files={"demo/__init__.py": b""},
+        requires_dist=["numpy<=2.2.6", "redis; extra == 'redis'"],
+    )
     return old, new
 
 
 def test_inspect_json_is_one_clean_document(wheels: tuple[Path, Path]) -> None:
-    result = wheelpin("wheel", "inspect", str(wheels[1]), "--json",
-                      env={"WHEELPIN_LOG_LEVEL": "info"})
+    result = wheelpin("wheel", "inspect", str(wheels[1]), "--json", env={"WHEELPIN_LOG_LEVEL": "info"})
     assert result.code == 0
     report = result.json()
-    for key in ("name", "version", "tags", "sha256", "size", "requires_dist", "elf", "archs",
-                "problems"):
+    for key in ("name", "version", "tags", "sha256", "size", "requires_dist", "elf", "archs", "problems"):
         assert key in report
     assert report["requires_dist"] == ["numpy<=2.2.6", "redis; extra == 'redis'"]
     # logs go to stderr, as JSON since stderr is not a terminal
@@ -64,8 +71,11 @@ def test_unreadable_wheel_exits_2_with_one_sentence(tmp_path: Path) -> None:
     bad = tmp_path / "demo-1.0-py3-none-any.whl"
     bad.write_bytes(b"PK\x03\x04 not really")
     result = wheelpin("wheel", "inspect", str(bad), "--json")
-    assert result.code == 2 and result.json() == {"error": result.stderr.split("wheelpin: ", 1)[1].strip(),
-                                                  "kind": "input", "exit": 2}
+    assert result.code == 2 and result.json() == {
+        "error": result.stderr.split("wheelpin: ", 1)[1].strip(),
+        "kind": "input",
+        "exit": 2,
+    }
     lines = [line for line in result.stderr.splitlines() if line.startswith("wheelpin:")]
     assert len(lines) == 1 and str(bad) in lines[0]
     assert "Traceback" not in result.stderr
@@ -74,14 +84,20 @@ def test_unreadable_wheel_exits_2_with_one_sentence(tmp_path: Path) -> None:
 def test_diff_json_and_conflict_exit(wheels: tuple[Path, Path], tmp_path: Path) -> None:
     constraints = tmp_path / "constraints.txt"
     constraints.write_text("# the image's pins\nnumpy==2.3.5  # ships with torch\n\n")
-    result = wheelpin("wheel", "diff", str(wheels[0]), str(wheels[1]), "--json",
-                      "--constraints", str(constraints))
+    result = wheelpin("wheel", "diff", str(wheels[0]), str(wheels[1]), "--json", "--constraints", str(constraints))
     assert result.code == 1
     diff = result.json()
     assert [c["name"] for c in diff["added"]] == ["redis"]
     assert [c["name"] for c in diff["removed"]] == ["msgspec"]
-    assert diff["changed"] == [{"name": "numpy", "old": "numpy>=2.3", "new": "numpy<=2.2.6",
-                                "old_entries": ["numpy>=2.3"], "new_entries": ["numpy<=2.2.6"]}]
+    assert diff["changed"] == [
+        {
+            "name": "numpy",
+            "old": "numpy>=2.3",
+            "new": "numpy<=2.2.6",
+            "old_entries": ["numpy>=2.3"],
+            "new_entries": ["numpy<=2.2.6"],
+        }
+    ]
     assert diff["conflicts"] == [{"requirement": "numpy<=2.2.6", "constraint": "numpy==2.3.5"}]
 
 
@@ -94,7 +110,13 @@ def test_diff_of_a_wheel_with_itself(wheels: tuple[Path, Path]) -> None:
     result = wheelpin("wheel", "diff", str(wheels[0]), str(wheels[0]), "--json")
     assert result.code == 0
     assert result.json() | {"old": None, "new": None} == {
-        "old": None, "new": None, "added": [], "removed": [], "changed": [], "conflicts": []}
+        "old": None,
+        "new": None,
+        "added": [],
+        "removed": [],
+        "changed": [],
+        "conflicts": [],
+    }
 
 
 def test_diff_bad_constraints_file(wheels: tuple[Path, Path], tmp_path: Path) -> None:
@@ -141,23 +163,32 @@ pins = [{ file = "wheelpin.toml", image_arg = "X" }]
     read, write = os.pipe()
     os.close(read)  # the reader is gone before wheelpin writes: every write meets EPIPE
     try:
-        done = subprocess.run([sys.executable, "-m", "bot.cli", *args], stdout=write, stderr=subprocess.PIPE,
-                              text=True, env=environment(), cwd=tmp_path, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "bot.cli", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment(),
+            cwd=tmp_path,
+            timeout=120,
+        )
     finally:
         os.close(write)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr and "Exception" not in done.stderr
 
 
-@pytest.mark.parametrize(("args", "kind"), [
-    (("reconcile", "--once", "--config", "{tmp}/wheelpin.toml", "--repo", "{tmp}", "--json"), "config"),
-    (("pins", "list", "--config", "{tmp}/wheelpin.toml", "--json"), "config"),
-    (("config", "validate", "{tmp}/wheelpin.toml", "--json"), "config"),
-    (("image", "show", "oci:{tmp}/nothing", "--json"), "usage"),
-    (("wheel", "inspect", "{tmp}/nope-1.0-py3-none-any.whl", "--json"), "input"),
-])
-def test_json_commands_stopped_by_an_error_print_a_json_error(tmp_path: Path, args: tuple[str, ...],
-                                                               kind: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "kind"),
+    [
+        (("reconcile", "--once", "--config", "{tmp}/wheelpin.toml", "--repo", "{tmp}", "--json"), "config"),
+        (("pins", "list", "--config", "{tmp}/wheelpin.toml", "--json"), "config"),
+        (("config", "validate", "{tmp}/wheelpin.toml", "--json"), "config"),
+        (("image", "show", "oci:{tmp}/nothing", "--json"), "usage"),
+        (("wheel", "inspect", "{tmp}/nope-1.0-py3-none-any.whl", "--json"), "input"),
+    ],
+)
+def test_json_commands_stopped_by_an_error_print_a_json_error(tmp_path: Path, args: tuple[str, ...], kind: str) -> None:
     """With --json, an error that stops a command before its report is a JSON document on
     stdout too (bot/cli.py's _failed), the same sentence as stderr's, its kind and exit code."""
     (tmp_path / "wheelpin.toml").write_text("[[component]]\nname = 3\n")
@@ -201,8 +232,9 @@ def test_the_demo_runs_on_a_machine_without_bubblewrap(tmp_path: Path) -> None:
     bin_folder = tmp_path / "bin"  # git alone on PATH: no bwrap
     bin_folder.mkdir()
     (bin_folder / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
-    result = wheelpin("demo", "--workdir", str(tmp_path / "work"),
-                      env={"HOME": str(tmp_path / "home"), "PATH": str(bin_folder)})
+    result = wheelpin(
+        "demo", "--workdir", str(tmp_path / "work"), env={"HOME": str(tmp_path / "home"), "PATH": str(bin_folder)}
+    )
     assert result.code == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "bwrap cannot run here: no bwrap on PATH. The demo's own build script runs unsandboxed" in result.stdout
 
@@ -214,7 +246,9 @@ def test_every_option_has_help_and_every_command_examples_and_exit_codes() -> No
 
     from bot.cli import build_parser
 
-    def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    def leaves(
+        parser: argparse.ArgumentParser, path: tuple[str, ...]
+    ) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
         found = []
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
@@ -253,8 +287,10 @@ def test_each_command_lists_the_exit_codes_it_can_return() -> None:
             chooser = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
             sub = chooser.choices[word]
         helps[path] = sub.format_help()
-    listed = {path: tuple(int(code) for code in re.findall(r"^  (\d)  ", text.split("exit codes:\n", 1)[1], re.MULTILINE))
-              for path, text in helps.items()}
+    listed = {
+        path: tuple(int(code) for code in re.findall(r"^  (\d)  ", text.split("exit codes:\n", 1)[1], re.MULTILINE))
+        for path, text in helps.items()
+    }
     assert listed == EXIT_CODES_OF
     reach_out = {path for path, text in helps.items() if "--plain-http" in text} | {"serve", "app create"}
     assert {path for path, codes in EXIT_CODES_OF.items() if 4 in codes} == reach_out
@@ -271,10 +307,18 @@ def test_shell_completion_completes_commands_and_options(tmp_path: Path) -> None
 
     def complete(*words: str) -> list[str]:
         line = " ".join(words)
-        asked = subprocess.run(["bash", "-c", f"source {tmp_path / 'wheelpin.bash'}; COMP_WORDS=({line}); "
-                                f"COMP_CWORD={len(words) - 1}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; "
-                                "_shtab_wheelpin; printf '%s\\n' \"${COMPREPLY[@]}\""],
-                               capture_output=True, text=True, timeout=30)
+        asked = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f"source {tmp_path / 'wheelpin.bash'}; COMP_WORDS=({line}); "
+                f"COMP_CWORD={len(words) - 1}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; "
+                "_shtab_wheelpin; printf '%s\\n' \"${COMPREPLY[@]}\"",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert asked.returncode == 0, asked.stderr
         return asked.stdout.split()
 
@@ -304,19 +348,53 @@ image = { repository = "example.org/demo", tag = "v{version_base}-g{sha8}" }
 pins = [{ file = "wheelpin.toml", image_arg = "X" }]
 """)
     env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
-    broken = build_wheel(tmp_path / "broken", name="demo", version="1.0", files={"demo/__init__.py": b"WORKS = False\n"})
+    broken = build_wheel(
+        tmp_path / "broken", name="demo", version="1.0", files={"demo/__init__.py": b"WORKS = False\n"}
+    )
     layout = tmp_path / "images"
-    refused = wheelpin("image", "publish", str(broken), "--to", f"oci:{layout}:v1.0", "--component", "demo",
-                       "--repo", str(tmp_path), env=env)
+    refused = wheelpin(
+        "image",
+        "publish",
+        str(broken),
+        "--to",
+        f"oci:{layout}:v1.0",
+        "--component",
+        "demo",
+        "--repo",
+        str(tmp_path),
+        env=env,
+    )
     (said,) = [line for line in refused.stderr.splitlines() if line.startswith("wheelpin:")]
     assert refused.code == 1 and said.startswith("wheelpin: smoke test failed, nothing published: py3: `python -c")
     assert "AssertionError" in said and not (layout / "index.json").exists()
     good = build_wheel(tmp_path / "good", name="demo", version="1.0", files={"demo/__init__.py": b"WORKS = True\n"})
-    published = wheelpin("image", "publish", str(good), "--to", f"oci:{layout}:v1.0", "--component", "demo",
-                         "--repo", str(tmp_path), env=env)
+    published = wheelpin(
+        "image",
+        "publish",
+        str(good),
+        "--to",
+        f"oci:{layout}:v1.0",
+        "--component",
+        "demo",
+        "--repo",
+        str(tmp_path),
+        env=env,
+    )
     assert published.code == 0, published.stderr
     assert published.stdout.splitlines()[-1] == "smoke test `python -c 'import demo; assert demo.WORKS'` passed for py3"
-    again = wheelpin("image", "publish", str(good), "--to", f"oci:{layout}:v1.0", "--component", "demo",
-                     "--repo", str(tmp_path), "--json", env=env)
+    again = wheelpin(
+        "image",
+        "publish",
+        str(good),
+        "--to",
+        f"oci:{layout}:v1.0",
+        "--component",
+        "demo",
+        "--repo",
+        str(tmp_path),
+        "--json",
+        env=env,
+    )
     assert again.code == 0 and again.json()["smoke"] == [
-        "smoke test `python -c 'import demo; assert demo.WORKS'` passed for py3"]
+        "smoke test `python -c 'import demo; assert demo.WORKS'` passed for py3"
+    ]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.app.settings import Settings, load_settings, normalize_github_api_url
 from bot.adapters.configdisk import load_config
+from bot.app.settings import Settings, load_settings, normalize_github_api_url
 from bot.core.config.load import ConfigInvalid
 from bot.core.errors import ConfigError
 from tests.cli import wheelpin
@@ -23,8 +23,9 @@ DIGEST = "sha256:" + "a" * 64
 def repo(tmp_path: Path) -> Path:
     """A git checkout whose config pins `docker/Dockerfile`, where `docker` is a folder."""
     (tmp_path / "docker").mkdir()
-    (tmp_path / "docker/Dockerfile").write_text("ARG LMCACHE_WHEEL_IMAGE=docker.io/rocm/atom-dev:x@"
-                                                f"{DIGEST}\nARG LMCACHE_WHEEL_SHA256={'b' * 64}\nFROM a\n")
+    (tmp_path / "docker/Dockerfile").write_text(
+        f"ARG LMCACHE_WHEEL_IMAGE=docker.io/rocm/atom-dev:x@{DIGEST}\nARG LMCACHE_WHEEL_SHA256={'b' * 64}\nFROM a\n"
+    )
     (tmp_path / "docker/atom_release.dockerfile").write_text((tmp_path / "docker/Dockerfile").read_text())
     (tmp_path / ".github").mkdir()
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
@@ -45,20 +46,33 @@ def commands(repo: Path) -> dict[str, list[str]]:
     return {
         "config validate": ["config", "validate", "--repo", str(repo)],
         "pins list": ["pins", "list", "--repo", str(repo)],
-        "pins bump": ["pins", "bump", "--repo", str(repo), "--component", "lmcache",
-                      "--image", f"docker.io/rocm/atom-dev:y@{DIGEST}", "--sha256", "c" * 64],
+        "pins bump": [
+            "pins",
+            "bump",
+            "--repo",
+            str(repo),
+            "--component",
+            "lmcache",
+            "--image",
+            f"docker.io/rocm/atom-dev:y@{DIGEST}",
+            "--sha256",
+            "c" * 64,
+        ],
         "reconcile": ["reconcile", "--once", "--repo", str(repo)],
     }
 
 
 @pytest.mark.parametrize("command", ["config validate", "pins list", "pins bump", "reconcile"])
-@pytest.mark.parametrize(("change", "what", "key"), [
-    (A_FOLDER_AS_PIN, "pin file docker", "lmcache.pins[1].file"),
-    (A_FOLDER_WITH_A_SLASH, "pin file docker/", "lmcache.pins[1].file"),
-    (A_FOLDER_AS_CONSTRAINTS, "constraints file docker", "lmcache.constraints_file"),
-], ids=["pin", "pin-with-slash", "constraints"])
-def test_a_directory_is_one_sentence(repo: Path, command: str, change: tuple[str, str], what: str,
-                                     key: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "what", "key"),
+    [
+        (A_FOLDER_AS_PIN, "pin file docker", "lmcache.pins[1].file"),
+        (A_FOLDER_WITH_A_SLASH, "pin file docker/", "lmcache.pins[1].file"),
+        (A_FOLDER_AS_CONSTRAINTS, "constraints file docker", "lmcache.constraints_file"),
+    ],
+    ids=["pin", "pin-with-slash", "constraints"],
+)
+def test_a_directory_is_one_sentence(repo: Path, command: str, change: tuple[str, str], what: str, key: str) -> None:
     configure(repo, *change)
     before = (repo / "docker/Dockerfile").read_bytes()
     result = wheelpin(*commands(repo)[command])
@@ -67,8 +81,10 @@ def test_a_directory_is_one_sentence(repo: Path, command: str, change: tuple[str
     sentence = f"{key}: {what} is a directory in {repo}, not a file"
     lines = result.stderr.splitlines()
     if command == "config validate":  # each problem on its line, then how many
-        assert lines == [f"{repo}/.github/wheelpin.toml:{lines[0].split(':')[1]}: {sentence}",
-                         f"wheelpin: {repo}/.github/wheelpin.toml: 1 problem(s)"]
+        assert lines == [
+            f"{repo}/.github/wheelpin.toml:{lines[0].split(':')[1]}: {sentence}",
+            f"wheelpin: {repo}/.github/wheelpin.toml: 1 problem(s)",
+        ]
     else:
         (line,) = lines
         assert line.startswith(f"wheelpin: {repo}/.github/wheelpin.toml:")
@@ -100,24 +116,28 @@ def test_a_config_that_is_a_directory(repo: Path) -> None:
 
 # WHEELPIN_GITHUB_API_URL: github3 adds /api/v3 itself, so the setting is https://HOST
 
-@pytest.mark.parametrize(("given", "meant"), [
-    ("https://ghe.example.com", "https://ghe.example.com"),
-    ("https://ghe.example.com/", "https://ghe.example.com"),
-    ("https://ghe.example.com/api/v3", "https://ghe.example.com"),
-    ("https://ghe.example.com/api/v3/", "https://ghe.example.com"),
-    ("https://ghe.example.com//api/v3//", "https://ghe.example.com"),
-    (" https://ghe.example.com/API/V3 ", "https://ghe.example.com"),
-    ("http://127.0.0.1:8123", "http://127.0.0.1:8123"),
-    ("http://127.0.0.1:8123/api/v3", "http://127.0.0.1:8123"),
-    ("https://ghe.example.com/github", "https://ghe.example.com/github"),
-    ("https://api.github.com", None),
-    ("https://api.github.com/", None),
-    ("https://github.com", None),
-    ("https://api.octo.ghe.com", "https://octo.ghe.com"),  # GHE.com: no /api/v3 (adapters/github/host.py)
-    ("https://octo.ghe.com/", "https://octo.ghe.com"),
-    ("", None),
-    (None, None),
-])
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("https://ghe.example.com", "https://ghe.example.com"),
+        ("https://ghe.example.com/", "https://ghe.example.com"),
+        ("https://ghe.example.com/api/v3", "https://ghe.example.com"),
+        ("https://ghe.example.com/api/v3/", "https://ghe.example.com"),
+        ("https://ghe.example.com//api/v3//", "https://ghe.example.com"),
+        (" https://ghe.example.com/API/V3 ", "https://ghe.example.com"),
+        ("http://127.0.0.1:8123", "http://127.0.0.1:8123"),
+        ("http://127.0.0.1:8123/api/v3", "http://127.0.0.1:8123"),
+        ("https://ghe.example.com/github", "https://ghe.example.com/github"),
+        ("https://api.github.com", None),
+        ("https://api.github.com/", None),
+        ("https://github.com", None),
+        ("https://api.octo.ghe.com", "https://octo.ghe.com"),  # GHE.com: no /api/v3 (adapters/github/host.py)
+        ("https://octo.ghe.com/", "https://octo.ghe.com"),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_github_api_url_is_normalised(given: str | None, meant: str | None) -> None:
     assert normalize_github_api_url(given) == meant
     assert Settings(github_api_url=given).github_api_url == meant
@@ -136,13 +156,16 @@ def test_github_api_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_a_bad_github_api_url_is_one_sentence() -> None:
     # a command that reads the settings (`config` reads none: it checks a file, and starts fast)
-    result = wheelpin("pins", "list", "--repo", "/nonexistent", env={"WHEELPIN_GITHUB_API_URL": "ftp://ghe.example.com"})
+    result = wheelpin(
+        "pins", "list", "--repo", "/nonexistent", env={"WHEELPIN_GITHUB_API_URL": "ftp://ghe.example.com"}
+    )
     assert result.code == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("wheelpin: bad setting in the environment: WHEELPIN_GITHUB_API_URL:")
 
 
 # Where the config is found, and where a command stopping at it points
+
 
 def test_validate_takes_the_config_as_elsewhere(repo: Path) -> None:
     """`--config FILE` as `pins list` and `reconcile` take it; FILE and --config at once is
@@ -179,8 +202,10 @@ def test_no_config_is_looked_for_above_a_checkout(tmp_path: Path) -> None:
     (tmp_path / "work").mkdir()
     result = wheelpin("config", "validate", cwd=tmp_path / "work")
     assert result.code == 2
-    assert result.stderr == (f"wheelpin: {tmp_path / 'work'}: no config found (looked for .github/wheelpin.toml "
-                             "and wheelpin.toml; or pass --config FILE)\n")
+    assert result.stderr == (
+        f"wheelpin: {tmp_path / 'work'}: no config found (looked for .github/wheelpin.toml "
+        "and wheelpin.toml; or pass --config FILE)\n"
+    )
 
 
 @pytest.mark.parametrize("command", ["pins list", "reconcile"])
@@ -189,8 +214,9 @@ def test_a_command_stopping_at_the_config_points_to_validate(repo: Path, command
     result = wheelpin(*commands(repo)[command])
     assert result.code == 2 and result.stdout == ""
     assert result.stderr.startswith(f"wheelpin: {repo}/.github/wheelpin.toml:")
-    assert result.stderr.endswith("unknown key, did you mean `constraints`? "
-                                  f"(`wheelpin config validate --repo {repo}` checks the whole config)\n")
+    assert result.stderr.endswith(
+        f"unknown key, did you mean `constraints`? (`wheelpin config validate --repo {repo}` checks the whole config)\n"
+    )
 
 
 def test_a_pin_that_cannot_be_read_points_to_validate(repo: Path) -> None:
@@ -198,9 +224,11 @@ def test_a_pin_that_cannot_be_read_points_to_validate(repo: Path) -> None:
     config = repo / ".github/wheelpin.toml"
     result = wheelpin("pins", "list", "--config", str(config), "--json")
     assert result.code == 2
-    assert result.stderr == ("wheelpin: docker/Dockerfile: ARG LMCACHE_WHEEL_IMG is not declared (ARGs here: "
-                             "LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_IMAGE?) "
-                             f"(`wheelpin config validate --config {config}` checks the whole config)\n")
+    assert result.stderr == (
+        "wheelpin: docker/Dockerfile: ARG LMCACHE_WHEEL_IMG is not declared (ARGs here: "
+        "LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_IMAGE?) "
+        f"(`wheelpin config validate --config {config}` checks the whole config)\n"
+    )
     assert result.json()["kind"] == "usage" and "config validate" in result.json()["error"]
 
 

@@ -79,11 +79,20 @@ def test_the_project_s_address_is_said_the_same_everywhere() -> None:
     assert urls == {"Homepage": PROJECT_URL, "Schema": SCHEMA_URL}
     assert json.loads((ROOT / "deploy" / "github-app.json").read_text())["url"] == PROJECT_URL
     assert f'org.opencontainers.image.source="{PROJECT_URL}"' in (ROOT / "Dockerfile").read_text()
-    uses = [line.split("uses:")[1].split("@")[0].strip() for path in [ROOT / "deploy/github-action.yml",
-            ROOT / "docs/github-action.md"] for line in path.read_text().splitlines() if "/wheelpin@" in line]
+    uses = [
+        line.split("uses:")[1].split("@")[0].strip()
+        for path in [ROOT / "deploy/github-action.yml", ROOT / "docs/github-action.md"]
+        for line in path.read_text().splitlines()
+        if "/wheelpin@" in line
+    ]
     assert uses and set(uses) == {owner_name}  # the Action is this repository's action.yml
-    for path in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*"),
-                 *(ROOT / "deploy").rglob("*"), *(ROOT / "config").rglob("*")]:
+    for path in [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        *(ROOT / "docs").rglob("*"),
+        *(ROOT / "deploy").rglob("*"),
+        *(ROOT / "config").rglob("*"),
+    ]:
         if path.is_file():
             assert "your-org/wheelpin" not in path.read_text(encoding="utf-8", errors="replace"), path
 
@@ -98,8 +107,7 @@ def test_every_shipped_config_names_the_schema_on_its_first_line() -> None:
     from bot import SCHEMA_URL
 
     assert len(SHIPPED) >= 3
-    assert [p.relative_to(ROOT) for p in SHIPPED
-            if p.read_text().splitlines()[0] != f"#:schema {SCHEMA_URL}"] == []
+    assert [p.relative_to(ROOT) for p in SHIPPED if p.read_text().splitlines()[0] != f"#:schema {SCHEMA_URL}"] == []
 
 
 def taplo_check(config: Path) -> subprocess.CompletedProcess[str]:
@@ -112,8 +120,13 @@ def taplo_check(config: Path) -> subprocess.CompletedProcess[str]:
     local = config.parent / f"local-{config.name}"
     local.write_text(f"#:schema {PUBLISHED.as_uri()}\n" + "".join(lines[1:]))
     try:
-        return subprocess.run([str(TAPLO), "check", "--no-auto-config", "--colors", "never", str(local)],
-                              capture_output=True, text=True, env=environment(), timeout=120)
+        return subprocess.run(
+            [str(TAPLO), "check", "--no-auto-config", "--colors", "never", str(local)],
+            capture_output=True,
+            text=True,
+            env=environment(),
+            timeout=120,
+        )
     finally:
         local.unlink()
 

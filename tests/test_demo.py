@@ -24,8 +24,13 @@ ARCHS = ["--require-arch", "gfx942", "--require-arch", "gfx950"]
 def demo_wheel(upstream: Path, out: Path) -> Path:
     """The upstream's wheel, built by its own script as the demo's pass builds it."""
     out.mkdir()
-    subprocess.run([sys.executable, "build_wheel.py", str(out)], cwd=upstream, check=True, capture_output=True,
-                   env={"WHEELPIN_SHA8": "05fc77a0", "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [sys.executable, "build_wheel.py", str(out)],
+        cwd=upstream,
+        check=True,
+        capture_output=True,
+        env={"WHEELPIN_SHA8": "05fc77a0", "PATH": "/usr/bin:/bin"},
+    )
     (wheel,) = out.glob("*.whl")
     return wheel
 
@@ -45,15 +50,19 @@ def test_wheel_inspect_reads_the_demo_wheel_s_archs_and_it_passes_the_rocm_check
     assert missing.code == 1 and f"{HIP_LIBRARY} has no code for gfx90a (it carries gfx942, gfx950)" in missing.stdout
 
 
-@pytest.mark.parametrize(("needed", "problem"), [
-    ("libamdhip64.so.6", "says rocm7.2.4, but its ELF files need libamdhip64.so.6 (ROCm 6)"),
-    ("libcudart.so.12", f"{HIP_LIBRARY} needs libcudart.so.12, a CUDA library"),
-])
+@pytest.mark.parametrize(
+    ("needed", "problem"),
+    [
+        ("libamdhip64.so.6", "says rocm7.2.4, but its ELF files need libamdhip64.so.6 (ROCm 6)"),
+        ("libcudart.so.12", f"{HIP_LIBRARY} needs libcudart.so.12, a CUDA library"),
+    ],
+)
 def test_the_rocm_checks_refuse_the_demo_library_linked_otherwise(tmp_path: Path, needed: str, problem: str) -> None:
     """The same wheel with its library needing another ROCm's HIP runtime, or CUDA's: refused."""
     upstream, _ = make_upstream(tmp_path / "demo")
-    (upstream / HIP_LIBRARY).write_bytes(hip_library(soname="_demo_hip.so", needed=[needed],
-                                                      targets=["gfx942", "gfx950"]))
+    (upstream / HIP_LIBRARY).write_bytes(
+        hip_library(soname="_demo_hip.so", needed=[needed], targets=["gfx942", "gfx950"])
+    )
     result = wheelpin("wheel", "inspect", str(demo_wheel(upstream, tmp_path / "dist")), *ARCHS)
     assert result.code == 1 and problem in result.stdout, result.stdout
 

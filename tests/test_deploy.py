@@ -18,11 +18,10 @@ from typing import Any
 import dockerfile
 import yaml
 
-from bot.adapters.github.door import GitHubDoor
+from bot.adapters.github.sansio import work_for
 from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
-from bot.adapters.github.sansio import work_for
 from tests.fixtures.webhooks import examples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +39,7 @@ def test_the_dockerfile_is_pinned_non_root_and_serves() -> None:
     assert re.fullmatch(r"docker\.io/library/python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base)
     froms = [i for i in parsed if i.cmd == "FROM"]
     assert [f.value[0] for f in froms] == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
-    final = parsed[parsed.index(froms[-1]):]
+    final = parsed[parsed.index(froms[-1]) :]
     (user,) = [i for i in final if i.cmd == "USER"]
     assert user.value[0].split(":")[0] not in ("0", "root")
     (health,) = [i for i in final if i.cmd == "HEALTHCHECK"]
@@ -58,6 +57,7 @@ def test_the_dockerfile_is_pinned_non_root_and_serves() -> None:
     for label in ("source", "version", "revision", "licenses"):
         assert f"org.opencontainers.image.{label}" in labels
     from bot import __version__
+
     args = {i.value[0].split("=")[0]: i.value[0].partition("=")[2] for i in final if i.cmd == "ARG"}
     assert args["VERSION"] == __version__  # the default: the version's one place, bot/__init__.py
 
@@ -75,15 +75,42 @@ def test_the_image_s_lock_pins_every_dependency_with_a_hash(tmp_path: Path) -> N
     assert len(pinned) == len(re.findall(r"^[A-Za-z0-9]", text, re.MULTILINE))  # every entry has its hash
     locked = {canonicalize_name(name) for name in pinned}
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]
-              + project["optional-dependencies"]["postgres"]}
+    wanted = {
+        canonicalize_name(Requirement(r).name)
+        for r in project["dependencies"] + project["optional-dependencies"]["postgres"]
+    }
     assert wanted <= locked, wanted - locked
-    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
-                           "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
-                           "--abi", "cp311", "--platform", "manylinux2014_x86_64", "--platform",
-                           "manylinux_2_17_x86_64", "--platform", "manylinux_2_28_x86_64", "-d", str(tmp_path),
-                           "-r", str(ROOT / "deploy" / "requirements.lock")], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--require-hashes",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+            "--platform",
+            "manylinux2014_x86_64",
+            "--platform",
+            "manylinux_2_17_x86_64",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "-d",
+            str(tmp_path),
+            "-r",
+            str(ROOT / "deploy" / "requirements.lock"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(list(tmp_path.glob("*.whl"))) == len(pinned)
 
@@ -103,8 +130,13 @@ def test_the_build_step_makes_the_bots_wheel_from_what_the_dockerfile_copies(tmp
                 shutil.copy(ROOT / source, target)
     (step,) = [i for i in parsed if i.cmd == "RUN" and "pip wheel" in i.value[0]]
     command = step.value[0].replace("/dist", str(tmp_path / "dist")).split()
-    done = subprocess.run([sys.executable, "-m", *command[command.index("pip"):]], cwd=context,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", *command[command.index("pip") :]],
+        cwd=context,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("wheelpin-*.whl")
     with zipfile.ZipFile(wheel) as archive:
@@ -161,8 +193,11 @@ def test_the_kubernetes_manifests() -> None:
     assert int(config["WHEELPIN_HEALTH_PORT"]) == ports["health"] != ports["http"]
     annotations = found["Deployment"]["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(ports["health"])
-    env = {**config, **commented_settings(ROOT / "deploy/kubernetes/wheelpin.yaml"),
-           **{item["name"]: item["value"] for item in container.get("env", [])}}
+    env = {
+        **config,
+        **commented_settings(ROOT / "deploy/kubernetes/wheelpin.yaml"),
+        **{item["name"]: item["value"] for item in container.get("env", [])},
+    }
     assert set(env) <= SETTINGS, set(env) - SETTINGS
     assert {"WHEELPIN_REGISTRY_HOST", "WHEELPIN_REGISTRY_USERNAME", "WHEELPIN_REGISTRY_PASSWORD_FILE"} <= set(env)
     assert pod["terminationGracePeriodSeconds"] > float(config["WHEELPIN_SHUTDOWN_GRACE"])
@@ -202,8 +237,11 @@ def test_the_postgresql_variant_runs_replicas_that_share_one_database() -> None:
     reference = database["valueFrom"]["secretKeyRef"]
     assert reference["name"] == secret["metadata"]["name"] and reference["key"] in secret["stringData"]
     config = found["ConfigMap"]["data"]
-    env = {**config, **commented_settings(ROOT / "deploy/kubernetes-postgres/wheelpin.yaml"),
-           **{item["name"]: item.get("value", "") for item in container["env"]}}
+    env = {
+        **config,
+        **commented_settings(ROOT / "deploy/kubernetes-postgres/wheelpin.yaml"),
+        **{item["name"]: item.get("value", "") for item in container["env"]},
+    }
     assert set(env) <= SETTINGS, set(env) - SETTINGS
     assert "WHEELPIN_INSTALLATION_IDS" not in env  # no hand sharding: the replicas share every installation
     cache = next(v for v in pod["volumes"] if v["name"] == "cache")
@@ -232,13 +270,23 @@ def test_the_compose_file() -> None:
 
 def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
     manifest = json.loads((ROOT / "deploy/github-app.json").read_text())
-    assert manifest["default_permissions"] == {"contents": "write", "pull_requests": "write", "issues": "write",
-                                               "actions": "write", "workflows": "write", "metadata": "read"}
+    assert manifest["default_permissions"] == {
+        "contents": "write",
+        "pull_requests": "write",
+        "issues": "write",
+        "actions": "write",
+        "workflows": "write",
+        "metadata": "read",
+    }
     from bot.app.appmanifest import EVENTS, PERMISSIONS  # `wheelpin app create` asks for the same
+
     assert manifest["default_permissions"] == PERMISSIONS and manifest["default_events"] == EVENTS
     assert manifest["hook_attributes"]["url"].endswith("/webhook") and manifest["public"] is False
-    handled = {event for event, payload in examples()
-               if work_for(event, payload, base_branches=frozenset({"main", "master", "simple-tag"}))}
+    handled = {
+        event
+        for event, payload in examples()
+        if work_for(event, payload, base_branches=frozenset({"main", "master", "simple-tag"}))
+    }
     subscribable = handled - {"installation", "installation_repositories"}  # sent to every App
     # the examples hold no wheelpin/* pull request nor a /wheelpin comment: those two by name
     assert set(manifest["default_events"]) == subscribable | {"pull_request", "issue_comment"}, handled
@@ -246,8 +294,15 @@ def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
 
 def test_the_deploy_guide_names_every_file_and_setting() -> None:
     guide = (ROOT / "deploy/README.md").read_text()
-    for name in ("kubernetes/wheelpin.yaml", "kubernetes-postgres/wheelpin.yaml", "secret.example.yaml", "compose.yaml", "github-app.json",
-                 "github-action.yml", "Dockerfile"):
+    for name in (
+        "kubernetes/wheelpin.yaml",
+        "kubernetes-postgres/wheelpin.yaml",
+        "secret.example.yaml",
+        "compose.yaml",
+        "github-app.json",
+        "github-action.yml",
+        "Dockerfile",
+    ):
         assert name in guide
     for setting in re.findall(r"`([A-Z_]+)`", guide):
         if setting.isupper() and "_" in setting and not setting.startswith("WHEELPIN_"):

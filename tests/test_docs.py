@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "deploy" / "README.md",
-                *(ROOT / "docs").glob("*.md")])
+PAGES = sorted(
+    [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "deploy" / "README.md", *(ROOT / "docs").glob("*.md")]
+)
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", flags=re.S | re.M)
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", flags=re.S)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -47,8 +48,9 @@ def anchors(page: Path) -> set[str]:
 
 def relative_links(page: Path) -> list[str]:
     text = CODE_SPAN.sub("", prose(page.read_text()))
-    return [target for target in LINK.findall(text)
-            if not re.match(r"[a-z][a-z0-9+.-]*:", target, flags=re.I)]  # https:, mailto:
+    return [
+        target for target in LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", target, flags=re.I)
+    ]  # https:, mailto:
 
 
 def test_the_slugs_are_github_s() -> None:
@@ -57,7 +59,10 @@ def test_the_slugs_are_github_s() -> None:
     assert slug("1. The loop") == "1-the-loop"
     assert slug("Exit codes, `--dry-run`, running on") == "exit-codes---dry-run-running-on"
     assert slug("`wheelpin serve`: the bot as a GitHub App") == "wheelpin-serve-the-bot-as-a-github-app"
-    assert slug("Wheel images: `wheelpin image publish WHEEL… --to REF`") == "wheel-images-wheelpin-image-publish-wheel---to-ref"
+    assert (
+        slug("Wheel images: `wheelpin image publish WHEEL… --to REF`")
+        == "wheel-images-wheelpin-image-publish-wheel---to-ref"
+    )
     assert slug("Against the consuming image: `consumer = {…}`") == "against-the-consuming-image-consumer--"
 
 
@@ -77,8 +82,10 @@ def test_every_relative_link_and_anchor_resolves(page: Path) -> None:
 
 def test_the_checker_catches_a_broken_link_and_a_broken_anchor(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("# Title\n\n## A part\n\n[ok](#a-part) [bad](#no-part) [gone](missing.md)\n"
-                    "```sh\n[not a link](inside-code.md)\n```\n`[nor](this.md)`\n")
+    page.write_text(
+        "# Title\n\n## A part\n\n[ok](#a-part) [bad](#no-part) [gone](missing.md)\n"
+        "```sh\n[not a link](inside-code.md)\n```\n`[nor](this.md)`\n"
+    )
     assert relative_links(page) == ["#a-part", "#no-part", "missing.md"]
     assert anchors(page) == {"title", "a-part"}
 
@@ -94,12 +101,22 @@ def test_the_readme_is_short_and_has_its_two_commands_near_the_top() -> None:
 
 def test_the_readme_walks_from_init_to_a_pass_and_links_the_reference() -> None:
     readme = (ROOT / "README.md").read_text()
-    steps = ["wheelpin init", "wheelpin config validate --online", "wheelpin reconcile --once --dry-run",
-             "wheelpin reconcile --once "]
+    steps = [
+        "wheelpin init",
+        "wheelpin config validate --online",
+        "wheelpin reconcile --once --dry-run",
+        "wheelpin reconcile --once ",
+    ]
     positions = [readme.index(step) for step in steps]
     assert positions == sorted(positions)
-    for page in ["docs/init.md", "docs/dry-run.md", "docs/github-action.md", "docs/github-app.md",
-                 "docs/README.md", "CONTRIBUTING.md"]:
+    for page in [
+        "docs/init.md",
+        "docs/dry-run.md",
+        "docs/github-action.md",
+        "docs/github-app.md",
+        "docs/README.md",
+        "CONTRIBUTING.md",
+    ]:
         assert f"]({page}" in readme, page
 
 

@@ -78,8 +78,7 @@ class Images:
 
 def push(registry: Registry, path: str, tag: str, wheels: list[Path], *, revision: str, source: str) -> str:
     store = RegistryRepository(RegistryClient(registry.host), path)
-    done = publish(store, tag, wheels, [inspect_wheel(w) for w in wheels], source=source, revision=revision,
-                   settle=0)
+    done = publish(store, tag, wheels, [inspect_wheel(w) for w in wheels], source=source, revision=revision, settle=0)
     return f"{registry.host}/{path}:{tag}@{done.digest}"
 
 
@@ -91,18 +90,38 @@ def images(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Imag
     folder = tmp_path_factory.mktemp("init")
     path, first = make_upstream(folder)
     sha8 = first[:8]
-    wheel = seedwheels.lmcache_rocm(folder / "lmcache", f"0.5.6.dev98+g{sha8}.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1",
-                                    library=seedwheels.hip_library(), requires=seedwheels.lmcache_requires())
-    lmcache = {"wheelpin": push(registry, "rocm/atom-dev", LMCACHE_TAG.format(sha8=sha8), [wheel],
-                                revision=first, source=str(path))}
+    wheel = seedwheels.lmcache_rocm(
+        folder / "lmcache",
+        f"0.5.6.dev98+g{sha8}.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1",
+        library=seedwheels.hip_library(),
+        requires=seedwheels.lmcache_requires(),
+    )
+    lmcache = {
+        "wheelpin": push(
+            registry, "rocm/atom-dev", LMCACHE_TAG.format(sha8=sha8), [wheel], revision=first, source=str(path)
+        )
+    }
     for tool in ("buildah", "skopeo"):
-        lmcache[tool] = push_foreign(f"{registry.host}/{tool}/atom-dev:{LMCACHE_TAG.format(sha8=sha8)}", [wheel],
-                                     folder, tool=tool)
+        lmcache[tool] = push_foreign(
+            f"{registry.host}/{tool}/atom-dev:{LMCACHE_TAG.format(sha8=sha8)}", [wheel], folder, tool=tool
+        )
     mooncake = seedwheels.mooncake_rocm(folder / "mooncake", "0.3.13.post1", MOONCAKE_TAGS)
-    pinned = push(registry, "rocm/atom-dev", f"mooncake-0.3.13.post1-g{sha8}-rocm7.2.4", mooncake,
-                  revision=first, source=str(path))
-    return Images(registry.host, Upstream(path, first), lmcache, inspect_wheel(wheel).sha256, pinned,
-                  {tag: inspect_wheel(w).sha256 for tag, w in zip(MOONCAKE_TAGS, mooncake, strict=True)})
+    pinned = push(
+        registry,
+        "rocm/atom-dev",
+        f"mooncake-0.3.13.post1-g{sha8}-rocm7.2.4",
+        mooncake,
+        revision=first,
+        source=str(path),
+    )
+    return Images(
+        registry.host,
+        Upstream(path, first),
+        lmcache,
+        inspect_wheel(wheel).sha256,
+        pinned,
+        {tag: inspect_wheel(w).sha256 for tag, w in zip(MOONCAKE_TAGS, mooncake, strict=True)},
+    )
 
 
 def downstream(folder: Path, files: dict[str, str]) -> Path:
@@ -118,9 +137,14 @@ def downstream(folder: Path, files: dict[str, str]) -> Path:
 
 
 def atom(folder: Path, image: str, sha256: str) -> Path:
-    return downstream(folder, {"docker/Dockerfile": ATOM_DOCKERFILE.format(image=image, sha256=sha256),
-                               "docker/atom_release.dockerfile": ATOM_RELEASE.format(image=image, sha256=sha256),
-                               "README.md": "ATOM\n"})
+    return downstream(
+        folder,
+        {
+            "docker/Dockerfile": ATOM_DOCKERFILE.format(image=image, sha256=sha256),
+            "docker/atom_release.dockerfile": ATOM_RELEASE.format(image=image, sha256=sha256),
+            "README.md": "ATOM\n",
+        },
+    )
 
 
 def init(repo: Path, env: dict[str, str], *args: str) -> Result:
@@ -133,19 +157,27 @@ def component_of(repo: Path) -> dict:  # type: ignore[type-arg]
     return component  # type: ignore[no-any-return]
 
 
-def test_an_atom_like_repository_gets_a_config_that_validates_and_plans(images: Images, tmp_path: Path,
-                                                                       env: dict[str, str]) -> None:
+def test_an_atom_like_repository_gets_a_config_that_validates_and_plans(
+    images: Images, tmp_path: Path, env: dict[str, str]
+) -> None:
     repo = atom(tmp_path / "atom", images.lmcache["wheelpin"], images.lmcache_sha256)
     upstream = images.upstream
     git(["branch", "next", upstream.first], cwd=upstream.path)
-    result = init(repo / "docker", env, "--upstream", str(upstream.path), "--branch", "next",
-                  "--build-command", "python build_wheel.py {out}")  # from a subfolder: written at the top
+    result = init(
+        repo / "docker",
+        env,
+        "--upstream",
+        str(upstream.path),
+        "--branch",
+        "next",
+        "--build-command",
+        "python build_wheel.py {out}",
+    )  # from a subfolder: written at the top
     assert result.code == 0, result.stderr
     written = repo / ".github/wheelpin.toml"
     text = written.read_text()
     assert text.splitlines()[0] == f"#:schema {SCHEMA_URL}"
-    assert (f"# from docker/Dockerfile:3, the image's wheel lmcache 0.5.6.dev98+g{upstream.first[:8]}"
-            in text)
+    assert f"# from docker/Dockerfile:3, the image's wheel lmcache 0.5.6.dev98+g{upstream.first[:8]}" in text
     component = component_of(repo)
     assert component["name"] == "lmcache"
     assert component["upstream"] == {"repo": str(upstream.path), "branch": "next"}
@@ -157,8 +189,12 @@ def test_an_atom_like_repository_gets_a_config_that_validates_and_plans(images: 
     assert component["consumer"] == {"from_arg": "BASE_IMAGE"}
     assert component["pins"] == [
         {"file": "docker/Dockerfile", "image_arg": "LMCACHE_WHEEL_IMAGE", "sha256_arg": "LMCACHE_WHEEL_SHA256"},
-        {"file": "docker/atom_release.dockerfile", "image_arg": "LMCACHE_WHEEL_IMAGE",
-         "sha256_arg": "LMCACHE_WHEEL_SHA256"}]
+        {
+            "file": "docker/atom_release.dockerfile",
+            "image_arg": "LMCACHE_WHEEL_IMAGE",
+            "sha256_arg": "LMCACHE_WHEEL_SHA256",
+        },
+    ]
     assert "docker/Dockerfile:2: ARG BASE_IMAGE: stage base runs COPY: a base image" in result.stdout
     assert f"{written}: valid, 1 component(s): lmcache" in result.stdout
     assert "wheelpin config validate --online" in result.stdout
@@ -207,15 +243,17 @@ def test_json_says_what_was_found_and_written(images: Images, tmp_path: Path, en
     assert document["validate"]["valid"] is True
     assert document["found"] == ["docker/Dockerfile:3", "docker/atom_release.dockerfile:2"]
     assert document["validate"]["warnings"] == []  # the workflow gets what it declares
-    assert component_of(repo)["build"] == {"workflow": "lmcache-rocm-wheel.yaml",
-                                           "inputs": {"lmcache_commit": "{sha}"}}
-    assert document["build"]["said"] == ("from .github/workflows/lmcache-rocm-wheel.yaml, dispatchable and "
-                                         "named after lmcache; its input lmcache_commit given the commit")
+    assert component_of(repo)["build"] == {"workflow": "lmcache-rocm-wheel.yaml", "inputs": {"lmcache_commit": "{sha}"}}
+    assert document["build"]["said"] == (
+        "from .github/workflows/lmcache-rocm-wheel.yaml, dispatchable and "
+        "named after lmcache; its input lmcache_commit given the commit"
+    )
 
 
 @pytest.mark.parametrize("where", [".github/wheelpin.toml", "wheelpin.toml"])
-def test_an_existing_config_is_left_alone_without_force(images: Images, tmp_path: Path, env: dict[str, str],
-                                                       where: str) -> None:
+def test_an_existing_config_is_left_alone_without_force(
+    images: Images, tmp_path: Path, env: dict[str, str], where: str
+) -> None:
     """Either file the commands look for; `--force` replaces it where it is."""
     repo = atom(tmp_path / "atom", images.lmcache["wheelpin"], images.lmcache_sha256)
     mine = repo / where
@@ -224,8 +262,10 @@ def test_an_existing_config_is_left_alone_without_force(images: Images, tmp_path
     args = ("--upstream", str(images.upstream.path), "--branch", "main", "--build-command", "make wheel")
     refused = init(repo, env, *args)
     assert refused.code == 2
-    assert refused.stderr.strip() == (f"wheelpin: {mine} exists already: wheelpin init leaves it as it is "
-                                      "(pass --force to write a new config in its place)")
+    assert refused.stderr.strip() == (
+        f"wheelpin: {mine} exists already: wheelpin init leaves it as it is "
+        "(pass --force to write a new config in its place)"
+    )
     assert mine.read_text() == "# my own\n"
     forced = init(repo, env, *args, "--force")
     assert forced.code == 0, forced.stderr
@@ -235,14 +275,16 @@ def test_an_existing_config_is_left_alone_without_force(images: Images, tmp_path
     assert not (repo / ".github/wheelpin.toml").exists() or where == ".github/wheelpin.toml"
 
 
-def test_yes_without_an_upstream_stops_in_one_sentence_and_writes_nothing(images: Images, tmp_path: Path,
-                                                                          env: dict[str, str]) -> None:
+def test_yes_without_an_upstream_stops_in_one_sentence_and_writes_nothing(
+    images: Images, tmp_path: Path, env: dict[str, str]
+) -> None:
     """buildah's image names no source: the upstream cannot be inferred."""
     repo = atom(tmp_path / "atom", images.lmcache["buildah"], images.lmcache_sha256)
     result = init(repo, env, "--branch", "main", "--build-command", "make wheel")
     assert result.code == 2
     assert result.stderr.strip().splitlines() == [
-        "wheelpin: --upstream URL is needed: the upstream git repository the wheel is built from"]
+        "wheelpin: --upstream URL is needed: the upstream git repository the wheel is built from"
+    ]
     assert not (repo / ".github").exists()
     missing_build = init(repo, env, "--upstream", str(images.upstream.path), "--branch", "main")
     assert missing_build.code == 2 and "--build-command '…' or --build-workflow FILE is needed" in missing_build.stderr
@@ -251,17 +293,25 @@ def test_yes_without_an_upstream_stops_in_one_sentence_and_writes_nothing(images
 
 def test_a_repository_with_no_wheel_pin_says_so(tmp_path: Path, env: dict[str, str]) -> None:
     digest = "sha256:" + "a" * 64
-    repo = downstream(tmp_path / "plain", {
-        "Dockerfile": "FROM python:3.12-slim\nRUN pip install numpy\n",
-        "tools/Containerfile": f"ARG BASE=docker.io/library/ubuntu:24.04@{digest}\nFROM ${{BASE}} AS build\n"
-                               "RUN make\n"})
-    result = init(repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev",
-                  "--build-command", "make")
+    repo = downstream(
+        tmp_path / "plain",
+        {
+            "Dockerfile": "FROM python:3.12-slim\nRUN pip install numpy\n",
+            "tools/Containerfile": f"ARG BASE=docker.io/library/ubuntu:24.04@{digest}\nFROM ${{BASE}} AS build\n"
+            "RUN make\n",
+        },
+    )
+    result = init(
+        repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev", "--build-command", "make"
+    )
     assert result.code == 2
-    assert "skipped tools/Containerfile:1: ARG BASE: stage build runs RUN: a base image, not a wheel image" \
+    assert (
+        "skipped tools/Containerfile:1: ARG BASE: stage build runs RUN: a base image, not a wheel image"
         in result.stderr
-    assert (f"wheelpin: {repo}: no wheel image pinned by digest in its 2 Dockerfile(s) (2 reference(s) "
-            "skipped, said above)") in result.stderr
+    )
+    assert (
+        f"wheelpin: {repo}: no wheel image pinned by digest in its 2 Dockerfile(s) (2 reference(s) skipped, said above)"
+    ) in result.stderr
     assert not (repo / ".github").exists()
 
 
@@ -269,8 +319,17 @@ def test_an_image_another_tool_pushed_infers_the_same(images: Images, tmp_path: 
     proposed = {}
     for kind, image in images.lmcache.items():
         repo = atom(tmp_path / kind, image, images.lmcache_sha256)
-        result = init(repo, env, "--json", "--upstream", str(images.upstream.path), "--branch", "main",
-                      "--build-command", "make wheel")
+        result = init(
+            repo,
+            env,
+            "--json",
+            "--upstream",
+            str(images.upstream.path),
+            "--branch",
+            "main",
+            "--build-command",
+            "make wheel",
+        )
         assert result.code == 0, (kind, result.stderr)
         document = result.json()["component"]
         assert document["commit"].startswith(images.upstream.first[:8]), kind
@@ -287,8 +346,18 @@ def test_an_image_another_tool_pushed_infers_the_same(images: Images, tmp_path: 
 
 def test_mooncake_pins_one_wheel_per_python_tag(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
     repo = downstream(tmp_path / "mooncake", {"docker/Dockerfile": mooncake_dockerfile(images)})
-    result = init(repo, env, "--upstream", "https://github.com/kvcache-ai/Mooncake", "--branch", "main",
-                  "--build-workflow", "mooncake-rocm-wheel.yaml", "--input", "mooncake_commit={sha}")
+    result = init(
+        repo,
+        env,
+        "--upstream",
+        "https://github.com/kvcache-ai/Mooncake",
+        "--branch",
+        "main",
+        "--build-workflow",
+        "mooncake-rocm-wheel.yaml",
+        "--input",
+        "mooncake_commit={sha}",
+    )
     assert result.code == 0, result.stderr
     component = component_of(repo)
     assert component["name"] == "mooncake-transfer-engine-rocm"
@@ -297,23 +366,30 @@ def test_mooncake_pins_one_wheel_per_python_tag(images: Images, tmp_path: Path, 
     assert component["wheel"]["version_carries_commit"] is False
     assert component["wheel"]["archs"] == []  # no device code in Mooncake's libraries
     assert component["consumer"] == {"from_stage": "runtime"}
-    assert component["pins"] == [{"file": "docker/Dockerfile", "image_arg": "MOONCAKE_WHEEL_IMAGE",
-                                  "sha256_arg": f"MOONCAKE_WHEEL_SHA256_{tag.upper()}", "python_tag": tag}
-                                 for tag in MOONCAKE_TAGS]
+    assert component["pins"] == [
+        {
+            "file": "docker/Dockerfile",
+            "image_arg": "MOONCAKE_WHEEL_IMAGE",
+            "sha256_arg": f"MOONCAKE_WHEEL_SHA256_{tag.upper()}",
+            "python_tag": tag,
+        }
+        for tag in MOONCAKE_TAGS
+    ]
     assert wheelpin("config", "validate", "--repo", str(repo), env=env).code == 0
 
 
 def mooncake_dockerfile(images: Images) -> str:
     lines = [f'ARG MOONCAKE_WHEEL_IMAGE="{images.mooncake}"']
     lines += [f"ARG MOONCAKE_WHEEL_SHA256_{tag.upper()}={images.mooncake_sha256[tag]}" for tag in MOONCAKE_TAGS]
-    lines += ["FROM ${MOONCAKE_WHEEL_IMAGE} AS mooncake_wheel",
-              "FROM rocm/dev-ubuntu-24.04:7.2.4-complete AS runtime",
-              "COPY --from=mooncake_wheel / /tmp/mooncake/"]
+    lines += [
+        "FROM ${MOONCAKE_WHEEL_IMAGE} AS mooncake_wheel",
+        "FROM rocm/dev-ubuntu-24.04:7.2.4-complete AS runtime",
+        "COPY --from=mooncake_wheel / /tmp/mooncake/",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def test_several_components_are_told_apart_by_component(images: Images, tmp_path: Path,
-                                                        env: dict[str, str]) -> None:
+def test_several_components_are_told_apart_by_component(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
     repo = atom(tmp_path / "both", images.lmcache["wheelpin"], images.lmcache_sha256)
     (repo / "docker/mooncake.Dockerfile").write_text(mooncake_dockerfile(images))
     args = ("--branch", "main", "--build-command", "make wheel")
@@ -321,7 +397,8 @@ def test_several_components_are_told_apart_by_component(images: Images, tmp_path
     assert unsaid.code == 2
     assert unsaid.stderr.strip().splitlines()[-1] == (
         "wheelpin: --component NAME is needed: several wheel images are pinned here (lmcache, "
-        "mooncake-transfer-engine-rocm); which one is this config's")
+        "mooncake-transfer-engine-rocm); which one is this config's"
+    )
     assert not (repo / ".github").exists()
     chosen = init(repo, env, *args, "--component", "lmcache")
     assert chosen.code == 0, chosen.stderr
@@ -336,31 +413,42 @@ def test_on_a_terminal_it_asks_offering_what_it_found(images: Images, tmp_path: 
     leader, follower = os.openpty()
     try:
         os.write(leader, b"\n\nmake wheel\n")
-        done = subprocess.run([sys.executable, "-m", "bot.cli", "init", "--repo", str(repo)], stdin=follower,
-                              capture_output=True, text=True, env=environment(env), timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "init", "--repo", str(repo)],
+            stdin=follower,
+            capture_output=True,
+            text=True,
+            env=environment(env),
+            timeout=300,
+        )
     finally:
         os.close(follower)
         os.close(leader)
     assert done.returncode == 0, done.stderr
     assert f"The upstream git repository the wheel is built from [{images.upstream.path}]: " in done.stderr
-    assert f"The branch of {images.upstream.path} to follow (or pass --tags PATTERN for releases) [main]: " \
-        in done.stderr
+    assert (
+        f"The branch of {images.upstream.path} to follow (or pass --tags PATTERN for releases) [main]: " in done.stderr
+    )
     component = component_of(repo)
     assert component["upstream"] == {"repo": str(images.upstream.path), "branch": "main"}
     assert component["build"] == {"command": "make wheel"}
-    assert "# from the image's org.opencontainers.image.source; its HEAD branch" in \
-        (repo / ".github/wheelpin.toml").read_text()
+    assert (
+        "# from the image's org.opencontainers.image.source; its HEAD branch"
+        in (repo / ".github/wheelpin.toml").read_text()
+    )
 
 
 def test_a_folder_that_is_no_git_repository(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
     repo = tmp_path / "plain"
     (repo / "docker").mkdir(parents=True)
-    (repo / "docker/Dockerfile").write_text(ATOM_DOCKERFILE.format(image=images.lmcache["skopeo"],
-                                                                   sha256=images.lmcache_sha256))
+    (repo / "docker/Dockerfile").write_text(
+        ATOM_DOCKERFILE.format(image=images.lmcache["skopeo"], sha256=images.lmcache_sha256)
+    )
     result = init(repo, env, "--upstream", str(images.upstream.path), "--branch", "main", "--build-command", "make")
     assert result.code == 0, result.stderr
-    assert component_of(repo)["pins"] == [{"file": "docker/Dockerfile", "image_arg": "LMCACHE_WHEEL_IMAGE",
-                                           "sha256_arg": "LMCACHE_WHEEL_SHA256"}]
+    assert component_of(repo)["pins"] == [
+        {"file": "docker/Dockerfile", "image_arg": "LMCACHE_WHEEL_IMAGE", "sha256_arg": "LMCACHE_WHEEL_SHA256"}
+    ]
 
 
 def test_a_registry_that_does_not_answer_stops_init_once(tmp_path: Path, env: dict[str, str]) -> None:
@@ -368,25 +456,30 @@ def test_a_registry_that_does_not_answer_stops_init_once(tmp_path: Path, env: di
 
     image = f"127.0.0.1:{free_port()}/rocm/atom-dev:{LMCACHE_TAG.format(sha8='05fc77a0')}@sha256:{'a' * 64}"
     repo = atom(tmp_path / "atom", image, "b" * 64)
-    result = init(repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev",
-                  "--build-command", "make")
+    result = init(
+        repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev", "--build-command", "make"
+    )
     assert result.code == 4, result.stderr
     (said,) = [line for line in result.stderr.splitlines() if line.startswith("wheelpin: ")]
     assert said.startswith("wheelpin: reading the image pinned at docker/Dockerfile:3 (127.0.0.1:")
     assert not (repo / ".github").exists()
 
 
-def test_a_pinned_digest_missing_from_its_registry_is_skipped_and_said(images: Images, tmp_path: Path,
-                                                                       env: dict[str, str]) -> None:
+def test_a_pinned_digest_missing_from_its_registry_is_skipped_and_said(
+    images: Images, tmp_path: Path, env: dict[str, str]
+) -> None:
     missing = images.lmcache["wheelpin"].split("@")[0] + "@sha256:" + "a" * 64
     repo = atom(tmp_path / "atom", missing, "b" * 64)
-    result = init(repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev",
-                  "--build-command", "make")
+    result = init(
+        repo, env, "--upstream", "https://github.com/LMCache/LMCache", "--branch", "dev", "--build-command", "make"
+    )
     assert result.code == 2
     assert "skipped docker/Dockerfile:3: ARG LMCACHE_WHEEL_IMAGE: its image cannot be read: " in result.stderr
-    assert result.stderr.splitlines()[-1] == (f"wheelpin: {repo}: none of the 2 wheel pin(s) found names an image "
-                                              "holding wheels that could be read (said above); wheelpin init "
-                                              "starts from one")
+    assert result.stderr.splitlines()[-1] == (
+        f"wheelpin: {repo}: none of the 2 wheel pin(s) found names an image "
+        "holding wheels that could be read (said above); wheelpin init "
+        "starts from one"
+    )
     assert not (repo / ".github").exists()
 
 
@@ -394,14 +487,17 @@ def test_a_config_that_would_not_load_is_not_written(images: Images, tmp_path: P
     """A sha256 ARG for a python tag the image holds no wheel for (cp39): the pin cannot be
     moved, so the config is refused before anything is written."""
     text = mooncake_dockerfile(images).replace(
-        "ARG MOONCAKE_WHEEL_SHA256_CP310", f"ARG MOONCAKE_WHEEL_SHA256_CP39={'c' * 64}\nARG MOONCAKE_WHEEL_SHA256_CP310")
+        "ARG MOONCAKE_WHEEL_SHA256_CP310", f"ARG MOONCAKE_WHEEL_SHA256_CP39={'c' * 64}\nARG MOONCAKE_WHEEL_SHA256_CP310"
+    )
     repo = downstream(tmp_path / "mooncake", {"docker/Dockerfile": text})
-    result = init(repo, env, "--upstream", "https://github.com/kvcache-ai/Mooncake", "--branch", "main",
-                  "--build-command", "make")
+    result = init(
+        repo, env, "--upstream", "https://github.com/kvcache-ai/Mooncake", "--branch", "main", "--build-command", "make"
+    )
     assert result.code == 2
     (said,) = [line for line in result.stderr.splitlines() if line.startswith("wheelpin: ")]
-    assert said.startswith("wheelpin: the config init would write is not valid, so nothing was written: "
-                           f"{repo / '.github/wheelpin.toml'}:")
+    assert said.startswith(
+        f"wheelpin: the config init would write is not valid, so nothing was written: {repo / '.github/wheelpin.toml'}:"
+    )
     assert "'cp39' is not in wheel.python_tags" in said
     assert not (repo / ".github").exists()
 
@@ -422,20 +518,24 @@ def test_the_demo_s_downstream_is_read_where_its_images_are_kept(tmp_path: Path,
     assert where_pinned.code == 4, where_pinned.stderr  # the registry `localhost` does not answer
     assert not (downstream / ".github/wheelpin.toml").exists()
 
-    missing = init(downstream, env, "--upstream", "../upstream", "--build-command", build,
-                   "--image-repository", "oci:../nowhere")
+    missing = init(
+        downstream, env, "--upstream", "../upstream", "--build-command", build, "--image-repository", "oci:../nowhere"
+    )
     assert missing.code == 2
     assert missing.stderr.strip().endswith("is not an OCI image layout folder (no oci-layout file)"), missing.stderr
     assert not (downstream / ".github/wheelpin.toml").exists()
 
-    result = init(downstream, env, "--upstream", "../upstream", "--build-command", build,
-                  "--image-repository", "oci:../images")
+    result = init(
+        downstream, env, "--upstream", "../upstream", "--build-command", build, "--image-repository", "oci:../images"
+    )
     assert result.code == 0, result.stderr
     component = component_of(downstream)
     assert component["image"]["repository"] == "oci:../images"
     assert component["wheel"]["archs"] == ["gfx942", "gfx950"]  # read from the image in the folder
-    assert "# from --image-repository, where the pinned images were read" in (
-        downstream / ".github/wheelpin.toml").read_text()
+    assert (
+        "# from --image-repository, where the pinned images were read"
+        in (downstream / ".github/wheelpin.toml").read_text()
+    )
     planned = wheelpin("reconcile", "--once", "--dry-run", "--json", "--repo", str(downstream), env=env)
     assert planned.code == 0, planned.stderr
     (plan,) = planned.json()["components"]

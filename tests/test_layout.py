@@ -41,8 +41,11 @@ def _run_time(tree: ast.AST) -> Iterator[ast.AST]:
     annotation-only import is how a module names a type without depending on its module
     at run time (and is the one way to name it from above without an import cycle)."""
     for node in ast.iter_child_nodes(tree):
-        if (isinstance(node, ast.If) and isinstance(node.test, ast.Name | ast.Attribute)
-                and ast.unparse(node.test).endswith("TYPE_CHECKING")):
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name | ast.Attribute)
+            and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        ):
             for child in node.orelse:
                 yield child
                 yield from _run_time(child)
@@ -142,14 +145,22 @@ def test_imports_point_down(path: Path) -> None:
 
 def test_the_service_contract_is_what_a_forge_names_of_the_service() -> None:
     """A forge's modules name the service's contract and nothing else of it."""
-    named = {module for path in MODULES if path.relative_to(BOT).parts[:2] == ("adapters", "github")
-             for module in imported(path) if module.startswith("bot.app.")}
+    named = {
+        module
+        for path in MODULES
+        if path.relative_to(BOT).parts[:2] == ("adapters", "github")
+        for module in imported(path)
+        if module.startswith("bot.app.")
+    }
     assert named and all(in_contract(module) for module in named), sorted(named)
 
 
 def test_github3_is_imported_in_one_module() -> None:
-    importers = [p.relative_to(BOT).as_posix() for p in MODULES
-                 if any(m == "github3" or m.startswith("github3.") for m in imported(p))]
+    importers = [
+        p.relative_to(BOT).as_posix()
+        for p in MODULES
+        if any(m == "github3" or m.startswith("github3.") for m in imported(p))
+    ]
     assert importers == ["adapters/github/client.py"]
 
 
@@ -167,15 +178,20 @@ def test_githubs_rules_import_nothing_that_does_io() -> None:
             reached.add(module)
             todo.extend(dependencies(NAMES[module]))
     assert {"bot.app.jobs", "bot.core.errors"} <= reached  # the closure was walked
-    offenders = sorted(f"{module} imports {name}" for module in reached
-                       for name in imported(NAMES[module], at_run_time=True) if name.split(".")[0] in IO_LIBRARIES)
+    offenders = sorted(
+        f"{module} imports {name}"
+        for module in reached
+        for name in imported(NAMES[module], at_run_time=True)
+        if name.split(".")[0] in IO_LIBRARIES
+    )
     assert offenders == []
 
 
 def test_no_module_reaches_into_github3_privates() -> None:
     private = re.compile(r"\._(build_url|api|json|iter|get|post|patch|put|delete)\b")
-    offenders = [p.relative_to(BOT).as_posix() for p in MODULES if p.name != "client.py"
-                 and private.search(p.read_text())]
+    offenders = [
+        p.relative_to(BOT).as_posix() for p in MODULES if p.name != "client.py" and private.search(p.read_text())
+    ]
     assert offenders == []
 
 
@@ -192,11 +208,21 @@ def test_no_module_carries_tracker_history() -> None:
     (docker/buildx#3047) is a fact about the world and stays."""
     history = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
     root = BOT.parent
-    said = [*MODULES, *(root / "tests").rglob("*.py"), *(root / "bench").glob("*.py"), *(root / "docs").glob("*.md"),
-            root / "README.md", root / "CONTRIBUTING.md"]
-    offenders = [f"{path.relative_to(root)}:{number}: {line.strip()}" for path in said
-                 if "node_modules" not in path.parts
-                 for number, line in enumerate(path.read_text().splitlines(), 1) if history.search(line)]
+    said = [
+        *MODULES,
+        *(root / "tests").rglob("*.py"),
+        *(root / "bench").glob("*.py"),
+        *(root / "docs").glob("*.md"),
+        root / "README.md",
+        root / "CONTRIBUTING.md",
+    ]
+    offenders = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in said
+        if "node_modules" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if history.search(line)
+    ]
     assert offenders == []
 
 
@@ -205,10 +231,15 @@ def test_no_comment_in_the_code_or_tests_carries_a_timing_anecdote() -> None:
     measurement: it belongs in bench/ (whose docstrings keep the numbers they measured) and
     docs/benchmarks.md, where it is measured again, not in a comment that stays while the
     code moves under it."""
-    anecdote = re.compile(r"\b(took|ran for|reached) (about |over |up to )?[0-9~]|\breported case\b|\blast session\b",
-                          re.IGNORECASE)
+    anecdote = re.compile(
+        r"\b(took|ran for|reached) (about |over |up to )?[0-9~]|\breported case\b|\blast session\b", re.IGNORECASE
+    )
     root = BOT.parent
     said = [*MODULES, *(p for p in (root / "tests").rglob("*.py") if "node_modules" not in p.parts)]
-    offenders = [f"{path.relative_to(root)}:{number}: {line.strip()}" for path in said
-                 for number, line in enumerate(path.read_text().splitlines(), 1) if anecdote.search(line)]
+    offenders = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in said
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if anecdote.search(line)
+    ]
     assert offenders == []

@@ -52,7 +52,9 @@ def test_pins_list(tmp_path: Path) -> None:
     assert result.code == 0, result.stderr
     pins = result.json()["pins"]
     assert [(p["file"], p["line"], p["sha256_line"]) for p in pins] == [
-        ("docker/Dockerfile", 3, 4), ("docker/atom_release.dockerfile", 3, 4)]
+        ("docker/Dockerfile", 3, 4),
+        ("docker/atom_release.dockerfile", 3, 4),
+    ]
     assert pins[0]["repository"] == "rocm/atom-dev"
     assert pins[0]["tag"] == "lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210"
     assert pins[0]["digest"].startswith("sha256:259e8f0a") and pins[0]["sha256"].startswith("ecd95a3f")
@@ -76,8 +78,11 @@ def atom(tmp_path: Path) -> Path:
     [
         ("rocm/atom-dev:lmcache-v0.5.7-g3d3aa833-rocm-torch210", [NEW["sha256"][0]], "not pinned by digest"),
         ("rocm/atom-dev:latest@sha256:" + "a" * 64, [NEW["sha256"][0]], "does not fit the tag template"),
-        ("rocm/other:lmcache-v0.5.7-g3d3aa833-rocm-torch210@sha256:" + "a" * 64, [NEW["sha256"][0]],
-         "pins docker.io/rocm/atom-dev"),
+        (
+            "rocm/other:lmcache-v0.5.7-g3d3aa833-rocm-torch210@sha256:" + "a" * 64,
+            [NEW["sha256"][0]],
+            "pins docker.io/rocm/atom-dev",
+        ),
         (NEW["image"], ["abc"], "64 hex digits"),
         ("Rocm/Atom:x@sha256:" + "a" * 64, [NEW["sha256"][0]], "invalid repository path"),
     ],
@@ -108,10 +113,21 @@ def test_half_bumped_tree_is_impossible(atom: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda t: t.replace('ARG LMCACHE_WHEEL_IMAGE="', 'ARG OTHER_IMAGE="'), "ARG LMCACHE_WHEEL_IMAGE is not declared"),
-        (lambda t: t.replace('ARG LMCACHE_WHEEL_IMAGE="rocm', 'ARG LMCACHE_WHEEL_IMAGE\nARG X="rocm'), "has no default"),
-        (lambda t: t + 'ARG LMCACHE_WHEEL_SHA256=' + "f" * 64 + "\n", "defaults that disagree"),
-        (lambda t: t.replace('ARG LMCACHE_WHEEL_IMAGE="rocm/atom-dev', 'ARG LMCACHE_WHEEL_IMAGE="${REG}/rocm/atom-dev'), "uses a variable"),
+        (
+            lambda t: t.replace('ARG LMCACHE_WHEEL_IMAGE="', 'ARG OTHER_IMAGE="'),
+            "ARG LMCACHE_WHEEL_IMAGE is not declared",
+        ),
+        (
+            lambda t: t.replace('ARG LMCACHE_WHEEL_IMAGE="rocm', 'ARG LMCACHE_WHEEL_IMAGE\nARG X="rocm'),
+            "has no default",
+        ),
+        (lambda t: t + "ARG LMCACHE_WHEEL_SHA256=" + "f" * 64 + "\n", "defaults that disagree"),
+        (
+            lambda t: t.replace(
+                'ARG LMCACHE_WHEEL_IMAGE="rocm/atom-dev', 'ARG LMCACHE_WHEEL_IMAGE="${REG}/rocm/atom-dev'
+            ),
+            "uses a variable",
+        ),
     ],
 )
 def test_broken_pins_name_the_file(atom: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]

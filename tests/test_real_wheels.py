@@ -7,13 +7,11 @@ from pathlib import Path
 
 from tests.cli import wheelpin
 
-CUPY_ARCHS = ["gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101",
-              "gfx1200", "gfx1201"]
+CUPY_ARCHS = ["gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201"]
 
 
 def test_cupy_rocm_reports_every_arch(cupy_wheel: Path) -> None:
-    result = wheelpin("wheel", "inspect", str(cupy_wheel), "--json",
-                      *(f"--require-arch={arch}" for arch in CUPY_ARCHS))
+    result = wheelpin("wheel", "inspect", str(cupy_wheel), "--json", *(f"--require-arch={arch}" for arch in CUPY_ARCHS))
     assert result.code == 0, result.stdout + result.stderr
     report = result.json()
     assert report["archs"] == CUPY_ARCHS
@@ -33,9 +31,18 @@ def test_cupy_rocm_lacks_gfx1151(cupy_wheel: Path) -> None:
 
 
 def test_mooncake_rocm_needs_hip_and_has_no_device_code(mooncake_wheel: Path) -> None:
-    result = wheelpin("wheel", "inspect", str(mooncake_wheel), "--json",
-                      "--expect-name", "mooncake_transfer_engine_rocm",
-                      "--require-needed", "libamdhip64*", "--require-needed", "libhsa-runtime64*")
+    result = wheelpin(
+        "wheel",
+        "inspect",
+        str(mooncake_wheel),
+        "--json",
+        "--expect-name",
+        "mooncake_transfer_engine_rocm",
+        "--require-needed",
+        "libamdhip64*",
+        "--require-needed",
+        "libhsa-runtime64*",
+    )
     assert result.code == 0, result.stdout + result.stderr
     report = result.json()
     assert report["archs"] == [] and all(elf["gpu"] is None for elf in report["elf"])
@@ -46,11 +53,11 @@ def test_mooncake_rocm_needs_hip_and_has_no_device_code(mooncake_wheel: Path) ->
 
 
 def test_mooncake_is_not_the_cuda_distribution(mooncake_wheel: Path) -> None:
-    result = wheelpin("wheel", "inspect", str(mooncake_wheel), "--json",
-                      "--expect-name", "mooncake-transfer-engine")
+    result = wheelpin("wheel", "inspect", str(mooncake_wheel), "--json", "--expect-name", "mooncake-transfer-engine")
     assert result.code == 1
     assert result.json()["problems"] == [
-        "distribution is 'mooncake-transfer-engine-rocm', expected 'mooncake-transfer-engine'"]
+        "distribution is 'mooncake-transfer-engine-rocm', expected 'mooncake-transfer-engine'"
+    ]
 
 
 def test_mooncake_fails_a_required_arch(mooncake_wheel: Path) -> None:
@@ -84,20 +91,23 @@ def test_diff_between_real_wheels(cupy_wheel: Path, mooncake_wheel: Path) -> Non
 def test_the_refusal_of_a_cuda_build_is_read_root_cause_first(lmcache_cuda_wheel: Path) -> None:
     """LMCache's CUDA wheel where ATOM expects its ROCm build: dozens of problems, said in
     one line a person reads, the root cause first, every problem kept for --json."""
-    from bot.core.wheel.amdgpu import TargetId
     from bot.core.checks import WheelRules
-    from bot.core.wheel.report import inspect_wheel
     from bot.core.checks.component import SUMMARY_LIMIT, check_wheels, summary
+    from bot.core.wheel.amdgpu import TargetId
+    from bot.core.wheel.report import inspect_wheel
 
-    rules = WheelRules(expect_name="lmcache-rocm", require_archs=(TargetId.parse("gfx942"),),
-                       require_needed=("libamdhip64*",))
+    rules = WheelRules(
+        expect_name="lmcache-rocm", require_archs=(TargetId.parse("gfx942"),), require_needed=("libamdhip64*",)
+    )
     problems = check_wheels(None, [inspect_wheel(lmcache_cuda_wheel)], rules)
     assert len(problems) >= 7
     line = summary(problems, wheels=1)
     assert line.startswith("distribution is 'lmcache', expected 'lmcache-rocm': a build of the non-ROCm variant")
     assert len(line) <= SUMMARY_LIMIT
-    assert ("lmcache/cuda_ops.cpython-311-x86_64-linux-gnu.so needs libcudart.so.13, libc10_cuda.so, "
-            "libtorch_cuda.so (CUDA libraries)") in line  # one ELF's CUDA libraries said once
+    assert (
+        "lmcache/cuda_ops.cpython-311-x86_64-linux-gnu.so needs libcudart.so.13, libc10_cuda.so, "
+        "libtorch_cuda.so (CUDA libraries)"
+    ) in line  # one ELF's CUDA libraries said once
     assert line.index("CUDA: ") < line.index("GPU archs: ") < line.index("libraries: ")
     cut = summary(problems, wheels=1, limit=300)
     assert len(cut) <= 300 and cut.endswith(f"({len(problems)} problems in all; --json lists every one)")

@@ -6,7 +6,6 @@ a config offline `config validate` accepts; the sentence it gets is written out 
 from __future__ import annotations
 
 import re
-
 import uuid
 from pathlib import Path
 
@@ -39,8 +38,11 @@ def edit(world: World, file: str, old: str, new: str) -> None:
 
 def pinned(world: World) -> str:
     """The reference the downstream pins, `host/path:tag@sha256:…`."""
-    line = next(line for line in (world.downstream / "docker/Dockerfile").read_text().splitlines()
-                if line.startswith("ARG DEMO_WHEEL_IMAGE="))
+    line = next(
+        line
+        for line in (world.downstream / "docker/Dockerfile").read_text().splitlines()
+        if line.startswith("ARG DEMO_WHEEL_IMAGE=")
+    )
     return line.split("=", 1)[1].strip('"')
 
 
@@ -65,21 +67,32 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"demo-cache: the upstream {world.upstream} answered git ls-remote: branch main at ")
-    assert lines[1] == (f"demo-cache: the registry {registry.host} answered the tag list of {repository(world)} "
-                        "(1 tag(s))")
+    assert lines[1] == (
+        f"demo-cache: the registry {registry.host} answered the tag list of {repository(world)} (1 tag(s))"
+    )
     image = pinned(world)
     digest = image.split("@")[1]
-    assert lines[2].startswith(f"demo-cache: docker/Dockerfile:2: the pinned image {repository(world)}@{digest} is "
-                               "readable: demo-cache 0.1.0+g")
+    assert lines[2].startswith(
+        f"demo-cache: docker/Dockerfile:2: the pinned image {repository(world)}@{digest} is "
+        "readable: demo-cache 0.1.0+g"
+    )
     assert lines[2].endswith(" (from its annotations)")
-    assert lines[3] == (f"demo-cache: the consuming image {registry.host}/base/busybox@{base} resolves to "
-                        f"{registry.host}/base/busybox@{base} (1 layer(s), read by the pass)")
-    assert lines[4] == f"{world.downstream}/wheelpin.toml: valid, 1 component(s): demo-cache; 4 online check(s) answered"
+    assert lines[3] == (
+        f"demo-cache: the consuming image {registry.host}/base/busybox@{base} resolves to "
+        f"{registry.host}/base/busybox@{base} (1 layer(s), read by the pass)"
+    )
+    assert (
+        lines[4] == f"{world.downstream}/wheelpin.toml: valid, 1 component(s): demo-cache; 4 online check(s) answered"
+    )
     document = validate(world, "--online", "--json").json()
     assert document["valid"] is True and document["problems"] == []
     assert document["online"]["answered"] is True
     assert [(c["check"], c["outcome"]) for c in document["online"]["checks"]] == [
-        ("upstream", "ok"), ("registry", "ok"), ("pinned", "ok"), ("consumer", "ok")]
+        ("upstream", "ok"),
+        ("registry", "ok"),
+        ("pinned", "ok"),
+        ("consumer", "ok"),
+    ]
 
 
 def test_without_online_nothing_is_asked(world: World) -> None:
@@ -98,7 +111,9 @@ def test_a_branch_the_upstream_lacks(world: World) -> None:
     assert_offline_valid(world)
     result = validate(world, "--online", "--json")
     assert result.code == 2
-    assert sentences(result, "problem") == [f"demo-cache: the upstream {world.upstream} has no branch mian (upstream.branch)"]
+    assert sentences(result, "problem") == [
+        f"demo-cache: the upstream {world.upstream} has no branch mian (upstream.branch)"
+    ]
     assert result.json()["problems"] == sentences(result, "problem") and result.json()["valid"] is False
 
 
@@ -109,7 +124,8 @@ def test_a_tag_pattern_no_tag_matches(world: World) -> None:
     assert result.code == 2
     assert result.stderr.splitlines() == [
         f"demo-cache: no tag of the upstream {world.upstream} matches v* (upstream.tags)",
-        f"wheelpin: {world.downstream}/wheelpin.toml: 1 problem(s) online"]
+        f"wheelpin: {world.downstream}/wheelpin.toml: 1 problem(s) online",
+    ]
 
 
 def test_an_upstream_folder_that_is_no_repository(world: World, tmp_path: Path) -> None:
@@ -120,8 +136,10 @@ def test_an_upstream_folder_that_is_no_repository(world: World, tmp_path: Path) 
     result = validate(world, "--online", "--json")
     assert result.code == 2
     (sentence,) = sentences(result, "problem")
-    assert sentence.startswith(f"demo-cache: the upstream {tmp_path / 'not-a-repo'} did not answer git ls-remote: "
-                               f"fatal: '{tmp_path / 'not-a-repo'}' does not appear to be a git repository")
+    assert sentence.startswith(
+        f"demo-cache: the upstream {tmp_path / 'not-a-repo'} did not answer git ls-remote: "
+        f"fatal: '{tmp_path / 'not-a-repo'}' does not appear to be a git repository"
+    )
 
 
 def test_an_upstream_that_refuses_the_connection(world: World) -> None:
@@ -148,14 +166,21 @@ def test_a_registry_that_refuses_the_connection(world: World) -> None:
     assert_offline_valid(world)
     result = validate(world, "--online")
     assert result.code == 4
-    assert re.fullmatch(re.escape(
-        f"demo-cache: the registry {closed} did not answer for the tag list of {closed}/{path} (image.repository): "
-        f"{closed} refused the connection, ") + r"\d+ tries in \d+(\.\d)? s", result.stderr.splitlines()[0])
+    assert re.fullmatch(
+        re.escape(
+            f"demo-cache: the registry {closed} did not answer for the tag list of {closed}/{path} (image.repository): "
+            f"{closed} refused the connection, "
+        )
+        + r"\d+ tries in \d+(\.\d)? s",
+        result.stderr.splitlines()[0],
+    )
     assert result.stderr.splitlines()[1] == (
         f"demo-cache: docker/Dockerfile:2: the pinned image {pinned(world)} was not asked for: its registry did not "
-        "answer the tag list")  # once unanswered is enough: its retries are not waited for again
-    assert result.stderr.splitlines()[-1] == (f"wheelpin: {world.downstream}/wheelpin.toml: 2 check(s) got no answer; "
-                                              "try again")
+        "answer the tag list"
+    )  # once unanswered is enough: its retries are not waited for again
+    assert result.stderr.splitlines()[-1] == (
+        f"wheelpin: {world.downstream}/wheelpin.toml: 2 check(s) got no answer; try again"
+    )
 
 
 def test_a_registry_that_wants_credentials(world: World, basic_registry: Registry) -> None:
@@ -172,7 +197,8 @@ def test_a_registry_that_wants_credentials(world: World, basic_registry: Registr
     assert problems[0] == (
         f"demo-cache: asking the registry {basic_registry.host} for the tag list of {basic_registry.host}/{path} "
         f"(image.repository) failed: {basic_registry.host} needs credentials for repository:{path}:pull (Basic auth); "
-        "none are configured")
+        "none are configured"
+    )
 
 
 def test_a_pinned_digest_the_registry_lacks(world: World) -> None:
@@ -182,7 +208,8 @@ def test_a_pinned_digest_the_registry_lacks(world: World) -> None:
     result = validate(world, "--online", "--json")
     assert result.code == 2
     assert sentences(result, "problem") == [
-        f"demo-cache: docker/Dockerfile:2: the pinned digest is not in the registry (404): {repository(world)}@{ZEROS}"]
+        f"demo-cache: docker/Dockerfile:2: the pinned digest is not in the registry (404): {repository(world)}@{ZEROS}"
+    ]
 
 
 def test_a_consuming_image_that_does_not_resolve(world: World, registry: Registry) -> None:
@@ -192,7 +219,8 @@ def test_a_consuming_image_that_does_not_resolve(world: World, registry: Registr
     result = validate(world, "--online", "--json")
     assert result.code == 2
     assert sentences(result, "problem") == [
-        f"demo-cache: the consuming image {registry.host}/base/nothing@{ZEROS} is not in its registry (404)"]
+        f"demo-cache: the consuming image {registry.host}/base/nothing@{ZEROS} is not in its registry (404)"
+    ]
 
 
 def test_the_trusted_roots_a_trust_table_needs(world: World) -> None:
@@ -210,13 +238,15 @@ def test_the_trusted_roots_a_trust_table_needs(world: World) -> None:
     assert result.code == 2
     assert sentences(result, "problem") == [
         f"demo-cache: trust: {roots}: no trusted root to verify attestations with; `gh attestation "
-        f"trusted-root > {roots}` writes GitHub's and Sigstore's (it is read offline)"]
+        f"trusted-root > {roots}` writes GitHub's and Sigstore's (it is read offline)"
+    ]
     roots.parent.mkdir(parents=True, exist_ok=True)
     roots.write_text(TestSigstore().trusted_root_text() + "\n")
     result = validate(world, "--online", "--json")
     assert result.code == 0, result.stdout
-    assert (f"demo-cache: trust: 1 trusted root at {roots} to verify attestations by "
-            f"https://github.com/{workflow}@* with") in sentences(result, "ok")
+    assert (
+        f"demo-cache: trust: 1 trusted root at {roots} to verify attestations by https://github.com/{workflow}@* with"
+    ) in sentences(result, "ok")
 
 
 def test_an_image_whose_wheels_only_its_layers_say_is_not_streamed(world: World, registry: Registry) -> None:
@@ -229,8 +259,10 @@ def test_an_image_whose_wheels_only_its_layers_say_is_not_streamed(world: World,
     result = validate(world, "--online", "--json")
     assert result.code == 0, result.stderr
     (sentence,) = [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "pinned"]
-    assert sentence == (f"demo-cache: docker/Dockerfile:2: the pinned image {registry.host}/base/busybox@{base} is "
-                        "readable: its wheels are said only by its layers, which the pass reads")
+    assert sentence == (
+        f"demo-cache: docker/Dockerfile:2: the pinned image {registry.host}/base/busybox@{base} is "
+        "readable: its wheels are said only by its layers, which the pass reads"
+    )
 
 
 def test_online_asks_nothing_of_a_config_with_offline_problems(world: World) -> None:
@@ -239,8 +271,10 @@ def test_online_asks_nothing_of_a_config_with_offline_problems(world: World) -> 
     assert result.code == 2
     assert result.json()["online"] is None and result.json()["valid"] is False
     (problem,) = result.json()["problems"]
-    assert problem.endswith("demo-cache.pins[0].image_arg: docker/Dockerfile: ARG DEMO_WHEEL_IMAGE is not declared "
-                            "(ARGs here: DEMO_WHEEL_IMG, DEMO_WHEEL_SHA256; did you mean DEMO_WHEEL_IMG?)")
+    assert problem.endswith(
+        "demo-cache.pins[0].image_arg: docker/Dockerfile: ARG DEMO_WHEEL_IMAGE is not declared "
+        "(ARGs here: DEMO_WHEEL_IMG, DEMO_WHEEL_SHA256; did you mean DEMO_WHEEL_IMG?)"
+    )
 
 
 WORKFLOW = "wheel.yaml"
@@ -277,8 +311,17 @@ def test_the_workflow_is_on_the_base_branch_on_github(world: World, tmp_path: Pa
     try:
         emulator.create_repo("rocm", "atom", world.downstream)
         env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "t"}
-        result = wheelpin("config", "validate", "--repo", str(world.downstream), "--online", "--github-repo",
-                          "rocm/atom", "--json", env=env)
+        result = wheelpin(
+            "config",
+            "validate",
+            "--repo",
+            str(world.downstream),
+            "--online",
+            "--github-repo",
+            "rocm/atom",
+            "--json",
+            env=env,
+        )
         assert emulator.errors == []
     finally:
         emulator.stop()
@@ -288,9 +331,14 @@ def test_the_workflow_is_on_the_base_branch_on_github(world: World, tmp_path: Pa
         assert check["sentence"] == f"demo-cache: .github/workflows/{WORKFLOW} is on rocm/atom's branch main"
     else:
         assert result.code == 2
-        assert result.json()["problems"] == [check["sentence"]] == [
-            f"demo-cache: .github/workflows/{WORKFLOW} is not on rocm/atom's branch main, where the pass "
-            "dispatches it (build.workflow)"]
+        assert (
+            result.json()["problems"]
+            == [check["sentence"]]
+            == [
+                f"demo-cache: .github/workflows/{WORKFLOW} is not on rocm/atom's branch main, where the pass "
+                "dispatches it (build.workflow)"
+            ]
+        )
 
 
 def test_github_is_asked_only_online(world: World) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 MiB = 1024 * 1024
 
 
-
 def _cut_line(dropped: int) -> bytes:
     """The line where output was cut, of one width whatever the count (written when the
     cut happens, its count filled in at the end)."""

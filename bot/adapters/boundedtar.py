@@ -29,8 +29,9 @@ from typing import IO, Any
 
 MAX_EXTENDED_HEADER = 64 << 10  # a path and a link target of PATH_MAX each, and room for xattrs
 MAX_EXTENDED_RUN = 8  # pax + GNU long name + long link is the most a writer chains
-_EXTENSIONS = frozenset({tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
-                         tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK})
+_EXTENSIONS = frozenset(
+    {tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK}
+)
 
 
 class TarRefused(Exception):
@@ -41,8 +42,10 @@ class _Header(tarfile.TarInfo):
     def _proc_member(self, archive: Any) -> Any:
         if self.type in _EXTENSIONS:
             if self.size > MAX_EXTENDED_HEADER:
-                raise TarRefused(f"has an extended tar header of {self.size} bytes, more than the "
-                                 f"{MAX_EXTENDED_HEADER} wheelpin reads")
+                raise TarRefused(
+                    f"has an extended tar header of {self.size} bytes, more than the "
+                    f"{MAX_EXTENDED_HEADER} wheelpin reads"
+                )
             archive.extension_run += 1
             if archive.extension_run > MAX_EXTENDED_RUN:
                 raise TarRefused(f"has more than {MAX_EXTENDED_RUN} extended tar headers in a row")

@@ -338,8 +338,14 @@ class BoundedFolder:
                 mine = _evictions.setdefault(self.root.resolve(), Evictions())
                 mine.count += gone.count
                 mine.bytes += gone.bytes
-            _log().info("cache.trimmed", part=self.root.name, evicted=gone.count, evicted_bytes=gone.bytes,
-                        used=total, bound=self.bound)
+            _log().info(
+                "cache.trimmed",
+                part=self.root.name,
+                evicted=gone.count,
+                evicted_bytes=gone.bytes,
+                used=total,
+                bound=self.bound,
+            )
         return gone
 
     def _evict(self, entry: Path) -> bool:

@@ -54,8 +54,10 @@ def canonical_component(component: Component, root: Path) -> Component:
             continue
         first = seen.setdefault((status.st_dev, status.st_ino), relative)
         if first != relative:
-            raise UsageError(f"{pin.file} and {first} are one file under two paths (a hard link?): "
-                             "name it once in the config; nothing changed")
+            raise UsageError(
+                f"{pin.file} and {first} are one file under two paths (a hard link?): "
+                "name it once in the config; nothing changed"
+            )
         names[pin.file] = relative
     pins = [pin.model_copy(update={"file": names[pin.file]}) for pin in component.pins]
     return component.model_copy(update={"pins": pins})
@@ -80,24 +82,26 @@ def _check_unchanged(root: Path, file: str, target: Path, original: bytes, expec
     """Refuse `file` if its real path moved, or its bytes are no longer what the edit was
     planned from (`expected`, else what staging read)."""
     if real_file(root, file) != target:
-        raise _Changed(f"{file}: its path now leads elsewhere (a symlink changed) while wheelpin "
-                       "was bumping it; nothing changed, run the bump again")
+        raise _Changed(
+            f"{file}: its path now leads elsewhere (a symlink changed) while wheelpin "
+            "was bumping it; nothing changed, run the bump again"
+        )
     wanted = expected[file].encode("utf-8") if expected is not None and file in expected else original
     try:
         now = target.read_bytes()
     except OSError as exc:
         raise _Changed(f"{file}: cannot read it again ({exc.strerror}); nothing changed") from None
     if now != wanted:
-        raise _Changed(f"{file} changed on disk while wheelpin was bumping it; nothing changed, "
-                       "run the bump again on the new text")
+        raise _Changed(
+            f"{file} changed on disk while wheelpin was bumping it; nothing changed, run the bump again on the new text"
+        )
 
 
 class _Changed(UsageError):
     """A target is not what the edit was planned from."""
 
 
-def write_texts_atomically(root: Path, texts: Mapping[str, str],
-                           expected: Mapping[str, str] | None = None) -> None:
+def write_texts_atomically(root: Path, texts: Mapping[str, str], expected: Mapping[str, str] | None = None) -> None:
     """Write every file or none; raise UsageError naming the file at fault. `expected`
     maps each file to the text its new text was planned from: a file that no longer holds
     it is refused (and so is every other file of the write)."""
@@ -106,8 +110,7 @@ def write_texts_atomically(root: Path, texts: Mapping[str, str],
         for file, text in texts.items():
             target = real_file(root, file)
             original = target.read_bytes()
-            handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".wheelpin",
-                                            dir=target.parent)
+            handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".wheelpin", dir=target.parent)
             temporary = Path(name)
             staged.append((file, target, temporary, original))
             with os.fdopen(handle, "wb") as stream:

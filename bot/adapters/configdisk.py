@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.config.model import CONFIG_FILES, escape_problem
 from ..core.config.load import MAX_CONFIG, LoadedConfig, load_config_text
+from ..core.config.model import CONFIG_FILES, escape_problem
 from ..core.errors import ConfigError
 
 
@@ -21,9 +21,7 @@ def find_config(root: Path, explicit: Path | None = None) -> Path:
     for candidate in CONFIG_FILES:
         if (root / candidate).is_file():
             return root / candidate
-    raise ConfigError(
-        f"{root}: no config found (looked for {' and '.join(CONFIG_FILES)}; or pass --config FILE)"
-    )
+    raise ConfigError(f"{root}: no config found (looked for {' and '.join(CONFIG_FILES)}; or pass --config FILE)")
 
 
 def repository_root(start: Path) -> Path:
@@ -35,8 +33,10 @@ def repository_root(start: Path) -> Path:
     top = next((index for index, folder in enumerate(folders) if (folder / ".git").exists()), None)
     if top is None:
         return start
-    return next((folder for folder in folders[:top + 1]
-                 if any((folder / candidate).is_file() for candidate in CONFIG_FILES)), start)
+    return next(
+        (folder for folder in folders[: top + 1] if any((folder / candidate).is_file() for candidate in CONFIG_FILES)),
+        start,
+    )
 
 
 def root_for(path: Path, repo: Path | None) -> Path:
@@ -73,6 +73,11 @@ def load_config(path: Path, *, root: Path, check_files: bool = True) -> LoadedCo
 def load_text_at(text: str, *, path: Path, root: Path) -> LoadedConfig:
     """Config text as if it were the file `path` of the checkout `root` (`wheelpin init`
     checks what it will write so): every problem located in `path`, pin files looked up in `root`."""
-    return load_config_text(text, path=path, root=root, exists=lambda file: (root / file).is_file(),
-                            directory=lambda file: (root / file).is_dir(),
-                            escapes=lambda file: escape_problem(root, file))
+    return load_config_text(
+        text,
+        path=path,
+        root=root,
+        exists=lambda file: (root / file).is_file(),
+        directory=lambda file: (root / file).is_dir(),
+        escapes=lambda file: escape_problem(root, file),
+    )

@@ -97,8 +97,9 @@ class LayerCache:
             self.bounded.touch(path)
 
 
-def read_consumer(store: ImageStore, reference: str, *, cache: LayerCache,
-                  architecture: str = "amd64") -> ConsumerImage:
+def read_consumer(
+    store: ImageStore, reference: str, *, cache: LayerCache, architecture: str = "amd64"
+) -> ConsumerImage:
     """The image `reference` (a digest, or a tag read once to its digest) names in `store`,
     read within one deadline (`adapters/readdeadline.py`)."""
     with image_deadline(f"{store.name}@{reference}"):
@@ -149,28 +150,41 @@ def _resolve(store: ImageStore, reference: str, architecture: str) -> ResolvedCo
 
 def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: str) -> ConsumerImage:
     resolved = _resolve(store, reference, architecture)
-    name, digest, descriptors, config, diff_ids = (resolved.name, resolved.digest, resolved.layers,
-                                                   resolved.config, resolved.diff_ids)
+    name, digest, descriptors, config, diff_ids = (
+        resolved.name,
+        resolved.digest,
+        resolved.layers,
+        resolved.config,
+        resolved.diff_ids,
+    )
     summaries: list[LayerSummary] = []
     read = kept = kept_bytes = members = 0
     for index, (layer, diff_id) in enumerate(zip(descriptors, diff_ids, strict=True), start=1):
         summary = cache.get(layer.digest, size=layer.size, diff_id=diff_id)
         if summary is None:
             what = f"layer {index} of {store.name}@{digest[:19]}"
-            summary = read_layer(store.get_blob(layer.digest), size=layer.size, diff_id=diff_id, what=what,
-                                 members=MAX_IMAGE_MEMBERS - members)
+            summary = read_layer(
+                store.get_blob(layer.digest),
+                size=layer.size,
+                diff_id=diff_id,
+                what=what,
+                members=MAX_IMAGE_MEMBERS - members,
+            )
             cache.put(layer.digest, summary, size=layer.size, diff_id=diff_id)
             read += 1
         members += summary.members
         if members > MAX_IMAGE_MEMBERS:  # cached summaries count as well
-            raise InputError(f"{name}'s layers have more than {MAX_IMAGE_MEMBERS} entries, more than wheelpin reads "
-                             "of one image")
+            raise InputError(
+                f"{name}'s layers have more than {MAX_IMAGE_MEMBERS} entries, more than wheelpin reads of one image"
+            )
         entries, size = summary.weight()
         kept, kept_bytes = kept + entries, kept_bytes + size
         if kept > MAX_IMAGE_KEPT or kept_bytes > MAX_IMAGE_KEPT_BYTES:
-            raise InputError(f"{name}'s layers name more than {MAX_IMAGE_KEPT} libraries, links, distributions and "
-                             f"requirements, or more than {MAX_IMAGE_KEPT_BYTES} bytes of them, more than wheelpin "
-                             "keeps of one image")
+            raise InputError(
+                f"{name}'s layers name more than {MAX_IMAGE_KEPT} libraries, links, distributions and "
+                f"requirements, or more than {MAX_IMAGE_KEPT_BYTES} bytes of them, more than wheelpin "
+                "keeps of one image"
+            )
         summaries.append(summary)
     files = merge(summaries, env_of(config))
     return ConsumerImage(name, digest, files, read, len(descriptors) - read, resolved.size)

@@ -25,8 +25,7 @@ from pathlib import Path
 
 from ..core.errors import CredentialsError
 
-DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io",
-                   "registry-1.docker.io")
+DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,14 @@ def _keys_for(host: str) -> list[str]:
 class CredentialStore:
     """Finds the credential for a registry host; None means anonymous."""
 
-    def __init__(self, *, config_path: Path | None = None, username: str | None = None,
-                 password: str | None = None, host: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        config_path: Path | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        host: str | None = None,
+    ) -> None:
         folder = os.environ.get("DOCKER_CONFIG")
         self.config_path = config_path or (Path(folder) if folder else Path.home() / ".docker") / "config.json"
         self.config_paths = [self.config_path] if config_path else [*containers_auth_files(), self.config_path]
@@ -61,7 +66,9 @@ class CredentialStore:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise CredentialsError(f"{path}: cannot read the registry credentials file ({type(exc).__name__})") from None
+            raise CredentialsError(
+                f"{path}: cannot read the registry credentials file ({type(exc).__name__})"
+            ) from None
         return data if isinstance(data, dict) else {}
 
     def get(self, host: str) -> Credential | None:

@@ -32,6 +32,8 @@ def mode_to_write(path: str, base_modes: Mapping[str, str], *, base: str) -> str
             break
         if above != path and mode != FOLDER or above == path and mode not in KEPT:
             what = "a symbolic link" if mode == SYMLINK else "a submodule" if mode == "160000" else f"mode {mode}"
-            raise ConfigError(f"{path} is not written: {above} is {what} at {base[:8]}, and wheelpin writes "
-                              "files only, never through a link (pin the file it points to)")
+            raise ConfigError(
+                f"{path} is not written: {above} is {what} at {base[:8]}, and wheelpin writes "
+                "files only, never through a link (pin the file it points to)"
+            )
     return base_modes.get(path) or REGULAR

@@ -19,8 +19,9 @@ ZERO = "0" * 40
 
 class GitError(TransientError):
     def __init__(self, args: Sequence[str], code: int, stderr: str) -> None:
-        super().__init__(f"git {' '.join(str(a) for a in args[:2])} failed ({code}): "
-                         f"{redact_urls(stderr.strip()[:300])}")
+        super().__init__(
+            f"git {' '.join(str(a) for a in args[:2])} failed ({code}): {redact_urls(stderr.strip()[:300])}"
+        )
         self.code = code
         self.stderr = stderr
 
@@ -38,17 +39,31 @@ def git_bytes(args: Sequence[str], *, cwd: Path | None = None) -> bytes | None:
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    environment.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                        "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    environment.update(
+        {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    )
     environment.update(extra or {})
     return environment
 
 
-def git(args: Sequence[str], *, cwd: Path | None = None, input: str | bytes | None = None,
-        env: Mapping[str, str] | None = None, check: bool = True, timeout: float = 600) -> str:
+def git(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    input: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    timeout: float = 600,
+) -> str:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, input=input.encode() if isinstance(input, str) else input,
-                              capture_output=True, env=git_env(env), timeout=timeout)
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=input.encode() if isinstance(input, str) else input,
+            capture_output=True,
+            env=git_env(env),
+            timeout=timeout,
+        )
     except FileNotFoundError:
         raise UsageError("git is not installed") from None
     except subprocess.TimeoutExpired:

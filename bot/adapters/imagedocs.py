@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.image.reference import SHA256_DIGEST
 from ..core.image.oci import DOCKER_LIST_TYPE, INDEX_TYPE
+from ..core.image.reference import SHA256_DIGEST
 from .imagestore import ImageStore
 
 # image configs are some KiB (a long build history, some hundreds): distribution caps none,
@@ -95,8 +95,10 @@ def platform_digest(index: dict[str, Any], architecture: str, what: str, *, leni
 
 
 def layers(manifest: dict[str, Any], what: str) -> list[Descriptor]:
-    return [descriptor(layer, f"{what}'s layer {number}")
-            for number, layer in enumerate(_array(manifest.get("layers"), f"{what}'s layers"), start=1)]
+    return [
+        descriptor(layer, f"{what}'s layer {number}")
+        for number, layer in enumerate(_array(manifest.get("layers"), f"{what}'s layers"), start=1)
+    ]
 
 
 def config_descriptor(manifest: dict[str, Any], what: str) -> Descriptor | None:
@@ -132,8 +134,9 @@ def manifest_annotations(manifest: dict[str, Any], what: str) -> dict[str, str]:
 def read_config(store: ImageStore, config: Descriptor, what: str) -> dict[str, Any]:
     """The config blob, read no further than its declared size (at most `MAX_CONFIG`)."""
     if config.size > MAX_CONFIG:
-        raise InputError(f"{what}: its config is said to be {config.size} bytes, more than the {MAX_CONFIG} "
-                         "wheelpin reads")
+        raise InputError(
+            f"{what}: its config is said to be {config.size} bytes, more than the {MAX_CONFIG} wheelpin reads"
+        )
     return document(_bounded(store.get_blob(config.digest), config.size, f"{what}'s config"), f"{what}'s config")
 
 

@@ -51,10 +51,16 @@ class ImageInfo:
     size: int = 0  # config and layers as the manifest declares them (imagedocs.pulled_size)
 
     def to_json(self) -> dict[str, object]:
-        return {"image": self.name, "digest": self.digest, "annotations": self.annotations,
-                "labels": self.labels, "metadata_from": self.metadata_from,
-                "bytes_fetched": self.bytes_fetched, "size": self.size,
-                "wheels": [wheel.to_json() for wheel in self.wheels]}
+        return {
+            "image": self.name,
+            "digest": self.digest,
+            "annotations": self.annotations,
+            "labels": self.labels,
+            "metadata_from": self.metadata_from,
+            "bytes_fetched": self.bytes_fetched,
+            "size": self.size,
+            "wheels": [wheel.to_json() for wheel in self.wheels],
+        }
 
 
 def read_image(store: ImageStore, reference: str, *, layers: bool = True) -> ImageInfo:
@@ -94,9 +100,17 @@ def _read_image(store: ImageStore, reference: str, layers: bool = True) -> Image
     if wheels is None:
         wheels = list(_layer_facts(store, digest, manifest.get("layers") or []))
         source = "layers"
-    return ImageInfo(store.name, digest, annotations, labels, tuple(wheels), source,
-                     store.traffic.bytes_downloaded - before, tuple(manifest.get("layers") or []),
-                     imagedocs.pulled_size(manifest, name))
+    return ImageInfo(
+        store.name,
+        digest,
+        annotations,
+        labels,
+        tuple(wheels),
+        source,
+        store.traffic.bytes_downloaded - before,
+        tuple(manifest.get("layers") or []),
+        imagedocs.pulled_size(manifest, name),
+    )
 
 
 _memo: OrderedDict[str, tuple[WheelEntry, ...]] = OrderedDict()

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import InputError, NotFound, RefusedError, TransientError, VerificationError
-from ..core.image.reference import SHA256_DIGEST, ImageRef, LayoutTarget
 from ..core.image.oci import INDEX_TYPE, canonical_json
+from ..core.image.reference import SHA256_DIGEST, ImageRef, LayoutTarget
 from .registrywire import Traffic
 
 if TYPE_CHECKING:  # requests loads only when a registry is spoken to
@@ -29,8 +29,9 @@ REF_NAME = "org.opencontainers.image.ref.name"
 
 def tag_taken(store: str, tag: str, existing: str, ours: str) -> RefusedError:
     """The refusal when a tag already names other content: tags wheelpin writes never move."""
-    return RefusedError(f"{store}:{tag} already holds {existing}, not {ours}: wheelpin never overwrites a "
-                        "tag with other content")
+    return RefusedError(
+        f"{store}:{tag} already holds {existing}, not {ours}: wheelpin never overwrites a tag with other content"
+    )
 
 
 class ImageStore(Protocol):
@@ -41,8 +42,9 @@ class ImageStore(Protocol):
     def tag_digest(self, tag: str) -> str | None: ...
     def list_tags(self) -> list[str]: ...
     def has_blob(self, digest: str) -> bool: ...
-    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *,
-                 mount_from: str | None = None) -> int: ...
+    def put_blob(
+        self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *, mount_from: str | None = None
+    ) -> int: ...
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str: ...
     def get_manifest(self, reference: str) -> bytes: ...
     def get_blob(self, digest: str) -> Iterator[bytes]: ...
@@ -52,12 +54,15 @@ class ImageStore(Protocol):
     def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
         """Push a manifest by its digest, with no tag; True when the store lists it among
         `subject`'s referrers by itself (a registry's `OCI-Subject` answer)."""
+
     def referrers_index(self, digest: str) -> bytes | None:
         """The referrers API's index of what names `digest` as its subject; None when the
         store has no referrers API (the fallback tag is then read)."""
+
     def move_tag(self, tag: str, data: bytes, media_type: str, *, was: str | None) -> str:
         """Name `data` by `tag`, a tag that moves by design (the referrers fallback tag),
         which named `was` when it was read."""
+
     def delete(self, reference: str) -> bool:
         """Delete a tag, or a digest with every tag naming it; False when the store cannot
         delete that way (`RegistryClient.delete_manifest`)."""
@@ -145,8 +150,9 @@ class RegistryRepository:
     def has_blob(self, digest: str) -> bool:
         return self.client.blob_exists(self.repository, digest)
 
-    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *,
-                 mount_from: str | None = None) -> int:
+    def put_blob(
+        self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *, mount_from: str | None = None
+    ) -> int:
         return self.client.upload_blob(self.repository, digest, size, chunks, mount_from=mount_from)
 
     def put_manifest(self, tag: str, data: bytes, media_type: str) -> str:
@@ -236,8 +242,9 @@ class LayoutStore:
         if not marker.exists():
             _atomic_write(marker, b'{"imageLayoutVersion":"1.0.0"}')
 
-    def put_blob(self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *,
-                 mount_from: str | None = None) -> int:
+    def put_blob(
+        self, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], *, mount_from: str | None = None
+    ) -> int:
         del mount_from  # one folder holds every blob: nothing to mount from
         self._ensure_layout()
         target = self._blob(digest)
@@ -268,15 +275,13 @@ class LayoutStore:
             fcntl.flock(lock, fcntl.LOCK_EX)
             index = self._index()
             listed = index["manifests"] if isinstance(index["manifests"], list) else []
-            existing = next((str(m.get("digest")) for m in listed
-                             if isinstance(m, dict) and _ref_name(m) == tag), None)
+            existing = next((str(m.get("digest")) for m in listed if isinstance(m, dict) and _ref_name(m) == tag), None)
             if existing == digest:
                 return digest
             if existing is not None:
                 raise tag_taken(self.name, tag, existing, digest)
             kept = [m for m in listed if not (isinstance(m, dict) and _ref_name(m) == tag)]
-            kept.append({"mediaType": media_type, "digest": digest, "size": len(data),
-                         "annotations": {REF_NAME: tag}})
+            kept.append({"mediaType": media_type, "digest": digest, "size": len(data), "annotations": {REF_NAME: tag}})
             index["manifests"] = kept
             _atomic_write(self.folder / "index.json", canonical_json(index))
         return digest
@@ -303,7 +308,8 @@ class LayoutStore:
             if now != was:
                 raise TransientError(f"{self.name}:{tag} moved while it was updated; the next pass tries again")
             index["manifests"] = [m for m in listed if _ref_name(m) != tag] + [
-                {"mediaType": media_type, "digest": digest, "size": len(data), "annotations": {REF_NAME: tag}}]
+                {"mediaType": media_type, "digest": digest, "size": len(data), "annotations": {REF_NAME: tag}}
+            ]
             _atomic_write(self.folder / "index.json", canonical_json(index))
         return digest
 
@@ -325,7 +331,6 @@ class LayoutStore:
                 yield chunk
         if "sha256:" + hashed.hexdigest() != digest:
             raise VerificationError(f"{self.name}: blob {digest} does not match its digest")
-
 
     def delete(self, reference: str) -> bool:
         """Drop a tag from the index, or a digest with every tag naming it; then delete the
@@ -371,8 +376,9 @@ def _ref_name(entry: dict[str, object]) -> object:
     return annotations.get(REF_NAME) if isinstance(annotations, dict) else None
 
 
-def open_store(target: ImageRef | LayoutTarget, *, client_for: Callable[[str], RegistryClient],
-               cache: DigestCache | None = None) -> ImageStore:
+def open_store(
+    target: ImageRef | LayoutTarget, *, client_for: Callable[[str], RegistryClient], cache: DigestCache | None = None
+) -> ImageStore:
     if isinstance(target, LayoutTarget):
         return LayoutStore(Path(target.folder))
     host = target.registry or "docker.io"
@@ -391,5 +397,3 @@ def layout_folder(repository: str, root: Path) -> Path:
 def reference_of(target: ImageRef | LayoutTarget) -> str | None:
     """The tag or digest a target names (digest first: it cannot move)."""
     return target.digest or target.tag
-
-

@@ -169,8 +169,9 @@ def layer_stream(chunks: Iterator[bytes], *, size: int, what: str) -> tuple[_Cou
     return raw, _Inflated(decompressed(raw), received=raw, what=what)
 
 
-def read_layer(chunks: Iterator[bytes], *, size: int, diff_id: str | None, what: str,
-               members: int = MAX_MEMBERS) -> LayerSummary:
+def read_layer(
+    chunks: Iterator[bytes], *, size: int, diff_id: str | None, what: str, members: int = MAX_MEMBERS
+) -> LayerSummary:
     """The summary of one layer of `size` compressed bytes (the manifest's word);
     `diff_id`: the digest of its uncompressed tar, from the image config; `members`: the
     entries it may have (fewer than `MAX_MEMBERS` when the layers below took some of the
@@ -210,21 +211,28 @@ class _Kept:
         self.entries += 1
         self.bytes += sum(len(text) for text in texts)
         if self.entries > MAX_KEPT or self.bytes > MAX_KEPT_BYTES:
-            raise LayerError(f"{self.what} names more than {MAX_KEPT} libraries, links, distributions and "
-                             f"requirements, or more than {MAX_KEPT_BYTES} bytes of them, more than wheelpin keeps "
-                             "of one layer")
+            raise LayerError(
+                f"{self.what} names more than {MAX_KEPT} libraries, links, distributions and "
+                f"requirements, or more than {MAX_KEPT_BYTES} bytes of them, more than wheelpin keeps "
+                "of one layer"
+            )
 
 
-def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSummary, kept: _Kept, members: int,
-          what: str) -> None:
+def _take(
+    archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSummary, kept: _Kept, members: int, what: str
+) -> None:
     summary.members += 1
     if summary.members > min(members, MAX_MEMBERS):
-        raise LayerError(f"{what} has more than {min(members, MAX_MEMBERS)} entries"
-                         + ("" if members >= MAX_MEMBERS else ", more than the layers below leave of an image's"))
+        raise LayerError(
+            f"{what} has more than {min(members, MAX_MEMBERS)} entries"
+            + ("" if members >= MAX_MEMBERS else ", more than the layers below leave of an image's")
+        )
     for kind, name in (("path", member.name), ("link target", member.linkname)):
         if len(name.encode("utf-8", "surrogateescape")) > PATH_MAX:
-            raise LayerError(f"{what}: the entry {normalize(member.name)[:200]!r} has a {kind} longer than "
-                             f"{PATH_MAX} bytes (PATH_MAX)")
+            raise LayerError(
+                f"{what}: the entry {normalize(member.name)[:200]!r} has a {kind} longer than "
+                f"{PATH_MAX} bytes (PATH_MAX)"
+            )
     if _escapes(member.name) or (member.islnk() and _escapes(member.linkname)):
         raise LayerError(f"{what}: the entry {member.name[:200]!r} leads out of the image's root")
     path = normalize(member.name)
@@ -245,8 +253,10 @@ def _take(archive: tarfile.TarFile, member: tarfile.TarInfo, summary: LayerSumma
             summary.pythons.append(path)
         elif member.issym() and may_be_folder(path, member.linkname):
             if len(summary.links) >= MAX_LINKS:
-                raise LayerError(f"{what} has more than {MAX_LINKS} symlinks that may be folders, more than "
-                                 "wheelpin keeps of one layer")
+                raise LayerError(
+                    f"{what} has more than {MAX_LINKS} symlinks that may be folders, more than "
+                    "wheelpin keeps of one layer"
+                )
             kept.add(path, member.linkname)
             summary.links[path] = member.linkname
         return
@@ -275,24 +285,28 @@ def _dist(archive: tarfile.TarFile, member: tarfile.TarInfo, path: str, kept: _K
     before it is read (900 METADATA files of 1 MiB of Requires-Dist are refused, not parsed)."""
     kept.metadata += member.size
     if kept.metadata > MAX_METADATA_TOTAL:
-        raise LayerError(f"{what} holds more than {MAX_METADATA_TOTAL} bytes of METADATA, more than wheelpin "
-                         "reads of one layer")
+        raise LayerError(
+            f"{what} holds more than {MAX_METADATA_TOTAL} bytes of METADATA, more than wheelpin reads of one layer"
+        )
     data = _read(archive, member, MAX_METADATA, what)
     try:
         metadata = parse_metadata(data)
     except ValueError as exc:
         raise LayerError(f"{what}: {path}: {exc}") from None
     if len(metadata.requires_dist) > MAX_REQUIRES:
-        raise LayerError(f"{what}: {path} lists {len(metadata.requires_dist)} requirements, more than the "
-                         f"{MAX_REQUIRES} wheelpin keeps of one distribution")
+        raise LayerError(
+            f"{what}: {path} lists {len(metadata.requires_dist)} requirements, more than the "
+            f"{MAX_REQUIRES} wheelpin keeps of one distribution"
+        )
     kept.add(path, metadata.name, metadata.version)
     for requirement in metadata.requires_dist:
         kept.add(requirement)
     return {"name": metadata.name, "version": metadata.version, "requires": list(metadata.requires_dist)}
 
 
-def _record_libraries(archive: tarfile.TarFile, member: tarfile.TarInfo, site: str, kept: _Kept,
-                      what: str) -> list[str]:
+def _record_libraries(
+    archive: tarfile.TarFile, member: tarfile.TarInfo, site: str, kept: _Kept, what: str
+) -> list[str]:
     """The shared objects a RECORD lists, as paths from the root (its paths are from the
     site folder): which distribution installed a library (torch's libc10.so)."""
     source = _open(archive, member, MAX_RECORD, what)
@@ -302,8 +316,9 @@ def _record_libraries(archive: tarfile.TarFile, member: tarfile.TarInfo, site: s
         for row in csv.reader(line.decode("utf-8", "replace") for line in source):
             if row and LIBRARY.match(row[0]):
                 if len(found) >= MAX_RECORD_LIBRARIES:
-                    raise LayerError(f"{what}: {normalize(member.name)} lists more than {MAX_RECORD_LIBRARIES} "
-                                     "shared objects")
+                    raise LayerError(
+                        f"{what}: {normalize(member.name)} lists more than {MAX_RECORD_LIBRARIES} shared objects"
+                    )
                 found.append(normalize(posixpath.join(site, row[0])))
                 kept.add(found[-1])
     except csv.Error as exc:
@@ -325,8 +340,10 @@ def _escapes(name: str) -> bool:
 
 def _open(archive: tarfile.TarFile, member: tarfile.TarInfo, limit: int, what: str) -> IO[bytes]:
     if member.size > limit:
-        raise LayerError(f"{what}: {normalize(member.name)} is {member.size} bytes, more than the {limit} "
-                         "wheelpin reads of such a file")
+        raise LayerError(
+            f"{what}: {normalize(member.name)} is {member.size} bytes, more than the {limit} "
+            "wheelpin reads of such a file"
+        )
     source = archive.extractfile(member)
     assert source is not None
     return source

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ from pathlib import Path
 from ..core.config.model import CommandBuild, Component
 from ..core.config.templates import commit_values, render
 from . import sandbox
-from .boundedlog import MiB, BoundedLog
+from .boundedlog import BoundedLog, MiB
 from .buildcache import COMPLETE, build_folder
 from .progress import waited
 from .upstream import UpstreamRepo
@@ -43,15 +43,47 @@ class BuildResult:
 # The locale, the time zone, the terminal; proxies and package indexes (pip, uv) and the
 # certificates they trust; where ROCm is and what a ROCm build is for. A value carrying
 # credentials in a URL (`https://user:pass@proxy`) is left out all the same.
-_PASSED = frozenset({
-    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "SOURCE_DATE_EPOCH",
-    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
-    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_TRUSTED_HOST", "PIP_CERT",
-    "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_CACHE_DIR", "PIP_PREFER_BINARY",
-    "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
-    "ROCM_PATH", "ROCM_HOME", "HIP_PATH", "PYTORCH_ROCM_ARCH", "GPU_ARCHS", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL",
-})
+_PASSED = frozenset(
+    {
+        "PATH",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "SOURCE_DATE_EPOCH",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "PIP_FIND_LINKS",
+        "PIP_TRUSTED_HOST",
+        "PIP_CERT",
+        "PIP_DEFAULT_TIMEOUT",
+        "PIP_DISABLE_PIP_VERSION_CHECK",
+        "PIP_NO_CACHE_DIR",
+        "PIP_PREFER_BINARY",
+        "UV_INDEX_URL",
+        "UV_EXTRA_INDEX_URL",
+        "UV_DEFAULT_INDEX",
+        "UV_INDEX",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "ROCM_PATH",
+        "ROCM_HOME",
+        "HIP_PATH",
+        "PYTORCH_ROCM_ARCH",
+        "GPU_ARCHS",
+        "MAX_JOBS",
+        "CMAKE_BUILD_PARALLEL_LEVEL",
+    }
+)
 PASS_SETTING = "WHEELPIN_BUILD_ENV"  # more names to pass, separated by commas: the operator's choice
 _URL_CREDENTIALS = re.compile(r"://[^/@\s]*@")
 
@@ -61,8 +93,11 @@ def build_environment() -> dict[str, str]:
     process (LC_* too) and those WHEELPIN_BUILD_ENV names; HOME and TMPDIR are the
     sandbox's (adapters/sandbox.py); the build's own WHEELPIN_* values are added by it."""
     passed = _PASSED | {name.strip() for name in os.environ.get(PASS_SETTING, "").split(",") if name.strip()}
-    return {key: value for key, value in os.environ.items()
-            if (key in passed or key.startswith("LC_")) and not _URL_CREDENTIALS.search(value)}
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if (key in passed or key.startswith("LC_")) and not _URL_CREDENTIALS.search(value)
+    }
 
 
 RUNNING = "build.pid"  # the process group of a build under way, and when its leader started
@@ -125,8 +160,11 @@ def local_build(component: Component, commit: str, cache: Path) -> LocalBuild:
     assert isinstance(component.build, CommandBuild), "a local build runs a `command` build"
     command = component.build.command
     # a list is run as it is; a string through the shell, with the values quoted
-    run: list[str] | str = ([render(part, values) for part in command] if isinstance(command, list)
-                            else render(command, {k: shlex.quote(v) for k, v in values.items()}))
+    run: list[str] | str = (
+        [render(part, values) for part in command]
+        if isinstance(command, list)
+        else render(command, {k: shlex.quote(v) for k, v in values.items()})
+    )
     return LocalBuild(cache / "checkouts" / component.name / commit[:12], out, run, values)
 
 
@@ -146,19 +184,31 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
     run, values = planned.run, planned.values
     environment = sandbox.sandbox_environment(
         {**build_environment(), **{f"WHEELPIN_{k.upper()}": v for k, v in values.items()}},
-        sandboxed=sandboxed, scratch=scratch)
+        sandboxed=sandboxed,
+        scratch=scratch,
+    )
     # the checkout's git metadata lives in the mirror (a worktree of it): shown read-only,
     # so setuptools-scm and `git describe` work, less FETCH_HEAD (it names the fetched URL)
-    jail = sandbox.Jail(workdir=checkout, scratch=scratch, writable=(checkout, out),
-                        readable=(upstream.mirror, *sandbox.readable_pythons()),
-                        hidden=(upstream.mirror / "FETCH_HEAD",))
+    jail = sandbox.Jail(
+        workdir=checkout,
+        scratch=scratch,
+        writable=(checkout, out),
+        readable=(upstream.mirror, *sandbox.readable_pythons()),
+        hidden=(upstream.mirror / "FETCH_HEAD",),
+    )
     argv: list[str] | str = sandbox.wrapped(run, jail) if sandboxed else run
     try:
         output = BoundedLog(log, head=LOG_HEAD, tail=LOG_TAIL)
         try:
-            process = subprocess.Popen(argv, shell=isinstance(argv, str), cwd=checkout,  # noqa: S602
-                                       stdout=output.writer, stderr=subprocess.STDOUT, env=environment,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                argv,
+                shell=isinstance(argv, str),
+                cwd=checkout,  # noqa: S602
+                stdout=output.writer,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                start_new_session=True,
+            )
         except OSError:
             output.started()
             output.finish()
@@ -166,8 +216,7 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
         output.started()
         (folder / RUNNING).write_text(f"{process.pid} {_started(process.pid) or 0}\n")
         try:
-            code = waited(process, f"build {component.name} {commit[:8]}", log,
-                          component.build.timeout_minutes * 60)
+            code = waited(process, f"build {component.name} {commit[:8]}", log, component.build.timeout_minutes * 60)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)  # the build and every child it started
             process.wait()
@@ -185,15 +234,20 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
     finally:
         upstream.remove_checkout(checkout)
         shutil.rmtree(scratch, ignore_errors=True)
-    said = (f" (its {written // MiB} MiB of output cut to the first {LOG_HEAD // MiB} and last "
-            f"{LOG_TAIL // MiB} MiB in its log)" if cut else "")
+    said = (
+        f" (its {written // MiB} MiB of output cut to the first {LOG_HEAD // MiB} and last "
+        f"{LOG_TAIL // MiB} MiB in its log)"
+        if cut
+        else ""
+    )
     wheels = tuple(sorted(out.glob("*.whl")))
     if code != 0:
         with log.open("rb") as stream:  # the end of the log, where the error is
             stream.seek(max(stream.seek(0, 2) - 4096, 0))
             tail = stream.read().decode(errors="replace").strip().splitlines()[-3:]
-        return BuildResult(False, wheels, log, f"build of {commit[:8]} failed (exit {code}){said}: "
-                           + " / ".join(tail)[-300:])
+        return BuildResult(
+            False, wheels, log, f"build of {commit[:8]} failed (exit {code}){said}: " + " / ".join(tail)[-300:]
+        )
     if not wheels:
         return BuildResult(False, wheels, log, f"build of {commit[:8]} left no wheel in {{out}}{said}")
     (out / COMPLETE).write_text(commit + "\n")

@@ -15,17 +15,18 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..core.proposal.commits import carries_marker, check_bot_branch, signed_off
 from ..core.config.model import BRANCH_PREFIX, Author
 from ..core.errors import InputError, RefusedError, UsageError
+from ..core.proposal.commits import carries_marker, check_bot_branch, signed_off
 from .filemodes import folders_and_path, mode_to_write
 from .git import ZERO, GitError, git, git_bytes
 from .platform import BranchCommit
 
 
 class LocalPlatform:
-    def __init__(self, repo: Path, *, author: Author, branch_prefix: str = BRANCH_PREFIX,
-                 signoff: bool = False) -> None:
+    def __init__(
+        self, repo: Path, *, author: Author, branch_prefix: str = BRANCH_PREFIX, signoff: bool = False
+    ) -> None:
         if not (repo / ".git").exists() and not (repo / "HEAD").exists():
             raise UsageError(f"{repo}: not a git repository")
         self.repo = repo
@@ -70,12 +71,17 @@ class LocalPlatform:
     def _check_branch(self, branch: str) -> None:
         check_bot_branch(branch, self.prefix)
 
-    def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
-                     expected: str | None) -> str:
+    def write_branch(
+        self, branch: str, *, base: str, files: Mapping[str, str], message: str, expected: str | None
+    ) -> str:
         """Point `branch` at one new commit on `base` holding `files`; CAS on `expected`."""
         self._check_branch(branch)
-        identity = {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email,
-                    "GIT_COMMITTER_NAME": self.author.name, "GIT_COMMITTER_EMAIL": self.author.email}
+        identity = {
+            "GIT_AUTHOR_NAME": self.author.name,
+            "GIT_AUTHOR_EMAIL": self.author.email,
+            "GIT_COMMITTER_NAME": self.author.name,
+            "GIT_COMMITTER_EMAIL": self.author.email,
+        }
         if self.signoff:
             message = signed_off(message, self.author)
         with tempfile.TemporaryDirectory(prefix="wheelpin-index-") as folder:
@@ -86,11 +92,12 @@ class LocalPlatform:
                 blob = git(["hash-object", "-w", "--stdin"], cwd=self.repo, input=text.encode()).strip()
                 git(["update-index", "--add", "--cacheinfo", f"{kept[path]},{blob},{path}"], cwd=self.repo, env=index)
             tree = git(["write-tree"], cwd=self.repo, env=index).strip()
-        commit = git(["commit-tree", tree, "-p", base, "-F", "-"], cwd=self.repo, input=message,
-                     env=identity).strip()
+        commit = git(["commit-tree", tree, "-p", base, "-F", "-"], cwd=self.repo, input=message, env=identity).strip()
         try:
-            git(["update-ref", "-m", "wheelpin: propose", f"refs/heads/{branch}", commit, expected or ZERO],
-                cwd=self.repo)
+            git(
+                ["update-ref", "-m", "wheelpin: propose", f"refs/heads/{branch}", commit, expected or ZERO],
+                cwd=self.repo,
+            )
         except GitError:
             raise RefusedError(f"{branch} moved while wheelpin was writing it; left alone") from None
         self.writes += 1
@@ -115,8 +122,7 @@ class LocalPlatform:
     def say_once(self, branch: str, *, key: str, text: str) -> None:
         """Nothing to comment on locally: the pass's report says it."""
 
-    def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
-                         labels: Sequence[str]) -> None:
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> None:
         """Nothing more to do here: the branch's commit message is the title and body."""
         self._check_branch(branch)
 
@@ -124,10 +130,18 @@ class LocalPlatform:
         """Retire a proposal: the branch goes, `refs/wheelpin/closed/…` keeps it and why."""
         self._check_branch(branch)
         tree = self._git("rev-parse", f"{expected}^{{tree}}").strip()
-        identity = {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email,
-                    "GIT_COMMITTER_NAME": self.author.name, "GIT_COMMITTER_EMAIL": self.author.email}
-        record = git(["commit-tree", tree, "-p", expected, "-F", "-"], cwd=self.repo,
-                     input=f"wheelpin: closed {branch}\n\n{reason}\n", env=identity).strip()
+        identity = {
+            "GIT_AUTHOR_NAME": self.author.name,
+            "GIT_AUTHOR_EMAIL": self.author.email,
+            "GIT_COMMITTER_NAME": self.author.name,
+            "GIT_COMMITTER_EMAIL": self.author.email,
+        }
+        record = git(
+            ["commit-tree", tree, "-p", expected, "-F", "-"],
+            cwd=self.repo,
+            input=f"wheelpin: closed {branch}\n\n{reason}\n",
+            env=identity,
+        ).strip()
         name = branch.removeprefix(self.prefix)
         git(["update-ref", f"refs/wheelpin/closed/{name}", record], cwd=self.repo)
         try:

@@ -44,13 +44,13 @@ class Platform(Protocol):
     def is_bot_commit(self, commit: BranchCommit) -> bool:
         """Whether the bot made this commit (its identity, and its state marker)."""
 
-    def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
-                     expected: str | None) -> str:
+    def write_branch(
+        self, branch: str, *, base: str, files: Mapping[str, str], message: str, expected: str | None
+    ) -> str:
         """Ensure the proposal: `branch` = one bot commit on `base` with `files` and
         `message` (title + body); compare-and-swap on `expected`. Returns the commit."""
 
-    def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
-                         labels: Sequence[str]) -> None:
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> None:
         """Ensure the proposal's title, body and labels (a draft pull request on GitHub)."""
 
     def skipped_commits(self, branch: str) -> set[str]:

@@ -46,8 +46,16 @@ class Progress:
     """`advance(n)` as bytes go (for a build: its log's bytes, with its last line as `note`);
     `close()` at the end (a bar's last line, a log's last event)."""
 
-    def __init__(self, what: str, total: int | None, *, clock: Callable[[], float] = time.monotonic,
-                 stream: TextIO | None = None, mode: str | None = None, interval: float | None = None) -> None:
+    def __init__(
+        self,
+        what: str,
+        total: int | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        stream: TextIO | None = None,
+        mode: str | None = None,
+        interval: float | None = None,
+    ) -> None:
         self.what = what
         self.total = total
         self.done = 0
@@ -93,21 +101,31 @@ class Progress:
 
         self.said = True
         structlog.get_logger("wheelpin.progress").info(
-            event, what=self.what, done_bytes=self.done, total_bytes=self.total,
+            event,
+            what=self.what,
+            done_bytes=self.done,
+            total_bytes=self.total,
             percent=round(100 * self.done / self.total, 1) if self.total else None,
-            bytes_per_second=round(self._rate(now)), elapsed_seconds=round(now - self.started, 1),
-            **({"last_line": self.note} if self.note is not None else {}))
+            bytes_per_second=round(self._rate(now)),
+            elapsed_seconds=round(now - self.started, 1),
+            **({"last_line": self.note} if self.note is not None else {}),
+        )
 
     def _draw(self, now: float) -> None:
         self.said = True
         if self.total:
             share = min(self.done / self.total, 1.0)
             bar = "#" * int(share * 30)
-            text = (f"\r{self.what[:40]:40s} [{bar:30s}] {share * 100:5.1f}% "
-                    f"{_size(self.done)}/{_size(self.total)} {_size(self._rate(now))}/s")
+            text = (
+                f"\r{self.what[:40]:40s} [{bar:30s}] {share * 100:5.1f}% "
+                f"{_size(self.done)}/{_size(self.total)} {_size(self._rate(now))}/s"
+            )
         elif self.note is not None:  # a build: its time, its log's size and last line
             elapsed = int(now - self.started)
-            text = f"\r{self.what[:40]:40s} {elapsed // 60:3d}m{elapsed % 60:02d}s {_size(self.done):>9s} {self.note[:60]:60s}"
+            text = (
+                f"\r{self.what[:40]:40s} {elapsed // 60:3d}m{elapsed % 60:02d}s "
+                f"{_size(self.done):>9s} {self.note[:60]:60s}"
+            )
         else:
             text = f"\r{self.what[:40]:40s} {_size(self.done)} {_size(self._rate(now))}/s"
         with _lock:
@@ -127,8 +145,14 @@ def tracked(chunks: Iterable[bytes], what: str, total: int | None) -> Iterator[b
         progress.close()
 
 
-def waited(process: subprocess.Popen[bytes], what: str, log: Path, timeout: float, *,
-           clock: Callable[[], float] = time.monotonic) -> int:
+def waited(
+    process: subprocess.Popen[bytes],
+    what: str,
+    log: Path,
+    timeout: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
     """`process.wait(timeout)` for a build writing to `log`, said as it goes: each tick the
     log's growth and its last line. subprocess.TimeoutExpired past `timeout`, as wait's."""
     progress = Progress(what, None, clock=clock)

@@ -46,9 +46,11 @@ class Deadline:
         if time.monotonic() - self.started > MAX_SECONDS:
             raise TransientError(f"reading {self.what} took more than {MAX_SECONDS:.0f} s; stopped")
         if self.waited > GRACE_SECONDS and self.received < MIN_RATE * self.waited:
-            raise TransientError(f"the registry sent {self.what} at {self.received / self.waited / 1024:.1f} KiB/s "
-                                 f"over {self.waited:.0f} s, slower than the {MIN_RATE >> 10} KiB/s wheelpin waits "
-                                 "for; stopped")
+            raise TransientError(
+                f"the registry sent {self.what} at {self.received / self.waited / 1024:.1f} KiB/s "
+                f"over {self.waited:.0f} s, slower than the {MIN_RATE >> 10} KiB/s wheelpin waits "
+                "for; stopped"
+            )
 
 
 _current: ContextVar[Deadline | None] = ContextVar("wheelpin_image_deadline", default=None)

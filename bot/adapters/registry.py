@@ -30,10 +30,10 @@ import structlog
 import urllib3
 
 from ..core.errors import CredentialsError, InputError, NotFound, TransientError, UsageError, tries
-from ..core.image.reference import SHA256_DIGEST
 from ..core.image.oci import ACCEPT_MANIFESTS, INDEX_TYPE
-from .credentials import Credential, CredentialStore
+from ..core.image.reference import SHA256_DIGEST
 from . import readdeadline, writes
+from .credentials import Credential, CredentialStore
 from .progress import tracked
 from .registrywire import (
     HashedBody,
@@ -58,10 +58,18 @@ MAX_MANIFEST = 4 << 20
 class RegistryClient:
     """One registry host. Methods take the repository path (`rocm/atom-dev`)."""
 
-    def __init__(self, host: str, *, credentials: CredentialStore | None = None,
-                 insecure: Iterable[str] = (), retry: RetryPolicy = RetryPolicy(),
-                 anonymous: bool = False, session: requests.Session | None = None,
-                 sleep: Callable[[float], None] = time.sleep, tls_verify: bool = True) -> None:
+    def __init__(
+        self,
+        host: str,
+        *,
+        credentials: CredentialStore | None = None,
+        insecure: Iterable[str] = (),
+        retry: RetryPolicy = RetryPolicy(),
+        anonymous: bool = False,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        tls_verify: bool = True,
+    ) -> None:
         """`insecure` hosts (and loopback ones) are spoken to over plain HTTP; `tls_verify`
         False speaks HTTPS without checking the certificate (skopeo's --tls-verify=false)."""
         self.host = host
@@ -111,8 +119,17 @@ class RegistryClient:
             return {"Authorization": f"Bearer {token[0]}"}
         return {}  # Basic credentials go through `auth=`
 
-    def request(self, method: str, url: str, *, scope: str, headers: dict[str, str] | None = None,
-                data: Any = None, stream: bool = False, replayable: bool = True) -> requests.Response:
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        scope: str,
+        headers: dict[str, str] | None = None,
+        data: Any = None,
+        stream: bool = False,
+        replayable: bool = True,
+    ) -> requests.Response:
         """Send with auth and retries; return any answer but 401/403/429/5xx."""
         full = url if url.startswith("http") else self.base + url
         authenticated = False
@@ -123,20 +140,32 @@ class RegistryClient:
             body = data() if callable(data) else data
             merged = {**(headers or {}), **self._auth_header(scope)}
             credential = self._credential()
-            auth = (credential.username, credential.secret) if (
-                self._basic and credential is not None and not credential.identity_token) else None
+            auth = (
+                (credential.username, credential.secret)
+                if (self._basic and credential is not None and not credential.identity_token)
+                else None
+            )
             writes.before(method, full)  # a fenced job stops here (adapters/writes.py)
             self.traffic.requests += 1
             self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
             try:
                 response = self._session.request(
-                    method, full, headers=merged, data=body, stream=stream, auth=auth, verify=self._verify,
+                    method,
+                    full,
+                    headers=merged,
+                    data=body,
+                    stream=stream,
+                    auth=auth,
+                    verify=self._verify,
                     timeout=(self.retry.connect_timeout, readdeadline.read_timeout(self.retry.read_timeout)),
-                    allow_redirects=method in ("GET", "HEAD"))
+                    allow_redirects=method in ("GET", "HEAD"),
+                )
             except requests.exceptions.SSLError:  # not a passing fault: said at once, with the way out
-                raise UsageError(f"{self.host}: no trusted HTTPS there (the TLS handshake failed): for a registry "
-                                 "without HTTPS give --plain-http (or WHEELPIN_INSECURE_REGISTRIES), for one whose "
-                                 "certificate this machine does not trust --tls-verify=false") from None
+                raise UsageError(
+                    f"{self.host}: no trusted HTTPS there (the TLS handshake failed): for a registry "
+                    "without HTTPS give --plain-http (or WHEELPIN_INSECURE_REGISTRIES), for one whose "
+                    "certificate this machine does not trust --tls-verify=false"
+                ) from None
             except requests.RequestException as exc:  # never its text: it may hold a header
                 kind = self._what_failed(exc)
                 if not replayable or attempt + 1 >= self.retry.attempts:
@@ -163,8 +192,9 @@ class RegistryClient:
                 status = response.status_code
                 response.close()
                 if not replayable or attempt + 1 >= self.retry.attempts:
-                    raise self._gave_up(method, full, f"answered {status}", attempt + 1, started,
-                                        retry_after=wait) from None
+                    raise self._gave_up(
+                        method, full, f"answered {status}", attempt + 1, started, retry_after=wait
+                    ) from None
                 self._wait(attempt, wait, str(status))
                 attempt += 1
                 continue
@@ -193,16 +223,22 @@ class RegistryClient:
             return "could not be found (its name does not resolve)"
         return "could not be reached"
 
-    def _gave_up(self, method: str, url: str, what: str, attempts: int, started: float,
-                 retry_after: float | None = None) -> TransientError:
+    def _gave_up(
+        self, method: str, url: str, what: str, attempts: int, started: float, retry_after: float | None = None
+    ) -> TransientError:
         """The one sentence of a request that failed every try: the host, what it did, how
         hard it was tried ("127.0.0.1:5000 refused the connection, 4 tries in 8 s"). The
         request's path goes to the debug log: what it was for is the caller's to say."""
         seconds = time.monotonic() - started
-        log.debug("registry.gave_up", host=self.host, method=method, path=urlsplit(url).path, what=what,
-                  attempts=attempts)
-        return TransientError(f"{self.host} {what}, {tries(attempts, seconds)}", retry_after=retry_after,
-                              attempts=attempts, seconds=seconds)
+        log.debug(
+            "registry.gave_up", host=self.host, method=method, path=urlsplit(url).path, what=what, attempts=attempts
+        )
+        return TransientError(
+            f"{self.host} {what}, {tries(attempts, seconds)}",
+            retry_after=retry_after,
+            attempts=attempts,
+            seconds=seconds,
+        )
 
     def _wait(self, attempt: int, retry_after: float | None, reason: str) -> None:
         delay = self.retry.delay(attempt, retry_after)
@@ -211,7 +247,10 @@ class RegistryClient:
 
     def _refused(self, scope: str, status: int) -> str:
         who = "anonymous access" if self._credential() is None else "the credentials"
-        return f"{self.host} refused {who} for {scope} ({status}); log in (docker login) or set WHEELPIN_REGISTRY_USERNAME/_PASSWORD"
+        return (
+            f"{self.host} refused {who} for {scope} ({status}); "
+            "log in (docker login) or set WHEELPIN_REGISTRY_USERNAME/_PASSWORD"
+        )
 
     def _authenticate(self, challenge: str, scope: str) -> None:
         scheme, params = parse_challenge(challenge)
@@ -229,23 +268,40 @@ class RegistryClient:
         service = [("service", params["service"])] if "service" in params else []
         query = [("scope", part) for part in scope.split()] + service
         realm = urlsplit(params["realm"])
-        if credential is not None and realm.scheme != "https" and not (
-                is_loopback(realm.netloc) or realm.netloc in self._insecure):
-            raise CredentialsError(f"{self.host} asks for credentials at a plain-http token service "
-                                   f"{realm.netloc}; refusing to send them")
+        if (
+            credential is not None
+            and realm.scheme != "https"
+            and not (is_loopback(realm.netloc) or realm.netloc in self._insecure)
+        ):
+            raise CredentialsError(
+                f"{self.host} asks for credentials at a plain-http token service {realm.netloc}; refusing to send them"
+            )
         answer = None
         started = time.monotonic()
         for attempt in range(self.retry.attempts):
             try:
                 if credential is not None and credential.identity_token:
-                    answer = self._session.post(params["realm"], verify=self._verify, data={
-                        "scope": scope, **dict(service), "grant_type": "refresh_token",
-                        "refresh_token": credential.secret, "client_id": "wheelpin"},
-                        timeout=(self.retry.connect_timeout, 60))
+                    answer = self._session.post(
+                        params["realm"],
+                        verify=self._verify,
+                        data={
+                            "scope": scope,
+                            **dict(service),
+                            "grant_type": "refresh_token",
+                            "refresh_token": credential.secret,
+                            "client_id": "wheelpin",
+                        },
+                        timeout=(self.retry.connect_timeout, 60),
+                    )
                 else:
                     auth = (credential.username, credential.secret) if credential else None
-                    answer = self._session.get(params["realm"], params=query, auth=auth, verify=self._verify,
-                                               timeout=(self.retry.connect_timeout, 60))
+                    answer = self._session.get(
+                        params["realm"],
+                        params=query,
+                        auth=auth,
+                        verify=self._verify,
+                        timeout=(self.retry.connect_timeout, 60),
+                    )
             except requests.RequestException:
                 answer = None
             self.traffic.requests += 1
@@ -254,9 +310,12 @@ class RegistryClient:
             self._wait(attempt, retry_after_of(answer) if answer is not None else None, "token service")
         if answer is None or answer.status_code >= 500 or answer.status_code == 429:
             seconds = time.monotonic() - started
-            raise TransientError(f"the token service of {self.host} ({realm.netloc}) did not answer, "
-                                 f"{tries(self.retry.attempts, seconds)}", attempts=self.retry.attempts,
-                                 seconds=seconds)
+            raise TransientError(
+                f"the token service of {self.host} ({realm.netloc}) did not answer, "
+                f"{tries(self.retry.attempts, seconds)}",
+                attempts=self.retry.attempts,
+                seconds=seconds,
+            )
         if answer.status_code in (401, 403):
             raise CredentialsError(f"the token service of {self.host} refused {scope} ({answer.status_code})")
         if answer.status_code != 200:
@@ -279,9 +338,12 @@ class RegistryClient:
 
     def manifest_digest(self, repository: str, reference: str, *, push: bool = False) -> str | None:
         """The digest a tag (or digest) names, by HEAD; None only for a 404 (free)."""
-        response = self.request("HEAD", f"/v2/{repository}/manifests/{reference}",
-                                scope=self.scope(repository, push=push),
-                                headers={"Accept": ACCEPT_MANIFESTS})
+        response = self.request(
+            "HEAD",
+            f"/v2/{repository}/manifests/{reference}",
+            scope=self.scope(repository, push=push),
+            headers={"Accept": ACCEPT_MANIFESTS},
+        )
         response.close()
         if response.status_code == 404:
             return None  # MANIFEST_UNKNOWN, NAME_UNKNOWN, NOT_FOUND: a HEAD has no body to tell
@@ -289,8 +351,10 @@ class RegistryClient:
             raise TransientError(f"{self.host}/{repository}:{reference}: HEAD answered {response.status_code}")
         digest = response.headers.get("Docker-Content-Digest", "")
         if not SHA256_DIGEST.match(digest):
-            raise TransientError(f"{self.host}/{repository}:{reference}: HEAD answered 200 without a "
-                                 "Docker-Content-Digest; the next pass asks again")
+            raise TransientError(
+                f"{self.host}/{repository}:{reference}: HEAD answered 200 without a "
+                "Docker-Content-Digest; the next pass asks again"
+            )
         return digest
 
     def list_tags(self, repository: str) -> list[str]:
@@ -311,15 +375,23 @@ class RegistryClient:
 
     def get_manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
         """The manifest's bytes and media type; one over `MAX_MANIFEST` is refused (InputError)."""
-        response = self.request("GET", f"/v2/{repository}/manifests/{reference}", stream=True,
-                                scope=self.scope(repository), headers={"Accept": ACCEPT_MANIFESTS})
+        response = self.request(
+            "GET",
+            f"/v2/{repository}/manifests/{reference}",
+            stream=True,
+            scope=self.scope(repository),
+            headers={"Accept": ACCEPT_MANIFESTS},
+        )
         try:
             if response.status_code == 404:
                 raise NotFound(f"{self.host}/{repository}@{reference}: no such manifest (404)")
             if response.status_code != 200:
                 raise TransientError(f"{self.host}/{repository}: manifest GET answered {response.status_code}")
-            data = b"".join(self._body(response, repository, limit=MAX_MANIFEST,
-                                       what=f"the manifest {self.host}/{repository}@{reference}"))
+            data = b"".join(
+                self._body(
+                    response, repository, limit=MAX_MANIFEST, what=f"the manifest {self.host}/{repository}@{reference}"
+                )
+            )
         finally:
             response.close()
         if reference.startswith("sha256:") and "sha256:" + hashlib.sha256(data).hexdigest() != reference:
@@ -327,9 +399,13 @@ class RegistryClient:
         return data, response.headers.get("Content-Type", "")
 
     def put_manifest(self, repository: str, reference: str, data: bytes, media_type: str) -> str:
-        response = self.request("PUT", f"/v2/{repository}/manifests/{reference}",
-                                scope=self.scope(repository, push=True),
-                                headers={"Content-Type": media_type}, data=data)
+        response = self.request(
+            "PUT",
+            f"/v2/{repository}/manifests/{reference}",
+            scope=self.scope(repository, push=True),
+            headers={"Content-Type": media_type},
+            data=data,
+        )
         response.close()
         if response.status_code not in (200, 201):
             raise TransientError(f"{self.host}/{repository}:{reference}: manifest PUT answered {response.status_code}")
@@ -341,8 +417,13 @@ class RegistryClient:
         (looked up in any case: Go registries send `Oci-Subject`), where a registry with the
         referrers API says `OCI-Subject` (distribution-spec v1.1 "Pushing Manifests with Subject")."""
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        response = self.request("PUT", f"/v2/{repository}/manifests/{digest}", scope=self.scope(repository, push=True),
-                                headers={"Content-Type": media_type}, data=data)
+        response = self.request(
+            "PUT",
+            f"/v2/{repository}/manifests/{digest}",
+            scope=self.scope(repository, push=True),
+            headers={"Content-Type": media_type},
+            data=data,
+        )
         response.close()
         if response.status_code not in (200, 201):
             raise TransientError(f"{self.host}/{repository}@{digest}: manifest PUT answered {response.status_code}")
@@ -353,16 +434,21 @@ class RegistryClient:
         """`GET /v2/<name>/referrers/<digest>` (distribution-spec v1.1 "Listing Referrers"): the
         image index of the manifests naming `digest` as subject; None on 404, the spec's word
         for a registry without the API (Debian's docker-registry 2.8 answers so)."""
-        response = self.request("GET", f"/v2/{repository}/referrers/{digest}", stream=True,
-                                scope=self.scope(repository), headers={"Accept": INDEX_TYPE})
+        response = self.request(
+            "GET",
+            f"/v2/{repository}/referrers/{digest}",
+            stream=True,
+            scope=self.scope(repository),
+            headers={"Accept": INDEX_TYPE},
+        )
         try:
             if response.status_code == 404:
                 return None
             if response.status_code != 200:
-                raise TransientError(f"{self.host}/{repository}: the referrers of {digest} answered "
-                                     f"{response.status_code}")
-            return b"".join(self._body(response, repository, limit=MAX_MANIFEST,
-                                       what=f"the referrers of {digest}"))
+                raise TransientError(
+                    f"{self.host}/{repository}: the referrers of {digest} answered {response.status_code}"
+                )
+            return b"".join(self._body(response, repository, limit=MAX_MANIFEST, what=f"the referrers of {digest}"))
         finally:
             response.close()
 
@@ -373,8 +459,9 @@ class RegistryClient:
         (distribution/distribution says UNSUPPORTED, DIGEST_INVALID before v2.8) and a registry
         with deletes disabled answers a digest delete. A delete needs the `delete` action in
         the token scope (docs.docker.com, Registry API "Delete image manifest")."""
-        response = self.request("DELETE", f"/v2/{repository}/manifests/{reference}",
-                                scope=f"repository:{repository}:delete")
+        response = self.request(
+            "DELETE", f"/v2/{repository}/manifests/{reference}", scope=f"repository:{repository}:delete"
+        )
         response.close()
         if response.status_code in (200, 202, 204, 404):
             return True
@@ -383,8 +470,7 @@ class RegistryClient:
         raise TransientError(f"{self.host}/{repository}:{reference}: DELETE answered {response.status_code}")
 
     def blob_exists(self, repository: str, digest: str, *, push: bool = False) -> bool:
-        response = self.request("HEAD", f"/v2/{repository}/blobs/{digest}",
-                                scope=self.scope(repository, push=push))
+        response = self.request("HEAD", f"/v2/{repository}/blobs/{digest}", scope=self.scope(repository, push=push))
         response.close()
         if response.status_code == 404:
             return False
@@ -394,17 +480,18 @@ class RegistryClient:
 
     def get_blob(self, repository: str, digest: str) -> Iterator[bytes]:
         """The blob's bytes in chunks, checked against its digest at the end."""
-        response = self.request("GET", f"/v2/{repository}/blobs/{digest}",
-                                scope=self.scope(repository), stream=True)
+        response = self.request("GET", f"/v2/{repository}/blobs/{digest}", scope=self.scope(repository), stream=True)
         if response.status_code != 200:
             response.close()
             raise TransientError(f"{self.host}/{repository}: blob GET {digest} answered {response.status_code}")
         hashed = hashlib.sha256()
         length = response.headers.get("Content-Length", "")
         try:
-            for chunk in tracked(self._body(response, repository, what=f"blob {digest}"),
-                                 f"download {self.host}/{repository} {digest[:19]}",
-                                 int(length) if length.isdigit() else None):
+            for chunk in tracked(
+                self._body(response, repository, what=f"blob {digest}"),
+                f"download {self.host}/{repository} {digest[:19]}",
+                int(length) if length.isdigit() else None,
+            ):
                 hashed.update(chunk)
                 yield chunk
         finally:
@@ -412,8 +499,9 @@ class RegistryClient:
         if "sha256:" + hashed.hexdigest() != digest:
             raise TransientError(f"{self.host}/{repository}: the blob {digest} sent does not match its digest")
 
-    def _body(self, response: requests.Response, repository: str, *, what: str,
-              limit: int | None = None) -> Iterator[bytes]:
+    def _body(
+        self, response: requests.Response, repository: str, *, what: str, limit: int | None = None
+    ) -> Iterator[bytes]:
         """A streamed answer's bytes as they come (each read waits for one arrival, never a
         whole chunk: a registry that drips is seen dripping), counted against the image
         read's deadline (`adapters/readdeadline.py`) and, when given, `limit` bytes."""
@@ -429,15 +517,23 @@ class RegistryClient:
                 count += len(chunk)
                 self.traffic.bytes_downloaded += len(chunk)
                 if limit is not None and count > limit:
-                    raise InputError(f"{self.host}/{repository}: {what} is larger than the {limit} bytes "
-                                     "wheelpin reads of one")
+                    raise InputError(
+                        f"{self.host}/{repository}: {what} is larger than the {limit} bytes wheelpin reads of one"
+                    )
                 readdeadline.received(len(chunk), waited)
                 yield chunk
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(f"{self.host}/{repository}: {what} download broke ({type(exc).__name__})") from None
 
-    def upload_blob(self, repository: str, digest: str, size: int, chunks: Callable[[], Iterable[bytes]],
-                    *, mount_from: str | None = None) -> int:
+    def upload_blob(
+        self,
+        repository: str,
+        digest: str,
+        size: int,
+        chunks: Callable[[], Iterable[bytes]],
+        *,
+        mount_from: str | None = None,
+    ) -> int:
         """Upload a blob of `size` bytes streamed from `chunks()` (called again on a retry); bytes sent.
 
         The body goes with its Content-Length, never chunked: registries behind proxies
@@ -450,8 +546,11 @@ class RegistryClient:
             # answers 202 and the whole blob is uploaded again (Distribution's "Cross
             # Repository Blob Mount"; Docker Hub and GHCR behave so)
             scope = f"{scope} repository:{mount_from}:pull"
-            mounted = self.request("POST", f"/v2/{repository}/blobs/uploads/?"
-                                   + urlencode({"mount": digest, "from": mount_from}), scope=scope)
+            mounted = self.request(
+                "POST",
+                f"/v2/{repository}/blobs/uploads/?" + urlencode({"mount": digest, "from": mount_from}),
+                scope=scope,
+            )
             mounted.close()
             if mounted.status_code == 201:
                 return 0
@@ -466,33 +565,54 @@ class RegistryClient:
         assert last is not None
         raise last
 
-    def _upload_once(self, repository: str, digest: str, size: int,
-                     chunks: Callable[[], Iterable[bytes]], scope: str) -> int:
+    def _upload_once(
+        self, repository: str, digest: str, size: int, chunks: Callable[[], Iterable[bytes]], scope: str
+    ) -> int:
         started = self.request("POST", f"/v2/{repository}/blobs/uploads/", scope=scope)
         started.close()
         if started.status_code != 202 or "Location" not in started.headers:
             raise TransientError(f"{self.host}/{repository}: starting an upload answered {started.status_code}")
         location = urljoin(self.base + "/", started.headers["Location"])
         body = HashedBody(chunks, size)
-        patched = self.request("PATCH", location, scope=scope, replayable=False,
-                               headers={"Content-Type": "application/octet-stream",
-                                        "Content-Range": f"0-{size - 1}"} if size else
-                               {"Content-Type": "application/octet-stream"}, data=body.payload())
+        patched = self.request(
+            "PATCH",
+            location,
+            scope=scope,
+            replayable=False,
+            headers={"Content-Type": "application/octet-stream", "Content-Range": f"0-{size - 1}"}
+            if size
+            else {"Content-Type": "application/octet-stream"},
+            data=body.payload(),
+        )
         patched.close()
         if patched.status_code in (400, 404, 405, 416, 501):  # no streamed PATCH: one PUT
             body = HashedBody(chunks, size)
-            done = self.request("PUT", with_digest(location, digest), scope=scope, replayable=False,
-                                headers={"Content-Type": "application/octet-stream"}, data=body.payload())
+            done = self.request(
+                "PUT",
+                with_digest(location, digest),
+                scope=scope,
+                replayable=False,
+                headers={"Content-Type": "application/octet-stream"},
+                data=body.payload(),
+            )
         elif patched.status_code == 202:
             body.check(digest)
             location = urljoin(self.base + "/", patched.headers.get("Location", location))
-            done = self.request("PUT", with_digest(location, digest), scope=scope, replayable=False,
-                                headers={"Content-Length": "0"}, data=b"")
+            done = self.request(
+                "PUT",
+                with_digest(location, digest),
+                scope=scope,
+                replayable=False,
+                headers={"Content-Length": "0"},
+                data=b"",
+            )
         else:
             raise TransientError(f"{self.host}/{repository}: uploading {digest} answered {patched.status_code}")
         done.close()
         if done.status_code != 201:
-            raise TransientError(f"{self.host}/{repository}: finishing the upload of {digest} answered {done.status_code}")
+            raise TransientError(
+                f"{self.host}/{repository}: finishing the upload of {digest} answered {done.status_code}"
+            )
         body.check(digest)
         self.traffic.bytes_uploaded += body.sent
         return body.sent

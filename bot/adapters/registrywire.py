@@ -11,9 +11,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlencode, urlsplit
-
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode, urlsplit
 
 from ..core.errors import VerificationError
 

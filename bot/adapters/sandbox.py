@@ -43,8 +43,18 @@ OFF = "off"
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc", "/sys")
 # Secrets of /etc, hidden (an empty file or folder over them): password hashes, the host's
 # ssh keys, TLS private keys, docker's and containers' own credentials
-_ETC_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh", "/etc/ssl/private",
-                "/etc/docker", "/etc/containers/auth.json", "/etc/wheelpin", "/etc/netrc")
+_ETC_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/docker",
+    "/etc/containers/auth.json",
+    "/etc/wheelpin",
+    "/etc/netrc",
+)
 _GPU = ("/dev/kfd", "/dev/dri")  # a smoke test may touch the GPU: ROCm's device nodes, if any
 
 
@@ -95,7 +105,8 @@ def enabled() -> bool:
         raise SandboxUnavailable(
             f"builds and smoke tests run in a bubblewrap sandbox so they cannot read the bot's credentials, "
             f"and bwrap cannot run here ({problem}): install bubblewrap (Debian: apt-get install bubblewrap) "
-            f"where user namespaces are allowed, or set {SETTING}={OFF} to run them unsandboxed (unsafe)")
+            f"where user namespaces are allowed, or set {SETTING}={OFF} to run them unsandboxed (unsafe)"
+        )
     return True
 
 
@@ -104,8 +115,10 @@ def _warn_unsandboxed() -> None:
     import structlog
 
     structlog.get_logger("wheelpin.sandbox").warning(
-        "sandbox.off", reason=f"{SETTING}={OFF}: builds and smoke tests run unsandboxed and can read "
-                              "what this user can (credentials files, the cache folder)")
+        "sandbox.off",
+        reason=f"{SETTING}={OFF}: builds and smoke tests run unsandboxed and can read "
+        "what this user can (credentials files, the cache folder)",
+    )
 
 
 def unavailable() -> str | None:
@@ -121,9 +134,27 @@ def _problem() -> str | None:
     if bwrap is None:
         return "no bwrap on PATH"
     try:
-        done = subprocess.run([bwrap, "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
-                               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"],
-                              capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(
+            [
+                bwrap,
+                "--unshare-pid",
+                "--die-with-parent",
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--tmpfs",
+                "/tmp",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap did not start: {exc}"
     if done.returncode != 0:
@@ -150,8 +181,17 @@ def wrapped(command: Sequence[str] | str, jail: Jail) -> list[str]:
     command may see, shallowest first, at its own path (a folder under /tmp included)."""
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     bwrap = shutil.which("bwrap") or "bwrap"
-    args = [bwrap, "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
-            "--proc", "/proc", "--dev", "/dev"]
+    args = [
+        bwrap,
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--die-with-parent",
+        "--new-session",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
     for device in _GPU:
         args += ["--dev-bind-try", device, device]
     for path in _SYSTEM:

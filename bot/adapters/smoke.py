@@ -57,8 +57,13 @@ def interpreter_for(tag: str) -> str | None:
     if found is None:
         return None
     try:  # a name on PATH is not yet an interpreter (a pyenv shim of a version not installed)
-        said = subprocess.run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                              capture_output=True, text=True, timeout=30, check=False)
+        said = subprocess.run(
+            [found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return found if said.returncode == 0 and said.stdout.strip() == version else None
@@ -100,19 +105,39 @@ def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int, *, 
     if step is not None:
         return f"the venv could not be made ({step})"
     venv_python = venv / "bin" / "python"
-    pip = ([sys.executable, "-m", "pip", "--python", str(venv_python)] if host_pip
-           else [str(venv_python), "-m", "pip"])
-    step = _run([*pip, "install", "--no-deps", "--no-index", "--no-cache-dir", "--disable-pip-version-check",
-                 "--quiet", str(wheel)], folder, seconds)
+    pip = [sys.executable, "-m", "pip", "--python", str(venv_python)] if host_pip else [str(venv_python), "-m", "pip"]
+    step = _run(
+        [
+            *pip,
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--quiet",
+            str(wheel),
+        ],
+        folder,
+        seconds,
+    )
     if step is not None:
         return f"pip install --no-deps {wheel.name} failed ({step})"
     scratch = folder / "tmp"
     environment = sandbox.sandbox_environment(
-        {**build_environment(), "VIRTUAL_ENV": str(venv),
-         "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"},
-        sandboxed=sandboxed, scratch=scratch)
-    jail = sandbox.Jail(workdir=folder, scratch=scratch, writable=(folder,),
-                        readable=(sandbox.interpreter_home(python), *sandbox.readable_pythons()))
+        {
+            **build_environment(),
+            "VIRTUAL_ENV": str(venv),
+            "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        },
+        sandboxed=sandboxed,
+        scratch=scratch,
+    )
+    jail = sandbox.Jail(
+        workdir=folder,
+        scratch=scratch,
+        writable=(folder,),
+        readable=(sandbox.interpreter_home(python), *sandbox.readable_pythons()),
+    )
     step = _run(sandbox.wrapped(command, jail) if sandboxed else command, folder, seconds, env=environment)
     return None if step is None else f"`{command}` failed ({step})"
 
@@ -122,9 +147,15 @@ def _run(command: Sequence[str] | str, cwd: Path, seconds: int, env: dict[str, s
     log = cwd / "output.log"
     output = BoundedLog(log, head=KEPT, tail=KEPT)
     try:
-        process = subprocess.Popen(command, shell=isinstance(command, str), cwd=cwd,  # noqa: S602
-                                   env=env if env is not None else build_environment(), stdout=output.writer,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            shell=isinstance(command, str),
+            cwd=cwd,  # noqa: S602
+            env=env if env is not None else build_environment(),
+            stdout=output.writer,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     except OSError as exc:
         output.started()
         output.finish()

@@ -111,8 +111,9 @@ class UpstreamRepo:
         if chosen is None:
             if tags:  # some match, and the versioning refuses every version they carry
                 kind = f"{self.upstream.versioning} " if self.upstream.versioning else ""
-                raise UpstreamRefMissing(f"{public_url(self.url)}: no tag matching {self.upstream.tags} carries "
-                                         f"a {kind}version")
+                raise UpstreamRefMissing(
+                    f"{public_url(self.url)}: no tag matching {self.upstream.tags} carries a {kind}version"
+                )
             raise UpstreamRefMissing(f"{public_url(self.url)}: no tag matches {self.upstream.tags}")
         return tags[chosen]
 
@@ -127,8 +128,9 @@ class UpstreamRepo:
         mine = release_of(commit, self.tags, pattern, versioning)
         # the pin may carry a release tag the pattern does not match (pinned by hand): `v0.6.0`
         # is still newer than `v0.5.10-rocm`
-        theirs = (release_of(than, self.tags, pattern, versioning)
-                  or release_of(than, self.tags, ANY_RELEASE, versioning))
+        theirs = release_of(than, self.tags, pattern, versioning) or release_of(
+            than, self.tags, ANY_RELEASE, versioning
+        )
         return mine is not None and theirs is not None and is_older(mine, theirs, versioning)
 
     def tag_of(self, commit: str | None) -> str | None:
@@ -137,8 +139,9 @@ class UpstreamRepo:
         if commit is None or self.upstream.tags is None or not self.tags:
             return None
         versioning = self.upstream.versioning
-        return (tag_on(commit, self.tags, TagPattern.parse(self.upstream.tags), versioning)
-                or tag_on(commit, self.tags, ANY_RELEASE, versioning))
+        return tag_on(commit, self.tags, TagPattern.parse(self.upstream.tags), versioning) or tag_on(
+            commit, self.tags, ANY_RELEASE, versioning
+        )
 
     def _ensure_mirror(self) -> None:
         bounded = cachebound.bounded(self.mirror.parent)
@@ -162,7 +165,9 @@ class UpstreamRepo:
         try:
             git(args, cwd=self.mirror, timeout=1800)
         except GitError as exc:
-            raise TransientError(f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})") from None
+            raise TransientError(
+                f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})"
+            ) from None
 
     def committed_at(self, commit: str) -> int:
         self.fetch(commit, depth=1)
@@ -191,8 +196,9 @@ class UpstreamRepo:
             self.fetch(near)
         except TransientError:
             return None
-        out = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{hint}^{{commit}}"],
-                  cwd=self.mirror, check=False).strip()
+        out = git(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{hint}^{{commit}}"], cwd=self.mirror, check=False
+        ).strip()
         return out if len(out) == 40 and out.startswith(hint) else None  # ambiguous: git says nothing
 
     def is_ancestor(self, older: str, newer: str) -> bool:

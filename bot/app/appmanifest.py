@@ -19,8 +19,14 @@ from typing import Any
 from .. import PROJECT_URL
 from ..adapters.github.host import github_host
 
-PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write",
-               "workflows": "write", "metadata": "read"}
+PERMISSIONS = {
+    "contents": "write",
+    "pull_requests": "write",
+    "issues": "write",
+    "actions": "write",
+    "workflows": "write",
+    "metadata": "read",
+}
 EVENTS = ["push", "pull_request", "workflow_run", "issue_comment", "repository"]  # repository: a default branch changed
 
 
@@ -30,9 +36,11 @@ def manifest(*, name: str, webhook_url: str | None, redirect_url: str, public: b
         "name": name,
         "url": PROJECT_URL,
         "description": "Keeps the ROCm wheels inside container images current: builds, verifies, publishes by "
-                       "digest, proposes the pins as draft pull requests.",
-        "hook_attributes": {"url": webhook_url or "https://wheelpin.example.org/webhook",
-                            "active": webhook_url is not None},
+        "digest, proposes the pins as draft pull requests.",
+        "hook_attributes": {
+            "url": webhook_url or "https://wheelpin.example.org/webhook",
+            "active": webhook_url is not None,
+        },
         "redirect_url": redirect_url,
         "public": public,
         "default_permissions": dict(PERMISSIONS),

@@ -66,8 +66,7 @@ class Commands:
         with self._lock:
             self._comments.pop(job, None)
 
-    def run(self, watched: Watched, job: Job, conversation: Conversation, component_pass: Pass, *,
-            cause: str) -> bool:
+    def run(self, watched: Watched, job: Job, conversation: Conversation, component_pass: Pass, *, cause: str) -> bool:
         """Carry out `job`; the comments that gave it keep waiting for their reaction when it
         is to be tried again (a comment made meanwhile is after them)."""
         if self.shared is not None:
@@ -87,8 +86,15 @@ class Commands:
                 with self._lock:
                     self._comments[job] = comments + self._comments.get(job, [])
 
-    def _carry_out(self, watched: Watched, job: Job, comments: list[Comment], conversation: Conversation,
-                   component_pass: Pass, cause: str) -> bool:
+    def _carry_out(
+        self,
+        watched: Watched,
+        job: Job,
+        comments: list[Comment],
+        conversation: Conversation,
+        component_pass: Pass,
+        cause: str,
+    ) -> bool:
         reconciler = watched.reconciler
         if reconciler is None or job.number is None:
             return True
@@ -96,8 +102,9 @@ class Commands:
             return self._on_dashboard(watched, job, comments, conversation, component_pass)
         target = conversation.pull_target(job.number)
         prefix = reconciler.config.defaults.branch_prefix
-        component = (reconciler.config.get(target.branch[len(prefix):])
-                     if target and target.branch.startswith(prefix) else None)
+        component = (
+            reconciler.config.get(target.branch[len(prefix) :]) if target and target.branch.startswith(prefix) else None
+        )
         if target is None or component is None:
             log.info("command.not_ours", number=job.number)
             return True
@@ -116,10 +123,13 @@ class Commands:
             return True
         if job.command == "skip" and seen and target.commit and seen != target.commit:
             log.info("command.moved_on", seen=seen, now=target.commit)
-            conversation.say_once(target.branch, key=f"moved-{job.sender}-{seen[:12]}",
-                                  text=f"@{job.sender}: this pull request moved on to `{target.commit[:8]}` since "
-                                  f"your comment (which saw `{seen[:8]}`); nothing was skipped. Comment "
-                                  "`/wheelpin skip` again to skip the new commit.")
+            conversation.say_once(
+                target.branch,
+                key=f"moved-{job.sender}-{seen[:12]}",
+                text=f"@{job.sender}: this pull request moved on to `{target.commit[:8]}` since "
+                f"your comment (which saw `{seen[:8]}`); nothing was skipped. Comment "
+                "`/wheelpin skip` again to skip the new commit.",
+            )
             react("confused")
             return True
         log.info("command", sender=job.sender, command=job.command, target=component.name)
@@ -140,16 +150,20 @@ class Commands:
         row = watched.rows.get(component.name)  # 👍 carried out; 😕 its pass failed (the PR says why)
         if row is not None and row.status.startswith(Status.NOTHING.value):  # said, not thanked for
             head = f"`{row.head[:8]}`" if row.head else "the upstream head"
-            conversation.say_once(target.branch, key=f"nothing-{job.command}-{job.sender}-{row.head}",
-                                  text=f"@{job.sender}: `/wheelpin {job.command}` changed nothing: this pull request "
-                                  f"already proposes {head}, built and verified, on the current base.")
+            conversation.say_once(
+                target.branch,
+                key=f"nothing-{job.command}-{job.sender}-{row.head}",
+                text=f"@{job.sender}: `/wheelpin {job.command}` changed nothing: this pull request "
+                f"already proposes {head}, built and verified, on the current base.",
+            )
             react("eyes")
             return True
         react("confused" if row is not None and row.status.startswith("failed") else "+1")
         return True
 
-    def _on_dashboard(self, watched: Watched, job: Job, comments: list[Comment], conversation: Conversation,
-                      component_pass: Pass) -> bool:
+    def _on_dashboard(
+        self, watched: Watched, job: Job, comments: list[Comment], conversation: Conversation, component_pass: Pass
+    ) -> bool:
         """`/wheelpin build --from-run N [--component C]` on the dashboard issue: for a head
         with no pull request (its own build failed, say), the build taken from run N and the
         component's pass run. The component may go unnamed when the config has one."""
@@ -193,8 +207,10 @@ class Commands:
         """`/wheelpin build --from-run N`: run N's artifacts become the build of the upstream
         head (ATOM's `source_run_id`); None when taken, else why not, in a sentence."""
         if job.run is None:
-            return "say which run to take the build from: `/wheelpin build --from-run RUN_ID` (the number in " \
-                   "the run's address, …/actions/runs/RUN_ID)."
+            return (
+                "say which run to take the build from: `/wheelpin build --from-run RUN_ID` (the number in "
+                "the run's address, …/actions/runs/RUN_ID)."
+            )
         try:
             log.info("command.build", said=reconciler.reuse_run(component, run_id=job.run))
         except WheelpinError as exc:
@@ -221,8 +237,10 @@ class Commands:
         if permission in WRITERS:
             return None
         log.warning("command.refused", sender=job.sender, permission=permission, command=job.command)
-        return (f"@{job.sender}: `/wheelpin {job.command}` needs write access to this repository (yours is "
-                f"{permission}); nothing was done.")
+        return (
+            f"@{job.sender}: `/wheelpin {job.command}` needs write access to this repository (yours is "
+            f"{permission}); nothing was done."
+        )
 
     def _permission(self, watched: Watched, conversation: Conversation, login: str) -> str:
         """`login`'s access to the repository, read at most once a minute (a burst of

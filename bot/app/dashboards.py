@@ -29,11 +29,17 @@ def record(watched: Watched, result: ComponentResult) -> None:
     succeeded = result.status in (Status.DONE, Status.NOTHING)  # the last error is over
     message = result.messages[-1] if result.messages else None
     row = watched.rows[result.name] = Row(
-        result.name, pinned=result.pinned, head=result.head, build=result.build, image=result.image,
-        proposal=result.proposal, status=result.status.value + (f": {message}" if message and not failed else ""),
+        result.name,
+        pinned=result.pinned,
+        head=result.head,
+        build=result.build,
+        image=result.image,
+        proposal=result.proposal,
+        status=result.status.value + (f": {message}" if message and not failed else ""),
         last_error=message if failed else None if succeeded else previous.last_error,
         last_error_at=time.time() if failed else None if succeeded else previous.last_error_at,
-        notes=tuple(result.notes) or (previous.notes if previous.head == result.head else ()))
+        notes=tuple(result.notes) or (previous.notes if previous.head == result.head else ()),
+    )
     if watched.shared is not None:  # every replica's passes on the one dashboard
         watched.shared.save_row(watched.repository, row)
 
@@ -46,8 +52,10 @@ def update(watched: Watched, conversation: Conversation) -> bool:
     if watched.shared is not None:  # the rows of every replica's passes
         names = [c.name for c in watched.reconciler.config.components] if watched.reconciler else []
         watched.rows = watched.shared.rows(watched.repository, names, only=watched.reconciler is not None)
-    rows = [replace(row, proposal=links.get(row.proposal, row.proposal) if row.proposal else None)
-            for row in watched.rows.values()]
+    rows = [
+        replace(row, proposal=links.get(row.proposal, row.proposal) if row.proposal else None)
+        for row in watched.rows.values()
+    ]
     body = conversation.dashboard_text(rows, repository=watched.repository, config_error=watched.config_error)
     if body == watched.dashboard_body:
         return True

@@ -6,12 +6,10 @@ github` and the service."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-
-import structlog
 from pathlib import Path
 
-from ..adapters.github.actions import ActionsClient
-from ..adapters.github.attestations import AttestationsReader
+import structlog
+
 from ..adapters.github import (
     AppCredentials,
     GitHubPlatform,
@@ -20,11 +18,12 @@ from ..adapters.github import (
     check_token,
     installation_repositories,
 )
-from ..core.config.model import Author
-from ..core.config.model import CONFIG_FILES
-from ..core.config.load import LoadedConfig, load_config_text
-from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
+from ..adapters.github.actions import ActionsClient
+from ..adapters.github.attestations import AttestationsReader
 from ..adapters.github.workflowfile import components_warnings
+from ..core.config.load import LoadedConfig, load_config_text
+from ..core.config.model import CONFIG_FILES, Author
+from ..core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
 from ..loop.runner import Reconciler
 from .settings import Settings
 from .wiring import Registries, signing_key
@@ -51,14 +50,23 @@ class GitHubAccess:
             try:
                 key = settings.github_private_key_file.read_bytes()
             except OSError as exc:
-                raise UsageError(f"{settings.github_private_key_file}: cannot read the App's private key "
-                                 f"({exc.strerror})") from None
-            return cls(settings.github_api_url, app_id=settings.github_app_id, private_key=key,
-                       installation_id=settings.github_installation_id)
+                raise UsageError(
+                    f"{settings.github_private_key_file}: cannot read the App's private key ({exc.strerror})"
+                ) from None
+            return cls(
+                settings.github_api_url,
+                app_id=settings.github_app_id,
+                private_key=key,
+                installation_id=settings.github_installation_id,
+            )
         if settings.github_token is None:
-            raise UsageError("GitHub needs WHEELPIN_GITHUB_TOKEN, or a GitHub App (WHEELPIN_GITHUB_APP_ID, "
-                             "WHEELPIN_GITHUB_PRIVATE_KEY_FILE)")
-        return cls(settings.github_api_url, token=settings.github_token.get_secret_value(), login=settings.github_login or None)  # an empty input is none given
+            raise UsageError(
+                "GitHub needs WHEELPIN_GITHUB_TOKEN, or a GitHub App (WHEELPIN_GITHUB_APP_ID, "
+                "WHEELPIN_GITHUB_PRIVATE_KEY_FILE)"
+            )
+        return cls(
+            settings.github_api_url, token=settings.github_token.get_secret_value(), login=settings.github_login or None
+        )  # an empty input is none given
 
     @property
     def is_app(self) -> bool:
@@ -97,8 +105,15 @@ def github_platform(access: GitHubAccess, repository: str, author: Author | None
     if not owner or not name or "/" in name:
         raise UsageError(f"{repository!r}: give OWNER/NAME")
     app = access.app() if access.is_app else None
-    return GitHubPlatform(api_url=access.api_url, owner=owner, repo=name, token=None if app else access.token,
-                          app=app, author=author or Author(), login=None if app else access.login)
+    return GitHubPlatform(
+        api_url=access.api_url,
+        owner=owner,
+        repo=name,
+        token=None if app else access.token,
+        app=app,
+        author=author or Author(),
+        login=None if app else access.login,
+    )
 
 
 @dataclass(frozen=True)
@@ -108,8 +123,9 @@ class RepositoryConfig:
     base: str  # the commit it was read at
 
 
-def read_repository_config(platform: GitHubPlatform, repository: str, path: str | None = None, *,
-                           reread: bool = False) -> RepositoryConfig:
+def read_repository_config(
+    platform: GitHubPlatform, repository: str, path: str | None = None, *, reread: bool = False
+) -> RepositoryConfig:
     """The repository's config file (`path`, else the first of CONFIG_FILES there is), from
     its default branch. The repository (its default branch) is read again when `reread`, and
     when the branch it named is gone: a renamed default branch is followed without a restart."""
@@ -136,13 +152,19 @@ def read_repository_config(platform: GitHubPlatform, repository: str, path: str 
 GITHUB_ROOT = Path("/dev/null")
 
 
-def load_repository_config(platform: GitHubPlatform, repository: str, found: RepositoryConfig, *,
-                           host_paths: bool = False) -> LoadedConfig:
+def load_repository_config(
+    platform: GitHubPlatform, repository: str, found: RepositoryConfig, *, host_paths: bool = False
+) -> LoadedConfig:
     """The config a tenant wrote: nothing in it reaches the bot's host (core/config/hostreach.py),
     unless the operator allows absolute host paths (`host_paths`, WHEELPIN_ALLOW_HOST_PATHS)."""
-    return load_config_text(found.text, path=Path(f"{repository}/{found.path}"), root=GITHUB_ROOT / repository,
-                            exists=lambda file: platform.read_file(found.base, file) is not None,
-                            from_github=True, host_paths=host_paths)
+    return load_config_text(
+        found.text,
+        path=Path(f"{repository}/{found.path}"),
+        root=GITHUB_ROOT / repository,
+        exists=lambda file: platform.read_file(found.base, file) is not None,
+        from_github=True,
+        host_paths=host_paths,
+    )
 
 
 def _text_or_none(platform: GitHubPlatform, base: str, path: str) -> str | None:
@@ -152,10 +174,17 @@ def _text_or_none(platform: GitHubPlatform, base: str, path: str) -> str | None:
         raise OSError(exc.message) from None
 
 
-def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settings, retry_failed: bool = False,
-                      registries: Registries | None = None,
-                      found: RepositoryConfig | None = None,
-                      platform: GitHubPlatform | None = None, config_path: str | None = None) -> Reconciler:
+def github_reconciler(
+    *,
+    access: GitHubAccess,
+    repository: str,
+    settings: Settings,
+    retry_failed: bool = False,
+    registries: Registries | None = None,
+    found: RepositoryConfig | None = None,
+    platform: GitHubPlatform | None = None,
+    config_path: str | None = None,
+) -> Reconciler:
     """A reconciler for `repository`, its config read from its default branch on GitHub
     (through `platform`, when one is kept). A config's `build.command` is never run for it
     (that would run the repository's code on the bot's host)."""
@@ -163,15 +192,25 @@ def github_reconciler(*, access: GitHubAccess, repository: str, settings: Settin
     found = found or read_repository_config(platform, repository, config_path)
     loaded = load_repository_config(platform, repository, found, host_paths=settings.allow_host_paths)
     defaults = loaded.config.defaults
-    warnings = components_warnings(loaded.config.components, lambda path: _text_or_none(platform, found.base, path),
-                                   where=f"{repository} at {found.base[:8]}")
+    warnings = components_warnings(
+        loaded.config.components,
+        lambda path: _text_or_none(platform, found.base, path),
+        where=f"{repository} at {found.base[:8]}",
+    )
     for names, warning in warnings:  # said once, when the config is (re)loaded
         log.warning("config.warning", component=", ".join(names), warning=warning)
     platform.author = defaults.author
     platform.prefix, platform.signoff = defaults.branch_prefix, defaults.signoff
-    return Reconciler(loaded, platform=platform, registries=registries or Registries(settings),
-                      database_url=settings.database_url.get_secret_value() if settings.database_url else None,
-                      cache=settings.cache_dir, retry_failed=retry_failed, state_scope=f"{repository}:",
-                      actions=ActionsClient(platform), local_commands=False,
-                      attestations=lambda: AttestationsReader(platform.client),
-                      signing_key=signing_key(settings))
+    return Reconciler(
+        loaded,
+        platform=platform,
+        registries=registries or Registries(settings),
+        database_url=settings.database_url.get_secret_value() if settings.database_url else None,
+        cache=settings.cache_dir,
+        retry_failed=retry_failed,
+        state_scope=f"{repository}:",
+        actions=ActionsClient(platform),
+        local_commands=False,
+        attestations=lambda: AttestationsReader(platform.client),
+        signing_key=signing_key(settings),
+    )

@@ -9,9 +9,9 @@ not count in the comparison)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from collections.abc import Callable, Mapping
 from typing import Any, Protocol, Self
 
 from ..core.config.model import BRANCH_PREFIX, ActionsBuild, Config
@@ -22,7 +22,9 @@ class JobKind(StrEnum):
     CONFIG = "config"  # read a repository's config again, schedule its components
     REPOSITORY = "repository"  # the same, and a pass of each component
     COMPONENT = "component"  # one pass of one component
-    COMMAND = "command"  # `/wheelpin rebase|recheck|skip|build --from-run N` on a bot pull request (build: or the dashboard)
+    COMMAND = (
+        "command"  # `/wheelpin rebase|recheck|skip|build --from-run N` on a bot pull request (build: or the dashboard)
+    )
     DASHBOARD = "dashboard"  # bring the dashboard issue up to date
 
 
@@ -84,8 +86,11 @@ class Routing:
 
     @classmethod
     def of(cls, config: Config) -> Self:
-        return cls(config.defaults.branch_prefix, frozenset({config.defaults.base_branch}),
-                   frozenset(c.build.workflow for c in config.components if isinstance(c.build, ActionsBuild)))
+        return cls(
+            config.defaults.branch_prefix,
+            frozenset({config.defaults.base_branch}),
+            frozenset(c.build.workflow for c in config.components if isinstance(c.build, ActionsBuild)),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "bases": sorted(self.bases), "workflows": sorted(self.workflows)}

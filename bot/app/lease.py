@@ -105,13 +105,18 @@ class Leases:
         asked = time.monotonic()
         if not self.shared.renew_lease(held.repository, held.epoch, self.seconds):
             held.fenced = True
-            log.warning("job.fenced", repository=held.repository, epoch=held.epoch,
-                        reason="another replica took this job over while this one was stalled: it writes nothing more")
+            log.warning(
+                "job.fenced",
+                repository=held.repository,
+                epoch=held.epoch,
+                reason="another replica took this job over while this one was stalled: it writes nothing more",
+            )
             raise Fenced(f"{held.repository}: another replica took this job over; nothing more is written")
         answered = time.monotonic()
         if answered - asked > self.seconds * SLOW_SHARE:
-            raise TransientError(f"{held.repository}: the lease took {answered - asked:.1f} s to renew; "
-                                 "not writing on it")
+            raise TransientError(
+                f"{held.repository}: the lease took {answered - asked:.1f} s to renew; not writing on it"
+            )
         held.renewed = answered
 
     def _before_write(self, method: str, url: str) -> None:

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector,
-                               ProcessCollector, generate_latest)
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
@@ -30,14 +38,20 @@ class _CacheCollector(Collector):
         return iter(())  # the parts are known only once the command configured them
 
     def collect(self) -> Iterator[Metric]:
-        used = GaugeMetricFamily("wheelpin_cache_bytes", "Bytes a bounded part of the cache folder keeps",
-                                 labels=["cache"])
-        bound = GaugeMetricFamily("wheelpin_cache_bound_bytes", "The bound of a part of the cache folder",
-                                  labels=["cache"])
-        evictions = CounterMetricFamily("wheelpin_cache_evictions", "Entries evicted from a part of the cache "
-                                        "folder, least recently used first", labels=["cache"])
-        evicted = CounterMetricFamily("wheelpin_cache_evicted_bytes", "Bytes evicted from a part of the cache folder",
-                                      labels=["cache"])
+        used = GaugeMetricFamily(
+            "wheelpin_cache_bytes", "Bytes a bounded part of the cache folder keeps", labels=["cache"]
+        )
+        bound = GaugeMetricFamily(
+            "wheelpin_cache_bound_bytes", "The bound of a part of the cache folder", labels=["cache"]
+        )
+        evictions = CounterMetricFamily(
+            "wheelpin_cache_evictions",
+            "Entries evicted from a part of the cache folder, least recently used first",
+            labels=["cache"],
+        )
+        evicted = CounterMetricFamily(
+            "wheelpin_cache_evicted_bytes", "Bytes evicted from a part of the cache folder", labels=["cache"]
+        )
         for part in cachebound.usage():
             used.add_metric([part.part], part.used)
             bound.add_metric([part.part], part.bound)
@@ -57,29 +71,36 @@ class Metrics:
         from .. import __version__
 
         Info("wheelpin_build", "The wheelpin running", registry=r).info({"version": __version__})
-        self.deliveries = Counter("wheelpin_webhook_deliveries", "Webhook deliveries, by event and outcome",
-                                  ["event", "outcome"], registry=r)
-        self.passes = Counter("wheelpin_passes", "Reconcile passes of one component, by result",
-                              ["result"], registry=r)
-        self.pass_seconds = Histogram("wheelpin_pass_duration_seconds", "How long a component's pass took",
-                                      registry=r, buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600))
+        self.deliveries = Counter(
+            "wheelpin_webhook_deliveries", "Webhook deliveries, by event and outcome", ["event", "outcome"], registry=r
+        )
+        self.passes = Counter("wheelpin_passes", "Reconcile passes of one component, by result", ["result"], registry=r)
+        self.pass_seconds = Histogram(
+            "wheelpin_pass_duration_seconds",
+            "How long a component's pass took",
+            registry=r,
+            buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600),
+        )
         self.actions = Counter("wheelpin_actions", "Actions executed, by kind", ["kind"], registry=r)
-        self.failures = Counter("wheelpin_failures", "Failed passes and jobs, by kind of error", ["kind"],
-                                registry=r)
+        self.failures = Counter("wheelpin_failures", "Failed passes and jobs, by kind of error", ["kind"], registry=r)
         self.jobs = Counter("wheelpin_jobs", "Jobs taken from the queue, by kind", ["kind"], registry=r)
         self.queue_depth = Gauge("wheelpin_queue_depth", "Keys waiting in the work queue", registry=r)
         self.queue_running = Gauge("wheelpin_queue_running", "Jobs running now", registry=r)
-        self.github_requests = Counter("wheelpin_github_requests",
-                                       "GitHub API requests: counted against the rate limit, or free (304)",
-                                       ["kind"], registry=r)
-        self.github_remaining = Gauge("wheelpin_github_rate_limit_remaining",
-                                      "Requests left in an installation's GitHub rate-limit window, as last answered",
-                                      ["installation"], registry=r)
+        self.github_requests = Counter(
+            "wheelpin_github_requests",
+            "GitHub API requests: counted against the rate limit, or free (304)",
+            ["kind"],
+            registry=r,
+        )
+        self.github_remaining = Gauge(
+            "wheelpin_github_rate_limit_remaining",
+            "Requests left in an installation's GitHub rate-limit window, as last answered",
+            ["installation"],
+            registry=r,
+        )
         self.registry_requests = Counter("wheelpin_registry_requests", "Registry requests", registry=r)
-        self.registry_bytes = Counter("wheelpin_registry_uploaded_bytes", "Bytes uploaded to registries",
-                                      registry=r)
-        self.git_requests = Counter("wheelpin_git_requests", "git ls-remote and fetch calls", ["kind"],
-                                    registry=r)
+        self.registry_bytes = Counter("wheelpin_registry_uploaded_bytes", "Bytes uploaded to registries", registry=r)
+        self.git_requests = Counter("wheelpin_git_requests", "git ls-remote and fetch calls", ["kind"], registry=r)
         self.watched = Gauge("wheelpin_watched_repositories", "Repositories watched", registry=r)
         self.ready = Gauge("wheelpin_ready", "1 when /readyz answers 200", registry=r)
         r.register(_CacheCollector())
@@ -88,8 +109,7 @@ class Metrics:
         self.queue_depth.set_function(depth)
         self.queue_running.set_function(running)
 
-    def record_pass(self, result: PassResult, seconds: float, installation: str,
-                    rate_remaining: int | None) -> None:
+    def record_pass(self, result: PassResult, seconds: float, installation: str, rate_remaining: int | None) -> None:
         """A component's pass; `installation` is the id whose token it used ("token" for a
         personal or Actions token)."""
         for component in result.components:

@@ -73,7 +73,8 @@ ANNOUNCE_FREED = (
     " from (select queue_name, id, scheduled_at from procrastinate_jobs where lock = %(lock)s and status = 'todo'"
     "       order by priority desc, id limit 1) next"
     " where (next.scheduled_at is null or next.scheduled_at <= now())"
-    " and not exists (select 1 from procrastinate_jobs where lock = %(lock)s and status = 'doing')")
+    " and not exists (select 1 from procrastinate_jobs where lock = %(lock)s and status = 'doing')"
+)
 # Seconds between attempts to start the worker again after it stopped (the database went
 # away): doubling from the first, capped; a worker that ran a while starts from the first again.
 RESTART_FIRST = 0.5
@@ -116,8 +117,7 @@ def tick_cron(seconds: int) -> str:
 
 
 class PostgresQueue:
-    def __init__(self, settings: Settings, url: str, shared: Shared, *, run: RunJob,
-                 tick: Callable[[], None]) -> None:
+    def __init__(self, settings: Settings, url: str, shared: Shared, *, run: RunJob, tick: Callable[[], None]) -> None:
         import procrastinate
 
         self.settings = settings
@@ -126,8 +126,9 @@ class PostgresQueue:
         self._tick = tick
         self.intake = procrastinate.App(connector=procrastinate.SyncPsycopgConnector())
         self.intake.open(shared.pool)
-        self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-            conninfo=url, min_size=1, max_size=settings.workers + 3))
+        self.app = procrastinate.App(
+            connector=procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=settings.workers + 3)
+        )
         self._register()
         self._keep_job_ends()
         self._thread: threading.Thread | None = None
@@ -153,13 +154,17 @@ class PostgresQueue:
     def _register(self) -> None:
         settings = self.settings
 
-        @self.app.task(name=JOB_TASK, queue=QUEUE, pass_context=True,
-                       retry=backoff_strategy(settings.queue_backoff))
+        @self.app.task(name=JOB_TASK, queue=QUEUE, pass_context=True, retry=backoff_strategy(settings.queue_backoff))
         def job_task(context: Any, job: dict[str, Any], note: str = "", deferred: float = 0.0) -> None:
             identity = (context.job.id, context.job.attempts)
             # how long it waited in the queue, from its first deferral (a retry's backoff included)
-            log.debug("job.taken", repository=job.get("repository"), job=job.get("kind"),
-                      waited=round(time.time() - deferred, 4) if deferred else None, attempt=context.job.attempts)
+            log.debug(
+                "job.taken",
+                repository=job.get("repository"),
+                job=job.get("kind"),
+                waited=round(time.time() - deferred, 4) if deferred else None,
+                attempt=context.job.attempts,
+            )
             with self._guard:
                 self._running[identity] = time.monotonic()
                 self.runs += 1
@@ -187,8 +192,12 @@ class PostgresQueue:
             for stalled in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=settings.stalled_after):
                 if stalled.task_name == TICK_TASK:
                     continue  # a tick left behind: the next one does its work
-                log.warning("job.stalled", job=stalled.id, lock=stalled.lock,
-                            reason=f"its replica sent no heartbeat for {settings.stalled_after} s: queued again")
+                log.warning(
+                    "job.stalled",
+                    job=stalled.id,
+                    lock=stalled.lock,
+                    reason=f"its replica sent no heartbeat for {settings.stalled_after} s: queued again",
+                )
                 await manager.retry_job(stalled)  # ended instead when the same job waits already (again)
             await asyncio.to_thread(self._tick)
 
@@ -212,8 +221,11 @@ class PostgresQueue:
                     abandoned = run in self._abandoned
                     self._abandoned.discard(run)
                 if abandoned:
-                    log.info("job.end_left", job=getattr(job, "id", None),
-                             reason="taken over by another replica: its end is theirs")
+                    log.info(
+                        "job.end_left",
+                        job=getattr(job, "id", None),
+                        reason="taken over by another replica: its end is theirs",
+                    )
                     return None
                 for pause in (*END_RETRIES, None):
                     try:
@@ -225,13 +237,21 @@ class PostgresQueue:
                             raise
                         # A job of the same key (its queueing lock) was queued while this one ran:
                         # that one does the same work, so this run ends instead of waiting beside it.
-                        log.info("job.retry_coalesced", job=job.id, lock=job.lock,
-                                 reason="the same job is queued already: it runs instead of this retry")
+                        log.info(
+                            "job.retry_coalesced",
+                            job=job.id,
+                            lock=job.lock,
+                            reason="the same job is queued already: it runs instead of this retry",
+                        )
                         return await manager.finish_job(job, status=JobStatus.ABORTED, delete_job=False)
                     except ConnectorException as exc:
                         if pause is None:
-                            log.warning("job.end_unwritten", write=_name, error=type(exc.__cause__ or exc).__name__,
-                                        reason="the worker starts again; a tick hands the job back")
+                            log.warning(
+                                "job.end_unwritten",
+                                write=_name,
+                                error=type(exc.__cause__ or exc).__name__,
+                                reason="the worker starts again; a tick hands the job back",
+                            )
                             self.worker_error = f"a job's end could not be written ({_name})"
                             self._cancel_worker(wake=False)
                             raise
@@ -263,9 +283,9 @@ class PostgresQueue:
         if self._closed:
             return
         try:
-            self.intake.configure_task(JOB_TASK, queue=QUEUE, queueing_lock=key.key, lock=key.lock,
-                                       priority=1 if urgent else 0).defer(job=key.to_args(), note=note or "",
-                                                                           deferred=time.time())
+            self.intake.configure_task(
+                JOB_TASK, queue=QUEUE, queueing_lock=key.key, lock=key.lock, priority=1 if urgent else 0
+            ).defer(job=key.to_args(), note=note or "", deferred=time.time())
         except AlreadyEnqueued:
             pass  # one is waiting already: it sees what this delivery changed
         except (ConnectorException, psycopg.Error) as exc:  # the pool's timeout too (psycopg_pool.PoolTimeout)
@@ -275,8 +295,7 @@ class PostgresQueue:
     # -- the worker -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), name="wheelpin-worker",
-                                        daemon=True)
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), name="wheelpin-worker", daemon=True)
         self._thread.start()
 
     async def _serve(self) -> None:
@@ -307,12 +326,19 @@ class PostgresQueue:
     async def _run_worker(self) -> None:
         """procrastinate's worker, until it stops: cancelled by `stop()`, or by itself when
         the database went away (a side task failed, a query raised)."""
-        self._worker = asyncio.create_task(self.app.run_worker_async(
-            queues=[QUEUE], concurrency=self.settings.workers, name=f"wheelpin-{threading.get_native_id()}",
-            install_signal_handlers=False, delete_jobs="successful", fetch_job_polling_interval=FETCH_POLL,
-            update_heartbeat_interval=max(self.settings.stalled_after / 3, 1.0),
-            stalled_worker_timeout=self.settings.stalled_after,
-            shutdown_graceful_timeout=self.settings.shutdown_grace))
+        self._worker = asyncio.create_task(
+            self.app.run_worker_async(
+                queues=[QUEUE],
+                concurrency=self.settings.workers,
+                name=f"wheelpin-{threading.get_native_id()}",
+                install_signal_handlers=False,
+                delete_jobs="successful",
+                fetch_job_polling_interval=FETCH_POLL,
+                update_heartbeat_interval=max(self.settings.stalled_after / 3, 1.0),
+                stalled_worker_timeout=self.settings.stalled_after,
+                shutdown_graceful_timeout=self.settings.shutdown_grace,
+            )
+        )
         self.worker_up = True
         try:
             await self._worker
@@ -382,9 +408,18 @@ class PostgresQueue:
                 "                                     where status = 'doing' and lock is not null)))), 0)"
                 " from procrastinate_jobs j left join procrastinate_events e"
                 "   on e.job_id = j.id and e.type = 'deferred'"
-                " where queue_name = %s and task_name = %s", (QUEUE, JOB_TASK)).fetchone()
+                " where queue_name = %s and task_name = %s",
+                (QUEUE, JOB_TASK),
+            ).fetchone()
         waiting, running, backing_off, oldest = row
         now = time.monotonic()
-        return QueueStats(waiting=int(waiting), running=int(running), backing_off=int(backing_off),
-                          oldest_wait=float(oldest), longest_run=self.longest_local_run(),
-                          since_done=now - self.last_done, puts=self.puts, runs=self.runs)
+        return QueueStats(
+            waiting=int(waiting),
+            running=int(running),
+            backing_off=int(backing_off),
+            oldest_wait=float(oldest),
+            longest_run=self.longest_local_run(),
+            since_done=now - self.last_done,
+            puts=self.puts,
+            runs=self.runs,
+        )

@@ -45,8 +45,9 @@ class CrontabTrigger(BaseTrigger):  # type: ignore[misc]  # apscheduler has no t
         self.timezone = timezone
         self.jitter = jitter or None
 
-    def get_next_fire_time(self, previous_fire_time: datetime.datetime | None,
-                           now: datetime.datetime) -> datetime.datetime | None:
+    def get_next_fire_time(
+        self, previous_fire_time: datetime.datetime | None, now: datetime.datetime
+    ) -> datetime.datetime | None:
         """As APScheduler's own CronTrigger: the first time after the previous one (even
         if that is before `now`, so that the scheduler sees a missed run), else at or after
         `now`; None when the line never fires again."""
@@ -98,8 +99,9 @@ def schedule_of(config: Config, component: Component) -> str:
 def schedules_of(config: Config, only: str | Collection[str] | None = None) -> list[str]:
     """Each component's schedule (or only those of the components named)."""
     chosen = {only} if isinstance(only, str) else None if only is None else set(only)
-    return [schedule_of(config, component)
-            for component in config.components if chosen is None or component.name in chosen]
+    return [
+        schedule_of(config, component) for component in config.components if chosen is None or component.name in chosen
+    ]
 
 
 def next_pass(schedules: Iterable[str], after: datetime.datetime, timezone: str = "UTC") -> datetime.datetime:

@@ -31,11 +31,11 @@ from ..adapters.github import forget_installation_tokens
 from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
-from .jobs import Delivery, Door, Intake, Job, JobKind
 from ..loop.results import Status
 from . import dashboards
 from .comment_commands import Commands
 from .githubrepo import GitHubAccess
+from .jobs import Delivery, Door, Intake, Job, JobKind
 from .lease import Fenced, Leases
 from .metrics import Metrics
 from .schedule import trigger_of
@@ -53,8 +53,15 @@ RETRIED = ("transient", "internal", "credentials")  # a pass that failed so is t
 
 
 class Service:
-    def __init__(self, settings: Settings, *, access: GitHubAccess | None, door: Door | None,
-                 metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        access: GitHubAccess | None,
+        door: Door | None,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.settings = settings
         self.access = access
         self._said_no_access = False  # installation events without credentials: said once
@@ -76,20 +83,29 @@ class Service:
             url = settings.database_url.get_secret_value()
             self.shared = Shared(url, size=settings.workers + 4)
             intake = self.pg = PostgresQueue(settings, url, self.shared, run=self._run_logged, tick=self._tick)
-            self.leases = Leases(self.shared, seconds=settings.stalled_after,
-                                 holder=f"{socket.gethostname()}:{os.getpid()}")
+            self.leases = Leases(
+                self.shared, seconds=settings.stalled_after, holder=f"{socket.gethostname()}:{os.getpid()}"
+            )
         else:
             from apscheduler.schedulers.background import BackgroundScheduler
 
-            intake = self.queue = WorkQueue(backoff=settings.queue_backoff, clock=clock,
-                                            group=lambda job: job.repository)  # one job a repository
+            intake = self.queue = WorkQueue(
+                backoff=settings.queue_backoff, clock=clock, group=lambda job: job.repository
+            )  # one job a repository
             self.scheduler = BackgroundScheduler(timezone="UTC")
         self.intake = intake
         self.metrics.track_queue(lambda: self._gauge("waiting"), lambda: self._gauge("running"))
         # GitHub's write limits are the App's, whichever replica writes: each takes its share
         share_writes(settings.replicas if settings.database_url is not None else 1)
-        self.watchlist = WatchList(settings, access, queue=intake, scheduler=self.scheduler,
-                                   metrics=self.metrics, registries=self.registries, shared=self.shared)
+        self.watchlist = WatchList(
+            settings,
+            access,
+            queue=intake,
+            scheduler=self.scheduler,
+            metrics=self.metrics,
+            registries=self.registries,
+            shared=self.shared,
+        )
         self.commands = Commands(queue=intake, clock=clock, shared=self.shared)
         self._workers: list[threading.Thread] = []
         self._ticks: dict[str, float] = {}  # worker name → when it last took a job, finished one, or idled
@@ -137,19 +153,25 @@ class Service:
             self.shared.prepare()
             if self.access is not None:  # the watch list read again every refresh, once across replicas
                 refresh = f"{self.settings.refresh_minutes}m UTC"
-                self.shared.schedule("*", {"installations": refresh},
-                                     first_due=lambda spec: self.watchlist.next_due(spec, time.time()))
+                self.shared.schedule(
+                    "*", {"installations": refresh}, first_due=lambda spec: self.watchlist.next_due(spec, time.time())
+                )
                 self.pg.put(Job(JobKind.INSTALLATIONS), note="start")
             assert self.leases is not None
             self.leases.start()
             self.pg.start()
-            log.info("serve.started", github=self.access is not None, webhooks=self.door is not None,
-                     queue="postgresql")
+            log.info(
+                "serve.started", github=self.access is not None, webhooks=self.door is not None, queue="postgresql"
+            )
             return
         if self.access is not None:
-            self.scheduler.add_job(self._queue.put, trigger=trigger_of(f"{self.settings.refresh_minutes}m",
-                                                                       self.settings.schedule_jitter, "UTC"),
-                                   args=[Job(JobKind.INSTALLATIONS)], kwargs={"note": "schedule"}, id="installations")
+            self.scheduler.add_job(
+                self._queue.put,
+                trigger=trigger_of(f"{self.settings.refresh_minutes}m", self.settings.schedule_jitter, "UTC"),
+                args=[Job(JobKind.INSTALLATIONS)],
+                kwargs={"note": "schedule"},
+                id="installations",
+            )
             self._queue.put(Job(JobKind.INSTALLATIONS), note="start")
         self.scheduler.start()  # before the worker, which adds jobs to it
         for number in range(self.settings.workers):
@@ -200,7 +222,10 @@ class Service:
         if self.pg is not None and self.access is not None and self.github_ok is None:
             self.watchlist.check()  # another replica may run the installations job: ask for this one
         if self.access is None:
-            reason = "no GitHub credentials (WHEELPIN_GITHUB_APP_ID and WHEELPIN_GITHUB_PRIVATE_KEY_FILE, or WHEELPIN_GITHUB_TOKEN)"
+            reason = (
+                "no GitHub credentials (WHEELPIN_GITHUB_APP_ID and WHEELPIN_GITHUB_PRIVATE_KEY_FILE, "
+                "or WHEELPIN_GITHUB_TOKEN)"
+            )
         elif self.door is None:
             reason = "no webhook secret (WHEELPIN_WEBHOOK_SECRET or WHEELPIN_WEBHOOK_SECRET_FILE)"
         elif self.github_ok is None:
@@ -211,14 +236,24 @@ class Service:
             reason = "a worker is not running"
         elif self.pg is not None and not self.pg.worker_up:
             reason = f"the queue's worker is starting again ({self.pg.worker_error or 'not started yet'})"
-        elif self.pg is not None and stats.oldest_wait > self.settings.stuck_after and \
-                self.pg.local_running() < self.settings.workers:
-            reason = (f"the queue is stuck: a job any worker could take has waited {stats.oldest_wait:.0f} s "
-                      "while this replica had room")
-        elif self.pg is None and stats.oldest_wait > self.settings.stuck_after and \
-                stats.since_done > self.settings.stuck_after:
-            reason = (f"the queue is stuck: nothing has finished for {stats.since_done:.0f} s and a job "
-                      f"has waited {stats.oldest_wait:.0f} s")
+        elif (
+            self.pg is not None
+            and stats.oldest_wait > self.settings.stuck_after
+            and self.pg.local_running() < self.settings.workers
+        ):
+            reason = (
+                f"the queue is stuck: a job any worker could take has waited {stats.oldest_wait:.0f} s "
+                "while this replica had room"
+            )
+        elif (
+            self.pg is None
+            and stats.oldest_wait > self.settings.stuck_after
+            and stats.since_done > self.settings.stuck_after
+        ):
+            reason = (
+                f"the queue is stuck: nothing has finished for {stats.since_done:.0f} s and a job "
+                f"has waited {stats.oldest_wait:.0f} s"
+            )
         elif stats.longest_run > 4 * self.settings.stuck_after:
             reason = f"the queue is stuck: a job has run {stats.longest_run:.0f} s"
         self.metrics.ready.set(0 if reason else 1)
@@ -235,8 +270,12 @@ class Service:
                 self.commands.heard(job)
             self.intake.put(job, note=delivery.id, urgent=urgent)
         self.metrics.deliveries.labels(event=delivery.event, outcome="queued" if jobs else "ignored").inc()
-        log.info("webhook.delivery", action=delivery.action, repository=delivery.repository,
-                 queued=[job.kind for job in jobs])
+        log.info(
+            "webhook.delivery",
+            action=delivery.action,
+            repository=delivery.repository,
+            queued=[job.kind for job in jobs],
+        )
         return jobs
 
     # -- the worker --------------------------------------------------------------------------
@@ -317,9 +356,9 @@ class Service:
         self._cause = notes[-1] if notes else job.kind  # follow-up jobs carry the delivery on
         ok = False
         self._retry_after = None
-        with structlog.contextvars.bound_contextvars(repository=job.repository, job=job.kind,
-                                                     component=job.component,
-                                                     delivery=notes[-1] if notes else None):
+        with structlog.contextvars.bound_contextvars(
+            repository=job.repository, job=job.kind, component=job.component, delivery=notes[-1] if notes else None
+        ):
             log.debug("job.started")
             leased = self.leases is not None and job.repository is not None
             try:
@@ -327,8 +366,10 @@ class Service:
                     assert self.leases is not None and job.repository is not None
                     wait = self.leases.take(job.repository)
                     if wait is not None:
-                        raise TransientError(f"{job.repository}: another job's lease on it lasts {wait:.1f} s more",
-                                             retry_after=max(wait, 0.5))
+                        raise TransientError(
+                            f"{job.repository}: another job's lease on it lasts {wait:.1f} s more",
+                            retry_after=max(wait, 0.5),
+                        )
                 with cachebound.scope():  # what the job uses of the cache is kept until it ends, then trimmed
                     ok = self.run_job(job)
             except WheelpinError as exc:
@@ -367,8 +408,9 @@ class Service:
             case JobKind.COMPONENT:
                 return self._component(watched, str(job.component))
             case JobKind.COMMAND:
-                return self.commands.run(watched, job, self.watchlist.conversation(watched), self._command_pass,
-                                         cause=self._cause)
+                return self.commands.run(
+                    watched, job, self.watchlist.conversation(watched), self._command_pass, cause=self._cause
+                )
             case JobKind.DASHBOARD:
                 return dashboards.update(watched, self.watchlist.conversation(watched))
         raise AssertionError(job.kind)
@@ -404,14 +446,23 @@ class Service:
         platform = reconciler.platform
         http = getattr(platform, "http", None)
         installation = watched.access.installation_id
-        self.metrics.record_pass(result, time.monotonic() - started, "token" if installation is None else str(installation),
-                                 http.traffic.rate_remaining if http is not None else None)
+        self.metrics.record_pass(
+            result,
+            time.monotonic() - started,
+            "token" if installation is None else str(installation),
+            http.traffic.rate_remaining if http is not None else None,
+        )
         key = (watched.repository, name)
         self.passes[key] = self.passes.get(key, 0) + 1
         for component in result.components:
             dashboards.record(watched, component)
-            log.info("component.pass", status=component.status.value, commit=component.head,
-                     actions=[a.kind.value for a in component.actions], messages=component.messages)
+            log.info(
+                "component.pass",
+                status=component.status.value,
+                commit=component.head,
+                actions=[a.kind.value for a in component.actions],
+                messages=component.messages,
+            )
         self.intake.put(Job(JobKind.DASHBOARD, watched.repository), note=self._cause)
         failed = [c for c in result.components if c.status == Status.FAILED]
         waits = [c.retry_after for c in failed if c.retry_after is not None]

@@ -21,7 +21,6 @@ from typing import Literal
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, field_validator
 
 
-
 def _default_cache() -> Path:
     return Path.home() / ".cache" / "wheelpin"
 
@@ -35,8 +34,9 @@ HTTP_CONNECTIONS = 1000
 # Seconds a connection may sit idle. Longer than the 60 s idle timeout of the usual
 # proxies in front (AWS ALB, nginx's upstream keepalive), so the proxy, not wheelpin,
 # closes a kept-alive connection (else a POST can race the close and fail, and GitHub
-# never sends a failed delivery again by itself: its work waits for the next poll or refresh). A delivery still arriving is not idle: what bounds a
-# slow one is webapp.REQUEST_DEADLINE.
+# never sends a failed delivery again by itself: its work waits for the next poll or
+# refresh). A delivery still arriving is not idle: what bounds a slow one is
+# webapp.REQUEST_DEADLINE.
 HTTP_IDLE_TIMEOUT = 75
 # Connections one client address may hold open: 1,100 slow clients that reconnect when cut
 # held every slot. A quarter leaves the rest to GitHub (whose deliveries come from many
@@ -52,19 +52,27 @@ class Settings(BaseModel):
 
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     log_format: Literal["auto", "json", "console"] = "auto"
-    progress_seconds: float = Field(default=10.0, ge=0, description="how often a long upload, download or build is "
-                                    "said in the logs (a bar instead on a terminal)")
+    progress_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="how often a long upload, download or build is said in the logs (a bar instead on a terminal)",
+    )
     cache_dir: Path = Field(default_factory=_default_cache)
     # the cache's parts that grow with what is watched, each bounded (bytes, or "20GiB"; least
     # recently used out first, never what a running pass uses: adapters/cachebound.py); the
     # defaults, 17 GiB in all, leave room in deploy/'s 20 GiB cache volumes for a build's checkout
     # and for what running passes hold past the bounds
-    cache_layers_max: ByteSize = Field(default=ByteSize(1 << 30), ge=0, description="bytes of consuming images' "
-                                       "layer summaries kept (CACHE_DIR/layers)")
-    cache_builds_max: ByteSize = Field(default=ByteSize(8 << 30), ge=0, description="bytes of built and fetched "
-                                       "wheels kept (CACHE_DIR/builds)")
-    cache_mirrors_max: ByteSize = Field(default=ByteSize(8 << 30), ge=0, description="bytes of upstreams' git "
-                                        "mirrors kept (CACHE_DIR/upstream)")
+    cache_layers_max: ByteSize = Field(
+        default=ByteSize(1 << 30),
+        ge=0,
+        description="bytes of consuming images' layer summaries kept (CACHE_DIR/layers)",
+    )
+    cache_builds_max: ByteSize = Field(
+        default=ByteSize(8 << 30), ge=0, description="bytes of built and fetched wheels kept (CACHE_DIR/builds)"
+    )
+    cache_mirrors_max: ByteSize = Field(
+        default=ByteSize(8 << 30), ge=0, description="bytes of upstreams' git mirrors kept (CACHE_DIR/upstream)"
+    )
 
     # registries: credentials beyond ~/.docker/config.json, plain-HTTP hosts, retries
     registry_host: str | None = Field(default=None, description="the registry the username/password are for")
@@ -73,27 +81,37 @@ class Settings(BaseModel):
     registry_password_file: Path | None = None
     insecure_registries: str = Field(default="", description="comma-separated host[:port]s spoken to over plain HTTP")
     plain_http: bool = Field(default=False, description="every registry over plain HTTP (`--plain-http`, as oras)")
-    tls_verify: bool = Field(default=True, description="false: HTTPS without checking registries' certificates "
-                             "(`--tls-verify=false`, as skopeo)")
+    tls_verify: bool = Field(
+        default=True,
+        description="false: HTTPS without checking registries' certificates (`--tls-verify=false`, as skopeo)",
+    )
     registry_attempts: int = Field(default=5, ge=1, le=20)
     registry_backoff: float = Field(default=0.5, ge=0)
     registry_timeout: float = Field(default=120.0, gt=0)
     registry_connect_timeout: float = Field(default=10.0, gt=0)
 
     # the key the provenance attached to each published image is signed with (docs/provenance.md)
-    signing_key: SecretStr | None = Field(default=None, description="a PEM private key (ECDSA P-256 or "
-                                          "Ed25519): sign the provenance of the images published")
+    signing_key: SecretStr | None = Field(
+        default=None,
+        description="a PEM private key (ECDSA P-256 or Ed25519): sign the provenance of the images published",
+    )
     signing_key_file: Path | None = Field(default=None, description="the file holding it (`--signing-key FILE`)")
 
     # GitHub: a token (personal or installation), or an App (id, private key, installation)
-    github_api_url: str | None = Field(default=None, description="GitHub Enterprise Server (https://HOST; "
-                                       "/api/v3 may be written too), GHE.com (https://SUBDOMAIN.ghe.com or "
-                                       "https://api.SUBDOMAIN.ghe.com), or an emulator; unset for github.com")
+    github_api_url: str | None = Field(
+        default=None,
+        description="GitHub Enterprise Server (https://HOST; "
+        "/api/v3 may be written too), GHE.com (https://SUBDOMAIN.ghe.com or "
+        "https://api.SUBDOMAIN.ghe.com), or an emulator; unset for github.com",
+    )
     github_token: SecretStr | None = None
-    github_login: str | None = Field(default=None, description="with a token: the login it acts as "
-                                     "(`<app-slug>[bot]` for an installation token, `github-actions[bot]` for "
-                                     "GITHUB_TOKEN), which GET /user refuses to tell those tokens; unset: asked of "
-                                     "GitHub, and runs found by their title only when it will not say")
+    github_login: str | None = Field(
+        default=None,
+        description="with a token: the login it acts as "
+        "(`<app-slug>[bot]` for an installation token, `github-actions[bot]` for "
+        "GITHUB_TOKEN), which GET /user refuses to tell those tokens; unset: asked of "
+        "GitHub, and runs found by their title only when it will not say",
+    )
     github_app_id: int | None = None
     github_private_key_file: Path | None = None
     github_installation_id: int | None = None
@@ -101,43 +119,93 @@ class Settings(BaseModel):
     # the service (`wheelpin serve`)
     webhook_secret: SecretStr | None = None
     webhook_secret_file: Path | None = None
-    repositories: str = Field(default="", description="with a token instead of an App: comma-separated OWNER/NAMEs to watch")
-    installation_ids: str = Field(default="", description="a shard: comma-separated installation ids this process serves (default: all)")
+    repositories: str = Field(
+        default="", description="with a token instead of an App: comma-separated OWNER/NAMEs to watch"
+    )
+    installation_ids: str = Field(
+        default="", description="a shard: comma-separated installation ids this process serves (default: all)"
+    )
     schedule_jitter: int = Field(default=120, ge=0, description="seconds of random delay added to each scheduled poll")
     refresh_minutes: int = Field(default=60, ge=1, description="how often installations and configs are read again")
-    database_url: SecretStr | None = Field(default=None, description="postgresql://… : keep the state (failures, "
-                                           "backoffs, runs followed) in PostgreSQL, shared by several processes")
-    tick_seconds: int = Field(default=60, ge=1, le=60, description="with a database: how often the shared "
-                              "schedule is looked at (once across replicas)")
-    stalled_after: int = Field(default=30, ge=5, le=3600, description="with a database: seconds without a replica's "
-                               "heartbeat before its running jobs are handed to another")
-    replicas: int = Field(default=1, ge=1, le=1000, description="with a database: how many replicas run; each "
-                          "paces its GitHub writes at 1/N of GitHub's content-creation limits, shared by the App")
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql://… : keep the state (failures, "
+        "backoffs, runs followed) in PostgreSQL, shared by several processes",
+    )
+    tick_seconds: int = Field(
+        default=60,
+        ge=1,
+        le=60,
+        description="with a database: how often the shared schedule is looked at (once across replicas)",
+    )
+    stalled_after: int = Field(
+        default=30,
+        ge=5,
+        le=3600,
+        description="with a database: seconds without a replica's "
+        "heartbeat before its running jobs are handed to another",
+    )
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description="with a database: how many replicas run; each "
+        "paces its GitHub writes at 1/N of GitHub's content-creation limits, shared by the App",
+    )
     workers: int = Field(default=2, ge=1, le=16, description="jobs run at once, never two of one repository")
-    wedged_after: int = Field(default=7200, ge=60, description="seconds a worker may go without taking a job "
-                              "or finishing one before /healthz fails (and the container is restarted)")
-    stuck_after: int = Field(default=900, ge=1, description="seconds a key may wait, or a job run ×4, before /readyz fails")
+    wedged_after: int = Field(
+        default=7200,
+        ge=60,
+        description="seconds a worker may go without taking a job "
+        "or finishing one before /healthz fails (and the container is restarted)",
+    )
+    stuck_after: int = Field(
+        default=900, ge=1, description="seconds a key may wait, or a job run ×4, before /readyz fails"
+    )
     shutdown_grace: float = Field(default=25.0, ge=0, description="seconds a running job may finish on shutdown")
     queue_backoff: float = Field(default=30.0, ge=0, description="first wait of a failing key, doubled per failure")
-    allow_host_paths: bool = Field(default=False, description="let a config read from GitHub name absolute "
-                                   "paths on this host (upstream.repo, file://, oci:): only for a single-tenant "
-                                   "deployment whose repositories the operator trusts, and for tests")
-    http_connections: int = Field(default=HTTP_CONNECTIONS, ge=10, le=100_000,
-                                  description="open HTTP connections served at once (idle ones included)")
-    http_connections_per_address: int = Field(default=HTTP_CONNECTIONS_PER_ADDRESS, ge=1, le=100_000,
-                                              description="open HTTP connections one client address may hold")
-    health_port: int | None = Field(default=None, ge=0, le=65_535, description="a second port answering only "
-                                    "/healthz, /readyz and /metrics, for probes: never queued behind webhook clients")
-    http_idle_timeout: int = Field(default=HTTP_IDLE_TIMEOUT, ge=1, le=86_400,
-                                   description="seconds an HTTP connection may sit idle before it is closed")
+    allow_host_paths: bool = Field(
+        default=False,
+        description="let a config read from GitHub name absolute "
+        "paths on this host (upstream.repo, file://, oci:): only for a single-tenant "
+        "deployment whose repositories the operator trusts, and for tests",
+    )
+    http_connections: int = Field(
+        default=HTTP_CONNECTIONS,
+        ge=10,
+        le=100_000,
+        description="open HTTP connections served at once (idle ones included)",
+    )
+    http_connections_per_address: int = Field(
+        default=HTTP_CONNECTIONS_PER_ADDRESS,
+        ge=1,
+        le=100_000,
+        description="open HTTP connections one client address may hold",
+    )
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65_535,
+        description="a second port answering only "
+        "/healthz, /readyz and /metrics, for probes: never queued behind webhook clients",
+    )
+    http_idle_timeout: int = Field(
+        default=HTTP_IDLE_TIMEOUT,
+        ge=1,
+        le=86_400,
+        description="seconds an HTTP connection may sit idle before it is closed",
+    )
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """The settings `environ` (the process's environment) gives: `WHEELPIN_<NAME>` in
         any case; pydantic's ValidationError when one is not of its field's type."""
         names = {PREFIX + name.upper(): name for name in cls.model_fields}
-        given = {names[key.upper()]: value for key, value in (os.environ if environ is None else environ).items()
-                 if key.upper() in names}
+        given = {
+            names[key.upper()]: value
+            for key, value in (os.environ if environ is None else environ).items()
+            if key.upper() in names
+        }
         return cls.model_validate(given)
 
     @field_validator("github_api_url")
@@ -148,8 +216,11 @@ class Settings(BaseModel):
     @property
     def cache_bounds(self) -> dict[str, int]:
         """The cache's parts (adapters/cachebound.py's names) → their bounds in bytes."""
-        return {"layers": int(self.cache_layers_max), "builds": int(self.cache_builds_max),
-                "upstream": int(self.cache_mirrors_max)}
+        return {
+            "layers": int(self.cache_layers_max),
+            "builds": int(self.cache_builds_max),
+            "upstream": int(self.cache_mirrors_max),
+        }
 
     @property
     def insecure_hosts(self) -> list[str]:
@@ -168,7 +239,9 @@ class Settings(BaseModel):
         if not parts:
             return None
         if not all(part.isdigit() for part in parts):
-            raise ConfigError(f"WHEELPIN_INSTALLATION_IDS: give installation ids as numbers (got {self.installation_ids!r})")
+            raise ConfigError(
+                f"WHEELPIN_INSTALLATION_IDS: give installation ids as numbers (got {self.installation_ids!r})"
+            )
         return {int(part) for part in parts}
 
     def webhook_key(self) -> bytes | None:
@@ -180,11 +253,14 @@ class Settings(BaseModel):
             try:
                 key = self.webhook_secret_file.read_bytes().strip()
             except OSError as exc:
-                raise ConfigError(f"{self.webhook_secret_file}: cannot read WHEELPIN_WEBHOOK_SECRET_FILE "
-                                  f"({exc.strerror})") from None
+                raise ConfigError(
+                    f"{self.webhook_secret_file}: cannot read WHEELPIN_WEBHOOK_SECRET_FILE ({exc.strerror})"
+                ) from None
             if not key:
-                raise ConfigError(f"{self.webhook_secret_file} (WHEELPIN_WEBHOOK_SECRET_FILE) is empty: "
-                                  "put the App's webhook secret in it")
+                raise ConfigError(
+                    f"{self.webhook_secret_file} (WHEELPIN_WEBHOOK_SECRET_FILE) is empty: "
+                    "put the App's webhook secret in it"
+                )
             return key
         if self.webhook_secret is None:
             return None
@@ -201,8 +277,11 @@ class Settings(BaseModel):
         password = self.registry_secret()
         if not self.registry_username and not password:
             return None
-        given = {"WHEELPIN_REGISTRY_HOST": self.registry_host, "WHEELPIN_REGISTRY_USERNAME": self.registry_username,
-                 "WHEELPIN_REGISTRY_PASSWORD (or _PASSWORD_FILE)": password}
+        given = {
+            "WHEELPIN_REGISTRY_HOST": self.registry_host,
+            "WHEELPIN_REGISTRY_USERNAME": self.registry_username,
+            "WHEELPIN_REGISTRY_PASSWORD (or _PASSWORD_FILE)": password,
+        }
         missing = [name for name, value in given.items() if not value]
         if missing:
             raise ConfigError(f"registry credentials from the settings need {' and '.join(missing)} too")
@@ -216,10 +295,10 @@ class Settings(BaseModel):
             try:
                 return self.registry_password_file.read_text(encoding="utf-8").strip()
             except OSError as exc:
-                raise ConfigError(f"{self.registry_password_file}: cannot read WHEELPIN_REGISTRY_PASSWORD_FILE "
-                                  f"({exc.strerror})") from None
+                raise ConfigError(
+                    f"{self.registry_password_file}: cannot read WHEELPIN_REGISTRY_PASSWORD_FILE ({exc.strerror})"
+                ) from None
         return self.registry_password.get_secret_value() if self.registry_password else None
-
 
     def signing_pem(self) -> tuple[bytes, str] | None:
         """(the signing key's PEM, where it came from, for errors), None when unset: from

@@ -56,8 +56,9 @@ class Shared:
         try:
             from psycopg_pool import ConnectionPool
         except ImportError:
-            raise ConfigError("WHEELPIN_DATABASE_URL needs PostgreSQL's driver and procrastinate: pip install "
-                              "'wheelpin[postgres]'") from None
+            raise ConfigError(
+                "WHEELPIN_DATABASE_URL needs PostgreSQL's driver and procrastinate: pip install 'wheelpin[postgres]'"
+            ) from None
         import psycopg
 
         from ..adapters.statefile import unreachable
@@ -72,9 +73,15 @@ class Shared:
             # restart of the database broke is dropped and replaced rather than failing its
             # caller (psycopg_pool >= 3.2, ConnectionPool.check_connection:
             # https://www.psycopg.org/psycopg3/docs/advanced/pool.html#connection-checks)
-            self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=POOL_WAIT,
-                                       check=ConnectionPool.check_connection,
-                                       kwargs={"autocommit": True, "connect_timeout": 10})
+            self.pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=size,
+                open=False,
+                timeout=POOL_WAIT,
+                check=ConnectionPool.check_connection,
+                kwargs={"autocommit": True, "connect_timeout": 10},
+            )
         except Exception as exc:  # a malformed URL
             raise TransientError(unreachable(url, exc)) from None
         try:
@@ -134,8 +141,9 @@ class Shared:
     def installation_of(self, repository: str) -> tuple[bool, int | None, str | None]:
         """(watched?, its installation, the digest of its config as last read)."""
         with self.cursor() as cursor:
-            row = cursor.execute("select installation, config from wheelpin_watched where repository = %s",
-                                 (repository,)).fetchone()
+            row = cursor.execute(
+                "select installation, config from wheelpin_watched where repository = %s", (repository,)
+            ).fetchone()
             return (True, row[0], row[1]) if row else (False, None, None)
 
     def set_watched(self, found: dict[str, int | None]) -> list[str]:
@@ -145,25 +153,28 @@ class Shared:
             rows = connection.execute("select repository from wheelpin_watched for update").fetchall()
             gone = sorted({row[0] for row in rows} - set(found))
             for repository, installation in found.items():
-                connection.execute("insert into wheelpin_watched (repository, installation) values (%s, %s) "
-                                   "on conflict (repository) do update set installation = excluded.installation",
-                                   (repository, installation))
+                connection.execute(
+                    "insert into wheelpin_watched (repository, installation) values (%s, %s) "
+                    "on conflict (repository) do update set installation = excluded.installation",
+                    (repository, installation),
+                )
             for table in ("wheelpin_watched", "wheelpin_schedules", "wheelpin_rows"):
                 connection.execute(f"delete from {table} where repository = any(%s)", (gone,))
         return gone
 
     def routing(self, repository: str) -> dict[str, Any] | None:
         with self.cursor() as cursor:
-            row = cursor.execute("select routing from wheelpin_watched where repository = %s",
-                                 (repository,)).fetchone()
+            row = cursor.execute("select routing from wheelpin_watched where repository = %s", (repository,)).fetchone()
             return row[0] if row else None
 
     def set_config(self, repository: str, routing: dict[str, Any] | None, config: str) -> None:
         """The config a replica read: the routing of its deliveries, and its digest (the
         other replicas read it again when it is not theirs)."""
         with self.cursor() as cursor:
-            cursor.execute("update wheelpin_watched set routing = %s, config = %s where repository = %s",
-                           (json.dumps(routing) if routing is not None else None, config, repository))
+            cursor.execute(
+                "update wheelpin_watched set routing = %s, config = %s where repository = %s",
+                (json.dumps(routing) if routing is not None else None, config, repository),
+            )
 
     # -- the schedule ---------------------------------------------------------------------------
 
@@ -172,17 +183,22 @@ class Shared:
         an unchanged spec keeps its next time, a new or changed one is due at
         `first_due(spec)`; components no longer wanted are dropped."""
         with self.connection() as connection, connection.transaction():
-            known: dict[str, str] = dict(connection.execute("select component, spec from wheelpin_schedules where repository = %s "
-                                            "for update", (repository,)).fetchall())
+            known: dict[str, str] = dict(
+                connection.execute(
+                    "select component, spec from wheelpin_schedules where repository = %s for update", (repository,)
+                ).fetchall()
+            )
             gone = [name for name in known if name not in wanted]
-            connection.execute("delete from wheelpin_schedules where repository = %s and component = any(%s)",
-                               (repository, gone))
+            connection.execute(
+                "delete from wheelpin_schedules where repository = %s and component = any(%s)", (repository, gone)
+            )
             for name, spec in wanted.items():
                 if known.get(name) != spec:
                     connection.execute(
                         "insert into wheelpin_schedules (repository, component, spec, due) values (%s, %s, %s, %s) "
                         "on conflict (repository, component) do update set spec = excluded.spec, due = excluded.due",
-                        (repository, name, spec, first_due(spec)))
+                        (repository, name, spec, first_due(spec)),
+                    )
 
     def unschedule(self, repository: str) -> None:
         with self.cursor() as cursor:
@@ -192,50 +208,71 @@ class Shared:
         """The (repository, component)s due at `now`, each given its next time in the same
         transaction: rows another tick holds are skipped, so each period fires once."""
         with self.connection() as connection, connection.transaction():
-            due = connection.execute("select repository, component, spec from wheelpin_schedules where due <= %s "
-                                     "order by due for update skip locked", (now,)).fetchall()
+            due = connection.execute(
+                "select repository, component, spec from wheelpin_schedules where due <= %s "
+                "order by due for update skip locked",
+                (now,),
+            ).fetchall()
             for repository, component, spec in due:
-                connection.execute("update wheelpin_schedules set due = %s where repository = %s and component = %s",
-                                   (next_due(spec, now), repository, component))
+                connection.execute(
+                    "update wheelpin_schedules set due = %s where repository = %s and component = %s",
+                    (next_due(spec, now), repository, component),
+                )
         return [(repository, component) for repository, component, _spec in due]
 
     def schedules(self) -> dict[tuple[str, str], tuple[str, float]]:
         with self.cursor() as cursor:
-            return {(r, c): (spec, due) for r, c, spec, due in
-                    cursor.execute("select repository, component, spec, due from wheelpin_schedules").fetchall()}
+            return {
+                (r, c): (spec, due)
+                for r, c, spec, due in cursor.execute(
+                    "select repository, component, spec, due from wheelpin_schedules"
+                ).fetchall()
+            }
 
     # -- the dashboard's rows ---------------------------------------------------------------------
 
     def save_row(self, repository: str, row: Row) -> None:
         with self.cursor() as cursor:
-            cursor.execute("insert into wheelpin_rows (repository, component, row) values (%s, %s, %s) "
-                           "on conflict (repository, component) do update set row = excluded.row",
-                           (repository, row.component, json.dumps(asdict(row))))
+            cursor.execute(
+                "insert into wheelpin_rows (repository, component, row) values (%s, %s, %s) "
+                "on conflict (repository, component) do update set row = excluded.row",
+                (repository, row.component, json.dumps(asdict(row))),
+            )
 
     def rows(self, repository: str, names: list[str], *, only: bool = False) -> dict[str, Row]:
         """The rows of the components named (in that order); with `only` (they are all the
         config has), those of any other component are dropped."""
         with self.cursor() as cursor:
             if only:
-                cursor.execute("delete from wheelpin_rows where repository = %s and not (component = any(%s))",
-                               (repository, names))
-            found = {component: row for component, row in cursor.execute(
-                "select component, row from wheelpin_rows where repository = %s", (repository,)).fetchall()}
-        return {name: Row(**{**found[name], "notes": tuple(found[name].get("notes") or ())})
-                for name in names if name in found}
+                cursor.execute(
+                    "delete from wheelpin_rows where repository = %s and not (component = any(%s))", (repository, names)
+                )
+            found = {
+                component: row
+                for component, row in cursor.execute(
+                    "select component, row from wheelpin_rows where repository = %s", (repository,)
+                ).fetchall()
+            }
+        return {
+            name: Row(**{**found[name], "notes": tuple(found[name].get("notes") or ())})
+            for name in names
+            if name in found
+        }
 
     # -- the comments that gave a command -----------------------------------------------------------
 
     def add_comment(self, job: str, comment: int | None, seen: str | None) -> None:
         with self.cursor() as cursor:
-            cursor.execute("insert into wheelpin_comments (job, comment, seen) values (%s, %s, %s)",
-                           (job, comment, seen))
+            cursor.execute(
+                "insert into wheelpin_comments (job, comment, seen) values (%s, %s, %s)", (job, comment, seen)
+            )
 
     def comments(self, job: str) -> list[tuple[int, tuple[int | None, str | None]]]:
         """The comments that gave a command job, oldest first, each with its number here."""
         with self.cursor() as cursor:
-            rows = cursor.execute("select id, comment, seen from wheelpin_comments where job = %s order by id",
-                                  (job,)).fetchall()
+            rows = cursor.execute(
+                "select id, comment, seen from wheelpin_comments where job = %s order by id", (job,)
+            ).fetchall()
         return [(number, (comment, seen)) for number, comment, seen in rows]
 
     def drop_comments(self, numbers: list[int]) -> None:
@@ -252,7 +289,9 @@ class Shared:
         with self.cursor() as cursor:
             row = cursor.execute(
                 f"insert into wheelpin_said as s (key, at) values (%s, {NOW}) on conflict (key) do update"
-                f" set at = excluded.at where s.at <= {NOW} - %s returning at", (key, period)).fetchone()
+                f" set at = excluded.at where s.at <= {NOW} - %s returning at",
+                (key, period),
+            ).fetchone()
         return row is None
 
     # -- the repositories' leases (app/lease.py) ------------------------------------------------
@@ -269,23 +308,29 @@ class Shared:
                 "insert into wheelpin_leases as l (repository, epoch, holder, expires)"
                 f" values (%s, 1, %s, {NOW} + %s) on conflict (repository) do update"
                 " set epoch = l.epoch + 1, holder = excluded.holder, expires = excluded.expires"
-                f" where l.expires <= {NOW} returning epoch", (repository, holder, seconds)).fetchone()
+                f" where l.expires <= {NOW} returning epoch",
+                (repository, holder, seconds),
+            ).fetchone()
             if row is not None:
                 return int(row[0]), 0.0
-            held = cursor.execute(f"select expires - {NOW} from wheelpin_leases where repository = %s",
-                                  (repository,)).fetchone()
+            held = cursor.execute(
+                f"select expires - {NOW} from wheelpin_leases where repository = %s", (repository,)
+            ).fetchone()
         return None, max(float(held[0]) if held else 0.0, 0.0)
 
     def renew_lease(self, repository: str, epoch: int, seconds: float) -> bool:
         """The lease held for `seconds` more, if `epoch` still holds it (one statement: a
         takeover either came before it, and this fails, or waits for its row lock)."""
         with self.cursor() as cursor:
-            row = cursor.execute(f"update wheelpin_leases set expires = {NOW} + %s where repository = %s"
-                                 " and epoch = %s returning epoch", (seconds, repository, epoch)).fetchone()
+            row = cursor.execute(
+                f"update wheelpin_leases set expires = {NOW} + %s where repository = %s and epoch = %s returning epoch",
+                (seconds, repository, epoch),
+            ).fetchone()
         return row is not None
 
     def release_lease(self, repository: str, epoch: int) -> None:
         """The lease free at once for the next job (if `epoch` still holds it)."""
         with self.cursor() as cursor:
-            cursor.execute(f"update wheelpin_leases set expires = {NOW} where repository = %s and epoch = %s",
-                           (repository, epoch))
+            cursor.execute(
+                f"update wheelpin_leases set expires = {NOW} where repository = %s and epoch = %s", (repository, epoch)
+            )

@@ -12,21 +12,21 @@ repository when it first takes one of its jobs, and drops it once the list no lo
 
 from __future__ import annotations
 
-import threading
 import random
+import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
 
 from ..adapters.github import GitHubConversation, GitHubPlatform
 from ..core.config.model import Config
-from .conversation import Conversation, Row
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
-from .jobs import Intake, Job, JobKind, Routing
 from ..loop.runner import Reconciler
+from .conversation import Conversation, Row
 from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
+from .jobs import Intake, Job, JobKind, Routing
 from .metrics import Metrics
 from .schedule import next_pass, schedule_of, trigger_of
 from .settings import Settings
@@ -65,9 +65,17 @@ class Watched:
 
 
 class WatchList:
-    def __init__(self, settings: Settings, access: GitHubAccess | None, *, queue: Intake,
-                 scheduler: BackgroundScheduler | None, metrics: Metrics, registries: Registries,
-                 shared: Shared | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        access: GitHubAccess | None,
+        *,
+        queue: Intake,
+        scheduler: BackgroundScheduler | None,
+        metrics: Metrics,
+        registries: Registries,
+        shared: Shared | None = None,
+    ) -> None:
         self.settings = settings
         self.access = access
         self.queue = queue
@@ -155,8 +163,10 @@ class WatchList:
         if self.access.is_app:
             shard = self.settings.shard
             found: dict[str, GitHubAccess] = {}
-            self._said_suspended({i.id for i in installations if i.suspended and (shard is None or i.id in shard)},
-                                 {i.id: i.account for i in installations})
+            self._said_suspended(
+                {i.id for i in installations if i.suspended and (shard is None or i.id in shard)},
+                {i.id: i.account for i in installations},
+            )
             for listed in installations:
                 installation = listed.id
                 if (shard is not None and installation not in shard) or listed.suspended:
@@ -166,8 +176,9 @@ class WatchList:
                     found.update((repository, access) for repository in access.repositories())
                 except WheelpinError as exc:
                     complete = False
-                    log.warning("installation.unreadable", installation=installation, account=listed.account,
-                                error=exc.message)
+                    log.warning(
+                        "installation.unreadable", installation=installation, account=listed.account, error=exc.message
+                    )
                     found.update(self._kept(installation))
         else:
             found = {repository: self.access for repository in self.settings.watched_repositories}
@@ -196,16 +207,23 @@ class WatchList:
     def _said_suspended(self, suspended: set[int], accounts: dict[int, str]) -> None:
         """Say each installation that became suspended once, not at every refresh."""
         for installation in sorted(suspended - self._suspended):
-            log.warning("installation.suspended", installation=installation, account=accounts.get(installation),
-                        reason="GitHub refuses its calls until it is unsuspended: its repositories are not watched")
+            log.warning(
+                "installation.suspended",
+                installation=installation,
+                account=accounts.get(installation),
+                reason="GitHub refuses its calls until it is unsuspended: its repositories are not watched",
+            )
         self._suspended = suspended
 
     def _kept(self, installation: int) -> dict[str, GitHubAccess]:
         """The repositories an installation had when it was last read."""
         assert self.access is not None
         if self.shared is not None:
-            return {name: self.access.for_installation(installation)
-                    for name, had in self.shared.watched().items() if had == installation}
+            return {
+                name: self.access.for_installation(installation)
+                for name, had in self.shared.watched().items()
+                if had == installation
+            }
         return {name: kept.access for name, kept in self.watched.items() if kept.access.installation_id == installation}
 
     # -- one repository's config --------------------------------------------------------------
@@ -226,8 +244,13 @@ class WatchList:
             changed = reconciler is None or found.text != watched.config_text
             if reconciler is None or changed:
                 reconciler = watched.reconciler = github_reconciler(
-                    access=watched.access, repository=watched.repository, settings=self.settings,
-                    registries=self.registries, found=found, platform=platform)
+                    access=watched.access,
+                    repository=watched.repository,
+                    settings=self.settings,
+                    registries=self.registries,
+                    found=found,
+                    platform=platform,
+                )
                 watched.config_text, watched.config_error = found.text, None
                 log.info("config.loaded", path=found.path, base=found.base)
             watched.config_digest = digest(found.text)
@@ -271,9 +294,11 @@ class WatchList:
     def _schedule(self, repository: str, config: Config) -> None:
         if self.shared is not None:
             # the schedule and the zone it is read in: either changing makes it due afresh
-            self.shared.schedule(repository, {c.name: f"{schedule_of(config, c)} {config.defaults.timezone}"
-                                              for c in config.components},
-                                 first_due=lambda spec: self.next_due(spec, time.time()))
+            self.shared.schedule(
+                repository,
+                {c.name: f"{schedule_of(config, c)} {config.defaults.timezone}" for c in config.components},
+                first_due=lambda spec: self.next_due(spec, time.time()),
+            )
             return
         scheduler = self.scheduler
         assert scheduler is not None
@@ -281,7 +306,9 @@ class WatchList:
         for component in config.components:
             # the schedule and the zone it is read in: either changing makes the job again
             wanted[f"poll:{repository}:{component.name}"] = (
-                component.name, f"{schedule_of(config, component)} {config.defaults.timezone}")
+                component.name,
+                f"{schedule_of(config, component)} {config.defaults.timezone}",
+            )
         for job in scheduler.get_jobs():
             if job.id.startswith(f"poll:{repository}:") and job.id not in wanted:
                 job.remove()
@@ -289,11 +316,14 @@ class WatchList:
         for job_id, (name, schedule) in wanted.items():
             if scheduler.get_job(job_id) is not None and self._schedules.get(job_id) == schedule:
                 continue  # unchanged: keep its next run time
-            scheduler.add_job(self.queue.put, trigger=trigger_of(schedule.rsplit(" ", 1)[0],
-                                                                 self.settings.schedule_jitter,
-                                                                 config.defaults.timezone),
-                              args=[Job(JobKind.COMPONENT, repository, name)], kwargs={"note": "schedule"},
-                              id=job_id, replace_existing=True)
+            scheduler.add_job(
+                self.queue.put,
+                trigger=trigger_of(schedule.rsplit(" ", 1)[0], self.settings.schedule_jitter, config.defaults.timezone),
+                args=[Job(JobKind.COMPONENT, repository, name)],
+                kwargs={"note": "schedule"},
+                id=job_id,
+                replace_existing=True,
+            )
             self._schedules[job_id] = schedule
 
     def next_due(self, spec: str, now: float) -> float:

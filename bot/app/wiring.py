@@ -25,9 +25,12 @@ class Registries:
         login = settings.registry_login()
         host, username, password = login if login else (None, None, None)
         self.credentials = CredentialStore(username=username, password=password, host=host)
-        self.retry = RetryPolicy(attempts=settings.registry_attempts, backoff=settings.registry_backoff,
-                                 read_timeout=settings.registry_timeout,
-                                 connect_timeout=settings.registry_connect_timeout)
+        self.retry = RetryPolicy(
+            attempts=settings.registry_attempts,
+            backoff=settings.registry_backoff,
+            read_timeout=settings.registry_timeout,
+            connect_timeout=settings.registry_connect_timeout,
+        )
         self.cache = DigestCache(settings.cache_dir / "content")
         self._clients: dict[str, RegistryClient] = {}
 
@@ -36,9 +39,14 @@ class Registries:
 
         if host not in self._clients:
             insecure = [*self.settings.insecure_hosts, *([host] if self.settings.plain_http else [])]
-            self._clients[host] = RegistryClient(host, credentials=self.credentials, insecure=insecure,
-                                                 retry=self.retry, anonymous=self.anonymous,
-                                                 tls_verify=self.settings.tls_verify)
+            self._clients[host] = RegistryClient(
+                host,
+                credentials=self.credentials,
+                insecure=insecure,
+                retry=self.retry,
+                anonymous=self.anonymous,
+                tls_verify=self.settings.tls_verify,
+            )
         return self._clients[host]
 
     def store(self, target: ImageRef | LayoutTarget) -> ImageStore:

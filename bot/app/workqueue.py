@@ -50,8 +50,14 @@ class QueueStats:
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self, *, backoff: float = 30.0, max_backoff: float = 3600.0,
-                 clock: Callable[[], float] = time.monotonic, group: Callable[[K], str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        backoff: float = 30.0,
+        max_backoff: float = 3600.0,
+        clock: Callable[[], float] = time.monotonic,
+        group: Callable[[K], str] | None = None,
+    ) -> None:
         self.backoff, self.max_backoff = backoff, max_backoff
         self.group = group
         self.clock = clock
@@ -81,12 +87,18 @@ class WorkQueue(Generic[K]):
             self._cond.notify()
 
     def _eligible(self, now: float) -> list[tuple[float, K]]:
-        ready = [(e.waiting_since, k) for k, e in self._entries.items()
-                 if e.waiting_since is not None and e.running_since is None and e.not_before <= now]
+        ready = [
+            (e.waiting_since, k)
+            for k, e in self._entries.items()
+            if e.waiting_since is not None and e.running_since is None and e.not_before <= now
+        ]
         if self.group is not None:
             busy = {self.group(k) for k, e in self._entries.items() if e.running_since is not None}
-            ready = [(since, k) for since, k in ready
-                     if "*" not in busy and self.group(k) not in busy and not (busy and self.group(k) == "*")]
+            ready = [
+                (since, k)
+                for since, k in ready
+                if "*" not in busy and self.group(k) not in busy and not (busy and self.group(k) == "*")
+            ]
         return sorted(ready, key=lambda pair: (not self._entries[pair[1]].urgent, pair[0]))
 
     def get(self, timeout: float | None = None) -> tuple[K, list[str]] | None:
@@ -104,8 +116,11 @@ class WorkQueue(Generic[K]):
                     notes, entry.notes = entry.notes, []
                     self.runs += 1
                     return key, notes
-                pending = [e.not_before for e in self._entries.values()  # a key its group holds up waits
-                           if e.waiting_since is not None and e.running_since is None and e.not_before > now]
+                pending = [
+                    e.not_before
+                    for e in self._entries.values()  # a key its group holds up waits
+                    if e.waiting_since is not None and e.running_since is None and e.not_before > now
+                ]
                 wait = min(pending) - now if pending else None
                 if deadline is not None:
                     left = deadline - now
@@ -157,12 +172,19 @@ class WorkQueue(Generic[K]):
             now = self.clock()
             # a key backing off has waited only since its backoff ended; one held up by its
             # group's running job waits all the same
-            waits = [now - max(e.waiting_since, e.not_before) for e in self._entries.values()
-                     if e.waiting_since is not None and e.running_since is None and e.not_before <= now]
+            waits = [
+                now - max(e.waiting_since, e.not_before)
+                for e in self._entries.values()
+                if e.waiting_since is not None and e.running_since is None and e.not_before <= now
+            ]
             runs = [now - e.running_since for e in self._entries.values() if e.running_since is not None]
             return QueueStats(
                 waiting=sum(1 for e in self._entries.values() if e.waiting_since is not None),
                 running=len(runs),
                 backing_off=sum(1 for e in self._entries.values() if e.not_before > now),
-                oldest_wait=max(waits, default=0.0), longest_run=max(runs, default=0.0),
-                since_done=now - self._last_done, puts=self.puts, runs=self.runs)
+                oldest_wait=max(waits, default=0.0),
+                longest_run=max(runs, default=0.0),
+                since_done=now - self._last_done,
+                puts=self.puts,
+                runs=self.runs,
+            )

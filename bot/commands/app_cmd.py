@@ -25,8 +25,9 @@ COOKIE = "wheelpin_app_create"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
-def app_create_command(*, org: str | None, name: str, webhook_url: str | None, out: Path, port: int,
-                       settings: Settings, wait: float = WAIT) -> int:
+def app_create_command(
+    *, org: str | None, name: str, webhook_url: str | None, out: Path, port: int, settings: Settings, wait: float = WAIT
+) -> int:
     out = out.resolve()
     files = {"key": out / "app.pem", "secret": out / "webhook-secret", "env": out / "wheelpin-app.env"}
     taken = [str(path) for path in files.values() if path.exists()]
@@ -62,8 +63,11 @@ def app_create_command(*, org: str | None, name: str, webhook_url: str | None, o
                     self._answer(400, "<p>This answer is not for the App wheelpin asked for (its state differs).</p>")
                     return
                 if not secrets.compare_digest(_cookie(self.headers.get("Cookie")) or "", browser):
-                    self._answer(400, "<p>This answer did not come to the browser that started creating the "
-                                      "App; open the page wheelpin named in that browser.</p>")
+                    self._answer(
+                        400,
+                        "<p>This answer did not come to the browser that started creating the "
+                        "App; open the page wheelpin named in that browser.</p>",
+                    )
                     return
                 try:
                     outcome["app"] = _check_created(_convert(api, query["code"][0]), server_manifest)
@@ -107,7 +111,9 @@ def app_create_command(*, org: str | None, name: str, webhook_url: str | None, o
     sys.stderr.flush()
     try:
         if not done.wait(wait):
-            raise TransientError(f"GitHub did not send the browser back within {wait / 60:.0f} minutes; nothing was created")
+            raise TransientError(
+                f"GitHub did not send the browser back within {wait / 60:.0f} minutes; nothing was created"
+            )
     finally:
         server.shutdown()
         server.server_close()
@@ -117,12 +123,17 @@ def app_create_command(*, org: str | None, name: str, webhook_url: str | None, o
     out.mkdir(parents=True, exist_ok=True)
     _private(files["key"], app["pem"])
     _private(files["secret"], app["webhook_secret"] or "")
-    _private(files["env"], f"WHEELPIN_GITHUB_APP_ID={app['id']}\nWHEELPIN_GITHUB_PRIVATE_KEY_FILE={files['key']}\n"
-                           f"WHEELPIN_WEBHOOK_SECRET_FILE={files['secret']}\n"
-             + (f"WHEELPIN_GITHUB_API_URL={settings.github_api_url}\n" if settings.github_api_url else ""))
-    sys.stdout.write(f"created the GitHub App {app['slug']} (id {app['id']}): {app['html_url']}\n"
-                     f"its key, webhook secret and settings are in {out} (wheelpin-app.env); install it on the "
-                     f"repositories to watch: {app['html_url']}/installations/new\n")
+    _private(
+        files["env"],
+        f"WHEELPIN_GITHUB_APP_ID={app['id']}\nWHEELPIN_GITHUB_PRIVATE_KEY_FILE={files['key']}\n"
+        f"WHEELPIN_WEBHOOK_SECRET_FILE={files['secret']}\n"
+        + (f"WHEELPIN_GITHUB_API_URL={settings.github_api_url}\n" if settings.github_api_url else ""),
+    )
+    sys.stdout.write(
+        f"created the GitHub App {app['slug']} (id {app['id']}): {app['html_url']}\n"
+        f"its key, webhook secret and settings are in {out} (wheelpin-app.env); install it on the "
+        f"repositories to watch: {app['html_url']}/installations/new\n"
+    )
     return 0
 
 
@@ -144,25 +155,37 @@ def _check_created(app: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any
     name, its url, its permissions and events: the conversion answers them, OpenAPI
     "integration"); another App's code (someone's callback link) is refused before anything
     is written. The hook's address is not in the answer, so it is not compared."""
-    differs = [what for what, got, meant in (
-        ("name", app.get("name"), wanted["name"]),
-        ("url", app.get("external_url"), wanted["url"]),
-        ("permissions", {k: v for k, v in (app.get("permissions") or {}).items() if v}, wanted["default_permissions"]),
-        ("events", sorted(app.get("events") or []), sorted(wanted["default_events"])),
-    ) if got != meant]
+    differs = [
+        what
+        for what, got, meant in (
+            ("name", app.get("name"), wanted["name"]),
+            ("url", app.get("external_url"), wanted["url"]),
+            (
+                "permissions",
+                {k: v for k, v in (app.get("permissions") or {}).items() if v},
+                wanted["default_permissions"],
+            ),
+            ("events", sorted(app.get("events") or []), sorted(wanted["default_events"])),
+        )
+        if got != meant
+    ]
     if differs:
-        raise CredentialsError(f"GitHub's answer is the App {str(app.get('slug') or app.get('name'))!r}, not the one "
-                               f"wheelpin described (its {', '.join(differs)} differ); nothing was written")
+        raise CredentialsError(
+            f"GitHub's answer is the App {str(app.get('slug') or app.get('name'))!r}, not the one "
+            f"wheelpin described (its {', '.join(differs)} differ); nothing was written"
+        )
     return app
 
 
 def _form(web: str, org: str | None, state: str, body: dict[str, Any]) -> str:
     target = f"{web}/organizations/{quote(org)}/settings/apps/new" if org else f"{web}/settings/apps/new"
-    return (f'<form id="create" method="post" action="{html.escape(target)}?state={html.escape(state)}">'
-            f'<input type="hidden" name="manifest" value="{html.escape(json.dumps(body))}">'
-            "<p>wheelpin asks GitHub to create its App with the permissions and events it needs.</p>"
-            '<button type="submit">Create the GitHub App</button></form>'
-            '<script>document.getElementById("create").submit()</script>')
+    return (
+        f'<form id="create" method="post" action="{html.escape(target)}?state={html.escape(state)}">'
+        f'<input type="hidden" name="manifest" value="{html.escape(json.dumps(body))}">'
+        "<p>wheelpin asks GitHub to create its App with the permissions and events it needs.</p>"
+        '<button type="submit">Create the GitHub App</button></form>'
+        '<script>document.getElementById("create").submit()</script>'
+    )
 
 
 def _convert(api: str, code: str) -> dict[str, Any]:
@@ -170,14 +193,18 @@ def _convert(api: str, code: str) -> dict[str, Any]:
     import requests
 
     try:
-        answer = requests.post(f"{api}/app-manifests/{quote(code)}/conversions", timeout=30,
-                               headers={"Accept": "application/vnd.github+json",
-                                        "X-GitHub-Api-Version": "2022-11-28"})
+        answer = requests.post(
+            f"{api}/app-manifests/{quote(code)}/conversions",
+            timeout=30,
+            headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
+        )
     except requests.RequestException as exc:
         raise TransientError(f"GitHub could not be reached to finish creating the App ({type(exc).__name__})") from None
     if answer.status_code in (404, 422):
-        raise CredentialsError(f"GitHub refused the code it gave ({answer.status_code}): it is used or older than "
-                               "an hour; run wheelpin app create again")
+        raise CredentialsError(
+            f"GitHub refused the code it gave ({answer.status_code}): it is used or older than "
+            "an hour; run wheelpin app create again"
+        )
     if answer.status_code != 201:
         raise TransientError(f"GitHub answered {answer.status_code} to finishing the App's creation")
     app: dict[str, Any] = answer.json()

@@ -40,8 +40,10 @@ def _helps(parser: argparse.ArgumentParser) -> dict[str, str]:
 def fish_script(parser: argparse.ArgumentParser, program: str = "wheelpin") -> str:
     """`complete` lines: each level's subcommands where the words typed so far lead there,
     then each command's long options with their help."""
-    lines = [f"# fish completion for {program} (wheelpin completion fish > ~/.config/fish/completions/{program}.fish)",
-             f"complete -c {program} -f"]
+    lines = [
+        f"# fish completion for {program} (wheelpin completion fish > ~/.config/fish/completions/{program}.fish)",
+        f"complete -c {program} -f",
+    ]
 
     def walk(node: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
         children = _subcommands(node)
@@ -53,14 +55,18 @@ def fish_script(parser: argparse.ArgumentParser, program: str = "wheelpin") -> s
         else:
             condition = f"not __fish_seen_subcommand_from {names}"
         for name in children:
-            lines.append(f"complete -c {program} -n {shlex.quote(condition)} -a {name} -d {shlex.quote(helps.get(name, ''))}")
+            lines.append(
+                f"complete -c {program} -n {shlex.quote(condition)} -a {name} -d {shlex.quote(helps.get(name, ''))}"
+            )
         if not children:
             for action in node._actions:
                 for option in action.option_strings:
                     if option.startswith("--"):
                         takes = " -r" if action.nargs != 0 else ""
-                        lines.append(f"complete -c {program} -n {shlex.quote(condition)} -l {option[2:]}{takes} "
-                                     f"-d {shlex.quote((action.help or '').split(';')[0][:80])}")
+                        lines.append(
+                            f"complete -c {program} -n {shlex.quote(condition)} -l {option[2:]}{takes} "
+                            f"-d {shlex.quote((action.help or '').split(';')[0][:80])}"
+                        )
         for name, child in children.items():
             walk(child, (*path, name))
 

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapters.upstream import upstream_url
-from ..core.config.model import CommandBuild, Component, Config
-from ..core.config.load import ConfigInvalid, LoadedConfig
-from ..core.errors import UsageError
-from ..core.pins.formats.api import FORMATS
-from ..core.pins.bump import pin_findings
 from ..adapters.github.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
+from ..adapters.upstream import upstream_url
+from ..core.config.load import ConfigInvalid, LoadedConfig
+from ..core.config.model import CommandBuild, Component
+from ..core.errors import UsageError
+from ..core.pins.bump import pin_findings
+from ..core.pins.formats.api import FORMATS
 from .output import emit_json, emit_text
 from .repo import load
 
@@ -25,8 +25,15 @@ if TYPE_CHECKING:
     from ..app.settings import Settings
 
 
-def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, online: bool = False,
-                     settings: Settings | None = None, github_repo: str | None = None) -> int:
+def validate_command(
+    *,
+    file: Path | None,
+    repo: Path | None,
+    as_json: bool,
+    online: bool = False,
+    settings: Settings | None = None,
+    github_repo: str | None = None,
+) -> int:
     """Check the config offline; with `online` (and the process's `settings`), then ask the
     outside world what the first pass will ask it (commands/preflight.py), and GitHub, for
     `github_repo`, whether each build workflow is on the base branch. Exit 2 for a
@@ -40,8 +47,15 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, onl
             raise ConfigInvalid(loaded.path, refused)
     except ConfigInvalid as exc:
         if as_json:
-            emit_json({"file": str(exc.path), "valid": False, "problems": exc.problems, "warnings": [],
-                       **({"online": None} if online else {})})  # not asked: the config comes first
+            emit_json(
+                {
+                    "file": str(exc.path),
+                    "valid": False,
+                    "problems": exc.problems,
+                    "warnings": [],
+                    **({"online": None} if online else {}),
+                }
+            )  # not asked: the config comes first
         else:
             for problem in exc.problems:
                 sys.stderr.write(f"{problem}\n")
@@ -53,8 +67,16 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, onl
         assert settings is not None, "--online needs the settings (registries, cache folder)"
         return _online(loaded, names, warnings, as_json=as_json, settings=settings, github_repo=github_repo)
     if as_json:
-        emit_json({"file": str(loaded.path), "valid": True, "root": str(loaded.root),
-                   "components": names, "problems": [], "warnings": warnings})
+        emit_json(
+            {
+                "file": str(loaded.path),
+                "valid": True,
+                "root": str(loaded.root),
+                "components": names,
+                "problems": [],
+                "warnings": warnings,
+            }
+        )
     else:
         for warning in warnings:
             sys.stderr.write(f"warning: {warning}\n")
@@ -62,8 +84,15 @@ def validate_command(*, file: Path | None, repo: Path | None, as_json: bool, onl
     return 0
 
 
-def _online(loaded: LoadedConfig, names: list[str], warnings: list[str], *, as_json: bool,
-            settings: Settings, github_repo: str | None) -> int:
+def _online(
+    loaded: LoadedConfig,
+    names: list[str],
+    warnings: list[str],
+    *,
+    as_json: bool,
+    settings: Settings,
+    github_repo: str | None,
+) -> int:
     from ..app.wiring import Registries
     from .preflight import OK, PROBLEM, UNANSWERED, online_checks, workflow_checks
 
@@ -78,10 +107,21 @@ def _online(loaded: LoadedConfig, names: list[str], warnings: list[str], *, as_j
     problems = [check.sentence for check in checks if check.outcome == PROBLEM]
     unanswered = [check.sentence for check in checks if check.outcome == UNANSWERED]
     if as_json:
-        emit_json({"file": str(loaded.path), "valid": not problems, "root": str(loaded.root),
-                   "components": names, "problems": problems, "warnings": warnings,
-                   "online": {"checks": [check.to_json() for check in checks],
-                              "answered": not unanswered, "unanswered": unanswered}})
+        emit_json(
+            {
+                "file": str(loaded.path),
+                "valid": not problems,
+                "root": str(loaded.root),
+                "components": names,
+                "problems": problems,
+                "warnings": warnings,
+                "online": {
+                    "checks": [check.to_json() for check in checks],
+                    "answered": not unanswered,
+                    "unanswered": unanswered,
+                },
+            }
+        )
     else:
         for warning in warnings:
             sys.stderr.write(f"warning: {warning}\n")
@@ -95,8 +135,10 @@ def _online(loaded: LoadedConfig, names: list[str], warnings: list[str], *, as_j
         elif unanswered:
             sys.stderr.write(f"wheelpin: {loaded.path}: {len(unanswered)} check(s) got no answer; try again\n")
         else:
-            emit_text(f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}; "
-                      f"{len(checks)} online check(s) answered")
+            emit_text(
+                f"{loaded.path}: valid, {len(names)} component(s): {', '.join(names)}; "
+                f"{len(checks)} online check(s) answered"
+            )
     return 2 if problems else 4 if unanswered else 0
 
 
@@ -114,14 +156,14 @@ def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
             try:
                 texts[pin.file] = (loaded.root / pin.file).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:  # the loader saw it exist; it may not read
-                refused.append(loaded.located(("component", number, "pins", index, "file"),
-                                              f"{pin.file} cannot be read ({exc})"))
+                refused.append(
+                    loaded.located(("component", number, "pins", index, "file"), f"{pin.file} cannot be read ({exc})")
+                )
         if len(texts) < len({pin.file for pin in component.pins}):
             continue
         for index, sentence, refuses in pin_findings(component, texts):
             key = FORMATS[component.pins[index].kind].key
-            (refused if refuses else said).append(
-                loaded.located(("component", number, "pins", index, key), sentence))
+            (refused if refuses else said).append(loaded.located(("component", number, "pins", index, key), sentence))
     return refused, said
 
 
@@ -140,9 +182,12 @@ def command_warnings(loaded: LoadedConfig) -> list[str]:
         folder = Path(url)
         if "://" in url or not folder.is_dir() or (folder / program).exists():
             continue
-        warnings.append(loaded.located(("component", number, "build", "command"),
-                                       f"{program} does not exist in {folder} (the build runs it "
-                                       "in a checkout of the upstream commit)"))
+        warnings.append(
+            loaded.located(
+                ("component", number, "build", "command"),
+                f"{program} does not exist in {folder} (the build runs it in a checkout of the upstream commit)",
+            )
+        )
     return warnings
 
 
@@ -169,10 +214,12 @@ def workflow_warnings(loaded: LoadedConfig) -> list[str]:
     """What the workflows the components dispatch lack (a run-name carrying the commit, the
     inputs given), read from `.github/workflows/` of the config's repository; each
     sentence names its component."""
-    found = components_warnings(loaded.config.components, lambda path: read_bounded(loaded.root, path),
-                                where=str(loaded.root))
-    return [f"component {names[0]}: {warning}" if len(names) == 1 else f"components {warning}"
-            for names, warning in found]
+    found = components_warnings(
+        loaded.config.components, lambda path: read_bounded(loaded.root, path), where=str(loaded.root)
+    )
+    return [
+        f"component {names[0]}: {warning}" if len(names) == 1 else f"components {warning}" for names, warning in found
+    ]
 
 
 def read_bounded(root: Path, path: str) -> str | None:

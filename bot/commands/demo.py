@@ -24,19 +24,27 @@ from ..adapters.git import git
 from ..adapters.imagestore import ImageStore, LayoutStore
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.publisher import publish
-from ..loop.results import PassResult
 from ..app.settings import Settings
 from ..core.config.model import BRANCH_PREFIX
 from ..core.wheel.hipstub import hip_library
 from ..core.wheel.rocmlibs import HIP_RUNTIME
+from ..loop.results import PassResult
 from .output import emit_json, emit_text
 from .platforms.local import local_reconciler
 from .reconcile_cmd import pass_text
 
-PEOPLE = {"GIT_AUTHOR_NAME": "Upstream Dev", "GIT_AUTHOR_EMAIL": "dev@upstream.example",
-          "GIT_COMMITTER_NAME": "Upstream Dev", "GIT_COMMITTER_EMAIL": "dev@upstream.example"}
-MAINTAINER = {"GIT_AUTHOR_NAME": "Image Maintainer", "GIT_AUTHOR_EMAIL": "maintainer@downstream.example",
-              "GIT_COMMITTER_NAME": "Image Maintainer", "GIT_COMMITTER_EMAIL": "maintainer@downstream.example"}
+PEOPLE = {
+    "GIT_AUTHOR_NAME": "Upstream Dev",
+    "GIT_AUTHOR_EMAIL": "dev@upstream.example",
+    "GIT_COMMITTER_NAME": "Upstream Dev",
+    "GIT_COMMITTER_EMAIL": "dev@upstream.example",
+}
+MAINTAINER = {
+    "GIT_AUTHOR_NAME": "Image Maintainer",
+    "GIT_AUTHOR_EMAIL": "maintainer@downstream.example",
+    "GIT_COMMITTER_NAME": "Image Maintainer",
+    "GIT_COMMITTER_EMAIL": "maintainer@downstream.example",
+}
 
 # The upstream's own build script: what `python -m build` would make, with the version's
 # local part from the commit (as setuptools-scm writes `+g<sha8>`), and no dependency. A
@@ -63,7 +71,8 @@ def digest(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 record = "".join(f"{p},{digest(d)},{len(d)}\\n" for p, d in files.items()) + f"{dist}/RECORD,,\\n"
 files[f"{dist}/RECORD"] = record.encode()
-with zipfile.ZipFile(os.path.join(out, f"demo_cache-{version}-py3-none-{platform}.whl"), "w", zipfile.ZIP_DEFLATED) as whl:
+name = os.path.join(out, f"demo_cache-{version}-py3-none-{platform}.whl")
+with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as whl:
     for path, data in files.items():
         info = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
         info.compress_type = zipfile.ZIP_DEFLATED
@@ -96,8 +105,8 @@ pins = [
 # the worlds of the end-to-end tests (device_code=False) start from a pure-Python one.
 WHEEL_RULES = {
     True: "# Its HIP library must carry code for both GPUs and need the image's HIP runtime (ROCm 7,\n"
-          "# as the version's rocm7.2.4 says; wheelpin checks that too), and no CUDA library.\n"
-          'wheel = { distribution = "demo-cache", archs = ["gfx942", "gfx950"], require_needed = ["libamdhip64.so.*"] }',
+    "# as the version's rocm7.2.4 says; wheelpin checks that too), and no CUDA library.\n"
+    'wheel = { distribution = "demo-cache", archs = ["gfx942", "gfx950"], require_needed = ["libamdhip64.so.*"] }',
     False: 'wheel = { distribution = "demo-cache" }',
 }
 HIP_LIBRARY = "demo_cache/_demo_hip.so"
@@ -143,29 +152,43 @@ def make_upstream(root: Path, *, device_code: bool = True) -> tuple[Path, str]:
     upstream = root / "upstream"
     upstream.mkdir(parents=True)
     git(["init", "--quiet", "-b", "main"], cwd=upstream)
-    _write(upstream, {"VERSION": "0.1.0\n", "requirements.txt": "numpy>=2.3\ntorch>=2.9\n",
-                      "demo_cache/__init__.py": '"""A tiny stand-in for LMCache."""\n__version__ = "0.1.0"\n',
-                      "build_wheel.py": BUILD_SCRIPT})
+    _write(
+        upstream,
+        {
+            "VERSION": "0.1.0\n",
+            "requirements.txt": "numpy>=2.3\ntorch>=2.9\n",
+            "demo_cache/__init__.py": '"""A tiny stand-in for LMCache."""\n__version__ = "0.1.0"\n',
+            "build_wheel.py": BUILD_SCRIPT,
+        },
+    )
     if device_code:
         (upstream / HIP_LIBRARY).write_bytes(
-            hip_library(soname=Path(HIP_LIBRARY).name, needed=[HIP_NEEDED], targets=HIP_ARCHS))
+            hip_library(soname=Path(HIP_LIBRARY).name, needed=[HIP_NEEDED], targets=HIP_ARCHS)
+        )
     return upstream, _commit(upstream, "Initial import", PEOPLE)
 
 
-def make_downstream(root: Path, first_commit: str, settings: Settings, *, registry: str | None = None,
-                    device_code: bool = True) -> Path:
+def make_downstream(
+    root: Path, first_commit: str, settings: Settings, *, registry: str | None = None, device_code: bool = True
+) -> Path:
     """The downstream as a maintainer has it today: the first build pinned by hand (in
     the OCI layout folder, or in the repository `registry` names: `host:port/path`)."""
     import subprocess
 
     from ..adapters.upstream import UpstreamRepo
     from ..core.config.model import Upstream
+
     upstream = UpstreamRepo(Upstream(repo=str(root / "upstream"), branch="main"), cache=settings.cache_dir, root=root)
     checkout = upstream.checkout(first_commit, settings.cache_dir / "demo-first-build")
     out = root / "first-build"
     out.mkdir()
-    subprocess.run([sys.executable, "build_wheel.py", str(out)], cwd=checkout, check=True, capture_output=True,
-                   env={"WHEELPIN_SHA8": first_commit[:8], "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [sys.executable, "build_wheel.py", str(out)],
+        cwd=checkout,
+        check=True,
+        capture_output=True,
+        env={"WHEELPIN_SHA8": first_commit[:8], "PATH": "/usr/bin:/bin"},
+    )
     upstream.remove_checkout(checkout)
     wheels = sorted(out.glob("*.whl"))
     reports = [inspect_wheel(w) for w in wheels]
@@ -176,21 +199,27 @@ def make_downstream(root: Path, first_commit: str, settings: Settings, *, regist
     else:
         from ..adapters.imagestore import RegistryRepository
         from ..adapters.registry import RegistryClient
+
         host, _, path = registry.partition("/")
         store = RegistryRepository(RegistryClient(host), path)
         repository = registry
-        config = config_text(python=sys.executable, device_code=device_code).replace(
-            '"oci:../images"', f'"{registry}"')
-    published = publish(store, tag, wheels, reports, source="../upstream",
-                        revision=first_commit, component="demo-cache")
+        config = config_text(python=sys.executable, device_code=device_code).replace('"oci:../images"', f'"{registry}"')
+    published = publish(
+        store, tag, wheels, reports, source="../upstream", revision=first_commit, component="demo-cache"
+    )
     downstream = root / "downstream"
     downstream.mkdir()
     git(["init", "--quiet", "-b", "main"], cwd=downstream)
-    _write(downstream, {
-        "wheelpin.toml": config,
-        "docker/Dockerfile": DOCKERFILE.format(image=f"{repository}:{tag}@{published.digest}",
-                                               sha256=reports[0].sha256),
-        "README.md": "An inference image that pins demo-cache.\n"})
+    _write(
+        downstream,
+        {
+            "wheelpin.toml": config,
+            "docker/Dockerfile": DOCKERFILE.format(
+                image=f"{repository}:{tag}@{published.digest}", sha256=reports[0].sha256
+            ),
+            "README.md": "An inference image that pins demo-cache.\n",
+        },
+    )
     _commit(downstream, "Pin demo-cache by digest", MAINTAINER)
     return downstream
 
@@ -206,11 +235,13 @@ def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int
     upstream, first = make_upstream(root)
     downstream = make_downstream(root, first, local)
     config = downstream / "wheelpin.toml"
-    say(f"1. An upstream ({upstream}) at {first[:8]}: a Python package shipping a HIP library\n"
+    say(
+        f"1. An upstream ({upstream}) at {first[:8]}: a Python package shipping a HIP library\n"
         f"   ({HIP_LIBRARY}, code objects for {' and '.join(HIP_ARCHS)}, needing {HIP_NEEDED};\n"
         f"   wheelpin wrote it, no compiler needed). A downstream ({downstream}) whose\n"
         f"   docker/Dockerfile pins that commit's wheel image by digest.\n"
-        f"   The config the demo wrote: {config}\n")
+        f"   The config the demo wrote: {config}\n"
+    )
     (upstream / "demo_cache/__init__.py").write_text('"""A tiny stand-in for LMCache."""\n__version__ = "0.1.1"\n')
     (upstream / "VERSION").write_text("0.1.1\n")
     second = _commit(upstream, "Faster cache lookups", PEOPLE)
@@ -226,21 +257,32 @@ def demo_command(*, workdir: Path | None, json: bool, settings: Settings) -> int
     branch = f"{BRANCH_PREFIX}demo-cache"
     message = git(["log", "-1", "--format=%B", branch], cwd=downstream)
     if json:
-        emit_json({"workdir": str(root), "upstream": str(upstream), "downstream": str(downstream),
-                   "config": str(config), "branch": branch, "commits": [first, second, third],
-                   "passes": [p.to_json() for p in passes], "proposal": message})
+        emit_json(
+            {
+                "workdir": str(root),
+                "upstream": str(upstream),
+                "downstream": str(downstream),
+                "config": str(config),
+                "branch": branch,
+                "commits": [first, second, third],
+                "passes": [p.to_json() for p in passes],
+                "proposal": message,
+            }
+        )
         return 1 if any(p.failed for p in passes) else 0
     say("The proposal (the branch's commit message is its title and body):\n")
     shown = message.split("### Check by hand", 1)[0].rstrip().splitlines()  # up to its verification
     say("\n".join("    " + line for line in shown) + "\n    …\n")
     first_wheel = next((root / "first-build").glob("*.whl"))
-    say("Where to look:\n"
+    say(
+        "Where to look:\n"
         f"  {config}   # the config the demo wrote\n"
         f"  git -C {downstream} log -1 {branch}          # the proposal\n"
         f"  git -C {downstream} diff main {branch}       # the pins it moves\n"
         f"  wheelpin image show oci:{root / 'images'}:demo-cache-v0.1.1-g{third[:8]}\n"
         f"  wheelpin wheel inspect {first_wheel} {' '.join(f'--require-arch {arch}' for arch in HIP_ARCHS)}\n"
-        f"  wheelpin reconcile --once --repo {downstream} --dry-run   (with WHEELPIN_CACHE_DIR={root / 'cache'})")
+        f"  wheelpin reconcile --once --repo {downstream} --dry-run   (with WHEELPIN_CACHE_DIR={root / 'cache'})"
+    )
     return 1 if any(p.failed for p in passes) else 0
 
 
@@ -255,8 +297,10 @@ def _unsandboxed_if_needed(say) -> None:  # type: ignore[no-untyped-def]
     problem = sandbox.unavailable()
     if problem is not None:
         os.environ[sandbox.SETTING] = sandbox.OFF
-        say(f"(bwrap cannot run here: {problem}. The demo's own build script runs unsandboxed; wheelpin refuses\n"
-            " to run a real repository's build that way: install bubblewrap first.)\n")
+        say(
+            f"(bwrap cannot run here: {problem}. The demo's own build script runs unsandboxed; wheelpin refuses\n"
+            " to run a real repository's build that way: install bubblewrap first.)\n"
+        )
 
 
 def _pass(downstream: Path, settings: Settings, say) -> PassResult:  # type: ignore[no-untyped-def]

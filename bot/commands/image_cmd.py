@@ -20,14 +20,14 @@ from ..adapters.publisher import publish
 from ..adapters.smoke import smoke_said, smoke_wheels
 from ..app.settings import Settings
 from ..app.wiring import Registries, signing_key, target_of
-from ..core.wheel.amdgpu import TargetId
 from ..core.checks import WheelRules, tag_commit_problems
-from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
-from ..core.errors import UsageError, VerificationError, WheelpinError, doing
-from ..core.image.reference import ImageRef, LayoutTarget
-from ..core.image.oci import architecture_of
-from ..core.proposal.requirements import Conflict
 from ..core.checks.component import Problem, check_wheels, component_rules, rules_digest, summary
+from ..core.errors import UsageError, VerificationError, WheelpinError, doing
+from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
+from ..core.image.oci import architecture_of
+from ..core.image.reference import ImageRef, LayoutTarget
+from ..core.proposal.requirements import Conflict
+from ..core.wheel.amdgpu import TargetId
 from .output import emit_json, emit_text, human_size
 from .repo import load
 
@@ -66,15 +66,20 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         source = source or component.upstream.repo
     else:
         try:
-            rules = WheelRules(require_archs=tuple(TargetId.parse_known(a) for a in options.require_archs),
-                               expect_commit=options.revision)
+            rules = WheelRules(
+                require_archs=tuple(TargetId.parse_known(a) for a in options.require_archs),
+                expect_commit=options.revision,
+            )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     reports = [inspect_wheel(wheel) for wheel in options.wheels]
-    found = check_wheels(component, reports, rules) + [Problem("commit", text) for text in tag_commit_problems(tag, reports)]
+    found = check_wheels(component, reports, rules) + [
+        Problem("commit", text) for text in tag_commit_problems(tag, reports)
+    ]
     if found:
-        raise VerificationError(f"nothing published: {summary(found, wheels=len(reports))}",
-                                problems=tuple(map(str, found)))
+        raise VerificationError(
+            f"nothing published: {summary(found, wheels=len(reports))}", problems=tuple(map(str, found))
+        )
     key = signing_key(settings)  # a key that cannot be used is said before anything is pushed
     said = _smoke(component.wheel.smoke, options.wheels) if component and component.wheel.smoke else []
     registries = Registries(settings)
@@ -82,18 +87,38 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     store = registries.store(target)
     rules_of = rules_digest(component) if component else None
     with doing(f"publishing {options.to}"):
-        result = publish(store, tag, list(options.wheels), reports,
-                         source=source, revision=options.revision,
-                         component=component.name if component else None, rules=rules_of,
-                         reader=_anonymous_if_public(readers, target), mount_from=options.mount_from)
+        result = publish(
+            store,
+            tag,
+            list(options.wheels),
+            reports,
+            source=source,
+            revision=options.revision,
+            component=component.name if component else None,
+            rules=rules_of,
+            reader=_anonymous_if_public(readers, target),
+            mount_from=options.mount_from,
+        )
     with doing(f"attaching the provenance of {result.ref}"):
-        facts = facts_of(result, source=source, revision=options.revision,
-                         component=component.name if component else None, rules=rules_of,
-                         build=f"wheels given to `wheelpin image publish` on {socket.gethostname()}", smoke=said)
+        facts = facts_of(
+            result,
+            source=source,
+            revision=options.revision,
+            component=component.name if component else None,
+            rules=rules_of,
+            build=f"wheels given to `wheelpin image publish` on {socket.gethostname()}",
+            smoke=said,
+        )
         attached, sent = attach_provenance(store, facts, key)
     if options.json:
-        emit_json({**result.to_json(), "smoke": said, "attached": [item.to_json() for item in attached],
-                   "attached_bytes_uploaded": sent})
+        emit_json(
+            {
+                **result.to_json(),
+                "smoke": said,
+                "attached": [item.to_json() for item in attached],
+                "attached_bytes_uploaded": sent,
+            }
+        )
     else:
         emit_text(result.ref)
         emit_text(f"{result.status}: {len(result.wheels)} wheel(s), {human_size(result.bytes_uploaded)} uploaded")
@@ -115,8 +140,9 @@ def _smoke(command: str, wheels: tuple[Path, ...]) -> list[str]:
     no interpreter here, is said."""
     smoked = smoke_wheels(command, list(wheels))
     if smoked.failed:
-        raise VerificationError(f"smoke test failed, nothing published: {'; '.join(smoked.failed)}",
-                                problems=tuple(smoked.failed))
+        raise VerificationError(
+            f"smoke test failed, nothing published: {'; '.join(smoked.failed)}", problems=tuple(smoked.failed)
+        )
     return smoke_said(command, smoked)
 
 
@@ -199,14 +225,19 @@ def verify_command(*, ref: str, key: Path, json: bool, settings: Settings) -> in
     else:
         parameters = summary_of["external_parameters"]
         source = f"{parameters.get('repository', 'an unnamed repository')}@{parameters.get('revision', '?')}"
-        emit_text(f"{store.name}@{digest}: signed provenance verified ({summary_of['predicate_type']}), "
-                  f"built from {source}" + (f" by {summary_of['build']}" if summary_of.get("build") else ""))
+        emit_text(
+            f"{store.name}@{digest}: signed provenance verified ({summary_of['predicate_type']}), "
+            f"built from {source}" + (f" by {summary_of['build']}" if summary_of.get("build") else "")
+        )
     return 0
 
 
 def show_text(info: ImageInfo, attached: Sequence[Attached] = ()) -> str:
-    lines = [f"{info.name}@{info.digest}", f"  size {human_size(info.size)} (config and layers, as pulled)",
-             f"  metadata from {info.metadata_from} ({human_size(info.bytes_fetched)} fetched)"]
+    lines = [
+        f"{info.name}@{info.digest}",
+        f"  size {human_size(info.size)} (config and layers, as pulled)",
+        f"  metadata from {info.metadata_from} ({human_size(info.bytes_fetched)} fetched)",
+    ]
     for key, value in sorted({**info.labels, **info.annotations}.items()):
         if key != "io.wheelpin.wheels":
             lines.append(f"  {key} = {value}")
@@ -216,8 +247,10 @@ def show_text(info: ImageInfo, attached: Sequence[Attached] = ()) -> str:
         lines.append(f"    sha256 {wheel.sha256}  size {human_size(wheel.size)}  installed {installed}")
         if wheel.variant is not None:
             lines.append(f"    variant {wheel.variant}: {', '.join(wheel.variant_properties) or 'no properties'}")
-        lines.append(f"    tags {', '.join(wheel.tags) or 'none'}  GPU archs {wheel.archs_text}"
-                     + (f" (in only some GPU libraries: {', '.join(wheel.archs_partial)})" if wheel.archs_partial else ""))
+        lines.append(
+            f"    tags {', '.join(wheel.tags) or 'none'}  GPU archs {wheel.archs_text}"
+            + (f" (in only some GPU libraries: {', '.join(wheel.archs_partial)})" if wheel.archs_partial else "")
+        )
         if wheel.needed is not None:
             lines.append(f"    needs {', '.join(wheel.needed) or 'no shared library'}")
         lines += [f"    requires {requirement}" for requirement in wheel.requires_dist]
@@ -240,17 +273,31 @@ def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settin
     except ValueError as exc:
         raise UsageError(f"{', '.join(map(str, wheels))}: {exc}") from None
     with doing(f"reading the consuming image {consumer}"):
-        image = read_consumer(Registries(settings).store(target), reference,
-                              cache=LayerCache(settings.cache_dir / "layers"), architecture=architecture)
+        image = read_consumer(
+            Registries(settings).store(target),
+            reference,
+            cache=LayerCache(settings.cache_dir / "layers"),
+            architecture=architecture,
+        )
     found = check(image.name, image.files, reports, reports)
     conflicts = conflicts_with(found, reports, image.files)
     built = wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed])
     if json:
-        emit_json({**found.to_json(), "conflicts": [c.to_json() for c in conflicts], "wheel_rocm": built,
-                   "layers_read": image.layers_read, "layers_cached": image.layers_cached})
+        emit_json(
+            {
+                **found.to_json(),
+                "conflicts": [c.to_json() for c in conflicts],
+                "wheel_rocm": built,
+                "layers_read": image.layers_read,
+                "layers_cached": image.layers_cached,
+            }
+        )
     else:
-        emit_text("\n".join(against_lines(found, conflicts, built,
-                                          f"{image.layers_read} layers read, {image.layers_cached} cached")))
+        emit_text(
+            "\n".join(
+                against_lines(found, conflicts, built, f"{image.layers_read} layers read, {image.layers_cached} cached")
+            )
+        )
     return 1 if found.unresolved or conflicts or found.dependents else 0
 
 
@@ -268,6 +315,7 @@ def against_lines(found: ConsumerReport, conflicts: list[Conflict], rocm: str | 
     if found.absent:  # not a failure: pip installs them with the wheel, but the image grows by them
         lines.append(f"  new to the image: {', '.join(found.absent)}")
     if len(lines) == 1 + (rocm is not None) + bool(found.absent):
-        lines.insert(1, f"  no conflict with its {len(installed)} installed packages; every library the wheel "
-                     "needs is there")
+        lines.insert(
+            1, f"  no conflict with its {len(installed)} installed packages; every library the wheel needs is there"
+        )
     return lines

@@ -25,19 +25,19 @@ from pathlib import Path
 
 from ..adapters.configdisk import load_text_at
 from ..adapters.git import git
+from ..adapters.github.workflowfile import WORKFLOWS, workflow_build, workflow_of
 from ..adapters.imageread import read_image
 from ..adapters.imagestore import layout_folder
 from ..adapters.upstream import default_branch, upstream_url
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
-from ..core.config.model import CONFIG_FILES
+from ..core.config.initconfig import Build, Draft, PinnedImage, Upstream, distributions, group, propose, render
 from ..core.config.load import ConfigInvalid
+from ..core.config.model import CONFIG_FILES
 from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
 from ..core.image.reference import ImageRef, LayoutTarget
-from ..core.config.initconfig import Build, Draft, PinnedImage, Upstream, distributions, group, propose, render
 from ..core.pins.formats.base import FoundPin, PinError, Skipped
 from ..core.pins.scan import looked_in, scan
-from ..adapters.github.workflowfile import WORKFLOWS, workflow_build, workflow_of
 from . import config_cmd
 from .output import emit_json, emit_text
 
@@ -77,8 +77,11 @@ def pin_files(root: Path) -> list[str]:
     `root`: those git tracks (so nothing ignored or vendored by a build), else every one
     under it."""
     listed = git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, check=False)
-    names = [n for n in listed.split("\0") if n] if listed else [
-        path.relative_to(root).as_posix() for path in root.rglob("*") if ".git" not in path.parts]
+    names = (
+        [n for n in listed.split("\0") if n]
+        if listed
+        else [path.relative_to(root).as_posix() for path in root.rglob("*") if ".git" not in path.parts]
+    )
     return sorted(n for n in set(names) if looked_in(n) and (root / n).is_file())
 
 
@@ -89,7 +92,7 @@ def find_pins(root: Path) -> tuple[list[FoundPin], list[Skipped], int]:
     files = pin_files(root)
     for file in files:
         try:
-            data = (root / file).read_bytes()[:MAX_PIN_FILE + 1]
+            data = (root / file).read_bytes()[: MAX_PIN_FILE + 1]
             if len(data) > MAX_PIN_FILE:
                 raise PinError(f"{file}: over {MAX_PIN_FILE} bytes")
             pins, passed = scan(data.decode("utf-8"), file)
@@ -101,8 +104,9 @@ def find_pins(root: Path) -> tuple[list[FoundPin], list[Skipped], int]:
     return found, skipped, len(files)
 
 
-def read_pinned(pins: list[FoundPin], settings: Settings, *, repository: str | None = None,
-                root: Path = Path()) -> tuple[list[PinnedImage], list[Skipped]]:
+def read_pinned(
+    pins: list[FoundPin], settings: Settings, *, repository: str | None = None, root: Path = Path()
+) -> tuple[list[PinnedImage], list[Skipped]]:
     """What each pinned image holds; an image that cannot be read, or holds no wheel of one
     distribution, is skipped with why. A transient failure (a registry down) stops init:
     what it would infer without the image is guesswork. `repository` (`--image-repository`)
@@ -128,8 +132,16 @@ def read_pinned(pins: list[FoundPin], settings: Settings, *, repository: str | N
         if not info.wheels:
             skipped.append(Skipped(pin.file, pin.line, what, "its image holds no wheel"))
         elif len(distributions(image)) > 1:
-            skipped.append(Skipped(pin.file, pin.line, what, "its image holds wheels of several distributions ("
-                                   + ", ".join(sorted(distributions(image))) + "): one component has one"))
+            skipped.append(
+                Skipped(
+                    pin.file,
+                    pin.line,
+                    what,
+                    "its image holds wheels of several distributions ("
+                    + ", ".join(sorted(distributions(image)))
+                    + "): one component has one",
+                )
+            )
         else:
             images.append(image)
     return images, skipped
@@ -142,8 +154,9 @@ def _read_from(repository: str, digest: str, root: Path) -> ImageRef | LayoutTar
     if isinstance(target, LayoutTarget):
         folder = layout_folder(repository, root)
         if not (folder / "oci-layout").is_file():
-            raise UsageError(f"--image-repository {repository}: {folder} is not an OCI image layout folder "
-                             "(no oci-layout file)")
+            raise UsageError(
+                f"--image-repository {repository}: {folder} is not an OCI image layout folder (no oci-layout file)"
+            )
         return LayoutTarget(str(folder), digest=digest)
     return target
 
@@ -179,22 +192,36 @@ def choose_component(groups: dict[str, list[PinnedImage]], wanted: str | None, a
         return names[0]
     for name in names:
         sys.stderr.write(f"  {name}: " + ", ".join(image.pin.where for image in groups[name]) + "\n")
-    answer = asker.value(f"Several wheel images are pinned here ({', '.join(names)}); which one is this config's",
-                         None, None, "--component NAME")
+    answer = asker.value(
+        f"Several wheel images are pinned here ({', '.join(names)}); which one is this config's",
+        None,
+        None,
+        "--component NAME",
+    )
     return choose_component(groups, answer, asker)
 
 
 def upstream_of(options: InitOptions, draft: Draft, root: Path, asker: Asker) -> Upstream:
-    repo = asker.value("The upstream git repository the wheel is built from", options.upstream, draft.source,
-                       "--upstream URL")
-    said = ("from --upstream" if options.upstream else
-            "from the image's org.opencontainers.image.source" if repo == draft.source else "as answered")
+    repo = asker.value(
+        "The upstream git repository the wheel is built from", options.upstream, draft.source, "--upstream URL"
+    )
+    said = (
+        "from --upstream"
+        if options.upstream
+        else "from the image's org.opencontainers.image.source"
+        if repo == draft.source
+        else "as answered"
+    )
     if options.branch and options.tags:
         raise UsageError("give --branch or --tags, not both")
     if options.tags:
         return Upstream(repo, tags=options.tags, said=said)
-    branch = asker.value(f"The branch of {repo} to follow (or pass --tags PATTERN for releases)", options.branch,
-                         default_branch(upstream_url(repo, root)), "--branch B (or --tags PATTERN)")
+    branch = asker.value(
+        f"The branch of {repo} to follow (or pass --tags PATTERN for releases)",
+        options.branch,
+        default_branch(upstream_url(repo, root)),
+        "--branch B (or --tags PATTERN)",
+    )
     return Upstream(repo, branch=branch, said=said + ("" if options.branch else "; its HEAD branch"))
 
 
@@ -215,9 +242,13 @@ def build_of(options: InitOptions, root: Path, name: str, asker: Asker) -> Build
         return Build(command=options.build_command)
     workflows = read_workflows(root)
     found = workflow_build(workflows, name)
-    answer = asker.value("The build: a shell command run in a checkout of the upstream (it writes the wheels "
-                         f"to {{out}}), or a workflow of {WORKFLOWS}", None, found.workflow if found else None,
-                         "--build-command '…' or --build-workflow FILE")
+    answer = asker.value(
+        "The build: a shell command run in a checkout of the upstream (it writes the wheels "
+        f"to {{out}}), or a workflow of {WORKFLOWS}",
+        None,
+        found.workflow if found else None,
+        "--build-command '…' or --build-workflow FILE",
+    )
     if found is not None and answer == found.workflow:
         return found
     if answer in workflows:
@@ -276,8 +307,10 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     root = repository_root(options.repo)
     existing = existing_config(root)
     if existing is not None and not options.force:
-        raise UsageError(f"{existing} exists already: wheelpin init leaves it as it is (pass --force to "
-                         "write a new config in its place)")
+        raise UsageError(
+            f"{existing} exists already: wheelpin init leaves it as it is (pass --force to "
+            "write a new config in its place)"
+        )
     interactive = not (options.yes or options.json) and sys.stdin.isatty()
     asker = Asker(interactive=interactive)
     say: Callable[[str], None] = (lambda text: None) if options.json else emit_text
@@ -288,12 +321,16 @@ def init_command(options: InitOptions, settings: Settings) -> int:
         for item in skipped:
             sys.stderr.write(f"  skipped {item}\n")
         if pins:
-            raise ConfigError(f"{root}: none of the {len(pins)} wheel pin(s) found names an image holding "
-                              "wheels that could be read (said above); wheelpin init starts from one")
-        raise ConfigError(f"{root}: no wheel image pinned by digest in its {files} Dockerfile(s)"
-                          + (f" ({len(skipped)} reference(s) skipped, said above)" if skipped else "")
-                          + "; wheelpin init starts from one (ARG X_IMAGE=\"repo:tag@sha256:…\" or "
-                          "FROM repo:tag@sha256:… AS stage)")
+            raise ConfigError(
+                f"{root}: none of the {len(pins)} wheel pin(s) found names an image holding "
+                "wheels that could be read (said above); wheelpin init starts from one"
+            )
+        raise ConfigError(
+            f"{root}: no wheel image pinned by digest in its {files} Dockerfile(s)"
+            + (f" ({len(skipped)} reference(s) skipped, said above)" if skipped else "")
+            + '; wheelpin init starts from one (ARG X_IMAGE="repo:tag@sha256:…" or '
+            "FROM repo:tag@sha256:… AS stage)"
+        )
     groups = group(images)
     name = choose_component(groups, options.component, asker)
     draft = propose(name, groups[name])
@@ -308,31 +345,59 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     check_before_writing(text, target, root)
     write_new(target, text, force=options.force)
     follows = f"branch {upstream.branch}" if upstream.branch else f"tags {upstream.tags}"
-    builds = (f"command {build.command}" if build.command is not None else f"workflow {build.workflow}"
-              + (f" with {', '.join(f'{k}={v}' for k, v in build.inputs.items())}" if build.inputs else ""))
-    say(f"Wrote {target}: component {name} ({draft.distribution}, tag {draft.tag}),\n"
-        f"  following {upstream.repo} {follows}, built by {builds}.")
+    builds = (
+        f"command {build.command}"
+        if build.command is not None
+        else f"workflow {build.workflow}"
+        + (f" with {', '.join(f'{k}={v}' for k, v in build.inputs.items())}" if build.inputs else "")
+    )
+    say(
+        f"Wrote {target}: component {name} ({draft.distribution}, tag {draft.tag}),\n"
+        f"  following {upstream.repo} {follows}, built by {builds}."
+    )
     if options.json:
         validated, code = _validate_json(target, root)
-        emit_json({"file": str(target), "root": str(root), "written": True, "component": draft.to_json(),
-                   "upstream": vars(upstream), "build": {"command": build.command, "workflow": build.workflow,
-                                                        "inputs": dict(build.inputs), "said": build.said},
-                   "found": [i.pin.where for i in images], "skipped": [vars(s) for s in skipped],
-                   "validate": validated, "next": list(NEXT_STEPS)})
+        emit_json(
+            {
+                "file": str(target),
+                "root": str(root),
+                "written": True,
+                "component": draft.to_json(),
+                "upstream": vars(upstream),
+                "build": {
+                    "command": build.command,
+                    "workflow": build.workflow,
+                    "inputs": dict(build.inputs),
+                    "said": build.said,
+                },
+                "found": [i.pin.where for i in images],
+                "skipped": [vars(s) for s in skipped],
+                "validate": validated,
+                "next": list(NEXT_STEPS),
+            }
+        )
         return code
     code = config_cmd.validate_command(file=target, repo=root, as_json=False)
     say("Next:\n" + "\n".join(f"  {step}" for step in NEXT_STEPS))
     return code
 
 
-def _say_found(say: Callable[[str], None], root: Path, groups: dict[str, list[PinnedImage]], name: str,
-               draft: Draft, skipped: list[Skipped]) -> None:
+def _say_found(
+    say: Callable[[str], None],
+    root: Path,
+    groups: dict[str, list[PinnedImage]],
+    name: str,
+    draft: Draft,
+    skipped: list[Skipped],
+) -> None:
     say(f"Found in {root}:")
     for image in groups[name]:
         wheel = image.wheels[0]
-        say(f"  {image.pin.where}  {image.pin.what}  {image.pin.reference}\n"
+        say(
+            f"  {image.pin.where}  {image.pin.what}  {image.pin.reference}\n"
             f"    {len(image.wheels)} wheel(s) of {wheel.name} {wheel.version}, read from its {image.metadata_from}"
-            + (f"; commit {draft.commit}" if draft.commit else ""))
+            + (f"; commit {draft.commit}" if draft.commit else "")
+        )
     for other, more in groups.items():
         if other != name:
             say(f"  (also {other}, at {', '.join(i.pin.where for i in more)}: not in this config)")
@@ -349,8 +414,9 @@ def check_before_writing(text: str, target: Path, root: Path) -> None:
         if refused:
             raise ConfigInvalid(target, refused)
     except ConfigInvalid as exc:
-        raise ConfigError("the config init would write is not valid, so nothing was written: "
-                          + "; ".join(exc.problems)) from None
+        raise ConfigError(
+            "the config init would write is not valid, so nothing was written: " + "; ".join(exc.problems)
+        ) from None
 
 
 def _validate_json(target: Path, root: Path) -> tuple[object, int]:

@@ -12,13 +12,13 @@ from pathlib import Path
 import structlog
 
 from ..adapters.checkoutfiles import canonical_component, read_texts, write_texts_atomically
-from ..core.errors import UsageError, doing
-from ..core.pins.formats.api import FORMATS
-from ..core.pins.bump import PinState, parse_sha256_options, plan_bump, read_pins
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from ..core.checks import python_tags_of
+from ..core.errors import UsageError, doing
+from ..core.pins.bump import PinState, parse_sha256_options, plan_bump, read_pins
+from ..core.pins.formats.api import FORMATS
 from .output import emit_json, emit_text
 from .repo import load
 
@@ -63,8 +63,16 @@ def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> in
     return 0
 
 
-def bump_command(*, component_name: str, image: str, sha256: list[str], config: Path | None,
-                 repo: Path | None, as_json: bool, settings: Settings) -> int:
+def bump_command(
+    *,
+    component_name: str,
+    image: str,
+    sha256: list[str],
+    config: Path | None,
+    repo: Path | None,
+    as_json: bool,
+    settings: Settings,
+) -> int:
     loaded = load(config=config, repo=repo)
     component = loaded.config.get(component_name)
     if component is None:
@@ -80,13 +88,19 @@ def bump_command(*, component_name: str, image: str, sha256: list[str], config: 
     plan = plan_bump(component, texts, image, wheel_sha256)
     if not plan.changes_nothing:
         write_texts_atomically(loaded.root, plan.new_texts, expected=texts)  # refused if edited meanwhile
-    log.info("pins.bumped", component=component.name, files=len(plan.new_texts),
-             edits=len(plan.edits))
+    log.info("pins.bumped", component=component.name, files=len(plan.new_texts), edits=len(plan.edits))
     if as_json:
-        emit_json({"component": component.name, "image": image, "changed": not plan.changes_nothing,
-                   "files": sorted(plan.new_texts),
-                   "edits": [{"file": e.file, "line": e.line, "what": e.what, "old": e.old,
-                              "new": e.new} for e in plan.edits]})
+        emit_json(
+            {
+                "component": component.name,
+                "image": image,
+                "changed": not plan.changes_nothing,
+                "files": sorted(plan.new_texts),
+                "edits": [
+                    {"file": e.file, "line": e.line, "what": e.what, "old": e.old, "new": e.new} for e in plan.edits
+                ],
+            }
+        )
     elif plan.changes_nothing:
         emit_text(f"{component.name}: every pin already holds {image}; nothing changed")
     else:

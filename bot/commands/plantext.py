@@ -45,8 +45,11 @@ def _component(component: ComponentResult) -> list[str]:
     if plan.head is not None:
         lines.append(f"  upstream: {plan.upstream} at {plan.head[:8]}")
     if plan.commits:
-        lines.append(f"  commits: {_count(len(plan.commits))} after the pinned one, newest first"
-                     if plan.pinned.commit else "  commits: the head only (the pinned commit is not known)")
+        lines.append(
+            f"  commits: {_count(len(plan.commits))} after the pinned one, newest first"
+            if plan.pinned.commit
+            else "  commits: the head only (the pinned commit is not known)"
+        )
         lines += [f"    {c.sha[:8]} {c.subject}" for c in plan.commits[:COMMITS_SHOWN]]
         if len(plan.commits) > COMMITS_SHOWN:
             lines.append(f"    … and {len(plan.commits) - COMMITS_SHOWN} more (--json lists them)")

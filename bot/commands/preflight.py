@@ -36,18 +36,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..adapters.consumerread import resolve_consumer
+from ..adapters.github.workflowfile import workflow_path
 from ..adapters.imageread import ImageInfo, read_image
-from ..adapters.platform import Platform
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
+from ..adapters.platform import Platform
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
-from ..core.config.model import ActionsBuild, Component
 from ..core.config.load import LoadedConfig
+from ..core.config.model import ActionsBuild, Component
 from ..core.errors import TransientError, WheelpinError
-from ..core.image.reference import ImageRef, ImageRefError
 from ..core.image.oci import architecture_of
+from ..core.image.reference import ImageRef, ImageRefError
 from ..core.pins.bump import PinState, read_pins
 from ..core.redact import public_url
-from ..adapters.github.workflowfile import workflow_path
 
 if TYPE_CHECKING:
     from ..app.wiring import Registries
@@ -79,8 +79,9 @@ def online_checks(loaded: LoadedConfig, registries: Registries, *, cache: Path) 
     return checks
 
 
-def _component_checks(loaded: LoadedConfig, component: Component, registries: Registries,
-                      cache: Path) -> Iterator[Check]:
+def _component_checks(
+    loaded: LoadedConfig, component: Component, registries: Registries, cache: Path
+) -> Iterator[Check]:
     yield _upstream(component, loaded.root, cache)
     layout = LayoutStore(layout_folder(component.image.repository, loaded.root)) if component.image.is_layout else None
     registry = _registry(component, layout, registries)
@@ -95,9 +96,14 @@ def _component_checks(loaded: LoadedConfig, component: Component, registries: Re
         if registry.outcome == UNANSWERED and layout is None:
             # offline validate saw the pin in image.repository: the same registry, which has just
             # spent its retries unanswered; asking again would only wait as long once more
-            yield Check(component.name, "pinned", f"the manifest of {state.image}", UNANSWERED,
-                        f"{component.name}: {state.file}:{state.line}: the pinned image {state.image} was not "
-                        "asked for: its registry did not answer the tag list")
+            yield Check(
+                component.name,
+                "pinned",
+                f"the manifest of {state.image}",
+                UNANSWERED,
+                f"{component.name}: {state.file}:{state.line}: the pinned image {state.image} was not "
+                "asked for: its registry did not answer the tag list",
+            )
             continue
         check, info = _pinned(component, state, layout, registries)
         infos += [info] if info is not None else []
@@ -117,28 +123,44 @@ def _trusted_roots(component: Component, cache: Path) -> Check:
         roots = TrustedRoots.load(cache)
     except WheelpinError as exc:
         return Check(component.name, "trust", asked, PROBLEM, f"{component.name}: trust: {exc.message}")
-    return Check(component.name, "trust", asked, OK, f"{component.name}: trust: {len(roots.roots)} trusted "
-                 f"root{'s' if len(roots.roots) != 1 else ''} at {roots.path} to verify attestations by "
-                 f"{component.trust.identity} with")
+    return Check(
+        component.name,
+        "trust",
+        asked,
+        OK,
+        f"{component.name}: trust: {len(roots.roots)} trusted "
+        f"root{'s' if len(roots.roots) != 1 else ''} at {roots.path} to verify attestations by "
+        f"{component.trust.identity} with",
+    )
 
 
 def _upstream(component: Component, root: Path, cache: Path) -> Check:
     name, upstream = component.name, UpstreamRepo(component.upstream, cache=cache, root=root)
     url = public_url(upstream.url)
-    wanted = (f"branch {component.upstream.branch}" if component.upstream.branch is not None
-              else f"the newest tag matching {component.upstream.tags or '*'}")
+    wanted = (
+        f"branch {component.upstream.branch}"
+        if component.upstream.branch is not None
+        else f"the newest tag matching {component.upstream.tags or '*'}"
+    )
     asked = f"git ls-remote {url} ({wanted})"
     try:
         head = upstream.head()
     except LsRemoteFailed as exc:
         # a folder here that git cannot list is no passing fault: it is not a repository
         local = Path(upstream.url.removeprefix("file://")).is_absolute()
-        return Check(name, "upstream", asked, PROBLEM if local else UNANSWERED,
-                     f"{name}: the upstream {url} did not answer git ls-remote: {exc.reason}")
+        return Check(
+            name,
+            "upstream",
+            asked,
+            PROBLEM if local else UNANSWERED,
+            f"{name}: the upstream {url} did not answer git ls-remote: {exc.reason}",
+        )
     except UpstreamRefMissing:
-        sentence = (f"{name}: the upstream {url} has no branch {component.upstream.branch} (upstream.branch)"
-                    if component.upstream.branch is not None else
-                    f"{name}: no tag of the upstream {url} matches {component.upstream.tags} (upstream.tags)")
+        sentence = (
+            f"{name}: the upstream {url} has no branch {component.upstream.branch} (upstream.branch)"
+            if component.upstream.branch is not None
+            else f"{name}: no tag of the upstream {url} matches {component.upstream.tags} (upstream.tags)"
+        )
         return Check(name, "upstream", asked, PROBLEM, sentence)
     except WheelpinError as exc:
         return _failed(name, "upstream", asked, f"the upstream {url}", f"its {wanted}", exc)
@@ -152,23 +174,35 @@ def _registry(component: Component, layout: LayoutStore | None, registries: Regi
     if layout is not None:
         asked = f"the OCI layout folder {layout.folder}"
         if layout.folder.exists() and not layout.folder.is_dir():
-            return Check(name, "registry", asked, PROBLEM,
-                         f"{name}: the OCI layout folder {layout.folder} (image.repository) is not a folder")
+            return Check(
+                name,
+                "registry",
+                asked,
+                PROBLEM,
+                f"{name}: the OCI layout folder {layout.folder} (image.repository) is not a folder",
+            )
         if not layout.folder.exists():
-            return Check(name, "registry", asked, OK, f"{name}: the OCI layout folder {layout.folder} does not "
-                         "exist yet; the first publish makes it")
+            return Check(
+                name,
+                "registry",
+                asked,
+                OK,
+                f"{name}: the OCI layout folder {layout.folder} does not exist yet; the first publish makes it",
+            )
     store = layout or registries.store(ImageRef.parse(component.image.repository))
     asked = f"the tag list of {store.name}"
     try:
         tags = store.list_tags()
     except WheelpinError as exc:
         return _failed(name, "registry", asked, _who(store), f"the tag list of {store.name} (image.repository)", exc)
-    return Check(name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} "
-                 f"({len(tags)} tag(s))")
+    return Check(
+        name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} ({len(tags)} tag(s))"
+    )
 
 
-def _pinned(component: Component, state: PinState, layout: LayoutStore | None,
-            registries: Registries) -> tuple[Check, ImageInfo | None]:
+def _pinned(
+    component: Component, state: PinState, layout: LayoutStore | None, registries: Registries
+) -> tuple[Check, ImageInfo | None]:
     """The image a pin holds, as the pass reads it to learn the pinned commit: from the
     component's layout folder, else from the registry the reference names."""
     name, where = component.name, f"{state.file}:{state.line}"
@@ -184,19 +218,26 @@ def _pinned(component: Component, state: PinState, layout: LayoutStore | None,
         digest = _digest_held(store, reference)
         if digest is None:
             status = "" if layout is not None else " (404)"
-            return Check(name, "pinned", asked, PROBLEM, f"{name}: {where}: the pinned {what} is not in {holder}"
-                         f"{status}: {store.name}@{reference}"), None
+            return Check(
+                name,
+                "pinned",
+                asked,
+                PROBLEM,
+                f"{name}: {where}: the pinned {what} is not in {holder}{status}: {store.name}@{reference}",
+            ), None
         info = read_image(store, digest, layers=False)
     except WheelpinError as exc:
-        return _failed(name, "pinned", asked, _who(store), f"the image pinned at {where}, {store.name}@{reference}",
-                       exc), None
+        return _failed(
+            name, "pinned", asked, _who(store), f"the image pinned at {where}, {store.name}@{reference}", exc
+        ), None
     if info.wheels:
         wheels = ", ".join(f"{wheel.name} {wheel.version}" for wheel in info.wheels)
         said = f"{wheels} (from its {info.metadata_from})"
     else:
         said = "its wheels are said only by its layers, which the pass reads"
-    return Check(name, "pinned", asked, OK, f"{name}: {where}: the pinned image {store.name}@{digest} "
-                 f"is readable: {said}"), info
+    return Check(
+        name, "pinned", asked, OK, f"{name}: {where}: the pinned image {store.name}@{digest} is readable: {said}"
+    ), info
 
 
 def _digest_held(store: ImageStore, reference: str) -> str | None:
@@ -219,8 +260,9 @@ def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo]
     assert consumer is not None
     file = consumer.file or component.pins[0].file
     try:
-        reference = consumer.image or reference_in(consumer, (loaded.root / file).read_text(encoding="utf-8"),
-                                                   where=file)
+        reference = consumer.image or reference_in(
+            consumer, (loaded.root / file).read_text(encoding="utf-8"), where=file
+        )
         target = ImageRef.parse(reference)
         architecture = architecture_of([wheel.file for info in infos for wheel in info.wheels])
     except (OSError, UnicodeDecodeError, ValueError, ImageRefError) as exc:
@@ -231,13 +273,24 @@ def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo]
     asked = f"the manifest and config of {store.name}@{named} ({architecture})"
     try:
         if _digest_held(store, named) is None:
-            return Check(name, "consumer", asked, PROBLEM, f"{name}: the consuming image {reference} is not in "
-                         "its registry (404)")
+            return Check(
+                name,
+                "consumer",
+                asked,
+                PROBLEM,
+                f"{name}: the consuming image {reference} is not in its registry (404)",
+            )
         resolved = resolve_consumer(store, named, architecture=architecture)
     except WheelpinError as exc:
         return _failed(name, "consumer", asked, _who(store), f"the consuming image {reference}", exc)
-    return Check(name, "consumer", asked, OK, f"{name}: the consuming image {reference} resolves to "
-                 f"{resolved.name} ({len(resolved.layers)} layer(s), read by the pass)")
+    return Check(
+        name,
+        "consumer",
+        asked,
+        OK,
+        f"{name}: the consuming image {reference} resolves to "
+        f"{resolved.name} ({len(resolved.layers)} layer(s), read by the pass)",
+    )
 
 
 def _who(store: ImageStore) -> str:
@@ -255,16 +308,33 @@ def workflow_checks(loaded: LoadedConfig, platform: Platform, repository: str) -
     try:
         base = platform.resolve(f"refs/heads/{branch}")
     except WheelpinError as exc:
-        return [_failed(c.name, "workflow", f"the branch {branch} of {repository}", f"GitHub ({repository})",
-                        f"its branch {branch}", exc) for c in components]
+        return [
+            _failed(
+                c.name,
+                "workflow",
+                f"the branch {branch} of {repository}",
+                f"GitHub ({repository})",
+                f"its branch {branch}",
+                exc,
+            )
+            for c in components
+        ]
     for component in components:
         assert isinstance(component.build, ActionsBuild)
         name, workflow = component.name, component.build.workflow
         path = workflow_path(workflow)
         asked = f"{path or workflow} on {repository}'s branch {branch}"
         if base is None:
-            checks.append(Check(name, "workflow", asked, PROBLEM, f"{name}: {repository} has no branch {branch} "
-                                "(defaults.base_branch), where the pass reads the pins and dispatches the build"))
+            checks.append(
+                Check(
+                    name,
+                    "workflow",
+                    asked,
+                    PROBLEM,
+                    f"{name}: {repository} has no branch {branch} "
+                    "(defaults.base_branch), where the pass reads the pins and dispatches the build",
+                )
+            )
             continue
         if path is None:  # a workflow id: GitHub knows it, no file name to look for (offline validate said so)
             continue
@@ -273,10 +343,18 @@ def workflow_checks(loaded: LoadedConfig, platform: Platform, repository: str) -
         except WheelpinError as exc:
             checks.append(_failed(name, "workflow", asked, f"GitHub ({repository})", path, exc))
             continue
-        checks.append(Check(name, "workflow", asked, OK, f"{name}: {path} is on {repository}'s branch {branch}")
-                      if text is not None else
-                      Check(name, "workflow", asked, PROBLEM, f"{name}: {path} is not on {repository}'s branch "
-                            f"{branch}, where the pass dispatches it (build.workflow)"))
+        checks.append(
+            Check(name, "workflow", asked, OK, f"{name}: {path} is on {repository}'s branch {branch}")
+            if text is not None
+            else Check(
+                name,
+                "workflow",
+                asked,
+                PROBLEM,
+                f"{name}: {path} is not on {repository}'s branch "
+                f"{branch}, where the pass dispatches it (build.workflow)",
+            )
+        )
     return checks
 
 

@@ -12,15 +12,15 @@ from types import FrameType
 
 import structlog
 
+from ..app.settings import Settings
 from ..core.decide.plan import Report, Wait
+from ..core.errors import UsageError, WheelpinError
 from ..loop.results import PassResult
 from ..loop.runner import Reconciler
-from ..app.settings import Settings
-from ..core.errors import UsageError, WheelpinError
 from .output import emit_json, emit_text
+from .plantext import plan_text
 from .platforms.api import downstream_of
 from .platforms.base import Where
-from .plantext import plan_text
 from .summary import append_summary
 
 
@@ -42,20 +42,35 @@ def pass_text(result: PassResult) -> str:
     return "\n".join(lines)
 
 
-def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, once: bool,
-                      dry_run: bool, as_json: bool, retry_failed: bool, components: Sequence[str],
-                      settings: Settings, github_repo: str | None = None, use_artifacts: Path | None = None,
-                      commit: str | None = None, summary: Path | None = None) -> int:
+def reconcile_command(
+    *,
+    repo: Path | None,
+    config: Path | None,
+    platform: str,
+    once: bool,
+    dry_run: bool,
+    as_json: bool,
+    retry_failed: bool,
+    components: Sequence[str],
+    settings: Settings,
+    github_repo: str | None = None,
+    use_artifacts: Path | None = None,
+    commit: str | None = None,
+    summary: Path | None = None,
+) -> int:
     if (use_artifacts is None) != (commit is None):
         raise UsageError("--use-artifacts DIR and --commit SHA go together")
-    downstream = downstream_of(platform, Where(settings, repo=repo, config=config, github_repo=github_repo,
-                                               retry_failed=retry_failed))
+    downstream = downstream_of(
+        platform, Where(settings, repo=repo, config=config, github_repo=github_repo, retry_failed=retry_failed)
+    )
     make, config_text = downstream.reconciler, downstream.config_text
     reconciler = make()  # a config that cannot be used at the start is said now, and nothing runs
     unknown = [name for name in components if reconciler.config.get(name) is None]
     if unknown:
-        raise UsageError(f"{reconciler.loaded.path}: no component {', '.join(map(repr, unknown))} (it has "
-                         f"{', '.join(c.name for c in reconciler.config.components)})")
+        raise UsageError(
+            f"{reconciler.loaded.path}: no component {', '.join(map(repr, unknown))} (it has "
+            f"{', '.join(c.name for c in reconciler.config.components)})"
+        )
     only: list[str] | None = list(components) or None
     where = downstream.where
 
@@ -76,7 +91,8 @@ def reconcile_command(*, repo: Path | None, config: Path | None, platform: str, 
         if dry_run:
             raise UsageError("--use-artifacts takes the wheels into the build cache: it has no --dry-run")
         structlog.get_logger("wheelpin.reconcile").info(
-            "reconcile.reuse", said=reconciler.reuse(target, commit=commit, folder=use_artifacts))
+            "reconcile.reuse", said=reconciler.reuse(target, commit=commit, folder=use_artifacts)
+        )
         only, once = [target.name], True
     if once or dry_run:
         result = reconciler.run(dry_run=dry_run, only=only)
@@ -97,9 +113,11 @@ class _Signals:
     def __init__(self) -> None:
         self.stop = False
         self.wake = False
-        self._before = {signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_stop),
-                        signal.SIGINT: signal.signal(signal.SIGINT, self._on_stop),
-                        signal.SIGHUP: signal.signal(signal.SIGHUP, self._on_wake)}
+        self._before = {
+            signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_stop),
+            signal.SIGINT: signal.signal(signal.SIGINT, self._on_stop),
+            signal.SIGHUP: signal.signal(signal.SIGHUP, self._on_wake),
+        }
 
     def restore(self) -> None:
         for number, handler in self._before.items():
@@ -122,8 +140,14 @@ class _Signals:
         self.wake = False
 
 
-def loop(first: Reconciler, make: Callable[[], Reconciler], config_text: Callable[[], str], *,
-         only: Sequence[str] | None, show: Callable[[PassResult], None]) -> int:
+def loop(
+    first: Reconciler,
+    make: Callable[[], Reconciler],
+    config_text: Callable[[], str],
+    *,
+    only: Sequence[str] | None,
+    show: Callable[[PassResult], None],
+) -> int:
     """Pass, then sleep until the soonest component schedule is due, and pass again. The
     config is read anew before each pass: a changed one makes a new reconciler, an
     unchanged one keeps it (its caches: images already verified are not fetched again),
@@ -137,8 +161,15 @@ def loop(first: Reconciler, make: Callable[[], Reconciler], config_text: Callabl
         signals.restore()
 
 
-def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler],
-            config_text: Callable[[], str], *, only: Sequence[str] | None, show: Callable[[PassResult], None]) -> int:
+def _passes(
+    signals: _Signals,
+    first: Reconciler,
+    make: Callable[[], Reconciler],
+    config_text: Callable[[], str],
+    *,
+    only: Sequence[str] | None,
+    show: Callable[[PassResult], None],
+) -> int:
     from ..app.schedule import next_pass, said, schedules_of  # cron: for the loop, not one pass
 
     reconciler = first
@@ -160,8 +191,10 @@ def _passes(signals: _Signals, first: Reconciler, make: Callable[[], Reconciler]
             except WheelpinError as exc:
                 say(f"{exc}; passing with the config read before")
             except Exception as exc:  # a config no check foresaw must not end the loop
-                say(f"the new config cannot be used (internal error: {type(exc).__name__}: {exc}); "
-                    "passing with the config read before")
+                say(
+                    f"the new config cannot be used (internal error: {type(exc).__name__}: {exc}); "
+                    "passing with the config read before"
+                )
     say("stopped")
     return 0
 

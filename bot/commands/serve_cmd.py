@@ -20,13 +20,17 @@ from ..core.errors import UsageError
 def serve_command(*, host: str, port: int, settings: Settings) -> int:
     secret = settings.webhook_key()
     if settings.shard is not None and settings.database_url is not None:  # a bad shard list is said now
-        raise UsageError("WHEELPIN_INSTALLATION_IDS shards by hand, and WHEELPIN_DATABASE_URL makes the replicas "
-                         "share every installation: unset one of them")
+        raise UsageError(
+            "WHEELPIN_INSTALLATION_IDS shards by hand, and WHEELPIN_DATABASE_URL makes the replicas "
+            "share every installation: unset one of them"
+        )
     has_github = settings.github_app_id is not None or settings.github_token is not None
     access = GitHubAccess.from_settings(settings) if has_github else None
     if access is not None and not access.is_app and not settings.watched_repositories:
-        raise UsageError("with WHEELPIN_GITHUB_TOKEN, name the repositories to watch in WHEELPIN_REPOSITORIES "
-                         "(OWNER/NAME, comma-separated); a GitHub App finds them itself")
+        raise UsageError(
+            "with WHEELPIN_GITHUB_TOKEN, name the repositories to watch in WHEELPIN_REPOSITORIES "
+            "(OWNER/NAME, comma-separated); a GitHub App finds them itself"
+        )
     service = Service(settings, access=access, door=GitHubDoor(secret) if secret is not None else None)
     try:
         server = HTTPServer(service, host=host, port=port)
@@ -38,8 +42,9 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
             health = HTTPServer(service, host=host, port=settings.health_port, health_only=True)
         except OSError as exc:
             server.server.close()  # never started: only its listening socket to let go
-            raise UsageError(f"cannot listen on {host}:{settings.health_port} (WHEELPIN_HEALTH_PORT: "
-                             f"{exc.strerror or exc})") from None
+            raise UsageError(
+                f"cannot listen on {host}:{settings.health_port} (WHEELPIN_HEALTH_PORT: {exc.strerror or exc})"
+            ) from None
     stop = threading.Event()
 
     def on_signal(number: int, _frame: FrameType | None) -> None:
@@ -51,8 +56,9 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
     server.start()
     if health is not None:
         health.start()
-    sys.stderr.write(f"wheelpin: listening on {server.url}"
-                     + (f" (health on {health.url})" if health is not None else "") + "\n")
+    sys.stderr.write(
+        f"wheelpin: listening on {server.url}" + (f" (health on {health.url})" if health is not None else "") + "\n"
+    )
     sys.stderr.flush()
     while not stop.wait(1.0):
         pass
@@ -60,6 +66,9 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
     if health is not None:
         health.stop()
     finished = service.stop()
-    sys.stderr.write("wheelpin: stopped\n" if finished else
-                     "wheelpin: stopped; the running job was abandoned (the next start repairs it)\n")
+    sys.stderr.write(
+        "wheelpin: stopped\n"
+        if finished
+        else "wheelpin: stopped; the running job was abandoned (the next start repairs it)\n"
+    )
     return 0

@@ -23,30 +23,47 @@ def _code(text: str | None, length: int = 0) -> str:
 
 def _row(component: ComponentResult) -> str:
     status = component.status.value
-    return (f"| {component.name} | {_ICONS.get(status, '')} {status} | {_code(component.head, 8)} | "
-            f"{_code(component.pinned, 8)} | {_cell(component.image)} | {_cell(component.proposal)} |")
+    return (
+        f"| {component.name} | {_ICONS.get(status, '')} {status} | {_code(component.head, 8)} | "
+        f"{_code(component.pinned, 8)} | {_cell(component.image)} | {_cell(component.proposal)} |"
+    )
 
 
 def pass_markdown(result: PassResult, *, where: str) -> str:
-    lines = [f"### wheelpin: {'the plan' if result.dry_run else 'a pass'} on `{where}`", "",
-             "| component | status | upstream head | pinned | image | proposal |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"### wheelpin: {'the plan' if result.dry_run else 'a pass'} on `{where}`",
+        "",
+        "| component | status | upstream head | pinned | image | proposal |",
+        "|---|---|---|---|---|---|",
+    ]
     lines += [_row(component) for component in result.components]
     for component in result.components:
         # a pass's report or wait is its message, said below
         actions = [a for a in component.actions if result.dry_run or not isinstance(a, (Report, Wait))]
-        said = ([f"- {'would ' if result.dry_run else ''}{a.kind.value} {a.detail}".rstrip() for a in actions]
-                + [f"- {message}" for message in component.messages]
-                + [f"- ⚠️ **{note}**" for note in component.notes]
-                + [f"- {problem}" for problem in component.problems]
-                + ([f"- {component.retry}"] if component.retry else []))
+        said = (
+            [f"- {'would ' if result.dry_run else ''}{a.kind.value} {a.detail}".rstrip() for a in actions]
+            + [f"- {message}" for message in component.messages]
+            + [f"- ⚠️ **{note}**" for note in component.notes]
+            + [f"- {problem}" for problem in component.problems]
+            + ([f"- {component.retry}"] if component.retry else [])
+        )
         if result.dry_run and component.plan is not None:  # docs/dry-run.md
             said += ["", "```text", *component_plan(component), "```"]
         if said:
-            lines += ["", f"<details{' open' if component.status.value == 'failed' else ''}><summary>"
-                      f"{component.name}</summary>", "", *said, "", "</details>"]
+            lines += [
+                "",
+                f"<details{' open' if component.status.value == 'failed' else ''}><summary>{component.name}</summary>",
+                "",
+                *said,
+                "",
+                "</details>",
+            ]
     if result.requests:
-        lines += ["", "Requests: " + ", ".join(f"{name.replace('_', ' ')} {count}"
-                                               for name, count in sorted(result.requests.items()))]
+        lines += [
+            "",
+            "Requests: "
+            + ", ".join(f"{name.replace('_', ' ')} {count}" for name, count in sorted(result.requests.items())),
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import structlog
 
-from ..core.checks import CHECKS, WheelRules, problems
-from ..core.checks.base import Given
-from ..core.errors import InputError, UsageError, doing
-from ..core.wheel.report import WheelReport, read_wheel_metadata
-from ..core.proposal.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
 from ..adapters.imageread import read_image
 from ..adapters.imagestore import reference_of
 from ..adapters.inspectpool import inspect_wheel
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
+from ..core.checks import CHECKS, WheelRules, problems
+from ..core.checks.base import Given
+from ..core.errors import InputError, UsageError, doing
+from ..core.proposal.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
+from ..core.wheel.report import WheelReport, read_wheel_metadata
 from .output import emit_json, emit_text, human_size
 
 log = structlog.get_logger("wheelpin.wheel")
@@ -57,8 +57,9 @@ def report_json(report: WheelReport, found: list[str]) -> dict[str, object]:
         "sha256": report.sha256,
         "size": report.size,
         "installed_size": report.installed_size,
-        "variant": ({"label": report.variant.label, "properties": list(report.variant.properties)}
-                    if report.variant else None),
+        "variant": (
+            {"label": report.variant.label, "properties": list(report.variant.properties)} if report.variant else None
+        ),
         "requires_python": report.requires_python,
         "requires_dist": list(report.requires_dist),
         "archs": report.archs,

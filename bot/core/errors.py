@@ -93,8 +93,9 @@ class TransientError(WheelpinError):
 
     exit_code = 4
 
-    def __init__(self, message: str, *, retry_after: float | None = None, attempts: int = 1,
-                 seconds: float = 0.0) -> None:
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, attempts: int = 1, seconds: float = 0.0
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.attempts = attempts
@@ -130,9 +131,16 @@ def tries(attempts: int, seconds: float) -> str:
 
 def kind_of(error: WheelpinError) -> str:
     """A short name for the kind of an error, for metrics and dashboards."""
-    for cls, name in ((PermissionRefused, "permission"), (CredentialsError, "credentials"), (ConfigError, "config"), (InputError, "input"),
-                      (UsageError, "usage"), (VerificationError, "verification"), (RefusedError, "refused"),
-                      (TransientError, "transient")):
+    for cls, name in (
+        (PermissionRefused, "permission"),
+        (CredentialsError, "credentials"),
+        (ConfigError, "config"),
+        (InputError, "input"),
+        (UsageError, "usage"),
+        (VerificationError, "verification"),
+        (RefusedError, "refused"),
+        (TransientError, "transient"),
+    ):
         if isinstance(error, cls):
             return name
     return "failed"

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from ..adapters.consumerread import ConsumerImage, LayerCache, read_consumer
 from ..adapters.imagestore import reference_of
-from ..core.image.consumer import ConsumerReport, check, wheel_rocm
-from ..core.errors import ConfigError, doing
-from ..core.image.reference import ImageRef, ImageRefError
-from ..core.image.oci import WheelEntry, architecture_of
-from ..core.proposal.text import size_text
 from ..core.checks.component import Problem
+from ..core.errors import ConfigError, doing
+from ..core.image.consumer import ConsumerReport, check, wheel_rocm
+from ..core.image.oci import WheelEntry, architecture_of
+from ..core.image.reference import ImageRef, ImageRefError
+from ..core.proposal.text import size_text
 from .context import Stores
 from .observation import Observation
 
@@ -51,8 +51,9 @@ class Consumers:
             named = reference_of(target)
             assert named is not None  # ImageRef.parse gives a tag or a digest
             with doing(f"reading the consuming image {reference} (to check the wheels against it)"):
-                self._seen[key] = read_consumer(self.registries.store(target), named, cache=self.layers,
-                                                architecture=architecture)
+                self._seen[key] = read_consumer(
+                    self.registries.store(target), named, cache=self.layers, architecture=architecture
+                )
         return self._seen[key]
 
     def problems(self, observation: Observation, reports: Sequence[WheelReport]) -> list[Problem]:
@@ -62,8 +63,10 @@ class Consumers:
             return []
         found = check(image.name, image.files, reports, reports)
         by_path = {elf.path: r.filename for r in reports for elf in r.elf}
-        return [Problem("libraries", f"{text} ({image.name})", file=by_path.get(text.split(" needs ", 1)[0]))
-                for text in found.unresolved]
+        return [
+            Problem("libraries", f"{text} ({image.name})", file=by_path.get(text.split(" needs ", 1)[0]))
+            for text in found.unresolved
+        ]
 
     def seen(self, observation: Observation, wheels: Sequence[WheelEntry]) -> tuple[ConsumerReport, str] | None:
         """What the proposal says of the image: its report (its `absent`: the wheels'
@@ -74,10 +77,15 @@ class Consumers:
         found = check(image.name, image.files, wheels)
         built = wheel_rocm([w.version for w in wheels], [n for w in wheels for n in w.needed or ()])
         installed = [w.installed for w in wheels]
-        adds = (f", to which the wheels add {size_text(sum(n for n in installed if n is not None))} installed"
-                if installed and None not in installed else "")
-        return found, (f"Against `{image.name}` (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}"
-                       + (f"; the wheel is built for ROCm {built}" if built else "") + "): "
-                       f"{len(found.installed)} installed packages read from its layers; "
-                       f"{size_text(image.size)} as pulled{adds}")
-
+        adds = (
+            f", to which the wheels add {size_text(sum(n for n in installed if n is not None))} installed"
+            if installed and None not in installed
+            else ""
+        )
+        return found, (
+            f"Against `{image.name}` (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}"
+            + (f"; the wheel is built for ROCm {built}" if built else "")
+            + "): "
+            f"{len(found.installed)} installed packages read from its layers; "
+            f"{size_text(image.size)} as pulled{adds}"
+        )

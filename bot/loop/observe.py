@@ -22,16 +22,16 @@ from ..adapters.imageread import ImageInfo
 from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
-from ..core.decide.backoff import config_digest
+from ..core.checks.component import rules_digest
 from ..core.config.load import LoadedConfig
+from ..core.config.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
+from ..core.decide.backoff import config_digest
+from ..core.decide.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
+from ..core.decide.revision import commit_hints
 from ..core.errors import ConfigError, NotFound, TransientError, WheelpinError, doing, kind_of
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins.bump import PinState, read_pins
-from ..core.decide.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
 from ..core.proposal.text import read_marker
-from ..core.decide.revision import commit_hints
-from ..core.config.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
-from ..core.checks.component import rules_digest
 from .context import Context, Memory, Reads, Stores
 from .observation import PINNED_NOT_FOUND, Observation, pin_repository, pinned_problem
 
@@ -50,8 +50,16 @@ class _Read:
     consumer_unread: WheelpinError | None = None
 
     def observation(self, facts: Facts) -> Observation:
-        return Observation(facts, MappingProxyType(dict(self.texts)), self.pins, self.pinned, self.pinned_missing,
-                           self.pinned_unread, self.consumer, self.consumer_unread)
+        return Observation(
+            facts,
+            MappingProxyType(dict(self.texts)),
+            self.pins,
+            self.pinned,
+            self.pinned_missing,
+            self.pinned_unread,
+            self.consumer,
+            self.consumer_unread,
+        )
 
     @property
     def problem(self) -> str | None:
@@ -59,8 +67,16 @@ class _Read:
 
 
 class Observer:
-    def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, state: StateFile,
-                 memory: Memory, reads: Reads) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        platform: Platform,
+        registries: Stores,
+        state: StateFile,
+        memory: Memory,
+        reads: Reads,
+    ) -> None:
         self.loaded = loaded
         self.config = loaded.config
         self.platform = platform
@@ -81,8 +97,11 @@ class Observer:
         try:
             return read.observation(self._observe(context, head, now, read))
         except WheelpinError as exc:
-            return read.observation(Facts(component=name, head=head, error=exc.message, error_kind=kind_of(exc),
-                                          pinned_problem=read.problem))
+            return read.observation(
+                Facts(
+                    component=name, head=head, error=exc.message, error_kind=kind_of(exc), pinned_problem=read.problem
+                )
+            )
 
     def _observe(self, context: Context, head: str, now: float, read: _Read) -> Facts:
         component, name = context.component, context.name
@@ -91,8 +110,11 @@ class Observer:
             self.memory.bases[base_name] = self.platform.resolve(f"refs/heads/{base_name}")
         base = self.memory.bases[base_name]
         if base is None:
-            return Facts(component=name, head=head, error=f"{self.loaded.path}: its repository has no base branch {base_name} "
-                         "([defaults].base_branch)")
+            return Facts(
+                component=name,
+                head=head,
+                error=f"{self.loaded.path}: its repository has no base branch {base_name} ([defaults].base_branch)",
+            )
         read.texts = {pin.file: self.reads.file(base, pin.file) for pin in component.pins}
         read.pins = tuple(read_pins(component, read.texts))
         base_files = hashlib.sha256(json.dumps(read.texts, sort_keys=True).encode()).hexdigest()
@@ -101,13 +123,23 @@ class Observer:
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
         # a newest tag older than the pin is never proposed
         base_has_head = pinned_commit is not None and (
-            pinned_commit == head or context.upstream.is_older_release(head, pinned_commit)
-            or context.upstream.is_ancestor(head, pinned_commit))
+            pinned_commit == head
+            or context.upstream.is_older_release(head, pinned_commit)
+            or context.upstream.is_ancestor(head, pinned_commit)
+        )
         proposal = self._proposal(context.branch, base)
         judged_under = self._judged_under(context, base, read)
-        facts = Facts(component=name, head=head, base=base, base_files=base_files, pinned_commit=pinned_commit,
-                      base_has_head=base_has_head, proposal=proposal, judged_under=judged_under,
-                      pinned_problem=read.problem)
+        facts = Facts(
+            component=name,
+            head=head,
+            base=base,
+            base_files=base_files,
+            pinned_commit=pinned_commit,
+            base_has_head=base_has_head,
+            proposal=proposal,
+            judged_under=judged_under,
+            pinned_problem=read.problem,
+        )
         if base_has_head:
             return facts
         if proposal is None:  # only then can a declined proposal matter
@@ -200,9 +232,14 @@ class Observer:
         if revision is not None:
             return revision
         ref = read.pins[0].ref if read.pins else None
-        hints = commit_hints(annotations=info.annotations, labels=info.labels, tag=ref.tag if ref else None,
-                             template=context.component.image.tag, component=context.name,
-                             versions=[w.version for w in info.wheels])
+        hints = commit_hints(
+            annotations=info.annotations,
+            labels=info.labels,
+            tag=ref.tag if ref else None,
+            template=context.component.image.tag,
+            component=context.name,
+            versions=[w.version for w in info.wheels],
+        )
         for hint in hints:
             commit = context.upstream.expand(hint, near=head)
             if commit is not None:
@@ -219,23 +256,27 @@ class Observer:
         state = read_marker(mine[-1].message) if mine else None
         return ProposalSeen(branch, head, state, foreign)
 
-    def _found(self, context: Context, read: _Read, tag: str, digest: str, head: str, *,
-               verified: bool = False) -> ImageFound:
+    def _found(
+        self, context: Context, read: _Read, tag: str, digest: str, head: str, *, verified: bool = False
+    ) -> ImageFound:
         """An image found under `head`'s tag: verified when checked before in this process,
         or when wheelpin's own annotations name this commit, component and the rules it is
         verified against now (core/checks/component.rules_digest)."""
         if not verified and (context.name, digest) not in self.memory.verified:
             annotations = self.reads.image(context.store, digest).annotations
-            verified = (annotations.get(REVISION) == head and annotations.get(ANNOTATION_COMPONENT) == context.name
-                        and annotations.get(ANNOTATION_RULES) == rules_digest(context.component))
+            verified = (
+                annotations.get(REVISION) == head
+                and annotations.get(ANNOTATION_COMPONENT) == context.name
+                and annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
+            )
         else:
             verified = True
         adopted = (context.name, digest) in self.memory.adopted
-        return ImageFound(tag, digest, f"{pin_repository(context.component, read.pins)}:{tag}@{digest}", verified,
-                          adopted=adopted)
+        return ImageFound(
+            tag, digest, f"{pin_repository(context.component, read.pins)}:{tag}@{digest}", verified, adopted=adopted
+        )
 
-    def _find_image(self, context: Context, read: _Read, head: str, proposal: ProposalSeen | None
-                    ) -> ImageFound | None:
+    def _find_image(self, context: Context, read: _Read, head: str, proposal: ProposalSeen | None) -> ImageFound | None:
         """The image of `head`, found from the commit alone (docs/design.md §2): the tag the
         open proposal names (one HEAD), the tag the template gives, or the repository's
         tags matched against the template with the version as the only wildcard."""
@@ -271,12 +312,14 @@ class Observer:
         component = context.component
         if not info.wheels:
             return f"{context.store.name}:{image.tag} holds no wheel; it is not a build of {head[:8]}"
-        expected = render_tag(component.image.tag, TagValues(sha=head, component=component.name,
-                                                             version=info.wheels[0].version))
+        expected = render_tag(
+            component.image.tag, TagValues(sha=head, component=component.name, version=info.wheels[0].version)
+        )
         revision = info.annotations.get(REVISION)
         if expected != image.tag or (revision is not None and revision != head):
-            return (f"{context.store.name}:{image.tag} holds {info.wheels[0].file} "
-                    f"(revision {(revision or 'unknown')[:8]}), not the build of {head[:8]}; "
-                    "wheelpin never overwrites a tag with other content")
+            return (
+                f"{context.store.name}:{image.tag} holds {info.wheels[0].file} "
+                f"(revision {(revision or 'unknown')[:8]}), not the build of {head[:8]}; "
+                "wheelpin never overwrites a tag with other content"
+            )
         return None
-

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import UsageError, WheelpinError, kind_of
-from ..core.pins.bump import Edit, plan_bump
+from ..core.checks.component import wheel_sha256s
+from ..core.config.templates import commit_values, render_known, sample_tag
 from ..core.decide.plan import (
     Action,
     AdoptImage,
@@ -35,10 +35,10 @@ from ..core.decide.plan import (
     WriteProposal,
     live_failure,
 )
+from ..core.errors import UsageError, WheelpinError, kind_of
+from ..core.pins.bump import Edit, plan_bump
 from ..core.proposal.text import Commit, ProposalFacts, title
 from ..core.redact import public_url
-from ..core.config.templates import commit_values, render_known, sample_tag
-from ..core.checks.component import wheel_sha256s
 from ..core.trust.decide import checked_after_build
 from .builders.base import BuildPreview
 from .context import Context, Reads
@@ -98,28 +98,40 @@ class ComponentPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "pinned": self.pinned.to_json(), "upstream": self.upstream, "head": self.head,
+            "pinned": self.pinned.to_json(),
+            "upstream": self.upstream,
+            "head": self.head,
             "commits": [{"sha": c.sha, "subject": c.subject} for c in self.commits],
-            "build": None if self.build is None else {"runs": self.build.runs, "where": self.build.where,
-                                                      "inputs": self.build.inputs},
-            "build_said": self.build_said, "image": self.image,
+            "build": None
+            if self.build is None
+            else {"runs": self.build.runs, "where": self.build.where, "inputs": self.build.inputs},
+            "build_said": self.build_said,
+            "image": self.image,
             "edits": [{"file": e.file, "line": e.line, "old": e.old, "new": e.new, "what": e.what} for e in self.edits],
-            "title": self.title, "proposal": self.proposal, "branch": self.branch, "waits": self.waits,
-            "refusals": self.refusals, "after_build": self.after_build, "fails": self.fails,
-            "fails_at": self.fails_at.value if self.fails_at else None, "error_kind": self.error_kind,
+            "title": self.title,
+            "proposal": self.proposal,
+            "branch": self.branch,
+            "waits": self.waits,
+            "refusals": self.refusals,
+            "after_build": self.after_build,
+            "fails": self.fails,
+            "fails_at": self.fails_at.value if self.fails_at else None,
+            "error_kind": self.error_kind,
         }
 
 
-def preview(context: Context, seen: Observation, actions: list[Action], *, now: float, asks: Asks,
-            reads: Reads) -> ComponentPlan:
+def preview(
+    context: Context, seen: Observation, actions: list[Action], *, now: float, asks: Asks, reads: Reads
+) -> ComponentPlan:
     """The plan of `actions`, planned from `seen`; `reads` reads a file of the base or an
     image as the pass does, once."""
     component, facts = context.component, seen.facts
     head = facts.head
     upstream = component.upstream
     follows = f"tags {upstream.tags}" if upstream.tags else f"branch {upstream.branch}"
-    plan = ComponentPlan(context.branch, pinned=_pinned(seen), upstream=f"{public_url(upstream.repo)} "
-                         f"({follows})", head=head)
+    plan = ComponentPlan(
+        context.branch, pinned=_pinned(seen), upstream=f"{public_url(upstream.repo)} ({follows})", head=head
+    )
     for action in actions:
         match action:
             case Report(left_alone=True):
@@ -145,8 +157,9 @@ def preview(context: Context, seen: Observation, actions: list[Action], *, now: 
     elif facts.image is not None:
         plan.build_said = "image found, adopted (its wheels verified first)" if adopts else "image found, reused"
     elif builds or adopts:
-        plan.build_said = facts.build.detail or ("built: its wheels are in the build cache"
-                                                 if facts.build.state == "ready" else "")
+        plan.build_said = facts.build.detail or (
+            "built: its wheels are in the build cache" if facts.build.state == "ready" else ""
+        )
     if builds or adopts:
         plan.after_build = _after_build(context, adopted=facts.image is not None)
     if write is None:
@@ -178,11 +191,16 @@ def _pinned(seen: Observation) -> PinnedPlan:
         return PinnedPlan(reference=pin.image, why=f"{where} pins no digest, so no image is read")
     info = seen.pinned
     if info is None:
-        return PinnedPlan(reference=pin.image, why=f"not read: {seen.pinned_unread}" if seen.pinned_unread
-                          else stopped if facts.error else "not read")
-    return PinnedPlan(reference=pin.image, version=info.wheels[0].version if info.wheels else None,
-                      commit=facts.pinned_commit,
-                      why=None if facts.pinned_commit else "its upstream commit is not known (no revision it names)")
+        return PinnedPlan(
+            reference=pin.image,
+            why=f"not read: {seen.pinned_unread}" if seen.pinned_unread else stopped if facts.error else "not read",
+        )
+    return PinnedPlan(
+        reference=pin.image,
+        version=info.wheels[0].version if info.wheels else None,
+        commit=facts.pinned_commit,
+        why=None if facts.pinned_commit else "its upstream commit is not known (no revision it names)",
+    )
 
 
 def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads) -> None:
@@ -214,9 +232,17 @@ def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads
         plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     else:
         plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what) for e in bump.edits)
-    plan.title = title(ProposalFacts(component=component.name, upstream="", old_commit=facts.pinned_commit,
-                                     new_commit=head, version=version or "{version}", image=plan.image or "",
-                                     wheels=()))
+    plan.title = title(
+        ProposalFacts(
+            component=component.name,
+            upstream="",
+            old_commit=facts.pinned_commit,
+            new_commit=head,
+            version=version or "{version}",
+            image=plan.image or "",
+            wheels=(),
+        )
+    )
 
 
 def _said(text: str, said: dict[str, str]) -> str:
@@ -245,8 +271,10 @@ class _AnyPythonTag(Mapping[str | None, str]):
 def _after_build(context: Context, *, adopted: bool) -> str:
     """What the real pass checks only once it has the wheels, said once."""
     component = context.component
-    checks = [f"each wheel against the component's rules (distribution {component.wheel.distribution}, "
-              "its version and commit, python tags, GPU archs, ROCm and CUDA libraries)"]
+    checks = [
+        f"each wheel against the component's rules (distribution {component.wheel.distribution}, "
+        "its version and commit, python tags, GPU archs, ROCm and CUDA libraries)"
+    ]
     if component.consumer is not None:
         checks.append("against the consuming image")
     if component.wheel.smoke:
@@ -255,8 +283,7 @@ def _after_build(context: Context, *, adopted: bool) -> str:
     if attested is not None:
         checks.append(attested)
     when = "when its wheels are fetched" if adopted else "after the build"
-    return (f"checked {when}: " + ", ".join(checks)
-            + "; a wheel refused there is not published, and nothing is proposed")
+    return f"checked {when}: " + ", ".join(checks) + "; a wheel refused there is not published, and nothing is proposed"
 
 
 def _with_retry(why: str, facts: Facts, now: float, asks: Asks) -> str:
@@ -265,8 +292,10 @@ def _with_retry(why: str, facts: Facts, now: float, asks: Asks) -> str:
     if failure is None or failure.message != why:
         return why
     if failure.refused:
-        return (f"{why} (recorded: not built again, as the same commit gives the same wheel; a new upstream "
-                "commit or a changed config is judged anew, `--retry-failed` tries now)")
+        return (
+            f"{why} (recorded: not built again, as the same commit gives the same wheel; a new upstream "
+            "commit or a changed config is judged anew, `--retry-failed` tries now)"
+        )
     return f"{why} (recorded: tried again after {_when(failure.retry_at)}, or now with `--retry-failed`)"
 
 

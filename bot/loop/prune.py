@@ -17,9 +17,9 @@ from ..adapters.platform import Platform
 from ..adapters.referrers import detach_all
 from ..adapters.statefile import StateFile
 from ..core.config.model import Config
+from ..core.config.templates import tag_pattern
 from ..core.decide.plan import Facts
 from ..core.decide.prune import PruneDecision, decide, pinned_words
-from ..core.config.templates import tag_pattern
 from .context import Context, Memory, Reads
 
 log = structlog.get_logger("wheelpin.prune")
@@ -54,30 +54,43 @@ class Pruner:
         assert component.image.prune_after_days is not None
         pinned = self._pinned_everywhere()
         if pinned is None:
-            return Pruned(notes=[f"image cleanup skipped: the downstream has more than {MAX_BRANCHES} branches "
-                                 "to read pins from"])
+            return Pruned(
+                notes=[f"image cleanup skipped: the downstream has more than {MAX_BRANCHES} branches to read pins from"]
+            )
         tags = context.store.list_tags()
         if len(tags) > MAX_TAGS:
-            return Pruned(notes=[f"image cleanup skipped: {context.store.name} has {len(tags)} tags, more than "
-                                 f"{MAX_TAGS} to look up"])
+            return Pruned(
+                notes=[
+                    f"image cleanup skipped: {context.store.name} has {len(tags)} tags, more than {MAX_TAGS} to look up"
+                ]
+            )
         ours = tag_pattern(component.image.tag, component=component.name)
         keep = {value for key, found in self.memory.published.items() if key[0] == component.name for value in found}
         if facts.image is not None:
             keep |= {facts.image.tag, facts.image.digest}
-        decide_now = partial(decide, ours=ours, pinned=pinned, keep=keep,
-                             since=self.state.unpinned_since(component.name), now=now,
-                             grace_seconds=component.image.prune_after_days * DAY)
+        decide_now = partial(
+            decide,
+            ours=ours,
+            pinned=pinned,
+            keep=keep,
+            since=self.state.unpinned_since(component.name),
+            now=now,
+            grace_seconds=component.image.prune_after_days * DAY,
+        )
         digests = self._digests(context, [tag for tag in tags if ours.match(tag)])
         decision = decide_now(digests)
         if decision.by_digest:  # what else names those digests decides: every tag is looked up
             digests |= self._digests(context, [tag for tag in tags if not ours.match(tag)])
             decision = decide_now(digests)
         pruned = self._remove(context, decision)
-        self.state.record_unpinned(component.name, {tag: since for tag, since in decision.unpinned.items()
-                                                    if tag not in pruned.tags}, at=now)
+        self.state.record_unpinned(
+            component.name, {tag: since for tag, since in decision.unpinned.items() if tag not in pruned.tags}, at=now
+        )
         if decision.shared:
-            pruned.notes.append(f"image cleanup kept {', '.join(decision.shared)}: another tag, pinned or not "
-                                "wheelpin's, names the same image")
+            pruned.notes.append(
+                f"image cleanup kept {', '.join(decision.shared)}: another tag, pinned or not "
+                "wheelpin's, names the same image"
+            )
         return pruned
 
     def _pinned_everywhere(self) -> frozenset[str] | None:
@@ -111,8 +124,10 @@ class Pruner:
                     store.delete(tag)
                 store.delete(digest)  # frees it; a registry that keeps untagged manifests may say no
             elif not store.delete(digest):
-                pruned.notes.append(f"image cleanup: {store.name} deletes no manifest (it answered 400 or 405; "
-                                    "a distribution registry needs storage.delete.enabled)")
+                pruned.notes.append(
+                    f"image cleanup: {store.name} deletes no manifest (it answered 400 or 405; "
+                    "a distribution registry needs storage.delete.enabled)"
+                )
                 break
             detach_all(store, digest)  # its provenance and SBOM name an image that is gone
             pruned.tags += tags

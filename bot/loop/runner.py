@@ -25,9 +25,10 @@ from ..adapters.platform import Platform
 from ..adapters.registrywire import Traffic
 from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
-from ..core.config.model import ActionsBuild, Component, Config
 from ..core.config.load import LoadedConfig
+from ..core.config.model import ActionsBuild, Component, Config
 from ..core.decide.backoff import retry_said
+from ..core.decide.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
 from ..core.errors import (
     BuildFailed,
     ConfigError,
@@ -38,7 +39,6 @@ from ..core.errors import (
     kind_of,
 )
 from ..core.image.reference import ImageRef
-from ..core.decide.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
 from .builders.api import builder_for
 from .builders.base import Builder, BuildSite
 from .context import Context, Memory, Reads, Stores
@@ -62,12 +62,23 @@ class Reconciler:
     # a crash here (tests/fixtures/crash.py) to kill the process between two actions.
     after_action: ClassVar[Callable[[int], None] | None] = None
 
-    def __init__(self, loaded: LoadedConfig, *, platform: Platform, registries: Stores, cache: Path,
-                 retry_failed: bool = False, actions: ActionsClient | None = None, local_commands: bool = True,
-                 builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
-                 settle: float | None = None, database_url: str | None = None,
-                 state_scope: str = "", attestations: Callable[[], AttestationsReader] | None = None,
-                 signing_key: SigningKey | None = None) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        platform: Platform,
+        registries: Stores,
+        cache: Path,
+        retry_failed: bool = False,
+        actions: ActionsClient | None = None,
+        local_commands: bool = True,
+        builder_for: Callable[[Component, UpstreamRepo], Builder] | None = None,
+        settle: float | None = None,
+        database_url: str | None = None,
+        state_scope: str = "",
+        attestations: Callable[[], AttestationsReader] | None = None,
+        signing_key: SigningKey | None = None,
+    ) -> None:
         self.loaded = loaded
         self.config: Config = loaded.config
         self.platform = platform
@@ -82,8 +93,9 @@ class Reconciler:
         self.state = open_state(cache, database_url, scope=state_scope)
         self.memory = Memory()
         self.reads = Reads(platform)
-        self.observer = Observer(loaded, platform=platform, registries=registries, state=self.state,
-                                 memory=self.memory, reads=self.reads)
+        self.observer = Observer(
+            loaded, platform=platform, registries=registries, state=self.state, memory=self.memory, reads=self.reads
+        )
         self.settle = settle  # None: the publisher's own (tests give 0)
         self.signing_key = signing_key  # signs the provenance of the images published (None: unsigned)
         self._executor: Executor | None = None
@@ -106,10 +118,19 @@ class Reconciler:
 
             consumers = Consumers(self.registries, self.cache)
             trust = TrustCheck(self.attestations, self.cache) if self.attestations is not None else None
-            self._executor = Executor(self.config, str(self.loaded.root), self.platform, self.state, self.memory,
-                                      self.reads, consumers, local_commands=self.local_commands, trust=trust,
-                                      signing_key=self.signing_key,
-                                      **({} if self.settle is None else {"settle": self.settle}))
+            self._executor = Executor(
+                self.config,
+                str(self.loaded.root),
+                self.platform,
+                self.state,
+                self.memory,
+                self.reads,
+                consumers,
+                local_commands=self.local_commands,
+                trust=trust,
+                signing_key=self.signing_key,
+                **({} if self.settle is None else {"settle": self.settle}),
+            )
         return self._executor
 
     def _store(self, component: Component) -> ImageStore:
@@ -122,8 +143,17 @@ class Reconciler:
         return self._stores[component.image.repository]
 
     def _builder(self, component: Component, upstream: UpstreamRepo) -> Builder:
-        return builder_for(component, BuildSite(self.cache, upstream, self.state, self.config.defaults.base_branch,
-                                                local_commands=self.local_commands, actions=self.actions))
+        return builder_for(
+            component,
+            BuildSite(
+                self.cache,
+                upstream,
+                self.state,
+                self.config.defaults.base_branch,
+                local_commands=self.local_commands,
+                actions=self.actions,
+            ),
+        )
 
     def _context(self, component: Component) -> Context:
         """The parts of one component for this pass; the components following the same
@@ -132,13 +162,24 @@ class Reconciler:
         if key not in self._upstreams:
             self._upstreams[key] = UpstreamRepo(component.upstream, cache=self.cache, root=self.loaded.root)
         upstream = self._upstreams[key]
-        return Context(component, upstream, self._store(component), self.builder_for(component, upstream),
-                       self.config.defaults.branch_prefix + component.name)
+        return Context(
+            component,
+            upstream,
+            self._store(component),
+            self.builder_for(component, upstream),
+            self.config.defaults.branch_prefix + component.name,
+        )
 
     # -- a pass ---------------------------------------------------------------------------
 
-    def run(self, *, dry_run: bool = False, only: str | Collection[str] | None = None, rebase: bool = False,
-            recheck: bool = False) -> PassResult:
+    def run(
+        self,
+        *,
+        dry_run: bool = False,
+        only: str | Collection[str] | None = None,
+        rebase: bool = False,
+        recheck: bool = False,
+    ) -> PassResult:
         """One pass over the components (or only those named). `rebase` rewrites the proposal on
         the current base even if someone else pushed to it; `recheck` retries the head's
         recorded failures and refusals, and verifies found images again."""
@@ -163,8 +204,11 @@ class Reconciler:
         head = self.platform.resolve(f"refs/heads/{branch}")
         if head is None:
             return f"{component.name}: no proposal to skip"
-        self.platform.close(branch, expected=head, reason=f"@{by} asked to skip this commit; wheelpin will "
-                            "propose the next upstream commit instead")
+        self.platform.close(
+            branch,
+            expected=head,
+            reason=f"@{by} asked to skip this commit; wheelpin will propose the next upstream commit instead",
+        )
         return f"{component.name}: skipped at the request of @{by}"
 
     def reuse(self, component: Component, *, commit: str, folder: Path) -> str:
@@ -177,10 +221,17 @@ class Reconciler:
         context = self._context(component)
         head = context.upstream.head()
         if not (len(commit) >= 7 and head.startswith(commit.lower())):
-            raise InputError(f"{commit} is not the head of {component.upstream.repo} ({head[:12]}): wheelpin "
-                             "publishes and proposes the head only")
-        seed_build(self.cache, component.name, head, wheels,
-                   provenance=f"wheels a maintainer gave (`--use-artifacts {folder}`), not rebuilt")
+            raise InputError(
+                f"{commit} is not the head of {component.upstream.repo} ({head[:12]}): wheelpin "
+                "publishes and proposes the head only"
+            )
+        seed_build(
+            self.cache,
+            component.name,
+            head,
+            wheels,
+            provenance=f"wheels a maintainer gave (`--use-artifacts {folder}`), not rebuilt",
+        )
         self.state.forget(component.name, head)
         return f"{component.name}: {len(wheels)} wheel(s) from {folder} taken as the build of {head[:8]}"
 
@@ -190,14 +241,17 @@ class Reconciler:
         verifies, publishes and proposes them. Its recorded failure is forgotten."""
         build = component.build
         if not isinstance(build, ActionsBuild):
-            raise ConfigError(f"{component.name} builds with build.command, not on GitHub Actions; locally, "
-                              "`wheelpin reconcile --use-artifacts DIR --commit SHA` takes wheels built elsewhere")
+            raise ConfigError(
+                f"{component.name} builds with build.command, not on GitHub Actions; locally, "
+                "`wheelpin reconcile --use-artifacts DIR --commit SHA` takes wheels built elsewhere"
+            )
         if build.publishes_image:
             raise ConfigError(
                 f"{component.name}'s workflow pushes its image itself (build.publishes_image = true), so wheelpin "
                 f"publishes no run's artifacts: run {build.workflow} for the upstream head so it pushes "
                 "the image under its tag, and wheelpin adopts it at its next pass (or set build.publishes_image = "
-                "false to let wheelpin publish the workflow's artifacts)")
+                "false to let wheelpin publish the workflow's artifacts)"
+            )
         if self.actions is None:
             raise ConfigError(f"{component.name}: a run's artifacts are read on the GitHub platform only")
         run = self.actions.run(run_id)
@@ -210,11 +264,17 @@ class Reconciler:
         # the one check there is for a version that carries no commit (Mooncake's)
         named = set(re.findall(r"\b[0-9a-f]{40}\b", run.title))
         if named and head not in named:
-            raise InputError(f"run {run_id} built {sorted(named)[0][:12]} (its title says), not the head "
-                             f"{head[:12]} of {component.upstream.repo}")
+            raise InputError(
+                f"run {run_id} built {sorted(named)[0][:12]} (its title says), not the head "
+                f"{head[:12]} of {component.upstream.repo}"
+            )
         discard_build(self.cache, component.name, head)
-        note_provenance(self.cache, component.name, head,
-                        f"run {run_id} of {build.workflow}, named by `/wheelpin build --from-run {run_id}`")
+        note_provenance(
+            self.cache,
+            component.name,
+            head,
+            f"run {run_id} of {build.workflow}, named by `/wheelpin build --from-run {run_id}`",
+        )
         self.state.record_run(component.name, head, run_id)
         self.state.forget(component.name, head)
         return f"{component.name}: run {run_id} followed as the build of {head[:8]}"
@@ -228,8 +288,10 @@ class Reconciler:
             raise InputError(f"nothing to take: the base already pins {head[:8]}, the upstream head")
         image, proposal = facts.image, facts.proposal
         if image is not None and proposal is not None and proposal.state == desired_state(facts):
-            raise InputError(f"nothing to take: {head[:8]}, the upstream head, is already published as "
-                             f"{image.ref} and proposed on {proposal.branch}")
+            raise InputError(
+                f"nothing to take: {head[:8]}, the upstream head, is already published as "
+                f"{image.ref} and proposed on {proposal.branch}"
+            )
 
     def _run(self, components: list[Component], *, dry_run: bool, asks: Asks) -> PassResult:
         self._new_pass()
@@ -243,10 +305,13 @@ class Reconciler:
             asked, sent = stores_before.get(id(traffic), (0, 0))
             registry += traffic.requests - asked
             uploaded += traffic.bytes_uploaded - sent
-        requests = {"git_ls_remote": sum(upstream.calls.ls_remote for upstream in self._upstreams.values()),
-                    "git_fetch": sum(upstream.calls.fetches for upstream in self._upstreams.values()),
-                    "registry": registry, "registry_bytes_uploaded": uploaded,
-                    "branch_writes": self.platform.writes - writes_before}
+        requests = {
+            "git_ls_remote": sum(upstream.calls.ls_remote for upstream in self._upstreams.values()),
+            "git_fetch": sum(upstream.calls.fetches for upstream in self._upstreams.values()),
+            "registry": registry,
+            "registry_bytes_uploaded": uploaded,
+            "branch_writes": self.platform.writes - writes_before,
+        }
         if http is not None:
             requests["github_counted"] = http.traffic.counted - github_before[0]
             requests["github_free"] = http.traffic.free - github_before[1]
@@ -348,5 +413,6 @@ class Reconciler:
         result.pruned = pruned.tags
         result.notes += pruned.notes
         if pruned.tags:
-            result.messages.append(f"deleted {len(pruned.tags)} superseded image tag(s) no branch pins: "
-                                   + ", ".join(pruned.tags))
+            result.messages.append(
+                f"deleted {len(pruned.tags)} superseded image tag(s) no branch pins: " + ", ".join(pruned.tags)
+            )

@@ -15,8 +15,8 @@ from ..core.trust.decide import Found, Judgement, Provenance, judge, needs_pinne
 from ..core.trust.policy import Trust
 
 if TYPE_CHECKING:  # GitHub's client and sigstore load only for a component whose `trust` asks
-    from ..adapters.imageread import ImageInfo
     from ..adapters.github.attestations import AttestationsReader
+    from ..adapters.imageread import ImageInfo
     from ..adapters.sigstoreverify import TrustedRoots
 
 
@@ -35,8 +35,9 @@ class TrustCheck:
     # verified ones only: a wheel without an attestation may get one, a verified one stays so
     _verified: dict[tuple[Trust, str], Found] = field(default_factory=dict)
 
-    def judge(self, trust: Trust, pinned: ImageInfo | None, wheels: Sequence[Wheel], *,
-              image: str | None = None) -> Judgement:
+    def judge(
+        self, trust: Trust, pinned: ImageInfo | None, wheels: Sequence[Wheel], *, image: str | None = None
+    ) -> Judgement:
         """The decision for `wheels` (the new image's, whose digest `image` is looked up too
         once it is published), the `pinned` image's provenance looked at only when it decides."""
         if not trust.checked:
@@ -66,8 +67,9 @@ class TrustCheck:
         problems: list[str] = []
         for number, listed in enumerate(self._reader.listed(trust.repository, wheel.sha256), 1):
             if listed.bundle is None:
-                problems.append(f"attestation {number} has its bundle only in storage ({listed.bundle_url}), "
-                                "which is not read")
+                problems.append(
+                    f"attestation {number} has its bundle only in storage ({listed.bundle_url}), which is not read"
+                )
                 continue
             try:
                 signer = verify(listed.bundle, wheel.sha256, trust, self._roots)
@@ -76,7 +78,9 @@ class TrustCheck:
                 continue
             found = self._verified[key] = Found(wheel.file, wheel.sha256, signer)
             return found
-        problem = (problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")) if problems \
+        problem = (
+            (problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+            if problems
             else f"GitHub lists no attestation of sha256:{wheel.sha256[:12]}… in {trust.repository}"
+        )
         return Found(wheel.file, wheel.sha256, None, problem, listed=len(problems))
-

@@ -41,27 +41,42 @@ def roots(sigstore: TestSigstore, tmp_path: Path) -> TrustedRoots:
     return TrustedRoots.load(tmp_path)
 
 
-def test_a_valid_attestation_names_the_workflow_at_its_ref_and_the_run(sigstore: TestSigstore,
-                                                                       roots: TrustedRoots) -> None:
-    bundle = sigstore.bundle({WHEEL: SHA}, workflow=WORKFLOW,
-                             run_url="https://github.com/ROCm/ATOM/actions/runs/77/attempts/2")
+def test_a_valid_attestation_names_the_workflow_at_its_ref_and_the_run(
+    sigstore: TestSigstore, roots: TrustedRoots
+) -> None:
+    bundle = sigstore.bundle(
+        {WHEEL: SHA}, workflow=WORKFLOW, run_url="https://github.com/ROCm/ATOM/actions/runs/77/attempts/2"
+    )
     signer = verify(bundle, SHA, REQUIRED, roots)
     assert signer.workflow == f"{WORKFLOW}@refs/heads/main"
     assert signer.run == "https://github.com/ROCm/ATOM/actions/runs/77/attempts/2"
     # without signer_ref: any branch or tag of the workflow
-    assert verify(sigstore.bundle({WHEEL: SHA}, workflow=WORKFLOW, ref="refs/tags/v0.3.9"), SHA,
-                  Trust(attestations="required", signer_workflow=WORKFLOW), roots).workflow.endswith("@refs/tags/v0.3.9")
+    assert verify(
+        sigstore.bundle({WHEEL: SHA}, workflow=WORKFLOW, ref="refs/tags/v0.3.9"),
+        SHA,
+        Trust(attestations="required", signer_workflow=WORKFLOW),
+        roots,
+    ).workflow.endswith("@refs/tags/v0.3.9")
 
 
-@pytest.mark.parametrize(("signed", "said"), [
-    ({"workflow": "ROCm/ATOM/.github/workflows/other.yaml"},
-     f"signed by https://github.com/ROCm/ATOM/.github/workflows/other.yaml@refs/heads/main, "
-     f"not https://github.com/{WORKFLOW}@refs/heads/main"),
-    ({"workflow": "someone/fork/.github/workflows/lmcache-rocm-wheel.yaml"}, "signed by https://github.com/someone/fork/"),
-    ({"ref": "refs/heads/dev"}, f"signed by https://github.com/{WORKFLOW}@refs/heads/dev, not"),
-])
-def test_another_workflow_or_ref_is_refused(sigstore: TestSigstore, roots: TrustedRoots, signed: dict[str, str],
-                                            said: str) -> None:
+@pytest.mark.parametrize(
+    ("signed", "said"),
+    [
+        (
+            {"workflow": "ROCm/ATOM/.github/workflows/other.yaml"},
+            f"signed by https://github.com/ROCm/ATOM/.github/workflows/other.yaml@refs/heads/main, "
+            f"not https://github.com/{WORKFLOW}@refs/heads/main",
+        ),
+        (
+            {"workflow": "someone/fork/.github/workflows/lmcache-rocm-wheel.yaml"},
+            "signed by https://github.com/someone/fork/",
+        ),
+        ({"ref": "refs/heads/dev"}, f"signed by https://github.com/{WORKFLOW}@refs/heads/dev, not"),
+    ],
+)
+def test_another_workflow_or_ref_is_refused(
+    sigstore: TestSigstore, roots: TrustedRoots, signed: dict[str, str], said: str
+) -> None:
     bundle = sigstore.bundle({WHEEL: SHA}, **{"workflow": WORKFLOW, **signed})
     with pytest.raises(NotAttested) as caught:
         verify(bundle, SHA, REQUIRED, roots)
@@ -96,14 +111,18 @@ def test_a_bundle_of_another_sigstore_or_issuer_is_refused(sigstore: TestSigstor
     with pytest.raises(NotAttested, match="its signature does not verify"):
         verify(stranger.bundle({WHEEL: SHA}, workflow=WORKFLOW), SHA, REQUIRED, roots)
     with pytest.raises(NotAttested, match="its signature does not verify.*OIDCIssuer"):
-        verify(sigstore.bundle({WHEEL: SHA}, workflow=WORKFLOW, issuer="https://token.example.org"), SHA,
-               REQUIRED, roots)
+        verify(
+            sigstore.bundle({WHEEL: SHA}, workflow=WORKFLOW, issuer="https://token.example.org"), SHA, REQUIRED, roots
+        )
 
 
-def test_a_valid_signature_over_something_else_than_provenance_is_refused(sigstore: TestSigstore,
-                                                                           roots: TrustedRoots) -> None:
-    sbom = {**statement({WHEEL: SHA}, workflow=WORKFLOW, ref="refs/heads/main", run_url="x"),
-            "predicateType": "https://cyclonedx.org/bom"}
+def test_a_valid_signature_over_something_else_than_provenance_is_refused(
+    sigstore: TestSigstore, roots: TrustedRoots
+) -> None:
+    sbom = {
+        **statement({WHEEL: SHA}, workflow=WORKFLOW, ref="refs/heads/main", run_url="x"),
+        "predicateType": "https://cyclonedx.org/bom",
+    }
     with pytest.raises(NotAttested, match="its predicate type is .*, not https://slsa.dev/provenance/v1"):
         verify(sigstore.bundle({}, workflow=WORKFLOW, payload=sbom), SHA, REQUIRED, roots)
 
@@ -126,8 +145,10 @@ def test_a_broken_inclusion_proof_is_refused(sigstore: TestSigstore, roots: Trus
 
 
 def test_the_trusted_roots_are_the_operator_s_to_give(sigstore: TestSigstore, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="no trusted root to verify attestations with; `gh attestation "
-                                          "trusted-root > .*trusted_root.jsonl`"):
+    with pytest.raises(
+        ConfigError,
+        match="no trusted root to verify attestations with; `gh attestation trusted-root > .*trusted_root.jsonl`",
+    ):
         TrustedRoots.load(tmp_path)
     path = tmp_path / TRUSTED_ROOTS
     path.parent.mkdir(parents=True)
@@ -151,8 +172,10 @@ def emulator(tmp_path: Path) -> Iterator[GitHubEmulator]:
     from bot.adapters.git import git
 
     git(["init", "--quiet", "-b", "main", str(source)])
-    git(["-c", "user.name=a", "-c", "user.email=a@example.org", "commit", "--quiet", "--allow-empty", "-m", "x"],
-        cwd=source)
+    git(
+        ["-c", "user.name=a", "-c", "user.email=a@example.org", "commit", "--quiet", "--allow-empty", "-m", "x"],
+        cwd=source,
+    )
     made.create_repo("ROCm", "ATOM", source)
     yield made
     made.stop()

@@ -109,8 +109,13 @@ def test_another_process_sharing_the_cache_keeps_what_its_pass_holds(cache: Path
     for entry in (held, other):
         (entry / "out").mkdir(parents=True)
         (entry / "out" / "x.whl").write_bytes(b"w" * 500)
-    replica = subprocess.Popen([sys.executable, "-c", PIN, str(cache)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    replica = subprocess.Popen(
+        [sys.executable, "-c", PIN, str(cache)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert replica.stdout is not None and replica.stdout.readline() == "pinned\n"
         cachebound.configure(cache, {"builds": 0})

@@ -20,15 +20,17 @@ def proxy(registry: Registry) -> Iterator[FaultProxy]:
 
 
 def publish(proxy: FaultProxy, wheel: Path, repo: str, env: dict[str, str], **extra: str):  # type: ignore[no-untyped-def]
-    return wheelpin("image", "publish", str(wheel), "--to", f"{proxy.host}/{repo}:v1", "--json",
-                    env={**env, **extra})
+    return wheelpin("image", "publish", str(wheel), "--to", f"{proxy.host}/{repo}:v1", "--json", env={**env, **extra})
 
 
 def tag_in_registry(registry: Registry, repo: str) -> bool:
     import requests
-    answer = requests.head(f"http://{registry.host}/v2/{repo}/manifests/v1",
-                           headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
-                           proxies={"http": "", "https": ""})
+
+    answer = requests.head(
+        f"http://{registry.host}/v2/{repo}/manifests/v1",
+        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+        proxies={"http": "", "https": ""},
+    )
     return answer.status_code == 200
 
 
@@ -46,8 +48,9 @@ def tag_in_registry(registry: Registry, repo: str) -> bool:
     ],
     ids=lambda value: value if isinstance(value, str) else f"{value.method}-{value.action}",
 )
-def test_passing_faults_are_retried(proxy: FaultProxy, registry: Registry, small_wheels: tuple[Path, Path],
-                                    env: dict[str, str], fault: Fault, repo: str) -> None:
+def test_passing_faults_are_retried(
+    proxy: FaultProxy, registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], fault: Fault, repo: str
+) -> None:
     proxy.faults.append(fault)
     result = publish(proxy, small_wheels[0], repo, env, WHEELPIN_REGISTRY_TIMEOUT="1")
     assert result.code == 0, result.stderr
@@ -57,9 +60,9 @@ def test_passing_faults_are_retried(proxy: FaultProxy, registry: Registry, small
 
 
 @pytest.mark.parametrize("action", ["500", "503", "429", "reset"])
-def test_a_guard_that_cannot_read_the_tag_never_writes(proxy: FaultProxy, registry: Registry,
-                                                        small_wheels: tuple[Path, Path], env: dict[str, str],
-                                                        action: str) -> None:
+def test_a_guard_that_cannot_read_the_tag_never_writes(
+    proxy: FaultProxy, registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], action: str
+) -> None:
     """Only a 404 means free: an answer that keeps failing is exit 4, and no tag appears."""
     repo = f"faults/never{action}"
     proxy.faults.append(Fault("HEAD", r"/manifests/", action, times=None, retry_after="0"))
@@ -74,6 +77,7 @@ def test_a_guard_that_cannot_read_the_tag_never_writes(proxy: FaultProxy, regist
 
 def test_retry_after_is_honoured(proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
     import time
+
     proxy.faults.append(Fault("HEAD", r"/manifests/", "429", times=1, retry_after="2"))
     started = time.monotonic()
     result = publish(proxy, small_wheels[0], "faults/retryafter", env)
@@ -83,14 +87,16 @@ def test_retry_after_is_honoured(proxy: FaultProxy, small_wheels: tuple[Path, Pa
 
 
 def test_a_401_from_a_registry_without_a_challenge_is_a_credentials_error(
-        proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     proxy.faults.append(Fault("HEAD", r"/manifests/", "401", times=None))
     result = publish(proxy, small_wheels[0], "faults/unauthorized", env)
     assert result.code == 2 and "401" in result.stderr
 
 
-def test_a_second_publish_through_faults_uploads_nothing(proxy: FaultProxy, small_wheels: tuple[Path, Path],
-                                                         env: dict[str, str]) -> None:
+def test_a_second_publish_through_faults_uploads_nothing(
+    proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     assert publish(proxy, small_wheels[1], "faults/twice", env).code == 0
     proxy.faults.append(Fault("HEAD", r"/manifests/", "503", times=1))
     again = publish(proxy, small_wheels[1], "faults/twice", env)
@@ -98,22 +104,25 @@ def test_a_second_publish_through_faults_uploads_nothing(proxy: FaultProxy, smal
     assert again.json()["status"] == "unchanged" and again.json()["bytes_uploaded"] == 0
 
 
-def strip_digest_header(method: str, path: str, headers: list[tuple[str, str]],
-                        body: bytes) -> tuple[list[tuple[str, str]], bytes]:
+def strip_digest_header(
+    method: str, path: str, headers: list[tuple[str, str]], body: bytes
+) -> tuple[list[tuple[str, str]], bytes]:
     if method == "HEAD" and "/manifests/" in path:
         headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
     return headers, body
 
 
-def corrupt_bodies(method: str, path: str, headers: list[tuple[str, str]],
-                   body: bytes) -> tuple[list[tuple[str, str]], bytes]:
+def corrupt_bodies(
+    method: str, path: str, headers: list[tuple[str, str]], body: bytes
+) -> tuple[list[tuple[str, str]], bytes]:
     if method == "GET" and ("/manifests/sha256:" in path or "/blobs/sha256:" in path) and body:
         body = body[:-1] + bytes([body[-1] ^ 1])
     return headers, body
 
 
-def test_a_head_without_a_digest_header_is_transient(proxy: FaultProxy, small_wheels: tuple[Path, Path],
-                                                     env: dict[str, str]) -> None:
+def test_a_head_without_a_digest_header_is_transient(
+    proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     """A 200 that does not say which digest the tag names tells the guard nothing: exit 4."""
     assert publish(proxy, small_wheels[0], "faults/nodigest", env).code == 0
     proxy.alter = strip_digest_header
@@ -123,7 +132,8 @@ def test_a_head_without_a_digest_header_is_transient(proxy: FaultProxy, small_wh
 
 
 def test_a_manifest_body_that_does_not_match_its_digest_is_transient(
-        proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     proxy.alter = corrupt_bodies
     result = publish(proxy, small_wheels[1], "faults/badmanifest", env)
     assert result.code == 4, result.stderr
@@ -131,11 +141,17 @@ def test_a_manifest_body_that_does_not_match_its_digest_is_transient(
 
 
 def test_a_blob_body_that_does_not_match_its_digest_is_transient(
-        proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+    proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     first = publish(proxy, small_wheels[1], "faults/badblob", env)
     assert first.code == 0, first.stderr
     proxy.alter = corrupt_bodies
-    shown = wheelpin("image", "show", f"{proxy.host}/faults/badblob@{first.json()['digest']}", "--json",
-                     env={**env, "WHEELPIN_CACHE_DIR": str(Path(env.get("HOME", "/tmp")) / "nocache")})
+    shown = wheelpin(
+        "image",
+        "show",
+        f"{proxy.host}/faults/badblob@{first.json()['digest']}",
+        "--json",
+        env={**env, "WHEELPIN_CACHE_DIR": str(Path(env.get("HOME", "/tmp")) / "nocache")},
+    )
     assert shown.code == 4, shown.stderr
     assert "does not match its digest" in shown.stderr

@@ -10,8 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config.model import ActionsBuild, CommandBuild
-from bot.core.config.load import load_config_text
 from bot.adapters.github.workflowfile import (
     MAX_WORKFLOW_BYTES,
     build_warnings,
@@ -20,6 +18,8 @@ from bot.adapters.github.workflowfile import (
     run_name_warnings,
     workflow_path,
 )
+from bot.core.config.load import load_config_text
+from bot.core.config.model import ActionsBuild, CommandBuild
 from tests.cli import wheelpin
 from tests.core.config.test_config import GOOD, PINNED
 
@@ -80,27 +80,33 @@ def test_an_empty_run_name_is_no_run_name(run_name: str) -> None:
     assert "has no run-name" in warning
 
 
-@pytest.mark.parametrize("run_name", [
-    "Build ${{ inputs.lmcache_commit }}",
-    "Build ${{inputs.lmcache_commit}}",
-    "Build ${{ github.event.inputs.lmcache_commit }}",
-    "Build ${{ inputs['lmcache_commit'] }}",
-    "${{ format('wheel {0} by {1}', inputs.lmcache_commit, github.actor) }}",
-    "Build ${{ INPUTS.LMCache_Commit }}",
-])
+@pytest.mark.parametrize(
+    "run_name",
+    [
+        "Build ${{ inputs.lmcache_commit }}",
+        "Build ${{inputs.lmcache_commit}}",
+        "Build ${{ github.event.inputs.lmcache_commit }}",
+        "Build ${{ inputs['lmcache_commit'] }}",
+        "${{ format('wheel {0} by {1}', inputs.lmcache_commit, github.actor) }}",
+        "Build ${{ INPUTS.LMCache_Commit }}",
+    ],
+)
 def test_run_names_that_carry_the_commit(run_name: str) -> None:
     text = with_run_name(json.dumps(run_name))
     assert warnings_of(text) == []
 
 
-@pytest.mark.parametrize("run_name", [
-    "LMCache wheel",                               # no expression at all
-    "Build inputs.lmcache_commit",                 # not inside ${{ }}
-    "Build ${{ inputs.torch_version }}",           # another input
-    "Build ${{ inputs.lmcache_commit_short }}",    # a longer name
-    "Build ${{ github.sha }}",                     # the workflow's commit, not LMCache's
-    "Build ${{ myinputs.lmcache_commit }}",
-])
+@pytest.mark.parametrize(
+    "run_name",
+    [
+        "LMCache wheel",  # no expression at all
+        "Build inputs.lmcache_commit",  # not inside ${{ }}
+        "Build ${{ inputs.torch_version }}",  # another input
+        "Build ${{ inputs.lmcache_commit_short }}",  # a longer name
+        "Build ${{ github.sha }}",  # the workflow's commit, not LMCache's
+        "Build ${{ myinputs.lmcache_commit }}",
+    ],
+)
 def test_run_names_that_do_not(run_name: str) -> None:
     text = with_run_name(json.dumps(run_name))
     (warning,) = warnings_of(text)
@@ -121,38 +127,47 @@ def test_run_name_not_a_string() -> None:
     assert "run-name is a YAML list, not a string" in warning
 
 
-@pytest.mark.parametrize("on", [
-    "on: workflow_dispatch",
-    "on: [push, workflow_dispatch]",
-    "on:\n  - push\n  - workflow_dispatch",
-    "on:\n  workflow_dispatch:",
-    "on:\n  workflow_dispatch: {}",
-    '"on":\n  workflow_dispatch:\n',
-    "true:\n  workflow_dispatch:\n",
-])
+@pytest.mark.parametrize(
+    "on",
+    [
+        "on: workflow_dispatch",
+        "on: [push, workflow_dispatch]",
+        "on:\n  - push\n  - workflow_dispatch",
+        "on:\n  workflow_dispatch:",
+        "on:\n  workflow_dispatch: {}",
+        '"on":\n  workflow_dispatch:\n',
+        "true:\n  workflow_dispatch:\n",
+    ],
+)
 def test_every_way_of_writing_on_without_inputs(on: str) -> None:
     text = f"name: wheel\nrun-name: ${{{{ inputs.lmcache_commit }}}}\n{on}\njobs: {{}}\n"
     # a dispatch trigger is found, but it declares no input: the one given is refused
     (warning,) = warnings_of(text)
     assert "build.inputs gives 'lmcache_commit', which workflow_dispatch.inputs does not declare" in warning
     assert "Unexpected inputs provided" in warning
-    assert warnings_of(text, {}) == [f"{PATH}: no value of build.inputs carries the full commit {{sha}}, "
-                                     "so the run-name cannot put it in the run's title, so on GitHub "
-                                     "Enterprise Server, which does not say which run a dispatch "
-                                     "started, wheelpin cannot find its run"]
+    assert warnings_of(text, {}) == [
+        f"{PATH}: no value of build.inputs carries the full commit {{sha}}, "
+        "so the run-name cannot put it in the run's title, so on GitHub "
+        "Enterprise Server, which does not say which run a dispatch "
+        "started, wheelpin cannot find its run"
+    ]
 
 
-@pytest.mark.parametrize("on", [
-    "on: push",
-    "on: [push, pull_request]",
-    "on:\n  push:\n    branches: [main]\n  schedule:\n    - cron: '0 * * * *'",
-    "",
-])
+@pytest.mark.parametrize(
+    "on",
+    [
+        "on: push",
+        "on: [push, pull_request]",
+        "on:\n  push:\n    branches: [main]\n  schedule:\n    - cron: '0 * * * *'",
+        "",
+    ],
+)
 def test_no_workflow_dispatch_trigger(on: str) -> None:
     text = f"name: wheel\nrun-name: ${{{{ inputs.lmcache_commit }}}}\n{on}\njobs: {{}}\n"
     (warning,) = warnings_of(text)
-    assert warning == (f"{PATH}: the workflow has no workflow_dispatch trigger under on:, so GitHub "
-                       "refuses to dispatch it (422)")
+    assert warning == (
+        f"{PATH}: the workflow has no workflow_dispatch trigger under on:, so GitHub refuses to dispatch it (422)"
+    )
 
 
 def test_every_problem_is_said_at_once() -> None:
@@ -172,7 +187,7 @@ def test_a_required_input_with_a_default_needs_nothing() -> None:
 
 def test_more_than_25_inputs() -> None:
     declared = "".join(f"      in{number}:\n        type: string\n" for number in range(26))
-    text = ("run-name: ${{ inputs.in0 }}\non:\n  workflow_dispatch:\n    inputs:\n" + declared + "jobs: {}\n")
+    text = "run-name: ${{ inputs.in0 }}\non:\n  workflow_dispatch:\n    inputs:\n" + declared + "jobs: {}\n"
     (warning,) = warnings_of(text, {"in0": "{sha}"})
     assert warning == f"{PATH}: workflow_dispatch declares 26 inputs, but GitHub allows at most 25"
     given_ = {f"in{number}": "{sha}" for number in range(26)}
@@ -182,18 +197,21 @@ def test_more_than_25_inputs() -> None:
     assert "'in25', which workflow_dispatch.inputs does not declare" in warnings[1]
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    ("name: [unclosed\n", "is not valid YAML"),
-    ("on:\n  workflow_dispatch:\n\tinputs: {}\n", "is not valid YAML"),
-    ("a: 2020-13-45\n", "is not valid YAML"),
-    ("a: !!python/object:os.system ls\n", "is not valid YAML"),
-    ("- just\n- a list\n", "is a YAML list, not a mapping"),
-    ("just a string\n", "is a YAML string, not a mapping"),
-    ("", "is empty"),
-    ("# only a comment\n", "is empty"),
-    ("on:\n  workflow_dispatch: [a]\n", "workflow_dispatch is a YAML list, not a mapping"),
-    ("on:\n  workflow_dispatch:\n    inputs: [a]\n", "workflow_dispatch.inputs is a YAML list"),
-])
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("name: [unclosed\n", "is not valid YAML"),
+        ("on:\n  workflow_dispatch:\n\tinputs: {}\n", "is not valid YAML"),
+        ("a: 2020-13-45\n", "is not valid YAML"),
+        ("a: !!python/object:os.system ls\n", "is not valid YAML"),
+        ("- just\n- a list\n", "is a YAML list, not a mapping"),
+        ("just a string\n", "is a YAML string, not a mapping"),
+        ("", "is empty"),
+        ("# only a comment\n", "is empty"),
+        ("on:\n  workflow_dispatch: [a]\n", "workflow_dispatch is a YAML list, not a mapping"),
+        ("on:\n  workflow_dispatch:\n    inputs: [a]\n", "workflow_dispatch.inputs is a YAML list"),
+    ],
+)
 def test_bad_workflows_are_one_sentence(text: str, words: str) -> None:
     warnings = warnings_of(text)
     assert warnings and words in warnings[0]
@@ -208,10 +226,12 @@ def test_deep_nesting_is_a_sentence() -> None:
 def test_over_one_mebibyte_is_refused_unparsed() -> None:
     text = GOOD_WORKFLOW + "#" * MAX_WORKFLOW_BYTES
     (warning,) = warnings_of(text)
-    assert warning == (f"{PATH}: the workflow file is larger than wheelpin's limit of 1 MiB "
-                       f"({MAX_WORKFLOW_BYTES} bytes), so it was not checked")
+    assert warning == (
+        f"{PATH}: the workflow file is larger than wheelpin's limit of 1 MiB "
+        f"({MAX_WORKFLOW_BYTES} bytes), so it was not checked"
+    )
     # counted in bytes: 300 000 four-byte characters are over it, though fewer characters
-    (warning,) = warnings_of("# " + "\U0001F600" * 300_000 + "\n")
+    (warning,) = warnings_of("# " + "\U0001f600" * 300_000 + "\n")
     assert "larger than wheelpin's limit" in warning
 
 
@@ -229,11 +249,17 @@ def test_references_input() -> None:
     assert not references_input("${{ steps.inputs.c }}", "c")
 
 
-@pytest.mark.parametrize(("workflow", "path"), [
-    ("lmcache-rocm-wheel.yaml", ".github/workflows/lmcache-rocm-wheel.yaml"),
-    ("build.yml", ".github/workflows/build.yml"),
-    ("161335", None), ("../secrets.yml", None), ("sub/x.yml", None), ("build", None),
-])
+@pytest.mark.parametrize(
+    ("workflow", "path"),
+    [
+        ("lmcache-rocm-wheel.yaml", ".github/workflows/lmcache-rocm-wheel.yaml"),
+        ("build.yml", ".github/workflows/build.yml"),
+        ("161335", None),
+        ("../secrets.yml", None),
+        ("sub/x.yml", None),
+        ("build", None),
+    ],
+)
 def test_workflow_path(workflow: str, path: str | None) -> None:
     assert workflow_path(workflow) == path
 
@@ -257,6 +283,7 @@ def test_build_warnings_reads_through_the_callback() -> None:
 
 
 # `wheelpin config validate`: the warnings on stderr (or in the JSON), the exit code unchanged
+
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
@@ -327,8 +354,11 @@ def test_an_invalid_config_has_no_warnings_to_give(repo: Path) -> None:
     assert result.code == 2 and result.json()["warnings"] == []
 
 
-SECOND = GOOD.replace('name = "lmcache"', 'name = "lmcache-nightly"').replace(
-    'branch = "dev"', 'branch = "nightly"').replace("lmcache-v{version_base}", "lmcache-nightly-v{version_base}")
+SECOND = (
+    GOOD.replace('name = "lmcache"', 'name = "lmcache-nightly"')
+    .replace('branch = "dev"', 'branch = "nightly"')
+    .replace("lmcache-v{version_base}", "lmcache-nightly-v{version_base}")
+)
 
 
 def test_validate_warns_of_a_workflow_two_components_share_without_the_commit_in_its_title(repo: Path) -> None:
@@ -340,10 +370,12 @@ def test_validate_warns_of_a_workflow_two_components_share_without_the_commit_in
     result = wheelpin("config", "validate", "--repo", str(repo), "--json")
     assert result.code == 0, result.stderr
     shared = [w for w in result.json()["warnings"] if "dispatch the same workflow" in w]
-    assert shared == [f"components lmcache, lmcache-nightly dispatch the same workflow lmcache-rocm-wheel.yaml, "
-                      "whose runs' titles do not carry the commit: on GitHub Enterprise Server a pass stopped right "
-                      "after a dispatch may follow another component's run; give the workflow a run-name carrying "
-                      "the commit input, or each component a workflow of its own"]
+    assert shared == [
+        "components lmcache, lmcache-nightly dispatch the same workflow lmcache-rocm-wheel.yaml, "
+        "whose runs' titles do not carry the commit: on GitHub Enterprise Server a pass stopped right "
+        "after a dispatch may follow another component's run; give the workflow a run-name carrying "
+        "the commit input, or each component a workflow of its own"
+    ]
     assert sum("has no run-name" in w for w in result.json()["warnings"]) == 2  # each component's own
     (repo / PATH).write_text(GOOD_WORKFLOW)  # titled with the commit: sharing is safe
     warnings = wheelpin("config", "validate", "--repo", str(repo), "--json").json()["warnings"]
@@ -359,5 +391,8 @@ def test_each_workflow_file_is_read_once() -> None:
         return NO_RUN_NAME
 
     found = components_warnings(loaded.config.components, read, where="rocm/atom at main")
-    assert reads == [PATH] and [names for names, _ in found] == [("lmcache",), ("lmcache-nightly",),
-                                                                  ("lmcache", "lmcache-nightly")]
+    assert reads == [PATH] and [names for names, _ in found] == [
+        ("lmcache",),
+        ("lmcache-nightly",),
+        ("lmcache", "lmcache-nightly"),
+    ]

@@ -166,16 +166,22 @@ PRIMARY = json.dumps({"message": "API rate limit exceeded for installation ID 1.
 
 def test_retry_after_is_waited_as_given(server: Server) -> None:
     clock = Clock()
-    server.script += [(429, {"Retry-After": "7", "x-ratelimit-remaining": "0",
-                             "x-ratelimit-reset": str(int(clock.now) + 3000)}, SECONDARY)]
+    server.script += [
+        (
+            429,
+            {"Retry-After": "7", "x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(clock.now) + 3000)},
+            SECONDARY,
+        )
+    ]
     assert session_with(paced(clock)).get(server.url + "/repos/a").status_code == 200
     assert clock.slept == [7.0] and server.sent == ["GET /repos/a"] * 2
 
 
 def test_a_secondary_limit_waits_a_minute_not_until_a_reset_an_hour_away(server: Server) -> None:
     clock = Clock()
-    server.script += [(403, {"x-ratelimit-remaining": "4000", "x-ratelimit-reset": str(int(clock.now) + 3600)},
-                       SECONDARY)]
+    server.script += [
+        (403, {"x-ratelimit-remaining": "4000", "x-ratelimit-reset": str(int(clock.now) + 3600)}, SECONDARY)
+    ]
     http = paced(clock)
     assert session_with(http).get(server.url + "/repos/a").status_code == 200
     assert clock.slept == [60.0] and http.traffic.retried == 1
@@ -281,8 +287,9 @@ def test_limit_wait_reads_headers_in_any_case_and_knows_what_is_no_limit() -> No
     now = 1_700_000_000.0
     assert limit_wait(429, {"retry-after": "5"}, "", 0, now=now) == 5.0
     assert limit_wait(429, {"Retry-After": "Tue, 14 Nov 2023 22:14:20 GMT"}, "", 0, now=now) == 60.0
-    assert limit_wait(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(now) + 9)}, "", 0,
-                      now=now) == 9.0
+    assert (
+        limit_wait(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(now) + 9)}, "", 0, now=now) == 9.0
+    )
     assert limit_wait(403, {"x-ratelimit-remaining": "12"}, SECONDARY, 2, now=now) == 240.0
     assert limit_wait(403, {"x-ratelimit-remaining": "12"}, "Must have admin rights", 0, now=now) is None
     assert limit_wait(404, {"Retry-After": "5"}, "", 0, now=now) is None
@@ -301,7 +308,8 @@ def test_one_write_pacer_per_identity_across_repositories() -> None:
     from bot.adapters.github.transport import share_writes
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption())
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
     url = "http://127.0.0.1:9"
     try:
         share_writes(1)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any
 
 import pytest
 
-from bot.app.jobs import Job, JobKind
 from bot.adapters.github.sansio import ROUTES, Command, command_of, signature_ok, work_for
+from bot.app.jobs import Job, JobKind
 from tests.fixtures.webhooks import examples
 
 ALL = examples()
@@ -43,8 +42,12 @@ def test_pull_requests_of_the_bot_name_their_component() -> None:
 
 def test_comment_commands() -> None:
     base = next(p for name, p in ALL if name == "issue_comment" and p.get("action") == "created")
-    for body, command in (("/wheelpin recheck", "recheck"), ("/wheelpin skip please", "skip"),
-                          ("/wheelpin frobnicate", None), ("looks good", None)):
+    for body, command in (
+        ("/wheelpin recheck", "recheck"),
+        ("/wheelpin skip please", "skip"),
+        ("/wheelpin frobnicate", None),
+        ("looks good", None),
+    ):
         payload = json.loads(json.dumps(base))
         payload["issue"]["pull_request"] = {"url": "x"}
         payload["comment"]["body"] = body
@@ -92,12 +95,17 @@ def test_every_route_names_an_event_github_sends() -> None:
     assert {event for event, _action in ROUTES} <= sent
 
 
-@pytest.mark.parametrize("body, command", [
-    ("/wheelpin build --from-run 7 --component lmcache", Command("build", 7, "lmcache")),
-    ("  /wheelpin recheck  ", Command("recheck")),
-    ("/wheelpin build --component", Command("build")),  # a flag without its value names nothing
-    ("/wheelpin build --component " + "x" * 80, Command("build", None, "x" * 64)),
-    ("/wheelpin", None), ("/wheelpin merge", None), ("please /wheelpin rebase", None),
-])
+@pytest.mark.parametrize(
+    "body, command",
+    [
+        ("/wheelpin build --from-run 7 --component lmcache", Command("build", 7, "lmcache")),
+        ("  /wheelpin recheck  ", Command("recheck")),
+        ("/wheelpin build --component", Command("build")),  # a flag without its value names nothing
+        ("/wheelpin build --component " + "x" * 80, Command("build", None, "x" * 64)),
+        ("/wheelpin", None),
+        ("/wheelpin merge", None),
+        ("please /wheelpin rebase", None),
+    ],
+)
 def test_the_command_grammar(body: str, command: Command | None) -> None:
     assert command_of(body) == command

@@ -63,14 +63,14 @@ def pax_path_layer(size: int) -> bytes:
     with zstandard.ZstdCompressor().stream_writer(out, closefd=False) as writer:
         writer.write(header.tobuf(tarfile.USTAR_FORMAT) + str(length).encode())
         for start in range(0, len(body), 1 << 20):
-            writer.write(body[start:start + (1 << 20)])
+            writer.write(body[start : start + (1 << 20)])
         writer.write(b"\0" * (-length % 512) + tarfile.TarInfo("x").tobuf(tarfile.USTAR_FORMAT) + b"\0" * 1024)
     return out.getvalue()
 
 
 def chunks(data: bytes, size: int = 65536) -> Iterator[bytes]:
     for start in range(0, len(data), size):
-        yield data[start:start + size]
+        yield data[start : start + size]
 
 
 def read(blob: bytes, *, size: int | None = None) -> LayerSummary:
@@ -143,19 +143,43 @@ def test_the_headers_of_the_entries_read_are_not_kept() -> None:
 # -- what a summary keeps ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("bound", "value", "blob", "says"), [
-    ("MAX_KEPT", 3, tar(*(f"usr/lib/l{i}.so" for i in range(4))), "names more than 3 libraries"),
-    ("MAX_KEPT_BYTES", 100, tar(*(f"usr/lib/{'d' * 40}/l{i}.so" for i in range(3))), "or more than 100 bytes of them"),
-    ("MAX_KEPT", 3, tar(*(f"usr/.wh.l{i}" for i in range(4))), "names more than 3 libraries"),
-    ("MAX_METADATA_TOTAL", 100, tar(*(f"{SITE}/d{i}-1.dist-info/METADATA" for i in range(3)), data={
-        f"{SITE}/d{i}-1.dist-info/METADATA": b"Name: d\nVersion: 1\n" + b"Summary: x\n" * 4 for i in range(3)}),
-     "holds more than 100 bytes of METADATA"),
-    ("MAX_REQUIRES", 2, tar(f"{SITE}/d-1.dist-info/METADATA", data={
-        f"{SITE}/d-1.dist-info/METADATA": b"Name: d\nVersion: 1\n" + b"Requires-Dist: a\n" * 3}),
-     "lists 3 requirements, more than the 2"),
-])
-def test_what_a_summary_keeps_is_bounded_in_all(monkeypatch: pytest.MonkeyPatch, bound: str, value: int,
-                                                 blob: bytes, says: str) -> None:
+@pytest.mark.parametrize(
+    ("bound", "value", "blob", "says"),
+    [
+        ("MAX_KEPT", 3, tar(*(f"usr/lib/l{i}.so" for i in range(4))), "names more than 3 libraries"),
+        (
+            "MAX_KEPT_BYTES",
+            100,
+            tar(*(f"usr/lib/{'d' * 40}/l{i}.so" for i in range(3))),
+            "or more than 100 bytes of them",
+        ),
+        ("MAX_KEPT", 3, tar(*(f"usr/.wh.l{i}" for i in range(4))), "names more than 3 libraries"),
+        (
+            "MAX_METADATA_TOTAL",
+            100,
+            tar(
+                *(f"{SITE}/d{i}-1.dist-info/METADATA" for i in range(3)),
+                data={
+                    f"{SITE}/d{i}-1.dist-info/METADATA": b"Name: d\nVersion: 1\n" + b"Summary: x\n" * 4
+                    for i in range(3)
+                },
+            ),
+            "holds more than 100 bytes of METADATA",
+        ),
+        (
+            "MAX_REQUIRES",
+            2,
+            tar(
+                f"{SITE}/d-1.dist-info/METADATA",
+                data={f"{SITE}/d-1.dist-info/METADATA": b"Name: d\nVersion: 1\n" + b"Requires-Dist: a\n" * 3},
+            ),
+            "lists 3 requirements, more than the 2",
+        ),
+    ],
+)
+def test_what_a_summary_keeps_is_bounded_in_all(
+    monkeypatch: pytest.MonkeyPatch, bound: str, value: int, blob: bytes, says: str
+) -> None:
     monkeypatch.setattr(layerstream, bound, value)
     with pytest.raises(LayerError) as raised:
         read(blob)
@@ -163,8 +187,13 @@ def test_what_a_summary_keeps_is_bounded_in_all(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_the_weight_of_a_summary_is_what_the_reader_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    blob = tar("usr/lib/l.so", "usr/bin/python3.12", "a/.wh.b", f"{SITE}/d-1.dist-info/METADATA",
-               data={f"{SITE}/d-1.dist-info/METADATA": b"Name: d\nVersion: 1\nRequires-Dist: a\n"})
+    blob = tar(
+        "usr/lib/l.so",
+        "usr/bin/python3.12",
+        "a/.wh.b",
+        f"{SITE}/d-1.dist-info/METADATA",
+        data={f"{SITE}/d-1.dist-info/METADATA": b"Name: d\nVersion: 1\nRequires-Dist: a\n"},
+    )
     entries, size = read(blob).weight()
     monkeypatch.setattr(layerstream, "MAX_KEPT", entries)
     monkeypatch.setattr(layerstream, "MAX_KEPT_BYTES", size)
@@ -220,17 +249,32 @@ def test_whiteouts_apply_in_time_near_linear_in_the_paths() -> None:
 # -- documents: shape, size ----------------------------------------------------------------
 
 
-def image(store: MemoryStore, *, config: Any = None, manifest: Any = None, layers: list[bytes] = (),  # type: ignore[assignment]
-          config_bytes: bytes | None = None) -> str:
+def image(
+    store: MemoryStore,
+    *,
+    config: Any = None,
+    manifest: Any = None,
+    layers: list[bytes] = (),  # type: ignore[assignment]
+    config_bytes: bytes | None = None,
+) -> str:
     for blob in layers:
         store.blobs[digest(blob)] = blob
     if config_bytes is None:
-        config_bytes = json.dumps(config if config is not None else {
-            "rootfs": {"type": "layers", "diff_ids": [digest(gzip.decompress(b)) for b in layers]}}).encode()
+        config_bytes = json.dumps(
+            config
+            if config is not None
+            else {"rootfs": {"type": "layers", "diff_ids": [digest(gzip.decompress(b)) for b in layers]}}
+        ).encode()
     store.blobs[digest(config_bytes)] = config_bytes
-    document = manifest if manifest is not None else {
-        "schemaVersion": 2, "config": {"digest": digest(config_bytes), "size": len(config_bytes)},
-        "layers": [{"digest": digest(b), "size": len(b)} for b in layers]}
+    document = (
+        manifest
+        if manifest is not None
+        else {
+            "schemaVersion": 2,
+            "config": {"digest": digest(config_bytes), "size": len(config_bytes)},
+            "layers": [{"digest": digest(b), "size": len(b)} for b in layers],
+        }
+    )
     data = document if isinstance(document, bytes) else json.dumps(document).encode()
     return store.put_manifest("t", data, "")
 
@@ -238,20 +282,26 @@ def image(store: MemoryStore, *, config: Any = None, manifest: Any = None, layer
 CONFIG = {"digest": "sha256:" + "c" * 64, "size": 2}
 
 
-@pytest.mark.parametrize(("manifest", "config", "says"), [
-    (None, {"rootfs": {"diff_ids": 5}}, "diff_ids is not an array"),
-    (None, {"rootfs": "x"}, "rootfs is not an object"),
-    (None, {"rootfs": {"diff_ids": [5]}}, "diff_ids are not all strings"),
-    ({"config": {"digest": CONFIG["digest"], "size": "12"}}, None, "has a size that is not a whole number"),
-    (b'{"config": {"digest": "sha256:' + b"c" * 64 + b'", "size": Infinity}}', None,
-     "has a size that is not a whole number"),
-    ({"config": CONFIG, "layers": "x"}, None, "layers is not an array"),
-    ({"config": CONFIG, "layers": [5]}, None, "layer 1 is not a descriptor"),
-    ({"manifests": [5]}, None, "manifest 1 is not a descriptor"),
-    ({"manifests": [{"digest": CONFIG["digest"], "platform": "linux"}]}, None, "platform is not an object"),
-    (b"[" * 100_000 + b"]" * 100_000, None, "is not JSON"),
-    ({"config": {"digest": "sha256:" + "c" * 64, "size": 10**30}}, None, "has a size that is not a whole number"),
-])
+@pytest.mark.parametrize(
+    ("manifest", "config", "says"),
+    [
+        (None, {"rootfs": {"diff_ids": 5}}, "diff_ids is not an array"),
+        (None, {"rootfs": "x"}, "rootfs is not an object"),
+        (None, {"rootfs": {"diff_ids": [5]}}, "diff_ids are not all strings"),
+        ({"config": {"digest": CONFIG["digest"], "size": "12"}}, None, "has a size that is not a whole number"),
+        (
+            b'{"config": {"digest": "sha256:' + b"c" * 64 + b'", "size": Infinity}}',
+            None,
+            "has a size that is not a whole number",
+        ),
+        ({"config": CONFIG, "layers": "x"}, None, "layers is not an array"),
+        ({"config": CONFIG, "layers": [5]}, None, "layer 1 is not a descriptor"),
+        ({"manifests": [5]}, None, "manifest 1 is not a descriptor"),
+        ({"manifests": [{"digest": CONFIG["digest"], "platform": "linux"}]}, None, "platform is not an object"),
+        (b"[" * 100_000 + b"]" * 100_000, None, "is not JSON"),
+        ({"config": {"digest": "sha256:" + "c" * 64, "size": 10**30}}, None, "has a size that is not a whole number"),
+    ],
+)
 def test_a_type_confused_document_is_one_sentence_for_both_readers(manifest: Any, config: Any, says: str) -> None:
     for reader in (lambda s, r: read_consumer(s, r, cache=LayerCache(None)), read_image):
         store = MemoryStore("hostile")
@@ -263,14 +313,15 @@ def test_a_type_confused_document_is_one_sentence_for_both_readers(manifest: Any
         assert says in raised.value.message and "\n" not in raised.value.message
 
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                 max_size=3), max_leaves=8)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(field=st.sampled_from(["config", "layers", "manifests", "rootfs", "diff_ids", "size", "platform"]),
-       value=_JSON)
+@given(field=st.sampled_from(["config", "layers", "manifests", "rootfs", "diff_ids", "size", "platform"]), value=_JSON)
 def test_any_value_in_any_field_is_read_or_one_sentence(field: str, value: Any) -> None:
     layer = gzip.compress(tar("usr/lib/l.so"))
     config: dict[str, Any] = {"rootfs": {"diff_ids": [digest(gzip.decompress(layer))]}}
@@ -279,8 +330,10 @@ def test_any_value_in_any_field_is_read_or_one_sentence(field: str, value: Any) 
     elif field == "diff_ids":
         config["rootfs"]["diff_ids"] = value
     config_bytes = json.dumps(config).encode()
-    manifest: dict[str, Any] = {"config": {"digest": digest(config_bytes), "size": len(config_bytes)},
-                                "layers": [{"digest": digest(layer), "size": len(layer)}]}
+    manifest: dict[str, Any] = {
+        "config": {"digest": digest(config_bytes), "size": len(config_bytes)},
+        "layers": [{"digest": digest(layer), "size": len(layer)}],
+    }
     if field in ("config", "layers"):
         manifest[field] = value
     elif field == "size":
@@ -331,20 +384,28 @@ def test_a_warm_cache_refuses_a_wrong_claim_as_a_cold_read_does(tmp_path: Path) 
     read_consumer(store, image(store, layers=[layer]), cache=cache)
     assert len(list(tmp_path.iterdir())) == 1
     for manifest, config, says in (
-            ({"layers": [{"digest": digest(layer), "size": len(layer) + 1}]}, None, "not the"),
-            (None, {"rootfs": {"diff_ids": ["sha256:" + "0" * 64]}}, "does not match its diff_id")):
+        ({"layers": [{"digest": digest(layer), "size": len(layer) + 1}]}, None, "not the"),
+        (None, {"rootfs": {"diff_ids": ["sha256:" + "0" * 64]}}, "does not match its diff_id"),
+    ):
         config_bytes = json.dumps(config or {"rootfs": {"diff_ids": [digest(gzip.decompress(layer))]}}).encode()
-        document = {"config": {"digest": digest(config_bytes), "size": len(config_bytes)},
-                    "layers": [{"digest": digest(layer), "size": len(layer)}], **(manifest or {})}
+        document = {
+            "config": {"digest": digest(config_bytes), "size": len(config_bytes)},
+            "layers": [{"digest": digest(layer), "size": len(layer)}],
+            **(manifest or {}),
+        }
         with pytest.raises(LayerError, match=says):
-            read_consumer(store, image(store, manifest=document, config_bytes=config_bytes, layers=[layer]),
-                          cache=cache)
+            read_consumer(
+                store, image(store, manifest=document, config_bytes=config_bytes, layers=[layer]), cache=cache
+            )
 
 
-@pytest.mark.parametrize(("bound", "says"), [
-    ("MAX_IMAGE_KEPT", "layers name more than 5 libraries"),
-    ("MAX_IMAGE_MEMBERS", "layer 2 of .* has more than 2 entries, more than the layers below leave"),
-])
+@pytest.mark.parametrize(
+    ("bound", "says"),
+    [
+        ("MAX_IMAGE_KEPT", "layers name more than 5 libraries"),
+        ("MAX_IMAGE_MEMBERS", "layer 2 of .* has more than 2 entries, more than the layers below leave"),
+    ],
+)
 def test_an_image_is_bounded_in_all(monkeypatch: pytest.MonkeyPatch, bound: str, says: str) -> None:
     monkeypatch.setattr(consumerread, bound, 5)
     layers = [gzip.compress(tar(*(f"usr/lib/{n}{i}.so" for i in range(3)))) for n in "ab"]
@@ -372,7 +433,7 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         try:
             step, wait = self.drip or (len(data or b"") or 1, 0.0)
             for start in range(0, len(data or b""), step):
-                self.wfile.write((data or b"")[start:start + step])
+                self.wfile.write((data or b"")[start : start + step])
                 self.wfile.flush()
                 time.sleep(wait)
         except OSError:
@@ -399,13 +460,18 @@ def test_a_manifest_past_four_mib_is_refused_unread(hostile: type[Hostile]) -> N
     assert client.traffic.bytes_downloaded < (4 << 20) + (2 << 20)
 
 
-def test_a_registry_that_drips_is_stopped_by_one_deadline(hostile: type[Hostile],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_registry_that_drips_is_stopped_by_one_deadline(
+    hostile: type[Hostile], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(readdeadline, "GRACE_SECONDS", 1.0)
     layer = gzip.compress(tar("usr/lib/l.so", data={"usr/lib/l.so": bytes(range(256)) * 400}))
     config = json.dumps({"rootfs": {"diff_ids": [digest(gzip.decompress(layer))]}}).encode()
-    manifest = json.dumps({"config": {"digest": digest(config), "size": len(config)},
-                           "layers": [{"digest": digest(layer), "size": len(layer)}]}).encode()
+    manifest = json.dumps(
+        {
+            "config": {"digest": digest(config), "size": len(config)},
+            "layers": [{"digest": digest(layer), "size": len(layer)}],
+        }
+    ).encode()
     hostile.served.update({digest(layer): layer, digest(config): config, digest(manifest): manifest})
     hostile.drip = (64, 0.2)  # 320 bytes a second: never a read timeout
     store = RegistryRepository(RegistryClient(hostile.host, retry=RetryPolicy(attempts=1)), "h/i")  # type: ignore[attr-defined]
@@ -422,9 +488,14 @@ def test_a_wheel_image_layer_has_its_tar_headers_bounded_too() -> None:
     store = MemoryStore("hostile")
     store.blobs[digest(layer)] = layer
     config = b'{"config": {}}'
-    reference = image(store, manifest={"config": {"digest": digest(config), "size": len(config)},
-                                       "layers": [{"digest": digest(layer), "size": len(layer)}]},
-                      config_bytes=config)
+    reference = image(
+        store,
+        manifest={
+            "config": {"digest": digest(config), "size": len(config)},
+            "layers": [{"digest": digest(layer), "size": len(layer)}],
+        },
+        config_bytes=config,
+    )
     with pytest.raises(InputError, match="has an extended tar header of 1048"):
         read_image(store, reference)
 
@@ -432,9 +503,14 @@ def test_a_wheel_image_layer_has_its_tar_headers_bounded_too() -> None:
 def wheel_image(store: MemoryStore, layer: bytes, *, claimed: int | None = None) -> str:
     store.blobs[digest(layer)] = layer
     config = b'{"config": {}}'
-    return image(store, manifest={"config": {"digest": digest(config), "size": len(config)},
-                                  "layers": [{"digest": digest(layer), "size": len(layer) if claimed is None else claimed}]},
-                 config_bytes=config)
+    return image(
+        store,
+        manifest={
+            "config": {"digest": digest(config), "size": len(config)},
+            "layers": [{"digest": digest(layer), "size": len(layer) if claimed is None else claimed}],
+        },
+        config_bytes=config,
+    )
 
 
 def test_a_wheel_image_layer_inflates_no_further_than_a_consuming_images(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -452,15 +528,15 @@ def test_a_wheel_image_layer_inflates_no_further_than_a_consuming_images(monkeyp
         read_image(store, wheel_image(store, small, claimed=100))
 
 
-def test_a_wheel_image_layer_holds_a_bounded_number_of_wheels(monkeypatch: pytest.MonkeyPatch,
-                                                               tmp_path: Path) -> None:
+def test_a_wheel_image_layer_holds_a_bounded_number_of_wheels(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from bot.adapters import imageread
 
     monkeypatch.setattr(imageread, "MAX_WHEELS", 2)
     layer = tar("a.whl", "b.whl", "c.whl")
     store = MemoryStore("hostile")
-    info = imageread.ImageInfo("hostile", "sha256:0", {}, {}, (), "layers", 0,
-                               ({"digest": digest(layer), "size": len(layer)},))
+    info = imageread.ImageInfo(
+        "hostile", "sha256:0", {}, {}, (), "layers", 0, ({"digest": digest(layer), "size": len(layer)},)
+    )
     store.blobs[digest(layer)] = layer
     with pytest.raises(InputError, match="holds more than 2 wheels"):
         imageread.extract_wheels(store, info, tmp_path)

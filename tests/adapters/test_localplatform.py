@@ -11,8 +11,12 @@ from bot.adapters.localplatform import LocalPlatform
 from bot.core.config.model import Author
 from bot.core.errors import RefusedError, UsageError
 
-WHO = {"GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.org", "GIT_COMMITTER_NAME": "m",
-       "GIT_COMMITTER_EMAIL": "m@example.org"}
+WHO = {
+    "GIT_AUTHOR_NAME": "m",
+    "GIT_AUTHOR_EMAIL": "m@example.org",
+    "GIT_COMMITTER_NAME": "m",
+    "GIT_COMMITTER_EMAIL": "m@example.org",
+}
 
 
 @pytest.fixture()
@@ -34,14 +38,24 @@ def test_write_read_and_close(repo: Path) -> None:
     local = platform(repo)
     base = local.resolve("refs/heads/main")
     assert base is not None
-    first = local.write_branch("wheelpin/x", base=base, files={"Dockerfile": "ARG X=2\n"},
-                               message="Bump x\n\n<!-- wheelpin: {} -->\n", expected=None)
+    first = local.write_branch(
+        "wheelpin/x",
+        base=base,
+        files={"Dockerfile": "ARG X=2\n"},
+        message="Bump x\n\n<!-- wheelpin: {} -->\n",
+        expected=None,
+    )
     assert local.read_file(first, "Dockerfile") == "ARG X=2\n"
     assert local.read_file(first, "missing") is None
     (commit,) = local.branch_commits("wheelpin/x", base)
     assert local.is_bot_commit(commit) and commit.message.startswith("Bump x")
-    second = local.write_branch("wheelpin/x", base=base, files={"Dockerfile": "ARG X=3\n", "run.sh": "#!/bin/sh\necho\n"},
-                                message="Bump x again\n\n<!-- wheelpin: {} -->\n", expected=first)
+    second = local.write_branch(
+        "wheelpin/x",
+        base=base,
+        files={"Dockerfile": "ARG X=3\n", "run.sh": "#!/bin/sh\necho\n"},
+        message="Bump x again\n\n<!-- wheelpin: {} -->\n",
+        expected=first,
+    )
     assert git(["ls-tree", second, "run.sh"], cwd=repo).startswith("100755")  # modes kept
     local.close("wheelpin/x", expected=second, reason="superseded")
     assert local.resolve("refs/heads/wheelpin/x") is None
@@ -88,12 +102,20 @@ def test_not_a_repository(tmp_path: Path) -> None:
 def test_builds_see_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     from bot.adapters.localbuild import build_environment
 
-    for name, value in {"WHEELPIN_REGISTRY_PASSWORD": "p", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
-                        "DOCKER_CONFIG": "/x", "PATH": "/usr/bin", "HOME": "/root"}.items():
+    for name, value in {
+        "WHEELPIN_REGISTRY_PASSWORD": "p",
+        "GITHUB_TOKEN": "t",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "DOCKER_CONFIG": "/x",
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+    }.items():
         monkeypatch.setenv(name, value)
     environment = build_environment()
     assert "PATH" in environment  # HOME is the sandbox's own (adapters/sandbox.py)
-    assert not {"WHEELPIN_REGISTRY_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DOCKER_CONFIG", "HOME"} & set(environment)
+    assert not {"WHEELPIN_REGISTRY_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DOCKER_CONFIG", "HOME"} & set(
+        environment
+    )
 
 
 def test_non_utf8_files_are_refused(repo: Path) -> None:

@@ -23,10 +23,10 @@ from bot.adapters.imageread import FACTS_FORMAT, read_image
 from bot.adapters.imagestore import DigestCache, RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
-from bot.core.wheel.report import inspect_wheel
 from bot.core.image.oci import WheelEntry
 from bot.core.proposal.text import ProposalFacts, body
 from bot.core.proposal.wheeldiff import wheel_changes
+from bot.core.wheel.report import inspect_wheel
 from tests.fixtures import seedwheels
 from tests.fixtures.foreignpush import push_foreign
 from tests.fixtures.servers import Registry
@@ -40,11 +40,18 @@ def images(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict
     """(which wheel, kind) → host/path:tag@digest."""
     folder = tmp_path_factory.mktemp("one-reading")
     wheels = {
-        "pinned": seedwheels.lmcache_rocm(folder / "pinned", f"0.5.6.dev98+g{PINNED[:8]}.rocm6.4.1",
-                                          library=seedwheels.hip_library(rocm6=True),
-                                          requires=seedwheels.lmcache_requires(ceilings=False)),
-        "new": seedwheels.lmcache_rocm(folder / "new", f"0.5.7.dev12+g{NEW[:8]}.rocm7.2.4",
-                                       library=seedwheels.hip_library(), requires=seedwheels.lmcache_requires()),
+        "pinned": seedwheels.lmcache_rocm(
+            folder / "pinned",
+            f"0.5.6.dev98+g{PINNED[:8]}.rocm6.4.1",
+            library=seedwheels.hip_library(rocm6=True),
+            requires=seedwheels.lmcache_requires(ceilings=False),
+        ),
+        "new": seedwheels.lmcache_rocm(
+            folder / "new",
+            f"0.5.7.dev12+g{NEW[:8]}.rocm7.2.4",
+            library=seedwheels.hip_library(),
+            requires=seedwheels.lmcache_requires(),
+        ),
     }
     refs: dict[tuple[str, str], str] = {}
     for (which, wheel), kind in itertools.product(wheels.items(), KINDS):
@@ -54,8 +61,13 @@ def images(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict
             done = publish(store, tag, [wheel], [inspect_wheel(wheel)], settle=0)
             refs[(which, kind)] = f"{registry.host}/one/lmcache:{tag}@{done.digest}"
         else:
-            refs[(which, kind)] = push_foreign(f"{registry.host}/one/lmcache:{tag}", [wheel], folder, tool=kind,
-                                               labels={"com.amd.atom.lmcache.version": "0.5.x"})
+            refs[(which, kind)] = push_foreign(
+                f"{registry.host}/one/lmcache:{tag}",
+                [wheel],
+                folder,
+                tool=kind,
+                labels={"com.amd.atom.lmcache.version": "0.5.x"},
+            )
     return refs
 
 
@@ -64,8 +76,7 @@ def read(registry: Registry, ref: str, cache: Path | None = None) -> imageread.I
     return read_image(store, ref.rsplit("@", 1)[1])
 
 
-def test_every_kind_of_image_gives_the_same_wheel_facts(registry: Registry, images: dict[tuple[str, str], str]
-                                                        ) -> None:
+def test_every_kind_of_image_gives_the_same_wheel_facts(registry: Registry, images: dict[tuple[str, str], str]) -> None:
     imageread._memo.clear()
     for which in ("pinned", "new"):
         infos = {kind: read(registry, images[(which, kind)]) for kind in KINDS}
@@ -80,8 +91,9 @@ def test_every_kind_of_image_gives_the_same_wheel_facts(registry: Registry, imag
         assert entry.installed is not None and entry.installed > entry.size  # a HIP library inflates
 
 
-def test_every_kind_of_image_is_as_large_as_its_manifest_declares(registry: Registry,
-                                                                  images: dict[tuple[str, str], str]) -> None:
+def test_every_kind_of_image_is_as_large_as_its_manifest_declares(
+    registry: Registry, images: dict[tuple[str, str], str]
+) -> None:
     """The image's size in a proposal is its config's and layers' bytes as the manifest
     it resolves to declares them, read the same way whoever pushed it; the wheel lies in a
     layer, so the image is about as large as the wheel (a gzip layer a little smaller)."""
@@ -99,19 +111,32 @@ def test_every_kind_of_image_is_as_large_as_its_manifest_declares(registry: Regi
 
 def sections(pinned: tuple[WheelEntry, ...], new: tuple[WheelEntry, ...]) -> tuple[str, str]:
     """The from → to lines and the wheel table a proposal shows."""
-    text = body(ProposalFacts(component="lmcache", upstream="https://github.com/LMCache/LMCache",
-                              old_commit=PINNED, new_commit=NEW, version=new[0].version, image="x@sha256:0",
-                              wheels=new, changes=wheel_changes(pinned, new)))
+    text = body(
+        ProposalFacts(
+            component="lmcache",
+            upstream="https://github.com/LMCache/LMCache",
+            old_commit=PINNED,
+            new_commit=NEW,
+            version=new[0].version,
+            image="x@sha256:0",
+            wheels=new,
+            changes=wheel_changes(pinned, new),
+        )
+    )
     parts = {part.split("\n", 1)[0]: part for part in text.split("\n\n")}
     return parts["### From → to"], parts["### Wheels"]
 
 
-def test_the_proposal_says_the_same_whoever_pushed_either_image(registry: Registry,
-                                                                images: dict[tuple[str, str], str]) -> None:
+def test_the_proposal_says_the_same_whoever_pushed_either_image(
+    registry: Registry, images: dict[tuple[str, str], str]
+) -> None:
     imageread._memo.clear()
-    said = {(old, new): sections(read(registry, images[("pinned", old)]).wheels,
-                                 read(registry, images[("new", new)]).wheels)
-            for old, new in itertools.product(KINDS, KINDS)}
+    said = {
+        (old, new): sections(
+            read(registry, images[("pinned", old)]).wheels, read(registry, images[("new", new)]).wheels
+        )
+        for old, new in itertools.product(KINDS, KINDS)
+    }
     expected = said[("wheelpin", "wheelpin")]
     for pair, text in said.items():
         assert text == expected, pair
@@ -122,8 +147,9 @@ def test_the_proposal_says_the_same_whoever_pushed_either_image(registry: Regist
     assert "| cp312-cp312-manylinux_2_28_x86_64 |" in table
 
 
-def test_an_image_read_from_its_layers_is_read_once(registry: Registry, images: dict[tuple[str, str], str],
-                                                    tmp_path: Path) -> None:
+def test_an_image_read_from_its_layers_is_read_once(
+    registry: Registry, images: dict[tuple[str, str], str], tmp_path: Path
+) -> None:
     """Kept by digest in the cache folder (a foreign pinned image is read every pass): a
     second process streams no layer; a damaged or older-format entry is read again."""
     ref = images[("new", "skopeo")]
@@ -139,8 +165,9 @@ def test_an_image_read_from_its_layers_is_read_once(registry: Registry, images: 
     assert read(registry, ref, tmp_path / "content").wheels == first.wheels
 
 
-def test_a_buildx_index_is_read_as_the_image_beside_its_attestation(registry: Registry,
-                                                                    images: dict[tuple[str, str], str]) -> None:
+def test_a_buildx_index_is_read_as_the_image_beside_its_attestation(
+    registry: Registry, images: dict[tuple[str, str], str]
+) -> None:
     """The digest pinned is the index's; the reader takes its linux/amd64 image and leaves the
     `unknown/unknown` attestation manifest (an in-toto layer, no wheel) alone."""
     ref = images[("new", "buildx")]

@@ -20,16 +20,19 @@ from bot.app.settings import Settings
 from bot.commands.platforms.api import PLATFORMS, config_on_this_host, downstream_of
 from bot.commands.platforms.base import Where
 from bot.core.config.model import Author
-from bot.core.errors import UsageError
-from bot.core.errors import RefusedError
+from bot.core.errors import RefusedError, UsageError
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.openapi import validate
 
 BOT = Author(name="wheelpin[bot]", email="bot@example.org")
-WHO = {"GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.org", "GIT_COMMITTER_NAME": "m",
-       "GIT_COMMITTER_EMAIL": "m@example.org"}
+WHO = {
+    "GIT_AUTHOR_NAME": "m",
+    "GIT_AUTHOR_EMAIL": "m@example.org",
+    "GIT_COMMITTER_NAME": "m",
+    "GIT_COMMITTER_EMAIL": "m@example.org",
+}
 CONFIG = "# the repository's wheelpin config, as the kind reads it\n"
-MESSAGE = "Bump x\n\nbody\n\n<!-- wheelpin: {\"commit\":\"abc\"} -->\n"
+MESSAGE = 'Bump x\n\nbody\n\n<!-- wheelpin: {"commit":"abc"} -->\n'
 
 
 @pytest.fixture(scope="module")
@@ -136,29 +139,35 @@ def test_every_branch_is_listed(downstream: Downstream, tmp_path: Path) -> None:
     """What image pruning reads pins from: every branch, the humans' too, across pages."""
     platform = downstream.platform
     base = platform.resolve("refs/heads/main")
-    mine = platform.write_branch("wheelpin/c", base=base, files={"docker/Dockerfile": "ARG X=2\n"},
-                                 message=MESSAGE, expected=None)
+    mine = platform.write_branch(
+        "wheelpin/c", base=base, files={"docker/Dockerfile": "ARG X=2\n"}, message=MESSAGE, expected=None
+    )
     if downstream.kind == "local":
         git(["branch", "feature/x", base], cwd=platform.repo)
     else:
         assert downstream.emulator is not None
         git(["branch", "feature/x", base], cwd=downstream.emulator.repos[(downstream.owner, downstream.name)].path)
         platform.page_size = 2
-    assert platform.branch_heads() == {"refs/heads/main": base, "refs/heads/feature/x": base,
-                                       "refs/heads/wheelpin/c": mine}
+    assert platform.branch_heads() == {
+        "refs/heads/main": base,
+        "refs/heads/feature/x": base,
+        "refs/heads/wheelpin/c": mine,
+    }
 
 
 def test_write_update_and_close(downstream: Downstream) -> None:
     platform = downstream.platform
     base = platform.resolve("refs/heads/main")
-    first = platform.write_branch("wheelpin/x", base=base, files={"docker/Dockerfile": "ARG X=2\n"},
-                                  message=MESSAGE, expected=None)
+    first = platform.write_branch(
+        "wheelpin/x", base=base, files={"docker/Dockerfile": "ARG X=2\n"}, message=MESSAGE, expected=None
+    )
     platform.publish_proposal("wheelpin/x", base="main", title="Bump x", body="body", labels=["wheelpin"])
     assert platform.read_file(first, "docker/Dockerfile") == "ARG X=2\n"
     (commit,) = platform.branch_commits("wheelpin/x", base)
     assert platform.is_bot_commit(commit) and commit.sha == first
-    second = platform.write_branch("wheelpin/x", base=base, files={"docker/Dockerfile": "ARG X=3\n"},
-                                   message=MESSAGE, expected=first)
+    second = platform.write_branch(
+        "wheelpin/x", base=base, files={"docker/Dockerfile": "ARG X=3\n"}, message=MESSAGE, expected=first
+    )
     platform.publish_proposal("wheelpin/x", base="main", title="Bump x again", body="body 2", labels=["wheelpin"])
     assert platform.resolve("refs/heads/wheelpin/x") == second
     assert [c.sha for c in platform.branch_commits("wheelpin/x", base)] == [second]
@@ -170,7 +179,9 @@ def test_write_update_and_close(downstream: Downstream) -> None:
     assert platform.resolve("refs/heads/wheelpin/x") is None
     if downstream.emulator is not None:
         (pull,) = downstream.emulator.repos[(downstream.owner, downstream.name)].pulls.values()
-        assert pull.state == "closed" and [c.split("\n")[0] for c in pull.comments] == ["Closing: the base already pins it"]
+        assert pull.state == "closed" and [c.split("\n")[0] for c in pull.comments] == [
+            "Closing: the base already pins it"
+        ]
 
 
 def test_compare_and_swap(downstream: Downstream) -> None:
@@ -209,26 +220,35 @@ def test_app_installation_tokens_are_made_and_renewed(tmp_path: Path) -> None:
     from bot.adapters.github import AppCredentials
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     # tokens that live four minutes: inside the renewal margin, so each use renews
     server = GitHubEmulator(tmp_path / "gh", tokens=set(), app_id=4242, app_public_key=public, token_lifetime=240)
     try:
         server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
-        platform = GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT,
-                                  app=AppCredentials(4242, private, 7))
+        platform = GitHubPlatform(
+            api_url=server.url, owner="rocm", repo="atom", author=BOT, app=AppCredentials(4242, private, 7)
+        )
         assert platform.resolve("refs/heads/main") is not None
         assert len(server.issued_tokens) >= 2 and server.issued_tokens[0].startswith("ghs_7_")
         assert platform.bot_login() == "wheelpin-test[bot]"  # the App's slug, as GitHub names its bot user
         validate("GET", "/app", 200, next(r.body for r in server.recorded if r.template == "/app"))
         from bot.adapters.github import Installation, app_installations
-        assert app_installations(api_url=server.url, app=AppCredentials(4242, private, 0)) == [Installation(7, "rocm", False)]
+
+        assert app_installations(api_url=server.url, app=AppCredentials(4242, private, 0)) == [
+            Installation(7, "rocm", False)
+        ]
         wrong = AppCredentials(999, private, 7)
         with pytest.raises(Exception, match="installation token"):
             GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT, app=wrong)
-        validate("POST", "/app/installations/{installation_id}/access_tokens", 201,
-                 next(r.body for r in server.recorded if r.template.startswith("/app/")))
+        validate(
+            "POST",
+            "/app/installations/{installation_id}/access_tokens",
+            201,
+            next(r.body for r in server.recorded if r.template.startswith("/app/")),
+        )
     finally:
         server.stop()
 
@@ -240,18 +260,25 @@ def test_repositories_of_one_installation_share_its_token(tmp_path: Path) -> Non
     permissions change (a token keeps the permissions it was made with)."""
     from bot.adapters.github import AppCredentials, forget_installation_tokens
     from tests.app.worlds import AppKey
+
     key = AppKey.make()
     server = GitHubEmulator(tmp_path / "gh", tokens=set(), app_id=4343, app_public_key=key.public)
     try:
         for name in ("atom", "vllm", "sglang"):
             server.create_repo("rocm", name, seed(tmp_path / f"seed-{name}"))
-        platforms = [GitHubPlatform(api_url=server.url, owner="rocm", repo=name, author=BOT,
-                                    app=AppCredentials(4343, key.private, 7)) for name in ("atom", "vllm", "sglang")]
+        platforms = [
+            GitHubPlatform(
+                api_url=server.url, owner="rocm", repo=name, author=BOT, app=AppCredentials(4343, key.private, 7)
+            )
+            for name in ("atom", "vllm", "sglang")
+        ]
         for platform in platforms * 3:
             assert platform.resolve("refs/heads/main") is not None
         assert len(server.issued_tokens) == 1
         forget_installation_tokens()
-        GitHubPlatform(api_url=server.url, owner="rocm", repo="atom", author=BOT, app=AppCredentials(4343, key.private, 7))
+        GitHubPlatform(
+            api_url=server.url, owner="rocm", repo="atom", author=BOT, app=AppCredentials(4343, key.private, 7)
+        )
         assert len(server.issued_tokens) == 2
     finally:
         server.stop()
@@ -310,8 +337,12 @@ def test_many_bot_branches_are_read_across_pages(tmp_path: Path) -> None:
         platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT)
         platform.page_size = 2
         base = platform.resolve("refs/heads/main")
-        made = {f"wheelpin/c{i}": platform.write_branch(f"wheelpin/c{i}", base=base, files={}, message=MESSAGE,
-                                                        expected=None) for i in range(5)}
+        made = {
+            f"wheelpin/c{i}": platform.write_branch(
+                f"wheelpin/c{i}", base=base, files={}, message=MESSAGE, expected=None
+            )
+            for i in range(5)
+        }
         platform.begin_pass()
         assert {b: platform.resolve(f"refs/heads/{b}") for b in made} == made
     finally:

@@ -42,8 +42,7 @@ def test_short_work_says_nothing(capsys: object) -> None:
     assert stream.getvalue() == ""
 
 
-def test_uploads_and_downloads_are_logged_as_they_go(registry: Registry, env: dict[str, str],
-                                                      rocm_wheel: Path) -> None:
+def test_uploads_and_downloads_are_logged_as_they_go(registry: Registry, env: dict[str, str], rocm_wheel: Path) -> None:
     """WHEELPIN_PROGRESS_SECONDS=0: every chunk is past the interval, so the events show in a
     short test; a real one says a long transfer every 10 s."""
     env = {**env, "WHEELPIN_PROGRESS_SECONDS": "0", "WHEELPIN_LOG_FORMAT": "json", "WHEELPIN_LOG_LEVEL": "info"}
@@ -70,8 +69,11 @@ def test_a_local_build_is_said_as_it_runs_with_its_log_and_last_line(tmp_path: P
     progress.configure(bar=False, interval=0.0)
     try:
         with log.open("wb") as stream, capture_logs() as events:
-            process = subprocess.Popen(["sh", "-c", "for i in 1 2 3; do echo step $i; sleep 0.3; done; exit 3"],
-                                       stdout=stream, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                ["sh", "-c", "for i in 1 2 3; do echo step $i; sleep 0.3; done; exit 3"],
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+            )
             code = progress.waited(process, "build lmcache 1a2b3c4d", log, 60)
     finally:
         progress.configure(bar=False, interval=10.0)

@@ -19,7 +19,7 @@ from bot.adapters.publisher import publish
 from bot.adapters.referrers import Subject, attach, fallback_tag, list_referrers, read_document
 from bot.adapters.registry import RegistryClient
 from bot.core.errors import VerificationError
-from bot.core.image.oci import MANIFEST_TYPE, WheelEntry
+from bot.core.image.oci import MANIFEST_TYPE
 from bot.core.provenance import dsse
 from bot.core.provenance.bundle import BUNDLE_TYPE, bundle_bytes, envelope_of
 from bot.core.provenance.sbom import SBOM_TYPE
@@ -30,22 +30,40 @@ from tests.fixtures.servers import Registry
 
 
 def published(store: ImageStore, tag: str, wheel: Path) -> BuildFacts:
-    result = publish(store, tag, [wheel], [inspect_wheel(wheel)], source="https://github.com/o/u",
-                     revision="05fc77a0" * 5, component="demo", settle=0)
-    return BuildFacts(repository=store.name, digest=result.digest, tag=tag, wheels=result.wheels,
-                      source="https://github.com/o/u", revision="05fc77a0" * 5, component="demo",
-                      build="`build.command` in a clean checkout of 05fc77a0 on host",
-                      verification={"result": "passed"})
+    result = publish(
+        store,
+        tag,
+        [wheel],
+        [inspect_wheel(wheel)],
+        source="https://github.com/o/u",
+        revision="05fc77a0" * 5,
+        component="demo",
+        settle=0,
+    )
+    return BuildFacts(
+        repository=store.name,
+        digest=result.digest,
+        tag=tag,
+        wheels=result.wheels,
+        source="https://github.com/o/u",
+        revision="05fc77a0" * 5,
+        component="demo",
+        build="`build.command` in a clean checkout of 05fc77a0 on host",
+        verification={"result": "passed"},
+    )
 
 
 def test_the_registry_without_a_referrers_api_lists_them_under_the_fallback_tag(
-        registry: Registry, small_wheels: tuple[Path, Path]) -> None:
+    registry: Registry, small_wheels: tuple[Path, Path]
+) -> None:
     store = RegistryRepository(RegistryClient(registry.host), "prov/fallback")
     facts = published(store, "a", small_wheels[0])
     key = ec.generate_private_key(ec.SECP256R1())
     done, sent = attach_provenance(store, facts, key)
     assert [(item.kind, item.signed, item.status) for item in done] == [
-        ("provenance", True, "attached"), ("sbom", False, "attached")]
+        ("provenance", True, "attached"),
+        ("sbom", False, "attached"),
+    ]
     assert sent > 0
     # docker-registry 2.8 answers the referrers API 404: the fallback tag holds the index
     assert fallback_tag(facts.digest) in store.list_tags()
@@ -55,8 +73,11 @@ def test_the_registry_without_a_referrers_api_lists_them_under_the_fallback_tag(
     assert [item.digest for item in listed] == [item.digest for item in done]
     artifact = json.loads(store.get_manifest(done[0].digest))
     assert artifact["subject"]["digest"] == facts.digest and artifact["artifactType"] == BUNDLE_TYPE
-    assert artifact["config"] == {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
-                                  "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"}
+    assert artifact["config"] == {
+        "mediaType": "application/vnd.oci.empty.v1+json",
+        "size": 2,
+        "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+    }
     sbom = json.loads(read_document(store, list_referrers(store, facts.digest)[1], 1 << 20))
     (component,) = sbom["components"]
     assert component["hashes"] == [{"alg": "SHA-256", "content": facts.wheels[0].sha256}]
@@ -85,7 +106,9 @@ def test_the_layout_folder_carries_them_too(tmp_path: Path, small_wheels: tuple[
     facts = published(store, "a", small_wheels[0])
     done, _ = attach_provenance(store, facts, None)
     assert [(item.kind, item.artifact_type, item.signed) for item in done] == [
-        ("provenance", PAYLOAD_TYPE, False), ("sbom", SBOM_TYPE, False)]
+        ("provenance", PAYLOAD_TYPE, False),
+        ("sbom", SBOM_TYPE, False),
+    ]
     assert store.list_tags() == sorted(["a", fallback_tag(facts.digest)])
     statement = json.loads(read_document(store, list_referrers(store, facts.digest)[0], 1 << 20))
     assert statement["predicate"]["buildDefinition"]["externalParameters"]["revision"] == "05fc77a0" * 5
@@ -95,7 +118,8 @@ def test_the_layout_folder_carries_them_too(tmp_path: Path, small_wheels: tuple[
 
 
 def test_verify_refuses_a_wrong_key_and_a_statement_signed_for_another_image(
-        registry: Registry, small_wheels: tuple[Path, Path]) -> None:
+    registry: Registry, small_wheels: tuple[Path, Path]
+) -> None:
     store = RegistryRepository(RegistryClient(registry.host), "prov/verify")
     key = ec.generate_private_key(ec.SECP256R1())
     facts = published(store, "a", small_wheels[1])
@@ -108,15 +132,23 @@ def test_verify_refuses_a_wrong_key_and_a_statement_signed_for_another_image(
     target = RegistryRepository(RegistryClient(registry.host), "prov/tampered")
     image = published(target, "a", small_wheels[1])
     subject = Subject(image.digest, len(target.get_manifest(image.digest)), MANIFEST_TYPE)
-    attach(target, subject, BUNDLE_TYPE, lying, title="lying.sigstore.json", annotations={},
-           existing=list_referrers(target, image.digest))
+    attach(
+        target,
+        subject,
+        BUNDLE_TYPE,
+        lying,
+        title="lying.sigstore.json",
+        annotations={},
+        existing=list_referrers(target, image.digest),
+    )
     with pytest.raises(VerificationError, match=f"its subject names {other.digest}, not the image {image.digest}"):
         verify_attached(target, image.digest, key.public_key())
     assert envelope_of(lying)["payloadType"] == PAYLOAD_TYPE
 
 
-def test_a_registry_with_the_referrers_api_lists_them_itself(registry: Registry,
-                                                              small_wheels: tuple[Path, Path]) -> None:
+def test_a_registry_with_the_referrers_api_lists_them_itself(
+    registry: Registry, small_wheels: tuple[Path, Path]
+) -> None:
     proxy = ReferrersProxy(registry.host)
     try:
         store = RegistryRepository(RegistryClient(proxy.host), "prov/api")

@@ -16,9 +16,9 @@ from bot.adapters.publisher import PublishResult, publish
 from bot.adapters.registry import RegistryClient
 from bot.core.errors import InputError, RefusedError, VerificationError
 from bot.core.wheel.report import inspect_wheel
-from tests.fixtures.wheels import build_wheel
 from tests.cli import wheelpin
 from tests.fixtures.servers import Registry
+from tests.fixtures.wheels import build_wheel
 
 
 def registry_store(registry: Registry, repo: str) -> RegistryRepository:
@@ -34,27 +34,31 @@ def swapped(tmp_path: Path, verified: Path, other: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["layout", "registry"])
-def test_a_wheel_swapped_after_verification_is_refused(tmp_path: Path, registry: Registry, kind: str,
-                                                       small_wheels: tuple[Path, Path]) -> None:
+def test_a_wheel_swapped_after_verification_is_refused(
+    tmp_path: Path, registry: Registry, kind: str, small_wheels: tuple[Path, Path]
+) -> None:
     path = swapped(tmp_path, small_wheels[0], small_wheels[1])
     report = inspect_wheel(path)
     shutil.copyfile(small_wheels[1], path)  # the swap, between verification and publish
-    store: ImageStore = (LayoutStore(tmp_path / "layout") if kind == "layout"
-                         else registry_store(registry, f"hostile/swap-{kind}"))
+    store: ImageStore = (
+        LayoutStore(tmp_path / "layout") if kind == "layout" else registry_store(registry, f"hostile/swap-{kind}")
+    )
     with pytest.raises(VerificationError, match="changed after it was verified"):
         publish(store, "v1", [path], [report], settle=0)
     assert store.tag_digest("v1") is None
 
 
 @pytest.mark.parametrize("kind", ["layout", "registry"])
-def test_a_wheel_swapped_during_the_upload_is_refused(tmp_path: Path, registry: Registry, kind: str,
-                                                      small_wheels: tuple[Path, Path]) -> None:
+def test_a_wheel_swapped_during_the_upload_is_refused(
+    tmp_path: Path, registry: Registry, kind: str, small_wheels: tuple[Path, Path]
+) -> None:
     """The layer digest is computed from the verified bytes, then the file is swapped right
     before the layer is streamed: the stream is checked again, so no tag is written."""
     path = swapped(tmp_path, small_wheels[0], small_wheels[1])
     report = inspect_wheel(path)
-    store: ImageStore = (LayoutStore(tmp_path / "layout") if kind == "layout"
-                         else registry_store(registry, f"hostile/swapupload-{kind}"))
+    store: ImageStore = (
+        LayoutStore(tmp_path / "layout") if kind == "layout" else registry_store(registry, f"hostile/swapupload-{kind}")
+    )
     real_put_blob = store.put_blob
 
     def swap_then_put(digest: str, size: int, chunks: Callable[[], Iterable[bytes]], **kw: str | None) -> int:
@@ -67,8 +71,9 @@ def test_a_wheel_swapped_during_the_upload_is_refused(tmp_path: Path, registry: 
     assert store.tag_digest("v1") is None
 
 
-def test_two_wheels_with_one_file_name_are_refused(tmp_path: Path, small_wheels: tuple[Path, Path],
-                                                   env: dict[str, str]) -> None:
+def test_two_wheels_with_one_file_name_are_refused(
+    tmp_path: Path, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     first, second = tmp_path / "a" / small_wheels[0].name, tmp_path / "b" / small_wheels[0].name
     for path in (first, second):
         path.parent.mkdir()
@@ -81,8 +86,16 @@ def test_two_wheels_with_one_file_name_are_refused(tmp_path: Path, small_wheels:
 
 
 def test_wheels_for_two_architectures_are_refused(tmp_path: Path, env: dict[str, str]) -> None:
-    wheels = [build_wheel(tmp_path, name="demo-native", version="1.0", files={"demo_native/x.py": b""},
-                          tag=f"cp312-cp312-manylinux_2_28_{arch}") for arch in ("x86_64", "aarch64")]
+    wheels = [
+        build_wheel(
+            tmp_path,
+            name="demo-native",
+            version="1.0",
+            files={"demo_native/x.py": b""},
+            tag=f"cp312-cp312-manylinux_2_28_{arch}",
+        )
+        for arch in ("x86_64", "aarch64")
+    ]
     reports = [inspect_wheel(w) for w in wheels]
     with pytest.raises(InputError, match="several architectures"):
         publish(LayoutStore(tmp_path / "direct"), "v1", wheels, reports, settle=0)
@@ -93,8 +106,9 @@ def test_wheels_for_two_architectures_are_refused(tmp_path: Path, env: dict[str,
     assert not layout.exists()
 
 
-def test_a_layout_path_that_is_a_file_is_refused(tmp_path: Path, small_wheels: tuple[Path, Path],
-                                                 env: dict[str, str]) -> None:
+def test_a_layout_path_that_is_a_file_is_refused(
+    tmp_path: Path, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     target = tmp_path / "a-file"
     target.write_bytes(b"keep me")
     result = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"oci:{target}:v1", env=env)
@@ -103,8 +117,9 @@ def test_a_layout_path_that_is_a_file_is_refused(tmp_path: Path, small_wheels: t
     assert target.read_bytes() == b"keep me"
 
 
-def test_a_layout_folder_that_cannot_be_written_is_refused(small_wheels: tuple[Path, Path],
-                                                           env: dict[str, str]) -> None:
+def test_a_layout_folder_that_cannot_be_written_is_refused(
+    small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     """/proc is a directory nobody, not even root, may create files in."""
     result = wheelpin("image", "publish", str(small_wheels[0]), "--to", "oci:/proc/wheelpin-layout:v1", env=env)
     assert result.code == 2, result.stderr
@@ -115,8 +130,15 @@ def test_two_concurrent_publishers_to_one_tag_one_wins(registry: Registry, tmp_p
     """Both pass the guard (the tag is free), both PUT: after the settle each reads the tag
     back; exactly one says published and the other that another writer won."""
     repo, tag = "hostile/race", "v1"
-    wheels = [build_wheel(tmp_path / str(n), name="demo-race", version=f"1.{n}",
-                          files={"demo_race/__init__.py": f"v = {n}\n".encode()}) for n in (1, 2)]
+    wheels = [
+        build_wheel(
+            tmp_path / str(n),
+            name="demo-race",
+            version=f"1.{n}",
+            files={"demo_race/__init__.py": f"v = {n}\n".encode()},
+        )
+        for n in (1, 2)
+    ]
     both_past_the_guard = threading.Barrier(2, timeout=30)
     results: dict[int, PublishResult | BaseException] = {}
 

@@ -21,11 +21,11 @@ def skopeo_inspect(ref: str, *extra: str, raw: bool = False) -> dict:  # type: i
     return json.loads(done.stdout)
 
 
-def test_publish_then_unchanged_then_refused(registry: Registry, rocm_wheel: Path,
-                                             small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+def test_publish_then_unchanged_then_refused(
+    registry: Registry, rocm_wheel: Path, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     to = f"{registry.host}/publish/atom-dev:lmcache-test-1"  # a repository no other test uses
-    first = wheelpin("image", "publish", str(rocm_wheel), "--to", to, "--json",
-                     "--require-arch", "gfx942", env=env)
+    first = wheelpin("image", "publish", str(rocm_wheel), "--to", to, "--json", "--require-arch", "gfx942", env=env)
     assert first.code == 0, first.stderr
     result = first.json()
     assert result["status"] == "published" and result["bytes_uploaded"] > rocm_wheel.stat().st_size
@@ -50,22 +50,33 @@ def test_publish_then_unchanged_then_refused(registry: Registry, rocm_wheel: Pat
     assert skopeo_inspect(f"docker://{to}")["Digest"] == digest
 
 
-def test_same_wheel_same_digest_anywhere(registry: Registry, small_wheels: tuple[Path, Path],
-                                         tmp_path: Path, env: dict[str, str]) -> None:
+def test_same_wheel_same_digest_anywhere(
+    registry: Registry, small_wheels: tuple[Path, Path], tmp_path: Path, env: dict[str, str]
+) -> None:
     copy = tmp_path / "elsewhere" / small_wheels[1].name
     copy.parent.mkdir()
     shutil.copyfile(small_wheels[1], copy)  # another mtime, another owner's umask
     copy.chmod(0o600)
-    to_registry = wheelpin("image", "publish", str(small_wheels[1]), "--to",
-                           f"{registry.host}/repro/demo:a", "--json", env=env)
-    to_layout = wheelpin("image", "publish", str(copy), "--to", f"oci:{tmp_path / 'layout'}:b",
-                         "--json", env=env)
+    to_registry = wheelpin(
+        "image", "publish", str(small_wheels[1]), "--to", f"{registry.host}/repro/demo:a", "--json", env=env
+    )
+    to_layout = wheelpin("image", "publish", str(copy), "--to", f"oci:{tmp_path / 'layout'}:b", "--json", env=env)
     assert to_registry.code == 0 and to_layout.code == 0, to_layout.stderr
     assert to_registry.json()["digest"] == to_layout.json()["digest"]
     # skopeo reads the layout folder, and copies it into the registry unchanged
     assert skopeo_inspect(f"oci:{tmp_path / 'layout'}:b", raw=True)["schemaVersion"] == 2
-    subprocess.run(["skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", f"oci:{tmp_path / 'layout'}:b",
-                    f"docker://{registry.host}/repro/copied:b"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "skopeo",
+            "copy",
+            "--preserve-digests",
+            "--dest-tls-verify=false",
+            f"oci:{tmp_path / 'layout'}:b",
+            f"docker://{registry.host}/repro/copied:b",
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert skopeo_inspect(f"docker://{registry.host}/repro/copied:b")["Digest"] == to_layout.json()["digest"]
 
 
@@ -78,6 +89,7 @@ def test_image_show_reads_annotations_only(registry: Registry, rocm_wheel: Path,
     assert info["metadata_from"] == "annotations" and info["bytes_fetched"] < 64 * 1024
     (wheel,) = info["wheels"]
     import hashlib
+
     assert wheel["sha256"] == hashlib.sha256(rocm_wheel.read_bytes()).hexdigest()
     assert wheel["requires_dist"][0] == "numpy<=2.2.6"
     text = wheelpin("image", "show", to, env=env)
@@ -100,32 +112,48 @@ def test_missing_tag_and_bad_refs(registry: Registry, env: dict[str, str], small
     assert missing.code == 1 and "no such tag" in missing.stderr
     bad = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/Bad:x", env=env)
     assert bad.code == 2 and "invalid repository path" in bad.stderr
-    digest_target = wheelpin("image", "publish", str(small_wheels[0]), "--to",
-                             f"{registry.host}/a/b@sha256:" + "a" * 64, env=env)
+    digest_target = wheelpin(
+        "image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/a/b@sha256:" + "a" * 64, env=env
+    )
     assert digest_target.code == 2 and "not a digest" in digest_target.stderr
 
 
-def test_verification_failure_publishes_nothing(registry: Registry, small_wheels: tuple[Path, Path],
-                                                env: dict[str, str]) -> None:
+def test_verification_failure_publishes_nothing(
+    registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     to = f"{registry.host}/verify/demo:v1"
     result = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--require-arch", "gfx942", env=env)
     assert result.code == 1 and "nothing published" in result.stderr
     assert wheelpin("image", "show", to, env=env).code == 1  # no such tag
 
 
-def test_basic_auth(basic_registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str],
-                    tmp_path: Path) -> None:
+def test_basic_auth(
+    basic_registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], tmp_path: Path
+) -> None:
     to = f"{basic_registry.host}/private/demo:v1"
     anonymous = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, env=env)
     assert anonymous.code == 2 and "needs credentials" in anonymous.stderr
-    wrong = wheelpin("image", "publish", str(small_wheels[0]), "--to", to,
-                     env={**env, "WHEELPIN_REGISTRY_HOST": basic_registry.host, "WHEELPIN_REGISTRY_USERNAME": "alice",
-                          "WHEELPIN_REGISTRY_PASSWORD": "nope-Wr0ng"})
+    wrong = wheelpin(
+        "image",
+        "publish",
+        str(small_wheels[0]),
+        "--to",
+        to,
+        env={
+            **env,
+            "WHEELPIN_REGISTRY_HOST": basic_registry.host,
+            "WHEELPIN_REGISTRY_USERNAME": "alice",
+            "WHEELPIN_REGISTRY_PASSWORD": "nope-Wr0ng",
+        },
+    )
     assert wrong.code == 2 and "refused" in wrong.stderr and "nope-Wr0ng" not in wrong.stderr
     # credentials from $DOCKER_CONFIG/config.json, as docker login writes them
     import base64
+
     auth = base64.b64encode(f"alice:{USERS['alice']}".encode()).decode()
-    (Path(env["DOCKER_CONFIG"]) / "config.json").write_text(json.dumps({"auths": {basic_registry.host: {"auth": auth}}}))
+    (Path(env["DOCKER_CONFIG"]) / "config.json").write_text(
+        json.dumps({"auths": {basic_registry.host: {"auth": auth}}})
+    )
     good = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--json", env=env)
     assert good.code == 0, good.stderr
     assert USERS["alice"] not in good.stderr + good.stdout
@@ -133,33 +161,57 @@ def test_basic_auth(basic_registry: Registry, small_wheels: tuple[Path, Path], e
     assert shown.code == 0 and shown.json()["wheels"][0]["file"] == small_wheels[0].name
 
 
-def test_credential_helper(basic_registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str],
-                           tmp_path: Path) -> None:
+def test_credential_helper(
+    basic_registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], tmp_path: Path
+) -> None:
     helpers = tmp_path / "bin"
     helpers.mkdir()
     helper = helpers / "docker-credential-wheelpintest"
-    helper.write_text("#!/bin/sh\nread host\n"
-                      f"echo '{{\"ServerURL\":\"'$host'\",\"Username\":\"alice\",\"Secret\":\"{USERS['alice']}\"}}'\n")
+    helper.write_text(
+        f'#!/bin/sh\nread host\necho \'{{"ServerURL":"\'$host\'","Username":"alice","Secret":"{USERS["alice"]}"}}\'\n'
+    )
     helper.chmod(0o755)
     (Path(env["DOCKER_CONFIG"]) / "config.json").write_text(
-        json.dumps({"credHelpers": {basic_registry.host: "wheelpintest"}}))
+        json.dumps({"credHelpers": {basic_registry.host: "wheelpintest"}})
+    )
     import os
-    result = wheelpin("image", "publish", str(small_wheels[1]), "--to", f"{basic_registry.host}/helper/demo:v1",
-                      env={**env, "PATH": f"{helpers}:{os.environ['PATH']}"})
+
+    result = wheelpin(
+        "image",
+        "publish",
+        str(small_wheels[1]),
+        "--to",
+        f"{basic_registry.host}/helper/demo:v1",
+        env={**env, "PATH": f"{helpers}:{os.environ['PATH']}"},
+    )
     assert result.code == 0, result.stderr
-    missing = wheelpin("image", "show", f"{basic_registry.host}/helper/demo:v1",
-                       env={**env, "PATH": "/usr/bin:/bin"})
+    missing = wheelpin("image", "show", f"{basic_registry.host}/helper/demo:v1", env={**env, "PATH": "/usr/bin:/bin"})
     assert missing.code == 2 and "docker-credential-wheelpintest" in missing.stderr
 
 
-def test_credentials_skopeo_login_wrote(basic_registry: Registry, small_wheels: tuple[Path, Path],
-                                       env: dict[str, str], tmp_path: Path) -> None:
+def test_credentials_skopeo_login_wrote(
+    basic_registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], tmp_path: Path
+) -> None:
     """`skopeo login` (as podman and buildah) writes containers' auth.json; wheelpin reads it
     where they do: REGISTRY_AUTH_FILE, else $XDG_RUNTIME_DIR/containers/auth.json."""
     auth_file = tmp_path / "auth.json"
-    login = subprocess.run(["skopeo", "login", "--tls-verify=false", "--authfile", str(auth_file), "-u", "alice",
-                            "--password-stdin", basic_registry.host], input=USERS["alice"], text=True,
-                           capture_output=True, timeout=60)
+    login = subprocess.run(
+        [
+            "skopeo",
+            "login",
+            "--tls-verify=false",
+            "--authfile",
+            str(auth_file),
+            "-u",
+            "alice",
+            "--password-stdin",
+            basic_registry.host,
+        ],
+        input=USERS["alice"],
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
     assert login.returncode == 0, login.stderr
     to = f"{basic_registry.host}/containers-auth/demo:v1"
     runtime = tmp_path / "run"
@@ -172,8 +224,9 @@ def test_credentials_skopeo_login_wrote(basic_registry: Registry, small_wheels: 
         assert USERS["alice"] not in published.stderr + published.stdout
 
 
-def test_plain_http_and_tls_verify_as_oras_and_skopeo_spell_them(registry: Registry, small_wheels: tuple[Path, Path],
-                                                                env: dict[str, str], tmp_path: Path) -> None:
+def test_plain_http_and_tls_verify_as_oras_and_skopeo_spell_them(
+    registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], tmp_path: Path
+) -> None:
     """A registry named by an address that is not loopback's is spoken to over HTTPS with
     its certificate checked, unless the command says `--plain-http` (oras) or
     `--tls-verify=false` (skopeo). 0.0.0.0 reaches this host (Linux takes it as a local
@@ -206,11 +259,16 @@ def test_plain_http_and_tls_verify_as_oras_and_skopeo_spell_them(registry: Regis
         secure.stop()
 
 
-def test_bearer_token_flow(token_registry: Registry, token_server: TokenServer,
-                           small_wheels: tuple[Path, Path], env: dict[str, str]) -> None:
+def test_bearer_token_flow(
+    token_registry: Registry, token_server: TokenServer, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     to = f"{token_registry.host}/tokens/demo:v1"
-    login = {**env, "WHEELPIN_REGISTRY_HOST": token_registry.host, "WHEELPIN_REGISTRY_USERNAME": "alice",
-             "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"]}
+    login = {
+        **env,
+        "WHEELPIN_REGISTRY_HOST": token_registry.host,
+        "WHEELPIN_REGISTRY_USERNAME": "alice",
+        "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"],
+    }
     issued = len(token_server.issued)
     result = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--json", env=login)
     assert result.code == 0, result.stderr
@@ -225,30 +283,61 @@ def test_bearer_token_flow(token_registry: Registry, token_server: TokenServer,
 
 
 def test_cross_repository_mount(registry: Registry, rocm_wheel: Path, env: dict[str, str]) -> None:
-    first = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{registry.host}/staging/lmcache:m1",
-                     "--json", env=env)
+    first = wheelpin(
+        "image", "publish", str(rocm_wheel), "--to", f"{registry.host}/staging/lmcache:m1", "--json", env=env
+    )
     assert first.code == 0, first.stderr
-    mounted = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{registry.host}/release/lmcache:m1",
-                       "--mount-from", "staging/lmcache", "--json", env=env)
+    mounted = wheelpin(
+        "image",
+        "publish",
+        str(rocm_wheel),
+        "--to",
+        f"{registry.host}/release/lmcache:m1",
+        "--mount-from",
+        "staging/lmcache",
+        "--json",
+        env=env,
+    )
     assert mounted.code == 0, mounted.stderr
     assert mounted.json()["bytes_uploaded"] < 4096  # config and manifest only: the layer was mounted
     assert mounted.json()["digest"] == first.json()["digest"]
 
 
-def test_cross_repository_mount_behind_a_token_service(token_registry: Registry, token_server: TokenServer,
-                                                      rocm_wheel: Path, env: dict[str, str]) -> None:
+def test_cross_repository_mount_behind_a_token_service(
+    token_registry: Registry, token_server: TokenServer, rocm_wheel: Path, env: dict[str, str]
+) -> None:
     """Behind a token service (Docker Hub, GHCR) a registry mounts only if the token grants
     pull on the source repository too (the Distribution spec, "Mounting a blob from another
     repository"; docker-registry checks the token's access claims); else it answers 202 and
     the whole layer goes up again, silently."""
-    login = {**env, "WHEELPIN_REGISTRY_HOST": token_registry.host, "WHEELPIN_REGISTRY_USERNAME": "alice",
-             "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"]}
-    first = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{token_registry.host}/tokens/staging/lmcache:m1",
-                     "--json", env=login)
+    login = {
+        **env,
+        "WHEELPIN_REGISTRY_HOST": token_registry.host,
+        "WHEELPIN_REGISTRY_USERNAME": "alice",
+        "WHEELPIN_REGISTRY_PASSWORD": USERS["alice"],
+    }
+    first = wheelpin(
+        "image",
+        "publish",
+        str(rocm_wheel),
+        "--to",
+        f"{token_registry.host}/tokens/staging/lmcache:m1",
+        "--json",
+        env=login,
+    )
     assert first.code == 0, first.stderr
     issued = len(token_server.issued)
-    mounted = wheelpin("image", "publish", str(rocm_wheel), "--to", f"{token_registry.host}/tokens/release/lmcache:m1",
-                       "--mount-from", "tokens/staging/lmcache", "--json", env=login)
+    mounted = wheelpin(
+        "image",
+        "publish",
+        str(rocm_wheel),
+        "--to",
+        f"{token_registry.host}/tokens/release/lmcache:m1",
+        "--mount-from",
+        "tokens/staging/lmcache",
+        "--json",
+        env=login,
+    )
     assert mounted.code == 0, mounted.stderr
     assert mounted.json()["bytes_uploaded"] < 4096 < first.json()["bytes_uploaded"]  # the layer was mounted
     scopes = [{(a["name"], tuple(a["actions"])) for a in claims["access"]} for claims in token_server.issued[issued:]]
@@ -269,31 +358,53 @@ def test_a_layout_tag_is_checked_again_under_its_lock(tmp_path: Path) -> None:
     assert store.tag_digest("v1") == first and store.list_tags() == ["v1"]
 
 
-def test_two_processes_racing_for_one_layout_tag(tmp_path: Path, small_wheels: tuple[Path, Path],
-                                                 env: dict[str, str]) -> None:
+def test_two_processes_racing_for_one_layout_tag(
+    tmp_path: Path, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     import sys
+
     from tests.cli import environment
+
     folder = tmp_path / "layout"
     for round_ in range(3):
         tag = f"race{round_}"
-        racers = [subprocess.Popen([sys.executable, "-m", "bot.cli", "image", "publish", str(wheel), "--to",
-                                    f"oci:{folder}:{tag}", "--json"], env=environment(env),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                  for wheel in small_wheels]
-        results = [(racer.wait(timeout=120), racer.stdout.read(), racer.stderr.read())  # type: ignore[union-attr]
-                   for racer in racers]
+        racers = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "bot.cli",
+                    "image",
+                    "publish",
+                    str(wheel),
+                    "--to",
+                    f"oci:{folder}:{tag}",
+                    "--json",
+                ],
+                env=environment(env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for wheel in small_wheels
+        ]
+        results = [
+            (racer.wait(timeout=120), racer.stdout.read(), racer.stderr.read())  # type: ignore[union-attr]
+            for racer in racers
+        ]
         won = [json.loads(out)["digest"] for code, out, _ in results if code == 0]
         lost = [err for code, _, err in results if code != 0]
         assert len(won) == 1 and len(lost) == 1, results
         assert "never overwrites a tag" in lost[0]
         index = json.loads((folder / "index.json").read_text())
-        assert [m["digest"] for m in index["manifests"]
-                if m["annotations"]["org.opencontainers.image.ref.name"] == tag] == won
+        assert [
+            m["digest"] for m in index["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == tag
+        ] == won
 
 
-def test_worker_threads_sharing_a_client_each_count_their_own_traffic(token_registry: Registry,
-                                                                       token_server: TokenServer,
-                                                                       tmp_path: Path) -> None:
+def test_worker_threads_sharing_a_client_each_count_their_own_traffic(
+    token_registry: Registry, token_server: TokenServer, tmp_path: Path
+) -> None:
     """The service's workers share one client per registry host. A pass runs in one worker,
     and what it reports (the `wheelpin_registry_*` metrics are summed from it) must be its
     own requests and bytes, not those of a pass that ran meanwhile in another; and each
@@ -305,8 +416,9 @@ def test_worker_threads_sharing_a_client_each_count_their_own_traffic(token_regi
     from bot.adapters.credentials import CredentialStore
     from bot.adapters.registry import RegistryClient
 
-    credentials = CredentialStore(config_path=tmp_path / "config.json", username="alice",
-                                  password=USERS["alice"], host=token_registry.host)
+    credentials = CredentialStore(
+        config_path=tmp_path / "config.json", username="alice", password=USERS["alice"], host=token_registry.host
+    )
     client = RegistryClient(token_registry.host, credentials=credentials)
     blob = b"one layer of many bytes " * 4096
     digest = "sha256:" + hashlib.sha256(blob).hexdigest()

@@ -18,9 +18,19 @@ from tests.fixtures.faultproxy import Fault, FaultProxy
 from tests.fixtures.servers import Registry
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1:5000", True), ("localhost:5000", True), ("localhost", True), ("[::1]:5000", True),
-    ("127.1.2.3", True), ("registry.example:5000", False), ("docker.io", False), ("10.0.0.1:5000", False)])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1:5000", True),
+        ("localhost:5000", True),
+        ("localhost", True),
+        ("[::1]:5000", True),
+        ("127.1.2.3", True),
+        ("registry.example:5000", False),
+        ("docker.io", False),
+        ("10.0.0.1:5000", False),
+    ],
+)
 def test_loopback_hosts_use_plain_http(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
     assert RegistryClient(host).base.startswith("http://" if loopback else "https://")
@@ -32,8 +42,10 @@ def test_insecure_setting_and_docker_hub_host() -> None:
 
 
 def test_challenges() -> None:
-    scheme, params = parse_challenge('Bearer realm="https://auth.docker.io/token",service="registry.docker.io",'
-                                     'scope="repository:rocm/atom-dev:pull,push",error="insufficient_scope"')
+    scheme, params = parse_challenge(
+        'Bearer realm="https://auth.docker.io/token",service="registry.docker.io",'
+        'scope="repository:rocm/atom-dev:pull,push",error="insufficient_scope"'
+    )
     assert scheme == "bearer" and params["scope"] == "repository:rocm/atom-dev:pull,push"
     assert params["realm"] == "https://auth.docker.io/token" and params["error"] == "insufficient_scope"
     assert parse_challenge('Basic realm="Registry Realm"') == ("basic", {"realm": "Registry Realm"})
@@ -47,9 +59,16 @@ def config(tmp_path: Path, document: dict) -> CredentialStore:  # type: ignore[t
 
 def test_docker_config_entries(tmp_path: Path) -> None:
     auth = base64.b64encode(b"alice:pa:ss").decode()
-    store = config(tmp_path, {"auths": {"https://index.docker.io/v1/": {"auth": auth},
-                                        "ghcr.io": {"username": "bob", "password": "pw"},
-                                        "quay.io": {"identitytoken": "refresh"}}})
+    store = config(
+        tmp_path,
+        {
+            "auths": {
+                "https://index.docker.io/v1/": {"auth": auth},
+                "ghcr.io": {"username": "bob", "password": "pw"},
+                "quay.io": {"identitytoken": "refresh"},
+            }
+        },
+    )
     hub = store.get("docker.io")
     assert hub is not None and (hub.username, hub.secret) == ("alice", "pa:ss")
     assert "pa:ss" not in repr(hub)
@@ -62,10 +81,18 @@ def test_containers_auth_files_come_before_docker_s(tmp_path: Path, monkeypatch:
     """containers-auth.json(5): the primary file ($XDG_RUNTIME_DIR/containers/auth.json, or
     REGISTRY_AUTH_FILE), then $XDG_CONFIG_HOME/containers/auth.json, then docker's; the
     first file with a credential for the host wins."""
+
     def write(path: Path, auths: dict[str, str]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"auths": {host: {"auth": base64.b64encode(f"{user}:pw".encode()).decode()}
-                                              for host, user in auths.items()}}))
+        path.write_text(
+            json.dumps(
+                {
+                    "auths": {
+                        host: {"auth": base64.b64encode(f"{user}:pw".encode()).decode()} for host, user in auths.items()
+                    }
+                }
+            )
+        )
 
     write(tmp_path / "run/containers/auth.json", {"ghcr.io": "bob"})
     write(tmp_path / "config/containers/auth.json", {"ghcr.io": "not-bob", "quay.io": "quinn"})
@@ -76,8 +103,7 @@ def test_containers_auth_files_come_before_docker_s(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))
     monkeypatch.delenv("REGISTRY_AUTH_FILE", raising=False)
     store = CredentialStore()
-    assert [store.get(host).username for host in ("ghcr.io", "quay.io", "docker.io")] == \
-        ["bob", "quinn", "dora"]  # type: ignore[union-attr]
+    assert [store.get(host).username for host in ("ghcr.io", "quay.io", "docker.io")] == ["bob", "quinn", "dora"]  # type: ignore[union-attr]
     assert store.get("registry.example") is None
     monkeypatch.setenv("REGISTRY_AUTH_FILE", str(tmp_path / "override.json"))  # replaces the primary file
     assert CredentialStore().get("ghcr.io").username == "dave"  # type: ignore[union-attr]
@@ -102,26 +128,29 @@ def proxy(registry: Registry) -> Iterator[FaultProxy]:
     server.stop()
 
 
-def test_registry_without_streamed_patch_gets_one_put(proxy: FaultProxy, small_wheels: tuple[Path, Path],
-                                                      env: dict[str, str]) -> None:
+def test_registry_without_streamed_patch_gets_one_put(
+    proxy: FaultProxy, small_wheels: tuple[Path, Path], env: dict[str, str]
+) -> None:
     proxy.faults.append(Fault("PATCH", r"/blobs/uploads/", "405", times=None))
     proxy.refuse_chunked = True  # the single PUT declares its length too
-    result = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{proxy.host}/nopatch/demo:v1",
-                      "--json", env=env)
+    result = wheelpin(
+        "image", "publish", str(small_wheels[0]), "--to", f"{proxy.host}/nopatch/demo:v1", "--json", env=env
+    )
     assert result.code == 0, result.stderr
     puts = [path for method, path, status in proxy.seen if method == "PUT" and "/blobs/uploads/" in path]
     assert len(puts) >= 2  # layer and config, each in one PUT
 
 
-def test_uploads_declare_their_length(proxy: FaultProxy, small_wheels: tuple[Path, Path],
-                                      registry: Registry, env: dict[str, str]) -> None:
+def test_uploads_declare_their_length(
+    proxy: FaultProxy, small_wheels: tuple[Path, Path], registry: Registry, env: dict[str, str]
+) -> None:
     proxy.refuse_chunked = True
-    result = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{proxy.host}/lengths/demo:v1",
-                      "--json", env=env)
+    result = wheelpin(
+        "image", "publish", str(small_wheels[0]), "--to", f"{proxy.host}/lengths/demo:v1", "--json", env=env
+    )
     assert result.code == 0, result.stderr
     assert not [seen for seen in proxy.seen if seen[2] == 411]
-    patches = [headers for method, path, headers in proxy.headers
-               if method == "PATCH" and "/blobs/uploads/" in path]
+    patches = [headers for method, path, headers in proxy.headers if method == "PATCH" and "/blobs/uploads/" in path]
     manifests = [headers for method, path, headers in proxy.headers if method == "PUT" and "/manifests/" in path]
     # the layer, the config, the manifest; then the attached provenance and SBOM: the empty
     # config and the two documents, their two manifests, and the fallback tag's index twice
@@ -133,8 +162,9 @@ def test_uploads_declare_their_length(proxy: FaultProxy, small_wheels: tuple[Pat
     assert sent == result.json()["bytes_uploaded"] + result.json()["attached_bytes_uploaded"]
 
 
-def test_publish_with_a_component_uses_its_rules(registry: Registry, small_wheels: tuple[Path, Path],
-                                                 env: dict[str, str], tmp_path: Path) -> None:
+def test_publish_with_a_component_uses_its_rules(
+    registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], tmp_path: Path
+) -> None:
     (tmp_path / "wheelpin.toml").write_text(f"""
 [[component]]
 name = "demo"
@@ -144,11 +174,31 @@ build = {{ command = "true" }}
 image = {{ repository = "{registry.host}/component/demo", tag = "v{{version_base}}-g{{sha8}}" }}
 pins = [{{ file = "wheelpin.toml", image_arg = "X" }}]
 """)
-    refused = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/component/demo:v1",
-                       "--component", "demo", "--repo", str(tmp_path), "--revision", "05fc77a0" * 5, env=env)
+    refused = wheelpin(
+        "image",
+        "publish",
+        str(small_wheels[0]),
+        "--to",
+        f"{registry.host}/component/demo:v1",
+        "--component",
+        "demo",
+        "--repo",
+        str(tmp_path),
+        "--revision",
+        "05fc77a0" * 5,
+        env=env,
+    )
     assert refused.code == 1 and "expected 'demo-cache-rocm'" in refused.stderr
-    wrong_commit = wheelpin("image", "publish", str(small_wheels[0]), "--to", f"{registry.host}/component/demo:v1",
-                            "--revision", "3d3aa833" * 5, env=env)
+    wrong_commit = wheelpin(
+        "image",
+        "publish",
+        str(small_wheels[0]),
+        "--to",
+        f"{registry.host}/component/demo:v1",
+        "--revision",
+        "3d3aa833" * 5,
+        env=env,
+    )
     assert wrong_commit.code == 1 and "does not carry commit g3d3aa833" in wrong_commit.stderr
 
 

@@ -48,14 +48,16 @@ sys.exit(1 if found else 0)
 
 
 def component(command: str | list[str], upstream: Path) -> Component:
-    return Component.model_validate({
-        "name": "demo-cache",
-        "upstream": {"repo": str(upstream), "branch": "main"},
-        "wheel": {"distribution": "demo-cache"},
-        "build": {"command": command},
-        "image": {"repository": "oci:/nowhere", "tag": "v{sha8}"},
-        "pins": [{"file": "Dockerfile", "image_arg": "IMG", "sha256_arg": "SHA"}],
-    })
+    return Component.model_validate(
+        {
+            "name": "demo-cache",
+            "upstream": {"repo": str(upstream), "branch": "main"},
+            "wheel": {"distribution": "demo-cache"},
+            "build": {"command": command},
+            "image": {"repository": "oci:/nowhere", "tag": "v{sha8}"},
+            "pins": [{"file": "Dockerfile", "image_arg": "IMG", "sha256_arg": "SHA"}],
+        }
+    )
 
 
 def upstream_repo(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
@@ -87,8 +89,12 @@ def drive(kind: str, tmp: str) -> None:
         result = build(tmp_path, [sys.executable, "snoop.py", docker, state], {"snoop.py": SNOOP})
         said = result.log.read_text()
     else:
-        wheel = build_wheel(tmp_path / "wheel", name="snoop", version="1.0",
-                            files={"snoop/__init__.py": SNOOP.replace("sys.argv[1:]", repr([docker, state])).encode()})
+        wheel = build_wheel(
+            tmp_path / "wheel",
+            name="snoop",
+            version="1.0",
+            files={"snoop/__init__.py": SNOOP.replace("sys.argv[1:]", repr([docker, state])).encode()},
+        )
         smoked = smoke.smoke_test("python -c 'import snoop' && python -c 'import snoop'", {HERE: wheel})
         said = json.dumps([smoked.passed, smoked.failed])
     print(json.dumps(said))
@@ -100,13 +106,30 @@ def secrets_seen(tmp_path: Path, kind: str) -> str:
     (home / ".docker" / "config.json").write_text(json.dumps({"auths": {"r.example": {"auth": PLANTED}}}))
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "state.sqlite").write_text(f"refresh token {PLANTED}")
-    env = {**os.environ, "HOME": str(home), "GH_PAT": f"ghp_{PLANTED}", "MY_SERVICE_API_KEY": PLANTED,
-           "WHEELPIN_REGISTRY_PASSWORD": PLANTED, "WHEELPIN_GITHUB_TOKEN": PLANTED,
-           "HTTPS_PROXY": f"http://user:{PLANTED}@proxy.example:3128",  # a proxy with credentials
-           "WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-c", "import sys; from tests.adapters.test_sandbox import drive; "
-                           "drive(*sys.argv[1:])", kind, str(tmp_path)],
-                          env=env, capture_output=True, text=True, timeout=300, check=True)
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "GH_PAT": f"ghp_{PLANTED}",
+        "MY_SERVICE_API_KEY": PLANTED,
+        "WHEELPIN_REGISTRY_PASSWORD": PLANTED,
+        "WHEELPIN_GITHUB_TOKEN": PLANTED,
+        "HTTPS_PROXY": f"http://user:{PLANTED}@proxy.example:3128",  # a proxy with credentials
+        "WHEELPIN_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tests.adapters.test_sandbox import drive; drive(*sys.argv[1:])",
+            kind,
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     said: str = json.loads(done.stdout.strip().splitlines()[-1])
     return said
 
@@ -158,8 +181,10 @@ def test_a_daemon_a_smoke_test_starts_ends_with_it(tmp_path: Path, daemon_mark: 
     assert _running(f"sleep\0{daemon_mark}") == []
 
 
-FLOOD = ("import sys\nfor n in range(40):\n    sys.stdout.write(f'line {n} ' + 'x' * (1 << 20) + '\\n')\n"
-         "print('flood over')\n")
+FLOOD = (
+    "import sys\nfor n in range(40):\n    sys.stdout.write(f'line {n} ' + 'x' * (1 << 20) + '\\n')\n"
+    "print('flood over')\n"
+)
 
 
 def test_a_flood_of_build_output_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,7 +194,7 @@ def test_a_flood_of_build_output_is_bounded(tmp_path: Path, monkeypatch: pytest.
     size = result.log.stat().st_size
     assert size <= 3 * (1 << 20) + 200, size  # 40 MiB written
     text = result.log.read_text()
-    assert text.startswith("line 0 ") and "line 39 " in text[-(1 << 20) - 20:] and text.endswith("flood over\n")
+    assert text.startswith("line 0 ") and "line 39 " in text[-(1 << 20) - 20 :] and text.endswith("flood over\n")
     assert "bytes of output cut here" in text
     assert "of output cut to the first 1 and last 1 MiB in its log" in result.message
 
@@ -198,12 +223,17 @@ def test_the_log_keeps_its_head_and_tail_and_says_what_was_cut(tmp_path: Path) -
     assert log.finish() == 1020
     text = (tmp_path / "log").read_bytes()
     assert text.startswith(b"0123456789\n[wheelpin: ") and text.endswith(b"abcdefghij")
-    kept = len(text) - 10 - len(b"\n[wheelpin: %20d bytes of output cut here; the log keeps its first and last bytes]\n" % 0)
+    kept = (
+        len(text)
+        - 10
+        - len(b"\n[wheelpin: %20d bytes of output cut here; the log keeps its first and last bytes]\n" % 0)
+    )
     assert f"{1020 - 10 - kept:>20d} bytes of output cut here".encode() in text
 
 
 def test_without_bwrap_the_command_is_refused_unless_the_operator_opts_out(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sandbox, "_problem", lambda: "no bwrap on PATH")
     monkeypatch.delenv(sandbox.SETTING, raising=False)
     with pytest.raises(sandbox.SandboxUnavailable, match=r"WHEELPIN_SANDBOX=off to run them unsandboxed \(unsafe\)"):
@@ -216,8 +246,14 @@ def test_without_bwrap_the_command_is_refused_unless_the_operator_opts_out(
 
 
 def test_only_allow_listed_variables_reach_a_build(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {"GH_PAT": "p", "MY_SERVICE_API_KEY": "k", "PIP_INDEX_URL": "https://pypi.example/simple",
-                        "HTTPS_PROXY": "http://u:p@proxy:3128", "LC_ALL": "C.UTF-8", "CUSTOM": "1"}.items():
+    for name, value in {
+        "GH_PAT": "p",
+        "MY_SERVICE_API_KEY": "k",
+        "PIP_INDEX_URL": "https://pypi.example/simple",
+        "HTTPS_PROXY": "http://u:p@proxy:3128",
+        "LC_ALL": "C.UTF-8",
+        "CUSTOM": "1",
+    }.items():
         monkeypatch.setenv(name, value)
     assert {"GH_PAT", "MY_SERVICE_API_KEY", "HTTPS_PROXY", "CUSTOM"}.isdisjoint(localbuild.build_environment())
     assert {"PIP_INDEX_URL", "LC_ALL"} <= set(localbuild.build_environment())
@@ -227,9 +263,13 @@ def test_only_allow_listed_variables_reach_a_build(monkeypatch: pytest.MonkeyPat
 
 def test_a_build_dies_with_its_pass(tmp_path: Path, daemon_mark: str) -> None:
     """SIGKILL to the bot (no `finally` runs): bwrap's --die-with-parent ends the build."""
-    code = (f"import sys; from pathlib import Path; from tests.adapters.test_sandbox import build; "
-            f"build(Path(sys.argv[1]), 'setsid sleep {daemon_mark} </dev/null >/dev/null 2>&1 & sleep {daemon_mark}')")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = (
+        f"import sys; from pathlib import Path; from tests.adapters.test_sandbox import build; "
+        f"build(Path(sys.argv[1]), 'setsid sleep {daemon_mark} </dev/null >/dev/null 2>&1 & sleep {daemon_mark}')"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 60
     while len(_running(f"sleep\0{daemon_mark}")) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -243,7 +283,9 @@ def test_a_build_dies_with_its_pass(tmp_path: Path, daemon_mark: str) -> None:
 
 
 def test_the_bots_process_is_made_non_dumpable() -> None:
-    code = ("import ctypes, ctypes.util; from bot.adapters.sandbox import undumpable; undumpable(); "
-            "print(ctypes.CDLL(ctypes.util.find_library('c')).prctl(3, 0, 0, 0, 0))")  # PR_GET_DUMPABLE
+    code = (
+        "import ctypes, ctypes.util; from bot.adapters.sandbox import undumpable; undumpable(); "
+        "print(ctypes.CDLL(ctypes.util.find_library('c')).prctl(3, 0, 0, 0, 0))"
+    )  # PR_GET_DUMPABLE
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0"

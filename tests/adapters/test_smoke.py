@@ -13,8 +13,9 @@ HERE = f"cp{sys.version_info.major}{sys.version_info.minor}"
 
 
 def wheel(folder: Path, body: bytes = b"WHERE = __file__\n") -> Path:
-    return build_wheel(folder, name="demo-cache", version="0.1.1", files={"demo_cache/__init__.py": body},
-                       requires_dist=["numpy>=2.3"])  # --no-deps: its requirements are not fetched
+    return build_wheel(
+        folder, name="demo-cache", version="0.1.1", files={"demo_cache/__init__.py": body}, requires_dist=["numpy>=2.3"]
+    )  # --no-deps: its requirements are not fetched
 
 
 def test_the_exact_wheel_is_imported_from_a_fresh_venv(tmp_path: Path) -> None:

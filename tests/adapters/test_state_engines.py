@@ -122,8 +122,9 @@ def test_many_repositories_states_share_a_few_connections(postgres: Postgres) ->
         state.record("lmcache", "abc", "build", f"exit {index}")
         state.release()
     with psycopg.connect(url) as connection:
-        (held,) = connection.execute("select count(*) from pg_stat_activity where datname = 'many_states' "
-                                     "and pid <> pg_backend_pid()").fetchone() or (0,)
+        (held,) = connection.execute(
+            "select count(*) from pg_stat_activity where datname = 'many_states' and pid <> pg_backend_pid()"
+        ).fetchone() or (0,)
     assert 1 <= held <= POOL_SIZE
     failed = states[42].failure("lmcache", "abc")
     assert failed is not None and failed.message == "exit 42"  # each kept its own

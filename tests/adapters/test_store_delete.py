@@ -20,8 +20,9 @@ def put(store: RegistryRepository | LayoutStore, tag: str, wheel: Path) -> str:
     return publish(store, tag, [wheel], [inspect_wheel(wheel)], settle=0).digest
 
 
-def test_the_registry_deletes_a_digest_with_every_tag_and_no_tag_alone(registry: Registry,
-                                                                      small_wheels: tuple[Path, Path]) -> None:
+def test_the_registry_deletes_a_digest_with_every_tag_and_no_tag_alone(
+    registry: Registry, small_wheels: tuple[Path, Path]
+) -> None:
     store = RegistryRepository(RegistryClient(registry.host), "prune/delete")
     old, new = small_wheels
     digest = put(store, "a", old)
@@ -43,15 +44,18 @@ def frozen_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Regist
     server.stop()
 
 
-def test_a_registry_with_deletes_off_deletes_nothing(frozen_registry: Registry, small_wheels: tuple[Path, Path]) -> None:
+def test_a_registry_with_deletes_off_deletes_nothing(
+    frozen_registry: Registry, small_wheels: tuple[Path, Path]
+) -> None:
     store = RegistryRepository(RegistryClient(frozen_registry.host), "prune/frozen")
     digest = put(store, "a", small_wheels[0])
     assert store.delete(digest) is False  # 405 UNSUPPORTED
     assert store.tag_digest("a") == digest
 
 
-def test_the_layout_folder_drops_a_tag_and_the_blobs_only_it_used(tmp_path: Path,
-                                                                  small_wheels: tuple[Path, Path]) -> None:
+def test_the_layout_folder_drops_a_tag_and_the_blobs_only_it_used(
+    tmp_path: Path, small_wheels: tuple[Path, Path]
+) -> None:
     store = LayoutStore(tmp_path / "layout")
     old, new = small_wheels
     gone, kept = put(store, "a", old), put(store, "b", new)

@@ -12,8 +12,12 @@ from bot.adapters.upstream import UpstreamRepo
 from bot.core.config.model import Upstream
 from bot.core.errors import TransientError
 
-WHO = {"GIT_AUTHOR_NAME": "d", "GIT_AUTHOR_EMAIL": "d@example.org", "GIT_COMMITTER_NAME": "d",
-       "GIT_COMMITTER_EMAIL": "d@example.org"}
+WHO = {
+    "GIT_AUTHOR_NAME": "d",
+    "GIT_AUTHOR_EMAIL": "d@example.org",
+    "GIT_COMMITTER_NAME": "d",
+    "GIT_COMMITTER_EMAIL": "d@example.org",
+}
 
 
 def commit(repo: Path, message: str, date: str | None = None) -> str:

@@ -30,15 +30,19 @@ def tagged(tmp_path: Path, tags: list[str]) -> tuple[Path, dict[str, str]]:
 
 
 def observed(repo: Path, tmp_path: Path, tags: str, versioning: str | None) -> UpstreamRepo:
-    return UpstreamRepo(Upstream(repo=f"file://{repo}", tags=tags, versioning=versioning),
-                        cache=tmp_path / "cache", root=tmp_path)
+    return UpstreamRepo(
+        Upstream(repo=f"file://{repo}", tags=tags, versioning=versioning), cache=tmp_path / "cache", root=tmp_path
+    )
 
 
 @pytest.mark.parametrize("versioning", VERSIONINGS.values(), ids=list(VERSIONINGS))
 def test_each_versioning_follows_its_newest_example(versioning: Versioning, tmp_path: Path) -> None:
     releases = [f"v{version}" for version in versioning.examples.ascending]
-    refused = [f"v{version}" for version in versioning.examples.invalid  # those git takes as tag names
-               if git_ok(["check-ref-format", f"refs/tags/v{version}"])]
+    refused = [
+        f"v{version}"
+        for version in versioning.examples.invalid  # those git takes as tag names
+        if git_ok(["check-ref-format", f"refs/tags/v{version}"])
+    ]
     shuffled = random.Random(35).sample(releases + refused, len(releases + refused))
     repo, commits = tagged(tmp_path, shuffled)
     upstream = observed(repo, tmp_path, "v*", versioning.name)

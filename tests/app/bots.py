@@ -5,7 +5,6 @@ with its HTTP server on a loopback port, driven by signed deliveries."""
 from __future__ import annotations
 
 import json
-
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,8 +16,8 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.adapters.github.door import GitHubDoor
 from bot.adapters.git import git
+from bot.adapters.github.door import GitHubDoor
 from bot.app.githubrepo import GitHubAccess
 from bot.app.service import Service
 from bot.app.settings import Settings
@@ -37,10 +36,10 @@ COMPONENT = "demo-cache"
 
 def app_key() -> tuple[bytes, bytes]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     return private, public
 
 
@@ -83,9 +82,11 @@ class Bot:
 
     def idle(self, timeout: float = 120) -> None:
         """Until nothing waits or runs (a job's follow-ups are queued before it ends)."""
+
         def still() -> bool:
             stats = self.service.stats()
             return stats.waiting == 0 and stats.running == 0
+
         wait_until(still, timeout, "the queue to drain")
 
     def passes(self) -> int:
@@ -95,8 +96,10 @@ class Bot:
         """The schedule fires now for the component (instead of in 30 minutes)."""
         if self.service.shared is not None:  # on PostgreSQL: due now, deferred by the next tick
             with self.service.shared.pool.connection() as connection:
-                made_due = connection.execute("update wheelpin_schedules set due = 0 where repository = %s and "
-                                              "component = %s", (self.repository, COMPONENT)).rowcount
+                made_due = connection.execute(
+                    "update wheelpin_schedules set due = 0 where repository = %s and component = %s",
+                    (self.repository, COMPONENT),
+                ).rowcount
             assert made_due == 1
             wait_until(lambda: self.service.stats().waiting or self.service.stats().running, 30, "the tick")
             return
@@ -139,8 +142,13 @@ class Bot:
         item.comments.append(body)
         payload = example("issue_comment", "created")
         payload["repository"] = {**payload["repository"], "full_name": self.repository}
-        payload["issue"] = {**payload["issue"], "number": number, "pull_request": {"url": "x"},
-                            "body": item.body if seen is None else seen, "state": item.state}
+        payload["issue"] = {
+            **payload["issue"],
+            "number": number,
+            "pull_request": {"url": "x"},
+            "body": item.body if seen is None else seen,
+            "state": item.state,
+        }
         if item.is_issue:  # an issue's payload has no pull_request key (docs, "issue_comment" webhook)
             del payload["issue"]["pull_request"]
         payload["comment"] = {**payload["comment"], "body": body, "id": comment_id(number, len(item.comments) - 1)}
@@ -154,8 +162,16 @@ class Bot:
 def settings_for(tmp_path: Path, **changes: Any) -> Settings:
     """The service's settings in the tests; host paths allowed (the operator's setting, which
     no config can give), since the worlds' upstreams and image layouts are folders here."""
-    return Settings(**{"cache_dir": tmp_path / "cache", "registry_backoff": 0.05, "schedule_jitter": 0,
-                       "queue_backoff": 0.2, "allow_host_paths": True, **changes})
+    return Settings(
+        **{
+            "cache_dir": tmp_path / "cache",
+            "registry_backoff": 0.05,
+            "schedule_jitter": 0,
+            "queue_backoff": 0.2,
+            "allow_host_paths": True,
+            **changes,
+        }
+    )
 
 
 def app_on_emulator(world: World, tmp_path: Path) -> tuple[GitHubEmulator, EmulatedRepo, bytes]:
@@ -166,7 +182,9 @@ def app_on_emulator(world: World, tmp_path: Path) -> tuple[GitHubEmulator, Emula
     private, public = app_key()
     emulator = GitHubEmulator(tmp_path / "github", tokens=set(), app_id=APP_ID, app_public_key=public)
     emulator.auto_advance = False
-    emulator.actions = lambda repo, run: {w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])}
+    emulator.actions = lambda repo, run: {
+        w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])
+    }
     repo = emulator.create_repo("rocm", "atom", world.downstream)
     (tmp_path / "app.pem").write_bytes(private)
     (tmp_path / "webhook-secret").write_bytes(SECRET + b"\n")
@@ -174,8 +192,14 @@ def app_on_emulator(world: World, tmp_path: Path) -> tuple[GitHubEmulator, Emula
 
 
 @contextmanager
-def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None = None,
-                edit: tuple[str, str] | None = None, **settings: Any) -> Iterator[Bot]:
+def running_bot(
+    world: World,
+    tmp_path: Path,
+    *,
+    switches: dict[str, Any] | None = None,
+    edit: tuple[str, str] | None = None,
+    **settings: Any,
+) -> Iterator[Bot]:
     """The service watching the world's downstream on the emulator, its behaviour
     `switches` (GitHubEmulator attributes) set before the service first speaks to it, and
     its config changed by `edit` (old, new)."""
@@ -188,7 +212,9 @@ def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None
     for switch, value in (switches or {}).items():
         assert hasattr(emulator, switch), switch
         setattr(emulator, switch, value)
-    emulator.actions = lambda repo, run: {w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])}
+    emulator.actions = lambda repo, run: {
+        w.name: w.read_bytes() for w in runner_build(world, tmp_path, run.inputs["c"])
+    }
     service = server = None
     try:
         repo = emulator.create_repo("rocm", "atom", world.downstream)
@@ -204,8 +230,9 @@ def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None
         bot.session.close()
         assert emulator.errors == []
         # each answer, and each body the bot sent, held to GitHub's schema
-        kinds = {(r.method, r.template, r.status, json.dumps(r.request, sort_keys=True)[:200]): r
-                 for r in emulator.recorded}
+        kinds = {
+            (r.method, r.template, r.status, json.dumps(r.request, sort_keys=True)[:200]): r for r in emulator.recorded
+        }
         validate_recorded(kinds.values())
     finally:
         if server is not None:
@@ -215,5 +242,14 @@ def running_bot(world: World, tmp_path: Path, *, switches: dict[str, Any] | None
         emulator.stop()
 
 
-__all__ = ["HUMAN", "Bot", "running_bot", "wait_until", "app_key", "SECRET", "APP_ID", "github_world",
-           "app_on_emulator"]
+__all__ = [
+    "HUMAN",
+    "Bot",
+    "running_bot",
+    "wait_until",
+    "app_key",
+    "SECRET",
+    "APP_ID",
+    "github_world",
+    "app_on_emulator",
+]

@@ -30,8 +30,11 @@ EXAMPLE = ROOT / "deploy" / "github-action.yml"
 
 
 def schema_check(kind: str, path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", f"vendor.github-{kind}",
-                           str(path)], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", f"vendor.github-{kind}", str(path)],
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_the_action_and_the_example_workflow_fit_their_published_schemas(tmp_path: Path) -> None:
@@ -49,41 +52,61 @@ def test_the_action_and_the_example_workflow_fit_their_published_schemas(tmp_pat
 def expand(text: str, context: dict[str, Any]) -> str:
     """`${{ a.b }}` expressions as the runner fills them (only the plain lookups the action uses,
     `steps.ID.outputs.NAME` among them: empty when the step gave no such output)."""
+
     def value(match: re.Match[str]) -> str:
         scope, _, name = match.group(1).strip().partition(".")
         if scope == "steps":
             step, _, output = name.partition(".outputs.")
             return str(context["steps"].get(step, {}).get(output, ""))
         return str(context[scope][name])
+
     return re.sub(r"\$\{\{\s*([A-Za-z_.-]+)\s*\}\}", value, text)
 
 
-def run_action(inputs: dict[str, str], *, github: dict[str, str], temp: Path,
-               restored: str = "") -> tuple[int, str, dict[str, dict[str, str]]]:
+def run_action(
+    inputs: dict[str, str], *, github: dict[str, str], temp: Path, restored: str = ""
+) -> tuple[int, str, dict[str, dict[str, str]]]:
     """The action's `run` steps in order, as a runner runs a composite action's steps; with
     each step's outputs (what it wrote to GITHUB_OUTPUT). `restored`: the key of the state's
     cache entry a restore matched."""
     action = yaml.safe_load(ACTION.read_text())
     given = {name: inputs.get(name, spec.get("default", "")) for name, spec in action["inputs"].items()}
-    steps: dict[str, dict[str, str]] = {"python": {"python-path": sys.executable},
-                                        "state": {"cache-matched-key": restored}}
-    context = {"inputs": given, "github": github, "runner": {"temp": str(temp), "os": "Linux", "arch": "X64"},
-               "steps": steps}
+    steps: dict[str, dict[str, str]] = {
+        "python": {"python-path": sys.executable},
+        "state": {"cache-matched-key": restored},
+    }
+    context = {
+        "inputs": given,
+        "github": github,
+        "runner": {"temp": str(temp), "os": "Linux", "arch": "X64"},
+        "steps": steps,
+    }
     summary = temp / "step-summary.md"
-    base = {"PATH": os.environ["PATH"], "HOME": str(temp), "RUNNER_TEMP": str(temp), "GITHUB_ACTION_PATH": str(ROOT),
-            "GITHUB_REPOSITORY": github["repository"], "GITHUB_API_URL": github["api_url"],
-            "GITHUB_STEP_SUMMARY": str(summary), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "WHEELPIN_ALLOW_HOST_PATHS": "1"}  # the world's upstream is a repository on this host
+    base = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(temp),
+        "RUNNER_TEMP": str(temp),
+        "GITHUB_ACTION_PATH": str(ROOT),
+        "GITHUB_REPOSITORY": github["repository"],
+        "GITHUB_API_URL": github["api_url"],
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "WHEELPIN_ALLOW_HOST_PATHS": "1",
+    }  # the world's upstream is a repository on this host
     code, output = 0, ""
     for step in action["runs"]["steps"]:
         if "run" not in step:
             continue  # GitHub's own actions/cache: RUNNER_TEMP is kept between the test's runs instead
         written = temp / "github-output"
         written.write_text("")
-        env = {**base, **{key: expand(str(value), context) for key, value in (step.get("env") or {}).items()},
-               "GITHUB_OUTPUT": str(written)}
-        done = subprocess.run([step["shell"], "-e", "-c", step["run"]], env=env, capture_output=True, text=True,
-                              timeout=900)
+        env = {
+            **base,
+            **{key: expand(str(value), context) for key, value in (step.get("env") or {}).items()},
+            "GITHUB_OUTPUT": str(written),
+        }
+        done = subprocess.run(
+            [step["shell"], "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=900
+        )
         code, output = done.returncode, output + done.stdout + done.stderr  # every step's, as the run's log
         if "id" in step:
             steps[step["id"]] = dict(line.split("=", 1) for line in written.read_text().splitlines() if "=" in line)
@@ -96,14 +119,14 @@ def run_action(inputs: dict[str, str], *, github: dict[str, str], temp: Path,
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """RUNNER_TEMP with the action's install step already run (once for the module)."""
     temp = tmp_path_factory.mktemp("runner-temp")
-    code, output, _ = run_action({"token": "x"}, github={"repository": "o/n", "api_url": "http://127.0.0.1:9"},
-                              temp=temp)
+    code, output, _ = run_action(
+        {"token": "x"}, github={"repository": "o/n", "api_url": "http://127.0.0.1:9"}, temp=temp
+    )
     assert (temp / "wheelpin-venv" / "bin" / "wheelpin").exists(), output
     return temp
 
 
-def test_the_actions_steps_run_a_pass_and_write_the_runs_summary(world: World, tmp_path: Path,
-                                                                   installed: Path) -> None:
+def test_the_actions_steps_run_a_pass_and_write_the_runs_summary(world: World, tmp_path: Path, installed: Path) -> None:
     cli_world(world)
     world.set_config("build = { command = [", WORKFLOW)
     emulator = GitHubEmulator(tmp_path / "github", tokens={"ghs_action"})
@@ -128,8 +151,11 @@ def test_the_actions_steps_run_a_pass_and_write_the_runs_summary(world: World, t
         assert pull.draft and head[:8] in pull.title and len(repo.runs) == 1  # followed, not dispatched again
         summary = (installed / "step-summary.md").read_text()
         passes = summary.split("### wheelpin: ")[1:]
-        assert [p.split("\n", 1)[0] for p in passes] == ["the plan on `rocm/atom`", "a pass on `rocm/atom`",
-                                                         "a pass on `rocm/atom`"]
+        assert [p.split("\n", 1)[0] for p in passes] == [
+            "the plan on `rocm/atom`",
+            "a pass on `rocm/atom`",
+            "a pass on `rocm/atom`",
+        ]
         assert "| demo-cache | 📝 planned |" in passes[0] and "- would build" in passes[0]
         assert "```text\ndemo-cache: would build, wait, fetch, publish, propose\n" in passes[0]  # the plan
         assert f"  build: workflow w.yaml\n    in GitHub Actions, from main\n    input c = {head}\n" in passes[0]
@@ -164,8 +190,11 @@ def test_the_action_uses_node24_majors_and_keeps_only_the_state_file() -> None:
     # and create-github-app-token@v3 (whose `client-id` replaces `app-id`) are Node 24's
     steps = uses(yaml.safe_load(ACTION.read_text())["runs"]["steps"])
     assert {name: step["uses"].split("@")[1] for name, step in steps.items()} == {
-        "actions/setup-python": "v6", "actions/cache": "v5", "actions/cache/restore": "v5",
-        "actions/cache/save": "v5"}
+        "actions/setup-python": "v6",
+        "actions/cache": "v5",
+        "actions/cache/restore": "v5",
+        "actions/cache/save": "v5",
+    }
     example = uses(yaml.safe_load(EXAMPLE.read_text())["jobs"]["reconcile"]["steps"])
     token = example["actions/create-github-app-token"]
     assert token["uses"].endswith("@v3") and set(token["with"]) == {"client-id", "private-key"}
@@ -179,8 +208,9 @@ def test_the_action_uses_node24_majors_and_keeps_only_the_state_file() -> None:
 
 
 def test_the_action_installs_the_locked_dependencies_with_their_hashes() -> None:
-    install = next(step for step in yaml.safe_load(ACTION.read_text())["runs"]["steps"]
-                   if step.get("name") == "Install wheelpin")
+    install = next(
+        step for step in yaml.safe_load(ACTION.read_text())["runs"]["steps"] if step.get("name") == "Install wheelpin"
+    )
     assert "--require-hashes" in install["run"] and "deploy/requirements.lock" in install["run"]
     assert "--no-deps" in install["run"] and install["env"]["PIP_CACHE_DIR"]
     assert install["env"]["WHEELPIN_PYTHON"] == "${{ steps.python.outputs.python-path }}"  # 3.11, not python3

@@ -25,16 +25,29 @@ from tests.fixtures.github.emulator import GitHubEmulator
 
 class Creating:
     def __init__(self, env: dict[str, str], *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot", "app", "create", *args], env=environment(env),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot", "app", "create", *args],
+            env=environment(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: list[str] = []
-        threading.Thread(target=lambda: self.lines.extend(line.rstrip("\n") for line in self.proc.stderr or []),
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: self.lines.extend(line.rstrip("\n") for line in self.proc.stderr or []), daemon=True
+        ).start()
 
     def page(self) -> str:
-        return str(wait_until(lambda: next((m.group(1) for line in self.lines
-                                            if (m := re.search(r"open (http://127\.0\.0\.1:\d+/)", line))), None),
-                              30, "the page's address"))
+        return str(
+            wait_until(
+                lambda: next(
+                    (m.group(1) for line in self.lines if (m := re.search(r"open (http://127\.0\.0\.1:\d+/)", line))),
+                    None,
+                ),
+                30,
+                "the page's address",
+            )
+        )
 
 
 def form_of(page: str) -> tuple[str, dict]:  # type: ignore[type-arg]
@@ -143,8 +156,11 @@ def test_another_apps_code_writes_nothing(tmp_path: Path) -> None:
         browser = requests.Session()
         action, manifest = form_of(browser.get(creating.page(), timeout=10).text)
         state = action.split("?state=")[1]
-        emulator.manifest_codes["evil"] = {**manifest, "name": "attacker-app",
-                                           "default_permissions": {"contents": "read", "metadata": "read"}}
+        emulator.manifest_codes["evil"] = {
+            **manifest,
+            "name": "attacker-app",
+            "default_permissions": {"contents": "read", "metadata": "read"},
+        }
         answer = browser.get(manifest["redirect_url"], params={"code": "evil", "state": state}, timeout=30)
         assert answer.status_code == 502
         assert creating.proc.wait(30) == 2
@@ -161,8 +177,11 @@ def test_on_ghe_com_the_manifest_goes_to_its_web_host_and_the_code_to_its_api(tm
     # from the tests: the page's form is read, and the process stopped before any code is traded.
     from bot.app.appmanifest import web_and_api
 
-    assert web_and_api("https://api.octo.ghe.com") == web_and_api("https://octo.ghe.com/") == \
-        ("https://octo.ghe.com", "https://api.octo.ghe.com")
+    assert (
+        web_and_api("https://api.octo.ghe.com")
+        == web_and_api("https://octo.ghe.com/")
+        == ("https://octo.ghe.com", "https://api.octo.ghe.com")
+    )
     env = {"WHEELPIN_GITHUB_API_URL": "https://api.octo.ghe.com", "WHEELPIN_CACHE_DIR": str(tmp_path / "cache")}
     creating = Creating(env, "--org", "rocm", "--out", str(tmp_path / "secrets"))
     try:

@@ -16,10 +16,10 @@ from bot.adapters.git import git
 from bot.adapters.github import GitHubConversation, GitHubPlatform
 from bot.adapters.github.transport import GitHubHTTP
 from bot.core.errors import ConfigError, RefusedError, TransientError
-from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github
-from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
-from tests.cli import wheelpin
 from tests.adapters.test_githubhttp import Clock
+from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
+from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github
+from tests.cli import wheelpin
 from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest
 from tests.fixtures.github.openapi import validate_recorded
 
@@ -39,6 +39,7 @@ def base_commit(repo_path: Path, files: dict[str, str], message: str = "base") -
     with_files = git(["rev-parse", "main^{tree}"], cwd=repo_path).strip()
     import os
     import tempfile
+
     with tempfile.TemporaryDirectory() as folder:
         env = {**HUMAN, "GIT_INDEX_FILE": os.path.join(folder, "index")}
         git(["read-tree", with_files], cwd=repo_path, env=env)
@@ -149,17 +150,18 @@ def test_ghes_dispatch_on_the_command_line(world: World, tmp_path: Path) -> None
         emulator.stop()
 
 
-
 @pytest.mark.parametrize("login", [None, "wheelpin-test[bot]"])
 def test_an_installation_token_that_may_not_read_its_user_never_dispatches_twice(
-        world: World, tmp_path: Path, login: str | None) -> None:
+    world: World, tmp_path: Path, login: str | None
+) -> None:
     """An installation token (or GITHUB_TOKEN) given as WHEELPIN_GITHUB_TOKEN: GET /user
     answers it 403. The dispatch returns no run id and the workflow has no `run-name`. The
     dispatch note is kept (dropped on the 403, every pass would dispatch again); with the
     bot's login given (WHEELPIN_GITHUB_LOGIN) the run is followed."""
     world.set_config("build = { command = [", WORKFLOW)
-    with on_github(world, tmp_path, actions=True, token="ghs_9_0", login=login,
-                   run_details=False, run_name=False) as gh:
+    with on_github(
+        world, tmp_path, actions=True, token="ghs_9_0", login=login, run_details=False, run_name=False
+    ) as gh:
         gh.emulator.actions = workflow_build(world, tmp_path)
         head = world.commit_upstream("one", NEW_VERSION)
         passes = [gh.reconciler.run().components[0] for _ in range(4)]
@@ -172,6 +174,7 @@ def test_an_installation_token_that_may_not_read_its_user_never_dispatches_twice
             (pull,) = gh.repo.pulls.values()
             assert head[:8] in pull.title
         validate_recorded(gh.emulator.recorded)
+
 
 # -- artifacts -------------------------------------------------------------------------------
 
@@ -205,7 +208,6 @@ def test_artifacts_still_missing_after_the_grace_fail_the_build(world: World, tm
         assert failed.status == "failed" and "left no wheel" in failed.messages[-1]
 
 
-
 def test_every_artifact_of_a_matrix_build_is_taken(world: World, tmp_path: Path) -> None:
     """A matrix build uploads one artifact per job: more than GitHub lists on a page (30
     unless asked, 100 at most). The wheels listed last, on the second page, are taken too
@@ -215,8 +217,10 @@ def test_every_artifact_of_a_matrix_build_is_taken(world: World, tmp_path: Path)
         build = workflow_build(world, tmp_path)
         empty = io.BytesIO()
         zipfile.ZipFile(empty, "w").close()  # a job's artifact with no wheel in it (its logs, say)
-        gh.emulator.actions = lambda repo, run: {**{f"logs-{n}.zip": empty.getvalue() for n in range(110)},
-                                                 **build(repo, run)}
+        gh.emulator.actions = lambda repo, run: {
+            **{f"logs-{n}.zip": empty.getvalue() for n in range(110)},
+            **build(repo, run),
+        }
         head = world.commit_upstream("one", NEW_VERSION)
         gh.reconciler.run()
         done = gh.reconciler.run().components[0]
@@ -228,8 +232,9 @@ def test_every_artifact_of_a_matrix_build_is_taken(world: World, tmp_path: Path)
         validate_recorded(gh.emulator.recorded)
 
 
-def test_a_run_with_too_many_artifacts_is_refused(world: World, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_with_too_many_artifacts_is_refused(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The listing is read up to a bound (MAX_ARTIFACTS, lowered here), not to its end."""
     from bot.adapters.github import actions
 
@@ -241,6 +246,7 @@ def test_a_run_with_too_many_artifacts_is_refused(world: World, tmp_path: Path,
         gh.reconciler.run()
         failed = gh.reconciler.run().components[0]
         assert failed.status == "failed" and "has more than 40 artifacts" in failed.messages[-1], failed.to_json()
+
 
 # -- errors by what GitHub says ---------------------------------------------------------------
 
@@ -314,8 +320,14 @@ def test_a_branch_and_a_dashboard_whose_answers_were_lost_are_made_once(world: W
         numbers = set()
         for _ in range(2):
             try:
-                numbers.add(conversation.keep_issue(marker="<!-- wheelpin: dashboard -->", label="wheelpin",
-                                                    title="Dashboard", body="<!-- wheelpin: dashboard -->\nrows"))
+                numbers.add(
+                    conversation.keep_issue(
+                        marker="<!-- wheelpin: dashboard -->",
+                        label="wheelpin",
+                        title="Dashboard",
+                        body="<!-- wheelpin: dashboard -->\nrows",
+                    )
+                )
             except TransientError:
                 pass  # the lost answer: the next call finds what landed
         issues = [p for p in gh.repo.pulls.values() if p.is_issue]
@@ -334,13 +346,20 @@ def test_writes_keep_to_githubs_content_creation_limits(world: World, tmp_path: 
     with on_github(world, tmp_path, content_limits=(80, 500)) as gh:
         gh.emulator.monotonic = clock.time
         http = GitHubHTTP(sleep=clock.sleep, monotonic=clock.time)
-        platform = GitHubPlatform(api_url=gh.emulator.url, token="t", owner="rocm", repo="atom",
-                                  author=gh.reconciler.config.defaults.author, http=http)
+        platform = GitHubPlatform(
+            api_url=gh.emulator.url,
+            token="t",
+            owner="rocm",
+            repo="atom",
+            author=gh.reconciler.config.defaults.author,
+            http=http,
+        )
         base = platform.resolve("refs/heads/main")
         assert base is not None
         for number in range(5):  # four writes each: blob, tree, commit, ref
-            platform.write_branch(f"wheelpin/c{number}", base=base, files={"f": f"{number}\n"}, message="x",
-                                  expected=None)
+            platform.write_branch(
+                f"wheelpin/c{number}", base=base, files={"f": f"{number}\n"}, message="x", expected=None
+            )
         issue = platform.client.session.post(platform.url("issues"), json={"title": "t"}).json()["number"]
         comments = platform.url("issues", str(issue), "comments")
         with pytest.raises(TransientError) as paced:
@@ -360,8 +379,9 @@ def test_writes_keep_to_githubs_content_creation_limits(world: World, tmp_path: 
 
 def test_a_forks_branch_named_like_the_bots_is_never_taken(world: World, tmp_path: Path) -> None:
     with on_github(world, tmp_path) as gh:
-        fork = PullRequest(1, "wheelpin/demo-cache", "main", "a fork's", "<!-- wheelpin: {} -->", False,
-                           head_repo="rocm/atom-fork")
+        fork = PullRequest(
+            1, "wheelpin/demo-cache", "main", "a fork's", "<!-- wheelpin: {} -->", False, head_repo="rocm/atom-fork"
+        )
         gh.repo.pulls[1], gh.repo.next_number = fork, 2
         world.commit_upstream("one", NEW_VERSION)
         assert gh.reconciler.run().components[0].status == "done"
@@ -452,8 +472,11 @@ def test_labels_compare_without_case(world: World, tmp_path: Path) -> None:
         world.commit_upstream("two", {"VERSION": "0.1.2\n"})
         gh.reconciler.run()
         assert pull.labels == ["WheelPin"]
-        assert not [r for r in gh.emulator.recorded if r.method == "POST" and r.template.endswith("/labels")
-                    and r.request and "wheelpin" in str(r.request)][1:]
+        assert not [
+            r
+            for r in gh.emulator.recorded
+            if r.method == "POST" and r.template.endswith("/labels") and r.request and "wheelpin" in str(r.request)
+        ][1:]
 
 
 def test_app_jwt_tolerates_a_host_clock_ahead_and_names_a_far_one(tmp_path: Path) -> None:
@@ -556,12 +579,17 @@ def test_permissions_granted_the_refused_write_is_made(world: World, tmp_path: P
         commits = [r for r in bot.emulator.recorded if r.template.endswith("/git/commits") and r.method == "POST"]
         bot.poll()
         bot.idle()
-        assert [r for r in bot.emulator.recorded if r.template.endswith("/git/commits") and r.method == "POST"] == commits
+        assert [
+            r for r in bot.emulator.recorded if r.template.endswith("/git/commits") and r.method == "POST"
+        ] == commits
         assert second[:8] not in pull.title
         bot.emulator.workflows_permission = True
         payload = example("installation", "new_permissions_accepted")
-        payload["installation"] = {**payload["installation"], "id": bot.emulator.installations["rocm"],
-                                   "account": {**payload["installation"]["account"], "login": "rocm"}}
+        payload["installation"] = {
+            **payload["installation"],
+            "id": bot.emulator.installations["rocm"],
+            "account": {**payload["installation"]["account"], "login": "rocm"},
+        }
         bot.send("installation", payload)
         bot.idle()
         assert second[:8] in pull.title, pull.title
@@ -590,6 +618,7 @@ def base_entry(repo_path: Path, path: str, mode: str, text: str) -> None:
     """A human commit on main that makes `path` an entry of `mode` (a symlink's text is its target)."""
     import os
     import tempfile
+
     with tempfile.TemporaryDirectory() as folder:
         env = {**HUMAN, "GIT_INDEX_FILE": os.path.join(folder, "index")}
         git(["read-tree", "main"], cwd=repo_path, env=env)

@@ -59,9 +59,11 @@ def _waited_out(emulator: GitHubEmulator, repo: EmulatedRepo) -> None:
 
 
 CASES = {
-    "workflows-permission": Case({"workflows_permission": False},
-                                 base_change={".github/workflows/ci.yaml": "on: push\n"},
-                                 refused="the App lacks the `workflows` permission"),
+    "workflows-permission": Case(
+        {"workflows_permission": False},
+        base_change={".github/workflows/ci.yaml": "on: push\n"},
+        refused="the App lacks the `workflows` permission",
+    ),
     "ghes": Case({"ghes": True}, check=_answered_without_run_id),
     "no-run-name": Case({"run_name": False}),
     "workflow-checked": Case({"check_workflows": True}),
@@ -71,13 +73,16 @@ CASES = {
     "issues-off": Case({"issues_enabled": False}),
     "large-contents": Case({"contents_limit": 64, "large_contents": "403"}, check=_read_through_blobs),
     "signed-required": Case({"require_signed": True}, check=_signed),
-    "no-force-push": Case({"no_force_push": True}, base_change={"NOTES": "a human's change\n"},
-                          refused="Cannot force-push to this branch"),
+    "no-force-push": Case(
+        {"no_force_push": True}, base_change={"NOTES": "a human's change\n"}, refused="Cannot force-push to this branch"
+    ),
     "secondary-limit": Case({"secondary_limit": 2}, check=_waited_out),
     "primary-limit": Case({"primary_limit": 2}, check=_waited_out),
     # an archived repository takes no dispatch either: the second commit is never built
     "archived": Case({}, later={"archived": True}, refused="the repository is archived", runs=1),
-    "no-contents-permission": Case({}, later={"contents_write": False}, refused="Resource not accessible by integration"),
+    "no-contents-permission": Case(
+        {}, later={"contents_write": False}, refused="Resource not accessible by integration"
+    ),
 }
 
 
@@ -109,15 +114,20 @@ class CommandLine(Driver):
         self.repo = self.emulator.create_repo("rocm", "atom", world.downstream)
         (folder / "app.pem").write_bytes(key.private)
         url = self.emulator.url + ("/api/v3/" if case.switches.get("ghes") else "")
-        self.env = {**world.env, "WHEELPIN_GITHUB_API_URL": url, "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
-                    "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(folder / "app.pem"),
-                    "WHEELPIN_GITHUB_INSTALLATION_ID": str(self.emulator.installations["rocm"])}
+        self.env = {
+            **world.env,
+            "WHEELPIN_GITHUB_API_URL": url,
+            "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
+            "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(folder / "app.pem"),
+            "WHEELPIN_GITHUB_INSTALLATION_ID": str(self.emulator.installations["rocm"]),
+        }
         self.last: Result | None = None
 
     def settle(self) -> list[str]:
         for _ in range(6):
-            self.last = wheelpin("reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom",
-                                 "--json", env=self.env)
+            self.last = wheelpin(
+                "reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json", env=self.env
+            )
             assert self.last.code in (0, 1, 3, 4) and self.last.stdout, self.last.stdout + self.last.stderr
             status = component(self.last)["status"]
             if status in ("nothing", "failed") and not self._transient():
@@ -181,7 +191,8 @@ def with_workflow(world: World) -> None:
     """The build workflow in the downstream, which GitHub may check a dispatch against."""
     (world.downstream / ".github/workflows").mkdir(parents=True)
     (world.downstream / ".github/workflows/w.yaml").write_text(
-        WORKFLOW_FILE.format(run_name='run-name: "build ${{ inputs.c }}"\n'))
+        WORKFLOW_FILE.format(run_name='run-name: "build ${{ inputs.c }}"\n')
+    )
     git(["add", "-A"], cwd=world.downstream)
     git(["commit", "--quiet", "-m", "the build workflow"], cwd=world.downstream, env=HUMAN)
 
@@ -191,10 +202,14 @@ def with_workflow(world: World) -> None:
 # 422 texts as GitHub answers them, tests/fixtures/github/emulator.py `_check_dispatch`).
 REFUSED_DISPATCHES = {
     "no-such-workflow": (('workflow = "w.yaml"', 'workflow = "missing.yaml"'), "knows no workflow missing.yaml"),
-    "unexpected-input": (('inputs = { c = "{sha}" }', 'inputs = { c = "{sha}", extra = "x" }'),
-                         "Unexpected inputs provided"),
-    "no-such-ref": (('workflow = "w.yaml"', 'workflow = "w.yaml", ref = "no-such-branch"'),
-                    "No ref found for: no-such-branch"),
+    "unexpected-input": (
+        ('inputs = { c = "{sha}" }', 'inputs = { c = "{sha}", extra = "x" }'),
+        "Unexpected inputs provided",
+    ),
+    "no-such-ref": (
+        ('workflow = "w.yaml"', 'workflow = "w.yaml", ref = "no-such-branch"'),
+        "No ref found for: no-such-branch",
+    ),
 }
 
 
@@ -238,8 +253,7 @@ def test_github_as_it_behaves_end_to_end(world: World, tmp_path: Path, name: str
             writes = sum(1 for r in bot.emulator.recorded if r.method == "POST" and r.template.endswith(WRITES))
             refused = len(bot.emulator.switched)
             bot.settle()  # nothing changed: the refused write is not made again
-            assert sum(1 for r in bot.emulator.recorded
-                       if r.method == "POST" and r.template.endswith(WRITES)) == writes
+            assert sum(1 for r in bot.emulator.recorded if r.method == "POST" and r.template.endswith(WRITES)) == writes
             assert [r for r in bot.emulator.switched[refused:] if "/git/" in r[1]] == []
         if case.check is not None:
             case.check(bot.emulator, bot.repo)

@@ -20,8 +20,10 @@ from tests.fixtures.consumerimages import ConsumerImages
 from tests.fixtures.servers import Registry, free_port
 
 PINNED_AT = "reading the image pinned at docker/Dockerfile:2 (to compare its wheels)"
-RETRY = (r"tried again by the first pass after \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in (?:10|9) min\); "
-         r"`wheelpin reconcile --retry-failed` tries it now")
+RETRY = (
+    r"tried again by the first pass after \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in (?:10|9) min\); "
+    r"`wheelpin reconcile --retry-failed` tries it now"
+)
 
 
 def said(result: Result) -> str:
@@ -31,8 +33,9 @@ def said(result: Result) -> str:
 def pinned_on(world: World, repository: str) -> None:
     """The base's pin moved (by a human) to the same tag and digest in `repository`."""
     dockerfile = world.downstream / "docker/Dockerfile"
-    dockerfile.write_text(re.sub(r'(DEMO_WHEEL_IMAGE=")[^"]*?(:[^:/"]+@sha256:)', rf"\g<1>{repository}\g<2>",
-                                 dockerfile.read_text()))
+    dockerfile.write_text(
+        re.sub(r'(DEMO_WHEEL_IMAGE=")[^"]*?(:[^:/"]+@sha256:)', rf"\g<1>{repository}\g<2>", dockerfile.read_text())
+    )
     git(["commit", "--quiet", "-am", "pin from another registry"], cwd=world.downstream, env=HUMAN)
 
 
@@ -46,8 +49,9 @@ def test_a_registry_that_refuses_is_said_once_with_what_for_and_exits_4(registry
 
     text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env={**world.env, **env})
     assert text.code == 4, said(text)
-    assert re.search(re.escape(f"{PINNED_AT}: {closed} refused the connection, 4 tries in ") + r"\d+(\.\d)? s\n",
-                     text.stdout), said(text)
+    assert re.search(
+        re.escape(f"{PINNED_AT}: {closed} refused the connection, 4 tries in ") + r"\d+(\.\d)? s\n", text.stdout
+    ), said(text)
     assert said(text).count("refused the connection") == 1, said(text)
 
     report = world.reconcile(**env)
@@ -68,22 +72,36 @@ def test_a_tag_guard_or_a_check_failing_beside_an_outside_failure_exits_1() -> N
     assert ended("reported") == 1
 
 
-@pytest.mark.parametrize("command", [
-    ("image", "show", "{host}/x/demo@sha256:" + "0" * 64),
-    ("wheel", "diff", "{host}/x/demo@sha256:" + "0" * 64, "{wheel}"),
-    ("image", "check", "{wheel}", "--consumer", "{host}/x/vllm@sha256:" + "0" * 64),
-    ("pins", "bump", "--repo", "{repo}", "--component", "demo-cache", "--image", "{host}/x/demo@sha256:" + "0" * 64),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("image", "show", "{host}/x/demo@sha256:" + "0" * 64),
+        ("wheel", "diff", "{host}/x/demo@sha256:" + "0" * 64, "{wheel}"),
+        ("image", "check", "{wheel}", "--consumer", "{host}/x/vllm@sha256:" + "0" * 64),
+        (
+            "pins",
+            "bump",
+            "--repo",
+            "{repo}",
+            "--component",
+            "demo-cache",
+            "--image",
+            "{host}/x/demo@sha256:" + "0" * 64,
+        ),
+    ],
+)
 def test_every_command_that_reads_a_registry_exits_4_when_it_refuses(
-        command: tuple[str, ...], tmp_path: Path, small_wheels: tuple[Path, Path]) -> None:
+    command: tuple[str, ...], tmp_path: Path, small_wheels: tuple[Path, Path]
+) -> None:
     world = make_world(tmp_path)
     closed = f"127.0.0.1:{free_port()}"
     pinned_on(world, f"{closed}/x/demo")
     args = [part.format(host=closed, wheel=small_wheels[0], repo=world.downstream) for part in command]
     result = wheelpin(*args, env={**world.env, "WHEELPIN_REGISTRY_ATTEMPTS": "2"})
     assert result.code == 4, said(result)
-    assert re.search(re.escape(f"{closed} refused the connection, 2 tries in ") + r"\d\.\d s\n", result.stderr), \
-        said(result)
+    assert re.search(re.escape(f"{closed} refused the connection, 2 tries in ") + r"\d\.\d s\n", result.stderr), said(
+        result
+    )
     assert said(result).count("refused the connection") == 1
     assert "  4  a transient outside failure" in wheelpin(*command[:2], "--help").stdout
 
@@ -124,15 +142,18 @@ def test_a_failed_build_says_once_when_it_is_tried_again(world: World) -> None:
 
 
 def test_the_summary_of_a_pass_says_what_its_proposal_is_loud_about(
-        tmp_path: Path, consumer_images: ConsumerImages) -> None:
+    tmp_path: Path, consumer_images: ConsumerImages
+) -> None:
     world = make_world(tmp_path)
     world.set_config('constraints = ["numpy==2.3.5"]', f'consumer = {{ image = "{consumer_images.rocm7}" }}')
     world.commit_upstream("work", {"VERSION": "0.1.1\n", "requirements.txt": "numpy<=2.2.6\ntorch>=2.9\nmsgspec\n"})
     text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
     assert text.code == 0, said(text)
     conflict = "  ! constraint conflict: `numpy<=2.2.6` (the new wheel) vs `numpy==2.3.5` (the image) — new\n"
-    absent = ("  ! new to the image: `msgspec` (not installed there; `pip install --no-deps` leaves them out) "
-              "(in the consuming image)\n")
+    absent = (
+        "  ! new to the image: `msgspec` (not installed there; `pip install --no-deps` leaves them out) "
+        "(in the consuming image)\n"
+    )
     assert conflict in text.stdout and absent in text.stdout, text.stdout
     assert text.stdout.count(conflict) == 1 and text.stdout.count("`msgspec`") == 1, text.stdout
     body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
@@ -144,6 +165,7 @@ def test_an_upstream_that_refuses_is_said_once_and_exits_4(world: World) -> None
     world.set_config('repo = "../upstream"', f'repo = "{closed}"')
     text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
     assert text.code == 4, said(text)
-    assert f"  - asking the upstream for its head (to find what to build): {closed}: git ls-remote failed (" \
-        in text.stdout, said(text)
+    assert (
+        f"  - asking the upstream for its head (to find what to build): {closed}: git ls-remote failed (" in text.stdout
+    ), said(text)
     assert said(text).count("ls-remote") == 1, said(text)

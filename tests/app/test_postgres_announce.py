@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from bot.app import pgqueue
+from bot.app.jobs import Job, JobKind
 from bot.app.pgqueue import PostgresQueue
 from bot.app.settings import Settings
 from bot.app.shared import Shared
-from bot.app.jobs import Job, JobKind
 from tests.app.bots import wait_until
 from tests.fixtures.postgres import Postgres
 
@@ -30,7 +30,8 @@ POLL = 60.0  # a worker's polling interval here: longer than any wait below
 
 
 def test_a_follow_up_held_by_its_repository_lock_is_taken_when_the_lock_frees(
-        postgres: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    postgres: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(pgqueue, "FETCH_POLL", POLL)
     url = postgres.database(f"announce_{uuid.uuid4().hex[:10]}")
     shared = Shared(url)
@@ -58,8 +59,11 @@ def test_a_follow_up_held_by_its_repository_lock_is_taken_when_the_lock_frees(
         time.sleep(0.5)
         assert follow_up.key not in started, "two jobs of one repository ran at once"
         release_first.set()
-        wait_until(lambda: follow_up.key in started or queue.worker_error, POLL / 3,
-                   "the follow-up to be taken once the first job's end was written")
+        wait_until(
+            lambda: follow_up.key in started or queue.worker_error,
+            POLL / 3,
+            "the follow-up to be taken once the first job's end was written",
+        )
         assert queue.worker_error is None
         assert started[follow_up.key] >= ended[first.key]
         assert queue.stop(5)

@@ -17,7 +17,6 @@ import threading
 import time
 
 import procrastinate
-import pytest
 from procrastinate.exceptions import AlreadyEnqueued
 
 from tests.fixtures.postgres import Postgres
@@ -47,10 +46,12 @@ def test_queueing_locks_coalesce_and_locks_serialise(postgres: Postgres) -> None
         assert (deferred, refused) == (1, 49)
         for key in ("rocm/atom:mooncake", "rocm/vllm:lmcache", "rocm/sglang:lmcache"):
             pass_of.configure(queueing_lock=key, lock=key.split(":")[0]).defer(key=key)
+
     async def work() -> None:  # a worker, stopped once the four passes ran (a locked job is not "no job")
         async with app.open_async():
-            worker = asyncio.create_task(app.run_worker_async(queues=["wheelpin"], concurrency=4,
-                                                              install_signal_handlers=False))
+            worker = asyncio.create_task(
+                app.run_worker_async(queues=["wheelpin"], concurrency=4, install_signal_handlers=False)
+            )
             deadline = time.monotonic() + 60
             while sum(map(len, spans.values())) < 4 and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)

@@ -21,10 +21,10 @@ import procrastinate
 import psycopg
 from structlog.testing import capture_logs
 
+from bot.app.jobs import Job, JobKind
 from bot.app.pgqueue import JOB_TASK, QUEUE, PostgresQueue
 from bot.app.settings import Settings
 from bot.app.shared import Shared
-from bot.app.jobs import Job, JobKind
 from tests.app.bots import wait_until
 from tests.fixtures.postgres import Postgres
 
@@ -39,6 +39,7 @@ def taken_by_a_replica_that_died(url: str) -> int:
     """The waiting job taken as another replica's worker takes it (procrastinate registers
     the worker, then fetches the job as that worker), that worker's last heartbeat an hour
     ago: the replica died mid-job. Its job's id."""
+
     async def take() -> int:
         replica = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
         async with replica.open_async():
@@ -51,8 +52,9 @@ def taken_by_a_replica_that_died(url: str) -> int:
     return asyncio.run(take())
 
 
-def test_a_stalled_job_whose_same_job_waits_is_ended_and_the_waiting_one_runs(postgres: Postgres,
-                                                                               tmp_path: Path) -> None:
+def test_a_stalled_job_whose_same_job_waits_is_ended_and_the_waiting_one_runs(
+    postgres: Postgres, tmp_path: Path
+) -> None:
     url = postgres.database(f"stalled_{uuid.uuid4().hex[:10]}")
     shared = Shared(url)
     shared.prepare()
@@ -70,8 +72,9 @@ def test_a_stalled_job_whose_same_job_waits_is_ended_and_the_waiting_one_runs(po
         queue.put(job)
         stalled = taken_by_a_replica_that_died(url)
         queue.put(job)  # while its key runs: taken, not coalesced
-        rows = sql(url, "select id, status, queueing_lock from procrastinate_jobs where task_name = %s order by id",
-                   JOB_TASK)
+        rows = sql(
+            url, "select id, status, queueing_lock from procrastinate_jobs where task_name = %s order by id", JOB_TASK
+        )
         assert [(status, lock) for _, status, lock in rows] == [("doing", job.key), ("todo", job.key)]
 
         with capture_logs() as logs:
@@ -85,11 +88,13 @@ def test_a_stalled_job_whose_same_job_waits_is_ended_and_the_waiting_one_runs(po
         assert queue.worker_error is None and queue.restarts == 0
         assert ticks, "the tick went on past the stalled job to the schedule"
         # the stalled one aborted, kept; the waiting one ran and succeeded (deleted as successful)
-        assert sql(url, "select id, status from procrastinate_jobs where task_name = %s", JOB_TASK) == \
-            [(stalled, "aborted")]
+        assert sql(url, "select id, status from procrastinate_jobs where task_name = %s", JOB_TASK) == [
+            (stalled, "aborted")
+        ]
         assert sql(url, "select task_name from procrastinate_jobs where status = 'failed'") == []  # no tick raised
-        said = [(entry["event"], entry["job"]) for entry in logs
-                if entry["event"] in ("job.stalled", "job.retry_coalesced")]
+        said = [
+            (entry["event"], entry["job"]) for entry in logs if entry["event"] in ("job.stalled", "job.retry_coalesced")
+        ]
         assert said == [("job.stalled", stalled), ("job.retry_coalesced", stalled)], said
         assert not [entry for entry in logs if entry["event"] in ("queue.worker_restarting", "job.end_unwritten")]
     finally:

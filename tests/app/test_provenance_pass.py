@@ -31,11 +31,13 @@ def pinned_image(world: World) -> str:
 
 def test_a_signed_pass_on_the_registry(registry: Registry, tmp_path: Path) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
     public = tmp_path / "wheelpin.pub"
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     world = make_world(tmp_path, registry=f"{registry.host}/prov-pass/demo-cache")
     world.env["WHEELPIN_SIGNING_KEY"] = pem
     head = world.commit_upstream("work", NEW_VERSION)
@@ -72,11 +74,16 @@ def test_an_unsigned_pass_into_the_layout_folder(world: World) -> None:
     digest = pinned_image(world).rsplit("@", 1)[1]
     assert digest.replace(":", "-") in world.layout_tags()
     index = json.loads((world.root / "images" / "index.json").read_text())
-    fallback = next(m for m in index["manifests"]
-                    if m["annotations"]["org.opencontainers.image.ref.name"] == digest.replace(":", "-"))
+    fallback = next(
+        m
+        for m in index["manifests"]
+        if m["annotations"]["org.opencontainers.image.ref.name"] == digest.replace(":", "-")
+    )
     listed = json.loads((world.root / "images" / "blobs" / "sha256" / fallback["digest"][7:]).read_text())
-    assert [m["artifactType"] for m in listed["manifests"]] == ["application/vnd.in-toto+json",
-                                                                "application/vnd.cyclonedx+json"]
+    assert [m["artifactType"] for m in listed["manifests"]] == [
+        "application/vnd.in-toto+json",
+        "application/vnd.cyclonedx+json",
+    ]
     shown = wheelpin("image", "show", f"oci:{world.root / 'images'}@{digest}", env=world.env)
     assert shown.code == 0, shown.stderr
     assert "attached provenance sha256:" in shown.stdout and ", unsigned" in shown.stdout

@@ -37,18 +37,26 @@ def fallback_tags(host: str, path: str) -> list[str]:
 
 
 def all_tags(host: str, path: str) -> list[str]:
-    out = subprocess.run(["skopeo", "list-tags", "--tls-verify=false", f"docker://{host}/{path}"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["skopeo", "list-tags", "--tls-verify=false", f"docker://{host}/{path}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     import json
+
     return sorted(json.loads(out)["Tags"])
 
 
-def test_an_image_no_branch_pins_goes_after_its_grace_and_one_a_branch_pins_stays(registry: Registry,
-                                                                                  tmp_path: Path) -> None:
+def test_an_image_no_branch_pins_goes_after_its_grace_and_one_a_branch_pins_stays(
+    registry: Registry, tmp_path: Path
+) -> None:
     path = "prune/demo-cache"
     world = make_world(tmp_path, registry=f"{registry.host}/{path}")
-    world.set_config('tag = "demo-cache-v{version_base}-g{sha8}" }',
-                     'tag = "demo-cache-v{version_base}-g{sha8}", prune_after_days = 2 }')
+    world.set_config(
+        'tag = "demo-cache-v{version_base}-g{sha8}" }',
+        'tag = "demo-cache-v{version_base}-g{sha8}", prune_after_days = 2 }',
+    )
     (first_tag,) = skopeo_tags(registry.host, path)  # the one the base pins by hand
     one = world.commit_upstream("one", {"VERSION": "0.2.0\n"})
     assert world.reconcile().code == 0
@@ -90,9 +98,19 @@ def test_an_image_no_branch_pins_goes_after_its_grace_and_one_a_branch_pins_stay
     # merged: the first image is no one's now, but someone re-tagged it, so it stays
     git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream, env=HUMAN)
     first_digest = store.tag_digest(first_tag)
-    subprocess.run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", "--dest-tls-verify=false",
-                    f"docker://{registry.host}/{path}@{first_digest}", f"docker://{registry.host}/{path}:golden"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "skopeo",
+            "copy",
+            "--quiet",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+            f"docker://{registry.host}/{path}@{first_digest}",
+            f"docker://{registry.host}/{path}:golden",
+        ],
+        check=True,
+        capture_output=True,
+    )
     world.reconcile()  # closes the merged proposal
     age(world, 1)
     world.reconcile()  # the first tag's grace starts

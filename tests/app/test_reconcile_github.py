@@ -24,8 +24,10 @@ WORKFLOW = 'build = { workflow = "w.yaml", inputs = { c = "{sha}" } }\n# was: ['
 
 def workflow_build(world: World, folder: Path):  # type: ignore[no-untyped-def]
     """GitHub Actions, played: the run builds the commit it was given; its wheels are the artifact."""
+
     def run(repo, run):  # type: ignore[no-untyped-def]
         return {w.name: w.read_bytes() for w in runner_build(world, folder, run.inputs["c"])}
+
     return run
 
 
@@ -66,8 +68,10 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
         assert built == [head]
         (pull,) = gh.repo.pulls.values()
         assert head[:8] in pull.title
-        assert (f"Provenance: built by run https://github.com/rocm/atom/actions/runs/{run.id} of w.yaml; "
-                "published by wheelpin, its 1 wheel verified first") in pull.body
+        assert (
+            f"Provenance: built by run https://github.com/rocm/atom/actions/runs/{run.id} of w.yaml; "
+            "published by wheelpin, its 1 wheel verified first"
+        ) in pull.body
         assert gh.reconciler.run().components[0].status == "nothing"
         # a run that fails is reported, and not dispatched again within its backoff
         gh.emulator.actions = lambda repo, run: (_ for _ in ()).throw(RuntimeError("compiler error"))
@@ -88,8 +92,10 @@ def test_the_smoke_test_is_read_from_the_build_runs_jobs(world: World, tmp_path:
     command on its host): its `smoke` job is read from the run's jobs. No such job is
     said in the proposal; a failed one fails the run, and nothing is published."""
     world.set_config("build = { command = [", WORKFLOW)
-    world.set_config('wheel = { distribution = "demo-cache" }',
-                     'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache\'" }')
+    world.set_config(
+        'wheel = { distribution = "demo-cache" }',
+        'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache\'" }',
+    )
     with on_github(world, tmp_path, actions=True, local_commands=False, smoke_job=smoke_job) as gh:
         gh.emulator.actions = workflow_build(world, tmp_path)
         world.commit_upstream("one", NEW_VERSION)
@@ -104,8 +110,10 @@ def test_the_smoke_test_is_read_from_the_build_runs_jobs(world: World, tmp_path:
         if smoke_job == "success":
             assert "- ✅ smoke test passed in the build run: smoke (cp312)" in pull.body
         else:
-            assert (f"### ⚠️ Notes\n- **smoke test: run {run.id} has no job named like smoke, so the wheels were "
-                    "not smoke-tested**") in pull.body
+            assert (
+                f"### ⚠️ Notes\n- **smoke test: run {run.id} has no job named like smoke, so the wheels were "
+                "not smoke-tested**"
+            ) in pull.body
             assert second.notes and "no job named like smoke" in second.notes[0]
         validate_recorded(gh.emulator.recorded)
 
@@ -138,8 +146,12 @@ def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -
 
     def push_itself(repo, run):  # type: ignore[no-untyped-def]
         wheels = runner_build(world, tmp_path, run.inputs["c"])
-        result = publish(LayoutStore(world.root / "images"), f"demo-cache-v0.1.1-g{run.inputs['c'][:8]}",
-                         wheels, [inspect_wheel(w) for w in wheels])
+        result = publish(
+            LayoutStore(world.root / "images"),
+            f"demo-cache-v0.1.1-g{run.inputs['c'][:8]}",
+            wheels,
+            [inspect_wheel(w) for w in wheels],
+        )
         pushed.append(result.digest)
         return {}  # no artifact: the image is the build
 
@@ -152,8 +164,10 @@ def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -
         (pull,) = gh.repo.pulls.values()
         assert pushed and pushed[0] in pull.body  # the workflow's own image, adopted
         (run,) = gh.repo.runs.values()
-        assert (f"Provenance: adopted: pushed by run https://github.com/rocm/atom/actions/runs/{run.id} of w.yaml; "
-                "wheelpin fetched its 1 wheel and verified them like a build of its own") in pull.body
+        assert (
+            f"Provenance: adopted: pushed by run https://github.com/rocm/atom/actions/runs/{run.id} of w.yaml; "
+            "wheelpin fetched its 1 wheel and verified them like a build of its own"
+        ) in pull.body
         assert len(world.layout_tags()) == 2  # the first pin's and the workflow's: the bot pushed nothing
 
 
@@ -250,8 +264,11 @@ def test_killed_between_actions_converges(world: World, tmp_path: Path, crash_af
     emulator.ghes, emulator.run_name = ghes, not ghes
     try:
         repo = emulator.create_repo("rocm", "atom", world.downstream)
-        env = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url + ("/api/v3" if ghes else ""),
-               "WHEELPIN_GITHUB_TOKEN": "t"}
+        env = {
+            **world.env,
+            "WHEELPIN_GITHUB_API_URL": emulator.url + ("/api/v3" if ghes else ""),
+            "WHEELPIN_GITHUB_TOKEN": "t",
+        }
         head = world.commit_upstream("one", NEW_VERSION)
         args = ["reconcile", "--once", "--platform", "github", "--github-repo", "rocm/atom", "--json"]
         killed = wheelpin(*args, env=env, crash_after=crash_after)
@@ -287,14 +304,17 @@ def test_installation_repositories(tmp_path: Path) -> None:
     from tests.adapters.test_platform_contract import seed
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     server = GitHubEmulator(tmp_path / "gh", tokens=set(), app_id=11, app_public_key=public)
     try:
         for name in ("atom", "sglang"):
             server.create_repo("rocm", name, seed(tmp_path / f"seed-{name}"))
-        found = installation_repositories(api_url=server.url, app=AppCredentials(11, private, server.installations["rocm"]))
+        found = installation_repositories(
+            api_url=server.url, app=AppCredentials(11, private, server.installations["rocm"])
+        )
         assert found == ["rocm/atom", "rocm/sglang"]
         for record in server.recorded:
             validate(record.method, record.template, record.status, record.body)
@@ -325,8 +345,9 @@ def test_a_config_on_github_reaches_nothing_on_the_host(world: World, tmp_path: 
         emulator.stop()
 
 
-def test_the_plan_on_github_names_the_workflow_and_its_inputs_and_agrees_with_the_pass(world: World,
-                                                                                      tmp_path: Path) -> None:
+def test_the_plan_on_github_names_the_workflow_and_its_inputs_and_agrees_with_the_pass(
+    world: World, tmp_path: Path
+) -> None:
     """A dry run dispatches nothing; its plan says the workflow, the ref it runs from and its
     inputs filled, and the pass then dispatches it and waits (tests/fixtures/dryreal.py)."""
     world.set_config("build = { command = [", WORKFLOW)
@@ -335,13 +356,13 @@ def test_the_plan_on_github_names_the_workflow_and_its_inputs_and_agrees_with_th
         head = world.commit_upstream("one", NEW_VERSION)
         dry = gh.reconciler.run(dry_run=True)
         plan = dry.components[0].plan
-        assert plan is not None and plan.build == BuildPreview("workflow w.yaml", "GitHub Actions, from main",
-                                                               {"c": head})
+        assert plan is not None and plan.build == BuildPreview(
+            "workflow w.yaml", "GitHub Actions, from main", {"c": head}
+        )
         assert [a.kind for a in dry.components[0].actions] == ["build", "wait", "fetch", "publish", "propose"]
         assert not gh.repo.runs and exit_code(dry) == 0
         real = gh.reconciler.run()
-        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
-                  proposal=None)
+        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real), proposal=None)
         assert [a.kind for a in real.components[0].actions] == ["build", "wait"]
 
 
@@ -353,6 +374,5 @@ def test_the_plan_on_github_refuses_a_build_command_as_the_pass_does(world: Worl
         assert plan is not None and plan.fails_at == "build" and exit_code(dry) == 1
         assert "build.command is not run for a repository on GitHub" in plan.refusals[0]
         real = gh.reconciler.run()
-        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
-                  proposal=None)
+        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real), proposal=None)
         assert real.components[0].status == "failed" and not gh.repo.pulls

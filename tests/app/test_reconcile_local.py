@@ -11,10 +11,10 @@ import pytest
 
 from bot.adapters.git import git
 from bot.commands.demo import PEOPLE
-from tests.conftest import HipArtifacts
-from tests.fixtures.hip import link_shared, tool
 from tests.app.worlds import BRANCH, HUMAN, NEW_VERSION, World, component, make_world, runner_build
 from tests.cli import wheelpin
+from tests.conftest import HipArtifacts
+from tests.fixtures.hip import link_shared, tool
 from tests.fixtures.servers import Registry
 
 
@@ -46,10 +46,12 @@ def test_dry_run_changes_nothing(world: World) -> None:
     assert text.code == 0 and text.stdout.startswith("demo-cache: would build, publish, propose\n")
     head = component(planned)["head"]
     cache = Path(world.env["WHEELPIN_CACHE_DIR"])
-    for line in (f"  upstream: ../upstream (branch main) at {head[:8]}",
-                 f"    in a clean checkout of {head[:8]} at {cache / 'checkouts' / 'demo-cache' / head[:12]}",
-                 f"  image: localhost/demo-cache:demo-cache-v{{version_base}}-g{head[:8]}@{{digest}}",
-                 f"  proposal: creates wheelpin/demo-cache: Bump demo-cache to {{version}} ({head[:8]})"):
+    for line in (
+        f"  upstream: ../upstream (branch main) at {head[:8]}",
+        f"    in a clean checkout of {head[:8]} at {cache / 'checkouts' / 'demo-cache' / head[:12]}",
+        f"  image: localhost/demo-cache:demo-cache-v{{version_base}}-g{head[:8]}@{{digest}}",
+        f"  proposal: creates wheelpin/demo-cache: Bump demo-cache to {{version}} ({head[:8]})",
+    ):
         assert line + "\n" in text.stdout, text.stdout
     assert f"build_wheel.py {cache / 'builds' / 'demo-cache' / head / 'out'}\n" in text.stdout  # {out} filled
     assert "  pins:\n    docker/Dockerfile:2 localhost/demo-cache:demo-cache-v0.1.0-g" in text.stdout
@@ -61,7 +63,9 @@ def test_the_dry_run_says_what_the_pass_would_refuse_and_exits_as_it_would(world
     """A component that builds on GitHub Actions, passed on the local platform: the pass
     stops at the build. The plan says so, and exits 1 as the pass does (which
     World.reconcile checks too, as for every pass)."""
-    world.set_config("build = { command = [", 'build = { workflow = "wheels.yaml", inputs = { commit = "{sha}" } }\n# was: [')
+    world.set_config(
+        "build = { command = [", 'build = { workflow = "wheels.yaml", inputs = { commit = "{sha}" } }\n# was: ['
+    )
     head = world.commit_upstream("work", NEW_VERSION)
     text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
     assert text.code == 1, text.stdout + text.stderr
@@ -146,7 +150,9 @@ def test_build_failure_is_reported_and_backed_off(world: World) -> None:
     world.commit_upstream("broken", {"build_wheel.py": "import sys\nprint('compiler error')\nsys.exit(3)\n"})
     failed = world.reconcile()
     assert failed.code == 1
-    assert "failed (exit 3)" in component(failed)["messages"][0] and "compiler error" in component(failed)["messages"][0]
+    assert (
+        "failed (exit 3)" in component(failed)["messages"][0] and "compiler error" in component(failed)["messages"][0]
+    )
     assert world.branch() is None and len(world.layout_tags()) == 1
     again = world.reconcile()
     assert again.code == 1 and [a["kind"] for a in component(again)["actions"]] == ["report"]  # no rebuild
@@ -157,10 +163,16 @@ def test_build_failure_is_reported_and_backed_off(world: World) -> None:
 @pytest.mark.parametrize(
     ("config", "files", "problem"),
     [
-        (('distribution = "demo-cache"', 'distribution = "demo-cache-rocm"'), NEW_VERSION,
-         "distribution is 'demo-cache', expected 'demo-cache-rocm': a build of the non-ROCm variant"),
-        (('distribution = "demo-cache"', 'distribution = "demo-cache", archs = ["gfx942"]'), NEW_VERSION,
-         "no HIP device code found, but gfx942 is required"),
+        (
+            ('distribution = "demo-cache"', 'distribution = "demo-cache-rocm"'),
+            NEW_VERSION,
+            "distribution is 'demo-cache', expected 'demo-cache-rocm': a build of the non-ROCm variant",
+        ),
+        (
+            ('distribution = "demo-cache"', 'distribution = "demo-cache", archs = ["gfx942"]'),
+            NEW_VERSION,
+            "no HIP device code found, but gfx942 is required",
+        ),
         (None, {"VERSION": "0.1.1\n", "build_wheel.py": None}, "does not carry commit"),
     ],
     ids=["wrong-name", "missing-arch", "commit-mismatch"],
@@ -184,19 +196,24 @@ def test_verification_failure_publishes_and_proposes_nothing(world: World, confi
 def test_a_wheel_built_against_another_torch_is_refused_under_a_torch210_tag(world: World) -> None:
     """ATOM tags its LMCache image `…-rocm-torch210`; a wheel built against torch 2.11 must
     not be published under it. The tag takes its torch from the wheel's own version."""
-    world.set_config('wheel = { distribution = "demo-cache" }',
-                     'wheel = { distribution = "demo-cache", local_segments = ["torch2.10", "cxx11abi1"] }')
+    world.set_config(
+        'wheel = { distribution = "demo-cache" }',
+        'wheel = { distribution = "demo-cache", local_segments = ["torch2.10", "cxx11abi1"] }',
+    )
     world.set_config('g{sha8}" }', 'g{sha8}-rocm-torch{local_torch_digits}" }')
     script = (world.upstream / "build_wheel.py").read_text()
-    world.commit_upstream("torch 2.11", {"VERSION": "0.1.1\n", "build_wheel.py": script.replace(
-        '".rocm7.2.4"', '".rocm7.2.4.torch2.11.cxx11abi1"')})
+    world.commit_upstream(
+        "torch 2.11",
+        {"VERSION": "0.1.1\n", "build_wheel.py": script.replace('".rocm7.2.4"', '".rocm7.2.4.torch2.11.cxx11abi1"')},
+    )
     refused = world.reconcile()
     assert refused.code == 1
     message = component(refused)["messages"][-1]
     assert "nothing published" in message and "carries torch2.11, expected torch2.10" in message, message
     assert world.branch() is None and len(world.layout_tags()) == 1
-    head = world.commit_upstream("torch 2.10", {"build_wheel.py": script.replace(
-        '".rocm7.2.4"', '".rocm7.2.4.torch2.10.cxx11abi1"')})
+    head = world.commit_upstream(
+        "torch 2.10", {"build_wheel.py": script.replace('".rocm7.2.4"', '".rocm7.2.4.torch2.10.cxx11abi1"')}
+    )
     done = world.reconcile()
     assert done.code == 0, done.stdout
     assert f"demo-cache-v0.1.1-g{head[:8]}-rocm-torch210" in world.layout_tags()
@@ -215,16 +232,46 @@ def test_a_cuda_wheel_is_refused(world: World, tmp_path: Path) -> None:
     stub.mkdir()
     (stub / "cudart.c").write_text("int cudaMalloc(void **p, unsigned long n) { return 0; }\n")
     cc = tool("clang")  # Debian's clang-19, as for the HIP objects: gcc is not among the test packages
-    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcudart.so.13", str(stub / "cudart.c"),
-                    "-o", str(stub / "libcudart.so")], check=True)
-    (stub / "ops.c").write_text("int cudaMalloc(void **p, unsigned long n);\nint f(void) { return cudaMalloc(0, 0); }\n")
+    subprocess.run(
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libcudart.so.13",
+            str(stub / "cudart.c"),
+            "-o",
+            str(stub / "libcudart.so"),
+        ],
+        check=True,
+    )
+    (stub / "ops.c").write_text(
+        "int cudaMalloc(void **p, unsigned long n);\nint f(void) { return cudaMalloc(0, 0); }\n"
+    )
     library = world.upstream / "demo_cache" / "_ops.so"
-    subprocess.run([cc, "-shared", "-fPIC", str(stub / "ops.c"), "-L", str(stub), "-Wl,--no-as-needed",
-                    "-lcudart", "-o", str(library)], check=True)
-    script = (world.upstream / "build_wheel.py").read_text().replace(
-        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}',
-        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read(), '
-        '"demo_cache/_ops.so": open("demo_cache/_ops.so", "rb").read()}')
+    subprocess.run(
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            str(stub / "ops.c"),
+            "-L",
+            str(stub),
+            "-Wl,--no-as-needed",
+            "-lcudart",
+            "-o",
+            str(library),
+        ],
+        check=True,
+    )
+    script = (
+        (world.upstream / "build_wheel.py")
+        .read_text()
+        .replace(
+            'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}',
+            'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read(), '
+            '"demo_cache/_ops.so": open("demo_cache/_ops.so", "rb").read()}',
+        )
+    )
     world.commit_upstream("cuda ops", {"VERSION": "0.1.1\n", "build_wheel.py": script})
     result = world.reconcile()
     assert result.code == 1
@@ -237,17 +284,25 @@ def test_a_wanted_arch_missing_is_named_and_none_present_is_refused(world: World
     proposed with gfx90a named as skipped; one with none of the wanted archs is refused."""
     library = link_shared(hip_artifacts.folder, [hip_artifacts.plain_objects["k942"]], "libops942.so")
     (world.upstream / "demo_cache" / "_ops.so").write_bytes(library.read_bytes())
-    script = (world.upstream / "build_wheel.py").read_text().replace(
-        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}',
-        'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read(), '
-        '"demo_cache/_ops.so": open("demo_cache/_ops.so", "rb").read()}')
-    world.set_config('wheel = { distribution = "demo-cache" }',
-                     'wheel = { distribution = "demo-cache", archs_wanted = ["gfx1100"] }')
+    script = (
+        (world.upstream / "build_wheel.py")
+        .read_text()
+        .replace(
+            'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read()}',
+            'files = {"demo_cache/__init__.py": open("demo_cache/__init__.py", "rb").read(), '
+            '"demo_cache/_ops.so": open("demo_cache/_ops.so", "rb").read()}',
+        )
+    )
+    world.set_config(
+        'wheel = { distribution = "demo-cache" }', 'wheel = { distribution = "demo-cache", archs_wanted = ["gfx1100"] }'
+    )
     world.commit_upstream("gfx942 ops", {"VERSION": "0.1.1\n", "build_wheel.py": script})
     refused = world.reconcile()
     assert refused.code == 1
-    assert ("none of the wanted archs gfx1100 has a code object (the wheel carries gfx942)"
-            in component(refused)["messages"][-1])
+    assert (
+        "none of the wanted archs gfx1100 has a code object (the wheel carries gfx942)"
+        in component(refused)["messages"][-1]
+    )
     (problem,) = component(refused)["problems"]  # every problem, each with its wheel
     assert problem.startswith("demo_cache-0.1.1+g") and problem.endswith("(the wheel carries gfx942)")
     assert world.branch() is None and len(world.layout_tags()) == 1
@@ -314,9 +369,15 @@ def test_a_wheel_that_cannot_be_read_is_refused_in_the_commit_list(world: World)
     like one whose wheel fails a check (not rebuilt), and the next proposal marks it ⛔."""
     from bot.commands.demo import BUILD_SCRIPT
 
-    broken = world.commit_upstream("broken packaging", {"build_wheel.py": (
-        "import pathlib, sys\n"
-        "pathlib.Path(sys.argv[1], 'demo_cache-0.1.1-py3-none-any.whl').write_bytes(b'not a zip')\n")})
+    broken = world.commit_upstream(
+        "broken packaging",
+        {
+            "build_wheel.py": (
+                "import pathlib, sys\n"
+                "pathlib.Path(sys.argv[1], 'demo_cache-0.1.1-py3-none-any.whl').write_bytes(b'not a zip')\n"
+            )
+        },
+    )
     refused = world.reconcile()
     assert refused.code == 1 and "nothing published" in component(refused)["messages"][-1], refused.stdout
     assert component(world.reconcile())["actions"][0]["kind"] == "report"  # not rebuilt
@@ -331,9 +392,11 @@ def test_a_wheel_that_cannot_be_read_is_refused_in_the_commit_list(world: World)
 def test_the_exact_wheel_is_smoke_tested_before_it_is_published(world: World) -> None:
     """Mooncake's release rule: the wheel itself, installed alone in a fresh venv, must
     import. A failed smoke test publishes nothing."""
-    world.set_config('wheel = { distribution = "demo-cache" }',
-                     'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache, sys; '
-                     'sys.exit(demo_cache.__version__ != \\"0.1.0\\")\'" }')
+    world.set_config(
+        'wheel = { distribution = "demo-cache" }',
+        'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache, sys; '
+        'sys.exit(demo_cache.__version__ != \\"0.1.0\\")\'" }',
+    )
     world.commit_upstream("broken import", {"VERSION": "0.1.1\n", "demo_cache/__init__.py": "import missing_dep\n"})
     refused = world.reconcile()
     assert refused.code == 1
@@ -352,6 +415,7 @@ def test_a_tag_holding_other_content_is_refused(world: World, tmp_path: Path) ->
     head = world.commit_upstream("work", NEW_VERSION)
     tag = f"demo-cache-v0.1.1-g{head[:8]}"
     from tests.fixtures.wheels import build_wheel
+
     other = build_wheel(tmp_path / "other", name="demo-cache", version=f"0.0.9+g{head[:8]}", files={"x.py": b"other"})
     published = wheelpin("image", "publish", str(other), "--to", f"oci:{world.root / 'images'}:{tag}", env=world.env)
     assert published.code == 0, published.stderr
@@ -368,13 +432,22 @@ def test_an_image_another_workflow_pushed_is_adopted(world: World, tmp_path: Pat
     proposed, with no build and no push."""
     head = world.commit_upstream("work", NEW_VERSION)
     from tests.fixtures.wheels import build_wheel
-    wheel = build_wheel(tmp_path / "theirs", name="demo-cache", version=f"0.1.1+g{head[:8]}.rocm7.2.4",
-                        files={"demo_cache/__init__.py": b"x = 1\n"}, requires_dist=["numpy>=2.3"])
+
+    wheel = build_wheel(
+        tmp_path / "theirs",
+        name="demo-cache",
+        version=f"0.1.1+g{head[:8]}.rocm7.2.4",
+        files={"demo_cache/__init__.py": b"x = 1\n"},
+        requires_dist=["numpy>=2.3"],
+    )
     tag = f"demo-cache-v0.1.1-g{head[:8]}"
-    assert wheelpin("image", "publish", str(wheel), "--to", f"oci:{world.root / 'images'}:{tag}",
-                    env=world.env).code == 0
-    world.set_config('wheel = { distribution = "demo-cache" }',  # its exact wheel is smoke-tested too
-                     'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache; assert demo_cache.x == 2\'" }')
+    assert (
+        wheelpin("image", "publish", str(wheel), "--to", f"oci:{world.root / 'images'}:{tag}", env=world.env).code == 0
+    )
+    world.set_config(
+        'wheel = { distribution = "demo-cache" }',  # its exact wheel is smoke-tested too
+        'wheel = { distribution = "demo-cache", smoke = "python -c \'import demo_cache; assert demo_cache.x == 2\'" }',
+    )
     failed = world.reconcile()
     assert failed.code == 1 and "smoke test of" in component(failed)["messages"][-1] and world.branch() is None
     assert component(world.reconcile())["actions"][0]["kind"] == "report"  # recorded: not fetched again each pass
@@ -384,8 +457,10 @@ def test_an_image_another_workflow_pushed_is_adopted(world: World, tmp_path: Pat
     assert [a["kind"] for a in component(result)["actions"]] == ["adopt", "propose"]  # verified, then proposed
     assert f"{tag}@sha256:" in world.branch_file()
     message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
-    assert ("Provenance: adopted: found under its tag, pushed by someone else; wheelpin fetched its 1 wheel "
-            "and verified them like a build of its own") in message
+    assert (
+        "Provenance: adopted: found under its tag, pushed by someone else; wheelpin fetched its 1 wheel "
+        "and verified them like a build of its own"
+    ) in message
     assert "- ✅ smoke test `python -c 'import demo_cache; assert demo_cache.x == 1'` passed for py3" in message
 
 
@@ -405,8 +480,11 @@ def test_killed_between_actions_converges(world: World, crash_after: int) -> Non
 
 def test_components_are_independent(world: World) -> None:
     config = (world.downstream / "wheelpin.toml").read_text()
-    broken = config.split("[[component]]", 1)[1].replace('name = "demo-cache"', 'name = "broken"').replace(
-        'repo = "../upstream"', 'repo = "../no-such-upstream"')
+    broken = (
+        config.split("[[component]]", 1)[1]
+        .replace('name = "demo-cache"', 'name = "broken"')
+        .replace('repo = "../upstream"', 'repo = "../no-such-upstream"')
+    )
     (world.downstream / "wheelpin.toml").write_text(config + "\n[[component]]" + broken)
     git(["commit", "--quiet", "-am", "second component"], cwd=world.downstream, env=HUMAN)
     world.commit_upstream("work", NEW_VERSION)
@@ -435,11 +513,12 @@ def test_quiet_period(world: World) -> None:
     assert waiting.code == 0 and component(waiting)["status"] == "waiting"
     assert "quiet period" in component(waiting)["messages"][0] and world.branch() is None
     (world.upstream / "VERSION").write_text("0.1.2\n")
-    git(["commit", "--quiet", "-am", "old enough"], cwd=world.upstream,
-        env={**PEOPLE, "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"})
+    git(
+        ["commit", "--quiet", "-am", "old enough"],
+        cwd=world.upstream,
+        env={**PEOPLE, "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"},
+    )
     assert world.reconcile().code == 0 and world.branch() is not None
-
-
 
 
 def test_the_loop_passes_on_sighup_reads_its_config_again_and_stops_on_sigterm(world: World) -> None:
@@ -454,12 +533,19 @@ def test_the_loop_passes_on_sighup_reads_its_config_again_and_stops_on_sigterm(w
 
     from tests.cli import environment
 
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "reconcile", "--repo", str(world.downstream), "--json"],
-                            env=environment(world.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "reconcile", "--repo", str(world.downstream), "--json"],
+        env=environment(world.env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     passes: list[dict] = []  # type: ignore[type-arg]
     said: list[str] = []
-    readers = [threading.Thread(target=lambda: [passes.append(json.loads(line)) for line in proc.stdout], daemon=True),  # type: ignore[union-attr]
-               threading.Thread(target=lambda: [said.append(line) for line in proc.stderr], daemon=True)]  # type: ignore[union-attr]
+    readers = [
+        threading.Thread(target=lambda: [passes.append(json.loads(line)) for line in proc.stdout], daemon=True),  # type: ignore[union-attr]
+        threading.Thread(target=lambda: [said.append(line) for line in proc.stderr], daemon=True),
+    ]  # type: ignore[union-attr]
     for reader in readers:
         reader.start()
 
@@ -495,8 +581,11 @@ def test_the_loop_passes_on_sighup_reads_its_config_again_and_stops_on_sigterm(w
         # a config no longer UTF-8, nested 1,000 deep, or with an absurd interval: said, and
         # the loop goes on with the last good one
         committed = (world.downstream / "wheelpin.toml").read_bytes()
-        unusable = [committed + b"\n# \xff\n", committed + b"\nx = " + b"[" * 1000 + b"]" * 1000 + b"\n",
-                    committed.replace(b'"whenever"', b'"99999999999999999999m"')]
+        unusable = [
+            committed + b"\n# \xff\n",
+            committed + b"\nx = " + b"[" * 1000 + b"]" * 1000 + b"\n",
+            committed.replace(b'"whenever"', b'"99999999999999999999m"'),
+        ]
         for count, text in enumerate(unusable, start=6):
             (world.downstream / "wheelpin.toml").write_bytes(text)
             proc.send_signal(signal.SIGHUP)
@@ -535,9 +624,11 @@ def test_the_loop_keeps_its_reconciler_while_the_config_is_unchanged(world: Worl
         return made[-1]
 
     config = world.downstream / "wheelpin.toml"
-    steps = [lambda: None,  # pass 1 → wake: the same text
-             lambda: config.write_text(config.read_text() + "\n# edited\n"),  # pass 2 → wake: changed
-             None]  # pass 3 → stop
+    steps = [
+        lambda: None,  # pass 1 → wake: the same text
+        lambda: config.write_text(config.read_text() + "\n# edited\n"),  # pass 2 → wake: changed
+        None,
+    ]  # pass 3 → stop
     used = []
 
     def show(result) -> None:  # type: ignore[no-untyped-def]
@@ -606,16 +697,26 @@ def test_a_build_left_running_by_a_killed_pass_is_ended_by_the_next(world: World
 
     world.env["WHEELPIN_SANDBOX"] = "off"
     flag = tmp_path / "build-now"
-    world.set_config('build = { command = [', f'build = {{ command = ["sh", "-c", "if [ -e {flag} ]; then '
-                     f'exec python3 build_wheel.py \\"$1\\"; else sleep 300 & sleep 300; fi", "build", "{{out}}"] }}\n# was: [')
+    world.set_config(
+        "build = { command = [",
+        f'build = {{ command = ["sh", "-c", "if [ -e {flag} ]; then '
+        f'exec python3 build_wheel.py \\"$1\\"; else sleep 300 & sleep 300; fi", "build", "{{out}}"] }}\n# was: [',
+    )
     head = world.commit_upstream("work", NEW_VERSION)
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "reconcile", "--once", "--repo", str(world.downstream)],
-                            env=environment(world.env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "reconcile", "--once", "--repo", str(world.downstream)],
+        env=environment(world.env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     marker: Path | None = None
     deadline = time.monotonic() + 60
     while marker is None and time.monotonic() < deadline:
-        marker = next(iter((Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").glob(f"*/{head}*/build.pid")), None) \
-            if (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").exists() else None
+        marker = (
+            next(iter((Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").glob(f"*/{head}*/build.pid")), None)
+            if (Path(world.env["WHEELPIN_CACHE_DIR"]) / "builds").exists()
+            else None
+        )
         time.sleep(0.05)
     assert marker is not None, "the build did not start"
     group = int(marker.read_text().split()[0])

@@ -23,7 +23,6 @@ What is checked, and against what:
 from __future__ import annotations
 
 import datetime
-from itertools import pairwise
 import json
 import signal
 import threading
@@ -32,6 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,9 @@ class Fleet:
             return cursor.fetchall() if cursor.description else []
 
     def busy(self) -> int:
-        (row,) = self.sql("select count(*) from procrastinate_jobs where task_name = 'wheelpin.job' "
-                          "and status in ('todo', 'doing')")
+        (row,) = self.sql(
+            "select count(*) from procrastinate_jobs where task_name = 'wheelpin.job' and status in ('todo', 'doing')"
+        )
         return int(row[0])
 
     def idle(self, timeout: float = 180) -> None:
@@ -83,8 +84,11 @@ class Fleet:
         return [record for record in self.records(index) if record.get("event") == name]
 
     def make_due(self, repository: str, component: str) -> None:
-        (row,) = self.sql("update wheelpin_schedules set due = 0 where repository = %s and component = %s "
-                          "returning component", repository, component)
+        (row,) = self.sql(
+            "update wheelpin_schedules set due = 0 where repository = %s and component = %s returning component",
+            repository,
+            component,
+        )
         assert row == (component,)
 
 
@@ -92,17 +96,26 @@ class Fleet:
 def fleet(world: World, tmp_path: Path, postgres: Postgres, count: int, **env: str) -> Iterator[Fleet]:
     emulator, repo, _private = app_on_emulator(world, tmp_path)
     database = postgres.database(f"fleet_{uuid.uuid4().hex[:10]}")
-    common = {**world.env, "WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
-              "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(tmp_path / "app.pem"),
-              "WHEELPIN_WEBHOOK_SECRET_FILE": str(tmp_path / "webhook-secret"), "WHEELPIN_DATABASE_URL": database,
-              "WHEELPIN_LOG_LEVEL": "debug", "WHEELPIN_LOG_FORMAT": "json", "WHEELPIN_SCHEDULE_JITTER": "0",
-              "WHEELPIN_TICK_SECONDS": "1", "WHEELPIN_STALLED_AFTER": "5", "WHEELPIN_QUEUE_BACKOFF": "0.2",
-              "WHEELPIN_WORKERS": "2", **env}
+    common = {
+        **world.env,
+        "WHEELPIN_GITHUB_API_URL": emulator.url,
+        "WHEELPIN_GITHUB_APP_ID": str(APP_ID),
+        "WHEELPIN_GITHUB_PRIVATE_KEY_FILE": str(tmp_path / "app.pem"),
+        "WHEELPIN_WEBHOOK_SECRET_FILE": str(tmp_path / "webhook-secret"),
+        "WHEELPIN_DATABASE_URL": database,
+        "WHEELPIN_LOG_LEVEL": "debug",
+        "WHEELPIN_LOG_FORMAT": "json",
+        "WHEELPIN_SCHEDULE_JITTER": "0",
+        "WHEELPIN_TICK_SECONDS": "1",
+        "WHEELPIN_STALLED_AFTER": "5",
+        "WHEELPIN_QUEUE_BACKOFF": "0.2",
+        "WHEELPIN_WORKERS": "2",
+        **env,
+    }
     processes: list[Process] = []
     try:
         for index in range(count):
-            processes.append(Process({**common, "WHEELPIN_CACHE_DIR": str(tmp_path / f"cache-{index}")},
-                                     "--port", "0"))
+            processes.append(Process({**common, "WHEELPIN_CACHE_DIR": str(tmp_path / f"cache-{index}")}, "--port", "0"))
         made = Fleet(world, emulator, repo, database, processes, [process.url() for process in processes])
         for url in made.urls:
             wait_until(lambda url=url: requests.get(url + "/readyz", timeout=5).status_code == 200, 60, "/readyz")
@@ -112,8 +125,9 @@ def fleet(world: World, tmp_path: Path, postgres: Postgres, count: int, **env: s
         for process in made.processes:  # SIGTERM: each stops cleanly, its running jobs finished
             assert process.stop() == 0 and process.lines[-1] == "wheelpin: stopped", process.lines[-3:]
         assert emulator.errors == []
-        kinds = {(r.method, r.template, r.status, json.dumps(r.request, sort_keys=True)[:200]): r
-                 for r in emulator.recorded}
+        kinds = {
+            (r.method, r.template, r.status, json.dumps(r.request, sort_keys=True)[:200]): r for r in emulator.recorded
+        }
         validate_recorded(kinds.values())
     except BaseException:
         for index, process in enumerate(processes):  # what each replica said, for the failure's report
@@ -136,8 +150,11 @@ def spans(made: Fleet, repository: str) -> list[tuple[float, float, int]]:
     found = []
     for index in range(len(made.processes)):
         started: float | None = None
-        marks = [r for r in made.records(index) if r.get("repository") == repository
-                 and r.get("event") in ("job.started", "job.finished")]
+        marks = [
+            r
+            for r in made.records(index)
+            if r.get("repository") == repository and r.get("event") in ("job.started", "job.finished")
+        ]
         for record in marks:
             if record["event"] == "job.started":
                 assert started is None, f"replica {index} started a second job of {repository} during one"
@@ -150,7 +167,8 @@ def spans(made: Fleet, repository: str) -> list[tuple[float, float, int]]:
 
 
 def test_a_thousand_deliveries_across_replicas_and_never_two_jobs_of_one_repository_at_once(
-        registry: Registry, postgres: Postgres, tmp_path: Path) -> None:
+    registry: Registry, postgres: Postgres, tmp_path: Path
+) -> None:
     world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
     with fleet(world, tmp_path, postgres, 3) as made:
         world.commit_upstream("one", NEW_VERSION)  # passes have work to do: dispatch, then wait on the build
@@ -187,8 +205,11 @@ def test_a_thousand_deliveries_across_replicas_and_never_two_jobs_of_one_reposit
         queued = 0.0
         for url in made.urls:
             text = requests.get(url + "/metrics", timeout=5).text
-            queued += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                          if line.startswith("wheelpin_webhook_deliveries_total{") and 'outcome="queued"' in line)
+            queued += sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("wheelpin_webhook_deliveries_total{") and 'outcome="queued"' in line
+            )
         assert queued == 1000  # none lost, whichever replica took it
         assert any(r.get("base") == changed for r in made.events("config.loaded"))  # the change mid-burst seen
         passes = len(made.events("component.pass")) - before
@@ -227,26 +248,36 @@ def hold_first(made: Any, matches: Callable[[str, str], bool]) -> tuple[threadin
 
 
 def test_a_replica_killed_mid_job_is_taken_over_once_its_heartbeat_is_stale(
-        registry: Registry, postgres: Postgres, tmp_path: Path) -> None:
+    registry: Registry, postgres: Postgres, tmp_path: Path
+) -> None:
     world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
     with fleet(world, tmp_path, postgres, 2) as made:
         head = world.commit_upstream("one", NEW_VERSION)
         held, release = hold_first(made, lambda method, path: path.startswith(f"/repos/{REPOSITORY}/"))
         made.make_due(REPOSITORY, COMPONENT)  # the next tick defers the component's pass
         assert held.wait(60), "no replica started the pass"
-        running = [index for index in range(2)
-                   if len(made.events("job.started", index)) > len(made.events("job.finished", index))]
+        running = [
+            index
+            for index in range(2)
+            if len(made.events("job.started", index)) > len(made.events("job.finished", index))
+        ]
         (victim,) = running
         survivor = 1 - victim
         made.processes[victim].proc.send_signal(signal.SIGKILL)
         killed = time.time()
         made.processes[victim].proc.wait(10)
         release.set()
-        dispatched = wait_until(lambda: [r for r in made.repo.runs.values() if r.inputs == {"c": head}], 90,
-                                "the survivor to take up the pass and dispatch the build")
+        dispatched = wait_until(
+            lambda: [r for r in made.repo.runs.values() if r.inputs == {"c": head}],
+            90,
+            "the survivor to take up the pass and dispatch the build",
+        )
         assert len(dispatched) == 1
-        taken = [r for r in made.events("job.started", survivor)
-                 if r.get("component") == COMPONENT and r.get("delivery") == "schedule" and at(r) > killed]
+        taken = [
+            r
+            for r in made.events("job.started", survivor)
+            if r.get("component") == COMPONENT and r.get("delivery") == "schedule" and at(r) > killed
+        ]
         assert taken, "the survivor ran the killed replica's job"
         # not before its heartbeat was 5 s stale: its last one came at most a heartbeat's
         # interval (a third of WHEELPIN_STALLED_AFTER, app/pgqueue.py) before the kill, and the
@@ -257,8 +288,9 @@ def test_a_replica_killed_mid_job_is_taken_over_once_its_heartbeat_is_stale(
         made.processes.pop(victim)
 
 
-def test_the_schedule_fires_once_per_period_across_replicas(registry: Registry, postgres: Postgres,
-                                                            tmp_path: Path) -> None:
+def test_the_schedule_fires_once_per_period_across_replicas(
+    registry: Registry, postgres: Postgres, tmp_path: Path
+) -> None:
     world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
     with fleet(world, tmp_path, postgres, 3) as made:
         start = time.time()
@@ -269,15 +301,20 @@ def test_the_schedule_fires_once_per_period_across_replicas(registry: Registry, 
         for round_ in range(3):
             before = [r for r in made.events("component.pass") if r.get("delivery") == "schedule"]
             made.make_due(REPOSITORY, COMPONENT)
-            wait_until(lambda before=before: len([r for r in made.events("component.pass")
-                                                  if r.get("delivery") == "schedule"]) > len(before),
-                       60, "the scheduled pass")
+            wait_until(
+                lambda before=before: (
+                    len([r for r in made.events("component.pass") if r.get("delivery") == "schedule"]) > len(before)
+                ),
+                60,
+                "the scheduled pass",
+            )
             made.idle()
             time.sleep(2)  # two more ticks: none fires it again
             after = [r for r in made.events("component.pass") if r.get("delivery") == "schedule"]
             assert len(after) == len(before) + 1, (round_, len(before), len(after))
-        (due,) = made.sql("select due from wheelpin_schedules where repository = %s and component = %s",
-                          REPOSITORY, COMPONENT)
+        (due,) = made.sql(
+            "select due from wheelpin_schedules where repository = %s and component = %s", REPOSITORY, COMPONENT
+        )
         assert due[0] > time.time() + 60  # its next time is its schedule's, not the tick's
 
 
@@ -298,8 +335,13 @@ def test_a_database_that_restarts_under_load_is_a_pause(registry: Registry, tmp_
                 while not done.is_set():
                     started = time.time()
                     answer = deliver(session, made.urls[number % 2], SECRET, "push", push)
-                    sent.append((started, answer.status_code,
-                                 answer.json().get("jobs", []) if answer.status_code == 202 else []))
+                    sent.append(
+                        (
+                            started,
+                            answer.status_code,
+                            answer.json().get("jobs", []) if answer.status_code == 202 else [],
+                        )
+                    )
                     number += 1
                     time.sleep(0.1)
 
@@ -320,8 +362,11 @@ def test_a_database_that_restarts_under_load_is_a_pause(registry: Registry, tmp_
             server.start()
             up = time.time()
             for url in made.urls:  # each replica ready again by itself
-                wait_until(lambda url=url: requests.get(url + "/readyz", timeout=10).status_code == 200, 60,
-                           "/readyz after the restart")
+                wait_until(
+                    lambda url=url: requests.get(url + "/readyz", timeout=10).status_code == 200,
+                    60,
+                    "/readyz after the restart",
+                )
             recovered = time.time()
             time.sleep(3)  # deliveries to the recovered fleet
             done.set()
@@ -330,12 +375,24 @@ def test_a_database_that_restarts_under_load_is_a_pause(registry: Registry, tmp_
             try:
                 made.idle(60)
             except AssertionError:
-                print("queue left:", made.sql("select id, status, task_name, lock, worker_id, attempts, scheduled_at,"
-                                              " now() from procrastinate_jobs where status in ('todo', 'doing')"))
+                print(
+                    "queue left:",
+                    made.sql(
+                        "select id, status, task_name, lock, worker_id, attempts, scheduled_at,"
+                        " now() from procrastinate_jobs where status in ('todo', 'doing')"
+                    ),
+                )
                 print("queue left:", made.sql("select id, last_heartbeat, now() from procrastinate_workers"))
                 for index in range(2):
-                    print("queue left:", index, [line for line in made.processes[index].lines
-                                           if "restart" in line or "stalled" in line or "Side" in line][-20:])
+                    print(
+                        "queue left:",
+                        index,
+                        [
+                            line
+                            for line in made.processes[index].lines
+                            if "restart" in line or "stalled" in line or "Side" in line
+                        ][-20:],
+                    )
                 raise
             answers = [status for _at, status, _jobs in sent]
             assert set(answers) <= {202, 503}, sorted(set(answers))
@@ -345,46 +402,70 @@ def test_a_database_that_restarts_under_load_is_a_pause(registry: Registry, tmp_
             # every delivery answered 202 is followed by a job of its key: its own, or the one
             # waiting it coalesced into
             started = [(at(r), r.get("job")) for r in made.events("job.started") if r.get("repository") == REPOSITORY]
-            lost = [(round(sent_at - down, 2), kinds) for sent_at, status, kinds in sent if status == 202
-                    and not all(any(kind == job and when >= sent_at for when, job in started) for kind in kinds)]
+            lost = [
+                (round(sent_at - down, 2), kinds)
+                for sent_at, status, kinds in sent
+                if status == 202
+                and not all(any(kind == job and when >= sent_at for when, job in started) for kind in kinds)
+            ]
             assert lost == [], lost
             # no job given up (a tick that failed is not one: the next tick does its work)
-            assert made.sql("select id, args from procrastinate_jobs where status = 'failed' "
-                            "and task_name = 'wheelpin.job'") == []
+            assert (
+                made.sql(
+                    "select id, args from procrastinate_jobs where status = 'failed' and task_name = 'wheelpin.job'"
+                )
+                == []
+            )
             restarted = made.events("queue.worker_restarting")
-            print(f"PostgreSQL down {up - down:.1f} s: {answers.count(202)} deliveries accepted, "
-                  f"{answers.count(503)} answered 503; ready again {recovered - up:.1f} s after it came back; "
-                  f"{len(restarted)} worker restarts")
+            print(
+                f"PostgreSQL down {up - down:.1f} s: {answers.count(202)} deliveries accepted, "
+                f"{answers.count(503)} answered 503; ready again {recovered - up:.1f} s after it came back; "
+                f"{len(restarted)} worker restarts"
+            )
     finally:
         server.stop()
 
 
 def test_a_replica_paused_past_its_takeover_writes_nothing_beside_the_one_that_took_it_over(
-        registry: Registry, postgres: Postgres, tmp_path: Path) -> None:
+    registry: Registry, postgres: Postgres, tmp_path: Path
+) -> None:
     world = make_world(tmp_path, registry=f"{registry.host}/fleet-{uuid.uuid4().hex[:8]}/demo-cache")
     with fleet(world, tmp_path, postgres, 2) as made:
         head = world.commit_upstream("one", NEW_VERSION)
         # the listing of the workflow's runs that comes right before a dispatch
-        held, release = hold_first(made, lambda method, path: method == "GET" and "/actions/workflows/" in path
-                                   and path.split("?")[0].endswith("/runs"))
+        held, release = hold_first(
+            made,
+            lambda method, path: (
+                method == "GET" and "/actions/workflows/" in path and path.split("?")[0].endswith("/runs")
+            ),
+        )
         made.make_due(REPOSITORY, COMPONENT)
         assert held.wait(60), "no replica came to dispatch"
-        running = [index for index in range(2)
-                   if len([r for r in made.events("job.started", index) if r.get("repository") == REPOSITORY])
-                   > len([r for r in made.events("job.finished", index) if r.get("repository") == REPOSITORY])]
+        running = [
+            index
+            for index in range(2)
+            if len([r for r in made.events("job.started", index) if r.get("repository") == REPOSITORY])
+            > len([r for r in made.events("job.finished", index) if r.get("repository") == REPOSITORY])
+        ]
         (victim,) = running
         paused = made.processes[victim].proc
         paused.send_signal(signal.SIGSTOP)
         try:
             release.set()  # its answer waits in its socket: no run yet, so it would dispatch on waking
-            wait_until(lambda: [r for r in made.repo.runs.values() if r.inputs == {"c": head}], 90,
-                       "the other replica to take the pass over and dispatch the build")
+            wait_until(
+                lambda: [r for r in made.repo.runs.values() if r.inputs == {"c": head}],
+                90,
+                "the other replica to take the pass over and dispatch the build",
+            )
         finally:
             paused.send_signal(signal.SIGCONT)
 
         def ended() -> bool:  # the resumed replica's pass is over, whatever it did
-            mine = [r for r in made.records(victim) if r.get("repository") == REPOSITORY
-                    and r.get("event") in ("job.started", "job.finished")]
+            mine = [
+                r
+                for r in made.records(victim)
+                if r.get("repository") == REPOSITORY and r.get("event") in ("job.started", "job.finished")
+            ]
             return bool(mine) and mine[-1]["event"] == "job.finished"
 
         wait_until(ended, 60, "the resumed replica's pass to end")

@@ -54,27 +54,33 @@ def days(times: list[datetime.datetime]) -> list[str]:
     return [f"{t:%a %d}" for t in times]
 
 
-@pytest.mark.parametrize(("schedule", "expected"), [
-    # 2026-01-04 is a Sunday: Monday to Friday is the 5th to the 9th, then the 12th
-    ("0 0 * * 1-5", ["Mon 05", "Tue 06", "Wed 07", "Thu 08", "Fri 09", "Mon 12"]),
-    ("0 0 * * MON-FRI", ["Mon 05", "Tue 06", "Wed 07", "Thu 08", "Fri 09", "Mon 12"]),
-    ("0 0 * * mon,wed,fri", ["Mon 05", "Wed 07", "Fri 09", "Mon 12", "Wed 14", "Fri 16"]),
-    ("0 0 * * 0", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
-    ("0 0 * * 7", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
-    ("0 0 * * SUN", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
-    ("0 0 * * 5-7", ["Fri 09", "Sat 10", "Sun 11", "Fri 16", "Sat 17", "Sun 18"]),
-    ("0 0 * * 6,0", ["Sat 10", "Sun 11", "Sat 17", "Sun 18", "Sat 24", "Sun 25"]),
-    ("@weekly", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
-    # both days restricted: either one matching is enough (crontab(5)), Fridays and the 13th
-    ("0 0 13 * 5", ["Fri 09", "Tue 13", "Fri 16", "Fri 23", "Fri 30", "Fri 06"]),
-    ("0 0 * FEB 1", ["Mon 02", "Mon 09", "Mon 16", "Mon 23", "Mon 01", "Mon 08"]),
-])
+@pytest.mark.parametrize(
+    ("schedule", "expected"),
+    [
+        # 2026-01-04 is a Sunday: Monday to Friday is the 5th to the 9th, then the 12th
+        ("0 0 * * 1-5", ["Mon 05", "Tue 06", "Wed 07", "Thu 08", "Fri 09", "Mon 12"]),
+        ("0 0 * * MON-FRI", ["Mon 05", "Tue 06", "Wed 07", "Thu 08", "Fri 09", "Mon 12"]),
+        ("0 0 * * mon,wed,fri", ["Mon 05", "Wed 07", "Fri 09", "Mon 12", "Wed 14", "Fri 16"]),
+        ("0 0 * * 0", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
+        ("0 0 * * 7", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
+        ("0 0 * * SUN", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
+        ("0 0 * * 5-7", ["Fri 09", "Sat 10", "Sun 11", "Fri 16", "Sat 17", "Sun 18"]),
+        ("0 0 * * 6,0", ["Sat 10", "Sun 11", "Sat 17", "Sun 18", "Sat 24", "Sun 25"]),
+        ("@weekly", ["Sun 11", "Sun 18", "Sun 25", "Sun 01", "Sun 08", "Sun 15"]),
+        # both days restricted: either one matching is enough (crontab(5)), Fridays and the 13th
+        ("0 0 13 * 5", ["Fri 09", "Tue 13", "Fri 16", "Fri 23", "Fri 30", "Fri 06"]),
+        ("0 0 * FEB 1", ["Mon 02", "Mon 09", "Mon 16", "Mon 23", "Mon 01", "Mon 08"]),
+    ],
+)
 def test_weekdays_and_names_are_crons(schedule: str, expected: list[str]) -> None:
     assert days(passes(schedule, SUNDAY, 6)) == expected
 
 
 def test_shortcuts_are_crons() -> None:
-    assert passes("@daily", SUNDAY, 2) == [datetime.datetime(2026, 1, 5, tzinfo=UTC), datetime.datetime(2026, 1, 6, tzinfo=UTC)]
+    assert passes("@daily", SUNDAY, 2) == [
+        datetime.datetime(2026, 1, 5, tzinfo=UTC),
+        datetime.datetime(2026, 1, 6, tzinfo=UTC),
+    ]
     assert passes("@hourly", SUNDAY, 2) == [SUNDAY + datetime.timedelta(hours=1), SUNDAY + datetime.timedelta(hours=2)]
     assert passes("@monthly", SUNDAY, 1) == [datetime.datetime(2026, 2, 1, tzinfo=UTC)]
 
@@ -82,7 +88,9 @@ def test_shortcuts_are_crons() -> None:
 def test_a_crontab_line_is_read_in_the_configs_timezone() -> None:
     # 09:00 in Berlin is 08:00 UTC in winter (CET), 07:00 UTC in summer (CEST)
     assert passes("0 9 * * 1-5", SUNDAY, 2, "Europe/Berlin") == [
-        datetime.datetime(2026, 1, 5, 8, 0, tzinfo=UTC), datetime.datetime(2026, 1, 6, 8, 0, tzinfo=UTC)]
+        datetime.datetime(2026, 1, 5, 8, 0, tzinfo=UTC),
+        datetime.datetime(2026, 1, 6, 8, 0, tzinfo=UTC),
+    ]
     july = datetime.datetime(2026, 7, 5, 12, 0, tzinfo=UTC)  # a Sunday
     assert passes("0 9 * * 1-5", july, 1, "Europe/Berlin") == [datetime.datetime(2026, 7, 6, 7, 0, tzinfo=UTC)]
     # a Berlin Monday starts on Sunday 23:00 UTC: `0 0 * * 1` there is a Sunday in UTC
@@ -97,10 +105,15 @@ def test_the_days_the_clocks_change() -> None:
     line fires once, at the first; a line of every-hour steps fires in both."""
     spring = passes("30 2 * * *", datetime.datetime(2026, 3, 27, 12, tzinfo=UTC), 3, "Europe/Berlin")
     assert [t.astimezone(BERLIN).isoformat() for t in spring] == [
-        "2026-03-28T02:30:00+01:00", "2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00"]
+        "2026-03-28T02:30:00+01:00",
+        "2026-03-29T03:00:00+02:00",
+        "2026-03-30T02:30:00+02:00",
+    ]
     autumn = passes("30 2 * * *", datetime.datetime(2026, 10, 24, 12, tzinfo=UTC), 2, "Europe/Berlin")
     assert [t.astimezone(BERLIN).isoformat() for t in autumn] == [
-        "2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"]
+        "2026-10-25T02:30:00+02:00",
+        "2026-10-26T02:30:00+01:00",
+    ]
     # from inside the repeated hour (02:10 CET, the second one), not back to 02:30 CEST
     second = datetime.datetime(2026, 10, 25, 1, 10, tzinfo=UTC)
     assert next_pass(["30 2 * * *"], second, "Europe/Berlin") == datetime.datetime(2026, 10, 26, 1, 30, tzinfo=UTC)
@@ -126,8 +139,14 @@ def test_the_trigger_in_a_real_scheduler() -> None:
         job.next_run_time = datetime.datetime(2026, 1, 4, 12, tzinfo=BERLIN)  # as if due on a Sunday
         missed = job._get_run_times(datetime.datetime(2026, 1, 13, 12, tzinfo=BERLIN))
         assert [f"{t.astimezone(BERLIN):%a %d %H:%M}" for t in missed[1:]] == [
-            "Mon 05 00:00", "Tue 06 00:00", "Wed 07 00:00", "Thu 08 00:00", "Fri 09 00:00",
-            "Mon 12 00:00", "Tue 13 00:00"]
+            "Mon 05 00:00",
+            "Tue 06 00:00",
+            "Wed 07 00:00",
+            "Thu 08 00:00",
+            "Fri 09 00:00",
+            "Mon 12 00:00",
+            "Tue 13 00:00",
+        ]
     finally:
         scheduler.shutdown(wait=False)
 
@@ -147,9 +166,10 @@ def test_jitter_delays_a_crontab_line_by_up_to_its_seconds() -> None:
 # numbers and ranges; day of week 0 and 7 are Sunday; when day of month and day of week are
 # both restricted, a day matching either is enough, else it must match both.
 def field(low: int, high: int) -> st.SearchStrategy[str]:
-    item = st.one_of(st.integers(low, high).map(str),
-                     st.tuples(st.integers(low, high), st.integers(low, high)).map(
-                         lambda ab: f"{min(ab)}-{max(ab)}"))
+    item = st.one_of(
+        st.integers(low, high).map(str),
+        st.tuples(st.integers(low, high), st.integers(low, high)).map(lambda ab: f"{min(ab)}-{max(ab)}"),
+    )
     return st.one_of(st.just("*"), st.lists(item, min_size=1, max_size=3).map(",".join))
 
 
@@ -185,11 +205,18 @@ def oracle(line: str, after: datetime.datetime, tz: datetime.tzinfo) -> datetime
 
 
 @settings(max_examples=150, deadline=None)
-@given(minute=field(0, 59), hour=field(0, 23), dom=field(1, 31), month=field(1, 12), dow=field(0, 7),
-       after=st.datetimes(datetime.datetime(2026, 1, 1), datetime.datetime(2030, 12, 31)),
-       timezone=st.sampled_from(["UTC", "Asia/Kolkata", "America/Panama"]))
-def test_any_crontab_line_fires_when_cron_would(minute: str, hour: str, dom: str, month: str, dow: str,
-                                                after: datetime.datetime, timezone: str) -> None:
+@given(
+    minute=field(0, 59),
+    hour=field(0, 23),
+    dom=field(1, 31),
+    month=field(1, 12),
+    dow=field(0, 7),
+    after=st.datetimes(datetime.datetime(2026, 1, 1), datetime.datetime(2030, 12, 31)),
+    timezone=st.sampled_from(["UTC", "Asia/Kolkata", "America/Panama"]),
+)
+def test_any_crontab_line_fires_when_cron_would(
+    minute: str, hour: str, dom: str, month: str, dow: str, after: datetime.datetime, timezone: str
+) -> None:
     line = f"{minute} {hour} {dom} {month} {dow}"
     start = after.replace(tzinfo=UTC)
     try:
@@ -202,12 +229,39 @@ def test_any_crontab_line_fires_when_cron_would(minute: str, hour: str, dom: str
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(
-    st.text(max_size=40),
-    st.tuples(st.integers(0, 10**30), st.sampled_from(["m", "h", "d", " m"])).map(lambda nu: f"{nu[0]}{nu[1]}"),
-    st.lists(st.sampled_from(["*", "*/7", "0", "7", "59", "60", "1-5", "5-1", "MON", "mon-fri", "JAN",
-                              "L", "5L", "1#2", "?", "99999999999", "@daily", "@reboot", ","]),
-             min_size=1, max_size=7).map(" ".join)))
+@given(
+    st.one_of(
+        st.text(max_size=40),
+        st.tuples(st.integers(0, 10**30), st.sampled_from(["m", "h", "d", " m"])).map(lambda nu: f"{nu[0]}{nu[1]}"),
+        st.lists(
+            st.sampled_from(
+                [
+                    "*",
+                    "*/7",
+                    "0",
+                    "7",
+                    "59",
+                    "60",
+                    "1-5",
+                    "5-1",
+                    "MON",
+                    "mon-fri",
+                    "JAN",
+                    "L",
+                    "5L",
+                    "1#2",
+                    "?",
+                    "99999999999",
+                    "@daily",
+                    "@reboot",
+                    ",",
+                ]
+            ),
+            min_size=1,
+            max_size=7,
+        ).map(" ".join),
+    )
+)
 def test_a_schedule_validation_accepts_the_loop_can_use(schedule: str) -> None:
     """Whatever `check_schedule` lets through, the loop and the service can schedule (the
     old `99999999999999999999m` passed and then overflowed the loop); whatever it refuses
@@ -234,7 +288,9 @@ def test_reconcile_says_the_next_pass_in_the_configs_timezone(world: World) -> N
 
     from tests.cli import environment
 
-    world.set_config('base_branch = "main"', 'base_branch = "main"\nschedule = "0 9 * * 1-5"\ntimezone = "Europe/Berlin"')
+    world.set_config(
+        'base_branch = "main"', 'base_branch = "main"\nschedule = "0 9 * * 1-5"\ntimezone = "Europe/Berlin"'
+    )
 
     def expected(now: datetime.datetime) -> str:
         day = now.astimezone(BERLIN).date()
@@ -245,8 +301,13 @@ def test_reconcile_says_the_next_pass_in_the_configs_timezone(world: World) -> N
             day += datetime.timedelta(days=1)
 
     before = datetime.datetime.now(UTC)
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "reconcile", "--repo", str(world.downstream), "--json"],
-                            env=environment(world.env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "reconcile", "--repo", str(world.downstream), "--json"],
+        env=environment(world.env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         assert proc.stderr is not None

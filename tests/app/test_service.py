@@ -10,14 +10,14 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.adapters.github.door import GitHubDoor
 from bot.adapters.git import git
 from bot.adapters.github.dashboard import MARKER
+from bot.adapters.github.door import GitHubDoor
 from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
-from tests.fixtures.servers import Registry
 from tests.fixtures.github.emulator import PullRequest, Run, comment_id
+from tests.fixtures.servers import Registry
 from tests.fixtures.webhooks import example, examples
 
 
@@ -39,7 +39,8 @@ def metric(bot: Bot, name: str, **labels: str) -> float:
 
 
 def test_from_the_schedule_and_a_workflow_run_webhook_to_an_updated_draft_pull_request(
-        registry: Registry, tmp_path: Path) -> None:
+    registry: Registry, tmp_path: Path
+) -> None:
     world = make_world(tmp_path, registry=f"{registry.host}/serve-{uuid.uuid4().hex[:8]}/demo-cache")
     with running_bot(world, tmp_path) as bot:
         assert bot.session.get(bot.server.url + "/readyz").json() == {"status": "ready", "reason": "ready"}
@@ -155,7 +156,10 @@ def test_recheck_retries_a_failed_build(world: World, tmp_path: Path) -> None:
         bot.finish_runs()
         bot.workflow_run_completed()
         bot.idle()
-        assert newer[:8] in pull.title and "ended: failure" not in dashboards(bot)[0].body.split("| status |")[1].split("last error")[0]  # type: ignore[attr-defined]
+        assert (
+            newer[:8] in pull.title
+            and "ended: failure" not in dashboards(bot)[0].body.split("| status |")[1].split("last error")[0]
+        )  # type: ignore[attr-defined]
 
 
 def test_a_config_change_takes_effect_without_a_restart(world: World, tmp_path: Path) -> None:
@@ -178,7 +182,6 @@ def test_a_config_change_takes_effect_without_a_restart(world: World, tmp_path: 
         assert "*/15" in str(job.trigger) and "cannot be used" not in dashboards(bot)[0].body  # type: ignore[attr-defined]
 
 
-
 def _rename_default_branch(bot: Bot) -> None:
     """A maintainer renames `main` to `trunk` and sets the schedule there."""
     bot.emulator.rename_branch(bot.repo, "main", "trunk")
@@ -192,8 +195,9 @@ def test_a_renamed_default_branch_is_followed_without_a_restart(world: World, tm
     `changes.default_branch`), and a push's config read finds the old branch gone."""
     with running_bot(world, tmp_path) as bot:
         _rename_default_branch(bot)
-        payload = next(p for name, p in examples() if name == "repository"
-                       and "default_branch" in (p.get("changes") or {}))  # how GitHub tells of it
+        payload = next(
+            p for name, p in examples() if name == "repository" and "default_branch" in (p.get("changes") or {})
+        )  # how GitHub tells of it
         payload["repository"] = {**payload["repository"], "full_name": bot.repository, "default_branch": "trunk"}
         bot.send("repository", payload)
         bot.idle()
@@ -213,6 +217,7 @@ def test_a_default_branch_gone_is_read_again(world: World, tmp_path: Path) -> No
         assert job is not None and job.trigger.interval.total_seconds() == 6 * 3600
         assert all("no branch main" not in d.body for d in dashboards(bot))  # type: ignore[attr-defined]
 
+
 def test_a_burst_of_a_thousand_deliveries(world: World, tmp_path: Path) -> None:
     """All acknowledged, none lost (the change made in the middle of the burst is seen),
     and coalesced into a few passes."""
@@ -231,6 +236,7 @@ def test_a_burst_of_a_thousand_deliveries(world: World, tmp_path: Path) -> None:
             import requests
 
             from tests.fixtures.webhooks import deliver, example
+
             session = requests.Session()
             push = example("push")
             push.update(ref="refs/heads/main", repository={**push["repository"], "full_name": "rocm/atom"})
@@ -265,6 +271,7 @@ def test_a_burst_of_a_thousand_deliveries(world: World, tmp_path: Path) -> None:
 
 def bot_secret() -> bytes:
     from tests.app.bots import SECRET
+
     return SECRET
 
 
@@ -373,9 +380,15 @@ def test_installations_of_an_enterprise_or_of_no_account_are_read(world: World, 
         bot.emulator.create_repo("intel", "atom", world.downstream)
         # the properties OpenAPI `enterprise` requires (validate_recorded holds the listing to it)
         bot.emulator.accounts[bot.emulator.installations["amd"]] = {
-            "id": 3, "node_id": "E_3", "name": "AMD", "slug": "amd", "html_url": "https://github.com/enterprises/amd",
-            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-            "avatar_url": "https://avatars.githubusercontent.com/b/3"}
+            "id": 3,
+            "node_id": "E_3",
+            "name": "AMD",
+            "slug": "amd",
+            "html_url": "https://github.com/enterprises/amd",
+            "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z",
+            "avatar_url": "https://avatars.githubusercontent.com/b/3",
+        }
         bot.emulator.accounts[bot.emulator.installations["intel"]] = None
         bot.service.queue.put(Job("installations"))
         bot.idle()
@@ -399,8 +412,11 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
     emulator.create_repo("rocm", "atom", world.downstream)
     try:
         for token, ready in (("revoked", False), ("good", True)):
-            service = Service(settings_for(tmp_path, repositories="rocm/atom"),
-                              access=GitHubAccess(emulator.url, token=token), door=GitHubDoor(SECRET))
+            service = Service(
+                settings_for(tmp_path, repositories="rocm/atom"),
+                access=GitHubAccess(emulator.url, token=token),
+                door=GitHubDoor(SECRET),
+            )
             service.start()
             try:
                 wait_until(lambda service=service: service.github_ok is not None, what="the first refresh")
@@ -429,8 +445,11 @@ def test_a_build_is_taken_from_an_earlier_run(world: World, tmp_path: Path) -> N
         bot.emulator.finish_run(bot.repo, stale)
         bot.comment(pull.number, f"/wheelpin build --from-run {stale.id}", "maintainer")
         bot.idle()
-        assert any(f"run {stale.id} was not taken as the build: run {stale.id} built {first[:12]} (its title "
-                   f"says), not the head {newer[:12]}" in c for c in pull.comments), pull.comments
+        assert any(
+            f"run {stale.id} was not taken as the build: run {stale.id} built {first[:12]} (its title "
+            f"says), not the head {newer[:12]}" in c
+            for c in pull.comments
+        ), pull.comments
         nightly = Run(bot.emulator.next_id, "w.yaml", "main", {"c": newer}, actor="nightly-bot")
         bot.emulator.next_id += 1
         bot.repo.runs[nightly.id] = nightly
@@ -449,12 +468,14 @@ def test_a_build_is_taken_from_an_earlier_run(world: World, tmp_path: Path) -> N
         bot.repo.runs[failed.id] = failed
         bot.comment(pull.number, f"/wheelpin build --from-run {failed.id}", "maintainer")
         bot.idle()
-        assert any(f"run {failed.id} was not taken as the build: run {failed.id} ended: failure" in c
-                   for c in pull.comments)
+        assert any(
+            f"run {failed.id} was not taken as the build: run {failed.id} ended: failure" in c for c in pull.comments
+        )
 
 
 def test_a_wrong_run_is_refused_and_forgotten_and_a_command_that_changes_nothing_says_so(
-        world: World, tmp_path: Path) -> None:
+    world: World, tmp_path: Path
+) -> None:
     """A run of another commit named by `/wheelpin build --from-run N` cannot poison the head:
     refused once, forgotten, and the next pass dispatches the head's own build, whose
     proposal lists no refusal. A command with nothing to do says so, and gets no 👍."""
@@ -496,8 +517,9 @@ def test_a_wrong_run_is_refused_and_forgotten_and_a_command_that_changes_nothing
 def test_a_run_is_not_taken_where_the_workflow_publishes_the_image(world: World, tmp_path: Path) -> None:
     """ATOM's shipped config: its workflow pushes the image (build.publishes_image), so
     wheelpin publishes no run's artifacts; the reply says why and what to do instead."""
-    with running_bot(world, tmp_path, edit=('inputs = { c = "{sha}" } }',
-                                            'inputs = { c = "{sha}" }, publishes_image = true }')) as bot:
+    with running_bot(
+        world, tmp_path, edit=('inputs = { c = "{sha}" } }', 'inputs = { c = "{sha}" }, publishes_image = true }')
+    ) as bot:
         world.commit_upstream("one", NEW_VERSION)
         bot.poll_and_build()  # the run uploads wheels but pushes no image: nothing to adopt
         (dashboard,) = dashboards(bot)
@@ -505,13 +527,18 @@ def test_a_run_is_not_taken_where_the_workflow_publishes_the_image(world: World,
         bot.comment(dashboard.number, f"/wheelpin build --from-run {run}", "maintainer")  # type: ignore[attr-defined]
         bot.idle()
         said = dashboard.comments[-1]  # type: ignore[attr-defined]
-        assert f"@maintainer: run {run} was not taken as the build: demo-cache's workflow pushes its image itself " \
-               "(build.publishes_image = true)" in said and "wheelpin adopts it at its next pass" in said, said
+        assert (
+            f"@maintainer: run {run} was not taken as the build: demo-cache's workflow pushes its image itself "
+            "(build.publishes_image = true)"
+            in said
+            and "wheelpin adopts it at its next pass" in said
+        ), said
         assert bot.pulls() == []
 
 
-def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_request(world: World,
-                                                                                   tmp_path: Path) -> None:
+def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_request(
+    world: World, tmp_path: Path
+) -> None:
     """The head's own build failed, so there is no pull request to comment on: the
     dashboard issue takes `/wheelpin build --from-run N`, answered there."""
     with running_bot(world, tmp_path) as bot:
@@ -530,8 +557,10 @@ def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_requ
         number = dashboard.number  # type: ignore[attr-defined]
         bot.comment(number, f"/wheelpin build --from-run {nightly.id} --component nope", "maintainer")
         bot.idle()
-        assert "@maintainer: say which component to build: `--component NAME`, one of demo-cache." in \
-            dashboard.comments[-1]  # type: ignore[attr-defined]
+        assert (
+            "@maintainer: say which component to build: `--component NAME`, one of demo-cache."
+            in dashboard.comments[-1]
+        )  # type: ignore[attr-defined]
         assert bot.comment(number, "/wheelpin build --from-run ²", "maintainer").ok  # isdigit's, not int's
         bot.idle()
         assert "@maintainer: say which run to take the build from" in dashboard.comments[-1]  # type: ignore[attr-defined]
@@ -569,8 +598,9 @@ def test_a_command_on_a_forks_look_alike_pull_request_does_nothing(world: World,
         bot.poll_and_build()
         (ours,) = bot.pulls()
         number = bot.repo.next_number
-        fork = PullRequest(number, f"wheelpin/{COMPONENT}", "main", "a fork's", ours.body, False,
-                           head_repo="visitor/atom")  # even its body copies the bot's marker
+        fork = PullRequest(
+            number, f"wheelpin/{COMPONENT}", "main", "a fork's", ours.body, False, head_repo="visitor/atom"
+        )  # even its body copies the bot's marker
         bot.repo.pulls[number], bot.repo.next_number = fork, number + 1
         for command in ("skip", "rebase"):
             bot.comment(number, f"/wheelpin {command}", "maintainer")
@@ -684,6 +714,7 @@ def test_a_long_job_of_one_repository_holds_up_no_other_and_a_wedged_worker_fail
     from bot.app.service import Service
     from bot.app.webapp import make_app
     from tests.app.bots import settings_for
+
     service = Service(settings_for(tmp_path), access=None, door=GitHubDoor(b"s"))
     assert service.settings.workers == 2
     ran: list[str] = []
@@ -706,12 +737,14 @@ def test_a_long_job_of_one_repository_holds_up_no_other_and_a_wedged_worker_fail
         assert "rocm/slow:component" not in ran  # one job of a repository at a time
         statuses: list[str] = []
         app = make_app(service)
-        assert b'"alive"' in b"".join(app({"PATH_INFO": "/healthz", "REQUEST_METHOD": "GET"},
-                                          lambda status, headers: statuses.append(status)))
+        assert b'"alive"' in b"".join(
+            app({"PATH_INFO": "/healthz", "REQUEST_METHOD": "GET"}, lambda status, headers: statuses.append(status))
+        )
         name = next(worker.name for worker in service._workers)
         service._ticks[name] -= service.settings.wedged_after + 1  # as if the slow job had run two hours
-        answer = b"".join(app({"PATH_INFO": "/healthz", "REQUEST_METHOD": "GET"},
-                              lambda status, headers: statuses.append(status)))
+        answer = b"".join(
+            app({"PATH_INFO": "/healthz", "REQUEST_METHOD": "GET"}, lambda status, headers: statuses.append(status))
+        )
         assert statuses == ["200 OK", "503 Service Unavailable"] and b"has not ticked for" in answer
         release.set()
         wait_until(lambda: "rocm/slow:component" in ran, what="the slow repository's second job")

@@ -15,11 +15,13 @@ from tests.fixtures.postgres import Postgres
 from tests.fixtures.servers import Registry
 
 
-def test_from_the_shared_schedule_and_a_webhook_to_a_draft_pull_request(registry: Registry, postgres: Postgres,
-                                                                         tmp_path: Path) -> None:
+def test_from_the_shared_schedule_and_a_webhook_to_a_draft_pull_request(
+    registry: Registry, postgres: Postgres, tmp_path: Path
+) -> None:
     world = make_world(tmp_path, registry=f"{registry.host}/pg-{uuid.uuid4().hex[:8]}/demo-cache")
-    with running_bot(world, tmp_path, database_url=postgres.database(f"svc_{uuid.uuid4().hex[:8]}"),
-                     tick_seconds=1) as bot:
+    with running_bot(
+        world, tmp_path, database_url=postgres.database(f"svc_{uuid.uuid4().hex[:8]}"), tick_seconds=1
+    ) as bot:
         assert bot.service.scheduler is None and bot.service.queue is None  # no APScheduler, no in-process queue
         assert bot.passes() == 1 and bot.pulls() == []
         (dashboard,) = dashboards(bot)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.app.shared import Shared
 from bot.app.conversation import Row
+from bot.app.shared import Shared
 from tests.fixtures.postgres import Postgres
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.sigstoreverify import TRUSTED_ROOTS
-from tests.app.test_reconcile_github import WORKFLOW as ACTIONS_BUILD, workflow_build
+from tests.app.test_reconcile_github import WORKFLOW as ACTIONS_BUILD
+from tests.app.test_reconcile_github import workflow_build
 from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world, on_github
 from tests.cli import wheelpin
 from tests.fixtures.attestations import TestSigstore
@@ -42,16 +43,19 @@ class Attested:
     def trust(self, table: str) -> None:
         self.world.set_config("pins = [", f"trust = {table}\npins = [")
 
-    def attest(self, which: Any, *, subjects: dict[str, str] | None = None, workflow_of: Any = None,
-               **signed: Any) -> None:
+    def attest(
+        self, which: Any, *, subjects: dict[str, str] | None = None, workflow_of: Any = None, **signed: Any
+    ) -> None:
         """Each digest `which` accepts gets a bundle of `subjects` (default: that digest), by
         the workflow `workflow_of` names for it (default: WORKFLOW), signed as `signed` says."""
+
         def attester(owner: str, repo: str, sha256: str) -> list[dict[str, Any]]:
             self.asked.append(sha256)
             if (owner, repo) != ("ROCm", "ATOM") or not which(sha256):
                 return []
             workflow = workflow_of(sha256) if workflow_of is not None else signed.get("workflow", WORKFLOW)
             return [self.sigstore.bundle(subjects or {"wheel.whl": sha256}, **{**signed, "workflow": workflow})]
+
         self.emulator.attester = attester
 
     def body(self) -> str:
@@ -82,8 +86,9 @@ def test_required_and_valid_proposes_with_who_built_it(attested: Attested) -> No
     attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}", signer_ref = "refs/heads/main" }}')
     attested.attest(lambda sha256: True)
     attested.world.commit_upstream("work", NEW_VERSION)
-    text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(attested.world.downstream),
-                    env=attested.world.env)
+    text = wheelpin(
+        "reconcile", "--once", "--dry-run", "--repo", str(attested.world.downstream), env=attested.world.env
+    )
     assert f"each wheel's GitHub attestation (signed by {IDENTITY}, required)" in text.stdout, text.stdout
     assert attested.asked == []  # a dry run reads no attestation: it has no wheel yet
     result = attested.world.reconcile()
@@ -100,14 +105,18 @@ def test_required_and_valid_proposes_with_who_built_it(attested: Attested) -> No
 def test_an_image_attestation_that_does_not_verify_is_said(attested: Attested) -> None:
     """Where the workflow attests the image too, a bad one is said; the wheels decide."""
     attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}" }}')
-    attested.attest(lambda sha256: True, workflow_of=lambda sha256: WORKFLOW if not attested.asked[1:]
-                    else "ROCm/ATOM/.github/workflows/nightly.yaml")
+    attested.attest(
+        lambda sha256: True,
+        workflow_of=lambda sha256: WORKFLOW if not attested.asked[1:] else "ROCm/ATOM/.github/workflows/nightly.yaml",
+    )
     attested.world.commit_upstream("work", NEW_VERSION)
     result = attested.world.reconcile()
     assert result.code == 0, result.stderr
     notes = attested.body().split("### ⚠️ Notes\n", 1)[1].split("###", 1)[0]
-    assert "has an attestation that does not verify: attestation 1: signed by https://github.com/ROCm/ATOM/" \
-           ".github/workflows/nightly.yaml@refs/heads/main" in notes
+    assert (
+        "has an attestation that does not verify: attestation 1: signed by https://github.com/ROCm/ATOM/"
+        ".github/workflows/nightly.yaml@refs/heads/main" in notes
+    )
 
 
 def test_required_and_none_refuses_in_one_sentence_and_publishes_nothing(attested: Attested) -> None:
@@ -119,9 +128,12 @@ def test_required_and_none_refuses_in_one_sentence_and_publishes_nothing(atteste
     assert result.code == 1 and attested.world.branch() is None
     assert attested.world.layout_tags() == tags
     said = " ".join(component(result)["messages"])
-    assert re.search(rf"no valid attestation by https://github.com/{re.escape(WORKFLOW)}@\*: "
-                     r"demo_cache-0\.1\.1\+g\S+-py3-none-any\.whl: GitHub lists no attestation of sha256:[0-9a-f]{12}… "
-                     r"in ROCm/ATOM", said), said
+    assert re.search(
+        rf"no valid attestation by https://github.com/{re.escape(WORKFLOW)}@\*: "
+        r"demo_cache-0\.1\.1\+g\S+-py3-none-any\.whl: GitHub lists no attestation of sha256:[0-9a-f]{12}… "
+        r"in ROCm/ATOM",
+        said,
+    ), said
 
 
 def test_another_workflow_s_attestation_is_refused(attested: Attested) -> None:
@@ -131,8 +143,10 @@ def test_another_workflow_s_attestation_is_refused(attested: Attested) -> None:
     result = attested.world.reconcile()
     assert result.code == 1 and attested.world.branch() is None
     said = " ".join(component(result)["messages"])
-    assert ("attestation 1: signed by https://github.com/ROCm/ATOM/.github/workflows/nightly.yaml@refs/heads/main, "
-            f"not https://github.com/{WORKFLOW}@*") in said, said
+    assert (
+        "attestation 1: signed by https://github.com/ROCm/ATOM/.github/workflows/nightly.yaml@refs/heads/main, "
+        f"not https://github.com/{WORKFLOW}@*"
+    ) in said, said
 
 
 def test_an_attestation_of_other_bytes_is_refused(attested: Attested) -> None:
@@ -152,8 +166,10 @@ def test_a_trust_downgrade_is_refused_unless_allowed_and_then_said_loudly(attest
     refused = attested.world.reconcile()
     assert refused.code == 1 and attested.world.branch() is None
     said = " ".join(component(refused)["messages"])
-    assert (f"trust downgrade: the pinned image's wheels were attested (built by {WORKFLOW}@refs/heads/main, "
-            f"run {RUN}), the new ones have no valid attestation") in said, said
+    assert (
+        f"trust downgrade: the pinned image's wheels were attested (built by {WORKFLOW}@refs/heads/main, "
+        f"run {RUN}), the new ones have no valid attestation"
+    ) in said, said
     assert "trust.allow_downgrade = true accepts that" in said
 
     attested.world.set_config('attestations = "optional"', 'attestations = "optional", allow_downgrade = true')
@@ -171,8 +187,11 @@ def test_on_github_the_pull_request_says_which_run_built_it(tmp_path: Path, sigs
     client; every answer held to GitHub's OpenAPI description."""
     world = make_world(tmp_path)
     world.set_config("build = { command = [", ACTIONS_BUILD)
-    world.set_config("pins = [", f'trust = {{ attestations = "required", signer_workflow = "{WORKFLOW}", '
-                                 'signer_ref = "refs/heads/main" }\npins = [')
+    world.set_config(
+        "pins = [",
+        f'trust = {{ attestations = "required", signer_workflow = "{WORKFLOW}", '
+        'signer_ref = "refs/heads/main" }\npins = [',
+    )
     roots = Path(world.env["WHEELPIN_CACHE_DIR"]) / TRUSTED_ROOTS
     roots.parent.mkdir(parents=True, exist_ok=True)
     roots.write_text(sigstore.trusted_root_text())
@@ -199,8 +218,7 @@ def test_an_attestations_api_that_does_not_answer_is_transient_never_a_verdict(a
     attested.world.commit_upstream("work", NEW_VERSION)
     tags = attested.world.layout_tags()
     # no dry run before it: a dry run foresees no outside failure (tests/fixtures/dryreal.py)
-    failed = wheelpin("reconcile", "--once", "--json", "--repo", str(attested.world.downstream),
-                      env=attested.world.env)
+    failed = wheelpin("reconcile", "--once", "--json", "--repo", str(attested.world.downstream), env=attested.world.env)
     assert failed.code == 4 and component(failed)["error_kind"] == "transient", failed.stdout
     assert attested.world.layout_tags() == tags and attested.world.branch() is None
     again = attested.world.reconcile()

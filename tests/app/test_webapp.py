@@ -16,10 +16,10 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.adapters.github.door import GitHubDoor
+from bot.adapters.github.sansio import MAX_BODY
 from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
-from bot.adapters.github.sansio import MAX_BODY
 from tests.fixtures.webhooks import deliver, example, examples, sign
 
 SECRET = b"it's a secret to everybody"
@@ -90,21 +90,33 @@ def test_bad_signatures_are_refused_before_anything_is_read(served: Served, how:
 
 
 def test_a_signature_over_garbage_is_still_only_a_400(served: Served) -> None:
-    hostile = (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",  # nested past the recursion limit
-               b'{"n": ' + b"9" * 5_000 + b"}")  # an integer past Python's 4,300-digit limit
+    hostile = (
+        b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",  # nested past the recursion limit
+        b'{"n": ' + b"9" * 5_000 + b"}",
+    )  # an integer past Python's 4,300-digit limit
     for body in (b"{not json", b"[1, 2]", b"\xff\xfe", b"", *hostile):
         answer = deliver(served.session, served.url, SECRET, "push", None, body=body)
         assert answer.status_code == 400, body
-    no_event = served.session.post(served.url + "/webhook", data=b"{}", timeout=10,
-                                   headers={"X-Hub-Signature-256": sign(SECRET, b"{}")})
+    no_event = served.session.post(
+        served.url + "/webhook", data=b"{}", timeout=10, headers={"X-Hub-Signature-256": sign(SECRET, b"{}")}
+    )
     assert no_event.status_code == 400 and served.service.queue.puts == 0
 
 
 def test_a_signed_payload_of_the_wrong_shape_is_a_400_not_a_crash(served: Served) -> None:
-    for event, payload in (("installation", {"installation": "not an object"}),
-                           ("push", {"repository": {"full_name": "a/b"}, "commits": "many"}),
-                           ("issue_comment", {"action": "created", "repository": {"full_name": "a/b"},
-                                              "issue": [], "comment": {"body": "/wheelpin skip"}})):
+    for event, payload in (
+        ("installation", {"installation": "not an object"}),
+        ("push", {"repository": {"full_name": "a/b"}, "commits": "many"}),
+        (
+            "issue_comment",
+            {
+                "action": "created",
+                "repository": {"full_name": "a/b"},
+                "issue": [],
+                "comment": {"body": "/wheelpin skip"},
+            },
+        ),
+    ):
         answer = deliver(served.session, served.url, SECRET, event, payload)
         assert answer.status_code in (200, 400), (event, answer.status_code)
     assert served.session.get(served.url + "/healthz").status_code == 200
@@ -117,10 +129,14 @@ def test_oversized_deliveries_get_413_with_or_without_a_length(served: Served) -
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: chunked transfer encoding
         for start in range(0, len(big), 1 << 20):
-            yield big[start:start + (1 << 20)]
+            yield big[start : start + (1 << 20)]
 
-    chunked = served.session.post(served.url + "/webhook", data=chunks(), timeout=30,
-                                  headers={"X-GitHub-Event": "push", "X-Hub-Signature-256": sign(SECRET, big)})
+    chunked = served.session.post(
+        served.url + "/webhook",
+        data=chunks(),
+        timeout=30,
+        headers={"X-GitHub-Event": "push", "X-Hub-Signature-256": sign(SECRET, big)},
+    )
     assert chunked.status_code == 413 and served.service.queue.puts == 0
     # just under the cap is read, checked, and answered
     fits = b'{"a": "' + b"x" * (MAX_BODY - 16) + b'"}'
@@ -158,15 +174,23 @@ def test_health_ready_and_metrics(served: Served) -> None:
     # wheelpin's own, and the process and platform collectors' (as prometheus-client's default registry)
     assert families and all(name.startswith(("wheelpin_", "process_", "python_")) for name in families)
     assert {"process_cpu_seconds", "process_resident_memory_bytes", "python_info"} <= set(families)
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in families.values() for s in family.samples}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value for family in families.values() for s in family.samples
+    }
     assert samples[("wheelpin_queue_depth", ())] == 1
     assert samples[("wheelpin_webhook_deliveries_total", (("event", "push"), ("outcome", "queued")))] == 1
     assert samples[("wheelpin_webhook_deliveries_total", (("event", "unverified"), ("outcome", "bad-signature")))] == 1
-    for wanted in ("wheelpin_passes", "wheelpin_actions", "wheelpin_failures", "wheelpin_github_requests",
-                   "wheelpin_github_rate_limit_remaining", "wheelpin_registry_uploaded_bytes"):
+    for wanted in (
+        "wheelpin_passes",
+        "wheelpin_actions",
+        "wheelpin_failures",
+        "wheelpin_github_requests",
+        "wheelpin_github_rate_limit_remaining",
+        "wheelpin_registry_uploaded_bytes",
+    ):
         assert wanted in families
     from bot import __version__
+
     assert samples[("wheelpin_build_info", (("version", __version__),))] == 1
     assert families["wheelpin_github_rate_limit_remaining"].documentation.startswith("Requests left in an installation")
     assert served.session.get(served.url + "/nothing").status_code == 404
@@ -182,11 +206,15 @@ def test_without_a_webhook_secret_deliveries_are_refused(tmp_path: Path) -> None
 
 def test_ready_only_while_the_queue_moves(tmp_path: Path) -> None:
     from bot.app.githubrepo import GitHubAccess
-    from bot.app.jobs import Job, JobKind
+    from bot.app.jobs import Job
 
     now = [1000.0]
-    service = Service(Settings(cache_dir=tmp_path, stuck_after=60), access=GitHubAccess(None, token="t"),
-                      door=GitHubDoor(SECRET), clock=lambda: now[0])
+    service = Service(
+        Settings(cache_dir=tmp_path, stuck_after=60),
+        access=GitHubAccess(None, token="t"),
+        door=GitHubDoor(SECRET),
+        clock=lambda: now[0],
+    )
     assert service.ready() == (False, "GitHub not reached yet")
     service.github_ok = False
     service.github_error = "GitHub refused the App's JWT (401)"
@@ -215,8 +243,13 @@ def test_a_form_encoded_delivery_is_taken_signed_over_its_raw_body(served: Serve
     from urllib.parse import urlencode
 
     body = urlencode({"payload": json.dumps(push())}).encode()
-    headers = {"X-GitHub-Event": "push", "X-GitHub-Delivery": "form-1", "X-Hub-Signature-256": sign(SECRET, body),
-               "Content-Type": "application/x-www-form-urlencoded", "User-Agent": "GitHub-Hookshot/test"}
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "form-1",
+        "X-Hub-Signature-256": sign(SECRET, body),
+        "Content-Type": "application/x-www-form-urlencoded",
+        "User-Agent": "GitHub-Hookshot/test",
+    }
     answer = served.session.post(served.url + "/webhook", data=body, headers=headers, timeout=10)
     assert answer.status_code == 202 and answer.json()["jobs"] == ["repository"]
     # signed over the decoded JSON instead of the raw body: refused

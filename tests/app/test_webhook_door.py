@@ -18,12 +18,12 @@ import requests
 from structlog.testing import capture_logs
 
 from bot.adapters.github.door import GitHubDoor
+from bot.adapters.github.sansio import MAX_BODY
 from bot.app import webapp
-from bot.app.service import Service
 from bot.app.jobs import Job, JobKind
+from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer, make_app
-from bot.adapters.github.sansio import MAX_BODY
 from tests.app.bots import wait_until
 from tests.fixtures.webhooks import deliver, example, sign
 
@@ -111,7 +111,8 @@ def closed_by_server(sock: socket.socket, within: float) -> bool:
 
 
 def test_idle_connections_are_closed_and_a_request_that_never_ends_is_cut(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(webapp, "CLEANUP_INTERVAL", 1, raising=False)
     monkeypatch.setattr(webapp, "REQUEST_DEADLINE", 3, raising=False)
     for _service, server in serving(tmp_path, http_idle_timeout=2):
@@ -145,11 +146,15 @@ def post_chunked(server: HTTPServer, body: bytes, *, chunk: int, event: str = "s
     """POST `body` signed, with Transfer-Encoding: chunked in `chunk`-byte chunks (no
     Content-Length), in large writes; the status and body of the answer."""
     view = memoryview(body)
-    wire = b"".join(b"%x\r\n%s\r\n" % (len(view[i:i + chunk]), view[i:i + chunk])
-                    for i in range(0, len(body), chunk)) + b"0\r\n\r\n"
-    head = (f"POST /webhook HTTP/1.1\r\nHost: wheelpin\r\nTransfer-Encoding: chunked\r\n"
-            f"Content-Type: application/json\r\nX-GitHub-Event: {event}\r\nX-GitHub-Delivery: chunked-1\r\n"
-            f"X-Hub-Signature-256: {sign(SECRET, body)}\r\nConnection: close\r\n\r\n").encode()
+    wire = (
+        b"".join(b"%x\r\n%s\r\n" % (len(view[i : i + chunk]), view[i : i + chunk]) for i in range(0, len(body), chunk))
+        + b"0\r\n\r\n"
+    )
+    head = (
+        f"POST /webhook HTTP/1.1\r\nHost: wheelpin\r\nTransfer-Encoding: chunked\r\n"
+        f"Content-Type: application/json\r\nX-GitHub-Event: {event}\r\nX-GitHub-Delivery: chunked-1\r\n"
+        f"X-Hub-Signature-256: {sign(SECRET, body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
     with socket.create_connection((server.host, server.port), timeout=60) as sock:
         sock.sendall(head)
         sock.sendall(wire)
@@ -202,8 +207,13 @@ def call(app: Callable[..., Any], environ: dict[str, Any]) -> tuple[str, bytes]:
 def test_the_body_is_read_in_bounded_chunks_and_never_past_the_cap(tmp_path: Path) -> None:
     app = make_app(Service(Settings(cache_dir=tmp_path), access=None, door=GitHubDoor(SECRET)))
     stream = EndlessInput()  # no CONTENT_LENGTH: a server that passes a chunked body through
-    environ = {"PATH_INFO": "/webhook", "REQUEST_METHOD": "POST", "wsgi.input": stream,
-               "HTTP_X_GITHUB_EVENT": "push", "HTTP_X_HUB_SIGNATURE_256": "sha256=" + "0" * 64}
+    environ = {
+        "PATH_INFO": "/webhook",
+        "REQUEST_METHOD": "POST",
+        "wsgi.input": stream,
+        "HTTP_X_GITHUB_EVENT": "push",
+        "HTTP_X_HUB_SIGNATURE_256": "sha256=" + "0" * 64,
+    }
     status, _ = call(app, environ)
     assert status.startswith("413")
     assert sum(stream.reads) == MAX_BODY + 1  # stopped at the first byte past the cap
@@ -222,9 +232,13 @@ def test_an_installation_delivery_without_credentials_is_ignored_once_not_a_cras
                     answer = deliver(session, server.url, SECRET, "installation", example("installation", action))
                     assert answer.status_code == 202, answer.text
                     assert answer.json() == {"message": "queued", "jobs": ["installations"]}
-                    wait_until(lambda service=service, runs=runs: service.queue.stats().runs > runs
-                               and service.queue.stats().running == 0,
-                               10, "the installations job to run")
+                    wait_until(
+                        lambda service=service, runs=runs: (
+                            service.queue.stats().runs > runs and service.queue.stats().running == 0
+                        ),
+                        10,
+                        "the installations job to run",
+                    )
                 time.sleep(0.3)  # a failed job would be retried after its 0.05 s backoff
                 stats = service.queue.stats()
                 assert stats.waiting == stats.backing_off == 0 and stats.runs == 3
@@ -243,17 +257,29 @@ def test_the_connections_fit_the_open_files_limit(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    script = ("from bot.app.webapp import fit_connections; import resource; "
-              "print(fit_connections(1000), *resource.getrlimit(resource.RLIMIT_NOFILE))")
+    script = (
+        "from bot.app.webapp import fit_connections; import resource; "
+        "print(fit_connections(1000), *resource.getrlimit(resource.RLIMIT_NOFILE))"
+    )
 
     def run(soft: int, hard: int) -> tuple[int, ...]:
         def limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-        done = subprocess.run([sys.executable, "-c", script], preexec_fn=limit, capture_output=True,
-                              text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            preexec_fn=limit,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parents[2],
+        )
         assert done.returncode == 0, done.stderr
         *logged, numbers = done.stdout.splitlines()
-        return (*(int(word) for word in numbers.split()), int(any("http.connections_lowered" in line for line in logged)))
+        return (
+            *(int(word) for word in numbers.split()),
+            int(any("http.connections_lowered" in line for line in logged)),
+        )
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard >= 4096:

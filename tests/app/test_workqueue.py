@@ -140,7 +140,7 @@ def test_a_failure_that_says_how_long_it_lasts_backs_off_at_least_that_long() ->
     assert queue.get(timeout=0) is None
     queue.put("c")
     assert (queue.get(timeout=0) or ("",))[0] == "c"
-    queue.done("c", ok=False, retry_after=10 ** 9)  # capped
+    queue.done("c", ok=False, retry_after=10**9)  # capped
     clock.now += 3601
     assert {(queue.get(timeout=0) or ("",))[0] for _ in range(2)} == {"a", "c"}
 

@@ -13,23 +13,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.github.actions import ActionsClient
-from bot.adapters.github.attestations import AttestationsReader
+from bot.adapters.configdisk import load_config
 from bot.adapters.git import git
 from bot.adapters.github import AppCredentials, GitHubPlatform
-from bot.loop.runner import Reconciler
+from bot.adapters.github.actions import ActionsClient
+from bot.adapters.github.attestations import AttestationsReader
 from bot.app.settings import Settings
 from bot.app.wiring import Registries
 from bot.commands.demo import PEOPLE, make_downstream, make_upstream
-from bot.adapters.configdisk import load_config
+from bot.loop.runner import Reconciler
 from tests.cli import Result, wheelpin
 from tests.fixtures.dryreal import Proposal, predicted
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.emulator import Repo as EmulatedRepo
 
 BRANCH = "wheelpin/demo-cache"
-HUMAN = {"GIT_AUTHOR_NAME": "A Human", "GIT_AUTHOR_EMAIL": "human@example.org",
-         "GIT_COMMITTER_NAME": "A Human", "GIT_COMMITTER_EMAIL": "human@example.org"}
+HUMAN = {
+    "GIT_AUTHOR_NAME": "A Human",
+    "GIT_AUTHOR_EMAIL": "human@example.org",
+    "GIT_COMMITTER_NAME": "A Human",
+    "GIT_COMMITTER_EMAIL": "human@example.org",
+}
 
 
 @dataclass
@@ -51,9 +55,19 @@ class World:
         preceded by one, which must write nothing and predict what the pass did
         (tests/fixtures/dryreal.py); not a dry run itself, a pass killed on purpose, or
         `--use-artifacts` (it takes wheels in first, and has no dry run)."""
+
         def run(*more: str) -> Result:
-            return wheelpin("reconcile", "--once", "--repo", str(self.downstream), "--json", *args, *more,
-                            env={**self.env, **env}, crash_after=crash_after)
+            return wheelpin(
+                "reconcile",
+                "--once",
+                "--repo",
+                str(self.downstream),
+                "--json",
+                *args,
+                *more,
+                env={**self.env, **env},
+                crash_after=crash_after,
+            )
 
         if crash_after is not None or {"--dry-run", "--use-artifacts"} & set(args):
             return run()
@@ -71,9 +85,12 @@ class World:
         the image layout's index, the builds' folder, the state file."""
         cache = Path(self.env["WHEELPIN_CACHE_DIR"])
         index, state = self.root / "images" / "index.json", cache / "state.sqlite"
-        return (git(["for-each-ref", "--format=%(refname) %(objectname)"], cwd=self.downstream),
-                index.read_bytes() if index.exists() else None, (cache / "builds").exists(),
-                state.read_bytes() if state.exists() else None)
+        return (
+            git(["for-each-ref", "--format=%(refname) %(objectname)"], cwd=self.downstream),
+            index.read_bytes() if index.exists() else None,
+            (cache / "builds").exists(),
+            state.read_bytes() if state.exists() else None,
+        )
 
     def title(self) -> str | None:
         """The proposal's title: its commit's subject (the local platform has no pull request)."""
@@ -120,11 +137,14 @@ def make_world(tmp_path: Path, *, registry: str | None = None) -> World:
     settings = Settings(cache_dir=tmp_path / "cache")
     upstream, first = make_upstream(root, device_code=False)  # a pure-Python package: scenarios add their own
     downstream = make_downstream(root, first, settings, registry=registry, device_code=False)
-    env = {"WHEELPIN_CACHE_DIR": str(tmp_path / "cache"), "DOCKER_CONFIG": str(tmp_path / "docker"),
-           "WHEELPIN_REGISTRY_BACKOFF": "0.05",
-           # the upstream and image layout are folders here; a config read from the GitHub
-           # emulator reaches them only with the operator's setting (core/config/hostreach.py)
-           "WHEELPIN_ALLOW_HOST_PATHS": "1"}
+    env = {
+        "WHEELPIN_CACHE_DIR": str(tmp_path / "cache"),
+        "DOCKER_CONFIG": str(tmp_path / "docker"),
+        "WHEELPIN_REGISTRY_BACKOFF": "0.05",
+        # the upstream and image layout are folders here; a config read from the GitHub
+        # emulator reaches them only with the operator's setting (core/config/hostreach.py)
+        "WHEELPIN_ALLOW_HOST_PATHS": "1",
+    }
     return World(root, upstream, downstream, env)
 
 
@@ -142,8 +162,13 @@ def runner_build(world: World, folder: Path, commit: str) -> list[Path]:
     git(["checkout", "--quiet", commit], cwd=checkout)
     out = checkout / "dist"
     out.mkdir()
-    subprocess.run(["python3", "build_wheel.py", str(out)], cwd=checkout, check=True, capture_output=True,
-                   env={"WHEELPIN_SHA8": commit[:8], "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        ["python3", "build_wheel.py", str(out)],
+        cwd=checkout,
+        check=True,
+        capture_output=True,
+        env={"WHEELPIN_SHA8": commit[:8], "PATH": "/usr/bin:/bin"},
+    )
     return sorted(out.glob("*.whl"))
 
 
@@ -167,24 +192,36 @@ class AppKey:
         from cryptography.hazmat.primitives.asymmetric import rsa
 
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        return cls(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                     serialization.NoEncryption()),
-                   key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                 serialization.PublicFormat.SubjectPublicKeyInfo))
+        return cls(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            ),
+            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo),
+        )
 
 
 APP_ID = 11
 
 
 @contextmanager
-def on_github(world: World, folder: Path, *, actions: bool = False, local_commands: bool = True,
-              name: str = "atom", app: bool = False, token: str = "t", login: str | None = None,
-              **switches: object) -> Iterator[OnGitHub]:
+def on_github(
+    world: World,
+    folder: Path,
+    *,
+    actions: bool = False,
+    local_commands: bool = True,
+    name: str = "atom",
+    app: bool = False,
+    token: str = "t",
+    login: str | None = None,
+    **switches: object,
+) -> Iterator[OnGitHub]:
     """The world's downstream served by the GitHub emulator (its behaviour `switches` set),
     and a reconciler using it, with `token` or (`app`) as a GitHub App installation."""
     key = AppKey.make() if app else None
-    emulator = GitHubEmulator(folder / "github", tokens={token}, app_id=APP_ID if key else None,
-                              app_public_key=key.public if key else None)
+    emulator = GitHubEmulator(
+        folder / "github", tokens={token}, app_id=APP_ID if key else None, app_public_key=key.public if key else None
+    )
     for switch, value in switches.items():
         assert hasattr(emulator, switch), switch
         setattr(emulator, switch, value)
@@ -192,13 +229,25 @@ def on_github(world: World, folder: Path, *, actions: bool = False, local_comman
         repo = emulator.create_repo("rocm", name, world.downstream)
         loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
         credentials = AppCredentials(APP_ID, key.private, emulator.installations["rocm"]) if key else None
-        platform = GitHubPlatform(api_url=emulator.url, token=None if key else token, app=credentials,
-                                  owner="rocm", repo=name, author=loaded.config.defaults.author, login=login)
+        platform = GitHubPlatform(
+            api_url=emulator.url,
+            token=None if key else token,
+            app=credentials,
+            owner="rocm",
+            repo=name,
+            author=loaded.config.defaults.author,
+            login=login,
+        )
         settings = Settings(cache_dir=Path(world.env["WHEELPIN_CACHE_DIR"]))
-        reconciler = Reconciler(loaded, platform=platform, registries=Registries(settings),
-                                cache=settings.cache_dir, actions=ActionsClient(platform) if actions else None,
-                                local_commands=local_commands,
-                                attestations=lambda: AttestationsReader(platform.client))  # as githubrepo.py
+        reconciler = Reconciler(
+            loaded,
+            platform=platform,
+            registries=Registries(settings),
+            cache=settings.cache_dir,
+            actions=ActionsClient(platform) if actions else None,
+            local_commands=local_commands,
+            attestations=lambda: AttestationsReader(platform.client),
+        )  # as githubrepo.py
         yield OnGitHub(emulator, repo, reconciler)
         assert emulator.errors == []
     finally:

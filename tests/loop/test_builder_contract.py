@@ -20,8 +20,8 @@ from bot.adapters.git import git
 from bot.adapters.github import ActionsClient, GitHubPlatform
 from bot.adapters.statefile import open_state
 from bot.adapters.upstream import UpstreamRepo
-from bot.core.config.model import BUILD_KINDS, Author, Component, json_schema
 from bot.core.config.load import ConfigInvalid, load_config_text
+from bot.core.config.model import BUILD_KINDS, Author, Component, json_schema
 from bot.core.decide.plan import BuildState
 from bot.loop.builders.api import BUILDERS
 from bot.loop.builders.base import BuildSite
@@ -39,21 +39,25 @@ class Example:
 
 
 EXAMPLES = {
-    "command": Example({"command": ["cp", "wheels/demo_cache-1.0-py3-none-any.whl", "{out}"]},
-                       "cp wheels/demo_cache-1.0-py3-none-any.whl "),
+    "command": Example(
+        {"command": ["cp", "wheels/demo_cache-1.0-py3-none-any.whl", "{out}"]},
+        "cp wheels/demo_cache-1.0-py3-none-any.whl ",
+    ),
     "github-actions": Example({"workflow": "build-demo.yml", "inputs": {"commit": "{sha}"}}, "workflow build-demo.yml"),
 }
 
 
 def component(build: dict[str, Any], upstream: str = "https://example.org/demo.git") -> Component:
-    return Component.model_validate({
-        "name": "demo-cache",
-        "upstream": {"repo": upstream, "branch": "main"},
-        "wheel": {"distribution": "demo-cache"},
-        "build": build,
-        "image": {"repository": "oci:/nowhere", "tag": "v{sha8}"},
-        "pins": [{"file": "Dockerfile", "image_arg": "IMG"}],
-    })
+    return Component.model_validate(
+        {
+            "name": "demo-cache",
+            "upstream": {"repo": upstream, "branch": "main"},
+            "wheel": {"distribution": "demo-cache"},
+            "build": build,
+            "image": {"repository": "oci:/nowhere", "tag": "v{sha8}"},
+            "pins": [{"file": "Dockerfile", "image_arg": "IMG"}],
+        }
+    )
 
 
 def repository(folder: Path, wheel: Path) -> str:
@@ -90,12 +94,20 @@ def built(kind: str, tmp_path: Path, wheel: Path) -> Iterator[Built]:
     try:
         repository(tmp_path / "downstream", wheel)
         server.create_repo("rocm", "atom", tmp_path / "downstream")
-        platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom",
-                                  author=Author(name="wheelpin[bot]", email="bot@example.org"))
+        platform = GitHubPlatform(
+            api_url=server.url,
+            token="t",
+            owner="rocm",
+            repo="atom",
+            author=Author(name="wheelpin[bot]", email="bot@example.org"),
+        )
         made = component(EXAMPLES[kind].table)
         upstream = UpstreamRepo(made.upstream, cache=cache, root=tmp_path)
-        yield Built(made, BuildSite(cache, upstream, state, "main", local_commands=False,
-                                    actions=ActionsClient(platform)), "3d3aa833" + "0" * 32)
+        yield Built(
+            made,
+            BuildSite(cache, upstream, state, "main", local_commands=False, actions=ActionsClient(platform)),
+            "3d3aa833" + "0" * 32,
+        )
     finally:
         server.stop()
 
@@ -118,8 +130,9 @@ def test_its_build_table_parses_with_and_without_kind(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_its_builder_previews_then_builds_the_wheels(kind: str, tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path / "made", name="demo-cache", version="1.0",
-                        files={"demo_cache/__init__.py": b"X = 1\n"})
+    wheel = build_wheel(
+        tmp_path / "made", name="demo-cache", version="1.0", files={"demo_cache/__init__.py": b"X = 1\n"}
+    )
     with built(kind, tmp_path, wheel) as world:
         builder = BUILDERS[kind](world.component, world.site)
         preview = builder.preview(world.commit)
@@ -141,22 +154,39 @@ def test_its_builder_previews_then_builds_the_wheels(kind: str, tmp_path: Path) 
         assert not any(path.exists() for path in wheels)
 
 
-@pytest.mark.parametrize(("build", "said"), [
-    ('{ command = "make", workflow = "w.yml" }', "lmcache.build: give exactly one of build.command or build.workflow"),
-    ("{ timeout_minutes = 5 }", "lmcache.build: give exactly one of build.command or build.workflow"),
-    ('{ kind = "buildkite", pipeline = "p" }',
-     "lmcache.build.kind: 'buildkite' is not a build kind (command, github-actions)"),
-    ('{ kind = ["command"], command = "make" }',
-     "lmcache.build.kind: ['command'] is not a build kind (command, github-actions)"),
-    ('{ command = "make", inputs = { c = "{sha}" } }',
-     "lmcache.build: build.inputs and build.publishes_image go with build.workflow"),
-    ('{ kind = "github-actions", workflow = "w.yml", publishes_imag = true }',
-     "lmcache.build.publishes_imag: unknown key, did you mean `publishes_image`?"),
-])
+@pytest.mark.parametrize(
+    ("build", "said"),
+    [
+        (
+            '{ command = "make", workflow = "w.yml" }',
+            "lmcache.build: give exactly one of build.command or build.workflow",
+        ),
+        ("{ timeout_minutes = 5 }", "lmcache.build: give exactly one of build.command or build.workflow"),
+        (
+            '{ kind = "buildkite", pipeline = "p" }',
+            "lmcache.build.kind: 'buildkite' is not a build kind (command, github-actions)",
+        ),
+        (
+            '{ kind = ["command"], command = "make" }',
+            "lmcache.build.kind: ['command'] is not a build kind (command, github-actions)",
+        ),
+        (
+            '{ command = "make", inputs = { c = "{sha}" } }',
+            "lmcache.build: build.inputs and build.publishes_image go with build.workflow",
+        ),
+        (
+            '{ kind = "github-actions", workflow = "w.yml", publishes_imag = true }',
+            "lmcache.build.publishes_imag: unknown key, did you mean `publishes_image`?",
+        ),
+    ],
+)
 def test_a_build_table_no_kind_fits_is_refused_in_one_located_sentence(build: str, said: str) -> None:
-    text = ('[[component]]\nname = "lmcache"\nupstream = { repo = "https://example.org/u.git", branch = "main" }\n'
-            f'wheel = {{ distribution = "lmcache" }}\nbuild = {build}\n'
-            'image = { repository = "oci:/nowhere", tag = "v{sha8}" }\npins = [{ file = "Dockerfile", image_arg = "IMG" }]\n')
+    text = (
+        '[[component]]\nname = "lmcache"\nupstream = { repo = "https://example.org/u.git", branch = "main" }\n'
+        f'wheel = {{ distribution = "lmcache" }}\nbuild = {build}\n'
+        'image = { repository = "oci:/nowhere", tag = "v{sha8}" }\n'
+        'pins = [{ file = "Dockerfile", image_arg = "IMG" }]\n'
+    )
     with pytest.raises(ConfigInvalid) as refused:
         load_config_text(text, path=Path("wheelpin.toml"), root=Path("."), exists=None)
     assert refused.value.problems == [f"wheelpin.toml:5: {said}"]

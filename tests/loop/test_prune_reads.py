@@ -43,17 +43,27 @@ class CountedPlatform(MemoryPlatform):
 
 
 def test_each_branchs_pin_files_are_read_once_a_pass_for_every_component_pruned(tmp_path: Path) -> None:
-    text = "".join(COMPONENT.format(name=name, file=file, arg=arg) for name, file, arg in [
-        ("lmcache", "docker/Dockerfile", "LMCACHE_IMAGE"), ("mooncake", "docker/Dockerfile", "MOONCAKE_IMAGE"),
-        ("aiter", "docker/Dockerfile.rocm", "AITER_IMAGE")])
+    text = "".join(
+        COMPONENT.format(name=name, file=file, arg=arg)
+        for name, file, arg in [
+            ("lmcache", "docker/Dockerfile", "LMCACHE_IMAGE"),
+            ("mooncake", "docker/Dockerfile", "MOONCAKE_IMAGE"),
+            ("aiter", "docker/Dockerfile.rocm", "AITER_IMAGE"),
+        ]
+    )
     loaded = load_config_text(text, path=tmp_path / "wheelpin.toml", root=tmp_path, exists=None)
     dockerfile = 'ARG LMCACHE_IMAGE="x"\nARG MOONCAKE_IMAGE="y"\nFROM scratch\n'
-    platform = CountedPlatform({"docker/Dockerfile": dockerfile, "docker/Dockerfile.rocm": 'ARG AITER_IMAGE="z"\n'},
-                               author=loaded.config.defaults.author)
+    platform = CountedPlatform(
+        {"docker/Dockerfile": dockerfile, "docker/Dockerfile.rocm": 'ARG AITER_IMAGE="z"\n'},
+        author=loaded.config.defaults.author,
+    )
     # a second branch, as a proposal's: its pin files are read too
     platform.refs["refs/heads/wheelpin/lmcache"] = platform.commit(
-        platform.refs["refs/heads/main"], {"docker/Dockerfile": dockerfile.replace('"x"', '"x2"')},
-        "bot@example.org", "bump")
+        platform.refs["refs/heads/main"],
+        {"docker/Dockerfile": dockerfile.replace('"x"', '"x2"')},
+        "bot@example.org",
+        "bump",
+    )
     reads, stores, state = Reads(platform), MemoryStores(), StateFile(tmp_path / "state.sqlite")
     pruner = Pruner(loaded.config, platform, state, Memory(), reads)
 
@@ -61,8 +71,13 @@ def test_each_branchs_pin_files_are_read_once_a_pass_for_every_component_pruned(
         for component in loaded.config.components:
             # the in-memory store deletes nothing, and has no tag to delete here
             store: ImageStore = stores.store(ImageRef.parse(component.image.repository))  # type: ignore[assignment]
-            context = Context(component, UpstreamRepo(component.upstream, cache=tmp_path, root=tmp_path),
-                              store, ScriptedBuilder(lambda c: []), "wheelpin/" + component.name)
+            context = Context(
+                component,
+                UpstreamRepo(component.upstream, cache=tmp_path, root=tmp_path),
+                store,
+                ScriptedBuilder(lambda c: []),
+                "wheelpin/" + component.name,
+            )
             assert pruner.prune(context, Facts(component=component.name, head=None), time.time()).tags == []
 
     prune_all()

@@ -48,8 +48,13 @@ def test_a_pass_reads_the_pinned_image_once_and_a_pushed_image_once(registry: Re
     assert pinned is not None
     loaded = load_config(world.downstream / "wheelpin.toml", root=world.downstream)
     settings = Settings(cache_dir=tmp_path / "cache")
-    reconciler = Reconciler(loaded, platform=LocalPlatform(world.downstream, author=loaded.config.defaults.author),
-                            registries=Uncached(settings), cache=settings.cache_dir, settle=0)
+    reconciler = Reconciler(
+        loaded,
+        platform=LocalPlatform(world.downstream, author=loaded.config.defaults.author),
+        registries=Uncached(settings),
+        cache=settings.cache_dir,
+        settle=0,
+    )
     world.commit_upstream("one", NEW_VERSION)
 
     before = manifest_gets(registry)

@@ -17,15 +17,15 @@ import pytest
 from bot.adapters.git import git
 from bot.adapters.publisher import publish
 from bot.commands.demo import DOCKERFILE, PEOPLE
+from bot.commands.reconcile_cmd import exit_code, pass_text
 from bot.core.config.load import load_config_text
 from bot.core.errors import RuleRefused
 from bot.core.wheel.report import inspect_wheel
 from bot.loop.preview import ComponentPlan
 from bot.loop.results import PassResult
-from bot.commands.reconcile_cmd import exit_code, pass_text
 from bot.loop.runner import Reconciler
-from tests.fixtures.fakes import MemoryPlatform, MemoryStore, MemoryStores, ScriptedBuilder
 from tests.fixtures.dryreal import Proposal, predicted
+from tests.fixtures.fakes import MemoryPlatform, MemoryStore, MemoryStores, ScriptedBuilder
 from tests.fixtures.wheels import build_wheel
 
 REPOSITORY = "registry.test/rocm/demo-cache"
@@ -71,8 +71,15 @@ class Loop:
     def wheels(self, commit: str) -> list[Path]:
         version, requires = self.versions[commit]
         out = self.tmp / "built" / commit
-        return [build_wheel(out, name="demo-cache", version=f"{version}+g{commit[:8]}.rocm7.2.4",
-                            files={"demo_cache/__init__.py": b"x = 1\n"}, requires_dist=requires)]
+        return [
+            build_wheel(
+                out,
+                name="demo-cache",
+                version=f"{version}+g{commit[:8]}.rocm7.2.4",
+                files={"demo_cache/__init__.py": b"x = 1\n"},
+                requires_dist=requires,
+            )
+        ]
 
     def run(self, **options: bool) -> PassResult:
         """A pass; unless it is a dry run itself, a dry run first, which must write nothing
@@ -84,13 +91,19 @@ class Loop:
         assert (self.platform.writes, self.store.tags, self.builder.started) == (writes, tags, started)
         existed = f"refs/heads/{BRANCH}" in self.platform.refs
         real = self.reconciler.run(**options)
-        predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real),
-                  proposal=self.proposal(existed))
+        predicted(
+            dry.to_json(),
+            real.to_json(),
+            dry_exit=exit_code(dry),
+            real_exit=exit_code(real),
+            proposal=self.proposal(existed),
+        )
         return real
 
     def proposal(self, existed: bool) -> Proposal:
         def title() -> str | None:
             return next((p.title for p in self.platform.proposals.values()), None)
+
         return Proposal(existed, title=title, file=self.branch_text)
 
     def branch_text(self, path: str) -> str | None:
@@ -106,8 +119,9 @@ def kinds(result: PassResult) -> list[str]:
     return [action.kind.value for action in result.components[0].actions]
 
 
-def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = None,
-              edit: tuple[str, str] = ("", "")) -> Loop:
+def make_loop(
+    tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = None, edit: tuple[str, str] = ("", "")
+) -> Loop:
     upstream = tmp / "upstream"
     upstream.mkdir()
     git(["init", "--quiet", "-b", "main"], cwd=upstream)
@@ -116,25 +130,47 @@ def make_loop(tmp: Path, *, quiet: int = 0, builder: ScriptedBuilder | None = No
     git(["commit", "--quiet", "-m", "first"], cwd=upstream, env=PEOPLE)
     first = git(["rev-parse", "HEAD"], cwd=upstream).strip()
     stores = MemoryStores()
-    loaded = load_config_text(CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY).replace(*edit),
-                              path=tmp / "wheelpin.toml", root=tmp, exists=None)
+    loaded = load_config_text(
+        CONFIG.format(quiet=quiet, upstream=upstream, repository=REPOSITORY).replace(*edit),
+        path=tmp / "wheelpin.toml",
+        root=tmp,
+        exists=None,
+    )
     component = loaded.config.components[0]
     from bot.core.image.reference import ImageRef
+
     store = stores.store(ImageRef.parse(REPOSITORY))
-    loop = Loop(tmp, upstream, MemoryPlatform({}, author=loaded.config.defaults.author), stores,
-                builder or ScriptedBuilder(lambda c: []), None, {first: ("0.1.0", ["numpy>=2.3"])})  # type: ignore[arg-type]
+    loop = Loop(
+        tmp,
+        upstream,
+        MemoryPlatform({}, author=loaded.config.defaults.author),
+        stores,
+        builder or ScriptedBuilder(lambda c: []),
+        None,
+        {first: ("0.1.0", ["numpy>=2.3"])},
+    )  # type: ignore[arg-type]
     (wheel,) = loop.wheels(first)
     report = inspect_wheel(wheel)
     tag = f"demo-cache-v0.1.0-g{first[:8]}"
-    pinned = publish(store, tag, [wheel], [report], source=str(upstream), revision=first, component=component.name, settle=0.0)
-    loop.platform = MemoryPlatform({"docker/Dockerfile": DOCKERFILE.format(
-        image=f"{REPOSITORY}:{tag}@{pinned.digest}", sha256=report.sha256)}, author=loaded.config.defaults.author)
+    pinned = publish(
+        store, tag, [wheel], [report], source=str(upstream), revision=first, component=component.name, settle=0.0
+    )
+    loop.platform = MemoryPlatform(
+        {"docker/Dockerfile": DOCKERFILE.format(image=f"{REPOSITORY}:{tag}@{pinned.digest}", sha256=report.sha256)},
+        author=loaded.config.defaults.author,
+    )
     if builder is None:
         loop.builder = ScriptedBuilder(loop.wheels)
     else:
         builder.make = loop.wheels
-    loop.reconciler = Reconciler(loaded, platform=loop.platform, registries=stores, cache=tmp / "cache",
-                                 builder_for=lambda _component, _upstream: loop.builder, settle=0.0)
+    loop.reconciler = Reconciler(
+        loaded,
+        platform=loop.platform,
+        registries=stores,
+        cache=tmp / "cache",
+        builder_for=lambda _component, _upstream: loop.builder,
+        settle=0.0,
+    )
     return loop
 
 
@@ -290,13 +326,16 @@ def test_the_plan_says_the_pin_the_commits_the_build_the_image_the_edits_and_the
     assert plan.image == f"{REPOSITORY}:demo-cache-v{{version_base}}-g{head[:8]}@{{digest}}"
     assert [(e.file, e.line, e.new) for e in plan.edits] == [
         ("docker/Dockerfile", 2, f"{REPOSITORY}:demo-cache-v{{version_base}}-g{head[:8]}@{{digest}}"),
-        ("docker/Dockerfile", 3, "{sha256}")]
+        ("docker/Dockerfile", 3, "{sha256}"),
+    ]
     assert plan.title == f"Bump demo-cache to {{version}} ({head[:8]})" and plan.proposal == "create"
     assert plan.after_build is not None and plan.after_build.startswith("checked after the build: ")
     assert not plan.fails and exit_code(planned) == 0
     text = pass_text(planned)
     assert f"  commits: 2 commits after the pinned one, newest first\n    {head[:8]} version 0.1.2\n" in text
-    assert "  known after the build: {digest} (the image's digest, once published), {sha256} (the wheel's sha256)" in text
+    assert (
+        "  known after the build: {digest} (the image's digest, once published), {sha256} (the wheel's sha256)" in text
+    )
     assert f"  proposal: creates {BRANCH}: Bump demo-cache to {{version}} ({head[:8]})" in text
 
 

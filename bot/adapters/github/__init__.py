@@ -36,10 +36,18 @@ if TYPE_CHECKING:
     from .conversation import GitHubConversation as GitHubConversation
     from .platform import GitHubPlatform as GitHubPlatform
 
-_WHERE = {"ActionsClient": ".actions", "Installation": ".app", "app_installations": ".app",
-          "check_token": ".app", "installation_repositories": ".app", "AppCredentials": ".client",
-          "app_jwt": ".client", "forget_installation_tokens": ".client", "GitHubConversation": ".conversation",
-          "GitHubPlatform": ".platform"}
+_WHERE = {
+    "ActionsClient": ".actions",
+    "Installation": ".app",
+    "app_installations": ".app",
+    "check_token": ".app",
+    "installation_repositories": ".app",
+    "AppCredentials": ".client",
+    "app_jwt": ".client",
+    "forget_installation_tokens": ".client",
+    "GitHubConversation": ".conversation",
+    "GitHubPlatform": ".platform",
+}
 
 __all__ = sorted(_WHERE)
 

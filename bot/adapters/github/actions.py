@@ -45,9 +45,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ...core.errors import ConfigError, InputError, TransientError, WheelpinError
+from .platform import GitHubPlatform
 from .sansio import refusal
 from .transport import answer_of
-from .platform import GitHubPlatform
 
 MAX_ARTIFACT = 8 << 30
 MAX_ARTIFACTS = 1000  # artifacts of one run read at most: ten pages of 100
@@ -82,8 +82,16 @@ class ActionsClient:
     def _answer(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         return self.client.call(method, self.base + path, what, **kwargs).data
 
-    def dispatch(self, workflow: str, *, ref: str, inputs: dict[str, str], commit: str,
-                 since: float | None = None, claimed: Collection[int] = ()) -> int | None:
+    def dispatch(
+        self,
+        workflow: str,
+        *,
+        ref: str,
+        inputs: dict[str, str],
+        commit: str,
+        since: float | None = None,
+        claimed: Collection[int] = (),
+    ) -> int | None:
         """Start a run; its id, or None when the server does not say and it is not listed
         yet (then `find_run` with the same `since`)."""
         path = f"/actions/workflows/{workflow}/dispatches"
@@ -112,24 +120,28 @@ class ActionsClient:
         if answer.status_code == 422 and "return_run_details" in body:  # GitHub words no refusal of the key
             raise _NotPermitted(said.message)
         if answer.status_code == 404:
-            raise ConfigError(f"GitHub knows no workflow {workflow} in {self.platform.repo.full_name} (404): "
-                              "check build.workflow (a file name under .github/workflows/ on the base branch)")
+            raise ConfigError(
+                f"GitHub knows no workflow {workflow} in {self.platform.repo.full_name} (404): "
+                "check build.workflow (a file name under .github/workflows/ on the base branch)"
+            )
         if answer.status_code == 422:  # the workflow's inputs, trigger or ref do not match the config
             raise ConfigError(f"GitHub refused to dispatch {workflow}: {said.message or 'no reason given'}")
         raise refusal(said, f"dispatching {workflow}")
 
-    def find_run(self, workflow: str, commit: str, *, since: float | None = None,
-                 claimed: Collection[int] = ()) -> RunSeen | None:
+    def find_run(
+        self, workflow: str, commit: str, *, since: float | None = None, claimed: Collection[int] = ()
+    ) -> RunSeen | None:
         """The newest run of `workflow` whose title or name carries the full commit; else,
         when a dispatch was noted at `since`, the oldest unclaimed run the bot dispatched
         after it (the titles of a workflow without `run-name` are all the same), when the
         bot's login is known (GET /user refuses installation tokens: then by title only)."""
         params = {"event": "workflow_dispatch", "per_page": "100"}
         if since is not None:
-            stamp = datetime.datetime.fromtimestamp(since - CLOCK_MARGIN, datetime.timezone.utc)
+            stamp = datetime.datetime.fromtimestamp(since - CLOCK_MARGIN, datetime.UTC)
             params["created"] = ">=" + stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = self._answer("GET", f"/actions/workflows/{workflow}/runs", f"listing the runs of {workflow}",
-                            params=params)
+        body = self._answer(
+            "GET", f"/actions/workflows/{workflow}/runs", f"listing the runs of {workflow}", params=params
+        )
         runs = [run for run in body.get("workflow_runs", []) if isinstance(run, dict)]
         for run in runs:
             if commit in f"{run.get('display_title', '')} {run.get('name', '')}":
@@ -138,8 +150,12 @@ class ActionsClient:
         if bot is None:  # a token GitHub will not tell who it is (GET /user: 403): by title only
             return None
         bot = bot.lower()
-        mine = [run for run in runs if int(run["id"]) not in claimed
-                and str((run.get("triggering_actor") or run.get("actor") or {}).get("login", "")).lower() == bot]
+        mine = [
+            run
+            for run in runs
+            if int(run["id"]) not in claimed
+            and str((run.get("triggering_actor") or run.get("actor") or {}).get("login", "")).lower() == bot
+        ]
         return _seen(min(mine, key=lambda run: int(run["id"]))) if mine else None
 
     def run(self, run_id: int) -> RunSeen:
@@ -156,17 +172,25 @@ class ActionsClient:
         """The jobs of run `run_id`: name and conclusion (None while it runs). docs "REST API
         endpoints for workflow jobs", list jobs for a workflow run (latest attempt)."""
         self.client.fresh()
-        listed = self.client.paginate(f"{self.base}/actions/runs/{run_id}/jobs", f"listing the jobs of run {run_id}",
-                                      key="jobs")
+        listed = self.client.paginate(
+            f"{self.base}/actions/runs/{run_id}/jobs", f"listing the jobs of run {run_id}", key="jobs"
+        )
         return [(str(job.get("name") or ""), job.get("conclusion")) for job in listed if isinstance(job, dict)]
 
     def artifacts(self, run_id: int) -> list[Any]:
         """Every artifact of run `run_id`, page after page: GitHub lists 30 a page unless asked
         (100 at most), so a matrix build's 31st wheel is on the second page (docs "List
         workflow run artifacts"). A run with more than MAX_ARTIFACTS is refused, not read on."""
-        listed = list(itertools.islice(self.client.paginate(
-            f"{self.base}/actions/runs/{run_id}/artifacts", f"listing the artifacts of run {run_id}",
-            key="artifacts"), MAX_ARTIFACTS + 1))
+        listed = list(
+            itertools.islice(
+                self.client.paginate(
+                    f"{self.base}/actions/runs/{run_id}/artifacts",
+                    f"listing the artifacts of run {run_id}",
+                    key="artifacts",
+                ),
+                MAX_ARTIFACTS + 1,
+            )
+        )
         if len(listed) > MAX_ARTIFACTS:
             raise InputError(f"run {run_id} has more than {MAX_ARTIFACTS} artifacts: too many to take as one build")
         return listed
@@ -177,8 +201,7 @@ class ActionsClient:
         late); after it, an empty list."""
         artifacts = [a for a in self.artifacts(run_id) if isinstance(a, dict) and not a.get("expired")]
         if not artifacts and ended_at is not None and time.time() - ended_at < self.artifact_grace:
-            raise TransientError(f"run {run_id} has ended, but GitHub lists no artifact of it yet",
-                                 retry_after=15.0)
+            raise TransientError(f"run {run_id} has ended, but GitHub lists no artifact of it yet", retry_after=15.0)
         folder.mkdir(parents=True, exist_ok=True)
         wheels: list[Path] = []
         for artifact in artifacts:
@@ -193,8 +216,9 @@ class ActionsClient:
                 for chunk in answer.iter_content(1 << 20):
                     written += len(chunk)
                     if written > MAX_ARTIFACT:
-                        raise InputError(f"artifact {artifact.get('name')} of run {run_id} is over "
-                                         f"{MAX_ARTIFACT} bytes")
+                        raise InputError(
+                            f"artifact {artifact.get('name')} of run {run_id} is over {MAX_ARTIFACT} bytes"
+                        )
                     spool.write(chunk)
                 wheels += _unpack(spool, run_id, artifact, folder)
         return sorted(wheels)
@@ -237,5 +261,11 @@ def _seen(run: dict[str, Any]) -> RunSeen:
             ended = datetime.datetime.fromisoformat(str(run["updated_at"]).replace("Z", "+00:00")).timestamp()
         except ValueError:
             ended = None
-    return RunSeen(int(run["id"]), str(run.get("status")), run.get("conclusion"), str(run.get("html_url", "")),
-                   ended, str(run.get("display_title") or ""))
+    return RunSeen(
+        int(run["id"]),
+        str(run.get("status")),
+        run.get("conclusion"),
+        str(run.get("html_url", "")),
+        ended,
+        str(run.get("display_title") or ""),
+    )

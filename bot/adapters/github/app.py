@@ -49,8 +49,10 @@ def installation_repositories(*, api_url: str | None, app: AppCredentials) -> li
     """`owner/name` of every repository the installation may see: the repositories to watch."""
     client = Client(api_url, app=app)
     url = client.url("installation", "repositories")
-    return [str(repo["full_name"]) for repo in
-            client.paginate(url, "listing the installation's repositories", key="repositories")]
+    return [
+        str(repo["full_name"])
+        for repo in client.paginate(url, "listing the installation's repositories", key="repositories")
+    ]
 
 
 def bot_login(client: Client) -> str:

@@ -49,6 +49,8 @@ class AttestationsReader:
                 read += 1
                 if isinstance(item, dict):
                     bundle = item.get("bundle")
-                    yield Listed(bundle if isinstance(bundle, dict) and bundle else None,
-                                 str(item["bundle_url"]) if item.get("bundle_url") else None)
+                    yield Listed(
+                        bundle if isinstance(bundle, dict) and bundle else None,
+                        str(item["bundle_url"]) if item.get("bundle_url") else None,
+                    )
             url, query = page.next, None  # the next link carries the cursor

@@ -33,8 +33,16 @@ from .host import github_host
 from .sansio import Answer, Page, decipher, refusal
 from .transport import GitHubHTTP, answer_of, identity_pacer, retry_after
 
-__all__ = ["AppCredentials", "Client", "GitHubError", "NotFoundError", "UnprocessableEntity", "app_jwt", "said",
-           "translate"]
+__all__ = [
+    "AppCredentials",
+    "Client",
+    "GitHubError",
+    "NotFoundError",
+    "UnprocessableEntity",
+    "app_jwt",
+    "said",
+    "translate",
+]
 
 # https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app:
 # `iat` 60 seconds in the past against clock drift, `exp` no more than 10 minutes ahead
@@ -65,8 +73,11 @@ def app_jwt(app: AppCredentials, *, now: float | None = None) -> str:
     """The App's JSON Web Token: RS256, `iss` the App id (as a string: PyJWT 2.10+ wants
     one), issued a minute ago so a host clock a little ahead of GitHub's is not refused."""
     issued = int(time.time() if now is None else now) - JWT_BACKDATE
-    return jwt.encode({"iat": issued, "exp": issued + JWT_BACKDATE + JWT_LIFETIME, "iss": str(app.app_id)},
-                      app.private_key, algorithm="RS256")
+    return jwt.encode(
+        {"iat": issued, "exp": issued + JWT_BACKDATE + JWT_LIFETIME, "iss": str(app.app_id)},
+        app.private_key,
+        algorithm="RS256",
+    )
 
 
 def said(exc: GitHubError) -> Answer:
@@ -98,8 +109,14 @@ def writer_identity(api_url: str | None, token: str | None, app: AppCredentials 
 
 
 class Client:
-    def __init__(self, api_url: str | None, *, token: str | None = None, app: AppCredentials | None = None,
-                 http: GitHubHTTP | None = None) -> None:
+    def __init__(
+        self,
+        api_url: str | None,
+        *,
+        token: str | None = None,
+        app: AppCredentials | None = None,
+        http: GitHubHTTP | None = None,
+    ) -> None:
         if token is not None and app is not None:
             raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
         self.api_url = api_url
@@ -121,7 +138,7 @@ class Client:
         if self.app is None:
             return
         expires = getattr(getattr(self.gh.session, "auth", None), "expires_at", None)
-        if expires is not None and expires - datetime.datetime.now(datetime.timezone.utc) > RENEW_BEFORE:
+        if expires is not None and expires - datetime.datetime.now(datetime.UTC) > RENEW_BEFORE:
             return
         self.as_installation()
 
@@ -139,7 +156,7 @@ class Client:
         key = (self.api_url, app.app_id, app.installation_id, hashlib.sha256(app.private_key).hexdigest())
         with _TOKENS_LOCK:
             held = _TOKENS.get(key)
-            if held is None or held[1] - datetime.datetime.now(datetime.timezone.utc) <= RENEW_BEFORE:
+            if held is None or held[1] - datetime.datetime.now(datetime.UTC) <= RENEW_BEFORE:
                 url = self.url("app", "installations", str(app.installation_id), "access_tokens")
                 with self.gh.session.no_auth():
                     answer = self.gh.session.post(url, auth=AppBearerTokenAuth(app_jwt(app), JWT_LIFETIME))
@@ -164,8 +181,9 @@ class Client:
             return Page(missing)
         return decipher(answer.status_code, answer.headers, answer.content, what, wait=retry_after(answer))
 
-    def paginate(self, url: str, what: str, *, params: Mapping[str, str] | None = None,
-                 key: str | None = None) -> Iterator[Any]:
+    def paginate(
+        self, url: str, what: str, *, params: Mapping[str, str] | None = None, key: str | None = None
+    ) -> Iterator[Any]:
         """Every item of a listing, page after page (GitHub answers 30 a page unless asked:
         100 are asked). `key` names the list in an answer that wraps it (`workflow_runs`)."""
         following: str | None = url

@@ -42,14 +42,22 @@ class GitHubConversation:
 
     def comment(self, number: int, text: str) -> None:
         """A comment on issue `number` (the answer to a command given there)."""
-        self.client.call("POST", self.platform.url("issues", str(number), "comments"),
-                         f"commenting on issue #{number}", json={"body": text})
+        self.client.call(
+            "POST",
+            self.platform.url("issues", str(number), "comments"),
+            f"commenting on issue #{number}",
+            json={"body": text},
+        )
         self.platform.writes += 1
 
     def permission_of(self, user: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none`: may `user` command the bot?"""
-        data = self.client.call("GET", self.platform.url("collaborators", user, "permission"),
-                                f"reading the permission of {user}", missing={}).data
+        data = self.client.call(
+            "GET",
+            self.platform.url("collaborators", user, "permission"),
+            f"reading the permission of {user}",
+            missing={},
+        ).data
         role = str(data.get("role_name") or "")
         return role if role in ("maintain", "triage") else str(data.get("permission") or "none")
 
@@ -96,8 +104,9 @@ class GitHubConversation:
 
     def keep_dashboard(self, text: str, *, known: int | None = None) -> int:
         """The dashboard issue: labelled, found by its marker (issues off: 410, IssuesDisabled)."""
-        return self.keep_issue(marker=dashboard.MARKER, label=dashboard.LABEL, title=dashboard.TITLE, body=text,
-                               known=known)
+        return self.keep_issue(
+            marker=dashboard.MARKER, label=dashboard.LABEL, title=dashboard.TITLE, body=text, known=known
+        )
 
     def keep_issue(self, *, marker: str, label: str, title: str, body: str, known: int | None = None) -> int:
         """The one issue that carries `marker`, its body brought up to date; opened when
@@ -112,7 +121,9 @@ class GitHubConversation:
                 found = _oldest_marked(self.repo.issues(state="all", labels=label), marker)
             if found is None:  # its label taken off, and its number forgotten (a restart)
                 found = self._created_by_the_bot(marker)
-            if found is not None and label.lower() not in [str(lbl.name).lower() for lbl in found.original_labels or []]:
+            if found is not None and label.lower() not in [
+                str(lbl.name).lower() for lbl in found.original_labels or []
+            ]:
                 self.platform.add_labels(int(found.number), [label])
             if found is None:
                 created = self.repo.create_issue(title, body=body, labels=[label])
@@ -124,8 +135,10 @@ class GitHubConversation:
             return int(found.number)
         except GitHubError as exc:
             if getattr(exc, "code", None) == 410:
-                raise IssuesDisabled(f"{self.repo.full_name} has issues turned off: no dashboard there "
-                                     f"({said(exc).message or 'GitHub answered 410'})") from None
+                raise IssuesDisabled(
+                    f"{self.repo.full_name} has issues turned off: no dashboard there "
+                    f"({said(exc).message or 'GitHub answered 410'})"
+                ) from None
             raise translate(exc, "the dashboard issue") from None
 
     def _created_by_the_bot(self, marker: str) -> Any:
@@ -133,8 +146,9 @@ class GitHubConversation:
             login = self.platform.bot_login()
         except CredentialsError:  # a token that may not read its own user (an Actions token): label only
             return None
-        items = self.client.paginate(self.platform.url("issues"), "listing the bot's issues",
-                                     params={"state": "all", "creator": login})
+        items = self.client.paginate(
+            self.platform.url("issues"), "listing the bot's issues", params={"state": "all", "creator": login}
+        )
         return _oldest_marked([self.client.issue(item) for item in items], marker)
 
     def _marked_issue(self, number: int, marker: str) -> Any:

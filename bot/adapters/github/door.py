@@ -27,8 +27,10 @@ class GitHubDoor:
         self.secret = secret
 
     def context(self, headers: Mapping[str, str]) -> dict[str, str | None]:
-        return {"delivery": headers.get("x-github-delivery") or None,
-                "github_event": headers.get("x-github-event") or None}
+        return {
+            "delivery": headers.get("x-github-delivery") or None,
+            "github_event": headers.get("x-github-event") or None,
+        }
 
     def event_of(self, headers: Mapping[str, str]) -> str:
         return headers.get("x-github-event") or ""
@@ -46,8 +48,12 @@ class GitHubDoor:
         except (ValueError, RecursionError):  # not JSON, not UTF-8, an integer past 4,300 digits, nested too deep
             payload = None
         if not isinstance(payload, dict):
-            raise Refused(400, "the body is not a JSON object (nor a form whose payload field is one)",
-                          event=event, outcome="malformed")
+            raise Refused(
+                400,
+                "the body is not a JSON object (nor a form whose payload field is one)",
+                event=event,
+                outcome="malformed",
+            )
         if event == "ping":
             return Delivery(event, reply={"message": "pong", "zen": payload.get("zen")}, outcome="pong")
         repository = repository_of(payload)
@@ -56,9 +62,14 @@ class GitHubDoor:
             jobs = work_for(event, payload, prefix=where.prefix, base_branches=where.bases, workflows=where.workflows)
         except (AttributeError, TypeError, ValueError, KeyError):  # signed, but not shaped as GitHub sends it
             log.warning("webhook.unexpected_shape", exc_info=True)
-            raise Refused(400, f"the {event} payload is not shaped as GitHub sends it",
-                          event=event, outcome="malformed") from None
+            raise Refused(
+                400, f"the {event} payload is not shaped as GitHub sends it", event=event, outcome="malformed"
+            ) from None
         action = payload.get("action")
-        return Delivery(event, tuple(jobs), repository, action if isinstance(action, str) else None,
-                        id=headers.get("x-github-delivery") or "")
-
+        return Delivery(
+            event,
+            tuple(jobs),
+            repository,
+            action if isinstance(action, str) else None,
+            id=headers.get("x-github-delivery") or "",
+        )

@@ -16,7 +16,6 @@ from typing import Any
 
 import structlog
 
-from ...core.proposal.commits import carries_marker, check_bot_branch, co_authored, signed_off
 from ...core.config.model import BRANCH_PREFIX, Author
 from ...core.errors import (
     ConfigError,
@@ -27,6 +26,7 @@ from ...core.errors import (
     RuleRefused,
     TransientError,
 )
+from ...core.proposal.commits import carries_marker, check_bot_branch, co_authored, signed_off
 from ...core.proposal.text import read_marker
 from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..platform import BranchCommit
@@ -52,10 +52,20 @@ def is_installation_token(token: str | None) -> bool:
 
 
 class GitHubPlatform:
-    def __init__(self, *, api_url: str | None, owner: str, repo: str, author: Author,
-                 token: str | None = None, app: AppCredentials | None = None,
-                 branch_prefix: str = BRANCH_PREFIX, signoff: bool = False,
-                 http: GitHubHTTP | None = None, login: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_url: str | None,
+        owner: str,
+        repo: str,
+        author: Author,
+        token: str | None = None,
+        app: AppCredentials | None = None,
+        branch_prefix: str = BRANCH_PREFIX,
+        signoff: bool = False,
+        http: GitHubHTTP | None = None,
+        login: str | None = None,
+    ) -> None:
         if (token is None) == (app is None):
             raise CredentialsError("GitHub needs a token or App credentials (exactly one)")
         self.app = app
@@ -97,7 +107,9 @@ class GitHubPlatform:
     def _bot_branches(self) -> dict[str, str]:
         if self._bot_refs is None:
             url = self.url("git", "matching-refs", "heads", self.prefix.rstrip("/"))
-            refs = self.client.paginate(url, f"listing the {self.prefix} branches", params={"per_page": str(self.page_size)})
+            refs = self.client.paginate(
+                url, f"listing the {self.prefix} branches", params={"per_page": str(self.page_size)}
+            )
             self._bot_refs = {item["ref"]: item["object"]["sha"] for item in refs}
         assert self._bot_refs is not None
         return self._bot_refs
@@ -107,10 +119,14 @@ class GitHubPlatform:
         starts with `refs/heads` (REST docs, "List matching references"), a page of 100
         at a time."""
         self.client.fresh()
-        refs = self.client.paginate(self.url("git", "matching-refs", "heads"), "listing the branches",
-                                    params={"per_page": str(self.page_size)})
-        return {str(item["ref"]): str(item["object"]["sha"]) for item in refs
-                if str(item.get("ref", "")).startswith("refs/heads/")}
+        refs = self.client.paginate(
+            self.url("git", "matching-refs", "heads"), "listing the branches", params={"per_page": str(self.page_size)}
+        )
+        return {
+            str(item["ref"]): str(item["object"]["sha"])
+            for item in refs
+            if str(item.get("ref", "")).startswith("refs/heads/")
+        }
 
     def resolve(self, ref: str) -> str | None:
         self.client.fresh()
@@ -160,8 +176,12 @@ class GitHubPlatform:
     def _entry_sha(self, commit: str, path: str) -> str:
         """The blob of `path`, from a listing of its folder (each entry names its blob)."""
         folder, _, name = path.rpartition("/")
-        listing = self.client.call("GET", self.url("contents", folder),  # "": the top folder
-                                   f"listing {folder or 'the top folder'}", params={"ref": commit}).data
+        listing = self.client.call(
+            "GET",
+            self.url("contents", folder),  # "": the top folder
+            f"listing {folder or 'the top folder'}",
+            params={"ref": commit},
+        ).data
         for entry in listing if isinstance(listing, list) else []:
             if entry.get("name") == name:
                 if int(entry.get("size") or 0) > MAX_FILE:
@@ -197,8 +217,11 @@ class GitHubPlatform:
         if self.app is None:
             # an installation token cannot ask who its bot is (GET /user answers 403, GET /app
             # wants the App's JWT): any App's bot, naming the configured author as co-author
-            return self.bot_signed and commit.author_email.endswith("[bot]@users.noreply.github.com") \
+            return (
+                self.bot_signed
+                and commit.author_email.endswith("[bot]@users.noreply.github.com")
                 and co_authored(commit.message, self.author).rstrip() == commit.message.rstrip()
+            )
         return commit.author_email.endswith(f"+{self.bot_login()}@users.noreply.github.com")
 
     # -- writing ----------------------------------------------------------------------------
@@ -206,8 +229,9 @@ class GitHubPlatform:
     def _check_branch(self, branch: str) -> None:
         check_bot_branch(branch, self.prefix)
 
-    def write_branch(self, branch: str, *, base: str, files: Mapping[str, str], message: str,
-                     expected: str | None) -> str:
+    def write_branch(
+        self, branch: str, *, base: str, files: Mapping[str, str], message: str, expected: str | None
+    ) -> str:
         """One commit on `base` holding `files`, and `branch` moved to it. The commit names
         the configured author; where the repository's rules want verified signatures, it
         is made again with no identity, which GitHub signs for an App (a bot's commit is
@@ -222,8 +246,10 @@ class GitHubPlatform:
             base_tree = self.repo.git_commit(base).tree.sha
             modes = self._base_modes(base_tree, list(files))
             kept = {path: mode_to_write(path, modes, base=base) for path in files}  # refused before any write
-            entries = [{"path": path, "mode": kept[path], "type": "blob",
-                        "sha": self.repo.create_blob(text, "utf-8")} for path, text in sorted(files.items())]
+            entries = [
+                {"path": path, "mode": kept[path], "type": "blob", "sha": self.repo.create_blob(text, "utf-8")}
+                for path, text in sorted(files.items())
+            ]
             tree = self.repo.create_tree(entries, base_tree=base_tree).sha if entries else base_tree
             commit = self._commit(message, tree, base)
             try:
@@ -248,7 +274,9 @@ class GitHubPlatform:
             folder = tree
             for above in folders_and_path(path):
                 if folder not in listings:
-                    data = self.client.call("GET", self.url("git", "trees", folder), f"reading the tree above {path}").data
+                    data = self.client.call(
+                        "GET", self.url("git", "trees", folder), f"reading the tree above {path}"
+                    ).data
                     listings[folder] = {str(e["path"]): (str(e["mode"]), str(e["sha"])) for e in data.get("tree", [])}
                 entry = listings[folder].get(above.rsplit("/", 1)[-1])
                 if entry is None:
@@ -292,40 +320,53 @@ class GitHubPlatform:
         if "signature" in lower and ("verified" in lower or "signed" in lower):
             if self.bot_signed and not self.signs:
                 return _SignatureWanted(said.message)  # made again, for GitHub to sign
-            unsigned = "" if self.bot_signed else (" (GitHub signs an App's commits, not a personal token's: use a "
-                                                   "GitHub App, or its installation token)")
+            unsigned = (
+                ""
+                if self.bot_signed
+                else (
+                    " (GitHub signs an App's commits, not a personal token's: use a "
+                    "GitHub App, or its installation token)"
+                )
+            )
             return RuleRefused(f"GitHub refused writing {branch}: {said.message}{unsigned}")
         if WORKFLOW_REFUSAL in lower:
             return refusal(said, f"writing {branch}")
         if "already exists" in lower and created:
             return RefusedError(f"{branch} appeared while wheelpin was writing it; left alone")
         if "not a valid" in lower or "invalid" in lower:
-            return ConfigError(f"{branch} is not a valid branch name ({said.message}): change the component's "
-                               "name or defaults.branch_prefix")
+            return ConfigError(
+                f"{branch} is not a valid branch name ({said.message}): change the component's "
+                "name or defaults.branch_prefix"
+            )
         blocking = self.prefix.rstrip("/")
         if created and blocking and self.resolve(f"refs/heads/{blocking}") is not None:
-            return ConfigError(f"a branch named {blocking} exists, so git cannot hold {branch} beside it: "
-                               "rename that branch or change defaults.branch_prefix")
+            return ConfigError(
+                f"a branch named {blocking} exists, so git cannot hold {branch} beside it: "
+                "rename that branch or change defaults.branch_prefix"
+            )
         return RuleRefused(f"GitHub refused writing {branch}: {said.message or 'no reason given'}")
 
     def ours(self, pull: Any) -> bool:
         """A pull request is the bot's only when its head is a branch of this repository
         under the prefix: a fork's `wheelpin/x` (same owner or not) never is."""
         owner, name = getattr(pull.head, "repo", ("", ""))
-        return (f"{owner}/{name}".lower() == str(self.repo.full_name).lower()
-                and str(pull.head.ref).startswith(self.prefix))
+        return f"{owner}/{name}".lower() == str(self.repo.full_name).lower() and str(pull.head.ref).startswith(
+            self.prefix
+        )
 
     def pulls(self, state: str, branch: str | None = None) -> list[Any]:
         head = {"head": f"{self.owner}:{branch}"} if branch else {}
-        return [pull for pull in self.repo.pull_requests(state=state, **head) if self.ours(pull)
-                and (branch is None or str(pull.head.ref) == branch)]
+        return [
+            pull
+            for pull in self.repo.pull_requests(state=state, **head)
+            if self.ours(pull) and (branch is None or str(pull.head.ref) == branch)
+        ]
 
     def _open_pull(self, branch: str) -> Any:
         found = self.pulls("open", branch)
         return found[0] if found else None
 
-    def publish_proposal(self, branch: str, *, base: str, title: str, body: str,
-                         labels: Sequence[str]) -> None:
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> None:
         """Open the draft pull request of `branch`, or bring its title, body, labels up to date."""
         self._check_branch(branch)
         self.client.fresh()
@@ -336,8 +377,7 @@ class GitHubPlatform:
                 data = {"title": title, "head": branch, "base": base, "body": body, "draft": True}
                 answer = self.client.session.post(url, json=data)
                 if answer.status_code == 422 and "draft" in answer_of(answer).lower:
-                    answer = self.client.session.post(url, json={**data, "draft": False,
-                                                              "title": DRAFT_PREFIX + title})
+                    answer = self.client.session.post(url, json={**data, "draft": False, "title": DRAFT_PREFIX + title})
                 if answer.status_code >= 500:  # it may have landed: look before writing again
                     pull = self._open_pull(branch)
                     if pull is None:
@@ -364,8 +404,9 @@ class GitHubPlatform:
     def add_labels(self, number: int, labels: Sequence[str]) -> None:
         """As GitHub's description has it: `{"labels": [...]}` (github3 sends a bare list,
         which GitHub takes but does not describe)."""
-        self.client.call("POST", self.url("issues", str(number), "labels"), f"labelling #{number}",
-                         json={"labels": list(labels)})
+        self.client.call(
+            "POST", self.url("issues", str(number), "labels"), f"labelling #{number}", json={"labels": list(labels)}
+        )
         self.writes += 1
 
     def say_once(self, branch: str, *, key: str, text: str) -> None:

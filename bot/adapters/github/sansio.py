@@ -37,8 +37,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import parse_qs
 
+from ...app.jobs import Job, JobKind, Routing
 from ...core.config.model import BRANCH_PREFIX, CONFIG_FILES
-from .dashboard import MARKER as DASHBOARD_MARKER
 from ...core.errors import (
     ConfigError,
     CredentialsError,
@@ -48,8 +48,8 @@ from ...core.errors import (
     TransientError,
     WheelpinError,
 )
-from ...app.jobs import Job, JobKind, Routing
 from ...core.proposal.text import read_marker
+from .dashboard import MARKER as DASHBOARD_MARKER
 
 # -- deliveries ------------------------------------------------------------------------------
 
@@ -109,8 +109,11 @@ def command_of(body: str) -> Command | None:
         return None
     # ASCII digits only: str.isdigit accepts '²', which int() refuses; anything else is
     # no run, which the reply asks for in a sentence
-    run = int(words[3]) if words[1] == "build" and words[2:3] == ["--from-run"] and words[3:4] and \
-        _RUN_ID.fullmatch(words[3]) else None
+    run = (
+        int(words[3])
+        if words[1] == "build" and words[2:3] == ["--from-run"] and words[3:4] and _RUN_ID.fullmatch(words[3])
+        else None
+    )
     named = words[words.index("--component") + 1] if "--component" in words[:-1] else None
     return Command(words[1], run, named[:64] if named else None)
 
@@ -132,7 +135,7 @@ def repository_of(payload: dict[str, Any]) -> str | None:
 
 def _component_of(branch: Any, prefix: str) -> str | None:
     if isinstance(branch, str) and branch.startswith(prefix) and len(branch) > len(prefix):
-        return branch[len(prefix):]
+        return branch[len(prefix) :]
     return None
 
 
@@ -142,15 +145,25 @@ def _installations(event: str) -> Route:
         # every installation is read again, whichever account the delivery names
         if not isinstance(payload.get("installation"), dict):
             raise TypeError(f"an {event} payload without an installation object")
-        return [Job(JobKind.INSTALLATIONS,
-                    granted=event == "installation" and payload.get("action") == "new_permissions_accepted")]
+        return [
+            Job(
+                JobKind.INSTALLATIONS,
+                granted=event == "installation" and payload.get("action") == "new_permissions_accepted",
+            )
+        ]
+
     return route
 
 
 def _push(payload: dict[str, Any], routing: Routing, repository: str) -> list[Job]:
     ref = payload.get("ref")
-    touched = {path for commit in payload.get("commits") or [] if isinstance(commit, dict)
-               for field in ("added", "modified", "removed") for path in commit.get(field) or []}
+    touched = {
+        path
+        for commit in payload.get("commits") or []
+        if isinstance(commit, dict)
+        for field in ("added", "modified", "removed")
+        for path in commit.get(field) or []
+    }
     on_base = isinstance(ref, str) and ref.removeprefix("refs/heads/") in routing.bases
     if on_base or touched & set(CONFIG_FILES):
         return [Job(JobKind.REPOSITORY, repository)]
@@ -194,17 +207,29 @@ def _comment(payload: dict[str, Any], routing: Routing, repository: str) -> list
     number = issue.get("number")
     comment = (payload.get("comment") or {}).get("id")
     seen = (read_marker(str(issue.get("body") or "")) or {}).get("commit")
-    return [Job(JobKind.COMMAND, repository, command=command.name, sender=str(sender) if sender else None,
-                run=command.run, number=number if isinstance(number, int) else None, on_dashboard=on_dashboard,
-                component=command.component, comment=comment if isinstance(comment, int) else None,
-                seen=seen if isinstance(seen, str) else None)]
+    return [
+        Job(
+            JobKind.COMMAND,
+            repository,
+            command=command.name,
+            sender=str(sender) if sender else None,
+            run=command.run,
+            number=number if isinstance(number, int) else None,
+            on_dashboard=on_dashboard,
+            component=command.component,
+            comment=comment if isinstance(comment, int) else None,
+            seen=seen if isinstance(seen, str) else None,
+        )
+    ]
 
 
 def _in_a_repository(route: Callable[[dict[str, Any], Routing, str], list[Job]]) -> Route:
     """A route of an event about one repository: nothing when the payload names none."""
+
     def routed(payload: dict[str, Any], routing: Routing) -> list[Job]:
         repository = repository_of(payload)
         return [] if repository is None else route(payload, routing, repository)
+
     return routed
 
 
@@ -213,8 +238,10 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("installation", ANY): _installations("installation"),
     ("installation_repositories", ANY): _installations("installation_repositories"),
     ("push", ANY): _in_a_repository(_push),
-    **{("pull_request", action): _in_a_repository(_bot_pull_request)
-       for action in ("closed", "edited", "reopened", "synchronize")},
+    **{
+        ("pull_request", action): _in_a_repository(_bot_pull_request)
+        for action in ("closed", "edited", "reopened", "synchronize")
+    },
     ("repository", "renamed"): _in_a_repository(_config),
     ("repository", "edited"): _in_a_repository(_repository_edited),
     ("workflow_run", "completed"): _in_a_repository(_workflow_run),
@@ -222,8 +249,14 @@ ROUTES: dict[tuple[str, str], Route] = {
 }
 
 
-def work_for(event: str, payload: dict[str, Any], *, prefix: str = BRANCH_PREFIX,
-             base_branches: frozenset[str] = frozenset({"main"}), workflows: frozenset[str] = frozenset()) -> list[Job]:
+def work_for(
+    event: str,
+    payload: dict[str, Any],
+    *,
+    prefix: str = BRANCH_PREFIX,
+    base_branches: frozenset[str] = frozenset({"main"}),
+    workflows: frozenset[str] = frozenset(),
+) -> list[Job]:
     """The work one delivery asks for; [] for events the bot ignores (answered 2xx all the same)."""
     action = payload.get("action")
     route = (ROUTES.get((event, action)) if isinstance(action, str) else None) or ROUTES.get((event, ANY))
@@ -298,8 +331,9 @@ def seconds_of(value: str | None, now: float) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-def limit_wait(status: int, headers: Mapping[str, str], text: str, attempt: int, *, now: float,
-               backoff: float = 1.0) -> float | None:
+def limit_wait(
+    status: int, headers: Mapping[str, str], text: str, attempt: int, *, now: float, backoff: float = 1.0
+) -> float | None:
     """Seconds to wait after answer number `attempt` (from 0), or None: not a rate limit, not
     retryable. `now` in epoch seconds, `text` the body or GitHub's message. A 5xx waits its
     Retry-After or `backoff`·2^attempt (a POST's 5xx is the caller's: it may have landed).
@@ -312,7 +346,9 @@ def limit_wait(status: int, headers: Mapping[str, str], text: str, attempt: int,
     said = text.lower()
     # "a 403 or 429 response, and the x-ratelimit-remaining header will be 0" (primary), or
     # "an error message that indicates that you exceeded a secondary rate limit"
-    limited = status == 429 or (status == 403 and (remaining == "0" or "rate limit" in said or "abuse detection" in said))
+    limited = status == 429 or (
+        status == 403 and (remaining == "0" or "rate limit" in said or "abuse detection" in said)
+    )
     retry_after = seconds_of(lowered.get("retry-after"), now)
     if not limited:
         if status < 500:
@@ -327,8 +363,10 @@ def limit_wait(status: int, headers: Mapping[str, str], text: str, attempt: int,
 
 
 def is_rate_limited(answer: Answer) -> bool:
-    return answer.status in (403, 429) and limit_wait(answer.status, answer.headers, answer.message, 0,
-                                                      now=time.time()) is not None
+    return (
+        answer.status in (403, 429)
+        and limit_wait(answer.status, answer.headers, answer.message, 0, now=time.time()) is not None
+    )
 
 
 def is_too_large(answer: Answer) -> bool:
@@ -342,18 +380,24 @@ def refusal(answer: Answer, what: str) -> WheelpinError:
     said = f": {answer.message}" if answer.message else ""
     status, lower = answer.status, answer.lower
     if status in (403, 429) and is_rate_limited(answer):
-        wait = answer.wait if answer.wait is not None else \
-            limit_wait(status, answer.headers, answer.message, 0, now=time.time())
+        wait = (
+            answer.wait
+            if answer.wait is not None
+            else limit_wait(status, answer.headers, answer.message, 0, now=time.time())
+        )
         return TransientError(f"GitHub rate-limited {what} ({status}{said})", retry_after=wait)
     if status == 401:
         if any(claim in lower for claim in CLOCK_CLAIMS):
-            return CredentialsError(f"GitHub refused the App's token for {what}: this host's clock and GitHub's "
-                                    f"disagree (check NTP){said}")
+            return CredentialsError(
+                f"GitHub refused the App's token for {what}: this host's clock and GitHub's disagree (check NTP){said}"
+            )
         return CredentialsError(f"GitHub refused the credentials for {what} (401{said})")
     if WORKFLOW_REFUSAL in lower:
-        return PermissionRefused(f"GitHub refused {what}: the change touches files under .github/workflows/ "
-                                 "(brought in from the base) and the App lacks the `workflows` permission "
-                                 f"(grant \"Workflows: read and write\" to the App){said}")
+        return PermissionRefused(
+            f"GitHub refused {what}: the change touches files under .github/workflows/ "
+            "(brought in from the base) and the App lacks the `workflows` permission "
+            f'(grant "Workflows: read and write" to the App){said}'
+        )
     if status == 403:
         if "archived" in lower:  # refused the same way until someone unarchives it: not made again meanwhile
             return RuleRefused(f"GitHub refused {what}: the repository is archived (read-only){said}")
@@ -400,8 +444,7 @@ class Page:
     next: str | None = None  # the URL of the next page (`Link: <…>; rel="next"`)
 
 
-def decipher(status: int, headers: Mapping[str, str], body: bytes, what: str, *,
-             wait: float | None = None) -> Page:
+def decipher(status: int, headers: Mapping[str, str], body: bytes, what: str, *, wait: float | None = None) -> Page:
     """One GitHub answer → its data and next page, or the typed error it means for `what`
     (`wait`: the transport's documented wait, continuing its own attempts)."""
     if 200 <= status < 300:

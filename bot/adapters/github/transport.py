@@ -71,8 +71,9 @@ class WritePacer:
     ("no more than 80 content-generating requests per minute and no more than 500 ... per hour")
     """
 
-    def __init__(self, per_minute: int, per_hour: int, *, sleep: Callable[[float], None],
-                 monotonic: Callable[[], float]) -> None:
+    def __init__(
+        self, per_minute: int, per_hour: int, *, sleep: Callable[[float], None], monotonic: Callable[[], float]
+    ) -> None:
         if per_minute < 1 or per_hour < 1:
             raise ValueError("write limits must be at least 1")
         self.windows = ((60.0, per_minute), (3600.0, per_hour))
@@ -92,11 +93,16 @@ class WritePacer:
             while self._sent and now - self._sent[0] >= 3600.0:
                 self._sent.popleft()
             # the write `limit` back must be a whole window old before another is sent
-            wait = max((self._sent[-limit] + span - now for span, limit in self.windows
-                        if len(self._sent) >= limit), default=0.0)
+            wait = max(
+                (self._sent[-limit] + span - now for span, limit in self.windows if len(self._sent) >= limit),
+                default=0.0,
+            )
             if wait > longest:
-                raise WritesPaced(f"GitHub's limit of {self.windows[1][1]} writes an hour is reached; "
-                                  f"writing again in {wait / 60:.0f} min", retry_after=wait)
+                raise WritesPaced(
+                    f"GitHub's limit of {self.windows[1][1]} writes an hour is reached; "
+                    f"writing again in {wait / 60:.0f} min",
+                    retry_after=wait,
+                )
             if wait > 0:
                 self._sleep(wait)
             self._sent.append(self._monotonic())
@@ -126,8 +132,9 @@ def identity_pacer(identity: str, *, per_minute: int = 70, per_hour: int = 500) 
         pacer = _PACERS.get(identity)
         if pacer is None:
             share = _SHARE[0]
-            pacer = _PACERS[identity] = WritePacer(max(1, per_minute // share), max(1, per_hour // share),
-                                                   sleep=time.sleep, monotonic=time.monotonic)
+            pacer = _PACERS[identity] = WritePacer(
+                max(1, per_minute // share), max(1, per_hour // share), sleep=time.sleep, monotonic=time.monotonic
+            )
         return pacer
 
 
@@ -182,17 +189,30 @@ class _ETagCache:
 
 
 class GitHubHTTP(HTTPAdapter):
-    def __init__(self, *, attempts: int = 5, backoff: float = 1.0, max_wait: float = 300.0,
-                 writes_per_minute: int = 70, writes_per_hour: int = 500,
-                 sleep: Callable[[float], None] = time.sleep, monotonic: Callable[[], float] = time.monotonic,
-                 clock: Callable[[], float] = time.time,  # epoch seconds, as x-ratelimit-reset
-                 cache_bytes: int = 16 << 20, largest_cached: int = 1 << 20, pacer: WritePacer | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        attempts: int = 5,
+        backoff: float = 1.0,
+        max_wait: float = 300.0,
+        writes_per_minute: int = 70,
+        writes_per_hour: int = 500,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,  # epoch seconds, as x-ratelimit-reset
+        cache_bytes: int = 16 << 20,
+        largest_cached: int = 1 << 20,
+        pacer: WritePacer | None = None,
+    ) -> None:
         super().__init__()
         self.attempts, self.backoff, self.max_wait = attempts, backoff, max_wait
         self._sleep, self._clock = sleep, clock
         # `pacer`: its identity's, shared with every client writing as it (`identity_pacer`)
-        self.pacer = pacer if pacer is not None else WritePacer(writes_per_minute, writes_per_hour, sleep=sleep,
-                                                                monotonic=monotonic)  # (an empty pacer is falsy)
+        self.pacer = (
+            pacer
+            if pacer is not None
+            else WritePacer(writes_per_minute, writes_per_hour, sleep=sleep, monotonic=monotonic)
+        )  # (an empty pacer is falsy)
         self.cache = _ETagCache(cache_bytes, largest_cached)
         self.traffic = GitHubTraffic()
 
@@ -232,8 +252,11 @@ class GitHubHTTP(HTTPAdapter):
         etag = response.headers.get("ETag")
         json_answer = response.headers.get("Content-Type", "").startswith("application/json")
         length = response.headers.get("Content-Length")
-        if not etag or not json_answer or (length is not None and length.isdigit()
-                                            and int(length) > self.cache.largest):
+        if (
+            not etag
+            or not json_answer
+            or (length is not None and length.isdigit() and int(length) > self.cache.largest)
+        ):
             self.cache.drop(url)
             return
         self.cache.keep(url, _Cached(authorization, etag, response.content, dict(response.headers)))

@@ -60,8 +60,9 @@ def build_warnings(build: Build, read: Callable[[str], str | None], *, where: st
     return _check_build(build, read, where=where)[0]
 
 
-def components_warnings(components: Sequence[Component], read: Callable[[str], str | None], *,
-                        where: str) -> list[tuple[tuple[str, ...], str]]:
+def components_warnings(
+    components: Sequence[Component], read: Callable[[str], str | None], *, where: str
+) -> list[tuple[tuple[str, ...], str]]:
     """`build_warnings` of every component, with the names of the components each is
     about; and one more for a workflow that several components dispatch while its runs'
     titles do not carry the commit. A dispatch's run is then found, where GitHub does not
@@ -92,23 +93,29 @@ def components_warnings(components: Sequence[Component], read: Callable[[str], s
             untitled.setdefault(build.workflow, []).append(component.name)
     for workflow, names in untitled.items():
         if len(names) > 1:
-            said.append((tuple(names), f"{', '.join(names)} dispatch the same workflow {workflow}, whose runs' "
-                         "titles do not carry the commit: on GitHub Enterprise Server a pass stopped right "
-                         "after a dispatch may follow another component's run; give the workflow a run-name "
-                         "carrying the commit input, or each component a workflow of its own"))
+            said.append(
+                (
+                    tuple(names),
+                    f"{', '.join(names)} dispatch the same workflow {workflow}, whose runs' "
+                    "titles do not carry the commit: on GitHub Enterprise Server a pass stopped right "
+                    "after a dispatch may follow another component's run; give the workflow a run-name "
+                    "carrying the commit input, or each component a workflow of its own",
+                )
+            )
     return said
 
 
-def _check_build(build: Build, read: Callable[[str], str | None], *,
-                 where: str) -> tuple[list[str], bool | None]:
+def _check_build(build: Build, read: Callable[[str], str | None], *, where: str) -> tuple[list[str], bool | None]:
     """The warnings of `build_warnings`, and whether the runs' titles carry the commit
     (None when the workflow could not be read or parsed)."""
     if not isinstance(build, ActionsBuild):
         return [], None
     path = workflow_path(build.workflow)
     if path is None:
-        return [f"build.workflow {build.workflow!r} is not a file name in {WORKFLOWS}/ "
-                "(a .yml or .yaml name), so its run-name and inputs were not checked"], None
+        return [
+            f"build.workflow {build.workflow!r} is not a file name in {WORKFLOWS}/ "
+            "(a .yml or .yaml name), so its run-name and inputs were not checked"
+        ], None
     try:
         text = read(path)
     except UnicodeDecodeError as exc:
@@ -116,8 +123,10 @@ def _check_build(build: Build, read: Callable[[str], str | None], *,
     except OSError as exc:
         return [f"{path}: cannot be read ({exc.strerror or exc}), so its run-name and inputs were not checked"], None
     if text is None:
-        return [f"{path} does not exist in {where}, so its run-name and inputs were not checked "
-                "(it may live on the branch wheelpin dispatches it on)"], None
+        return [
+            f"{path} does not exist in {where}, so its run-name and inputs were not checked "
+            "(it may live on the branch wheelpin dispatches it on)"
+        ], None
     document = _parsed(text, path)
     if isinstance(document, list):
         return document, None
@@ -150,8 +159,10 @@ def dispatch_inputs(workflow_text: str) -> dict[str, object] | None:
 def _parsed(workflow_text: str, path: str) -> dict[Any, Any] | list[str]:
     """The workflow's document, or the one sentence saying why there is none to check."""
     if _over_limit(workflow_text):
-        return [f"{path}: the workflow file is larger than wheelpin's limit of 1 MiB "
-                f"({MAX_WORKFLOW_BYTES} bytes), so it was not checked"]
+        return [
+            f"{path}: the workflow file is larger than wheelpin's limit of 1 MiB "
+            f"({MAX_WORKFLOW_BYTES} bytes), so it was not checked"
+        ]
     import yaml  # type: ignore[import-untyped]  # no stubs (types-PyYAML); loaded when a workflow is read
 
     try:
@@ -177,7 +188,8 @@ def _one_line(error: BaseException) -> str:
 
 def _kind(value: object) -> str:
     return {list: "list", dict: "mapping", str: "string", bool: "boolean", int: "number", float: "number"}.get(
-        type(value), type(value).__name__)
+        type(value), type(value).__name__
+    )
 
 
 def _triggers(document: dict[Any, Any]) -> object:
@@ -224,28 +236,37 @@ def _key(name: object) -> str:
 def _dispatch_warnings(document: dict[Any, Any], inputs: Mapping[str, str], path: str) -> list[str]:
     dispatchable, settings = _dispatch_trigger(document)
     if not dispatchable:
-        return [f"{path}: the workflow has no workflow_dispatch trigger under on:, so GitHub "
-                "refuses to dispatch it (422)"]
+        return [
+            f"{path}: the workflow has no workflow_dispatch trigger under on:, so GitHub refuses to dispatch it (422)"
+        ]
     declared = _declared_inputs(settings)
     if isinstance(declared, str):
         return [f"{path}: {declared}, so its inputs were not checked"]
     warnings: list[str] = []
     if len(declared) > MAX_INPUTS:
-        warnings.append(f"{path}: workflow_dispatch declares {len(declared)} inputs, but GitHub "
-                        f"allows at most {MAX_INPUTS}")
+        warnings.append(
+            f"{path}: workflow_dispatch declares {len(declared)} inputs, but GitHub allows at most {MAX_INPUTS}"
+        )
     elif len(inputs) > MAX_INPUTS:
-        warnings.append(f"{path}: build.inputs gives {len(inputs)} inputs, but a dispatch takes at "
-                        f"most {MAX_INPUTS}")
+        warnings.append(f"{path}: build.inputs gives {len(inputs)} inputs, but a dispatch takes at most {MAX_INPUTS}")
     for name in inputs:
         if name not in declared:
-            warnings.append(f"{path}: build.inputs gives {name!r}, which workflow_dispatch.inputs "
-                            "does not declare, so GitHub refuses the dispatch (422 \"Unexpected "
-                            "inputs provided\")")
+            warnings.append(
+                f"{path}: build.inputs gives {name!r}, which workflow_dispatch.inputs "
+                'does not declare, so GitHub refuses the dispatch (422 "Unexpected '
+                'inputs provided")'
+            )
     for name, spec in declared.items():
-        if (isinstance(spec, dict) and spec.get("required") is True and spec.get("default") is None
-                and name not in inputs):
-            warnings.append(f"{path}: workflow_dispatch.inputs.{name} is required and has no "
-                            "default, but build.inputs does not give it, so GitHub refuses the dispatch")
+        if (
+            isinstance(spec, dict)
+            and spec.get("required") is True
+            and spec.get("default") is None
+            and name not in inputs
+        ):
+            warnings.append(
+                f"{path}: workflow_dispatch.inputs.{name} is required and has no "
+                "default, but build.inputs does not give it, so GitHub refuses the dispatch"
+            )
     return warnings
 
 
@@ -277,22 +298,29 @@ def references_input(run_name: str, name: str) -> bool:
 def _title_warnings(document: dict[Any, Any], inputs: Mapping[str, str], path: str) -> list[str]:
     carriers = _commit_inputs(inputs)
     example = carriers[0] if carriers else "NAME"
-    consequence = ("so on GitHub Enterprise Server, which does not say which run a dispatch "
-                   "started, wheelpin cannot find its run")
+    consequence = (
+        "so on GitHub Enterprise Server, which does not say which run a dispatch started, wheelpin cannot find its run"
+    )
     run_name = document.get("run-name")
     if run_name is None or (isinstance(run_name, str) and not run_name.strip()):
-        return [f"{path}: the workflow has no run-name, so a dispatched run is titled with the "
-                f"workflow's name, which carries no commit, {consequence}; add e.g. "
-                f"`run-name: build ${{{{ inputs.{example} }}}}`"]
+        return [
+            f"{path}: the workflow has no run-name, so a dispatched run is titled with the "
+            f"workflow's name, which carries no commit, {consequence}; add e.g. "
+            f"`run-name: build ${{{{ inputs.{example} }}}}`"
+        ]
     if not isinstance(run_name, str):
         return [f"{path}: run-name is a YAML {_kind(run_name)}, not a string, {consequence}"]
     if not carriers:
-        return [f"{path}: no value of build.inputs carries the full commit {{sha}}, so the "
-                f"run-name cannot put it in the run's title, {consequence}"]
+        return [
+            f"{path}: no value of build.inputs carries the full commit {{sha}}, so the "
+            f"run-name cannot put it in the run's title, {consequence}"
+        ]
     if not any(references_input(run_name, name) for name in carriers):
         wanted = " or ".join(f"inputs.{name}" for name in carriers)
-        return [f"{path}: run-name {run_name.strip()!r} does not reference {wanted} (the input "
-                f"given {{sha}}), so the run's title does not carry the commit, {consequence}"]
+        return [
+            f"{path}: run-name {run_name.strip()!r} does not reference {wanted} (the input "
+            f"given {{sha}}), so the run's title does not carry the commit, {consequence}"
+        ]
     return []
 
 
@@ -303,14 +331,18 @@ def workflow_build(workflows: Mapping[str, str], name: str) -> DraftBuild | None
     from ...core.config.initconfig import Build as DraftBuild
 
     stem = name.split("-")[0]
-    found = [file for file, text in sorted(workflows.items())
-             if stem in file.lower() and dispatch_inputs(text) is not None]
+    found = [
+        file for file, text in sorted(workflows.items()) if stem in file.lower() and dispatch_inputs(text) is not None
+    ]
     if len(found) != 1:
         return None
     build = workflow_of(found[0], workflows[found[0]])
-    return DraftBuild(workflow=build.workflow, inputs=build.inputs,
-                      said=f"from .github/workflows/{found[0]}, dispatchable and named after {stem}"
-                      + (build.said and "; " + build.said))
+    return DraftBuild(
+        workflow=build.workflow,
+        inputs=build.inputs,
+        said=f"from .github/workflows/{found[0]}, dispatchable and named after {stem}"
+        + (build.said and "; " + build.said),
+    )
 
 
 def workflow_of(file: str, text: str) -> DraftBuild:
@@ -320,5 +352,6 @@ def workflow_of(file: str, text: str) -> DraftBuild:
 
     declared = dispatch_inputs(text) or {}
     inputs = {key: "{sha}" for key in declared if "commit" in key.lower() or key.lower() in ("sha", "git_sha")}
-    return DraftBuild(workflow=file, inputs=inputs,
-                      said=f"its input {', '.join(inputs)} given the commit" if inputs else "")
+    return DraftBuild(
+        workflow=file, inputs=inputs, said=f"its input {', '.join(inputs)} given the commit" if inputs else ""
+    )

@@ -37,9 +37,14 @@ class GitHubDownstream:
     def reconciler(self) -> Reconciler:
         from ...app.githubrepo import github_reconciler
 
-        return github_reconciler(access=self.access, repository=self.where, settings=self.given.settings,
-                                 retry_failed=self.given.retry_failed, platform=self._platform,
-                                 config_path=self._path)
+        return github_reconciler(
+            access=self.access,
+            repository=self.where,
+            settings=self.given.settings,
+            retry_failed=self.given.retry_failed,
+            platform=self._platform,
+            config_path=self._path,
+        )
 
     def config_text(self) -> str:
         from ...app.githubrepo import read_repository_config

@@ -31,18 +31,26 @@ def local_reconciler(*, repo: Path, config: Path | None, settings: Settings, ret
     return _made(repo=repo, config=config, settings=settings, retry_failed=retry_failed)[0]
 
 
-def _made(*, repo: Path, config: Path | None, settings: Settings,
-          retry_failed: bool) -> tuple[Reconciler, LocalPlatform]:
+def _made(
+    *, repo: Path, config: Path | None, settings: Settings, retry_failed: bool
+) -> tuple[Reconciler, LocalPlatform]:
     from ...app.wiring import Registries, signing_key
     from ...loop.runner import Reconciler
     from ..repo import load
 
     loaded = load(config=config, repo=repo)
     platform = _platform(repo, loaded.config.defaults)  # after the config: a missing one is said first
-    return Reconciler(loaded, platform=platform, registries=Registries(settings), cache=settings.cache_dir,
-                      database_url=settings.database_url.get_secret_value() if settings.database_url else None,
-                      retry_failed=retry_failed, state_scope=f"{loaded.root.resolve()}:",
-                      attestations=lambda: _attestations(settings), signing_key=signing_key(settings)), platform
+    return Reconciler(
+        loaded,
+        platform=platform,
+        registries=Registries(settings),
+        cache=settings.cache_dir,
+        database_url=settings.database_url.get_secret_value() if settings.database_url else None,
+        retry_failed=retry_failed,
+        state_scope=f"{loaded.root.resolve()}:",
+        attestations=lambda: _attestations(settings),
+        signing_key=signing_key(settings),
+    ), platform
 
 
 def _attestations(settings: Settings) -> AttestationsReader:
@@ -79,8 +87,12 @@ class LocalDownstream:
         return self._platform
 
     def reconciler(self) -> Reconciler:
-        made, self._platform = _made(repo=self.folder, config=self.given.config, settings=self.given.settings,
-                                     retry_failed=self.given.retry_failed)
+        made, self._platform = _made(
+            repo=self.folder,
+            config=self.given.config,
+            settings=self.given.settings,
+            retry_failed=self.given.retry_failed,
+        )
         return made
 
     def config_text(self) -> str:

@@ -11,6 +11,19 @@ from .cuda import CUDA_LIBRARIES
 from .rules import WheelRules, kinded_problems, problems
 from .wheelset import python_tags_of
 
-__all__ = ["CHECKS", "CUDA_LIBRARIES", "Finding", "KINDS", "LABELS", "WheelCheck", "WheelRules", "commits_in",
-           "kinded_problems", "missing_wanted", "partial_archs", "problems", "python_tags_of",
-           "tag_commit_problems"]
+__all__ = [
+    "CHECKS",
+    "CUDA_LIBRARIES",
+    "Finding",
+    "KINDS",
+    "LABELS",
+    "WheelCheck",
+    "WheelRules",
+    "commits_in",
+    "kinded_problems",
+    "missing_wanted",
+    "partial_archs",
+    "problems",
+    "python_tags_of",
+    "tag_commit_problems",
+]

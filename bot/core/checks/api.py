@@ -28,20 +28,23 @@ from .vendored import VendoredRocmCheck
 from .wanted import WantedArchsCheck
 from .wheelset import WheelSetCheck
 
-CHECKS: dict[str, WheelCheck[Any]] = {check.name: check for check in (
-    NameCheck(),
-    CommitCheck(),
-    WheelSetCheck(),
-    SegmentsCheck(),
-    ArchsCheck(),
-    WantedArchsCheck(),
-    VariantArchsCheck(),
-    CudaCheck(),
-    ForbiddenCheck(),
-    NeededCheck(),
-    VendoredRocmCheck(),
-    GlibcCheck(),
-)}
+CHECKS: dict[str, WheelCheck[Any]] = {
+    check.name: check
+    for check in (
+        NameCheck(),
+        CommitCheck(),
+        WheelSetCheck(),
+        SegmentsCheck(),
+        ArchsCheck(),
+        WantedArchsCheck(),
+        VariantArchsCheck(),
+        CudaCheck(),
+        ForbiddenCheck(),
+        NeededCheck(),
+        VendoredRocmCheck(),
+        GlibcCheck(),
+    )
+}
 
 # The kinds of problem in the order a person should read them: the root cause first (a
 # wheel of another distribution is most often the build's non-ROCm variant, and explains

@@ -18,8 +18,13 @@ class ArchsCheck(TargetsCheck):
     kind = "archs"
     label = "GPU archs"
     field = "archs"
-    flag = Flag("--require-arch", "every ELF with HIP code must carry this GPU target (repeatable)",
-                metavar="ARCH", repeatable=True)
+    flag = Flag(
+        "--require-arch",
+        "every ELF with HIP code must carry this GPU target (repeatable)",
+        metavar="ARCH",
+        repeatable=True,
+    )
+
     def check(self, report: WheelReport, rule: tuple[TargetId, ...]) -> list[Finding]:
         from ..wheel.amdgpu import TargetId
 

@@ -50,8 +50,9 @@ class Flag(NamedTuple):
         if self.metavar is None:
             parser.add_argument(self.option, dest=dest, action="store_true", help=self.help)
         elif self.repeatable:
-            parser.add_argument(self.option, dest=dest, action="append", default=[], metavar=self.metavar,
-                                help=self.help)
+            parser.add_argument(
+                self.option, dest=dest, action="append", default=[], metavar=self.metavar, help=self.help
+            )
         else:
             parser.add_argument(self.option, dest=dest, metavar=self.metavar, help=self.help)
 
@@ -105,8 +106,14 @@ class WheelCheck(ABC, Generic[Rule]):
             for library in elf.needed:
                 hit = next((pattern for pattern in patterns if fnmatch.fnmatchcase(library, pattern)), None)
                 if hit is not None:
-                    found.append(Finding(self.kind, f"{elf.path} needs {library}, {what} library ({hit})",
-                                         head=f"{elf.path} needs", item=library))
+                    found.append(
+                        Finding(
+                            self.kind,
+                            f"{elf.path} needs {library}, {what} library ({hit})",
+                            head=f"{elf.path} needs",
+                            item=library,
+                        )
+                    )
         return found
 
 

@@ -21,8 +21,7 @@ class CommitCheck(WheelCheck[str | None]):
     kind = "commit"
     label = "commit"
     field = "version_carries_commit"
-    flag = Flag("--expect-commit", "the local version must carry g + the commit's first 8+ hex digits",
-                metavar="SHA")
+    flag = Flag("--expect-commit", "the local version must carry g + the commit's first 8+ hex digits", metavar="SHA")
     default = None
 
     def accept(self, value: Any) -> str | None:
@@ -65,6 +64,8 @@ def tag_commit_problems(tag: str, reports: list[WheelReport]) -> list[str]:
         carried = commits_in(report.version)
         commit = carried[0] if carried else None
         if commit is not None and not any(c.startswith(commit) or commit.startswith(c) for c in named):
-            found.append(f"{report.filename}: tag {tag} names commit g{named[0][:8]}, but the wheel's "
-                         f"version {report.version} carries g{commit[:8]}")
+            found.append(
+                f"{report.filename}: tag {tag} names commit g{named[0][:8]}, but the wheel's "
+                f"version {report.version} carries g{commit[:8]}"
+            )
     return found

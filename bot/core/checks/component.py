@@ -9,18 +9,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..config.model import Component
 from . import CHECKS, KINDS, LABELS, WheelRules, kinded_problems, python_tags_of
 from .name import NameCheck
-from ..config.model import Component
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
-    from ..wheel.report import WheelReport
     from ..image.oci import WheelEntry
+    from ..wheel.report import WheelReport
 
 
 # The `[wheel]` fields when rules digests were first written.
-_DIGESTED = ("distribution", "archs", "archs_wanted", "require_needed", "forbid_needed", "rocm", "allow_vendored_rocm",
-             "python_tags", "version_carries_commit", "smoke", "local_segments")
+_DIGESTED = (
+    "distribution",
+    "archs",
+    "archs_wanted",
+    "require_needed",
+    "forbid_needed",
+    "rocm",
+    "allow_vendored_rocm",
+    "python_tags",
+    "version_carries_commit",
+    "smoke",
+    "local_segments",
+)
 
 
 def rules_digest(component: Component) -> str:
@@ -32,8 +43,11 @@ def rules_digest(component: Component) -> str:
     digests were first written is in it only when set, so that an upgrade of wheelpin
     leaves the digests of the images it published as they were."""
     wheel = component.wheel
-    later = {name for name in type(wheel).model_fields if name not in _DIGESTED
-             and getattr(wheel, name) == type(wheel).model_fields[name].default}
+    later = {
+        name
+        for name in type(wheel).model_fields
+        if name not in _DIGESTED and getattr(wheel, name) == type(wheel).model_fields[name].default
+    }
     text = wheel.model_dump_json(exclude=later or None) + "\n" + component.image.tag
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -71,11 +85,24 @@ class Problem:
 def check_wheels(component: Component | None, reports: Sequence[WheelReport], rules: WheelRules) -> list[Problem]:
     """Every problem of every wheel and, for a component's wheels, of the set as `rules` asks it
     (component_rules: its python_tags), the root cause first."""
-    found = [] if component is None else [Problem(check.kind, text) for check in CHECKS.values()
-                                          for text in check.check_set(reports, rules.of(check))]
+    found = (
+        []
+        if component is None
+        else [
+            Problem(check.kind, text) for check in CHECKS.values() for text in check.check_set(reports, rules.of(check))
+        ]
+    )
     for report in reports:
-        found += [Problem(finding.kind, _explained(finding.kind, finding.text, report, rules), report.filename,
-                          finding.head, finding.item) for finding in kinded_problems(report, rules)]
+        found += [
+            Problem(
+                finding.kind,
+                _explained(finding.kind, finding.text, report, rules),
+                report.filename,
+                finding.head,
+                finding.item,
+            )
+            for finding in kinded_problems(report, rules)
+        ]
     return sorted(found, key=lambda problem: KINDS.index(problem.kind))
 
 
@@ -87,13 +114,14 @@ def _explained(kind: str, text: str, report: WheelReport, rules: WheelRules) -> 
     why every CUDA library and missing arch after it is there."""
     expected = rules.of(_NAME) or ""
     if kind == "name" and "rocm" in expected.lower() and "rocm" not in report.name.lower():
-        return (f"distribution is {report.name!r}, expected {expected!r}: a build of the non-ROCm variant "
-                "(its ROCm switch, such as HIP_BUILD or USE_ROCM, was not set)")
+        return (
+            f"distribution is {report.name!r}, expected {expected!r}: a build of the non-ROCm variant "
+            "(its ROCm switch, such as HIP_BUILD or USE_ROCM, was not set)"
+        )
     return text
 
 
-def verify_wheels(component: Component | None, reports: Sequence[WheelReport],
-                  rules: WheelRules) -> list[str]:
+def verify_wheels(component: Component | None, reports: Sequence[WheelReport], rules: WheelRules) -> list[str]:
     """Every problem of every wheel, prefixed by its file name, and of the set."""
     return [str(problem) for problem in check_wheels(component, reports, rules)]
 
@@ -134,8 +162,13 @@ def _joined(problems: Sequence[Problem]) -> list[Problem]:
             joined.append(problem)
         elif problem is group[0]:
             libraries = ", ".join(p.item for p in group)
-            joined.append(Problem(problem.kind, f"{problem.head} {libraries} ({_PLURALS.get(problem.kind, problem.kind)})",
-                                  problem.file))
+            joined.append(
+                Problem(
+                    problem.kind,
+                    f"{problem.head} {libraries} ({_PLURALS.get(problem.kind, problem.kind)})",
+                    problem.file,
+                )
+            )
     return joined
 
 

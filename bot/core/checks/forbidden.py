@@ -15,8 +15,9 @@ class ForbiddenCheck(WheelCheck[tuple[str, ...]]):
     kind = "libraries"
     label = "libraries"
     field = "forbid_needed"
-    flag = Flag("--forbid-needed", "no ELF may need a library matching GLOB (repeatable)", metavar="GLOB",
-                repeatable=True)
+    flag = Flag(
+        "--forbid-needed", "no ELF may need a library matching GLOB (repeatable)", metavar="GLOB", repeatable=True
+    )
     default = ()
 
     def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:

@@ -43,8 +43,11 @@ class GlibcCheck(WheelCheck[Glibc | None]):
     kind = "glibc"
     label = "glibc"
     field = "max_glibc"
-    flag = Flag("--max-glibc", "the consuming images' glibc, such as 2.28: the wheel's manylinux tag must need "
-                "no newer one", metavar="VERSION")
+    flag = Flag(
+        "--max-glibc",
+        "the consuming images' glibc, such as 2.28: the wheel's manylinux tag must need no newer one",
+        metavar="VERSION",
+    )
     default = None
 
     def accept(self, value: Any) -> Glibc | None:
@@ -65,10 +68,18 @@ class GlibcCheck(WheelCheck[Glibc | None]):
         have = ".".join(map(str, rule))
         if needs:
             (major, minor), platform = needs[0]
-            return self.found([f"platform tag {platform} needs glibc {major}.{minor} or newer, the images have "
-                               f"{have} (wheel.max_glibc)"])
-        return self.found([f"platform tag {', '.join(platforms)} promises no glibc version (PEP 600: only a "
-                           "manylinux tag does); auditwheel repair gives the wheel one"])
+            return self.found(
+                [
+                    f"platform tag {platform} needs glibc {major}.{minor} or newer, the images have "
+                    f"{have} (wheel.max_glibc)"
+                ]
+            )
+        return self.found(
+            [
+                f"platform tag {', '.join(platforms)} promises no glibc version (PEP 600: only a "
+                "manylinux tag does); auditwheel repair gives the wheel one"
+            ]
+        )
 
     def passed(self, rule: Glibc | None) -> list[str]:
         return [] if rule is None else [f"manylinux tag needs glibc {'.'.join(map(str, rule))} at most"]

@@ -17,16 +17,22 @@ class NeededCheck(WheelCheck[tuple[str, ...]]):
     kind = "libraries"
     label = "libraries"
     field = "require_needed"
-    flag = Flag("--require-needed", "some ELF must need a library matching GLOB (repeatable)", metavar="GLOB",
-                repeatable=True)
+    flag = Flag(
+        "--require-needed", "some ELF must need a library matching GLOB (repeatable)", metavar="GLOB", repeatable=True
+    )
     default = ()
 
     def check(self, report: WheelReport, rule: tuple[str, ...]) -> list[Finding]:
         from ..wheel.rocmlibs import grafted
 
         provided = [library for elf in report.elf for library in elf.needed if not grafted(library)]
-        return self.found([f"no ELF file in the wheel needs a library matching {pattern}" for pattern in rule
-                           if not any(fnmatch.fnmatchcase(library, pattern) for library in provided)])
+        return self.found(
+            [
+                f"no ELF file in the wheel needs a library matching {pattern}"
+                for pattern in rule
+                if not any(fnmatch.fnmatchcase(library, pattern) for library in provided)
+            ]
+        )
 
     def passed(self, rule: tuple[str, ...]) -> list[str]:
         return [f"needs {glob}" for glob in rule]

@@ -31,8 +31,9 @@ class WheelRules:
         unknown = sorted(set(rules) - set(CHECKS))
         if unknown:
             raise TypeError(f"no wheel check is named {', '.join(unknown)}")
-        self._rules: dict[str, Any] = {name: check.accept(rules[name]) if name in rules else check.default
-                                       for name, check in CHECKS.items()}
+        self._rules: dict[str, Any] = {
+            name: check.accept(rules[name]) if name in rules else check.default for name, check in CHECKS.items()
+        }
 
     @classmethod
     def from_flags(cls, given: Mapping[str, Given]) -> WheelRules:
@@ -42,8 +43,9 @@ class WheelRules:
     @classmethod
     def from_config(cls, wheel: Wheel, *, commit: str | None) -> WheelRules:
         """The rules of a component's `[wheel]` table (config.Wheel), for a build of `commit`."""
-        return cls(**{name: check.from_config(getattr(wheel, check.field), commit=commit)
-                      for name, check in CHECKS.items()})
+        return cls(
+            **{name: check.from_config(getattr(wheel, check.field), commit=commit) for name, check in CHECKS.items()}
+        )
 
     def of(self, check: WheelCheck[Rule]) -> Rule:
         return cast(Rule, self._rules[check.name])

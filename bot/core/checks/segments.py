@@ -17,8 +17,12 @@ class SegmentsCheck(WheelCheck[tuple[str, ...]]):
     kind = "abi"
     label = "ABI"
     field = "local_segments"
-    flag = Flag("--expect-segment", "the local version must carry this segment, such as torch2.10 (repeatable)",
-                metavar="SEGMENT", repeatable=True)
+    flag = Flag(
+        "--expect-segment",
+        "the local version must carry this segment, such as torch2.10 (repeatable)",
+        metavar="SEGMENT",
+        repeatable=True,
+    )
     default = ()
 
     def accept(self, value: Any) -> tuple[str, ...]:

@@ -26,9 +26,12 @@ class VariantArchsCheck(WheelCheck[bool]):
     kind = "variant"
     label = "variant"
     field = "allow_variant_mismatch"
-    flag = Flag("--allow-variant-mismatch", "allow a variant wheel whose `amd :: gfx_arch` properties name GPU "
-                "targets it has no code for; by default each named target must have a code object in every GPU "
-                "library")
+    flag = Flag(
+        "--allow-variant-mismatch",
+        "allow a variant wheel whose `amd :: gfx_arch` properties name GPU "
+        "targets it has no code for; by default each named target must have a code object in every GPU "
+        "library",
+    )
     default = False
 
     def check(self, report: WheelReport, rule: bool) -> list[Finding]:
@@ -54,6 +57,7 @@ class VariantArchsCheck(WheelCheck[bool]):
             carried = [TargetId.parse(text) for text in elf.targets]
             missing = [str(target) for target in targets if not any(have.covers(target) for have in carried)]
             if missing:
-                found.append(f"{said}, but {elf.path} has no code for {', '.join(missing)} "
-                             f"(it carries {', '.join(elf.targets)})")
+                found.append(
+                    f"{said}, but {elf.path} has no code for {', '.join(missing)} (it carries {', '.join(elf.targets)})"
+                )
         return self.found(found)

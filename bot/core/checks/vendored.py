@@ -16,8 +16,11 @@ class VendoredRocmCheck(WheelCheck[bool]):
     kind = "libraries"
     label = "libraries"
     field = "allow_vendored_rocm"
-    flag = Flag("--allow-vendored-rocm", "allow ROCm's own libraries in the wheel (libamdhip64-5f3a9c1e.so.7 that "
-                "auditwheel grafted); by default the image must provide them")
+    flag = Flag(
+        "--allow-vendored-rocm",
+        "allow ROCm's own libraries in the wheel (libamdhip64-5f3a9c1e.so.7 that "
+        "auditwheel grafted); by default the image must provide them",
+    )
     default = False
 
     def check(self, report: WheelReport, rule: bool) -> list[Finding]:

@@ -17,8 +17,13 @@ class WantedArchsCheck(TargetsCheck):
     kind = "archs"
     label = "GPU archs"
     field = "archs_wanted"
-    flag = Flag("--want-arch", "a GPU target used where present; a wheel with code for none of them fails "
-                "(repeatable)", metavar="ARCH", repeatable=True)
+    flag = Flag(
+        "--want-arch",
+        "a GPU target used where present; a wheel with code for none of them fails (repeatable)",
+        metavar="ARCH",
+        repeatable=True,
+    )
+
     def check(self, report: WheelReport, rule: tuple[TargetId, ...]) -> list[Finding]:
         from ..wheel.amdgpu import TargetId
 
@@ -28,8 +33,9 @@ class WantedArchsCheck(TargetsCheck):
         if any(target.covers(arch) for arch in rule for target in targets):
             return []
         carries = ", ".join(report.archs) or "no HIP device code"
-        return self.found([f"none of the wanted archs {', '.join(map(str, rule))} has a code object "
-                           f"(the wheel carries {carries})"])
+        return self.found(
+            [f"none of the wanted archs {', '.join(map(str, rule))} has a code object (the wheel carries {carries})"]
+        )
 
     def passed(self, rule: tuple[TargetId, ...]) -> list[str]:
         return ["HIP code for at least one of " + ", ".join(map(str, rule))] if rule else []

@@ -29,12 +29,17 @@ _REMOTE_SCHEMES = frozenset({"https", "http", "ssh", "git"})
 # (git-clone(1)); a leading '-' would be an option to ssh, so a name starts alphanumeric.
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\x00-\x1f]+$")
 
-_REPO_SENTENCE = ("a config read from GitHub names a remote git URL (https://…, ssh://… or git@host:path), "
-                  "never a path or file:// on wheelpin's host")
-_IMAGE_SENTENCE = ("a config read from GitHub names a registry repository (host/path), never an oci: folder "
-                   "on wheelpin's host")
-_RELATIVE_SENTENCE = ("a config read from GitHub has no folder on wheelpin's host to start from: "
-                      "give an absolute path (host paths are allowed by WHEELPIN_ALLOW_HOST_PATHS)")
+_REPO_SENTENCE = (
+    "a config read from GitHub names a remote git URL (https://…, ssh://… or git@host:path), "
+    "never a path or file:// on wheelpin's host"
+)
+_IMAGE_SENTENCE = (
+    "a config read from GitHub names a registry repository (host/path), never an oci: folder on wheelpin's host"
+)
+_RELATIVE_SENTENCE = (
+    "a config read from GitHub has no folder on wheelpin's host to start from: "
+    "give an absolute path (host paths are allowed by WHEELPIN_ALLOW_HOST_PATHS)"
+)
 
 
 def is_remote_git_url(url: str) -> bool:

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 
 from ... import SCHEMA_URL
-from ..wheel.amdgpu import TargetId
 from ..checks import python_tags_of
+from ..decide.revision import commit_hints
 from ..errors import UsageError
-from ..wheel.localversion import ABI_NAMES, segment_name, segments
 from ..image.oci import SOURCE, WheelEntry
 from ..pins.formats.base import FoundPin
-from ..decide.revision import commit_hints
+from ..wheel.amdgpu import TargetId
+from ..wheel.localversion import ABI_NAMES, segment_name, segments
 from .model import PIN_KINDS
 from .templates import infer_tag_template
 
@@ -96,8 +96,13 @@ class PinDraft:
         """The pin's table, as the config writes it: `kind` only for a format its key does
         not choose by itself (those older configs wrote are chosen by their key)."""
         said_kind = self.kind if PIN_KINDS[self.kind].model_fields["kind"].is_required() else None
-        table = {"file": self.file, "kind": said_kind, self.key: self.named, "sha256_arg": self.sha256_arg,
-                 "python_tag": self.python_tag}
+        table = {
+            "file": self.file,
+            "kind": said_kind,
+            self.key: self.named,
+            "sha256_arg": self.sha256_arg,
+            "python_tag": self.python_tag,
+        }
         return {key: value for key, value in table.items() if value is not None}
 
 
@@ -121,13 +126,23 @@ class Draft:
     said: dict[str, str]  # key → where its value came from
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "distribution": self.distribution, "version": self.version,
-                "commit": self.commit, "image": {"repository": self.repository, "tag": self.tag},
-                "wheel": {"python_tags": self.python_tags, "archs": self.archs,
-                          "local_segments": self.local_segments,
-                          "version_carries_commit": self.version_carries_commit},
-                "pins": [pin.table() for pin in self.pins],
-                "consumer": self.consumer, "source": self.source, "said": self.said}
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "commit": self.commit,
+            "image": {"repository": self.repository, "tag": self.tag},
+            "wheel": {
+                "python_tags": self.python_tags,
+                "archs": self.archs,
+                "local_segments": self.local_segments,
+                "version_carries_commit": self.version_carries_commit,
+            },
+            "pins": [pin.table() for pin in self.pins],
+            "consumer": self.consumer,
+            "source": self.source,
+            "said": self.said,
+        }
 
 
 def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
@@ -137,38 +152,59 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
     pin, wheels = first.pin, first.wheels
     ref = pin.ref
     version = first.version
-    read_from = {"annotations": "wheelpin's annotations", "labels": "its labels",
-                 "layers": "its layers"}.get(first.metadata_from, first.metadata_from)
-    files = wheels[0].file if len(wheels) == 1 else f"its {len(wheels)} wheels, " + ", ".join(
-        sorted(tag for w in wheels for tag in python_tags_of(w.file)))
-    said = {"distribution": f"from {pin.where}, the image's wheel {first.distribution} {version} "
-                            f"(read from {read_from}: {files})"}
-    hints = commit_hints(annotations=first.annotations, labels=first.labels, tag=ref.tag, template="",
-                         component=name, versions=[w.version for w in wheels])
+    read_from = {"annotations": "wheelpin's annotations", "labels": "its labels", "layers": "its layers"}.get(
+        first.metadata_from, first.metadata_from
+    )
+    files = (
+        wheels[0].file
+        if len(wheels) == 1
+        else f"its {len(wheels)} wheels, " + ", ".join(sorted(tag for w in wheels for tag in python_tags_of(w.file)))
+    )
+    said = {
+        "distribution": f"from {pin.where}, the image's wheel {first.distribution} {version} "
+        f"(read from {read_from}: {files})"
+    }
+    hints = commit_hints(
+        annotations=first.annotations,
+        labels=first.labels,
+        tag=ref.tag,
+        template="",
+        component=name,
+        versions=[w.version for w in wheels],
+    )
     commit = hints[0] if hints else None
-    carries = bool(commit_hints(annotations={}, labels={}, tag=None, template="", component=name,
-                                versions=[version]))
+    carries = bool(commit_hints(annotations={}, labels={}, tag=None, template="", component=name, versions=[version]))
     template = infer_tag_template(ref.tag, version=version, commit=commit, component=name) if ref.tag else None
     if template is not None:
         said["image.tag"] = f"from the pinned tag {ref.tag} and the wheel's version {version}"
     else:
         template = DEFAULT_TAG
-        said["image.tag"] = (f"the pinned tag {ref.tag or '(none)'} gives no template carrying the commit; "
-                             "the first bump publishes under this one")
+        said["image.tag"] = (
+            f"the pinned tag {ref.tag or '(none)'} gives no template carrying the commit; "
+            "the first bump publishes under this one"
+        )
     said["image.repository"] = f"from {pin.where}"
     python_tags = sorted({tag for w in wheels for tag in python_tags_of(w.file)}) if len(wheels) > 1 else []
     if python_tags:
         said["wheel.python_tags"] = f"the image holds {len(wheels)} wheels, one per python tag"
     archs = _archs(wheels)
-    said["wheel.archs"] = (f"the GPU targets every HIP library of {files} carries" if archs else
-                           f"the image does not record the GPU targets of {files} (an older wheelpin's): "
-                           "add those it must carry" if all(w.needed is None for w in wheels) else
-                           f"no GPU code in {files}: add the archs it must carry, if any")
-    local = [s for s in segments(version) if segment_name(s) in ABI_NAMES
-             or (ref.tag is not None and (s in ref.tag or s.replace(".", "") in ref.tag))]
+    said["wheel.archs"] = (
+        f"the GPU targets every HIP library of {files} carries"
+        if archs
+        else f"the image does not record the GPU targets of {files} (an older wheelpin's): add those it must carry"
+        if all(w.needed is None for w in wheels)
+        else f"no GPU code in {files}: add the archs it must carry, if any"
+    )
+    local = [
+        s
+        for s in segments(version)
+        if segment_name(s) in ABI_NAMES or (ref.tag is not None and (s in ref.tag or s.replace(".", "") in ref.tag))
+    ]
     if local:
-        said["wheel.local_segments"] = (f"the ABI segments of the local version {version} "
-                                        "(the torch and C++ ABI it binds to, and those the tag names)")
+        said["wheel.local_segments"] = (
+            f"the ABI segments of the local version {version} "
+            "(the torch and C++ ABI it binds to, and those the tag names)"
+        )
     pins: list[PinDraft] = []
     for image in images:
         pins += _pin_drafts(image, multiple=len(wheels) > 1)
@@ -178,8 +214,22 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
     if commit:
         said["commit"] = commit
     source = first.annotations.get(SOURCE) or first.labels.get(SOURCE)
-    return Draft(name, first.distribution, version, ref.repository, template, commit, carries,
-                 python_tags, archs, local, pins, consumer, source, said)
+    return Draft(
+        name,
+        first.distribution,
+        version,
+        ref.repository,
+        template,
+        commit,
+        carries,
+        python_tags,
+        archs,
+        local,
+        pins,
+        consumer,
+        source,
+        said,
+    )
 
 
 def _archs(wheels: Sequence[WheelEntry]) -> list[str]:
@@ -207,19 +257,26 @@ def _pin_drafts(image: PinnedImage, *, multiple: bool) -> list[PinDraft]:
         if tag is None and multiple and wheel is not None:
             tag = min(python_tags_of(wheel.file), default=None)
         if multiple and tag is None:
-            raise UsageError(f"{pin.file}:{arg.line}: ARG {arg.name} holds the sha256 of none of the "
-                             f"{len(image.wheels)} wheels in {pin.reference}, and its name names no python tag "
-                             f"({arg.name}_CP312): say which wheel it pins, then run init again")
+            raise UsageError(
+                f"{pin.file}:{arg.line}: ARG {arg.name} holds the sha256 of none of the "
+                f"{len(image.wheels)} wheels in {pin.reference}, and its name names no python tag "
+                f"({arg.name}_CP312): say which wheel it pins, then run init again"
+            )
         which = f"{tag} wheel" if multiple and tag else "wheel"
-        said = (f"line {arg.line}: the sha256 of the {which} in the image" if wheel is not None else
-                f"line {arg.line}: a sha256 of no wheel in the pinned image; the first bump corrects it")
+        said = (
+            f"line {arg.line}: the sha256 of the {which} in the image"
+            if wheel is not None
+            else f"line {arg.line}: a sha256 of no wheel in the pinned image; the first bump corrects it"
+        )
         drafts.append(PinDraft(pin.file, pin.kind, pin.key, pin.named, arg.name, tag if multiple else None, said))
     if not drafts:
-        drafts.append(PinDraft(pin.file, pin.kind, pin.key, pin.named, None, None,
-                               f"line {pin.line}: {_short(pin.reference)}"))
+        drafts.append(
+            PinDraft(pin.file, pin.kind, pin.key, pin.named, None, None, f"line {pin.line}: {_short(pin.reference)}")
+        )
     else:
-        drafts[0] = PinDraft(**{**vars(drafts[0]), "said": f"line {pin.line}: {_short(pin.reference)}; "
-                                + drafts[0].said})
+        drafts[0] = PinDraft(
+            **{**vars(drafts[0]), "said": f"line {pin.line}: {_short(pin.reference)}; " + drafts[0].said}
+        )
     return drafts
 
 
@@ -240,8 +297,10 @@ def _consumer(pin: FoundPin) -> tuple[dict[str, str] | None, str]:
         value = {"image": site.image or ""}
     if site.file != pin.file:
         value["file"] = site.file
-    return value, (f"from {site.file}:{site.line}: the stage that copies the wheel in is built on "
-                   f"{site.value}; its packages and libraries are checked against the wheel")
+    return value, (
+        f"from {site.file}:{site.line}: the stage that copies the wheel in is built on "
+        f"{site.value}; its packages and libraries are checked against the wheel"
+    )
 
 
 # -- the text ----------------------------------------------------------------------------
@@ -293,32 +352,45 @@ def _one_line(text: str) -> str:
 def render(draft: Draft, upstream: Upstream, build: Build, *, written_by: str) -> str:
     """The config's text: `#:schema` first, then the component with a comment per value."""
     said = draft.said
-    lines = [f"#:schema {SCHEMA_URL}",
-             f"# wheelpin's config for this repository, written by `{written_by}` from the wheel pins",
-             "# it found in the Dockerfiles; each value says where it came from. Check it with",
-             "# `wheelpin config validate --online`, then see a pass's plan: `wheelpin reconcile --once --dry-run`.",
-             "",
-             "[[component]]",
-             _line("name", draft.name),
-             f"# {_one_line(said['distribution'])}"]
+    lines = [
+        f"#:schema {SCHEMA_URL}",
+        f"# wheelpin's config for this repository, written by `{written_by}` from the wheel pins",
+        "# it found in the Dockerfiles; each value says where it came from. Check it with",
+        "# `wheelpin config validate --online`, then see a pass's plan: `wheelpin reconcile --once --dry-run`.",
+        "",
+        "[[component]]",
+        _line("name", draft.name),
+        f"# {_one_line(said['distribution'])}",
+    ]
     ref = {"repo": upstream.repo, **({"branch": upstream.branch} if upstream.branch else {"tags": upstream.tags or ""})}
     lines.append(_line("upstream", ref, upstream.said or None))
     if build.command is not None:
-        lines.append(_line("build", {"command": build.command}, "run in a clean checkout of each upstream commit; "
-                           "it writes the wheels to {out} ($WHEELPIN_OUT)"))
+        lines.append(
+            _line(
+                "build",
+                {"command": build.command},
+                "run in a clean checkout of each upstream commit; it writes the wheels to {out} ($WHEELPIN_OUT)",
+            )
+        )
     else:
         lines.append("# with publishes_image = true when the workflow pushes the image itself")
-        lines.append(_line("build", {"workflow": build.workflow or "", **({"inputs": dict(build.inputs)}
-                                                                            if build.inputs else {})},
-                           build.said or "dispatched with each upstream commit"))
+        lines.append(
+            _line(
+                "build",
+                {"workflow": build.workflow or "", **({"inputs": dict(build.inputs)} if build.inputs else {})},
+                build.said or "dispatched with each upstream commit",
+            )
+        )
     lines.append(f"# image.tag: {_one_line(said['image.tag'])}")
     lines.append(_line("image", {"repository": draft.repository, "tag": draft.tag}, said["image.repository"]))
     if draft.consumer is not None:
         lines.append(f"# {_one_line(said['consumer'])}")
         lines.append(_line("consumer", draft.consumer))
     else:
-        lines.append("# consumer = { from_arg = \"BASE_IMAGE\" }  # the image the wheel is installed into: "
-                     "none was found by digest or ARG")
+        lines.append(
+            '# consumer = { from_arg = "BASE_IMAGE" }  # the image the wheel is installed into: '
+            "none was found by digest or ARG"
+        )
     lines += ["", "[component.wheel]", _line("distribution", draft.distribution)]
     if draft.python_tags:
         lines.append(_line("python_tags", draft.python_tags, said["wheel.python_tags"]))
@@ -328,8 +400,11 @@ def render(draft: Draft, upstream: Upstream, build: Build, *, written_by: str) -
         lines.append(f"# {_one_line(said['wheel.local_segments'])}")
         lines.append(_line("local_segments", draft.local_segments))
     if not draft.version_carries_commit:
-        lines.append(_line("version_carries_commit", False,
-                           f"its version {draft.version} names no commit (g<sha8>): the tag must"))
+        lines.append(
+            _line(
+                "version_carries_commit", False, f"its version {draft.version} names no commit (g<sha8>): the tag must"
+            )
+        )
     for pin in draft.pins:
         lines += ["", "[[component.pins]]", _line("file", pin.file, pin.said)]
         lines += [_line(key, value) for key, value in pin.table().items() if key != "file"]

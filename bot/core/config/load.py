@@ -22,10 +22,11 @@ from typing import Any
 import tomli
 from pydantic import BaseModel, ValidationError
 
-from .model import BUILD_KINDS, COMPONENT_NAME, PIN_KINDS, Config
 from ..errors import ConfigError
 from .hostreach import host_problems
+from .model import BUILD_KINDS, COMPONENT_NAME, PIN_KINDS, Config
 from .tomlpos import key_lines, line_of
+
 
 class ConfigInvalid(ConfigError):
     """A config with one or more problems; `problems` lists each, located."""
@@ -59,8 +60,7 @@ def _component_names(raw: dict[str, Any]) -> dict[int, str]:
     under them is named by it (`lmcache.wheel`); an absent, invalid or repeated name
     says nothing certain, so those keep `component[N]`."""
     named = [(index, component.get("name")) for index, component in _components(raw)]
-    valid = [(index, name) for index, name in named
-             if isinstance(name, str) and re.fullmatch(COMPONENT_NAME, name)]
+    valid = [(index, name) for index, name in named if isinstance(name, str) and re.fullmatch(COMPONENT_NAME, name)]
     counts: dict[str, int] = {}
     for _index, name in valid:
         counts[name] = counts.get(name, 0) + 1
@@ -70,8 +70,7 @@ def _component_names(raw: dict[str, Any]) -> dict[int, str]:
 def _where(loc: Sequence[str | int], names: dict[int, str] | None = None) -> str:
     text = ""
     parts = list(loc)
-    if len(parts) >= 2 and parts[0] == "component" and isinstance(parts[1], int) and names \
-            and parts[1] in names:
+    if len(parts) >= 2 and parts[0] == "component" and isinstance(parts[1], int) and names and parts[1] in names:
         text, parts = names[parts[1]], parts[2:]
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
@@ -103,10 +102,17 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def load_config_text(text: str, *, path: Path, root: Path, exists: Callable[[str], bool] | None,
-                     directory: Callable[[str], bool] | None = None,
-                     escapes: Callable[[str], str | None] | None = None,
-                     from_github: bool = False, host_paths: bool = False) -> LoadedConfig:
+def load_config_text(
+    text: str,
+    *,
+    path: Path,
+    root: Path,
+    exists: Callable[[str], bool] | None,
+    directory: Callable[[str], bool] | None = None,
+    escapes: Callable[[str], str | None] | None = None,
+    from_github: bool = False,
+    host_paths: bool = False,
+) -> LoadedConfig:
     """Parse and validate config text read from anywhere (a file, a repository on GitHub);
     `exists` says whether the repository holds a file (None: do not check), `directory`
     whether a path that is no file is a directory (so the problem says so), `escapes` why a
@@ -176,16 +182,24 @@ def _duplicate_names(raw: dict[str, Any], located: Locate) -> list[str]:
         if not isinstance(name, str):
             continue
         if name in seen:
-            problems.append(located(("component", index, "name"),
-                                    f"component name {name!r} is used twice "
-                                    f"(first as component[{seen[name]}])"))
+            problems.append(
+                located(
+                    ("component", index, "name"),
+                    f"component name {name!r} is used twice (first as component[{seen[name]}])",
+                )
+            )
         seen.setdefault(name, index)
     return problems
 
 
-def _repository_problems(raw: dict[str, Any], root: Path, located: Locate, exists: Callable[[str], bool],
-                         directory: Callable[[str], bool] | None,
-                         escapes: Callable[[str], str | None] | None = None) -> list[str]:
+def _repository_problems(
+    raw: dict[str, Any],
+    root: Path,
+    located: Locate,
+    exists: Callable[[str], bool],
+    directory: Callable[[str], bool] | None,
+    escapes: Callable[[str], str | None] | None = None,
+) -> list[str]:
     """Files the config names that the repository does not hold (or holds as a directory:
     reading one later would fail far from the config line that named it)."""
 
@@ -243,8 +257,12 @@ def _misspelt(error: Any, errors: Sequence[Any]) -> bool:
     table, key = tuple(error["loc"][:-1]), error["loc"][-1]
     if error["type"] != "missing" or not table or _kinds_at(table, len(table) - 1) is not _TAGGED["pins"]:
         return False
-    return any(other["type"] == "extra_forbidden" and tuple(other["loc"][:-1]) == table
-               and difflib.get_close_matches(str(other["loc"][-1]), [str(key)], n=1) for other in errors)
+    return any(
+        other["type"] == "extra_forbidden"
+        and tuple(other["loc"][:-1]) == table
+        and difflib.get_close_matches(str(other["loc"][-1]), [str(key)], n=1)
+        for other in errors
+    )
 
 
 def _kinds_at(loc: Sequence[str | int], index: int) -> dict[str, type[BaseModel]] | None:

@@ -16,9 +16,10 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from ... import PROJECT_URL, SCHEMA_URL
-from ..wheel.amdgpu import TargetId
 from ..checks.glibc import glibc_version
 from ..image.reference import ImageRef, ImageRefError, parse_repository
+from ..trust.policy import Trust
+from ..wheel.amdgpu import TargetId
 from ..wheel.localversion import normalized_segment
 from .schedules import check_schedule, check_timezone
 from .templates import (
@@ -30,7 +31,6 @@ from .templates import (
     fields_of,
     validate_tag_template,
 )
-from ..trust.policy import Trust
 
 COMPONENT_NAME = r"^[a-z0-9][a-z0-9._-]*$"
 _ARG = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -42,6 +42,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # NUL ends a path for the OS; others 
 CONFIG_FILES = (".github/wheelpin.toml", "wheelpin.toml")  # looked for in this order
 BRANCH_PREFIX = "wheelpin/"  # the bot's branches are `<prefix><component>` unless the config says otherwise
 
+
 class _Model(BaseModel):
     # every field says what it is (`Field(description=…)`): the JSON Schema's descriptions,
     # which editors show (pydantic's attribute docstrings would be read from the source at each start)
@@ -50,27 +51,49 @@ class _Model(BaseModel):
 
 class Author(_Model):
     name: Annotated[str, Field(description="The name on the commits wheelpin makes.")] = "wheelpin[bot]"
-    email: Annotated[str, Field(
-        description="The email on the commits wheelpin makes.")] = "wheelpin@users.noreply.github.com"
+    email: Annotated[str, Field(description="The email on the commits wheelpin makes.")] = (
+        "wheelpin@users.noreply.github.com"
+    )
 
 
 class Defaults(_Model):
     """Repository-wide settings; a component may override labels, schedule, quiet period."""
 
-    base_branch: Annotated[str, Field(
-        description="The branch pull requests are proposed against (and pins are read from).")] = "main"
-    branch_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+/$",
-        description="The prefix of wheelpin's branches: a component's is the prefix and its name.")] = BRANCH_PREFIX
+    base_branch: Annotated[
+        str, Field(description="The branch pull requests are proposed against (and pins are read from).")
+    ] = "main"
+    branch_prefix: Annotated[
+        str,
+        Field(
+            pattern=r"^[A-Za-z0-9._-]+/$",
+            description="The prefix of wheelpin's branches: a component's is the prefix and its name.",
+        ),
+    ] = BRANCH_PREFIX
     labels: Annotated[list[str], Field(description="Labels put on every pull request wheelpin opens.")] = ["wheelpin"]
-    schedule: Annotated[str, Field(
-        description="How often the upstream is looked at: an interval (`30m`, `6h`, `1d`) or a crontab line (`0 6 * * 1-5`).")] = "30m"
-    timezone: str = Field(default="UTC", description="the IANA time zone crontab lines are read in, "
-                          "such as Europe/Berlin (intervals do not care)")
-    quiet_minutes: Annotated[int, Field(ge=0,
-        description="Minutes an upstream commit must be old before it is built (a burst of pushes builds once).")] = 0
+    schedule: Annotated[
+        str,
+        Field(
+            description=(
+                "How often the upstream is looked at: an interval (`30m`, `6h`, `1d`) or a "
+                "crontab line (`0 6 * * 1-5`)."
+            )
+        ),
+    ] = "30m"
+    timezone: str = Field(
+        default="UTC",
+        description="the IANA time zone crontab lines are read in, such as Europe/Berlin (intervals do not care)",
+    )
+    quiet_minutes: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="Minutes an upstream commit must be old before it is built (a burst of pushes builds once).",
+        ),
+    ] = 0
     author: Annotated[Author, Field(description="Who wheelpin's commits are by.")] = Author()
-    signoff: Annotated[bool, Field(
-        description="Add a `Signed-off-by` line to wheelpin's commits (for repositories that require DCO).")] = False
+    signoff: Annotated[
+        bool, Field(description="Add a `Signed-off-by` line to wheelpin's commits (for repositories that require DCO).")
+    ] = False
 
     @field_validator("schedule")
     @classmethod
@@ -93,15 +116,26 @@ def _versioning_names(schema: dict[str, Any]) -> None:
 class Upstream(_Model):
     """Any git URL (https, ssh, file://, a local path) and a branch or a tag pattern."""
 
-    repo: Annotated[str, Field(min_length=1,
-        description="The upstream git repository: a URL, or a path relative to the config's repository.")]
+    repo: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="The upstream git repository: a URL, or a path relative to the config's repository.",
+        ),
+    ]
     branch: Annotated[str | None, Field(description="Follow the head of this branch (give this or `tags`).")] = None
-    tags: str | None = Field(default=None, description="the newest release tag by version: a glob such as "
-                             "v* , or a pattern naming the version part, such as v{version}-rocm")
-    versioning: str | None = Field(default=None, json_schema_extra=_versioning_names,
-                                   description="the versioning the tags' versions are told valid and ordered by "
-                                   "(docs/config.md says each); absent: PEP 440 when every matching tag's version "
-                                   "is one, else loose")
+    tags: str | None = Field(
+        default=None,
+        description="the newest release tag by version: a glob such as "
+        "v* , or a pattern naming the version part, such as v{version}-rocm",
+    )
+    versioning: str | None = Field(
+        default=None,
+        json_schema_extra=_versioning_names,
+        description="the versioning the tags' versions are told valid and ordered by "
+        "(docs/config.md says each); absent: PEP 440 when every matching tag's version "
+        "is one, else loose",
+    )
 
     @field_validator("tags")
     @classmethod
@@ -131,46 +165,66 @@ class Upstream(_Model):
 
 
 class Wheel(_Model):
-    distribution: Annotated[str, Field(
-        description="The wheel's distribution name (as on PyPI), checked against the wheel's file name and METADATA.")]
-    archs: Annotated[list[str], Field(
-        description="GPU targets every ELF with HIP code must carry, such as gfx942 or gfx90a:xnack-.")] = []
+    distribution: Annotated[
+        str,
+        Field(
+            description=(
+                "The wheel's distribution name (as on PyPI), checked against the wheel's file name and METADATA."
+            )
+        ),
+    ]
+    archs: Annotated[
+        list[str], Field(description="GPU targets every ELF with HIP code must carry, such as gfx942 or gfx90a:xnack-.")
+    ] = []
     archs_wanted: list[str] = Field(
-        default=[], description="archs used where present: a missing one is named in the proposal and "
-        "the dashboard; a wheel with none of them is refused"
+        default=[],
+        description="archs used where present: a missing one is named in the proposal and "
+        "the dashboard; a wheel with none of them is refused",
     )
-    require_needed: Annotated[list[str], Field(
-        description="Globs of libraries some ELF must need (DT_NEEDED), such as libamdhip64.so.*.")] = []
-    forbid_needed: Annotated[list[str], Field(
-        description="Globs of libraries no ELF may need, such as libcudart.so.*.")] = []
+    require_needed: Annotated[
+        list[str], Field(description="Globs of libraries some ELF must need (DT_NEEDED), such as libamdhip64.so.*.")
+    ] = []
+    forbid_needed: Annotated[
+        list[str], Field(description="Globs of libraries no ELF may need, such as libcudart.so.*.")
+    ] = []
     rocm: bool = Field(default=True, description="refuse CUDA libraries and CUDA device code")
     allow_vendored_rocm: bool = Field(
-        default=False, description="let the wheel carry ROCm's own libraries (libamdhip64, librocblas…), as "
-        "PyTorch's self-contained ROCm wheels do; by default the image must provide them"
+        default=False,
+        description="let the wheel carry ROCm's own libraries (libamdhip64, librocblas…), as "
+        "PyTorch's self-contained ROCm wheels do; by default the image must provide them",
     )
     allow_variant_mismatch: bool = Field(
-        default=False, description="let a variant wheel (PEP 825) whose `amd :: gfx_arch` properties name GPU "
-        "targets it has no code object for through; by default each target named must be in every GPU library"
+        default=False,
+        description="let a variant wheel (PEP 825) whose `amd :: gfx_arch` properties name GPU "
+        "targets it has no code object for through; by default each target named must be in every GPU library",
     )
     python_tags: list[str] = Field(default=[], description="one wheel per tag, e.g. cp310…cp313")
     version_carries_commit: bool = Field(
         default=True, description="the version's local part holds g<sha8> (LMCache yes, Mooncake no)"
     )
     smoke: str | None = Field(
-        default=None, description="a shell command run in a fresh venv per python tag holding only the "
-        "wheel (e.g. python -c 'import mooncake'); a failure publishes nothing"
+        default=None,
+        description="a shell command run in a fresh venv per python tag holding only the "
+        "wheel (e.g. python -c 'import mooncake'); a failure publishes nothing",
     )
     local_segments: list[str] = Field(
-        default=[], description="segments the wheel's local version must carry, e.g. torch2.10 and "
-        "cxx11abi1: the ABI its image tag promises"
+        default=[],
+        description="segments the wheel's local version must carry, e.g. torch2.10 and "
+        "cxx11abi1: the ABI its image tag promises",
     )
-    size_growth_warn: Annotated[float, Field(ge=0,
-        description="the share by which a wheel's file or installed size may grow from the pinned one before the "
-        "proposal flags it, such as 0.2 for 20% (a growth under 1 MB is never flagged); 0 never flags")] = 0.2
+    size_growth_warn: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="the share by which a wheel's file or installed size may grow from the pinned one before the "
+            "proposal flags it, such as 0.2 for 20% (a growth under 1 MB is never flagged); 0 never flags",
+        ),
+    ] = 0.2
     max_glibc: str | None = Field(
-        default=None, description="the oldest glibc of the consuming images, such as 2.28: a wheel whose manylinux "
+        default=None,
+        description="the oldest glibc of the consuming images, such as 2.28: a wheel whose manylinux "
         "tag needs a newer one is refused, and so is one with no manylinux tag (linux_x86_64 promises no glibc: "
-        "PEP 600)"
+        "PEP 600)",
     )
 
     @field_validator("distribution")
@@ -214,17 +268,27 @@ class _BuildKind(_Model):
     """What every build kind's table carries besides its own keys."""
 
     kind: str  # each kind's model narrows it to its name (a Literal): the union's tag
-    timeout_minutes: Annotated[int, Field(gt=0,
-        description="Minutes a build may take before it counts as failed.")] = 180
+    timeout_minutes: Annotated[int, Field(gt=0, description="Minutes a build may take before it counts as failed.")] = (
+        180
+    )
 
 
 class CommandBuild(_BuildKind):
     """`kind = "command"`: a local `command` run in a clean checkout of the commit (the local platform only)."""
 
-    kind: Annotated[Literal["command"], Field(
-        description="The build kind: a command run here (may be left out when `command` is given).")] = "command"
-    command: Annotated[str | list[str], Field(
-        description="A local build command (the local platform only; never run on GitHub): it writes the wheels to $WHEELPIN_OUT.")]
+    kind: Annotated[
+        Literal["command"],
+        Field(description="The build kind: a command run here (may be left out when `command` is given)."),
+    ] = "command"
+    command: Annotated[
+        str | list[str],
+        Field(
+            description=(
+                "A local build command (the local platform only; never run on GitHub): it writes "
+                "the wheels to $WHEELPIN_OUT."
+            )
+        ),
+    ]
 
     @model_validator(mode="before")
     @classmethod
@@ -244,16 +308,29 @@ class CommandBuild(_BuildKind):
 class ActionsBuild(_BuildKind):
     """`kind = "github-actions"`: a GitHub Actions `workflow` dispatched with `inputs`."""
 
-    kind: Annotated[Literal["github-actions"], Field(
-        description="The build kind: a GitHub Actions workflow (may be left out when `workflow` is given).",
-    )] = "github-actions"
-    workflow: Annotated[str, Field(
-        description="The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input.")]
-    inputs: Annotated[dict[str, str], Field(
-        description="The workflow's inputs: templates of {sha} {sha8} {ref} {component}.")] = {}
+    kind: Annotated[
+        Literal["github-actions"],
+        Field(
+            description="The build kind: a GitHub Actions workflow (may be left out when `workflow` is given).",
+        ),
+    ] = "github-actions"
+    workflow: Annotated[
+        str,
+        Field(
+            description=(
+                "The GitHub Actions workflow file that builds the wheel, dispatched with the commit as an input."
+            )
+        ),
+    ]
+    inputs: Annotated[
+        dict[str, str], Field(description="The workflow's inputs: templates of {sha} {sha8} {ref} {component}.")
+    ] = {}
     ref: str | None = Field(default=None, description="the downstream ref to dispatch on")
-    publishes_image: bool = Field(default=False, description="the workflow pushes the image itself "
-                                  "(as ATOM's does): wheelpin adopts it, verified, and never re-pushes")
+    publishes_image: bool = Field(
+        default=False,
+        description="the workflow pushes the image itself "
+        "(as ATOM's does): wheelpin adopts it, verified, and never re-pushes",
+    )
 
     @field_validator("inputs")
     @classmethod
@@ -310,9 +387,11 @@ class Image(_Model):
     repository: str = Field(description="host/path, or oci:/folder for an OCI layout folder")
     tag: str = Field(description="template of {sha} {sha8} {version} {version_base} {component}")
     prune_after_days: Annotated[int, Field(ge=1, le=3650)] | None = Field(
-        default=None, description="delete this component's image tags (those its tag template gives) "
+        default=None,
+        description="delete this component's image tags (those its tag template gives) "
         "that no pin file on any branch of the downstream names, this many days after wheelpin first "
-        "saw them unpinned; off when unset")
+        "saw them unpinned; off when unset",
+    )
 
     @field_validator("repository")
     @classmethod
@@ -338,10 +417,15 @@ def pin_path(value: str) -> str:
     spellings of one file are one key everywhere (reading, planning, writing a branch).
     `..` is refused rather than folded: `a/../b` is `b` only when `a` is no symlink."""
     path = PurePosixPath(value)
-    if (not value or path.is_absolute() or ".." in path.parts or "\\" in value
-            or _CONTROL.search(value) or path == PurePosixPath(".")):
-        raise ValueError(f"{value!r} must be a path inside the repository, from its root "
-                         "(no '..', no absolute path)")
+    if (
+        not value
+        or path.is_absolute()
+        or ".." in path.parts
+        or "\\" in value
+        or _CONTROL.search(value)
+        or path == PurePosixPath(".")
+    ):
+        raise ValueError(f"{value!r} must be a path inside the repository, from its root (no '..', no absolute path)")
     return path.as_posix()
 
 
@@ -356,8 +440,7 @@ def escape_problem(root: Path, file: str) -> str | None:
         return f"{file}: its path loops through symlinks in {root}"
     if target.is_relative_to(real_root):
         return None
-    return (f"{file} resolves to {target}, outside the repository {real_root}: wheelpin edits "
-            "only files inside it")
+    return f"{file} resolves to {target}, outside the repository {real_root}: wheelpin edits only files inside it"
 
 
 class _PinKind(_Model):
@@ -365,8 +448,9 @@ class _PinKind(_Model):
 
     kind: str  # each format's model narrows it to its name (a Literal): the union's tag
     file: Annotated[str, Field(description="The Dockerfile, relative to the repository root.")]
-    sha256_arg: Annotated[Annotated[str, Field(pattern=_ARG)] | None, Field(
-        description="The ARG whose default is the wheel's sha256.")] = None
+    sha256_arg: Annotated[
+        Annotated[str, Field(pattern=_ARG)] | None, Field(description="The ARG whose default is the wheel's sha256.")
+    ] = None
     python_tag: str | None = Field(default=None, description="which wheel sha256_arg names")
 
     @field_validator("file")
@@ -384,19 +468,30 @@ class _PinKind(_Model):
 class DockerfileArgPin(_PinKind):
     """`kind = "dockerfile-arg"`: the default of an ARG holds the reference (+ its sha256 ARG)."""
 
-    kind: Annotated[Literal["dockerfile-arg"], Field(
-        description="The pin format: an ARG's default (may be left out when `image_arg` is given).",
-    )] = "dockerfile-arg"
-    image_arg: Annotated[str, Field(
-        pattern=_ARG, description="The ARG whose default is the wheel image reference (repository:tag@sha256:digest).")]
+    kind: Annotated[
+        Literal["dockerfile-arg"],
+        Field(
+            description="The pin format: an ARG's default (may be left out when `image_arg` is given).",
+        ),
+    ] = "dockerfile-arg"
+    image_arg: Annotated[
+        str,
+        Field(
+            pattern=_ARG,
+            description="The ARG whose default is the wheel image reference (repository:tag@sha256:digest).",
+        ),
+    ]
 
 
 class DockerfileFromPin(_PinKind):
     """`kind = "dockerfile-from"`: the FROM line of a stage holds the reference (+ a sha256 ARG)."""
 
-    kind: Annotated[Literal["dockerfile-from"], Field(
-        description="The pin format: a stage's FROM line (may be left out when `from_stage` is given).",
-    )] = "dockerfile-from"
+    kind: Annotated[
+        Literal["dockerfile-from"],
+        Field(
+            description="The pin format: a stage's FROM line (may be left out when `from_stage` is given).",
+        ),
+    ] = "dockerfile-from"
     from_stage: str = Field(description="pin the FROM line `AS <stage>`")
 
 
@@ -456,8 +551,9 @@ class Consumer(_Model):
     image: str | None = Field(default=None, description="repository@sha256:digest of the consuming image")
     from_stage: str | None = Field(default=None, description="the stage whose FROM names the consuming image")
     from_arg: str | None = Field(default=None, description="the ARG whose default names the consuming image")
-    file: str | None = Field(default=None, description="the Dockerfile of from_stage or from_arg (default: "
-                             "the first pin's file)")
+    file: str | None = Field(
+        default=None, description="the Dockerfile of from_stage or from_arg (default: the first pin's file)"
+    )
 
     @model_validator(mode="after")
     def _one(self) -> Self:
@@ -477,33 +573,58 @@ class Consumer(_Model):
 
 
 class Component(_Model):
-    name: Annotated[str, Field(pattern=COMPONENT_NAME, max_length=64,
-        description="The component's name: its branch, image tag and dashboard row.")]
+    name: Annotated[
+        str,
+        Field(
+            pattern=COMPONENT_NAME,
+            max_length=64,
+            description="The component's name: its branch, image tag and dashboard row.",
+        ),
+    ]
     upstream: Annotated[Upstream, Field(description="Where the wheel's source comes from.")]
     wheel: Annotated[Wheel, Field(description="What the built wheel must be: checked before it is published.")]
     build: Annotated[Build, Field(description="How a wheel is built for an upstream commit.")]
     image: Annotated[Image, Field(description="Where the wheel image is published, by digest.")]
-    constraints: Annotated[list[str], Field(
-        description="Pins of the consuming image the wheel's Requires-Dist must agree with, such as numpy==2.3.5.")] = []
-    constraints_file: Annotated[str | None, Field(
-        description="A constraints file in the repository, read as `constraints`.")] = None
-    pins: Annotated[Annotated[list[Pin], Field(min_length=1)], Field(
-        description="The places in the repository's Dockerfiles that pin the wheel image.")]
-    labels: Annotated[list[str] | None, Field(
-        description="Labels for this component's pull requests (default: `defaults.labels`).")] = None
-    schedule: Annotated[str | None, Field(
-        description="This component's schedule (default: `defaults.schedule`).")] = None
-    quiet_minutes: Annotated[Annotated[int, Field(ge=0)] | None, Field(
-        description="This component's quiet period (default: `defaults.quiet_minutes`).")] = None
-    consumer: Annotated[Consumer | None, Field(
-        description="The image the wheel is installed into, checked against the wheel before it is published.")] = None
-    trust: Annotated[Trust, Field(
-        description="Whether the wheels must carry a GitHub attestation by a given workflow, checked before a bump.")] = Trust()
+    constraints: Annotated[
+        list[str],
+        Field(
+            description="Pins of the consuming image the wheel's Requires-Dist must agree with, such as numpy==2.3.5."
+        ),
+    ] = []
+    constraints_file: Annotated[
+        str | None, Field(description="A constraints file in the repository, read as `constraints`.")
+    ] = None
+    pins: Annotated[
+        Annotated[list[Pin], Field(min_length=1)],
+        Field(description="The places in the repository's Dockerfiles that pin the wheel image."),
+    ]
+    labels: Annotated[
+        list[str] | None, Field(description="Labels for this component's pull requests (default: `defaults.labels`).")
+    ] = None
+    schedule: Annotated[str | None, Field(description="This component's schedule (default: `defaults.schedule`).")] = (
+        None
+    )
+    quiet_minutes: Annotated[
+        Annotated[int, Field(ge=0)] | None,
+        Field(description="This component's quiet period (default: `defaults.quiet_minutes`)."),
+    ] = None
+    consumer: Annotated[
+        Consumer | None,
+        Field(description="The image the wheel is installed into, checked against the wheel before it is published."),
+    ] = None
+    trust: Annotated[
+        Trust,
+        Field(
+            description="Whether the wheels must carry a GitHub attestation by a given workflow, checked before a bump."
+        ),
+    ] = Trust()
 
     @field_validator("constraints")
     @classmethod
     def _constraints(cls, value: list[str]) -> list[str]:
-        from ..proposal.requirements import parse_requirement  # packaging's markers: loaded when a config has constraints
+        from ..proposal.requirements import (
+            parse_requirement,
+        )  # packaging's markers: loaded when a config has constraints
 
         for index, text in enumerate(value):
             parse_requirement(text, source=f"constraints[{index}]")
@@ -529,9 +650,7 @@ class Component(_Model):
         tags = self.wheel.python_tags
         for index, pin in enumerate(self.pins):
             if pin.python_tag is not None and tags and pin.python_tag not in tags:
-                raise ValueError(
-                    f"pins[{index}].python_tag: {pin.python_tag!r} is not in wheel.python_tags"
-                )
+                raise ValueError(f"pins[{index}].python_tag: {pin.python_tag!r} is not in wheel.python_tags")
             if pin.sha256_arg and len(tags) > 1 and pin.python_tag is None:
                 raise ValueError(
                     f"pins[{index}].sha256_arg: the image holds {len(tags)} wheels, so it needs "
@@ -545,8 +664,10 @@ class Config(_Model):
 
     version: Annotated[Literal[1], Field(description="The config format's version.")] = 1
     defaults: Annotated[Defaults, Field(description="Settings for every component.")] = Defaults()
-    component: Annotated[Annotated[list[Component], Field(min_length=1)], Field(
-        description="The components: each an upstream whose wheel is pinned here.")]
+    component: Annotated[
+        Annotated[list[Component], Field(min_length=1)],
+        Field(description="The components: each an upstream whose wheel is pinned here."),
+    ]
     # Unique component names are checked by `configfile`, which can name the line.
 
     @property
@@ -594,7 +715,11 @@ def json_schema() -> dict[str, Any]:
     for (model, field_name), examples in SCHEMA_EXAMPLES.items():
         holder = schema if model == "Config" else definitions[model]
         holder["properties"][field_name]["examples"] = examples
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-            **schema, "title": "wheelpin config",
-            "description": "wheelpin.toml (or .github/wheelpin.toml): which upstreams feed which ROCm wheels into "
-                           "which pins of this repository's Dockerfiles. " + PROJECT_URL}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        **schema,
+        "title": "wheelpin config",
+        "description": "wheelpin.toml (or .github/wheelpin.toml): which upstreams feed which ROCm wheels into "
+        "which pins of this repository's Dockerfiles. " + PROJECT_URL,
+    }

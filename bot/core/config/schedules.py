@@ -38,16 +38,23 @@ def check_schedule(value: str) -> str:
     times = sorted(hour * 60 + minute for hour in cron.hours for minute in cron.minutes)
     gaps = [later - earlier for earlier, later in pairwise(times)]
     if min(gaps, default=1440) < MIN_INTERVAL or (
-            times[0] + 1440 - times[-1] < MIN_INTERVAL and _two_days_running(cron)):
+        times[0] + 1440 - times[-1] < MIN_INTERVAL and _two_days_running(cron)
+    ):
         raise ValueError(f"schedule {_shown(value)} fires more often than every {MIN_INTERVAL} minutes")
     return value
 
 
 # crontab(5) (https://man7.org/linux/man-pages/man5/crontab.5.html): these shortcuts stand
 # for these lines; `@reboot` means nothing to a loop that is already running.
-_SHORTCUTS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-              "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
-              "@hourly": "0 * * * *"}
+_SHORTCUTS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 
 
 def crontab_fields(schedule: str) -> str:
@@ -63,15 +70,21 @@ def crontab_fields(schedule: str) -> str:
     if fields.startswith("@"):
         raise ValueError(f"schedule {_shown(schedule)} is not a crontab shortcut (use one of {', '.join(_SHORTCUTS)})")
     if len(fields.split()) != 5:
-        raise ValueError(f"schedule {_shown(schedule)} is neither an interval (30m, 6h) nor a crontab line "
-                         "of five fields (minute hour day-of-month month day-of-week)")
+        raise ValueError(
+            f"schedule {_shown(schedule)} is neither an interval (30m, 6h) nor a crontab line "
+            "of five fields (minute hour day-of-month month day-of-week)"
+        )
     try:
         CronSim(fields, datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
     except (CronSimError, ValueError) as exc:  # ValueError: int() of thousands of digits
-        problem = (f"its {str(exc).removeprefix('Bad ')} field is wrong" if isinstance(exc, CronSimError)
-                   else "a number in it is far too long")
-        raise ValueError(f"schedule {_shown(schedule)} is neither an interval (30m, 6h) nor a crontab line: "
-                         f"{problem}") from None
+        problem = (
+            f"its {str(exc).removeprefix('Bad ')} field is wrong"
+            if isinstance(exc, CronSimError)
+            else "a number in it is far too long"
+        )
+        raise ValueError(
+            f"schedule {_shown(schedule)} is neither an interval (30m, 6h) nor a crontab line: {problem}"
+        ) from None
     return " ".join(fields.split())
 
 

@@ -60,8 +60,9 @@ def fields_of(template: str) -> list[str]:
 
 def check_fields(template: str, allowed: frozenset[str]) -> list[str]:
     names = fields_of(template)
-    unknown = sorted(name for name in set(names) - allowed
-                     if not (allowed is TAG_FIELDS and is_local_placeholder(name)))
+    unknown = sorted(
+        name for name in set(names) - allowed if not (allowed is TAG_FIELDS and is_local_placeholder(name))
+    )
     if unknown:
         raise TemplateError(
             f"placeholder {{{unknown[0]}}} cannot be filled here (allowed: "
@@ -103,8 +104,10 @@ def render_tag(template: str, values: TagValues) -> str:
         if is_local_placeholder(name):
             value = local_value(values.version, name) if values.version is not None else None
             if value is None:
-                raise TemplateError(f"tag template {template!r}: placeholder {{{name}}} has no value, as "
-                                    f"version {values.version} carries no {_segment_of(name)} segment")
+                raise TemplateError(
+                    f"tag template {template!r}: placeholder {{{name}}} has no value, as "
+                    f"version {values.version} carries no {_segment_of(name)} segment"
+                )
             mapping[name] = value
     tag = render(template, mapping)
     if not TAG.match(tag):
@@ -201,8 +204,9 @@ def infer_tag_template(tag: str, *, version: str, commit: str | None, component:
         if value and value in template:
             template = template.replace(value, "{" + name + "}", 1)
     names = set(fields_of(template))
-    if not names & COMMIT_FIELDS and not ("version" in names and "sha8" in values
-                                          and f"g{values['sha8']}" in values["version"]):
+    if not names & COMMIT_FIELDS and not (
+        "version" in names and "sha8" in values and f"g{values['sha8']}" in values["version"]
+    ):
         return None
     sha = commit if commit is not None and len(commit) == 40 else (values.get("sha8", "") + "0" * 40)[:40]
     try:

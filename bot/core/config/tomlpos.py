@@ -82,8 +82,9 @@ def key_lines(text: str) -> dict[Path, int]:
     return positions
 
 
-def _scan_array(text: str, path: Path, number: int, positions: dict[Path, int],
-                element: int, depth: int) -> tuple[int, int]:
+def _scan_array(
+    text: str, path: Path, number: int, positions: dict[Path, int], element: int, depth: int
+) -> tuple[int, int]:
     """Follow `[ a, {…}, … ]` across lines; note each element and an inline table's keys.
 
     `text` has its strings blanked, so brackets and commas are the array's own."""

@@ -72,8 +72,10 @@ def retry_said(retry_at: float, now: float) -> str:
     """When a failure recorded against a commit is tried again, and how to try it now."""
     now_too = "`wheelpin reconcile --retry-failed` tries it now"
     if math.isinf(retry_at):
-        return ("not tried again for this commit (the same commit gives the same wheel): a new upstream commit "
-                f"or a changed config is; {now_too}")
+        return (
+            "not tried again for this commit (the same commit gives the same wheel): a new upstream commit "
+            f"or a changed config is; {now_too}"
+        )
     minutes = max(math.ceil((retry_at - now) / 60), 1)
     wait = f"{minutes} min" if minutes < 120 else f"{minutes / 60:.0f} h"
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(retry_at))

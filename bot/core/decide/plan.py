@@ -246,8 +246,18 @@ class Wait(Step):
         return {**super().to_json(), "until": self.until}
 
 
-Action = (StartBuild | FetchArtifacts | AdoptImage | PublishImage | WriteProposal | ClosePR | Comment
-          | RecordFailure | Report | Wait)
+Action = (
+    StartBuild
+    | FetchArtifacts
+    | AdoptImage
+    | PublishImage
+    | WriteProposal
+    | ClosePR
+    | Comment
+    | RecordFailure
+    | Report
+    | Wait
+)
 
 
 # -- decisions --------------------------------------------------------------------------------
@@ -256,16 +266,26 @@ Action = (StartBuild | FetchArtifacts | AdoptImage | PublishImage | WriteProposa
 def desired_state(facts: Facts) -> dict[str, Any]:
     """The marker a proposal of the facts' image carries: equal markers, nothing to write."""
     assert facts.image is not None and facts.head is not None
-    return {"component": facts.component, "commit": facts.head, "tag": facts.image.tag,
-            "digest": facts.image.digest, "base_files": facts.base_files}
+    return {
+        "component": facts.component,
+        "commit": facts.head,
+        "tag": facts.image.tag,
+        "digest": facts.image.digest,
+        "base_files": facts.base_files,
+    }
 
 
 def write_key(facts: Facts, *, where: str) -> str:
     """What a proposal write is made of: the same key is the same write to the same branch
     tip on the same base, which GitHub refuses the same way."""
     proposal = facts.proposal
-    made_of = {"where": where, "component": facts.judged_under, "want": desired_state(facts), "base": facts.base,
-               "branch": proposal.head if proposal else None}
+    made_of = {
+        "where": where,
+        "component": facts.judged_under,
+        "want": desired_state(facts),
+        "base": facts.base,
+        "branch": proposal.head if proposal else None,
+    }
     return hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()
 
 
@@ -282,12 +302,18 @@ def live_failure(facts: Facts, now: float, asks: Asks = Asks()) -> Failure | Non
 
 
 def _left_alone(facts: Facts, proposal: ProposalSeen) -> list[Action]:
-    why = (f"{proposal.branch} carries commits the bot did not make "
-           f"({', '.join(c[:8] for c in proposal.foreign)}); it is left alone")
-    text = (f"wheelpin leaves this branch alone: {why}. Delete the branch (or drop those commits) "
-            "to let wheelpin propose again.")
-    return [Comment(facts.component, facts.head, branch=proposal.branch, key=f"foreign-{proposal.head}", text=text),
-            Report(facts.component, facts.head, why=why, left_alone=True)]
+    why = (
+        f"{proposal.branch} carries commits the bot did not make "
+        f"({', '.join(c[:8] for c in proposal.foreign)}); it is left alone"
+    )
+    text = (
+        f"wheelpin leaves this branch alone: {why}. Delete the branch (or drop those commits) "
+        "to let wheelpin propose again."
+    )
+    return [
+        Comment(facts.component, facts.head, branch=proposal.branch, key=f"foreign-{proposal.head}", text=text),
+        Report(facts.component, facts.head, why=why, left_alone=True),
+    ]
 
 
 def _build(facts: Facts, head: str, verb: str) -> list[Action]:
@@ -299,11 +325,18 @@ def _build(facts: Facts, head: str, verb: str) -> list[Action]:
         case BuildState.READY:
             return [PublishImage(name, head), propose]
         case BuildState.RUNNING:
-            return [Wait(name, head, why=build.detail), *(adopt if build.adopts else
-                                                          [FetchArtifacts(name, head), PublishImage(name, head), propose])]
+            return [
+                Wait(name, head, why=build.detail),
+                *(adopt if build.adopts else [FetchArtifacts(name, head), PublishImage(name, head), propose]),
+            ]
         case BuildState.SUCCEEDED if build.adopts:
-            return [Report(name, head, why=f"{build.detail}, but no image of {head[:8]} is under its tag "
-                           "(the workflow was to push it)")]
+            return [
+                Report(
+                    name,
+                    head,
+                    why=f"{build.detail}, but no image of {head[:8]} is under its tag (the workflow was to push it)",
+                )
+            ]
         case BuildState.SUCCEEDED:
             return [FetchArtifacts(name, head, run=build.detail), PublishImage(name, head), propose]
         case BuildState.FAILED:
@@ -330,16 +363,23 @@ def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:
         if proposal is None:
             return []
         pinned = (facts.pinned_commit or head)[:8]
-        return [ClosePR(name, head, branch=proposal.branch, expected=proposal.head,
-                        why=f"the base already pins {pinned}")]
+        return [
+            ClosePR(name, head, branch=proposal.branch, expected=proposal.head, why=f"the base already pins {pinned}")
+        ]
     if facts.skipped and proposal is None:
         return []  # that commit was declined; a newer one gets a new proposal
     if facts.quiet_minutes and facts.committed_at is not None:
         until = facts.committed_at + facts.quiet_minutes * 60
         if now < until:
             age = max(now - facts.committed_at, 0.0)
-            return [Wait(name, head, until=until,
-                         why=f"in its quiet period ({int(age // 60)} of {facts.quiet_minutes} minutes)")]
+            return [
+                Wait(
+                    name,
+                    head,
+                    until=until,
+                    why=f"in its quiet period ({int(age // 60)} of {facts.quiet_minutes} minutes)",
+                )
+            ]
     verb = "update" if proposal is not None else "open"
     image = facts.image
     if image is None:
@@ -355,7 +395,12 @@ def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:
     refusal = facts.refusal
     if refusal is not None and not asks.retry and refusal.retry_at > now:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(refusal.retry_at))
-        return [Report(name, head, why=f"{refusal.message} (not tried again before {when}, unless the base or "
-                       "upstream moves, permissions are granted, or `/wheelpin recheck` asks)")]
+        return [
+            Report(
+                name,
+                head,
+                why=f"{refusal.message} (not tried again before {when}, unless the base or "
+                "upstream moves, permissions are granted, or `/wheelpin recheck` asks)",
+            )
+        ]
     return [*adopt, WriteProposal(name, head, verb=verb, image=image.ref)]
-

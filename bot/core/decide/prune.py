@@ -47,13 +47,24 @@ class PruneDecision:
     waiting: int = 0  # tags unpinned but still within their grace period
 
 
-def decide(tags: Mapping[str, str], *, ours: re.Pattern[str], pinned: frozenset[str], keep: Iterable[str],
-           since: Mapping[str, float], now: float, grace_seconds: float) -> PruneDecision:
+def decide(
+    tags: Mapping[str, str],
+    *,
+    ours: re.Pattern[str],
+    pinned: frozenset[str],
+    keep: Iterable[str],
+    since: Mapping[str, float],
+    now: float,
+    grace_seconds: float,
+) -> PruneDecision:
     """`tags`: every tag of the repository → its digest. `keep`: tags and digests kept
     whatever the branches say (the head's image, one published this pass)."""
     kept = pinned | frozenset(keep)
-    unpinned = {tag: since.get(tag, now) for tag, digest in tags.items()
-                if ours.match(tag) and tag not in kept and digest not in kept}
+    unpinned = {
+        tag: since.get(tag, now)
+        for tag, digest in tags.items()
+        if ours.match(tag) and tag not in kept and digest not in kept
+    }
     due = {tag for tag, first in unpinned.items() if now - first >= grace_seconds}
     named: dict[str, list[str]] = {}
     for tag, digest in tags.items():

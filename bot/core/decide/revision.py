@@ -14,16 +14,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..image.oci import REVISION
 from ..config.templates import commit_in_tag
+from ..image.oci import REVISION
 
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
 # setuptools-scm's `g<hex>` node segment, in a local version or a tag (`…-g05fc77a0-…`)
 _NODE = re.compile(r"(?:^|[^A-Za-z0-9])g([0-9a-f]{7,40})(?=$|[^A-Za-z0-9])")
 
 
-def commit_hints(*, annotations: Mapping[str, str], labels: Mapping[str, str], tag: str | None,
-                 template: str, component: str, versions: Sequence[str]) -> list[str]:
+def commit_hints(
+    *,
+    annotations: Mapping[str, str],
+    labels: Mapping[str, str],
+    tag: str | None,
+    template: str,
+    component: str,
+    versions: Sequence[str],
+) -> list[str]:
     """The commits (full or abbreviated hex) the image says it was built from, most trusted
     first, each once."""
     hints: list[str] = []

@@ -35,11 +35,11 @@ from packaging.version import InvalidVersion, Version
 
 from ..config.model import Consumer
 from ..pins.locate import parse
+from ..proposal.requirements import Conflict, TargetEnvironment, compatible, find_conflicts
+from ..wheel.localversion import carried
+from ..wheel.rocmlibs import hip_majors
 from .files import ImageFiles, Installed
 from .ldso import Tree, conf_folders, locate, search_folders
-from ..wheel.localversion import carried
-from ..proposal.requirements import Conflict, TargetEnvironment, compatible, find_conflicts
-from ..wheel.rocmlibs import hip_majors
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from ..wheel.report import WheelReport
@@ -83,9 +83,15 @@ class ConsumerReport:
         return tuple(sorted(f"{name}=={version}" for name, version in self.installed.items() if _valid(version)))
 
     def to_json(self) -> dict[str, object]:
-        return {"image": self.image, "python": self.python, "rocm": self.rocm, "installed": self.installed,
-                "dependents": [d.to_json() for d in self.dependents], "unresolved": list(self.unresolved),
-                "absent": list(self.absent)}
+        return {
+            "image": self.image,
+            "python": self.python,
+            "rocm": self.rocm,
+            "installed": self.installed,
+            "dependents": [d.to_json() for d in self.dependents],
+            "unresolved": list(self.unresolved),
+            "absent": list(self.absent),
+        }
 
 
 def target(files: ImageFiles) -> TargetEnvironment:
@@ -105,18 +111,24 @@ def _requirements(lines: Sequence[str], env: TargetEnvironment) -> list[Requirem
     return found
 
 
-def check(image: str, files: ImageFiles, wheels: Sequence[WheelAsks],
-          reports: Sequence[WheelReport] = ()) -> ConsumerReport:
+def check(
+    image: str, files: ImageFiles, wheels: Sequence[WheelAsks], reports: Sequence[WheelReport] = ()
+) -> ConsumerReport:
     """The wheels against the image: dependents, the requirements it has nothing for, and
     (given the wheels' inspections) the libraries their ELF files need that it lacks."""
     installed = files.installed()
     env = target(files)
     dependents = [found for wheel in wheels for found in _dependents(wheel, installed, env)]
     unresolved = [problem for report in reports for problem in _libraries(report, files, installed, env)]
-    return ConsumerReport(image, files.python_version, files.rocm_version(),
-                          {name: dist.version for name, dist in installed.items()},
-                          tuple(dict.fromkeys(dependents)), tuple(dict.fromkeys(unresolved)),
-                          tuple(_absent(wheels, installed, env)))
+    return ConsumerReport(
+        image,
+        files.python_version,
+        files.rocm_version(),
+        {name: dist.version for name, dist in installed.items()},
+        tuple(dict.fromkeys(dependents)),
+        tuple(dict.fromkeys(unresolved)),
+        tuple(_absent(wheels, installed, env)),
+    )
 
 
 def _absent(wheels: Sequence[WheelAsks], installed: dict[str, Installed], env: TargetEnvironment) -> list[str]:
@@ -129,8 +141,11 @@ def _absent(wheels: Sequence[WheelAsks], installed: dict[str, Installed], env: T
             name = canonicalize_name(requirement.name)
             if name not in installed and name not in ours:
                 extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
-                found.append(requirement.name + extras + (f" @ {requirement.url}" if requirement.url
-                                                          else str(requirement.specifier)))
+                found.append(
+                    requirement.name
+                    + extras
+                    + (f" @ {requirement.url}" if requirement.url else str(requirement.specifier))
+                )
     return list(dict.fromkeys(found))
 
 
@@ -155,18 +170,26 @@ def _dependents(wheel: WheelAsks, installed: dict[str, Installed], env: TargetEn
             if needs == ours and not requirement.specifier.contains(wheel.version, prereleases=True):
                 found.append(Dependent(who, str(requirement), f"excludes {wheel.name} {wheel.version}"))
             elif needs in wanted and str(wanted[needs]) and not compatible(requirement.specifier, wanted[needs]):
-                found.append(Dependent(who, str(requirement), f"{wheel.name} asks {requirement.name}"
-                                       f"{wanted[needs]}, and no version satisfies both"))
+                found.append(
+                    Dependent(
+                        who,
+                        str(requirement),
+                        f"{wheel.name} asks {requirement.name}{wanted[needs]}, and no version satisfies both",
+                    )
+                )
     return found
 
 
-def _libraries(report: WheelReport, files: ImageFiles, installed: dict[str, Installed],
-               env: TargetEnvironment) -> list[str]:
+def _libraries(
+    report: WheelReport, files: ImageFiles, installed: dict[str, Installed], env: TargetEnvironment
+) -> list[str]:
     """Each DT_NEEDED of the wheel's ELF files that the loader would not find, as a sentence."""
     site = files.main_site or "usr/lib/python3/dist-packages"
     own = {posixpath.join(site, elf.path) for elf in report.elf}  # every ELF member, `*.libs/` too
-    tree = Tree({path for path, target in files.libraries.items() if not target} | own,
-                {**files.links, **{path: target for path, target in files.libraries.items() if target}})
+    tree = Tree(
+        {path for path, target in files.libraries.items() if not target} | own,
+        {**files.links, **{path: target for path, target in files.libraries.items() if target}},
+    )
     conf = conf_folders(files.texts)
     loaded = _loaded(report, installed, env)
     has = _owners(installed)
@@ -180,8 +203,10 @@ def _libraries(report: WheelReport, files: ImageFiles, installed: dict[str, Inst
             if locate(library, folders, tree) is None:
                 text = f"{elf.path} needs {library}, which the image does not have where the loader looks"
                 if owner := has.get(library):
-                    text += f"; {owner.name} {owner.version} in the image has it, but {report.name} does not " \
-                            f"require {owner.name}"
+                    text += (
+                        f"; {owner.name} {owner.version} in the image has it, but {report.name} does not "
+                        f"require {owner.name}"
+                    )
                 problems.append(text)
     return problems
 

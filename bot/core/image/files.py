@@ -29,7 +29,9 @@ FORMAT = 2  # of a LayerSummary's JSON: a summary cached in another format is re
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 # a dist-info's METADATA in a site folder: …/pythonX.Y/site-packages, …/python3/dist-packages
-_DIST_INFO = r"^(?P<site>(?:.*/)?(?:python(?P<version>[23](?:\.\d+)?))/(?:site|dist)-packages)/(?P<dist>[^/]+)\.dist-info/"
+_DIST_INFO = (
+    r"^(?P<site>(?:.*/)?(?:python(?P<version>[23](?:\.\d+)?))/(?:site|dist)-packages)/(?P<dist>[^/]+)\.dist-info/"
+)
 SITE = re.compile(_DIST_INFO + "METADATA$")
 RECORD = re.compile(_DIST_INFO + "RECORD$")  # …/RECORD: the files the distribution installed
 # any shared object, whatever its prefix: ld-linux-x86-64.so.2 is one, and so is libc10.so
@@ -38,18 +40,24 @@ LDCONF = re.compile(r"^etc/ld\.so\.conf(?:\.d/.+)?$")  # what an include there m
 ROCM_VERSION = re.compile(r"^opt/rocm[^/]*/\.info/version$")
 PYTHON = re.compile(r"^(?:.*/)?bin/python(?P<version>3\.\d+)$")
 # a symlink to one of these is to a file, not a folder the loader's search could go through
-_FILE_SUFFIX = re.compile(r"\.(?:[ch](?:c|h|pp|xx)?|cu|cuh|hip|inc|inl|py[cdi]?|pxd|txt|md|rst|html?|css|js|json|xml|"
-                          r"ya?ml|toml|cfg|conf|ini|cmake|pc|[gx]z|bz2|zst|tgz|zip|png|svg|jpe?g|gif|ico|ttf|otf|"
-                          r"woff2?|pem|crt|key|pub|sh|bash|pl|pm|rb|a|o|mo|po|service|socket|timer|target|"
-                          r"desktop|list|bin|dat|db|hsaco|co|bc|ll|kdb)$", re.IGNORECASE)
+_FILE_SUFFIX = re.compile(
+    r"\.(?:[ch](?:c|h|pp|xx)?|cu|cuh|hip|inc|inl|py[cdi]?|pxd|txt|md|rst|html?|css|js|json|xml|"
+    r"ya?ml|toml|cfg|conf|ini|cmake|pc|[gx]z|bz2|zst|tgz|zip|png|svg|jpe?g|gif|ico|ttf|otf|"
+    r"woff2?|pem|crt|key|pub|sh|bash|pl|pm|rb|a|o|mo|po|service|socket|timer|target|"
+    r"desktop|list|bin|dat|db|hsaco|co|bc|ll|kdb)$",
+    re.IGNORECASE,
+)
 
 
 def may_be_folder(path: str, target: str) -> bool:
     """Whether a symlink that names no shared object could be a folder: a loader's search
     may go through it (`opt/rocm` → `rocm-7.2.4`, `lib64` → `usr/lib64`). One whose name
     or target ends like a file's (`.h`, `.py`, `.gz`…) cannot, and is not kept."""
-    return not (_FILE_SUFFIX.search(posixpath.basename(path)) or _FILE_SUFFIX.search(posixpath.basename(target))
-                or target in ("/dev/null", "../dev/null"))
+    return not (
+        _FILE_SUFFIX.search(posixpath.basename(path))
+        or _FILE_SUFFIX.search(posixpath.basename(target))
+        or target in ("/dev/null", "../dev/null")
+    )
 
 
 @dataclass
@@ -67,9 +75,18 @@ class LayerSummary:
     records: dict[str, list[str]] = field(default_factory=dict)  # RECORD path → the shared objects it lists
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "dists": self.dists, "libraries": self.libraries, "texts": self.texts,
-                "pythons": self.pythons, "whiteouts": self.whiteouts, "opaque": self.opaque,
-                "members": self.members, "links": self.links, "records": self.records}
+        return {
+            "format": FORMAT,
+            "dists": self.dists,
+            "libraries": self.libraries,
+            "texts": self.texts,
+            "pythons": self.pythons,
+            "whiteouts": self.whiteouts,
+            "opaque": self.opaque,
+            "members": self.members,
+            "links": self.links,
+            "records": self.records,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LayerSummary:
@@ -77,9 +94,17 @@ class LayerSummary:
         and RECORDs, and kept only `lib*` names): it is read again, never trusted."""
         if data.get("format") != FORMAT:
             raise ValueError(f"a layer summary of format {data.get('format')!r}, not {FORMAT}")
-        return cls(dict(data["dists"]), dict(data["libraries"]), dict(data["texts"]), list(data["pythons"]),
-                   list(data["whiteouts"]), list(data["opaque"]), int(data["members"]), dict(data["links"]),
-                   {path: list(found) for path, found in data["records"].items()})
+        return cls(
+            dict(data["dists"]),
+            dict(data["libraries"]),
+            dict(data["texts"]),
+            list(data["pythons"]),
+            list(data["whiteouts"]),
+            list(data["opaque"]),
+            int(data["members"]),
+            dict(data["links"]),
+            {path: list(found) for path, found in data["records"].items()},
+        )
 
     def weight(self) -> tuple[int, int]:
         """What the summary keeps: its entries (paths, requirements, RECORD lines) and their
@@ -108,7 +133,7 @@ class LayerSummary:
             self.opaque.append(folder)
             return folder
         if name.startswith(WHITEOUT):
-            self.whiteouts.append(posixpath.join(folder, name[len(WHITEOUT):]))
+            self.whiteouts.append(posixpath.join(folder, name[len(WHITEOUT) :]))
             return self.whiteouts[-1]
         return None
 
@@ -245,9 +270,16 @@ def merge(layers: Sequence[LayerSummary], env: Mapping[str, str]) -> ImageFiles:
         links.update(layer.links)
         records.update(layer.records)
         members += layer.members
-    installed = tuple(Installed(str(d["name"]), str(d["version"]), tuple(d["requires"]), _site(path),
-                                tuple(records.get(posixpath.join(posixpath.dirname(path), "RECORD"), ())))
-                      for path, d in sorted(dists.items()))
+    installed = tuple(
+        Installed(
+            str(d["name"]),
+            str(d["version"]),
+            tuple(d["requires"]),
+            _site(path),
+            tuple(records.get(posixpath.join(posixpath.dirname(path), "RECORD"), ())),
+        )
+        for path, d in sorted(dists.items())
+    )
     return ImageFiles(installed, libraries, texts, tuple(pythons), dict(env), members, links)
 
 

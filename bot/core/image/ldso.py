@@ -117,7 +117,8 @@ def _glob(pattern: str, path: str) -> bool:
     wanted, parts = pattern.split("/"), path.split("/")
     return len(wanted) == len(parts) and all(
         fnmatchcase(part, want) and (not part.startswith(".") or want.startswith("."))
-        for want, part in zip(wanted, parts, strict=True))
+        for want, part in zip(wanted, parts, strict=True)
+    )
 
 
 def expand(folder: str, origin: str) -> str | None:
@@ -127,15 +128,21 @@ def expand(folder: str, origin: str) -> str | None:
     return None if "$" in text else normalize(text)
 
 
-def search_folders(*, rpath: tuple[str, ...], runpath: tuple[str, ...], origin: str,
-                   env: Mapping[str, str], conf: list[str]) -> Iterator[str]:
+def search_folders(
+    *, rpath: tuple[str, ...], runpath: tuple[str, ...], origin: str, env: Mapping[str, str], conf: list[str]
+) -> Iterator[str]:
     """Where the loader looks for a name without a slash that an object in `origin` needs,
     in its order."""
     own = rpath if not runpath else ()  # DT_RPATH is ignored when DT_RUNPATH is there
     # `$ORIGIN` there is the program's folder, which the image does not say: not searched
     library_path = [None if "$" in p else normalize(p) for p in env.get("LD_LIBRARY_PATH", "").split(":") if p.strip()]
-    for folder in (*(expand(f, origin) for f in own), *library_path,
-                   *(expand(f, origin) for f in runpath), *conf, *DEFAULT_FOLDERS):
+    for folder in (
+        *(expand(f, origin) for f in own),
+        *library_path,
+        *(expand(f, origin) for f in runpath),
+        *conf,
+        *DEFAULT_FOLDERS,
+    ):
         if folder is not None:
             yield folder
 

@@ -26,9 +26,8 @@ from packaging.tags import parse_tag
 from packaging.utils import InvalidWheelFilename
 from packaging.version import InvalidVersion
 
-from ..wheel.metadata import split_variant_label, wheel_filename_parts
-
 from ..errors import VerificationError
+from ..wheel.metadata import split_variant_label, wheel_filename_parts
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from ..wheel.report import WheelReport
@@ -39,8 +38,7 @@ CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
 LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar"
 DOCKER_MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST_TYPE = "application/vnd.docker.distribution.manifest.list.v2+json"
-LAYER_TYPES_GZIP = {"application/vnd.oci.image.layer.v1.tar+gzip",
-                    "application/vnd.docker.image.rootfs.diff.tar.gzip"}
+LAYER_TYPES_GZIP = {"application/vnd.oci.image.layer.v1.tar+gzip", "application/vnd.docker.image.rootfs.diff.tar.gzip"}
 ACCEPT_MANIFESTS = ", ".join([MANIFEST_TYPE, DOCKER_MANIFEST_TYPE, INDEX_TYPE, DOCKER_LIST_TYPE])
 
 ANNOTATION_WHEELS = "io.wheelpin.wheels"
@@ -51,8 +49,15 @@ REVISION = "org.opencontainers.image.revision"
 VERSION = "org.opencontainers.image.version"
 TITLE = "org.opencontainers.image.title"
 _CHUNK = 1 << 20
-_ARCHS = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
-          "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
+_ARCHS = {
+    "x86_64": "amd64",
+    "amd64": "amd64",
+    "aarch64": "arm64",
+    "arm64": "arm64",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+    "riscv64": "riscv64",
+}
 
 
 def canonical_json(document: Any) -> bytes:
@@ -97,9 +102,16 @@ class WheelEntry:
         return "no device code" if self.needed is not None else "not recorded"
 
     def to_json(self) -> dict[str, Any]:
-        data = {"file": self.file, "sha256": self.sha256, "size": self.size, "name": self.name,
-                "version": self.version, "requires_dist": list(self.requires_dist),
-                "archs": list(self.archs), "tags": list(self.tags)}
+        data = {
+            "file": self.file,
+            "sha256": self.sha256,
+            "size": self.size,
+            "name": self.name,
+            "version": self.version,
+            "requires_dist": list(self.requires_dist),
+            "archs": list(self.archs),
+            "tags": list(self.tags),
+        }
         if self.needed is not None:
             data["needed"] = list(self.needed)
         if self.archs_partial:
@@ -116,12 +128,21 @@ class WheelEntry:
         whether wheelpin publishes it, adopts it or finds it in an image another tool pushed."""
         from ..checks import partial_archs
 
-        return cls(report.filename, report.sha256, report.size, report.name, report.version,
-                   report.requires_dist, tuple(report.archs), report.tags,
-                   tuple(sorted({library for elf in report.elf for library in elf.needed})),
-                   partial_archs(report), report.installed_size,
-                   report.variant.label if report.variant else None,
-                   report.variant.properties if report.variant else ())
+        return cls(
+            report.filename,
+            report.sha256,
+            report.size,
+            report.name,
+            report.version,
+            report.requires_dist,
+            tuple(report.archs),
+            report.tags,
+            tuple(sorted({library for elf in report.elf for library in elf.needed})),
+            partial_archs(report),
+            report.installed_size,
+            report.variant.label if report.variant else None,
+            report.variant.properties if report.variant else (),
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
@@ -131,14 +152,21 @@ class WheelEntry:
         installed = data.get("installed")
         variant = data.get("variant")
         variant = variant if isinstance(variant, dict) else {}
-        return cls(file, str(data["sha256"]), int(data["size"]), str(data["name"]),
-                   str(data["version"]), tuple(str(r) for r in data.get("requires_dist", [])),
-                   tuple(str(a) for a in data.get("archs", [])), tags,
-                   tuple(str(n) for n in needed) if isinstance(needed, list) else None,
-                   tuple(str(a) for a in data.get("archs_partial", [])),
-                   int(installed) if installed is not None else None,
-                   str(variant["label"]) if "label" in variant else None,
-                   tuple(str(p) for p in variant.get("properties", [])))
+        return cls(
+            file,
+            str(data["sha256"]),
+            int(data["size"]),
+            str(data["name"]),
+            str(data["version"]),
+            tuple(str(r) for r in data.get("requires_dist", [])),
+            tuple(str(a) for a in data.get("archs", [])),
+            tags,
+            tuple(str(n) for n in needed) if isinstance(needed, list) else None,
+            tuple(str(a) for a in data.get("archs_partial", [])),
+            int(installed) if installed is not None else None,
+            str(variant["label"]) if "label" in variant else None,
+            tuple(str(p) for p in variant.get("properties", [])),
+        )
 
 
 def tags_of(filename: str) -> tuple[str, ...]:
@@ -214,8 +242,9 @@ def layer_chunks(wheels: Sequence[Path], verified: Verified | None = None) -> It
 def _check_verified(name: str, sha256: str, sent: int, size: int, verified: Verified) -> None:
     expected = verified.get(name)
     if expected is None or expected != (sha256, sent) or sent != size:
-        raise VerificationError(f"{name}: the file changed after it was verified "
-                                f"(sha256 {sha256[:12]}…, {sent} bytes); nothing published")
+        raise VerificationError(
+            f"{name}: the file changed after it was verified (sha256 {sha256[:12]}…, {sent} bytes); nothing published"
+        )
 
 
 @dataclass(frozen=True)
@@ -255,23 +284,32 @@ def build_image(
         annotations[ANNOTATION_COMPONENT] = component
     if rules:
         annotations[ANNOTATION_RULES] = rules
-    config = canonical_json({
-        "architecture": architecture,
-        "os": "linux",
-        "config": {"Labels": annotations},
-        "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
-    })
+    config = canonical_json(
+        {
+            "architecture": architecture,
+            "os": "linux",
+            "config": {"Labels": annotations},
+            "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
+        }
+    )
     config_digest = digest_of(config)
-    manifest = canonical_json({
-        "schemaVersion": 2,
-        "mediaType": MANIFEST_TYPE,
-        "config": {"mediaType": CONFIG_TYPE, "digest": config_digest, "size": len(config)},
-        "layers": [{"mediaType": LAYER_TYPE, "digest": layer_digest, "size": layer_size,
-                    "annotations": {TITLE: ",".join(w.file for w in entries)}}],
-        "annotations": annotations,
-    })
-    return ImageBlobs(manifest, digest_of(manifest), config, config_digest, layer_digest,
-                      layer_size, annotations)
+    manifest = canonical_json(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_TYPE,
+            "config": {"mediaType": CONFIG_TYPE, "digest": config_digest, "size": len(config)},
+            "layers": [
+                {
+                    "mediaType": LAYER_TYPE,
+                    "digest": layer_digest,
+                    "size": layer_size,
+                    "annotations": {TITLE: ",".join(w.file for w in entries)},
+                }
+            ],
+            "annotations": annotations,
+        }
+    )
+    return ImageBlobs(manifest, digest_of(manifest), config, config_digest, layer_digest, layer_size, annotations)
 
 
 def wheels_from_annotations(annotations: dict[str, str]) -> list[WheelEntry] | None:

@@ -69,8 +69,7 @@ class ImageRef:
             registry, rest = first, remainder
         if not _PATH.match(rest):
             raise ImageRefError(
-                f"{text!r} has an invalid repository path {rest!r} (lowercase letters, digits, "
-                "and . _ - separators)"
+                f"{text!r} has an invalid repository path {rest!r} (lowercase letters, digits, and . _ - separators)"
             )
         if len(rest) + len(registry or "") > 255:
             raise ImageRefError(f"{text!r}: a repository name is at most 255 characters")
@@ -122,9 +121,7 @@ def parse_pinned(text: str) -> ImageRef:
     """A reference that carries `@sha256:` + 64 hex: a tag can move, a digest cannot."""
     ref = ImageRef.parse(text)
     if not ref.pinned:
-        raise ImageRefError(
-            f"{text!r} is not pinned by digest: give REF@sha256:<64 hex> (a tag can move)"
-        )
+        raise ImageRefError(f"{text!r} is not pinned by digest: give REF@sha256:<64 hex> (a tag can move)")
     return ref
 
 

@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..config.model import Component, DockerfileArgPin, DockerfileFromPin, Pin
-from .locate import ValueSite
+from ..config.templates import tag_pattern
 from ..errors import UsageError
 from ..image.reference import ImageRef, ImageRefError, parse_pinned
 from .formats.api import FORMATS
 from .formats.base import PinError as PinError  # raised here too, and caught by its callers
 from .formats.base import rewrite
-from ..config.templates import tag_pattern
+from .locate import ValueSite
 
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -141,8 +141,7 @@ def tag_misfit(component: Component, ref: ImageRef) -> str | None:
     the reference has no tag)."""
     if ref.tag is None or tag_pattern(component.image.tag, component=component.name).match(ref.tag):
         return None
-    return (f"tag {ref.tag!r} does not fit the tag template {component.image.tag!r} "
-            f"of component {component.name}")
+    return f"tag {ref.tag!r} does not fit the tag template {component.image.tag!r} of component {component.name}"
 
 
 def pin_findings(component: Component, texts: Mapping[str, str]) -> list[tuple[int, str, bool]]:

@@ -108,12 +108,15 @@ def parse(text: str, *, where: str) -> ParsedDockerfile:
         elif instruction == "FROM":
             image, stage_name = scanner.from_tokens()
             if image is None or image.value != command.value[0]:
-                raise DockerfileError(
-                    f"{where}:{command.start_line}: cannot locate the image of this FROM exactly"
+                raise DockerfileError(f"{where}:{command.start_line}: cannot locate the image of this FROM exactly")
+            stages.append(
+                Stage(
+                    len(stages),
+                    stage_name,
+                    command.start_line,
+                    ValueSite(image.line, image.start, image.end, image.value, image.quote, len(stages)),
                 )
-            stages.append(Stage(len(stages), stage_name, command.start_line,
-                                ValueSite(image.line, image.start, image.end, image.value,
-                                          image.quote, len(stages))))
+            )
     return ParsedDockerfile(text, tuple(args), tuple(stages))
 
 
@@ -167,7 +170,7 @@ class _Scanner:
                 self.pos = self._after_newline(self.pos)
                 while self.pos < self.end:  # comment and empty lines inside the instruction
                     line_end = self._after_newline(self.pos)
-                    stripped = text[self.pos:line_end].strip()
+                    stripped = text[self.pos : line_end].strip()
                     if stripped.startswith("#") or not stripped:
                         if line_end >= self.end:
                             break

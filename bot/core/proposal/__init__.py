@@ -1,1 +1,2 @@
-"""The proposal: what it says (assembly, text, wheel and requirement diffs) and what makes its branch and commits the bot's."""
+"""The proposal: what it says (assembly, text, wheel and requirement diffs) and what makes
+its branch and commits the bot's."""

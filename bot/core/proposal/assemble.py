@@ -14,8 +14,8 @@ from ..checks import CHECKS, WheelRules, missing_wanted
 from ..config.model import Component
 from ..image.oci import WheelEntry
 from ..pins.bump import BumpPlan
-from .text import Commit, ProposalFacts, size_text
 from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts, parse_requirement
+from .text import Commit, ProposalFacts, size_text
 from .wheeldiff import WheelChanges, wheel_changes
 
 
@@ -45,25 +45,32 @@ def _constraints(component: Component, constraints_text: str | None) -> list[str
     return list(dict.fromkeys(" ".join(line.split()) for line in constraints))
 
 
-def requirements_diff(component: Component, *, pinned: Sequence[WheelEntry], new: Sequence[WheelEntry],
-                      constraints_text: str | None) -> RequirementsDiff:
+def requirements_diff(
+    component: Component, *, pinned: Sequence[WheelEntry], new: Sequence[WheelEntry], constraints_text: str | None
+) -> RequirementsDiff:
     """Requires-Dist of the pinned wheels → the new ones, with the new ones' conflicts
     against the constraints typed in the config and read from its constraints file."""
     old_requires = [r for w in pinned for r in w.requires_dist]
     new_requires = [r for w in new for r in w.requires_dist]
     diff = diff_requirements(old_requires, new_requires, old_source="pinned", new_source="new")
-    return RequirementsDiff(diff.added, diff.removed, diff.changed,
-                            tuple(find_conflicts(new_requires, _constraints(component, constraints_text),
-                                                 source="new")))
+    return RequirementsDiff(
+        diff.added,
+        diff.removed,
+        diff.changed,
+        tuple(find_conflicts(new_requires, _constraints(component, constraints_text), source="new")),
+    )
 
 
-def known_conflicts(component: Component, conflicts: Sequence[Conflict], pinned: Sequence[WheelEntry],
-                    constraints_text: str | None) -> tuple[Conflict, ...]:
+def known_conflicts(
+    component: Component, conflicts: Sequence[Conflict], pinned: Sequence[WheelEntry], constraints_text: str | None
+) -> tuple[Conflict, ...]:
     """The new wheels' conflicts the pinned wheels already had: the same package against the
     same constraint (whatever range each declares) is not new."""
     requires = [r for w in pinned for r in w.requires_dist]
-    before = {(_package(c.requirement), c.constraint)
-              for c in find_conflicts(requires, _constraints(component, constraints_text), source="pinned")}
+    before = {
+        (_package(c.requirement), c.constraint)
+        for c in find_conflicts(requires, _constraints(component, constraints_text), source="pinned")
+    }
     return tuple(c for c in conflicts if (_package(c.requirement), c.constraint) in before)
 
 
@@ -77,11 +84,17 @@ def notes(component: Component, wheels: Sequence[WheelEntry]) -> tuple[str, ...]
     wanted = component.wheel.archs_wanted
     carried = sorted({arch for w in wheels for arch in w.archs})
     missing = missing_wanted(wanted, carried)
-    partial = [arch for arch in wanted if arch not in missing
-               and missing_wanted([arch], sorted({a for w in wheels for a in w.archs if a not in w.archs_partial}))]
-    return (tuple(f"{arch}: no code object, skipped (wheel.archs_wanted)" for arch in missing)
-            + tuple(f"{arch}: code objects in only some of the GPU libraries, so some kernels are missing "
-                    "on it (wheel.archs_wanted)" for arch in partial))
+    partial = [
+        arch
+        for arch in wanted
+        if arch not in missing
+        and missing_wanted([arch], sorted({a for w in wheels for a in w.archs if a not in w.archs_partial}))
+    ]
+    return tuple(f"{arch}: no code object, skipped (wheel.archs_wanted)" for arch in missing) + tuple(
+        f"{arch}: code objects in only some of the GPU libraries, so some kernels are missing "
+        "on it (wheel.archs_wanted)"
+        for arch in partial
+    )
 
 
 # A growth smaller than this is said in the table only: a share of a small wheel (a pure
@@ -98,34 +111,71 @@ def growth_notes(component: Component, changes: WheelChanges) -> tuple[str, ...]
     found = []
     for change in changes.sizes:
         grown = change.growth()
-        if (share and grown is not None and (grown[2] - grown[1]) / grown[1] > share
-                and grown[2] - grown[1] >= GROWTH_NOTED_FROM):
+        if (
+            share
+            and grown is not None
+            and (grown[2] - grown[1]) / grown[1] > share
+            and grown[2] - grown[1] >= GROWTH_NOTED_FROM
+        ):
             what, old, new = grown
-            found.append(f"{change.file}: {what} grows {(new - old) / old:.0%}, {size_text(old)} → "
-                         f"{size_text(new)}, over the {share:.0%} wheel.size_growth_warn allows")
+            found.append(
+                f"{change.file}: {what} grows {(new - old) / old:.0%}, {size_text(old)} → "
+                f"{size_text(new)}, over the {share:.0%} wheel.size_growth_warn allows"
+            )
     return tuple(found)
 
 
-def assemble(component: Component, *, upstream: str, old_commit: str | None, new_commit: str, image: str,
-             wheels: Sequence[WheelEntry], pinned: Sequence[WheelEntry], constraints_text: str | None,
-             commits: Sequence[Commit], bump: BumpPlan, state: dict[str, object],
-             check_refs: Sequence[str], provenance: str = "", more_verification: Sequence[str] = (),
-             more_notes: Sequence[str] = (), consumer: Sequence[str] = (),
-             tags: tuple[str | None, str | None] = (None, None), pinned_image: str | None = None,
-             pinned_problem: str | None = None, image_sizes: tuple[int | None, int | None] = (None, None)
-             ) -> ProposalFacts:
+def assemble(
+    component: Component,
+    *,
+    upstream: str,
+    old_commit: str | None,
+    new_commit: str,
+    image: str,
+    wheels: Sequence[WheelEntry],
+    pinned: Sequence[WheelEntry],
+    constraints_text: str | None,
+    commits: Sequence[Commit],
+    bump: BumpPlan,
+    state: dict[str, object],
+    check_refs: Sequence[str],
+    provenance: str = "",
+    more_verification: Sequence[str] = (),
+    more_notes: Sequence[str] = (),
+    consumer: Sequence[str] = (),
+    tags: tuple[str | None, str | None] = (None, None),
+    pinned_image: str | None = None,
+    pinned_problem: str | None = None,
+    image_sizes: tuple[int | None, int | None] = (None, None),
+) -> ProposalFacts:
     """`image_sizes`: the new image's and the pinned one's (config and layers, as their
     manifests declare them), where read."""
     diff = requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text)
     changes = wheel_changes(pinned, wheels)
     return ProposalFacts(
-        component=component.name, upstream=upstream, old_commit=old_commit, new_commit=new_commit,
-        old_tag=tags[0], new_tag=tags[1], pinned_image=pinned_image, pinned_problem=pinned_problem,
-        version=wheels[0].version if wheels else "?", image=image, image_size=image_sizes[0],
-        pinned_image_size=image_sizes[1], wheels=tuple(wheels), commits=tuple(commits),
+        component=component.name,
+        upstream=upstream,
+        old_commit=old_commit,
+        new_commit=new_commit,
+        old_tag=tags[0],
+        new_tag=tags[1],
+        pinned_image=pinned_image,
+        pinned_problem=pinned_problem,
+        version=wheels[0].version if wheels else "?",
+        image=image,
+        image_size=image_sizes[0],
+        pinned_image_size=image_sizes[1],
+        wheels=tuple(wheels),
+        commits=tuple(commits),
         diff=diff,
-        verification=verification_lines(component, new_commit) + tuple(more_verification), files=tuple(sorted(bump.new_texts)),
-        edits=bump.edits, state=dict(state), check_refs=tuple(check_refs),
-        changes=changes, notes=notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
-        known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text), provenance=provenance,
-        consumer=tuple(consumer))
+        verification=verification_lines(component, new_commit) + tuple(more_verification),
+        files=tuple(sorted(bump.new_texts)),
+        edits=bump.edits,
+        state=dict(state),
+        check_refs=tuple(check_refs),
+        changes=changes,
+        notes=notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
+        known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text),
+        provenance=provenance,
+        consumer=tuple(consumer),
+    )

@@ -46,9 +46,7 @@ def canonical_entry(requirement: Requirement) -> str:
     return text
 
 
-def group_requirements(
-    requirements: Iterable[str], *, source: str
-) -> dict[NormalizedName, frozenset[str]]:
+def group_requirements(requirements: Iterable[str], *, source: str) -> dict[NormalizedName, frozenset[str]]:
     grouped: dict[NormalizedName, set[str]] = defaultdict(set)
     for text in requirements:
         requirement = parse_requirement(text, source=source)
@@ -113,13 +111,9 @@ def diff_requirements(
     """What changed from `old` to `new` (Requires-Dist strings as written)."""
     before = group_requirements(old, source=old_source)
     after = group_requirements(new, source=new_source)
-    added = [
-        RequirementChange(name, None, tuple(sorted(after[name])))
-        for name in sorted(after.keys() - before.keys())
-    ]
+    added = [RequirementChange(name, None, tuple(sorted(after[name]))) for name in sorted(after.keys() - before.keys())]
     removed = [
-        RequirementChange(name, tuple(sorted(before[name])), None)
-        for name in sorted(before.keys() - after.keys())
+        RequirementChange(name, tuple(sorted(before[name])), None) for name in sorted(before.keys() - after.keys())
     ]
     changed = [
         RequirementChange(name, tuple(sorted(before[name])), tuple(sorted(after[name])))
@@ -148,9 +142,7 @@ class TargetEnvironment:
             "platform_python_implementation": "CPython",
             "os_name": "posix" if system in {"linux", "darwin"} else "nt",
             "sys_platform": system,
-            "platform_system": {"linux": "Linux", "darwin": "Darwin", "win32": "Windows"}.get(
-                system, system
-            ),
+            "platform_system": {"linux": "Linux", "darwin": "Darwin", "win32": "Windows"}.get(system, system),
             "platform_machine": machine,
             "platform_release": "",
             "platform_version": "",

@@ -88,7 +88,7 @@ def marker(state: dict[str, Any]) -> str:
 
 def read_marker(text: str) -> dict[str, Any] | None:
     matches = list(MARKER.finditer(text))  # the bot's own marker comes last (commit
-    if not matches:                           # subjects above it may hold lookalikes)
+    if not matches:  # subjects above it may hold lookalikes)
         return None
     match = matches[-1]
     try:
@@ -114,8 +114,11 @@ def _moved(old: int | None, new: int | None) -> str:
     if size_text(old) == size_text(new):  # a move the rounding hides
         return f"{size_text(new)} ({new - old:+,} bytes)"
     share = (new - old) / old
-    return f"{size_text(old)} → {size_text(new)} ({share:+.1%})" if abs(share) < 0.1 else \
-        f"{size_text(old)} → {size_text(new)} ({share:+.0%})"
+    return (
+        f"{size_text(old)} → {size_text(new)} ({share:+.1%})"
+        if abs(share) < 0.1
+        else f"{size_text(old)} → {size_text(new)} ({share:+.0%})"
+    )
 
 
 def _size_cells(wheel: WheelEntry, change: SizeChange | None) -> str:
@@ -127,16 +130,18 @@ def _size_cells(wheel: WheelEntry, change: SizeChange | None) -> str:
 def _image_line(facts: ProposalFacts) -> str:
     if facts.image_size is None:
         return f"Image: `{facts.image}`"
-    pinned = (f"; the pinned one {size_text(facts.pinned_image_size)}"
-              if facts.pinned_image_size is not None else "")
+    pinned = f"; the pinned one {size_text(facts.pinned_image_size)}" if facts.pinned_image_size is not None else ""
     return f"Image: `{facts.image}`, {size_text(facts.image_size)}{pinned}"
 
 
 def _variant_lines(wheels: Sequence[WheelEntry]) -> str:
     """Each variant wheel's label and properties (PEP 825), under the table."""
-    lines = [f"- `{w.file}`: variant `{w.variant}`, "
-             + (", ".join(f"`{p}`" for p in w.variant_properties) or "no properties (the null variant)")
-             for w in wheels if w.variant is not None]
+    lines = [
+        f"- `{w.file}`: variant `{w.variant}`, "
+        + (", ".join(f"`{p}`" for p in w.variant_properties) or "no properties (the null variant)")
+        for w in wheels
+        if w.variant is not None
+    ]
     return "\n\nVariants:\n" + "\n".join(lines) if lines else ""
 
 
@@ -144,8 +149,10 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.old_commit:
         old = f"`{facts.old_commit[:8]}`"
     elif facts.pinned_image:  # pinned, by an image that does not say its commit: never "none pinned"
-        old = (f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` "
-               f"({facts.pinned_problem or 'its upstream commit not known'})")
+        old = (
+            f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` "
+            f"({facts.pinned_problem or 'its upstream commit not known'})"
+        )
     else:
         old = "`(none pinned)`"
     old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
@@ -160,31 +167,50 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.changes is not None:
         parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes, facts.pinned_problem)))
     if commits:
-        listed = [f"- `{c.sha[:8]}` {c.subject}" + (f" — ⛔ refused: {_flat(c.refused)}" if c.refused else "")
-                  for c in commits]
+        listed = [
+            f"- `{c.sha[:8]}` {c.subject}" + (f" — ⛔ refused: {_flat(c.refused)}" if c.refused else "")
+            for c in commits
+        ]
         if cut:
             listed.append(f"- … and {cut} more commits (cut to fit)")
         parts.append("### Commits\n" + "\n".join(listed))
     rows = ["| wheel | size | installed | sha256 | GPU archs | tags |", "|---|---|---|---|---|---|"]
-    rows += [f"| `{w.file}` | {_size_cells(w, facts.changes.size_of(w.file) if facts.changes else None)} "
-             f"| `{w.sha256}` | {w.archs_text} | {', '.join(w.tags)} |" for w in facts.wheels]
+    rows += [
+        f"| `{w.file}` | {_size_cells(w, facts.changes.size_of(w.file) if facts.changes else None)} "
+        f"| `{w.sha256}` | {w.archs_text} | {', '.join(w.tags)} |"
+        for w in facts.wheels
+    ]
     parts.append("### Wheels\n" + "\n".join(rows) + _variant_lines(facts.wheels) + "\n\n" + _image_line(facts))
-    unread = f"\n\nThe pinned wheels could not be read ({facts.pinned_problem}): each requirement shows as added." \
-        if facts.pinned_problem and not facts.diff.empty else ""
-    parts.append("### Requires-Dist\n" + _diff_text(facts.diff) + unread if not facts.diff.empty
-                 else "Requires-Dist: unchanged.")
+    unread = (
+        f"\n\nThe pinned wheels could not be read ({facts.pinned_problem}): each requirement shows as added."
+        if facts.pinned_problem and not facts.diff.empty
+        else ""
+    )
+    parts.append(
+        "### Requires-Dist\n" + _diff_text(facts.diff) + unread if not facts.diff.empty else "Requires-Dist: unchanged."
+    )
     if facts.diff.conflicts:
-        lines = [f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
-                 + (" (already present in the pinned wheel)" if c in facts.known_conflicts else " — **new**")
-                 for c in facts.diff.conflicts]
-        parts.append("### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
-                     "ship:\n" + "\n".join(lines) + "\n\n" + _for_upstream(facts))
+        lines = [
+            f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
+            + (" (already present in the pinned wheel)" if c in facts.known_conflicts else " — **new**")
+            for c in facts.diff.conflicts
+        ]
+        parts.append(
+            "### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
+            "ship:\n" + "\n".join(lines) + "\n\n" + _for_upstream(facts)
+        )
     if facts.consumer:
-        parts.append("### Against the consuming image\n" + facts.consumer[0]
-                     + "".join(f"\n- {line}" for line in facts.consumer[1:]))
+        parts.append(
+            "### Against the consuming image\n"
+            + facts.consumer[0]
+            + "".join(f"\n- {line}" for line in facts.consumer[1:])
+        )
     if facts.verification:
-        parts.append("### Verification\n" + "\n".join(f"- ✅ {line}" for line in facts.verification)
-                     + (f"\n\nProvenance: {facts.provenance}" if facts.provenance else ""))
+        parts.append(
+            "### Verification\n"
+            + "\n".join(f"- ✅ {line}" for line in facts.verification)
+            + (f"\n\nProvenance: {facts.provenance}" if facts.provenance else "")
+        )
     refs = facts.check_refs or (_bare(facts.image),)
     commands = []
     for ref in refs:
@@ -201,10 +227,12 @@ def _for_upstream(facts: ProposalFacts) -> str:
     """Ready-to-paste text for an issue upstream: what the wheel declares, what the image ships."""
     name = facts.wheels[0].name if facts.wheels else facts.component
     lines = [f"- `{c.requirement}` excludes `{c.constraint}`" for c in facts.diff.conflicts]
-    text = (f"{name} {facts.version} (commit {facts.new_commit[:12]}) declares requirements that exclude "
-            "versions a downstream image ships and tests with:\n\n" + "\n".join(lines) + "\n\n"
-            "Could these ranges be widened, or is there a known incompatibility? "
-            "(Found by wheelpin, checking the new wheel's Requires-Dist against the image's constraints.)")
+    text = (
+        f"{name} {facts.version} (commit {facts.new_commit[:12]}) declares requirements that exclude "
+        "versions a downstream image ships and tests with:\n\n" + "\n".join(lines) + "\n\n"
+        "Could these ranges be widened, or is there a known incompatibility? "
+        "(Found by wheelpin, checking the new wheel's Requires-Dist against the image's constraints.)"
+    )
     return "<details><summary>For upstream: text for an issue</summary>\n\n```markdown\n" + text + "\n```\n</details>"
 
 
@@ -223,14 +251,23 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
     for library in changes.libraries or ():
         if library.rocm_major:
             major = library.new[-1].rsplit(".so.", 1)[-1].split(".")[0]
-            lines.append(f"- ⚠️ **`{' '.join(library.old)}` → `{' '.join(library.new)}`: a ROCm major version "
-                         f"change; the image must ship ROCm {major}**")
-    old = (f"`{changes.old_version}`" if changes.old_version
-           else f"unknown ({pinned_problem})" if pinned_problem else "(nothing pinned)")
+            lines.append(
+                f"- ⚠️ **`{' '.join(library.old)}` → `{' '.join(library.new)}`: a ROCm major version "
+                f"change; the image must ship ROCm {major}**"
+            )
+    old = (
+        f"`{changes.old_version}`"
+        if changes.old_version
+        else f"unknown ({pinned_problem})"
+        if pinned_problem
+        else "(nothing pinned)"
+    )
     lines.append(f"- version {old} → `{changes.new_version}`")
     for tag, before, after in changes.sha256:
-        lines.append(f"- `{tag}` sha256 {f'`{before[:16]}…`' if before else '(none)'} → "
-                     f"{f'`{after[:16]}…`' if after else '(none)'}")
+        lines.append(
+            f"- `{tag}` sha256 {f'`{before[:16]}…`' if before else '(none)'} → "
+            f"{f'`{after[:16]}…`' if after else '(none)'}"
+        )
     if changes.archs_added:
         lines.append(f"- GPU archs added: {', '.join(changes.archs_added)}")
     if not changes.archs_known:
@@ -252,8 +289,10 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
 
 def _edit_lines(edits: Sequence[Edit]) -> str:
     """Where each value moved, old → new (image references shortened to their digests)."""
+
     def short(value: str) -> str:
         return value.rsplit("@", 1)[-1][:19] if "@" in value else value[:16]
+
     return "".join(f"\n- `{e.file}:{e.line}` {e.what} `{short(e.old)}` → `{short(e.new)}`" for e in edits)
 
 

@@ -15,8 +15,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..wheel.amdgpu import sorted_processors
 from ..image.oci import WheelEntry, tags_of
+from ..wheel.amdgpu import sorted_processors
 from ..wheel.rocmlibs import ROCM_RUNTIMES
 
 _SONAME = re.compile(r"^(.+?)\.so(?:\.(.+))?$")
@@ -47,9 +47,14 @@ class SizeChange:
     def growth(self) -> tuple[str, int, int] | None:
         """What grew most, by share: ("installed size" or "size", old, new); None when
         neither grew or nothing is known to compare."""
-        measures = [(what, old, new) for what, old, new in (("size", self.old_size, self.new_size),
-                                                             ("installed size", self.old_installed, self.new_installed))
-                    if old and new is not None and new > old]
+        measures = [
+            (what, old, new)
+            for what, old, new in (
+                ("size", self.old_size, self.new_size),
+                ("installed size", self.old_installed, self.new_installed),
+            )
+            if old and new is not None and new > old
+        ]
         return max(measures, key=lambda m: m[2] / m[1], default=None)
 
 
@@ -103,21 +108,28 @@ def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> Wh
     else:
         pairs = [(tag, old_by_tag.get(tag), new_by_tag.get(tag)) for tag in sorted({*old_by_tag, *new_by_tag})]
     sha256 = tuple((tag, o.sha256 if o else None, n.sha256 if n else None) for tag, o, n in pairs)
-    sizes = tuple(SizeChange(n.file, o.size if o else None, n.size, o.installed if o else None, n.installed)
-                  for _tag, o, n in pairs if n is not None)
+    sizes = tuple(
+        SizeChange(n.file, o.size if o else None, n.size, o.installed if o else None, n.installed)
+        for _tag, o, n in pairs
+        if n is not None
+    )
     old_archs = {a for w in pinned for a in w.archs}
     new_archs = {a for w in new for a in w.archs}
     archs_known = bool(old_archs) or any(w.needed is not None for w in pinned) or not pinned
     libraries = None
     if pinned and all(w.needed is not None for w in (*pinned, *new)):
-        libraries = library_changes([n for w in pinned for n in w.needed or ()],
-                                    [n for w in new for n in w.needed or ()])
+        libraries = library_changes(
+            [n for w in pinned for n in w.needed or ()], [n for w in new for n in w.needed or ()]
+        )
     return WheelChanges(
-        old_version=pinned[0].version if pinned else None, new_version=new[0].version if new else "?",
+        old_version=pinned[0].version if pinned else None,
+        new_version=new[0].version if new else "?",
         sha256=sha256,
         archs_added=tuple(sorted_processors(new_archs - old_archs)) if archs_known and pinned else (),
         archs_dropped=tuple(sorted_processors(old_archs - new_archs)) if archs_known else (),
         archs_known=archs_known,
         tags_added=tuple(sorted(set(new_by_tag) - set(old_by_tag))) if pinned else (),
         tags_dropped=tuple(sorted(set(old_by_tag) - set(new_by_tag))),
-        libraries=libraries, sizes=sizes)
+        libraries=libraries,
+        sizes=sizes,
+    )

@@ -24,9 +24,11 @@ BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"  # protobuf-specs'
 def bundle_bytes(envelope: Envelope) -> bytes:
     """The bundle's JSON, its keys sorted (the same envelope: the same bytes). It is made in
     the protobuf JSON shape and read by the models, which refuse any field out of place."""
-    document = {"mediaType": BUNDLE_TYPE,
-                "verificationMaterial": {"publicKey": {"hint": envelope.keyid}, "tlogEntries": []},
-                "dsseEnvelope": envelope.to_json()}
+    document = {
+        "mediaType": BUNDLE_TYPE,
+        "verificationMaterial": {"publicKey": {"hint": envelope.keyid}, "tlogEntries": []},
+        "dsseEnvelope": envelope.to_json(),
+    }
     model = Bundle.from_dict(document)
     return json.dumps(model.to_dict(), sort_keys=True, separators=(",", ":")).encode()
 

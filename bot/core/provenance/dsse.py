@@ -5,7 +5,8 @@ The signature is over the pre-authentication encoding
     PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body
 (LEN in ASCII decimal, no leading zeros), never over the body alone. Keys: ECDSA P-256
 with SHA-256 (the signature DER-encoded, as cosign and sigstore-python write it, its
-nonce deterministic as RFC 6979 makes it) or Ed25519, PEM-encoded (PKCS#8 or, for ECDSA, SEC1; the public key as SubjectPublicKeyInfo).
+nonce deterministic as RFC 6979 makes it) or Ed25519, PEM-encoded (PKCS#8 or, for ECDSA,
+SEC1; the public key as SubjectPublicKeyInfo).
 A key's bytes are never put in an error or a log line.
 """
 
@@ -77,8 +78,11 @@ class Envelope:
 
     def to_json(self) -> dict[str, Any]:
         """envelope.md's JSON: payload and sig in standard base64."""
-        return {"payload": base64.b64encode(self.payload).decode(), "payloadType": self.payload_type,
-                "signatures": [{"keyid": self.keyid, "sig": base64.b64encode(self.signature).decode()}]}
+        return {
+            "payload": base64.b64encode(self.payload).decode(),
+            "payloadType": self.payload_type,
+            "signatures": [{"keyid": self.keyid, "sig": base64.b64encode(self.signature).decode()}],
+        }
 
 
 def sign(payload_type: str, payload: bytes, key: SigningKey) -> Envelope:

@@ -29,8 +29,13 @@ def sbom_bytes(repository: str, digest: str, wheels: Sequence[WheelEntry]) -> by
     bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{repository}@{digest}"))
     bom.metadata.timestamp = None  # type: ignore[assignment]  # its default is now: bytes that change per run;
     # the library writes no timestamp for None (a setter typed narrower than it accepts)
-    image = Component(name=repository, type=ComponentType.CONTAINER, bom_ref=digest, version=digest,
-                      hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest.removeprefix("sha256:"))])
+    image = Component(
+        name=repository,
+        type=ComponentType.CONTAINER,
+        bom_ref=digest,
+        version=digest,
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest.removeprefix("sha256:"))],
+    )
     bom.metadata.component = image
     components = [_wheel(wheel) for wheel in wheels]
     for component in components:
@@ -46,6 +51,11 @@ def _wheel(wheel: WheelEntry) -> Component:
     properties += [Property(name="wheelpin:needed", value=library) for library in wheel.needed or ()]
     properties += [Property(name="wheelpin:requires_dist", value=requirement) for requirement in wheel.requires_dist]
     return Component(
-        name=wheel.name, version=wheel.version, type=ComponentType.LIBRARY, bom_ref=wheel.file,
+        name=wheel.name,
+        version=wheel.version,
+        type=ComponentType.LIBRARY,
+        bom_ref=wheel.file,
         purl=PackageURL("pypi", None, wheel.name, wheel.version, qualifiers={"file_name": wheel.file}),
-        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=wheel.sha256)], properties=properties)
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=wheel.sha256)],
+        properties=properties,
+    )

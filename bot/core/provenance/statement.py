@@ -66,13 +66,19 @@ def statement(facts: BuildFacts) -> dict[str, Any]:
         "subject": [{"name": facts.repository, "digest": {"sha256": facts.digest.removeprefix("sha256:")}}],
         "predicateType": SLSA_PROVENANCE,
         "predicate": {
-            "buildDefinition": {"buildType": BUILD_TYPE, "externalParameters": external,
-                                "internalParameters": internal, "resolvedDependencies": dependencies},
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": external,
+                "internalParameters": internal,
+                "resolvedDependencies": dependencies,
+            },
             "runDetails": {
                 "builder": {"id": PROJECT_URL, "version": {"wheelpin": __version__}},
                 "metadata": {},
-                "byproducts": [{"name": wheel.file, "digest": {"sha256": wheel.sha256}, "mediaType": "application/zip"}
-                               for wheel in facts.wheels],
+                "byproducts": [
+                    {"name": wheel.file, "digest": {"sha256": wheel.sha256}, "mediaType": "application/zip"}
+                    for wheel in facts.wheels
+                ],
             },
         },
     }
@@ -104,6 +110,10 @@ def checked_statement(payload: bytes, digest: str, what: str = "the image") -> d
 
 
 def _subject_digests(subjects: Sequence[Any]) -> set[str]:
-    return {f"sha256:{item['digest']['sha256'].lower()}" for item in subjects
-            if isinstance(item, dict) and isinstance(item.get("digest"), dict)
-            and isinstance(item["digest"].get("sha256"), str)}
+    return {
+        f"sha256:{item['digest']['sha256'].lower()}"
+        for item in subjects
+        if isinstance(item, dict)
+        and isinstance(item.get("digest"), dict)
+        and isinstance(item["digest"].get("sha256"), str)
+    }

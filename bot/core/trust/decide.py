@@ -107,21 +107,30 @@ def judge(trust: Trust, new: Provenance, pinned: Provenance | None, image: Found
         return Judgement()
     verification, notes = _image_said(image)
     if new.verified:
-        return Judgement(verification=tuple(_built_by(signer) for signer in new.signers) + verification,
-                         notes=notes)
+        return Judgement(verification=tuple(_built_by(signer) for signer in new.signers) + verification, notes=notes)
     missing = "; ".join(found.said for found in new.missing)
     if trust.attestations == Attestations.REQUIRED:
         return Judgement(refused=f"no valid attestation by {trust.identity}: {missing}")
     if pinned is not None and pinned.verified:
         if not trust.allow_downgrade:
-            return Judgement(refused=f"trust downgrade: the pinned image's wheels were {pinned.said}, the new "
-                                     f"ones have no valid attestation by {trust.identity} ({missing}); "
-                                     "trust.allow_downgrade = true accepts that")
-        return Judgement(notes=(f"TRUST DOWNGRADE, allowed by trust.allow_downgrade: the pinned image's wheels "
-                                f"were {pinned.said}; the new ones have no valid attestation by "
-                                f"{trust.identity} ({missing})",))
-    return Judgement(notes=(f"not attested: no valid attestation by {trust.identity} ({missing}); "
-                            "trust.attestations = \"optional\" lets it through",))
+            return Judgement(
+                refused=f"trust downgrade: the pinned image's wheels were {pinned.said}, the new "
+                f"ones have no valid attestation by {trust.identity} ({missing}); "
+                "trust.allow_downgrade = true accepts that"
+            )
+        return Judgement(
+            notes=(
+                f"TRUST DOWNGRADE, allowed by trust.allow_downgrade: the pinned image's wheels "
+                f"were {pinned.said}; the new ones have no valid attestation by "
+                f"{trust.identity} ({missing})",
+            )
+        )
+    return Judgement(
+        notes=(
+            f"not attested: no valid attestation by {trust.identity} ({missing}); "
+            'trust.attestations = "optional" lets it through',
+        )
+    )
 
 
 def _image_said(image: Found | None) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -29,25 +29,44 @@ class Trust(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    attestations: Annotated[Attestations, Field(
-        description="required: refuse a wheel without a valid GitHub attestation by signer_workflow; optional: "
-                    "check and say it, and refuse losing the pinned image's; off: do not look")] = Attestations.OFF
-    signer_workflow: Annotated[str | None, Field(
-        pattern=WORKFLOW, description="OWNER/REPO/.github/workflows/FILE.yaml: the workflow whose GitHub Actions "
-                                      "identity must have signed the attestation (its repository is asked)")] = None
-    signer_ref: Annotated[str | None, Field(
-        pattern=r"^refs/(heads|tags)/\S+$",
-        description="the ref that workflow must have run at (refs/heads/main); unset: any branch or tag, "
-                    "never a pull request's refs/pull/…")] = None
-    allow_downgrade: Annotated[bool, Field(
-        description="accept a new image without verified provenance when the pinned one had it "
-                    "(said loudly in the proposal)")] = False
+    attestations: Annotated[
+        Attestations,
+        Field(
+            description="required: refuse a wheel without a valid GitHub attestation by signer_workflow; optional: "
+            "check and say it, and refuse losing the pinned image's; off: do not look"
+        ),
+    ] = Attestations.OFF
+    signer_workflow: Annotated[
+        str | None,
+        Field(
+            pattern=WORKFLOW,
+            description="OWNER/REPO/.github/workflows/FILE.yaml: the workflow whose GitHub Actions "
+            "identity must have signed the attestation (its repository is asked)",
+        ),
+    ] = None
+    signer_ref: Annotated[
+        str | None,
+        Field(
+            pattern=r"^refs/(heads|tags)/\S+$",
+            description="the ref that workflow must have run at (refs/heads/main); unset: any branch or tag, "
+            "never a pull request's refs/pull/…",
+        ),
+    ] = None
+    allow_downgrade: Annotated[
+        bool,
+        Field(
+            description="accept a new image without verified provenance when the pinned one had it "
+            "(said loudly in the proposal)"
+        ),
+    ] = False
 
     @model_validator(mode="after")
     def _signer(self) -> Self:
         if self.attestations != Attestations.OFF and self.signer_workflow is None:
-            raise ValueError(f"signer_workflow: attestations = {self.attestations.value!r} needs the workflow "
-                             "that signs them (OWNER/REPO/.github/workflows/FILE.yaml)")
+            raise ValueError(
+                f"signer_workflow: attestations = {self.attestations.value!r} needs the workflow "
+                "that signs them (OWNER/REPO/.github/workflows/FILE.yaml)"
+            )
         return self
 
     @property
@@ -73,5 +92,5 @@ class Trust(BaseModel):
         if self.signer_ref is not None:
             return identity == self.identity
         prefix = self.identity[:-1]
-        ref = identity[len(prefix):] if identity.startswith(prefix) else ""
+        ref = identity[len(prefix) :] if identity.startswith(prefix) else ""
         return bool(re.fullmatch(r"refs/(heads|tags)/\S+", ref)) and not ref.startswith(PULL_REFS)

@@ -12,10 +12,13 @@ from .base import Versioning
 from .loose import Loose
 from .pep440 import Pep440
 
-VERSIONINGS: dict[str, Versioning] = {versioning.name: versioning for versioning in (
-    Pep440(),
-    Loose(),
-)}
+VERSIONINGS: dict[str, Versioning] = {
+    versioning.name: versioning
+    for versioning in (
+        Pep440(),
+        Loose(),
+    )
+}
 
 
 def versioning_of(name: str | None, versions: Iterable[str]) -> Versioning:

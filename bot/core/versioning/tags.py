@@ -52,7 +52,8 @@ class TagPattern:
 
 
 ANY_RELEASE = TagPattern(  # any tag that reads as a release: `1.2`, `v1.2.3-rocm`
-    "v{version}", re.compile(r"v?(?P<version>[0-9][0-9A-Za-z.+_-]*)\Z"), True)
+    "v{version}", re.compile(r"v?(?P<version>[0-9][0-9A-Za-z.+_-]*)\Z"), True
+)
 
 
 def _glob(part: str) -> str:
@@ -78,8 +79,7 @@ def tag_on(commit: str, tags: Mapping[str, str], pattern: TagPattern, versioning
     return newest({tag: commit_ for tag, commit_ in tags.items() if commit_ == commit}, pattern, versioning)
 
 
-def release_of(commit: str, tags: Mapping[str, str], pattern: TagPattern,
-               versioning: str | None = None) -> str | None:
+def release_of(commit: str, tags: Mapping[str, str], pattern: TagPattern, versioning: str | None = None) -> str | None:
     """The highest version among the matching tags on `commit` (None: it has none)."""
     found = tag_on(commit, tags, pattern, versioning)
     return pattern.version_of(found) if found is not None else None

@@ -17,9 +17,7 @@ GENERIC_FAMILIES: dict[str, frozenset[str]] = {
     "gfx9-generic": frozenset({"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}),
     "gfx9-4-generic": frozenset({"gfx940", "gfx941", "gfx942", "gfx950"}),
     "gfx10-1-generic": frozenset({"gfx1010", "gfx1011", "gfx1012", "gfx1013"}),
-    "gfx10-3-generic": frozenset(
-        {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}
-    ),
+    "gfx10-3-generic": frozenset({"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}),
     "gfx11-generic": frozenset(
         {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"}
     ),

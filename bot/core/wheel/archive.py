@@ -13,9 +13,9 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
-from itertools import pairwise
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path, PurePosixPath
 
 from ..errors import InputError
@@ -97,9 +97,7 @@ def check_directory(path: Path, archive: zipfile.ZipFile, limits: ArchiveLimits)
     for info in archive.infolist():
         name = info.filename
         if "\0" in info.orig_filename:  # zipfile cuts `filename` at NUL
-            raise InputError(
-                f"{path}: member name {info.orig_filename!r} holds a NUL byte"
-            )
+            raise InputError(f"{path}: member name {info.orig_filename!r} holds a NUL byte")
         _check_name(path, name)
         if name in seen:
             raise InputError(f"{path}: member {name!r} appears twice in the archive")
@@ -111,16 +109,13 @@ def check_directory(path: Path, archive: zipfile.ZipFile, limits: ArchiveLimits)
         total += info.file_size
         if total > limits.max_total_uncompressed:
             raise InputError(
-                f"{path}: declares more than {limits.max_total_uncompressed} uncompressed "
-                "bytes (zip bomb?)"
+                f"{path}: declares more than {limits.max_total_uncompressed} uncompressed bytes (zip bomb?)"
             )
-        if (
-            info.file_size > limits.ratio_applies_above
-            and info.file_size > limits.max_member_ratio * max(info.compress_size, 1)
+        if info.file_size > limits.ratio_applies_above and info.file_size > limits.max_member_ratio * max(
+            info.compress_size, 1
         ):
             raise InputError(
-                f"{path}: member {name!r} claims a compression ratio over "
-                f"{limits.max_member_ratio:g} (zip bomb?)"
+                f"{path}: member {name!r} claims a compression ratio over {limits.max_member_ratio:g} (zip bomb?)"
             )
     if total > ARCHIVE_RATIO_APPLIES_ABOVE and total > MAX_ARCHIVE_RATIO * max(file_size, 1):
         raise InputError(
@@ -130,10 +125,7 @@ def check_directory(path: Path, archive: zipfile.ZipFile, limits: ArchiveLimits)
     by_offset = sorted(archive.infolist(), key=lambda i: i.header_offset)
     for current, following in pairwise(by_offset):
         if following.header_offset < current.header_offset + _LOCAL_HEADER + current.compress_size:
-            raise InputError(
-                f"{path}: members {current.filename!r} and {following.filename!r} overlap "
-                "(zip bomb?)"
-            )
+            raise InputError(f"{path}: members {current.filename!r} and {following.filename!r} overlap (zip bomb?)")
 
 
 def _check_name(path: Path, name: str) -> None:
@@ -151,9 +143,7 @@ def _check_name(path: Path, name: str) -> None:
 
 def members_in_order(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     """Files (not folders) in the order their data lies in the archive."""
-    return sorted(
-        (info for info in archive.infolist() if not info.is_dir()), key=lambda i: i.header_offset
-    )
+    return sorted((info for info in archive.infolist() if not info.is_dir()), key=lambda i: i.header_offset)
 
 
 def read_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
@@ -167,14 +157,10 @@ def read_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> 
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError) as exc:  # unsupported methods too
         raise InputError(f"{path}: member {info.filename!r} is corrupt ({exc})") from None
     if produced != info.file_size:
-        raise InputError(
-            f"{path}: member {info.filename!r} declares {info.file_size} bytes but holds {produced}"
-        )
+        raise InputError(f"{path}: member {info.filename!r} declares {info.file_size} bytes but holds {produced}")
 
 
-def read_small_member(
-    path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, limit: int = 16 << 20
-) -> bytes:
+def read_small_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, limit: int = 16 << 20) -> bytes:
     """A whole small member (METADATA, RECORD, WHEEL), refused past `limit` bytes."""
     if info.file_size > limit:
         raise InputError(f"{path}: {info.filename} is {info.file_size} bytes, over {limit}")

@@ -28,9 +28,7 @@ class Window:
     def read(self, offset: int, length: int) -> bytes:
         """Exactly `length` bytes at `offset`, or OutOfBounds."""
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise OutOfBounds(
-                f"{length} bytes at offset {offset} run past the end ({self.size} bytes)"
-            )
+            raise OutOfBounds(f"{length} bytes at offset {offset} run past the end ({self.size} bytes)")
         self._stream.seek(self.start + offset)
         data = self._stream.read(length)
         if len(data) != length:
@@ -40,9 +38,7 @@ class Window:
     def sub(self, offset: int, length: int) -> Window:
         """The part `[offset, offset + length)` of this window, as a window."""
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise OutOfBounds(
-                f"{length} bytes at offset {offset} run past the end ({self.size} bytes)"
-            )
+            raise OutOfBounds(f"{length} bytes at offset {offset} run past the end ({self.size} bytes)")
         return Window(self._stream, self.start + offset, length)
 
     def chunks(self, offset: int = 0, *, chunk_size: int = 1 << 20) -> Iterator[bytes]:

@@ -96,13 +96,8 @@ def read_elf(stream: BinaryIO, size: int, path: str, budget: ReadBudget | None =
             raise ElfError(f"{path}: {name}: {exc}") from None
 
     parsed = {entry.target for bundle in bundles for entry in bundle.entries if entry.target}
-    targets = [
-        str(target)
-        for target in sorted(parsed, key=lambda t: (processor_sort_key(t.processor), str(t)))
-    ]
-    processors = {
-        entry.target.processor for bundle in bundles for entry in bundle.entries if entry.target
-    }
+    targets = [str(target) for target in sorted(parsed, key=lambda t: (processor_sort_key(t.processor), str(t)))]
+    processors = {entry.target.processor for bundle in bundles for entry in bundle.entries if entry.target}
     gpu: str | None = None
     archs: list[str] = []
     if has_cuda:

@@ -79,12 +79,25 @@ def hip_library(*, soname: str, needed: Sequence[str], targets: Sequence[str]) -
     soname_at = strings.add(soname)
 
     def dynamic(at: dict[str, int]) -> _Section:
-        tags = [*((_DT_NEEDED, offset) for offset in needed_at), (_DT_SONAME, soname_at),
-                (_DT_HASH, at.get(".hash", 0)), (_DT_SYMTAB, at.get(".dynsym", 0)),
-                (_DT_STRTAB, at.get(".dynstr", 0)), (_DT_STRSZ, len(strings.data)), (_DT_SYMENT, _SYM),
-                (_DT_NULL, 0)]
-        return _Section(".dynamic", _SHT_DYNAMIC, b"".join(struct.pack(_DYN, *tag) for tag in tags),
-                        _SHF_WRITE | _SHF_ALLOC, 8, struct.calcsize(_DYN), ".dynstr")
+        tags = [
+            *((_DT_NEEDED, offset) for offset in needed_at),
+            (_DT_SONAME, soname_at),
+            (_DT_HASH, at.get(".hash", 0)),
+            (_DT_SYMTAB, at.get(".dynsym", 0)),
+            (_DT_STRTAB, at.get(".dynstr", 0)),
+            (_DT_STRSZ, len(strings.data)),
+            (_DT_SYMENT, _SYM),
+            (_DT_NULL, 0),
+        ]
+        return _Section(
+            ".dynamic",
+            _SHT_DYNAMIC,
+            b"".join(struct.pack(_DYN, *tag) for tag in tags),
+            _SHF_WRITE | _SHF_ALLOC,
+            8,
+            struct.calcsize(_DYN),
+            ".dynstr",
+        )
 
     sections = [
         # the SysV hash table of the one (null) symbol: nbucket 1, nchain 1, both empty
@@ -118,12 +131,15 @@ def code_object(target: str) -> bytes:
     """An AMDGPU code object (v5) for `target`, a processor without features (gfx942)."""
     parsed = TargetId.parse_known(target)
     if parsed.features or parsed.processor not in EF_AMDGPU_MACH:
-        raise ValueError(f"the stub has no EF_AMDGPU_MACH value for {target!r} "
-                         f"(it knows {', '.join(EF_AMDGPU_MACH)}, without features)")
+        raise ValueError(
+            f"the stub has no EF_AMDGPU_MACH value for {target!r} "
+            f"(it knows {', '.join(EF_AMDGPU_MACH)}, without features)"
+        )
     flags = EF_AMDGPU_MACH[parsed.processor] | EF_AMDGPU_FEATURE_XNACK_ANY | EF_AMDGPU_FEATURE_SRAMECC_ANY
     text = _Section(".text", _SHT_PROGBITS, S_ENDPGM, _SHF_ALLOC | _SHF_EXECINSTR, 256)
-    return _elf([text], machine=EM_AMDGPU, osabi=ELFOSABI_AMDGPU_HSA,
-                abiversion=ELFABIVERSION_AMDGPU_HSA_V5, flags=flags)
+    return _elf(
+        [text], machine=EM_AMDGPU, osabi=ELFOSABI_AMDGPU_HSA, abiversion=ELFABIVERSION_AMDGPU_HSA_V5, flags=flags
+    )
 
 
 class _Strings:
@@ -172,25 +188,52 @@ def _elf(sections: list[_Section], *, machine: int, osabi: int, abiversion: int,
     shstrtab_at = loaded
     shoff = _aligned(shstrtab_at + len(names.data), 8)
     phnum = _phdr_count(sections)
-    segment = _PF_R | (_PF_W if any(s.flags & _SHF_WRITE for s in sections) else 0) \
+    segment = (
+        _PF_R
+        | (_PF_W if any(s.flags & _SHF_WRITE for s in sections) else 0)
         | (_PF_X if any(s.flags & _SHF_EXECINSTR for s in sections) else 0)
+    )
     phdrs = struct.pack(_PHDR, _PT_LOAD, segment, 0, 0, 0, loaded, loaded, 0x1000)
     for section in sections:
         if section.kind == _SHT_DYNAMIC:
             start, size = at[section.name], len(section.data)
             phdrs += struct.pack(_PHDR, _PT_DYNAMIC, _PF_R | _PF_W, start, start, start, size, size, 8)
     ident = ELF_MAGIC + bytes([2, 1, 1, osabi, abiversion]) + bytes(7)  # ELFCLASS64, LSB, EV_CURRENT
-    header = struct.pack(_EHDR, ident, _ET_DYN, machine, 1, 0, struct.calcsize(_EHDR), shoff, flags,
-                         struct.calcsize(_EHDR), struct.calcsize(_PHDR), phnum, struct.calcsize(_SHDR),
-                         len(sections) + 2, len(sections) + 1)
+    header = struct.pack(
+        _EHDR,
+        ident,
+        _ET_DYN,
+        machine,
+        1,
+        0,
+        struct.calcsize(_EHDR),
+        shoff,
+        flags,
+        struct.calcsize(_EHDR),
+        struct.calcsize(_PHDR),
+        phnum,
+        struct.calcsize(_SHDR),
+        len(sections) + 2,
+        len(sections) + 1,
+    )
     body = bytearray(header + phdrs)
     index = {section.name: number for number, section in enumerate(sections, start=1)}
     table = bytes(struct.calcsize(_SHDR))
     for section in sections:
         body += bytes(at[section.name] - len(body)) + section.data
-        table += struct.pack(_SHDR, name_at[section.name], section.kind, section.flags, at[section.name],
-                             at[section.name], len(section.data), index.get(section.link, 0), section.info,
-                             section.align, section.entsize)
+        table += struct.pack(
+            _SHDR,
+            name_at[section.name],
+            section.kind,
+            section.flags,
+            at[section.name],
+            at[section.name],
+            len(section.data),
+            index.get(section.link, 0),
+            section.info,
+            section.align,
+            section.entsize,
+        )
     body += names.data + bytes(shoff - shstrtab_at - len(names.data))
     table += struct.pack(_SHDR, shstrtab_name, _SHT_STRTAB, 0, 0, shstrtab_at, len(names.data), 0, 0, 1, 0)
     return bytes(body) + table

@@ -55,7 +55,7 @@ def carried(version: str, name: str) -> str | None:
     """What `version` carries under segment name `name` (`torch2.11`), or None."""
     parts = local_parts(version)
     for index, part in enumerate(parts):
-        if part.startswith(name) and part[len(name):].isdigit():
+        if part.startswith(name) and part[len(name) :].isdigit():
             end = index + 1
             while end < len(parts) and parts[end].isdigit():
                 end += 1
@@ -107,5 +107,5 @@ def local_value(version: str, field: str) -> str | None:
     has = carried(version, name)
     if has is None:
         return None
-    value = has[len(name):]
+    value = has[len(name) :]
     return value.replace(".", "") if digits else value

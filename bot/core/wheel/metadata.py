@@ -26,7 +26,6 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-
 # PEP 825 "Variant label": 1-16 of 0-9, a-z, `_` and `.`; "Variant properties": a namespace
 # and a feature of 0-9, a-z and `_`, a value of those and `.`.
 _VARIANT_LABEL = re.compile(r"^[0-9a-z_.]{1,16}$")

@@ -81,9 +81,7 @@ class ReadBudget:
 
     def keep_entries(self, count: int, where: str) -> None:
         if count > self.entries:
-            raise BundleError(
-                f"{where}: its {count} entries pass the {MAX_ENTRIES} a wheel may hold"
-            )
+            raise BundleError(f"{where}: its {count} entries pass the {MAX_ENTRIES} a wheel may hold")
         self.entries -= count
 
 
@@ -135,16 +133,11 @@ def read_bundles(section: Window, budget: ReadBudget | None = None) -> list[Bund
         try:
             magic = section.read(position, min(len(PLAIN_MAGIC), section.size - position))
             if magic == PLAIN_MAGIC:
-                bundle = _read_plain(section.sub(position, section.size - position), position,
-                                     budget)
+                bundle = _read_plain(section.sub(position, section.size - position), position, budget)
             elif magic[:4] == COMPRESSED_MAGIC:
-                bundle = _read_compressed(section.sub(position, section.size - position),
-                                          position, budget)
+                bundle = _read_compressed(section.sub(position, section.size - position), position, budget)
             else:
-                raise BundleError(
-                    f"unknown data at offset {position:#x}: not a bundle magic "
-                    f"({magic[:8]!r}…)"
-                )
+                raise BundleError(f"unknown data at offset {position:#x}: not a bundle magic ({magic[:8]!r}…)")
         except OutOfBounds as exc:
             raise BundleError(f"bundle at offset {position:#x} is truncated: {exc}") from None
         bundles.append(bundle)
@@ -152,8 +145,9 @@ def read_bundles(section: Window, budget: ReadBudget | None = None) -> list[Bund
     return bundles
 
 
-def _parse_plain_header(read: Callable[[int, int], bytes], available: int, where: str,
-                        budget: ReadBudget) -> tuple[list[BundleEntry], int]:
+def _parse_plain_header(
+    read: Callable[[int, int], bytes], available: int, where: str, budget: ReadBudget
+) -> tuple[list[BundleEntry], int]:
     """Entries of a plain bundle and the end of its furthest payload, checked against
     `available` bytes. `read(offset, length)` reads the bundle's bytes."""
     (count,) = struct.unpack("<Q", read(len(PLAIN_MAGIC), 8))
@@ -176,20 +170,16 @@ def _parse_plain_header(read: Callable[[int, int], bytes], available: int, where
             raise BundleError(f"{where}: entry id {raw_id[:40]!r} is not ASCII") from None
         if offset > available or size > available - offset:
             raise BundleError(
-                f"{where}: entry {entry_id} ({size} bytes at {offset}) runs past the "
-                f"bundle's {available} bytes"
+                f"{where}: entry {entry_id} ({size} bytes at {offset}) runs past the bundle's {available} bytes"
             )
         parsed = parse_entry_id(entry_id)
-        entries.append(
-            BundleEntry(parsed.id, size, parsed.kind, parsed.triple, parsed.target)
-        )
+        entries.append(BundleEntry(parsed.id, size, parsed.kind, parsed.triple, parsed.target))
         end = max(end, offset + size)
     return entries, max(end, position)
 
 
 def _read_plain(window: Window, at: int, budget: ReadBudget) -> Bundle:
-    entries, end = _parse_plain_header(window.read, window.size, f"bundle at offset {at:#x}",
-                                       budget)
+    entries, end = _parse_plain_header(window.read, window.size, f"bundle at offset {at:#x}", budget)
     return Bundle(at, end, tuple(entries))
 
 
@@ -210,17 +200,13 @@ def _read_compressed(window: Window, at: int, budget: ReadBudget) -> Bundle:
     if method not in METHOD_NAMES:
         raise BundleError(f"{where}: unknown compression method {method}")
     if total is not None and not header < total <= window.size:
-        raise BundleError(
-            f"{where}: its total size {total} does not fit in the {window.size} bytes left"
-        )
+        raise BundleError(f"{where}: its total size {total} does not fit in the {window.size} bytes left")
     data = window.sub(header, (total if total is not None else window.size) - header)
     budget.spend_inflate(uncompressed, where)
     inflate = _inflate_zlib if method == ZLIB else _inflate_zstd
     head, produced, md5, consumed = inflate(data, uncompressed, where)
     if produced != uncompressed:
-        raise BundleError(
-            f"{where}: it declares {uncompressed} uncompressed bytes but holds {produced}"
-        )
+        raise BundleError(f"{where}: it declares {uncompressed} uncompressed bytes but holds {produced}")
     if struct.unpack("<Q", md5[:8])[0] != digest:
         raise BundleError(f"{where}: the hash of its contents does not match its header")
     if head[: len(PLAIN_MAGIC)] != PLAIN_MAGIC:
@@ -282,8 +268,7 @@ def _inflate_zstd(data: Window, limit: int, where: str) -> _Inflated:
     return bytes(head), produced, md5.digest(), consumed
 
 
-def _take(out: bytes, produced: int, limit: int, head: bytearray, md5: "hashlib._Hash",
-          where: str) -> int:
+def _take(out: bytes, produced: int, limit: int, head: bytearray, md5: hashlib._Hash, where: str) -> int:
     produced += len(out)
     if produced > limit:
         raise BundleError(f"{where}: it inflates past the {limit} bytes it declares")
@@ -360,9 +345,7 @@ def _cuda_entries(section: Window) -> Iterator[CudaEntry]:
     position = section.first_nonzero(0)
     try:
         while position < section.size:
-            magic, _version, header_size, payload = struct.unpack(
-                "<IHHQ", section.read(position, 16)
-            )
+            magic, _version, header_size, payload = struct.unpack("<IHHQ", section.read(position, 16))
             if magic != CUDA_FATBIN_MAGIC:
                 raise BundleError(f"unknown data at offset {position:#x} of .nv_fatbin")
             if header_size < 16:
@@ -372,9 +355,7 @@ def _cuda_entries(section: Window) -> Iterator[CudaEntry]:
             if end > section.size:
                 raise OutOfBounds(f"fatbin at offset {position:#x} runs past the section")
             while entry + 32 <= end:
-                kind, _v, entry_header, entry_size = struct.unpack(
-                    "<HHIQ", section.read(entry, 16)
-                )
+                kind, _v, entry_header, entry_size = struct.unpack("<HHIQ", section.read(entry, 16))
                 (sm,) = struct.unpack("<I", section.read(entry + 28, 4))
                 if entry_header < 32:
                     raise BundleError(f"fatbin entry at offset {entry:#x} is malformed")

@@ -24,15 +24,14 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .amdgpu import sorted_processors
-from .archive import ArchiveLimits, open_archive, read_member, read_small_member, members_in_order
-from .elf import ELF_MAGIC, ElfError, ElfReport, read_elf
-from .offload import BundleError, ReadBudget
 from ..errors import InputError
 from ..proposal.requirements import parse_requirement
+from .amdgpu import sorted_processors
+from .archive import ArchiveLimits, members_in_order, open_archive, read_member, read_small_member
+from .elf import ELF_MAGIC, ElfError, ElfReport, read_elf
 from .metadata import (
-    Metadata,
     VARIANT_JSON,
+    Metadata,
     RecordEntry,
     Variant,
     WheelName,
@@ -42,6 +41,7 @@ from .metadata import (
     parse_variant_json,
     parse_wheel_tags,
 )
+from .offload import BundleError, ReadBudget
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,7 @@ class WheelReport:
     @property
     def archs(self) -> list[str]:
         """Sorted union of the HIP processors in the wheel, without feature suffixes."""
-        return sorted_processors(
-            {arch for report in self.elf if report.gpu == "hip" for arch in report.archs}
-        )
+        return sorted_processors({arch for report in self.elf if report.gpu == "hip" for arch in report.archs})
 
     @property
     def cuda_archs(self) -> list[str]:
@@ -111,8 +109,7 @@ class Spread:
     run: Callable[[Path, list[list[str]], int, int], list[ShareResult]]
 
 
-def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits(), spread: Spread | None = None
-                  ) -> WheelReport:
+def inspect_wheel(path: Path, *, limits: ArchiveLimits = ArchiveLimits(), spread: Spread | None = None) -> WheelReport:
     """Read a wheel file; InputError (exit 2) when it cannot be read as a wheel at all.
     With `spread`, a wheel of PARALLEL_FROM compressed bytes or more is read in shares."""
     _require_file(path)
@@ -159,8 +156,9 @@ def installed_size(archive: zipfile.ZipFile) -> int:
     return sum(info.file_size for info in archive.infolist() if not info.is_dir())
 
 
-def _read_variant(path: Path, archive: zipfile.ZipFile, dist_info: str, name: WheelName,
-                  problems: list[str], notes: list[str]) -> Variant | None:
+def _read_variant(
+    path: Path, archive: zipfile.ZipFile, dist_info: str, name: WheelName, problems: list[str], notes: list[str]
+) -> Variant | None:
     """A variant wheel's label and the properties its variant.json gives it (PEP 825:
     "It MUST include a variant metadata file", which "MUST contain the label present in
     that wheel's filename"); a fault of either is a problem of the wheel's own."""
@@ -236,13 +234,9 @@ def _check_dist_info(
     platform tag without always rewriting WHEEL: cupy's wheels do this)."""
     problems: list[str] = []
     if canonicalize_name(metadata.name) != name.name:
-        problems.append(
-            f"METADATA names {metadata.name!r} but the file name says {name.name!r}"
-        )
+        problems.append(f"METADATA names {metadata.name!r} but the file name says {name.name!r}")
     if Version(metadata.version) != name.version:
-        problems.append(
-            f"METADATA has version {metadata.version} but the file name says {name.version}"
-        )
+        problems.append(f"METADATA has version {metadata.version} but the file name says {name.version}")
     if not dist_info_matches(dist_info, name):
         problems.append(f"{dist_info} does not match the file name")
     try:
@@ -253,9 +247,7 @@ def _check_dist_info(
     declared = set(parse_wheel_tags(read_small_member(path, archive, wheel_info)))
     notes = []
     if declared != set(name.tag_strings):
-        notes.append(
-            f"WHEEL declares tags {sorted(declared)} but the file name says {name.tag_strings}"
-        )
+        notes.append(f"WHEEL declares tags {sorted(declared)} but the file name says {name.tag_strings}")
     return problems, notes
 
 
@@ -281,8 +273,10 @@ def record_limit(archive: zipfile.ZipFile) -> int:
     """The most bytes a RECORD needs to list every member: bounded by the central directory
     (which lies in the file), not by what RECORD declares (a 1 MB wheel once declared a
     255 MiB RECORD)."""
-    return 4096 + sum(len(info.orig_filename.encode("utf-8", "surrogateescape"))
-                      + _RECORD_ROW_BEYOND_PATH for info in archive.infolist())
+    return 4096 + sum(
+        len(info.orig_filename.encode("utf-8", "surrogateescape")) + _RECORD_ROW_BEYOND_PATH
+        for info in archive.infolist()
+    )
 
 
 MAX_MISSING_NAMED = 20  # RECORD rows naming absent members, each named; then counted
@@ -316,8 +310,9 @@ def check_share(path: str, names: list[str], inflate: int, entries: int) -> Shar
     return done, inflate - budget.inflate, entries - budget.entries
 
 
-def _checked(path: Path, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo],
-             budget: ReadBudget, spread: Spread | None) -> list[tuple[bytes, ElfReport | None]]:
+def _checked(
+    path: Path, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], budget: ReadBudget, spread: Spread | None
+) -> list[tuple[bytes, ElfReport | None]]:
     """Each member's (sha256, ELF report), in `infos` order: read here, or in shares by
     `spread` for a large wheel. The shares' budgets are each the whole wheel's; what they
     spent together is held to it after (the refusal of a bomb is the same, only said later)."""
@@ -369,8 +364,7 @@ def _read_members(
         for name in missing[:MAX_MISSING_NAMED]:
             problems.append(f"RECORD lists {name}, which the archive does not hold")
         if len(missing) > MAX_MISSING_NAMED:
-            problems.append(f"RECORD lists {len(missing) - MAX_MISSING_NAMED} more members "
-                            "the archive does not hold")
+            problems.append(f"RECORD lists {len(missing) - MAX_MISSING_NAMED} more members the archive does not hold")
     return sorted(reports, key=lambda report: report.path)
 
 

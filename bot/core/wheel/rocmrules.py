@@ -33,8 +33,10 @@ def vendored_rocm_problems(report: WheelReport) -> list[str]:
         for needed in elf.needed:
             library = _rocm_name(needed) if grafted(needed) and needed not in carried_names else None
             if library is not None:
-                found.append(f"{elf.path} needs {needed}, a copy of {_what(library)} grafted by auditwheel; "
-                             f"the image must provide it {_exclude(library)}")
+                found.append(
+                    f"{elf.path} needs {needed}, a copy of {_what(library)} grafted by auditwheel; "
+                    f"the image must provide it {_exclude(library)}"
+                )
     return found
 
 
@@ -60,7 +62,7 @@ def rocm_major_problems(report: WheelReport) -> list[str]:
     majors = hip_majors([library for elf in report.elf for library in elf.needed])
     if segment is None or not majors:
         return []
-    said = segment[len("rocm"):].split(".")[0]
+    said = segment[len("rocm") :].split(".")[0]
     wrong = [major for major in majors if major != said]
     if not wrong:
         return []

@@ -11,8 +11,8 @@ from ...adapters.localbuild import local_build, run_local_build
 from ...adapters.smoke import SmokeResult
 from ...adapters.upstream import UpstreamRepo
 from ...core.config.model import CommandBuild, Component
-from ...core.errors import BuildFailed, WheelpinError
 from ...core.decide.plan import BuildSeen, BuildState
+from ...core.errors import BuildFailed, WheelpinError
 from .base import Builder, BuildPreview, BuildSite, CachedBuilds
 
 
@@ -30,14 +30,17 @@ class CommandBuilder(CachedBuilds):
 
     def _refusal(self) -> str | None:
         if not self.local_commands:
-            return (f"{self.component.name}: build.command is not run for a repository on GitHub "
-                    "(it would run the repository's code on the bot's host); use build.workflow")
+            return (
+                f"{self.component.name}: build.command is not run for a repository on GitHub "
+                "(it would run the repository's code on the bot's host); use build.workflow"
+            )
         return None
 
     def preview(self, commit: str) -> BuildPreview:
         planned = local_build(self.component, commit, self.cache)
-        return BuildPreview(runs=planned.said, where=f"a clean checkout of {commit[:8]} at {planned.checkout}",
-                            refusal=self._refusal())
+        return BuildPreview(
+            runs=planned.said, where=f"a clean checkout of {commit[:8]} at {planned.checkout}", refusal=self._refusal()
+        )
 
     def start(self, commit: str) -> str:
         refusal = self._refusal()

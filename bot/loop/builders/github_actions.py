@@ -15,9 +15,9 @@ from ...adapters.buildcache import COMPLETE, build_folder
 from ...adapters.smoke import SmokeResult
 from ...adapters.statefile import StateFile
 from ...core.config.model import ActionsBuild, Component
-from ...core.errors import BuildFailed, TransientError, WheelpinError
-from ...core.decide.plan import BuildSeen, BuildState
 from ...core.config.templates import commit_values, render
+from ...core.decide.plan import BuildSeen, BuildState
+from ...core.errors import BuildFailed, TransientError, WheelpinError
 from .base import Builder, BuildPreview, BuildSite, CachedBuilds
 
 if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
@@ -30,8 +30,16 @@ WHERE = "on GitHub Actions"  # where its builds run, as the plan says it
 class WorkflowBuilder(CachedBuilds):
     asynchronous = True
 
-    def __init__(self, component: Component, build: ActionsBuild, *, cache: Path, actions: ActionsClient | None,
-                 state: StateFile, base_branch: str) -> None:
+    def __init__(
+        self,
+        component: Component,
+        build: ActionsBuild,
+        *,
+        cache: Path,
+        actions: ActionsClient | None,
+        state: StateFile,
+        base_branch: str,
+    ) -> None:
         super().__init__(component, cache)
         self.build = build
         self.actions = actions
@@ -54,15 +62,24 @@ class WorkflowBuilder(CachedBuilds):
         a build that was no run, is said, never passed in silence."""
         run_id = self.state.run_of(self.component.name, commit)
         if run_id is None or self.actions is None:
-            return SmokeResult(by_workflow=True, not_run=["smoke test: the build was no run of the workflow, "
-                                                          "so no smoke job was seen"])
+            return SmokeResult(
+                by_workflow=True, not_run=["smoke test: the build was no run of the workflow, so no smoke job was seen"]
+            )
         smoke = [(name, conclusion) for name, conclusion in self.actions.jobs(run_id) if "smoke" in name.lower()]
         if not smoke:
-            return SmokeResult(by_workflow=True, not_run=[f"smoke test: run {run_id} has no job named like smoke, "
-                                                          "so the wheels were not smoke-tested"])
-        return SmokeResult(passed=[name for name, conclusion in smoke if conclusion == "success"],
-                           failed=[f"job {name!r} of run {run_id}: {conclusion or 'not finished'}"
-                                   for name, conclusion in smoke if conclusion != "success"], by_workflow=True)
+            return SmokeResult(
+                by_workflow=True,
+                not_run=[f"smoke test: run {run_id} has no job named like smoke, so the wheels were not smoke-tested"],
+            )
+        return SmokeResult(
+            passed=[name for name, conclusion in smoke if conclusion == "success"],
+            failed=[
+                f"job {name!r} of run {run_id}: {conclusion or 'not finished'}"
+                for name, conclusion in smoke
+                if conclusion != "success"
+            ],
+            by_workflow=True,
+        )
 
     def forget(self, commit: str) -> None:
         """The run followed for `commit` ended badly: the next try dispatches a new one."""
@@ -87,8 +104,12 @@ class WorkflowBuilder(CachedBuilds):
 
     def preview(self, commit: str) -> BuildPreview:
         ref = self.build.ref or self.base_branch
-        return BuildPreview(runs=f"workflow {self.build.workflow}", where=f"GitHub Actions, from {ref}",
-                            inputs=self._inputs(commit), refusal=None if self.actions is not None else self._no_actions())
+        return BuildPreview(
+            runs=f"workflow {self.build.workflow}",
+            where=f"GitHub Actions, from {ref}",
+            inputs=self._inputs(commit),
+            refusal=None if self.actions is not None else self._no_actions(),
+        )
 
     def status(self, commit: str) -> BuildSeen:
         seen = BuildSeen(asynchronous=True, adopts=self.adopts, where=WHERE)
@@ -118,16 +139,25 @@ class WorkflowBuilder(CachedBuilds):
         if existing is not None and existing.done and existing.conclusion != "success":
             existing = None  # a failed run is retried with a new one, not followed again
         if existing is None and pending is not None and time.time() - pending < DISPATCH_GRACE:
-            raise TransientError(f"{name}: the run dispatched for {commit[:8]} is not listed yet; "
-                                 "waiting for it rather than dispatching again", retry_after=15.0)
+            raise TransientError(
+                f"{name}: the run dispatched for {commit[:8]} is not listed yet; "
+                "waiting for it rather than dispatching again",
+                retry_after=15.0,
+            )
         if existing is not None:
             run_id: int | None = existing.id
         else:
             inputs = self._inputs(commit)
             since = self.state.record_dispatch(name, commit)
             try:
-                run_id = actions.dispatch(workflow, commit=commit, inputs=inputs, since=since, claimed=claimed,
-                                          ref=self.build.ref or self.base_branch)
+                run_id = actions.dispatch(
+                    workflow,
+                    commit=commit,
+                    inputs=inputs,
+                    since=since,
+                    claimed=claimed,
+                    ref=self.build.ref or self.base_branch,
+                )
             except TransientError:
                 raise  # it may have landed: the note makes the next pass look for its run first
             except WheelpinError:
@@ -150,13 +180,21 @@ class WorkflowBuilder(CachedBuilds):
         shutil.rmtree(out, ignore_errors=True)
         fetched = actions.download(run_id, out, ended_at=actions.run(run_id).ended_at)
         if not fetched:
-            raise BuildFailed(f"build run {run_id} of {commit[:8]} left no wheel in its artifacts",
-                              recorded=f"build run {run_id} left no wheel in its artifacts")
+            raise BuildFailed(
+                f"build run {run_id} of {commit[:8]} left no wheel in its artifacts",
+                recorded=f"build run {run_id} left no wheel in its artifacts",
+            )
         (out / COMPLETE).write_text(commit + "\n")
         return fetched
 
 
 def make(component: Component, site: BuildSite) -> Builder:
     assert isinstance(component.build, ActionsBuild)
-    return WorkflowBuilder(component, component.build, cache=site.cache, actions=site.actions, state=site.state,
-                           base_branch=site.base_branch)
+    return WorkflowBuilder(
+        component,
+        component.build,
+        cache=site.cache,
+        actions=site.actions,
+        state=site.state,
+        base_branch=site.base_branch,
+    )

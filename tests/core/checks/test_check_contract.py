@@ -15,30 +15,32 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.configdisk import load_config
 from bot.cli import build_parser
 from bot.core.checks import CHECKS, KINDS, LABELS, WheelCheck, WheelRules, kinded_problems, problems
+from bot.core.checks.component import check_wheels, component_rules, summary
 from bot.core.config.model import Component, Wheel
+from bot.core.proposal.assemble import verification_lines
+from bot.core.proposal.text import ProposalFacts, body
 from bot.core.wheel.metadata import Variant
 from bot.core.wheel.report import WheelReport, inspect_wheel
-from bot.core.proposal.text import ProposalFacts, body
-from bot.core.proposal.assemble import verification_lines
-from bot.core.checks.component import check_wheels, component_rules, summary
-from bot.adapters.configdisk import load_config
 
 COMMIT = "05fc77a0" + "1" * 32
 CONFIGS = Path(__file__).resolve().parents[3] / "config"
 
 
 def _needing(library: str) -> Callable[[WheelReport], WheelReport]:
-    return lambda report: replace(report, elf=(replace(report.elf[0], needed=(*report.elf[0].needed, library)),
-                                               *report.elf[1:]))
+    return lambda report: replace(
+        report, elf=(replace(report.elf[0], needed=(*report.elf[0].needed, library)), *report.elf[1:])
+    )
 
 
 def _variant(*archs: str) -> Callable[[WheelReport], WheelReport]:
     """The wheel as a variant wheel whose properties promise `archs` (the AMD variant
     provider's `amd :: gfx_arch`: core/checks/variant.py)."""
-    return lambda report: replace(report, variant=Variant("amd_" + "_".join(archs),
-                                                          tuple(f"amd :: gfx_arch :: {arch}" for arch in archs)))
+    return lambda report: replace(
+        report, variant=Variant("amd_" + "_".join(archs), tuple(f"amd :: gfx_arch :: {arch}" for arch in archs))
+    )
 
 
 def _tagged(platform: str) -> Callable[[WheelReport], WheelReport]:
@@ -55,23 +57,43 @@ class Case:
 
 CASES: dict[str, Case] = {
     "expect_name": Case(("--expect-name", "LMCache"), "lmcache", lambda r: replace(r, name="vllm")),
-    "expect_commit": Case(("--expect-commit", COMMIT[:8]), True,
-                          lambda r: replace(r, version=r.version.replace("g05fc77a0", "g3d3aa833"))),
+    "expect_commit": Case(
+        ("--expect-commit", COMMIT[:8]), True, lambda r: replace(r, version=r.version.replace("g05fc77a0", "g3d3aa833"))
+    ),
     "python_tags": Case((), ["cp312"], lambda r: r),  # broken by two wheels for cp312: see set_of
-    "local_segments": Case(("--expect-segment", "torch2.10"), ["torch2.10"],
-                           lambda r: replace(r, version=r.version.replace("torch2.10", "torch2.11"))),
+    "local_segments": Case(
+        ("--expect-segment", "torch2.10"),
+        ["torch2.10"],
+        lambda r: replace(r, version=r.version.replace("torch2.10", "torch2.11")),
+    ),
     "require_archs": Case(("--require-arch", "gfx942"), ["gfx942"], lambda r: replace(r, elf=())),
-    "wanted_archs": Case(("--want-arch", "gfx942", "--want-arch", "gfx950"), ["gfx942", "gfx950"],
-                         lambda r: replace(r, elf=tuple(replace(e, targets=("gfx1100",)) for e in r.elf))),
+    "wanted_archs": Case(
+        ("--want-arch", "gfx942", "--want-arch", "gfx950"),
+        ["gfx942", "gfx950"],
+        lambda r: replace(r, elf=tuple(replace(e, targets=("gfx1100",)) for e in r.elf)),
+    ),
     "allow_variant_mismatch": Case((), False, _variant("gfx942", "gfx950"), fits=_variant("gfx942")),
     "rocm": Case((), True, _needing("libcudart.so.12")),
     "forbid_needed": Case(("--forbid-needed", "libcrypt*"), ["libcrypt*"], _needing("libcrypt.so.1")),
-    "require_needed": Case(("--require-needed", "libm.so*"), ["libm.so*"],
-                           lambda r: replace(r, elf=tuple(replace(e, needed=()) for e in r.elf))),
-    "allow_vendored_rocm": Case((), False, lambda r: replace(r, elf=(*r.elf, replace(
-        r.elf[0], path="lmcache.libs/libamdhip64-5f3a9c1e.so.7", soname="libamdhip64-5f3a9c1e.so.7")))),
-    "max_glibc": Case(("--max-glibc", "2.28"), "2.28", _tagged("manylinux_2_34_x86_64"),
-                      fits=_tagged("manylinux_2_28_x86_64")),
+    "require_needed": Case(
+        ("--require-needed", "libm.so*"),
+        ["libm.so*"],
+        lambda r: replace(r, elf=tuple(replace(e, needed=()) for e in r.elf)),
+    ),
+    "allow_vendored_rocm": Case(
+        (),
+        False,
+        lambda r: replace(
+            r,
+            elf=(
+                *r.elf,
+                replace(r.elf[0], path="lmcache.libs/libamdhip64-5f3a9c1e.so.7", soname="libamdhip64-5f3a9c1e.so.7"),
+            ),
+        ),
+    ),
+    "max_glibc": Case(
+        ("--max-glibc", "2.28"), "2.28", _tagged("manylinux_2_34_x86_64"), fits=_tagged("manylinux_2_28_x86_64")
+    ),
 }
 # Checks whose passing the proposal has never said (it lists what was asked of the wheel,
 # not every default refusal); saying them now would change every proposal's text.
@@ -85,8 +107,9 @@ def report(rocm_wheel: Path) -> WheelReport:
 
 @pytest.fixture(scope="module")
 def base() -> Component:
-    return load_config(CONFIGS / "atom-lmcache" / ".github" / "wheelpin.toml",
-                       root=CONFIGS / "atom-lmcache").config.components[0]
+    return load_config(
+        CONFIGS / "atom-lmcache" / ".github" / "wheelpin.toml", root=CONFIGS / "atom-lmcache"
+    ).config.components[0]
 
 
 def configured(base: Component, check: WheelCheck[object], value: object) -> Component:
@@ -130,7 +153,8 @@ def test_its_flag_parses_into_its_rule(name: str) -> None:
 
 @pytest.mark.parametrize("name", [name for name, check in CHECKS.items() if check.flag])
 def test_from_its_flag_a_fitting_wheel_passes_and_a_breaking_one_has_a_problem_of_its_kind(
-        name: str, report: WheelReport) -> None:
+    name: str, report: WheelReport
+) -> None:
     check, case = CHECKS[name], CASES[name]
     rules = inspect_rules(case.argv)
     assert problems(case.fits(report), rules) == []
@@ -140,7 +164,8 @@ def test_from_its_flag_a_fitting_wheel_passes_and_a_breaking_one_has_a_problem_o
 
 @pytest.mark.parametrize("name", list(CHECKS))
 def test_from_its_config_field_it_refuses_under_its_label_and_the_proposal_says_it_passed(
-        name: str, report: WheelReport, base: Component) -> None:
+    name: str, report: WheelReport, base: Component
+) -> None:
     check = CHECKS[name]
     component = configured(base, check, CASES[name].config)
     rules = component_rules(component, commit=COMMIT)
@@ -153,9 +178,18 @@ def test_from_its_config_field_it_refuses_under_its_label_and_the_proposal_says_
     said = check.passed(rules.of(check))
     assert bool(said) != (name in SILENT)
     lines = verification_lines(component, COMMIT)
-    text = body(ProposalFacts(component="lmcache", upstream="https://github.com/LMCache/LMCache", old_commit=None,
-                              new_commit=COMMIT, version=report.version, image="ghcr.io/o/lmcache@sha256:" + "c" * 64,
-                              wheels=(), verification=lines))
+    text = body(
+        ProposalFacts(
+            component="lmcache",
+            upstream="https://github.com/LMCache/LMCache",
+            old_commit=None,
+            new_commit=COMMIT,
+            version=report.version,
+            image="ghcr.io/o/lmcache@sha256:" + "c" * 64,
+            wheels=(),
+            verification=lines,
+        )
+    )
     section = text.split("### Verification\n", 1)[1]
     assert all(f"- ✅ {line}\n" in section for line in said)
 

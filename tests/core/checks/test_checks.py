@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.wheel.amdgpu import TargetId
 from bot.core.checks import WheelRules, problems
+from bot.core.wheel.amdgpu import TargetId
 from bot.core.wheel.elf import ElfReport
 from bot.core.wheel.report import WheelReport, inspect_wheel
 from bot.core.wheel.rocmlibs import library_of, rocm_library
@@ -72,15 +72,17 @@ def test_expect_commit_must_be_hex(report: WheelReport) -> None:
 
 
 def test_versions_without_commit(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path, name="mooncake-transfer-engine-rocm", version="0.3.13.post1",
-                        files={"mooncake/__init__.py": b""})
+    wheel = build_wheel(
+        tmp_path, name="mooncake-transfer-engine-rocm", version="0.3.13.post1", files={"mooncake/__init__.py": b""}
+    )
     found = problems(inspect_wheel(wheel), WheelRules(expect_commit=COMMIT))
     assert found == [f"version 0.3.13.post1 carries no commit (expected g{COMMIT[:8]})"]
 
 
 def test_names_normalise_but_cuda_name_differs(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path, name="mooncake-transfer-engine-rocm", version="0.3.13.post1",
-                        files={"mooncake/__init__.py": b""})
+    wheel = build_wheel(
+        tmp_path, name="mooncake-transfer-engine-rocm", version="0.3.13.post1", files={"mooncake/__init__.py": b""}
+    )
     report = inspect_wheel(wheel)
     assert problems(report, WheelRules(expect_name="mooncake_transfer_engine_rocm")) == []
     assert problems(report, WheelRules(expect_name="Mooncake.Transfer.Engine.ROCm")) == []
@@ -88,21 +90,20 @@ def test_names_normalise_but_cuda_name_differs(tmp_path: Path) -> None:
 
 
 def test_pure_python_wheel_passes_the_rocm_check_but_not_an_arch(tmp_path: Path) -> None:
-    report = inspect_wheel(build_wheel(tmp_path, name="demo", version="1.0",
-                                       files={"demo/__init__.py": b""}))
+    report = inspect_wheel(build_wheel(tmp_path, name="demo", version="1.0", files={"demo/__init__.py": b""}))
     assert problems(report, WheelRules()) == []
-    assert problems(report, rules(require_archs=["gfx942"])) == [
-        "no HIP device code found, but gfx942 is required"]
+    assert problems(report, rules(require_archs=["gfx942"])) == ["no HIP device code found, but gfx942 is required"]
 
 
 def fake_elf(**kwargs: object) -> ElfReport:
-    base = ElfReport(path="pkg/_c.so", needed=(), gpu=None, targets=(), archs=(), bundles=0,
-                     compressed_bundles=0)
+    base = ElfReport(path="pkg/_c.so", needed=(), gpu=None, targets=(), archs=(), bundles=0, compressed_bundles=0)
     return replace(base, **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("library", ["libcudart.so.13", "libcuda.so.1", "libnvrtc.so.12",
-                                     "libcublasLt.so.12", "libtorch_cuda.so", "libc10_cuda.so"])
+@pytest.mark.parametrize(
+    "library",
+    ["libcudart.so.13", "libcuda.so.1", "libnvrtc.so.12", "libcublasLt.so.12", "libtorch_cuda.so", "libc10_cuda.so"],
+)
 def test_cuda_libraries_are_problems(report: WheelReport, library: str) -> None:
     cuda = replace(report, elf=(fake_elf(needed=(library,)),))
     (found,) = problems(cuda, WheelRules())
@@ -136,15 +137,22 @@ def _vendoring_wheel(folder: Path, *, with_member: bool = True, version: str = "
     files = {"mooncake/__init__.py": b"", "mooncake/engine.so": engine.read_bytes()}
     if with_member:
         files[f"{LIBS}/{GRAFTED}"] = runtime.read_bytes()
-    return build_wheel(folder / "dist", name="mooncake-transfer-engine-rocm", version=version,
-                       tag="cp312-cp312-manylinux_2_35_x86_64", files=files)
+    return build_wheel(
+        folder / "dist",
+        name="mooncake-transfer-engine-rocm",
+        version=version,
+        tag="cp312-cp312-manylinux_2_35_x86_64",
+        files=files,
+    )
 
 
 def test_a_wheel_carrying_the_hip_runtime_is_refused(tmp_path: Path) -> None:
     report = inspect_wheel(_vendoring_wheel(tmp_path))
     assert [elf.soname for elf in report.elf] == ["engine.so", GRAFTED]
-    vendored = (f"{LIBS}/{GRAFTED} carries the ROCm runtime libamdhip64; the image must provide it "
-                "(auditwheel repair --exclude 'libamdhip64.so*')")
+    vendored = (
+        f"{LIBS}/{GRAFTED} carries the ROCm runtime libamdhip64; the image must provide it "
+        "(auditwheel repair --exclude 'libamdhip64.so*')"
+    )
     assert problems(report, WheelRules()) == [vendored]
     # the grafted copy is not the image's HIP runtime, which is what a required library is
     required = "no ELF file in the wheel needs a library matching libamdhip64*"
@@ -156,7 +164,8 @@ def test_a_grafted_hip_runtime_needed_but_not_carried_is_refused(tmp_path: Path)
     report = inspect_wheel(_vendoring_wheel(tmp_path, with_member=False))
     assert problems(report, WheelRules()) == [
         f"mooncake/engine.so needs {GRAFTED}, a copy of the ROCm runtime libamdhip64 grafted by auditwheel; "
-        "the image must provide it (auditwheel repair --exclude 'libamdhip64.so*')"]
+        "the image must provide it (auditwheel repair --exclude 'libamdhip64.so*')"
+    ]
 
 
 def test_rocm_libraries_copied_in_unrenamed_are_refused_and_others_grafted_are_not(tmp_path: Path) -> None:
@@ -165,11 +174,18 @@ def test_rocm_libraries_copied_in_unrenamed_are_refused_and_others_grafted_are_n
     rocfft = stub_library(tmp_path, "librocfft-device-0.so.0", "librocfft-device-0.so.0.1")
     gflags = stub_library(tmp_path, "libgflags-f3c7dc50.so.2.2.2", "libgflags-f3c7dc50.so.2.2.2")
     hipblaslt = stub_library(tmp_path, "libhipblaslt.so.1", "libhipblaslt.so.1.0")
-    wheel = build_wheel(tmp_path / "dist", name="torch", version="2.10.0+rocm7.2", tag="cp312-cp312-linux_x86_64",
-                        files={"torch/lib/librocblas.so": rocblas.read_bytes(),  # named by its SONAME only
-                               "torch/lib/librocfft-device-0.so.0": rocfft.read_bytes(),
-                               "torch/lib/libhipblaslt.so": hipblaslt.read_bytes(),
-                               f"torch.libs/{gflags.name}": gflags.read_bytes()})
+    wheel = build_wheel(
+        tmp_path / "dist",
+        name="torch",
+        version="2.10.0+rocm7.2",
+        tag="cp312-cp312-linux_x86_64",
+        files={
+            "torch/lib/librocblas.so": rocblas.read_bytes(),  # named by its SONAME only
+            "torch/lib/librocfft-device-0.so.0": rocfft.read_bytes(),
+            "torch/lib/libhipblaslt.so": hipblaslt.read_bytes(),
+            f"torch.libs/{gflags.name}": gflags.read_bytes(),
+        },
+    )
     found = problems(inspect_wheel(wheel), WheelRules())
     assert found == [
         "torch/lib/libhipblaslt.so carries the ROCm library libhipblaslt; the image must provide it "
@@ -177,17 +193,27 @@ def test_rocm_libraries_copied_in_unrenamed_are_refused_and_others_grafted_are_n
         "torch/lib/librocblas.so carries the ROCm library librocblas; the image must provide it "
         "(auditwheel repair --exclude 'librocblas.so*')",
         "torch/lib/librocfft-device-0.so.0 carries the ROCm library librocfft-device-0; the image must "
-        "provide it (auditwheel repair --exclude 'librocfft-device-0.so*')"]
+        "provide it (auditwheel repair --exclude 'librocfft-device-0.so*')",
+    ]
 
 
-@pytest.mark.parametrize(("name", "library"), [
-    ("libamdhip64.so.7", "libamdhip64"), ("libamdhip64-5f3a9c1e.so.7.2.70200", "libamdhip64"),
-    ("libhsa-runtime64.so.1", "libhsa-runtime64"), ("libhipblaslt.so.0", "libhipblaslt"),
-    ("libhipblas.so.3", "libhipblas"), ("librocfft-device-3.so.0", "librocfft"),
-    ("librocprofiler-sdk-roctx.so.1", "librocprofiler"), ("libMIOpen.so.1", "libMIOpen"),
-    ("libasio-43102265.so", None), ("libhipcub.so", None), ("libc.so.6", None),
-    ("engine.cpython-312-x86_64-linux-gnu.so", None),
-])
+@pytest.mark.parametrize(
+    ("name", "library"),
+    [
+        ("libamdhip64.so.7", "libamdhip64"),
+        ("libamdhip64-5f3a9c1e.so.7.2.70200", "libamdhip64"),
+        ("libhsa-runtime64.so.1", "libhsa-runtime64"),
+        ("libhipblaslt.so.0", "libhipblaslt"),
+        ("libhipblas.so.3", "libhipblas"),
+        ("librocfft-device-3.so.0", "librocfft"),
+        ("librocprofiler-sdk-roctx.so.1", "librocprofiler"),
+        ("libMIOpen.so.1", "libMIOpen"),
+        ("libasio-43102265.so", None),
+        ("libhipcub.so", None),
+        ("libc.so.6", None),
+        ("engine.cpython-312-x86_64-linux-gnu.so", None),
+    ],
+)
 def test_which_names_are_rocm_libraries(name: str, library: str | None) -> None:
     read = library_of(name)
     assert (rocm_library(read.name) if read else None) == library
@@ -196,15 +222,23 @@ def test_which_names_are_rocm_libraries(name: str, library: str | None) -> None:
 # -- the ROCm a local version says is the HIP runtime's the ELF files need ------------------
 
 
-@pytest.mark.parametrize(("major", "said"), [
-    (7, []),
-    (6, ["version 0.5.6+g05fc77a0.rocm7.2.4 says rocm7.2.4, but its ELF files need libamdhip64.so.6 (ROCm 6)"]),
-])
+@pytest.mark.parametrize(
+    ("major", "said"),
+    [
+        (7, []),
+        (6, ["version 0.5.6+g05fc77a0.rocm7.2.4 says rocm7.2.4, but its ELF files need libamdhip64.so.6 (ROCm 6)"]),
+    ],
+)
 def test_the_local_versions_rocm_against_the_hip_runtime_needed(tmp_path: Path, major: int, said: list[str]) -> None:
     runtime = hip_runtime(tmp_path, major)
     ops = stub_library(tmp_path, "c_ops.so", "c_ops.so", needed=[runtime])
-    wheel = build_wheel(tmp_path / "dist", name="lmcache", version="0.5.6+g05fc77a0.rocm7.2.4",
-                        tag="cp312-cp312-linux_x86_64", files={"lmcache/c_ops.so": ops.read_bytes()})
+    wheel = build_wheel(
+        tmp_path / "dist",
+        name="lmcache",
+        version="0.5.6+g05fc77a0.rocm7.2.4",
+        tag="cp312-cp312-linux_x86_64",
+        files={"lmcache/c_ops.so": ops.read_bytes()},
+    )
     assert problems(inspect_wheel(wheel), WheelRules()) == said
 
 

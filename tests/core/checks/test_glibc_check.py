@@ -18,25 +18,33 @@ NO_PROMISE = "promises no glibc version (PEP 600: only a manylinux tag does); au
 
 
 def wheel(folder: Path, tag: str) -> Path:
-    return build_wheel(folder, name="mooncake-transfer-engine", version="0.3.7", tag=tag,
-                       files={"mooncake/__init__.py": b""})
+    return build_wheel(
+        folder, name="mooncake-transfer-engine", version="0.3.7", tag=tag, files={"mooncake/__init__.py": b""}
+    )
 
 
-@pytest.mark.parametrize(("tag", "said"), [
-    ("cp312-cp312-manylinux_2_28_x86_64", []),
-    ("cp312-cp312-manylinux_2_17_x86_64", []),
-    ("cp312-cp312-manylinux2014_x86_64", []),  # PEP 600's legacy name for manylinux_2_17
-    ("cp312-cp312-manylinux1_x86_64", []),  # … and for manylinux_2_5
-    # auditwheel writes a compressed tag set: any one tag the images satisfy will do
-    ("cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64", []),
-    ("py3-none-any", []),  # a pure wheel runs on any glibc
-    ("cp312-cp312-manylinux_2_34_x86_64",
-     ["platform tag manylinux_2_34_x86_64 needs glibc 2.34 or newer, the images have 2.28 (wheel.max_glibc)"]),
-    ("cp312-cp312-manylinux_2_31_x86_64.manylinux_2_34_x86_64",  # said by the least it needs
-     ["platform tag manylinux_2_31_x86_64 needs glibc 2.31 or newer, the images have 2.28 (wheel.max_glibc)"]),
-    ("cp312-cp312-linux_x86_64", [f"platform tag linux_x86_64 {NO_PROMISE}"]),
-    ("cp312-cp312-musllinux_1_2_x86_64", [f"platform tag musllinux_1_2_x86_64 {NO_PROMISE}"]),
-])
+@pytest.mark.parametrize(
+    ("tag", "said"),
+    [
+        ("cp312-cp312-manylinux_2_28_x86_64", []),
+        ("cp312-cp312-manylinux_2_17_x86_64", []),
+        ("cp312-cp312-manylinux2014_x86_64", []),  # PEP 600's legacy name for manylinux_2_17
+        ("cp312-cp312-manylinux1_x86_64", []),  # … and for manylinux_2_5
+        # auditwheel writes a compressed tag set: any one tag the images satisfy will do
+        ("cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64", []),
+        ("py3-none-any", []),  # a pure wheel runs on any glibc
+        (
+            "cp312-cp312-manylinux_2_34_x86_64",
+            ["platform tag manylinux_2_34_x86_64 needs glibc 2.34 or newer, the images have 2.28 (wheel.max_glibc)"],
+        ),
+        (
+            "cp312-cp312-manylinux_2_31_x86_64.manylinux_2_34_x86_64",  # said by the least it needs
+            ["platform tag manylinux_2_31_x86_64 needs glibc 2.31 or newer, the images have 2.28 (wheel.max_glibc)"],
+        ),
+        ("cp312-cp312-linux_x86_64", [f"platform tag linux_x86_64 {NO_PROMISE}"]),
+        ("cp312-cp312-musllinux_1_2_x86_64", [f"platform tag musllinux_1_2_x86_64 {NO_PROMISE}"]),
+    ],
+)
 def test_a_platform_tag_against_the_images_glibc(tmp_path: Path, tag: str, said: list[str]) -> None:
     report = inspect_wheel(wheel(tmp_path, tag))
     assert problems(report, WheelRules(max_glibc="2.28")) == said
@@ -47,7 +55,8 @@ def test_wheel_inspect_max_glibc(tmp_path: Path) -> None:
     newer = wheel(tmp_path, "cp312-cp312-manylinux_2_34_x86_64")
     refused = wheelpin("wheel", "inspect", str(newer), "--max-glibc", "2.28", "--json")
     assert refused.code == 1 and refused.json()["problems"] == [
-        "platform tag manylinux_2_34_x86_64 needs glibc 2.34 or newer, the images have 2.28 (wheel.max_glibc)"]
+        "platform tag manylinux_2_34_x86_64 needs glibc 2.34 or newer, the images have 2.28 (wheel.max_glibc)"
+    ]
     assert wheelpin("wheel", "inspect", str(newer), "--max-glibc", "2.34").code == 0
     bad = wheelpin("wheel", "inspect", str(newer), "--max-glibc", "2.x")
     assert bad.code == 2 and "'2.x' is not a glibc version such as 2.28" in bad.stderr and bad.stdout == ""
@@ -58,8 +67,10 @@ def test_a_max_glibc_that_is_no_version_is_located_in_the_config(tmp_path: Path)
     for name in ("Dockerfile", "atom_release.dockerfile"):
         (tmp_path / "docker" / name).write_text(PINNED)
     text = GOOD.replace('distribution = "lmcache",', 'distribution = "lmcache", max_glibc = "2.28.1",', 1)
-    assert any(":4: lmcache.wheel.max_glibc: '2.28.1' is not a glibc version such as 2.28" in problem
-               for problem in problems_of(tmp_path, text))
+    assert any(
+        ":4: lmcache.wheel.max_glibc: '2.28.1' is not a glibc version such as 2.28" in problem
+        for problem in problems_of(tmp_path, text)
+    )
 
 
 def test_an_unset_max_glibc_leaves_the_rules_digest_of_published_images_as_it_was() -> None:

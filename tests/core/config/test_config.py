@@ -12,8 +12,11 @@ from bot.core.config.load import ConfigInvalid
 from tests.cli import wheelpin
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = [ROOT / "config/atom-lmcache/.github/wheelpin.toml", ROOT / "config/mooncake/.github/wheelpin.toml",
-            ROOT / "config/demo/wheelpin.toml"]
+EXAMPLES = [
+    ROOT / "config/atom-lmcache/.github/wheelpin.toml",
+    ROOT / "config/mooncake/.github/wheelpin.toml",
+    ROOT / "config/demo/wheelpin.toml",
+]
 
 GOOD = """\
 [[component]]
@@ -31,8 +34,10 @@ pins = [
 """
 
 
-PINNED = ('ARG LMCACHE_WHEEL_IMAGE="docker.io/rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210'
-          '@sha256:' + "a" * 64 + '"\nARG LMCACHE_WHEEL_SHA256=' + "b" * 64 + "\nFROM a\n")
+PINNED = (
+    'ARG LMCACHE_WHEEL_IMAGE="docker.io/rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210'
+    "@sha256:" + "a" * 64 + '"\nARG LMCACHE_WHEEL_SHA256=' + "b" * 64 + "\nFROM a\n"
+)
 
 
 @pytest.fixture()
@@ -52,7 +57,9 @@ def problems_of(repo: Path, text: str) -> list[str]:
     return caught.value.problems
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.parent.name if p.parent.name != ".github" else p.parent.parent.name)
+@pytest.mark.parametrize(
+    "example", EXAMPLES, ids=lambda p: p.parent.name if p.parent.name != ".github" else p.parent.parent.name
+)
 def test_examples_validate(example: Path) -> None:
     result = wheelpin("config", "validate", str(example), "--json")
     assert result.code == 0, result.stdout + result.stderr
@@ -105,20 +112,37 @@ def test_toml_1_1_inline_tables_over_lines_still_load(repo: Path) -> None:
         ('name = "lmcache"', 'name = "lmcache"\ncolour = "red"', ":3: lmcache.colour: unknown key"),
         ('"gfx950"]', '"gfx9500"]', ":4: lmcache.wheel.archs: 'gfx9500' is not an AMDGPU processor"),
         ('branch = "dev"', 'branch = "dev", tags = "v*"', ":3: lmcache.upstream: give exactly one of"),
-        ('{ lmcache_commit = "{sha}" }', '{ lmcache_commit = "{version}" }',
-         ":6: lmcache.build.inputs.lmcache_commit: placeholder {version} cannot be filled"),
+        (
+            '{ lmcache_commit = "{sha}" }',
+            '{ lmcache_commit = "{version}" }',
+            ":6: lmcache.build.inputs.lmcache_commit: placeholder {version} cannot be filled",
+        ),
         ('{ lmcache_commit = "{sha}" }', '{ c = "{nope}" }', ":6: lmcache.build.inputs.c: placeholder {nope}"),
-        ('-g{sha8}-rocm', '+g{sha8}-rocm', ":7: lmcache.image.tag: tag template"),
-        ('-g{sha8}-rocm-torch210', '-rocm-torch210', ":7: lmcache.image.tag: must carry the commit"),
+        ("-g{sha8}-rocm", "+g{sha8}-rocm", ":7: lmcache.image.tag: tag template"),
+        ("-g{sha8}-rocm-torch210", "-rocm-torch210", ":7: lmcache.image.tag: must carry the commit"),
         ('"lmcache-v{version_base}', '"{sha}{sha}{sha}{version_base}', ":7: lmcache.image.tag: tag template"),
         ('"docker.io/rocm/atom-dev"', '"docker.io/ROCm/atom-dev:latest"', ":7: lmcache.image.repository"),
         ('["numpy==2.3.5"]', '["numpy >>= 2"]', ":8: lmcache.constraints[0]: requirement 'numpy >>= 2' is malformed"),
-        ('docker/atom_release.dockerfile', 'docker/missing.dockerfile',
-         ":11: lmcache.pins[1].file: pin file docker/missing.dockerfile does not exist"),
-        ('docker/atom_release.dockerfile', '../outside', ":11: lmcache.pins[1].file: '../outside' must be a path inside"),
-        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
-         'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', ":11: lmcache.pins[1]: give exactly one of image_arg or from_stage"),
-        ('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg', 'image_arg = "1BAD", sha256_arg', ":10: lmcache.pins[0].image_arg"),
+        (
+            "docker/atom_release.dockerfile",
+            "docker/missing.dockerfile",
+            ":11: lmcache.pins[1].file: pin file docker/missing.dockerfile does not exist",
+        ),
+        (
+            "docker/atom_release.dockerfile",
+            "../outside",
+            ":11: lmcache.pins[1].file: '../outside' must be a path inside",
+        ),
+        (
+            'image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
+            'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
+            ":11: lmcache.pins[1]: give exactly one of image_arg or from_stage",
+        ),
+        (
+            'image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg',
+            'image_arg = "1BAD", sha256_arg',
+            ":10: lmcache.pins[0].image_arg",
+        ),
         ('name = "lmcache"', 'name = "LMCache Wheel"', ":2: component[0].name"),
     ],
 )
@@ -132,11 +156,15 @@ def test_mistakes_are_located(repo: Path, old: str, new: str, expected: str) -> 
 def test_every_problem_is_listed(repo: Path) -> None:
     text = GOOD.replace('"gfx950"]', '"gfx9500"]').replace('name = "lmcache"', 'name = "lmcache"\nx = 1')
     text += "\n" + GOOD.replace("docker/Dockerfile", "docker/nope")
-    problems = problems_of(repo, "[defaults]\nschedule = \"every now and then\"\n\n" + text)
+    problems = problems_of(repo, '[defaults]\nschedule = "every now and then"\n\n' + text)
     joined = "\n".join(problems)
-    for fragment in ("defaults.schedule", "wheel.archs", "component[0].x: unknown key",
-                     "component[1].name: component name 'lmcache' is used twice",
-                     "component[1].pins[0].file: pin file docker/nope"):
+    for fragment in (
+        "defaults.schedule",
+        "wheel.archs",
+        "component[0].x: unknown key",
+        "component[1].name: component name 'lmcache' is used twice",
+        "component[1].pins[0].file: pin file docker/nope",
+    ):
         assert fragment in joined
     lines = [int(problem.split(":")[1]) for problem in problems]
     assert lines == sorted(lines)
@@ -169,41 +197,61 @@ def validate(repo: Path, text: str, dockerfile: str) -> tuple[int, list[str], li
     return result.code, result.json()["problems"], result.json()["warnings"]
 
 
-@pytest.mark.parametrize(("dockerfile", "expected"), [
-    (PINNED.replace("LMCACHE_WHEEL_IMAGE", "LMCACHE_IMAGE"),
-     "lmcache.pins[0].image_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_IMAGE is not declared (ARGs here: "
-     "LMCACHE_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_IMAGE?)"),
-    (PINNED.replace("ARG LMCACHE_WHEEL_SHA256", "ARG LMCACHE_SHA"),
-     "docker/Dockerfile: ARG LMCACHE_WHEEL_SHA256 is not declared (ARGs here: LMCACHE_SHA, "
-     "LMCACHE_WHEEL_IMAGE; did you mean LMCACHE_WHEEL_IMAGE?)"),
-    (PINNED.replace("docker.io/rocm/atom-dev", "ghcr.io/someone/atom-dev"),
-     "lmcache.pins[0].image_arg: docker/Dockerfile:1: ghcr.io/someone/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0"
-     "-rocm-torch210@sha256:" + "a" * 64 + " is not in the component's repository docker.io/rocm/atom-dev"),
-    (PINNED.replace('"docker.io', '"not a reference at all docker.io'), "is not an image reference"),
-])
+@pytest.mark.parametrize(
+    ("dockerfile", "expected"),
+    [
+        (
+            PINNED.replace("LMCACHE_WHEEL_IMAGE", "LMCACHE_IMAGE"),
+            "lmcache.pins[0].image_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_IMAGE is not declared (ARGs here: "
+            "LMCACHE_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_IMAGE?)",
+        ),
+        (
+            PINNED.replace("ARG LMCACHE_WHEEL_SHA256", "ARG LMCACHE_SHA"),
+            "docker/Dockerfile: ARG LMCACHE_WHEEL_SHA256 is not declared (ARGs here: LMCACHE_SHA, "
+            "LMCACHE_WHEEL_IMAGE; did you mean LMCACHE_WHEEL_IMAGE?)",
+        ),
+        (
+            PINNED.replace("docker.io/rocm/atom-dev", "ghcr.io/someone/atom-dev"),
+            "lmcache.pins[0].image_arg: docker/Dockerfile:1: ghcr.io/someone/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0"
+            "-rocm-torch210@sha256:" + "a" * 64 + " is not in the component's repository docker.io/rocm/atom-dev",
+        ),
+        (PINNED.replace('"docker.io', '"not a reference at all docker.io'), "is not an image reference"),
+    ],
+)
 def test_validate_refuses_a_pin_the_pass_would_refuse(repo: Path, dockerfile: str, expected: str) -> None:
     code, problems, _ = validate(repo, GOOD, dockerfile)
     assert code == 2 and any(problem.endswith(expected) for problem in problems), problems
 
 
 def test_validate_names_the_stages_a_from_stage_pin_could_mean(repo: Path) -> None:
-    text = GOOD.replace('image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]',
-                        'from_stage = "wheels" },\n]')
-    (repo / "docker/atom_release.dockerfile").write_text("FROM docker.io/rocm/atom-dev:x@sha256:" + "a" * 64
-                                                          + " AS wheel\nFROM base AS final\n")
+    text = GOOD.replace(
+        'image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', 'from_stage = "wheels" },\n]'
+    )
+    (repo / "docker/atom_release.dockerfile").write_text(
+        "FROM docker.io/rocm/atom-dev:x@sha256:" + "a" * 64 + " AS wheel\nFROM base AS final\n"
+    )
     code, problems, _ = validate(repo, text, PINNED)
     assert code == 2
-    assert problems == [f"{repo / 'wheelpin.toml'}:11: lmcache.pins[1].from_stage: docker/atom_release.dockerfile: "
-                        "no FROM … AS wheels stage (stages here: final, wheel; did you mean wheel?)"]
+    assert problems == [
+        f"{repo / 'wheelpin.toml'}:11: lmcache.pins[1].from_stage: docker/atom_release.dockerfile: "
+        "no FROM … AS wheels stage (stages here: final, wheel; did you mean wheel?)"
+    ]
 
 
 def test_a_pinned_tag_the_template_does_not_give_is_said_not_refused(repo: Path) -> None:
     """The first bump replaces it (a bootstrap pin `:latest@sha256:…` is usual): a warning."""
-    code, problems, warnings = validate(repo, GOOD, PINNED.replace("lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210", "latest"))
+    code, problems, warnings = validate(
+        repo, GOOD, PINNED.replace("lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210", "latest")
+    )
     assert code == 0 and not problems
-    assert any(warning.endswith("docker/Dockerfile:1: tag 'latest' does not fit the tag template "
-                                "'lmcache-v{version_base}-g{sha8}-rocm-torch210' of component lmcache: "
-                                "the first bump replaces it") for warning in warnings), warnings
+    assert any(
+        warning.endswith(
+            "docker/Dockerfile:1: tag 'latest' does not fit the tag template "
+            "'lmcache-v{version_base}-g{sha8}-rocm-torch210' of component lmcache: "
+            "the first bump replaces it"
+        )
+        for warning in warnings
+    ), warnings
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in (ROOT / "tests/golden/pins").iterdir()))
@@ -213,12 +261,15 @@ def test_every_golden_pins_config_validates(case: str) -> None:
     assert result.code == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    ('name = "lmcache"', 'name = "lmcache"\nlabel = ["x"]', "lmcache.label: unknown key, did you mean `labels`?"),
-    ('branch = "dev"', 'brnch = "dev"', "lmcache.upstream.brnch: unknown key, did you mean `branch`?"),
-    ('image_arg', 'imag_arg', "lmcache.pins[0].imag_arg: unknown key, did you mean `image_arg`?"),
-    ('name = "lmcache"', 'name = "lmcache"\nzzz = 1', "lmcache.zzz: unknown key"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('name = "lmcache"', 'name = "lmcache"\nlabel = ["x"]', "lmcache.label: unknown key, did you mean `labels`?"),
+        ('branch = "dev"', 'brnch = "dev"', "lmcache.upstream.brnch: unknown key, did you mean `branch`?"),
+        ("image_arg", "imag_arg", "lmcache.pins[0].imag_arg: unknown key, did you mean `image_arg`?"),
+        ('name = "lmcache"', 'name = "lmcache"\nzzz = 1', "lmcache.zzz: unknown key"),
+    ],
+)
 def test_an_unknown_key_suggests_the_closest_allowed_one(repo: Path, old: str, new: str, expected: str) -> None:
     problems = problems_of(repo, GOOD.replace(old, new, 1))
     assert any(problem.endswith(expected) for problem in problems), problems
@@ -261,8 +312,10 @@ def test_schema_names_the_contract_keys() -> None:
         assert key in component
     assert {"kind", "file", "image_arg", "sha256_arg"} <= set(schema["$defs"]["DockerfileArgPin"]["properties"])
     assert {"kind", "file", "from_stage", "sha256_arg"} <= set(schema["$defs"]["DockerfileFromPin"]["properties"])
-    assert component["pins"]["items"]["oneOf"] == [{"$ref": "#/$defs/DockerfileArgPin"},
-                                                   {"$ref": "#/$defs/DockerfileFromPin"}]
+    assert component["pins"]["items"]["oneOf"] == [
+        {"$ref": "#/$defs/DockerfileArgPin"},
+        {"$ref": "#/$defs/DockerfileFromPin"},
+    ]
     assert {"distribution", "archs", "require_needed", "forbid_needed"} <= set(schema["$defs"]["Wheel"]["properties"])
     assert {"repo", "branch", "tags"} <= set(schema["$defs"]["Upstream"]["properties"])
     assert {"kind", "command"} <= set(schema["$defs"]["CommandBuild"]["properties"])
@@ -270,21 +323,38 @@ def test_schema_names_the_contract_keys() -> None:
     assert component["build"]["oneOf"] == [{"$ref": "#/$defs/CommandBuild"}, {"$ref": "#/$defs/ActionsBuild"}]
 
 
-@pytest.mark.parametrize(("schedule", "problem"), [
-    ("0m", "shorter than 5 minutes"), ("2m", "shorter than 5 minutes"), ("5m", None), ("6h", None),
-    ("*/15 * * * *", None), ("* * * * *", "more often than every 5 minutes"),
-    ("0,1 * * * 1", "more often than every 5 minutes"), ("every hour", "neither an interval"),
-    # read as cron reads it (crontab(5)): 7 is Sunday too, names and shortcuts work
-    ("0 0 * * 7", None), ("0 0 * * 1,7", None), ("0 0 * * MON-FRI", None), ("@daily", None),
-    ("0 0 * * 8", "day-of-week field is wrong"), ("@reboot", "not a crontab shortcut"),
-    ("0 0 * * * *", "five fields"), ("0 0 31 2 *", "day-of-month field is wrong"),
-    # every minute of one day a month (APScheduler's week from a Monday never saw the 1st)
-    ("* * 1 * *", "more often than every 5 minutes"),
-    # 23:58 then 00:00 the next day; but on Mondays only, never two days running
-    ("0,58 0,23 * * *", "more often than every 5 minutes"), ("0,58 0,23 * * 1", None),
-    # an interval is at most a year (a leap one): the loop cannot sleep longer
-    ("366d", None), ("367d", "longer than 366 days"), ("99999999999999999999m", "longer than 366 days"),
-    ("9" * 5000 + "m", "longer than 366 days")])
+@pytest.mark.parametrize(
+    ("schedule", "problem"),
+    [
+        ("0m", "shorter than 5 minutes"),
+        ("2m", "shorter than 5 minutes"),
+        ("5m", None),
+        ("6h", None),
+        ("*/15 * * * *", None),
+        ("* * * * *", "more often than every 5 minutes"),
+        ("0,1 * * * 1", "more often than every 5 minutes"),
+        ("every hour", "neither an interval"),
+        # read as cron reads it (crontab(5)): 7 is Sunday too, names and shortcuts work
+        ("0 0 * * 7", None),
+        ("0 0 * * 1,7", None),
+        ("0 0 * * MON-FRI", None),
+        ("@daily", None),
+        ("0 0 * * 8", "day-of-week field is wrong"),
+        ("@reboot", "not a crontab shortcut"),
+        ("0 0 * * * *", "five fields"),
+        ("0 0 31 2 *", "day-of-month field is wrong"),
+        # every minute of one day a month (APScheduler's week from a Monday never saw the 1st)
+        ("* * 1 * *", "more often than every 5 minutes"),
+        # 23:58 then 00:00 the next day; but on Mondays only, never two days running
+        ("0,58 0,23 * * *", "more often than every 5 minutes"),
+        ("0,58 0,23 * * 1", None),
+        # an interval is at most a year (a leap one): the loop cannot sleep longer
+        ("366d", None),
+        ("367d", "longer than 366 days"),
+        ("99999999999999999999m", "longer than 366 days"),
+        ("9" * 5000 + "m", "longer than 366 days"),
+    ],
+)
 def test_schedules(repo: Path, schedule: str, problem: str | None) -> None:
     text = f'[defaults]\nschedule = "{schedule}"\n\n' + GOOD
     if problem is None:
@@ -295,11 +365,20 @@ def test_schedules(repo: Path, schedule: str, problem: str | None) -> None:
         assert any("defaults.schedule" in p and problem in p for p in problems), problems
 
 
-@pytest.mark.parametrize(("timezone", "problem"), [
-    ("Europe/Berlin", None), ("UTC", None), ("America/Argentina/Buenos_Aires", None),
-    ("Mars/Olympus_Mons", "not an IANA time zone name"), ("Europe", "not an IANA time zone name"),
-    ("europe/berlin", "not an IANA time zone name"), ("../../etc/passwd", "not an IANA time zone name"),
-    ("", "not an IANA time zone name"), ("Europe/Berlin\\u0000", "not an IANA time zone name")])  # a NUL, escaped in TOML
+@pytest.mark.parametrize(
+    ("timezone", "problem"),
+    [
+        ("Europe/Berlin", None),
+        ("UTC", None),
+        ("America/Argentina/Buenos_Aires", None),
+        ("Mars/Olympus_Mons", "not an IANA time zone name"),
+        ("Europe", "not an IANA time zone name"),
+        ("europe/berlin", "not an IANA time zone name"),
+        ("../../etc/passwd", "not an IANA time zone name"),
+        ("", "not an IANA time zone name"),
+        ("Europe/Berlin\\u0000", "not an IANA time zone name"),
+    ],
+)  # a NUL, escaped in TOML
 def test_the_timezone_crontab_lines_are_read_in(repo: Path, timezone: str, problem: str | None) -> None:
     text = f'[defaults]\ntimezone = "{timezone}"\nschedule = "0 9 * * 1-5"\n\n' + GOOD
     if problem is None:
@@ -325,12 +404,15 @@ def test_validate_refuses_an_absurd_schedule_or_timezone_in_one_sentence(repo: P
     assert ("longer than 366 days" in said) or ("not an IANA time zone name" in said), said
 
 
-@pytest.mark.parametrize(("text", "sentence"), [
-    (b"x = " + b"[" * 1000 + b"]" * 1000 + b"\n", "nest more than 32 levels deep"),
-    (b"x = " + b"{a = " * 300 + b"1" + b"}" * 300 + b"\n", "nest more than 32 levels deep"),
-    (b"# padding\n" * 600_000, "the config is over 1048576 bytes"),
-    (b'[defaults]\nlabels = ["\xff"]\n', "the config is not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        (b"x = " + b"[" * 1000 + b"]" * 1000 + b"\n", "nest more than 32 levels deep"),
+        (b"x = " + b"{a = " * 300 + b"1" + b"}" * 300 + b"\n", "nest more than 32 levels deep"),
+        (b"# padding\n" * 600_000, "the config is over 1048576 bytes"),
+        (b'[defaults]\nlabels = ["\xff"]\n', "the config is not UTF-8 text"),
+    ],
+)
 def test_hostile_configs_are_one_sentence_and_exit_2(tmp_path: Path, text: bytes, sentence: str) -> None:
     """Nested 1,000 deep (tomli raises RecursionError), 6 MB (parsed TOML takes many times
     its size in memory), not UTF-8: one sentence, exit 2, memory bounded by the size cap."""
@@ -347,33 +429,48 @@ def test_allow_vendored_rocm_is_a_rule_and_its_change_verifies_again(repo: Path)
     path = repo / "wheelpin.toml"
     path.write_text(GOOD)
     (default,) = load_config(path, root=repo).config.components
-    path.write_text(GOOD.replace('require_needed = ["libamdhip64*"] }',
-                                 'require_needed = ["libamdhip64*"], allow_vendored_rocm = true }'))
+    path.write_text(
+        GOOD.replace(
+            'require_needed = ["libamdhip64*"] }', 'require_needed = ["libamdhip64*"], allow_vendored_rocm = true }'
+        )
+    )
     (allowed,) = load_config(path, root=repo).config.components
     assert not component_rules(default, commit=None).allow_vendored_rocm
     assert component_rules(allowed, commit=None).allow_vendored_rocm
     assert rules_digest(default) != rules_digest(allowed)  # an image verified under the other rule is not taken
 
 
-@pytest.mark.parametrize(("command", "warned"), [
-    ('"./build.sh {out}"', "./build.sh"),
-    ('"CC=clang scripts/build --out {out}"', "scripts/build"),
-    ('["tools/wheel.sh", "{out}"]', "tools/wheel.sh"),
-    ('"./present.sh"', None),
-    ('"python -m build"', None),  # on PATH: not a file of the checkout
-])
+@pytest.mark.parametrize(
+    ("command", "warned"),
+    [
+        ('"./build.sh {out}"', "./build.sh"),
+        ('"CC=clang scripts/build --out {out}"', "scripts/build"),
+        ('["tools/wheel.sh", "{out}"]', "tools/wheel.sh"),
+        ('"./present.sh"', None),
+        ('"python -m build"', None),  # on PATH: not a file of the checkout
+    ],
+)
 def test_a_build_command_whose_relative_program_the_local_upstream_lacks_is_a_warning(
-        repo: Path, command: str, warned: str | None) -> None:
+    repo: Path, command: str, warned: str | None
+) -> None:
     """Only a warning: the build runs in a checkout of the commit, and validate looks at the
     upstream folder's working tree (a remote upstream is not looked at)."""
     (repo / "upstream").mkdir()
     (repo / "upstream/present.sh").write_text("#!/bin/sh\n")
     text = GOOD.replace('"https://github.com/LMCache/LMCache"', '"upstream"').replace(
-        'build = { workflow = "lmcache-rocm-wheel.yaml", inputs = { lmcache_commit = "{sha}" } }', f"build = {{ command = {command} }}")
+        'build = { workflow = "lmcache-rocm-wheel.yaml", inputs = { lmcache_commit = "{sha}" } }',
+        f"build = {{ command = {command} }}",
+    )
     code, problems, warnings = validate(repo, text, PINNED)
     assert code == 0 and not problems, problems
     said = [warning for warning in warnings if "does not exist in" in warning]
-    assert said == ([f"{repo / 'wheelpin.toml'}:6: lmcache.build.command: {warned} does not exist in {repo / 'upstream'} "
-                     "(the build runs it in a checkout of the upstream commit)"] if warned else []), warnings
+    assert said == (
+        [
+            f"{repo / 'wheelpin.toml'}:6: lmcache.build.command: {warned} does not exist in {repo / 'upstream'} "
+            "(the build runs it in a checkout of the upstream commit)"
+        ]
+        if warned
+        else []
+    ), warnings
     remote = validate(repo, text.replace('"upstream"', '"https://github.com/LMCache/LMCache"'), PINNED)
     assert not [warning for warning in remote[2] if "does not exist in" in warning]

@@ -22,19 +22,42 @@ pins = [{{ file = "Dockerfile", image_arg = "LMCACHE_IMAGE" }}]
 
 def load(repo: str, image: str = "ghcr.io/rocm/lmcache-wheel", *, github: bool = True, host_paths: bool = False):  # type: ignore[no-untyped-def]
     text = CONFIG.format(repo=repo, image=image)
-    return load_config_text(text, path=Path("rocm/atom/wheelpin.toml"), root=Path("/dev/null/rocm/atom"),
-                            exists=None, from_github=github, host_paths=host_paths)
+    return load_config_text(
+        text,
+        path=Path("rocm/atom/wheelpin.toml"),
+        root=Path("/dev/null/rocm/atom"),
+        exists=None,
+        from_github=github,
+        host_paths=host_paths,
+    )
 
 
-@pytest.mark.parametrize("repo", ["https://github.com/LMCache/LMCache", "ssh://git@github.com/LMCache/LMCache.git",
-                                  "git@github.com:LMCache/LMCache.git", "git://example.com/x.git"])
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "https://github.com/LMCache/LMCache",
+        "ssh://git@github.com/LMCache/LMCache.git",
+        "git@github.com:LMCache/LMCache.git",
+        "git://example.com/x.git",
+    ],
+)
 def test_remote_git_urls_pass(repo: str) -> None:
     assert load(repo).config.components[0].upstream.repo == repo
 
 
-@pytest.mark.parametrize("repo", ["file:///srv/private.git", "/srv/private.git", "../upstream", "private.git",
-                                  "ext::sh -c touch% /tmp/pwned", "./host:path", "https:///nohost",
-                                  "ssh://-oProxyCommand=x/y"])
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "file:///srv/private.git",
+        "/srv/private.git",
+        "../upstream",
+        "private.git",
+        "ext::sh -c touch% /tmp/pwned",
+        "./host:path",
+        "https:///nohost",
+        "ssh://-oProxyCommand=x/y",
+    ],
+)
 def test_a_path_on_the_host_is_refused_in_one_sentence(repo: str) -> None:
     with pytest.raises(ConfigInvalid) as caught:
         load(repo)

@@ -74,8 +74,10 @@ def test_an_up_to_date_proposal_plans_nothing() -> None:
         ({"failure": failure(at=NOW - BACKOFF_SECONDS - 1, attempts=2)}, [Report]),  # doubled
         ({"failure": failure(kind="verify", at=0)}, [Report]),  # the same commit gives the same wheel
         ({"failure": failure(judged_under="r0")}, [StartBuild, PublishImage, WriteProposal]),  # the config changed
-        ({"failure": failure(), "build": replace(ACTIONS, state=BuildState.RUNNING, followed=True)},
-         [Wait, FetchArtifacts, PublishImage, WriteProposal]),  # a build started since
+        (
+            {"failure": failure(), "build": replace(ACTIONS, state=BuildState.RUNNING, followed=True)},
+            [Wait, FetchArtifacts, PublishImage, WriteProposal],
+        ),  # a build started since
         ({"failure": failure(), "image": IMAGE}, [WriteProposal]),  # an image exists: the failure is moot
         ({"failure": failure(kind="verify", at=0), "image": FOREIGN}, [Report]),  # someone's image, refused once
         ({"failure": failure(kind="verify", at=0, judged_under="r0"), "image": FOREIGN}, [AdoptImage, WriteProposal]),
@@ -156,14 +158,17 @@ def test_a_recorded_failure_says_when_it_is_tried_again() -> None:
     built = Failure("demo", "a" * 40, "build", "build failed", 2, 1_800_000_000.0)
     assert retry_said(built.retry_at, built.at) == (
         "tried again by the first pass after 2027-01-15 08:20 UTC (in 20 min); "
-        "`wheelpin reconcile --retry-failed` tries it now")
+        "`wheelpin reconcile --retry-failed` tries it now"
+    )
     refused = replace(built, kind="verify")
     assert retry_said(refused.retry_at, refused.at) == (
         "not tried again for this commit (the same commit gives the same wheel): a new upstream commit or a "
-        "changed config is; `wheelpin reconcile --retry-failed` tries it now")
+        "changed config is; `wheelpin reconcile --retry-failed` tries it now"
+    )
 
 
 def test_an_outside_failure_observed_is_reported_as_one() -> None:
-    (report,) = plan(replace(FACTS, error="reading …: 127.0.0.1:9 refused the connection, 1 try",
-                             error_kind="transient"), NOW)
+    (report,) = plan(
+        replace(FACTS, error="reading …: 127.0.0.1:9 refused the connection, 1 try", error_kind="transient"), NOW
+    )
     assert isinstance(report, Report) and report.error_kind == "transient"

@@ -3,8 +3,8 @@ nowhere on any branch, past their grace period, and never an image another kept 
 
 from __future__ import annotations
 
-from bot.core.decide.prune import decide, pinned_words
 from bot.core.config.templates import tag_pattern
+from bot.core.decide.prune import decide, pinned_words
 
 OURS = tag_pattern("lmcache-v{version}-g{sha8}-rocm-torch{local_torch_digits}", component="lmcache")
 DAY = 86_400.0
@@ -15,10 +15,12 @@ MID = "lmcache-v0.5.7.dev3-g9e1f0c2b-rocm-torch210"
 
 
 def test_pinned_words_find_tags_and_digests_however_the_file_spells_them() -> None:
-    words = pinned_words([
-        f"ARG LMCACHE_IMAGE=docker.io/rocm/atom-dev:{OLD}@{A}\n",
-        f"# was {MID}\nARG LMCACHE_TAG={NEW}\nARG LMCACHE_DIGEST={B.split(':')[1]}\n",
-    ])
+    words = pinned_words(
+        [
+            f"ARG LMCACHE_IMAGE=docker.io/rocm/atom-dev:{OLD}@{A}\n",
+            f"# was {MID}\nARG LMCACHE_TAG={NEW}\nARG LMCACHE_DIGEST={B.split(':')[1]}\n",
+        ]
+    )
     assert {OLD, MID, NEW, A, B} <= words
     assert "lmcache-v0.5.7" not in words and "g3d3aa833" not in words  # whole words only
 
@@ -35,16 +37,19 @@ def test_only_our_unpinned_tags_past_their_grace_go() -> None:
 def test_a_tag_pinned_again_starts_its_grace_afresh() -> None:
     tags = {OLD: A}
     pinned = pinned_words([f"image {A}"])  # pinned by digest alone, on some branch
-    assert decide(tags, ours=OURS, pinned=pinned, keep=(), since={OLD: 0.0}, now=30 * DAY,
-                  grace_seconds=DAY).unpinned == {}
+    assert (
+        decide(tags, ours=OURS, pinned=pinned, keep=(), since={OLD: 0.0}, now=30 * DAY, grace_seconds=DAY).unpinned
+        == {}
+    )
     again = decide(tags, ours=OURS, pinned=frozenset(), keep=(), since={}, now=31 * DAY, grace_seconds=DAY)
     assert again.unpinned == {OLD: 31 * DAY} and again.by_digest == {}
 
 
 def test_the_heads_image_is_kept_and_a_shared_image_is_kept_with_a_word() -> None:
     tags = {OLD: A, MID: B, NEW: C, "keep-this-one": A}
-    decision = decide(tags, ours=OURS, pinned=frozenset(), keep={NEW, C}, since={OLD: 0.0, MID: 0.0},
-                      now=DAY * 30, grace_seconds=DAY)
+    decision = decide(
+        tags, ours=OURS, pinned=frozenset(), keep={NEW, C}, since={OLD: 0.0, MID: 0.0}, now=DAY * 30, grace_seconds=DAY
+    )
     assert decision.by_digest == {B: (MID,)}
     assert decision.shared == (OLD,)  # deleting A would take `keep-this-one` with it
 
@@ -52,9 +57,11 @@ def test_the_heads_image_is_kept_and_a_shared_image_is_kept_with_a_word() -> Non
 def test_two_of_our_tags_on_one_image_go_together_or_not_at_all() -> None:
     other = "lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch211"
     tags = {OLD: A, other: A}
-    both = decide(tags, ours=OURS, pinned=frozenset(), keep=(), since={OLD: 0.0, other: 0.0}, now=DAY * 9,
-                  grace_seconds=DAY)
+    both = decide(
+        tags, ours=OURS, pinned=frozenset(), keep=(), since={OLD: 0.0, other: 0.0}, now=DAY * 9, grace_seconds=DAY
+    )
     assert both.by_digest == {A: (OLD, other)}
-    one = decide(tags, ours=OURS, pinned=frozenset(), keep=(), since={OLD: 0.0, other: DAY * 8.5}, now=DAY * 9,
-                 grace_seconds=DAY)
+    one = decide(
+        tags, ours=OURS, pinned=frozenset(), keep=(), since={OLD: 0.0, other: DAY * 8.5}, now=DAY * 9, grace_seconds=DAY
+    )
     assert one.by_digest == {} and one.shared == ()  # both go when the later one's grace ends

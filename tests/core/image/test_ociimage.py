@@ -23,14 +23,19 @@ from bot.core.image.oci import (
     wheels_from_annotations,
 )
 
-ENTRY = WheelEntry("lmcache-0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1-cp312-cp312-manylinux_2_39_x86_64.whl",
-                   "e" * 64, 1234, "lmcache", "0.5.6.dev98+g05fc77a0", ("numpy<=2.2.6",),
-                   tags=("cp312-cp312-manylinux_2_39_x86_64",))
+ENTRY = WheelEntry(
+    "lmcache-0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1-cp312-cp312-manylinux_2_39_x86_64.whl",
+    "e" * 64,
+    1234,
+    "lmcache",
+    "0.5.6.dev98+g05fc77a0",
+    ("numpy<=2.2.6",),
+    tags=("cp312-cp312-manylinux_2_39_x86_64",),
+)
 
 
 def image(**kwargs: object):  # type: ignore[no-untyped-def]
-    return build_image([ENTRY], layer_digest="sha256:" + "1" * 64, layer_size=4096,
-                       architecture="amd64", **kwargs)  # type: ignore[arg-type]
+    return build_image([ENTRY], layer_digest="sha256:" + "1" * 64, layer_size=4096, architecture="amd64", **kwargs)  # type: ignore[arg-type]
 
 
 def test_config_has_what_buildkit_requires() -> None:
@@ -43,8 +48,7 @@ def test_manifest_shape_and_annotations() -> None:
     blobs = image(source="https://github.com/LMCache/LMCache", revision="05fc77a0" * 5, component="lmcache")
     manifest = json.loads(blobs.manifest)
     assert manifest["schemaVersion"] == 2 and manifest["mediaType"] == MANIFEST_TYPE
-    assert manifest["config"] == {"mediaType": CONFIG_TYPE, "digest": blobs.config_digest,
-                                  "size": len(blobs.config)}
+    assert manifest["config"] == {"mediaType": CONFIG_TYPE, "digest": blobs.config_digest, "size": len(blobs.config)}
     assert [layer["mediaType"] for layer in manifest["layers"]] == [LAYER_TYPE]
     annotations = manifest["annotations"]
     assert annotations["org.opencontainers.image.source"] == "https://github.com/LMCache/LMCache"
@@ -79,10 +83,12 @@ def test_layer_is_reproducible_and_holds_only_the_wheels(tmp_path: Path, small_w
 
 @pytest.mark.parametrize(
     ("names", "arch"),
-    [(["a-1-cp312-cp312-manylinux_2_39_x86_64.whl"], "amd64"),
-     (["a-1-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"], "amd64"),
-     (["a-1-cp312-cp312-manylinux_2_39_aarch64.whl"], "arm64"),
-     (["a-1-py3-none-any.whl"], "amd64")],
+    [
+        (["a-1-cp312-cp312-manylinux_2_39_x86_64.whl"], "amd64"),
+        (["a-1-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"], "amd64"),
+        (["a-1-cp312-cp312-manylinux_2_39_aarch64.whl"], "arm64"),
+        (["a-1-py3-none-any.whl"], "amd64"),
+    ],
 )
 def test_architecture(names: list[str], arch: str) -> None:
     assert architecture_of(names) == arch

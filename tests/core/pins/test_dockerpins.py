@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.core.config.model import Component
-from bot.core.pins.locate import DockerfileError, escape_character, parse
 from bot.core.pins.bump import PinError, plan_bump
+from bot.core.pins.locate import DockerfileError, escape_character, parse
 
 OLD_IMAGE = "rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210@sha256:" + "1" * 64
 NEW_IMAGE = "rocm/atom-dev:lmcache-v0.5.6.dev103-g3d3aa833-rocm-torch210@sha256:" + "2" * 64
 OLD_SHA, NEW_SHA = "a" * 64, "b" * 64
 
-COMPONENT = Component.model_validate({
-    "name": "lmcache",
-    "upstream": {"repo": "https://github.com/LMCache/LMCache", "branch": "dev"},
-    "wheel": {"distribution": "lmcache"},
-    "build": {"command": "make"},
-    "image": {"repository": "rocm/atom-dev", "tag": "lmcache-v{version_base}-g{sha8}-rocm-torch210"},
-    "pins": [{"file": "Dockerfile", "image_arg": "IMG", "sha256_arg": "SHA"}],
-})
+COMPONENT = Component.model_validate(
+    {
+        "name": "lmcache",
+        "upstream": {"repo": "https://github.com/LMCache/LMCache", "branch": "dev"},
+        "wheel": {"distribution": "lmcache"},
+        "build": {"command": "make"},
+        "image": {"repository": "rocm/atom-dev", "tag": "lmcache-v{version_base}-g{sha8}-rocm-torch210"},
+        "pins": [{"file": "Dockerfile", "image_arg": "IMG", "sha256_arg": "SHA"}],
+    }
+)
 
 
 def arg_line(name: str, value: str, quote: str, shape: str, escape: str) -> str:
@@ -34,10 +37,18 @@ def arg_line(name: str, value: str, quote: str, shape: str, escape: str) -> str:
     }[shape]
 
 
-FILLER = st.sampled_from([
-    "# a comment", "RUN echo hello", "ENV A=1 B=2", "RUN <<EOF\nARG IMG=fake\nEOF",
-    "LABEL x=\"ARG IMG=not-this\"", "", "COPY --from=w / /wheels/", "ARG UNRELATED",
-])
+FILLER = st.sampled_from(
+    [
+        "# a comment",
+        "RUN echo hello",
+        "ENV A=1 B=2",
+        "RUN <<EOF\nARG IMG=fake\nEOF",
+        'LABEL x="ARG IMG=not-this"',
+        "",
+        "COPY --from=w / /wheels/",
+        "ARG UNRELATED",
+    ]
+)
 
 
 @st.composite
@@ -46,14 +57,27 @@ def dockerfiles(draw: st.DrawFn) -> str:
     escape = draw(st.sampled_from(["\\", "`"]))
     lines = [f"# escape={escape}"] if escape == "`" else []
     lines += draw(st.lists(FILLER, max_size=3))
-    lines.append(arg_line("IMG", OLD_IMAGE, draw(st.sampled_from(['"', "'", ""])),
-                          draw(st.sampled_from(["alone", "first", "last", "continued", "lowercase"])),
-                          escape))
+    lines.append(
+        arg_line(
+            "IMG",
+            OLD_IMAGE,
+            draw(st.sampled_from(['"', "'", ""])),
+            draw(st.sampled_from(["alone", "first", "last", "continued", "lowercase"])),
+            escape,
+        )
+    )
     lines.append("FROM ${IMG} AS w")
     lines += draw(st.lists(FILLER, max_size=3))
     lines.append("FROM rocm/atom:base")
-    lines.append(arg_line("SHA", OLD_SHA, draw(st.sampled_from(['"', ""])),
-                          draw(st.sampled_from(["alone", "first", "last", "continued"])), escape))
+    lines.append(
+        arg_line(
+            "SHA",
+            OLD_SHA,
+            draw(st.sampled_from(['"', ""])),
+            draw(st.sampled_from(["alone", "first", "last", "continued"])),
+            escape,
+        )
+    )
     lines += draw(st.lists(FILLER, max_size=3))
     text = eol.join(line.replace("\n", eol) for line in lines) + eol
     return ("\ufeff" if draw(st.booleans()) else "") + text
@@ -79,18 +103,26 @@ def test_heredoc_and_label_contents_are_never_pins() -> None:
 
 @pytest.mark.parametrize(
     ("text", "escape"),
-    [("# escape=`\nFROM a\n", "`"), ("# syntax=docker/dockerfile:1\n# escape=`\nFROM a\n", "`"),
-     ("FROM a\n# escape=`\n", "\\"), ("\ufeff# escape=`\r\nFROM a\r\n", "`")],
+    [
+        ("# escape=`\nFROM a\n", "`"),
+        ("# syntax=docker/dockerfile:1\n# escape=`\nFROM a\n", "`"),
+        ("FROM a\n# escape=`\n", "\\"),
+        ("\ufeff# escape=`\r\nFROM a\r\n", "`"),
+    ],
 )
 def test_escape_directive(text: str, escape: str) -> None:
     assert escape_character(text) == escape
 
 
 def test_stages_and_declarations() -> None:
-    parsed = parse("ARG A=1\nFROM x:1 AS One\nARG A\nFROM --platform=linux/amd64 y@sha256:"
-                   + "c" * 64 + " as two\n", where="Dockerfile")
+    parsed = parse(
+        "ARG A=1\nFROM x:1 AS One\nARG A\nFROM --platform=linux/amd64 y@sha256:" + "c" * 64 + " as two\n",
+        where="Dockerfile",
+    )
     assert [(d.stage, d.default.value if d.default else None) for d in parsed.declarations("A")] == [
-        (None, "1"), (0, None)]
+        (None, "1"),
+        (0, None),
+    ]
     assert parsed.stage("one").image.value == "x:1"  # type: ignore[union-attr]
     assert parsed.stage("TWO").image.value.startswith("y@sha256:")  # type: ignore[union-attr]
 
@@ -102,5 +134,4 @@ def test_unparseable_dockerfile() -> None:
 
 def test_unterminated_quote_is_left_alone() -> None:
     with pytest.raises(PinError):
-        plan_bump(COMPONENT, {"Dockerfile": f'ARG IMG="{OLD_IMAGE}\nARG SHA={OLD_SHA}\n'},
-                  NEW_IMAGE, {None: NEW_SHA})
+        plan_bump(COMPONENT, {"Dockerfile": f'ARG IMG="{OLD_IMAGE}\nARG SHA={OLD_SHA}\n'}, NEW_IMAGE, {None: NEW_SHA})

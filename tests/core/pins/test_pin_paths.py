@@ -6,13 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bot.adapters import checkoutfiles
 from bot.core.config.model import Component, pin_path
-from bot.core.pins.locate import DockerfileError, parse
 from bot.core.errors import UsageError
 from bot.core.pins.bump import plan_bump
+from bot.core.pins.locate import DockerfileError, parse
 from tests.cli import wheelpin
 
 OLD = "rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210@sha256:" + "1" * 64
@@ -21,13 +22,16 @@ DOCKERFILE = f'FROM base\nARG IMG_A="{OLD}"\nRUN true\nARG IMG_B={OLD}\n'
 
 
 def component(files: tuple[str, str]) -> Component:
-    return Component.model_validate({
-        "name": "lmcache",
-        "upstream": {"repo": "https://github.com/LMCache/LMCache", "branch": "dev"},
-        "wheel": {"distribution": "lmcache"}, "build": {"command": "make"},
-        "image": {"repository": "rocm/atom-dev", "tag": "lmcache-v{version_base}-g{sha8}-rocm-torch210"},
-        "pins": [{"file": files[0], "image_arg": "IMG_A"}, {"file": files[1], "image_arg": "IMG_B"}],
-    })
+    return Component.model_validate(
+        {
+            "name": "lmcache",
+            "upstream": {"repo": "https://github.com/LMCache/LMCache", "branch": "dev"},
+            "wheel": {"distribution": "lmcache"},
+            "build": {"command": "make"},
+            "image": {"repository": "rocm/atom-dev", "tag": "lmcache-v{version_base}-g{sha8}-rocm-torch210"},
+            "pins": [{"file": files[0], "image_arg": "IMG_A"}, {"file": files[1], "image_arg": "IMG_B"}],
+        }
+    )
 
 
 def bump_in(root: Path, comp: Component) -> None:
@@ -39,9 +43,13 @@ def bump_in(root: Path, comp: Component) -> None:
 
 
 PART = st.sampled_from(["", ".", "./"])
-SPELLING = st.builds(lambda a, b, c, trail: f"{a}docker/{b}{'/' if b else ''}{c}Dockerfile{trail}",
-                     st.sampled_from(["", "./", "././"]), PART, st.sampled_from(["", "/", "./"]),
-                     st.sampled_from(["", "/", "/."]))
+SPELLING = st.builds(
+    lambda a, b, c, trail: f"{a}docker/{b}{'/' if b else ''}{c}Dockerfile{trail}",
+    st.sampled_from(["", "./", "././"]),
+    PART,
+    st.sampled_from(["", "/", "./"]),
+    st.sampled_from(["", "/", "/."]),
+)
 
 
 @given(SPELLING)
@@ -146,5 +154,5 @@ def test_a_file_edited_meanwhile_is_left_alone_and_so_are_the_others(tmp_path: P
 @given(st.text(alphabet="AR G=x\n#", max_size=40), st.text(alphabet="AR G=x\n#", max_size=40))
 def test_a_nul_anywhere_is_refused_with_its_line(before: str, after: str) -> None:
     text = f"FROM a\n{before}\0{after}\nARG IMG_B={OLD}\n"
-    with pytest.raises(DockerfileError, match=rf"^D:{text[:text.index(chr(0))].count(chr(10)) + 1}: holds a NUL"):
+    with pytest.raises(DockerfileError, match=rf"^D:{text[: text.index(chr(0))].count(chr(10)) + 1}: holds a NUL"):
         parse(text, where="D")

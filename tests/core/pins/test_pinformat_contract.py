@@ -17,15 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic_core import PydanticUndefined
 
 from bot.core.config.initconfig import PinDraft
 from bot.core.config.model import PIN_KINDS, Component
+from bot.core.pins.bump import plan_bump, read_pins
 from bot.core.pins.formats.api import FORMATS
 from bot.core.pins.formats.base import PinError, PinSites, rewrite
 from bot.core.pins.scan import looked_in, scan
-from bot.core.pins.bump import plan_bump, read_pins
 
 REPOSITORY = "rocm/atom-dev"
 OLD_IMAGE = f"{REPOSITORY}:lmcache-v0.5.6.dev98-g05fc77a0@sha256:" + "1" * 64
@@ -44,34 +45,52 @@ class Case:
 
 
 def _arg_file(image: str, sha256: str, quote: str) -> str:
-    return (f"# syntax=docker/dockerfile:1\nARG BASE=rocm/vllm-dev:nightly\nARG LMCACHE_WHEEL_IMAGE={quote}{image}{quote}\n"
-            f"ARG LMCACHE_WHEEL_SHA256={quote}{sha256}{quote}\n\nFROM ${{LMCACHE_WHEEL_IMAGE}} AS lmcache-wheel\n"
-            "FROM ${BASE}\nCOPY --from=lmcache-wheel / /wheels/\nRUN pip install /wheels/*.whl \\\n    && rm -rf /wheels\n")
+    return (
+        f"# syntax=docker/dockerfile:1\nARG BASE=rocm/vllm-dev:nightly\nARG LMCACHE_WHEEL_IMAGE={quote}{image}{quote}\n"
+        f"ARG LMCACHE_WHEEL_SHA256={quote}{sha256}{quote}\n\nFROM ${{LMCACHE_WHEEL_IMAGE}} AS lmcache-wheel\n"
+        "FROM ${BASE}\nCOPY --from=lmcache-wheel / /wheels/\nRUN pip install /wheels/*.whl \\\n    && rm -rf /wheels\n"
+    )
 
 
 def _from_file(image: str, sha256: str, quote: str) -> str:
-    return (f"# the wheel image\nARG LMCACHE_WHEEL_SHA256={quote}{sha256}{quote}\nFROM {image} AS lmcache-wheel\n\n"
-            "FROM rocm/vllm-dev:nightly AS base\nCOPY --from=lmcache-wheel / /wheels/\n"
-            "RUN --mount=type=bind,from=lmcache-wheel,target=/w pip install /w/*.whl\n")
+    return (
+        f"# the wheel image\nARG LMCACHE_WHEEL_SHA256={quote}{sha256}{quote}\nFROM {image} AS lmcache-wheel\n\n"
+        "FROM rocm/vllm-dev:nightly AS base\nCOPY --from=lmcache-wheel / /wheels/\n"
+        "RUN --mount=type=bind,from=lmcache-wheel,target=/w pip install /w/*.whl\n"
+    )
 
 
 CASES: dict[str, Case] = {
-    "dockerfile-arg": Case({"image_arg": "LMCACHE_WHEEL_IMAGE", "sha256_arg": "LMCACHE_WHEEL_SHA256"}, _arg_file, 3, 4,
-                           {"image_arg": "LMCACHE_WHEEL_IMG"}, "LMCACHE_WHEEL_IMAGE"),
-    "dockerfile-from": Case({"from_stage": "lmcache-wheel", "sha256_arg": "LMCACHE_WHEEL_SHA256"}, _from_file, 3, 2,
-                            {"from_stage": "lmcache-whel"}, "lmcache-wheel"),
+    "dockerfile-arg": Case(
+        {"image_arg": "LMCACHE_WHEEL_IMAGE", "sha256_arg": "LMCACHE_WHEEL_SHA256"},
+        _arg_file,
+        3,
+        4,
+        {"image_arg": "LMCACHE_WHEEL_IMG"},
+        "LMCACHE_WHEEL_IMAGE",
+    ),
+    "dockerfile-from": Case(
+        {"from_stage": "lmcache-wheel", "sha256_arg": "LMCACHE_WHEEL_SHA256"},
+        _from_file,
+        3,
+        2,
+        {"from_stage": "lmcache-whel"},
+        "lmcache-wheel",
+    ),
 }
 
 
 def component(pin: dict[str, str]) -> Component:
-    return Component.model_validate({
-        "name": "lmcache",
-        "upstream": {"repo": "https://github.com/LMCache/LMCache", "branch": "dev"},
-        "wheel": {"distribution": "lmcache"},
-        "build": {"command": "make"},
-        "image": {"repository": REPOSITORY, "tag": "lmcache-v{version_base}-g{sha8}"},
-        "pins": [{"file": "docker/Dockerfile", **pin}],
-    })
+    return Component.model_validate(
+        {
+            "name": "lmcache",
+            "upstream": {"repo": "https://github.com/LMCache/LMCache", "branch": "dev"},
+            "wheel": {"distribution": "lmcache"},
+            "build": {"command": "make"},
+            "image": {"repository": REPOSITORY, "tag": "lmcache-v{version_base}-g{sha8}"},
+            "pins": [{"file": "docker/Dockerfile", **pin}],
+        }
+    )
 
 
 def test_every_format_is_a_config_kind_and_every_kind_a_format() -> None:
@@ -85,7 +104,8 @@ def test_every_format_is_a_config_kind_and_every_kind_a_format() -> None:
 
 # Only the formats older configs wrote (their `kind` has a default) are chosen by their key alone.
 _CHOSEN = [(name, True) for name in FORMATS] + [
-    (name, False) for name in FORMATS if not PIN_KINDS[name].model_fields["kind"].is_required()]
+    (name, False) for name in FORMATS if not PIN_KINDS[name].model_fields["kind"].is_required()
+]
 
 
 @pytest.mark.parametrize(("name", "with_kind"), _CHOSEN)
@@ -123,7 +143,7 @@ def _round_trip(name: str, image: str, sha256: str, quote: str) -> None:
     # the bump as `pins bump` and a pass plan it goes through the same format
     plan = plan_bump(component(case.pin), {"docker/Dockerfile": text}, image, {None: sha256})
     assert plan.new_texts == ({"docker/Dockerfile": edited} if changed else {})
-    state, = read_pins(component(case.pin), {"docker/Dockerfile": edited})
+    (state,) = read_pins(component(case.pin), {"docker/Dockerfile": edited})
     assert (state.image, state.sha256, state.line) == (image, sha256, case.image_line)
 
 
@@ -138,10 +158,16 @@ _HEX = st.text("0123456789abcdef", min_size=64, max_size=64)
 
 @pytest.mark.parametrize("name", list(FORMATS))
 @settings(max_examples=25, deadline=None)
-@given(digest=_HEX, sha256=_HEX, version=st.lists(st.integers(0, 999), min_size=1, max_size=4),
-       sha8=st.text("0123456789abcdef", min_size=8, max_size=8), quote=st.sampled_from(['"', "'", ""]))
-def test_any_reference_and_sha256_round_trip(name: str, digest: str, sha256: str, version: list[int], sha8: str,
-                                             quote: str) -> None:
+@given(
+    digest=_HEX,
+    sha256=_HEX,
+    version=st.lists(st.integers(0, 999), min_size=1, max_size=4),
+    sha8=st.text("0123456789abcdef", min_size=8, max_size=8),
+    quote=st.sampled_from(['"', "'", ""]),
+)
+def test_any_reference_and_sha256_round_trip(
+    name: str, digest: str, sha256: str, version: list[int], sha8: str, quote: str
+) -> None:
     tag = f"lmcache-v{'.'.join(map(str, version))}-g{sha8}"  # one the component's tag template gives
     _round_trip(name, f"{REPOSITORY}:{tag}@sha256:{digest}", sha256, quote)
 
@@ -165,7 +191,8 @@ def test_init_finds_the_pin_as_its_config_key_names_it_and_it_reads_back(name: s
     (found,), _skipped = fmt.find(text, "docker/Dockerfile")
     assert (found.kind, found.key, found.reference, found.line) == (name, fmt.key, OLD_IMAGE, case.image_line)
     assert [(arg.name, arg.value, arg.line) for arg in found.sha256_args] == [
-        (case.pin["sha256_arg"], OLD_SHA, case.sha256_line)]
+        (case.pin["sha256_arg"], OLD_SHA, case.sha256_line)
+    ]
     sha256_arg = found.sha256_args[0].name
     table = PinDraft("docker/Dockerfile", found.kind, found.key, found.named, sha256_arg, None, "").table()
     assert {k: v for k, v in table.items() if k not in ("file", "kind")} == case.pin  # as a downstream writes it

@@ -7,17 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.proposal.commits import check_bot_branch, co_authored, signed_off
 from bot.core.config.model import Author
 from bot.core.errors import RefusedError
+from bot.core.proposal.commits import check_bot_branch, co_authored, signed_off
 
 ME = Author(name="ROCm Bot", email="bot@example.com")
 
 
 def trailers(message: str, tmp_path: Path) -> str:
     """What `git interpret-trailers --parse` (git's own trailer grammar) reads in `message`."""
-    return subprocess.run(["git", "interpret-trailers", "--parse"], input=message, text=True,
-                          capture_output=True, check=True, cwd=tmp_path).stdout
+    return subprocess.run(
+        ["git", "interpret-trailers", "--parse"],
+        input=message,
+        text=True,
+        capture_output=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout
 
 
 @pytest.mark.parametrize("signoff", [False, True])

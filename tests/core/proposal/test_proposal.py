@@ -5,20 +5,33 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.core.image.oci import WheelEntry
-from bot.core.proposal.text import Commit, ProposalFacts, body, compare_link, read_marker, title
 from bot.core.proposal.requirements import Conflict, RequirementsDiff, diff_requirements
+from bot.core.proposal.text import Commit, ProposalFacts, body, compare_link, read_marker, title
 from bot.core.proposal.wheeldiff import wheel_changes
 
-WHEEL = WheelEntry("lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl", "e" * 64, 17_000_000, "lmcache",
-                   "0.5.6.dev98+g05fc77a0", ("numpy<=2.2.6",), ("gfx942", "gfx950"),
-                   ("cp312-cp312-manylinux_2_39_x86_64",))
+WHEEL = WheelEntry(
+    "lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl",
+    "e" * 64,
+    17_000_000,
+    "lmcache",
+    "0.5.6.dev98+g05fc77a0",
+    ("numpy<=2.2.6",),
+    ("gfx942", "gfx950"),
+    ("cp312-cp312-manylinux_2_39_x86_64",),
+)
 
 
 def facts(**kwargs: object) -> ProposalFacts:
-    base = dict(component="lmcache", upstream="https://github.com/LMCache/LMCache", old_commit="a" * 40,
-                new_commit="05fc77a0" + "b" * 32, version="0.5.6.dev98+g05fc77a0",
-                image="rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210@sha256:" + "c" * 64,
-                wheels=(WHEEL,), state={"component": "lmcache", "commit": "05fc77a0" + "b" * 32})
+    base = dict(
+        component="lmcache",
+        upstream="https://github.com/LMCache/LMCache",
+        old_commit="a" * 40,
+        new_commit="05fc77a0" + "b" * 32,
+        version="0.5.6.dev98+g05fc77a0",
+        image="rocm/atom-dev:lmcache-v0.5.6.dev98-g05fc77a0-rocm-torch210@sha256:" + "c" * 64,
+        wheels=(WHEEL,),
+        state={"component": "lmcache", "commit": "05fc77a0" + "b" * 32},
+    )
     base.update(kwargs)
     return ProposalFacts(**base)  # type: ignore[arg-type]
 
@@ -26,8 +39,13 @@ def facts(**kwargs: object) -> ProposalFacts:
 def test_title_and_sections() -> None:
     diff = diff_requirements(["numpy>=2.3"], ["numpy<=2.2.6"])
     diff = RequirementsDiff(diff.added, diff.removed, diff.changed, (Conflict("numpy<=2.2.6", "numpy==2.3.5"),))
-    text = body(facts(diff=diff, commits=(Commit("05fc77a0" + "b" * 32, "Faster lookups"),),
-                      verification=("HIP code for gfx942, gfx950",)))
+    text = body(
+        facts(
+            diff=diff,
+            commits=(Commit("05fc77a0" + "b" * 32, "Faster lookups"),),
+            verification=("HIP code for gfx942, gfx950",),
+        )
+    )
     assert title(facts()) == "Bump lmcache to 0.5.6.dev98+g05fc77a0 (05fc77a0)"
     assert f"https://github.com/LMCache/LMCache/compare/{'a' * 40}...05fc77a0" in text
     assert "| `lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl` | 17.0 MB |" in text  # the version is in its name
@@ -65,9 +83,14 @@ def test_the_last_marker_wins() -> None:
 def test_from_to_shows_what_changes_losses_first() -> None:
     """ATOM's LMCache moves from a ROCm 6 wheel for gfx90a and gfx942 to a ROCm 7 wheel
     for gfx942 and gfx950: the dropped arch and the ROCm major change are impossible to miss."""
-    pinned = replace(WHEEL, file="lmcache-0.5.5-cp312-cp312-manylinux_2_39_x86_64.whl", sha256="d" * 64,
-                     version="0.5.5+g11111111", archs=("gfx90a", "gfx942"),
-                     needed=("libamdhip64.so.6", "libc.so.6", "libtorch.so"))
+    pinned = replace(
+        WHEEL,
+        file="lmcache-0.5.5-cp312-cp312-manylinux_2_39_x86_64.whl",
+        sha256="d" * 64,
+        version="0.5.5+g11111111",
+        archs=("gfx90a", "gfx942"),
+        needed=("libamdhip64.so.6", "libc.so.6", "libtorch.so"),
+    )
     new = replace(WHEEL, needed=("libamdhip64.so.7", "libc.so.6", "libhsa-runtime64.so.1", "libtorch.so"))
     text = body(facts(changes=wheel_changes([pinned], [new]), notes=("gfx90a: no code object, skipped",)))
     section = text.split("### From → to\n", 1)[1].split("\n\n", 1)[0].splitlines()
@@ -84,8 +107,13 @@ def test_from_to_shows_what_changes_losses_first() -> None:
 
 def test_python_tags_added_and_dropped_and_images_that_record_less() -> None:
     def wheel(tag: str, needed: tuple[str, ...] | None = ()) -> WheelEntry:
-        return replace(WHEEL, file=f"m-1-{tag}-{tag}-linux_x86_64.whl", tags=(f"{tag}-{tag}-linux_x86_64",),
-                       archs=(), needed=needed)
+        return replace(
+            WHEEL,
+            file=f"m-1-{tag}-{tag}-linux_x86_64.whl",
+            tags=(f"{tag}-{tag}-linux_x86_64",),
+            archs=(),
+            needed=needed,
+        )
 
     changes = wheel_changes([wheel("cp310"), wheel("cp312")], [wheel("cp312"), wheel("cp313")])
     assert changes.tags_dropped == ("cp310",) and changes.tags_added == ("cp313",)
@@ -100,11 +128,20 @@ def test_python_tags_added_and_dropped_and_images_that_record_less() -> None:
 
 
 def test_conflicts_are_marked_new_or_already_present_and_refused_commits_say_why() -> None:
-    diff = RequirementsDiff(conflicts=(Conflict("numpy<=2.2.6", "numpy==2.3.5"),
-                                       Conflict("opentelemetry-api<1.40", "opentelemetry-api==1.44.0")))
+    diff = RequirementsDiff(
+        conflicts=(
+            Conflict("numpy<=2.2.6", "numpy==2.3.5"),
+            Conflict("opentelemetry-api<1.40", "opentelemetry-api==1.44.0"),
+        )
+    )
     refused = Commit("2" * 40, "Build with CUDA", refused="distribution is 'lmcache', expected 'lmcache-rocm'")
-    text = body(facts(diff=diff, known_conflicts=(Conflict("numpy<=2.2.6", "numpy==2.3.5"),),
-                      commits=(refused, Commit("05fc77a0" + "b" * 32, "Fix"))))
+    text = body(
+        facts(
+            diff=diff,
+            known_conflicts=(Conflict("numpy<=2.2.6", "numpy==2.3.5"),),
+            commits=(refused, Commit("05fc77a0" + "b" * 32, "Fix")),
+        )
+    )
     assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` (already present in the pinned wheel)" in text
     assert "**`opentelemetry-api<1.40`** vs the image's `opentelemetry-api==1.44.0` — **new**" in text
     assert "- `22222222` Build with CUDA — ⛔ refused: distribution is 'lmcache', expected 'lmcache-rocm'" in text

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from packaging.specifiers import SpecifierSet
 
 from bot.core.proposal.requirements import TargetEnvironment, compatible, diff_requirements, find_conflicts
-from packaging.specifiers import SpecifierSet
 
 
 def names(changes) -> list[str]:  # type: ignore[no-untyped-def]
@@ -27,16 +28,18 @@ def names(changes) -> list[str]:  # type: ignore[no-untyped-def]
         (["torch[cuda]>=2"], ["torch[rocm]>=2"], [], [], ["torch"]),
         (["torch[b,a]"], ["torch[a,b]"], [], [], []),
         # a name listed several times is compared as the set of its entries
-        (["numpy<2; python_version < '3.12'", "numpy>=2; python_version >= '3.12'"],
-         ["numpy>=2; python_version >= '3.12'", "numpy<2; python_version < '3.12'"], [], [], []),
-        (["numpy<2; python_version < '3.12'", "numpy>=2; python_version >= '3.12'"],
-         ["numpy>=2"], [], [], ["numpy"]),
-        (["pkg @ https://example.invalid/pkg.whl"], ["pkg @ https://example.invalid/pkg2.whl"],
-         [], [], ["pkg"]),
+        (
+            ["numpy<2; python_version < '3.12'", "numpy>=2; python_version >= '3.12'"],
+            ["numpy>=2; python_version >= '3.12'", "numpy<2; python_version < '3.12'"],
+            [],
+            [],
+            [],
+        ),
+        (["numpy<2; python_version < '3.12'", "numpy>=2; python_version >= '3.12'"], ["numpy>=2"], [], [], ["numpy"]),
+        (["pkg @ https://example.invalid/pkg.whl"], ["pkg @ https://example.invalid/pkg2.whl"], [], [], ["pkg"]),
     ],
 )
-def test_diff_table(old: list[str], new: list[str], added: list[str], removed: list[str],
-                    changed: list[str]) -> None:
+def test_diff_table(old: list[str], new: list[str], added: list[str], removed: list[str], changed: list[str]) -> None:
     diff = diff_requirements(old, new)
     assert (names(diff.added), names(diff.removed), names(diff.changed)) == (added, removed, changed)
 
@@ -53,8 +56,7 @@ def test_diff_keeps_markers_and_extras_visible() -> None:
 
 def test_added_and_removed_carry_name_old_new() -> None:
     diff = diff_requirements(["a"], ["b>=1"]).to_json()
-    assert diff["added"] == [{"name": "b", "old": None, "new": "b>=1", "old_entries": None,
-                              "new_entries": ["b>=1"]}]
+    assert diff["added"] == [{"name": "b", "old": None, "new": "b>=1", "old_entries": None, "new_entries": ["b>=1"]}]
     assert diff["removed"][0]["name"] == "a" and diff["removed"][0]["new"] is None
 
 
@@ -93,13 +95,11 @@ def test_conflicts(requirement: str, constraint: str, conflict: bool) -> None:
 
 def test_conflicts_follow_the_target_environment() -> None:
     requirement = ["numpy<=2.2.6; python_version < '3.12'"]
-    assert find_conflicts(requirement, ["numpy==2.3.5"],
-                          environment=TargetEnvironment(python_version="3.11"))
+    assert find_conflicts(requirement, ["numpy==2.3.5"], environment=TargetEnvironment(python_version="3.11"))
     extra = ["numpy<=2.2.6; extra == 'dev'"]
     assert find_conflicts(extra, ["numpy==2.3.5"], environment=TargetEnvironment(extras=("dev",)))
     machine = ["numpy<=2.2.6; platform_machine == 'aarch64'"]
-    assert find_conflicts(machine, ["numpy==2.3.5"],
-                          environment=TargetEnvironment(platform="linux_aarch64"))
+    assert find_conflicts(machine, ["numpy==2.3.5"], environment=TargetEnvironment(platform="linux_aarch64"))
 
 
 def test_compatible_admits_equal_bounds() -> None:
@@ -107,11 +107,22 @@ def test_compatible_admits_equal_bounds() -> None:
     assert not compatible(SpecifierSet(">1.0"), SpecifierSet("<=1.0"))
 
 
-REQUIREMENTS = st.sampled_from([
-    "numpy", "numpy>=2", "numpy<=2.2.6", "numpy<2; python_version < '3.12'", "torch>=2.9",
-    "torch==2.10.0a0", "redis; extra == 'redis'", "redis[hiredis]>=5", "msgspec", "Msgspec>=0.18",
-    "pyzmq!=26.0", "nixl>=0.5; platform_machine == 'x86_64'",
-])
+REQUIREMENTS = st.sampled_from(
+    [
+        "numpy",
+        "numpy>=2",
+        "numpy<=2.2.6",
+        "numpy<2; python_version < '3.12'",
+        "torch>=2.9",
+        "torch==2.10.0a0",
+        "redis; extra == 'redis'",
+        "redis[hiredis]>=5",
+        "msgspec",
+        "Msgspec>=0.18",
+        "pyzmq!=26.0",
+        "nixl>=0.5; platform_machine == 'x86_64'",
+    ]
+)
 SETS = st.lists(REQUIREMENTS, max_size=8)
 
 
@@ -125,5 +136,4 @@ def test_diff_mirrors(a: list[str], b: list[str]) -> None:
     forward, backward = diff_requirements(a, b), diff_requirements(b, a)
     assert [(c.name, c.new) for c in forward.added] == [(c.name, c.old) for c in backward.removed]
     assert [(c.name, c.old) for c in forward.removed] == [(c.name, c.new) for c in backward.added]
-    assert [(c.name, c.old, c.new) for c in forward.changed] == [
-        (c.name, c.new, c.old) for c in backward.changed]
+    assert [(c.name, c.old, c.new) for c in forward.changed] == [(c.name, c.new, c.old) for c in backward.changed]

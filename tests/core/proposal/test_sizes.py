@@ -25,8 +25,12 @@ CONFIGS = Path(__file__).parents[3] / "config"
 
 
 def test_the_installed_size_is_the_sum_of_the_members_inflated(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path, name="blob", version="1.0", files={
-        "blob/__init__.py": b"", "blob/zeros.bin": bytes(3_000_000), "blob/text.py": b"x = 1\n" * 1000})
+    wheel = build_wheel(
+        tmp_path,
+        name="blob",
+        version="1.0",
+        files={"blob/__init__.py": b"", "blob/zeros.bin": bytes(3_000_000), "blob/text.py": b"x = 1\n" * 1000},
+    )
     with zipfile.ZipFile(wheel) as archive:  # every member inflated, to count what installing writes
         written = sum(len(archive.read(info)) for info in archive.infolist())
     report = inspect_wheel(wheel)
@@ -37,16 +41,27 @@ def test_the_installed_size_is_the_sum_of_the_members_inflated(tmp_path: Path) -
 
 
 def component(share: float | None = None) -> Component:
-    found = load_config(CONFIGS / "atom-lmcache" / ".github" / "wheelpin.toml",
-                        root=CONFIGS / "atom-lmcache").config.components[0]
+    found = load_config(
+        CONFIGS / "atom-lmcache" / ".github" / "wheelpin.toml", root=CONFIGS / "atom-lmcache"
+    ).config.components[0]
     if share is None:
         return found
     return found.model_copy(update={"wheel": found.wheel.model_copy(update={"size_growth_warn": share})})
 
 
 def entry(size: int, installed: int | None, tag: str = "cp312", version: str = "1.0") -> WheelEntry:
-    return WheelEntry(f"lmcache-{version}-{tag}-{tag}-manylinux_2_28_x86_64.whl", "a" * 64, size, "lmcache", version,
-                      (), ("gfx942",), (f"{tag}-{tag}-manylinux_2_28_x86_64",), (), installed=installed)
+    return WheelEntry(
+        f"lmcache-{version}-{tag}-{tag}-manylinux_2_28_x86_64.whl",
+        "a" * 64,
+        size,
+        "lmcache",
+        version,
+        (),
+        ("gfx942",),
+        (f"{tag}-{tag}-manylinux_2_28_x86_64",),
+        (),
+        installed=installed,
+    )
 
 
 def test_a_growth_past_the_configured_share_is_a_note() -> None:
@@ -54,8 +69,9 @@ def test_a_growth_past_the_configured_share_is_a_note() -> None:
     changes = wheel_changes(pinned, new)
     assert component().wheel.size_growth_warn == 0.2  # the default
     (note,) = growth_notes(component(), changes)
-    assert note == (f"{new[0].file}: installed size grows 30%, 80.0 MB → 104.0 MB, over the 20% "
-                    "wheel.size_growth_warn allows")
+    assert note == (
+        f"{new[0].file}: installed size grows 30%, 80.0 MB → 104.0 MB, over the 20% wheel.size_growth_warn allows"
+    )
     assert growth_notes(component(0.35), changes) == ()
     assert growth_notes(component(0), changes) == ()  # 0: never said
     shrunk = wheel_changes(new, [replace(pinned[0], version="1.2")])
@@ -68,10 +84,22 @@ def test_where_the_pinned_image_does_not_record_installed_sizes_the_file_sizes_a
     pinned, new = [entry(10_000_000, None)], [entry(15_000_000, 40_000_000, version="1.1")]
     changes = wheel_changes(pinned, new)
     assert [note.split(": ", 1)[1] for note in growth_notes(component(), changes)] == [
-        "size grows 50%, 10.0 MB → 15.0 MB, over the 20% wheel.size_growth_warn allows"]
-    text = body(ProposalFacts(component="lmcache", upstream="https://github.com/LMCache/LMCache",
-                              old_commit="b" * 40, new_commit="c" * 40, version="1.1", image="r/l:1@sha256:" + "d" * 64,
-                              wheels=tuple(new), changes=changes, image_size=15_002_000, pinned_image_size=None))
+        "size grows 50%, 10.0 MB → 15.0 MB, over the 20% wheel.size_growth_warn allows"
+    ]
+    text = body(
+        ProposalFacts(
+            component="lmcache",
+            upstream="https://github.com/LMCache/LMCache",
+            old_commit="b" * 40,
+            new_commit="c" * 40,
+            version="1.1",
+            image="r/l:1@sha256:" + "d" * 64,
+            wheels=tuple(new),
+            changes=changes,
+            image_size=15_002_000,
+            pinned_image_size=None,
+        )
+    )
     assert f"| `{new[0].file}` | 10.0 MB → 15.0 MB (+50%) | 40.0 MB |" in text
     assert "Image: `r/l:1@sha256:" + "d" * 64 + "`, 15.0 MB\n" in text
 
@@ -81,10 +109,20 @@ def test_a_wheel_of_a_new_python_tag_is_said_alone_and_an_unrecorded_size_says_s
     new = [entry(10_000_000, 30_000_000, "cp311", "1.1"), entry(12_000_000, None, "cp312", "1.1")]
     changes = wheel_changes(pinned, new)
     assert growth_notes(component(), changes) == ()  # nothing pinned to grow from
-    text = body(ProposalFacts(component="lmcache", upstream="https://github.com/LMCache/LMCache",
-                              old_commit="b" * 40, new_commit="c" * 40, version="1.1", image="r/l:1@sha256:" + "d" * 64,
-                              wheels=tuple(new), changes=changes, image_size=22_004_000,
-                              pinned_image_size=10_002_000))
+    text = body(
+        ProposalFacts(
+            component="lmcache",
+            upstream="https://github.com/LMCache/LMCache",
+            old_commit="b" * 40,
+            new_commit="c" * 40,
+            version="1.1",
+            image="r/l:1@sha256:" + "d" * 64,
+            wheels=tuple(new),
+            changes=changes,
+            image_size=22_004_000,
+            pinned_image_size=10_002_000,
+        )
+    )
     assert f"| `{new[0].file}` | 10.0 MB | 30.0 MB |" in text
     assert f"| `{new[1].file}` | 12.0 MB | not recorded |" in text
     assert "`, 22.0 MB; the pinned one 10.0 MB\n" in text

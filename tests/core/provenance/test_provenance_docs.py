@@ -8,9 +8,9 @@ import base64
 import json
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from cryptography.hazmat.primitives import serialization
 
 from bot.core.image.oci import WheelEntry
 from bot.core.provenance import dsse
@@ -36,8 +36,17 @@ VECTOR_D = 973581612151844209153836553119318583214565795474870709367699759977913
 VECTOR_SIG = "A3JqsQGtVsJ2O2xqrI5IcnXip5GToJ3F+FnZ+O88SjtR6rDAajabZKciJTfUiHqJPcIAriEGAHTVeCUjW2JIZA=="
 
 DIGEST = "sha256:" + "ab" * 32
-WHEEL = WheelEntry("demo_cache-0.1.0-py3-none-any.whl", "cd" * 32, 1234, "demo-cache", "0.1.0",
-                   ("numpy>=2.3",), ("gfx942", "gfx950"), ("py3-none-any",), ("libamdhip64.so.7",))
+WHEEL = WheelEntry(
+    "demo_cache-0.1.0-py3-none-any.whl",
+    "cd" * 32,
+    1234,
+    "demo-cache",
+    "0.1.0",
+    ("numpy>=2.3",),
+    ("gfx942", "gfx950"),
+    ("py3-none-any",),
+    ("libamdhip64.so.7",),
+)
 
 
 def test_pae_is_the_specs_example() -> None:
@@ -49,8 +58,11 @@ def test_the_specs_published_signature_verifies_over_our_pae_and_fails_over_anot
     raw = base64.b64decode(VECTOR_SIG)
     der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
     public = ec.EllipticCurvePublicNumbers(VECTOR_X, VECTOR_Y, ec.SECP256R1()).public_key()
-    envelope = {"payload": base64.b64encode(VECTOR_BODY).decode(), "payloadType": VECTOR_TYPE,
-                "signatures": [{"sig": base64.b64encode(der).decode()}]}
+    envelope = {
+        "payload": base64.b64encode(VECTOR_BODY).decode(),
+        "payloadType": VECTOR_TYPE,
+        "signatures": [{"sig": base64.b64encode(der).decode()}],
+    }
     assert dsse.verify(envelope, public) == (VECTOR_TYPE, VECTOR_BODY)
     with pytest.raises(ValueError, match="no signature"):
         dsse.verify({**envelope, "payload": base64.b64encode(b"hello world!").decode()}, public)
@@ -60,12 +72,14 @@ def test_the_specs_published_signature_verifies_over_our_pae_and_fails_over_anot
     assert private.public_key().public_numbers() == public.public_numbers()
 
 
-@pytest.mark.parametrize("make", [lambda: ec.generate_private_key(ec.SECP256R1()),
-                                  ed25519.Ed25519PrivateKey.generate], ids=["p256", "ed25519"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: ec.generate_private_key(ec.SECP256R1()), ed25519.Ed25519PrivateKey.generate],
+    ids=["p256", "ed25519"],
+)
 def test_a_signed_bundle_verifies_with_its_key_alone_and_is_reproducible(make) -> None:  # type: ignore[no-untyped-def]
     key = make()
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     loaded = dsse.load_signing_key(pem, "the test key")
     public = dsse.load_public_key(dsse.public_pem(loaded), "its public key")
     data = bundle_bytes(dsse.sign(PAYLOAD_TYPE, b'{"x":1}', loaded))
@@ -80,10 +94,12 @@ def test_a_signed_bundle_verifies_with_its_key_alone_and_is_reproducible(make) -
 
 def test_keys_wheelpin_cannot_use_are_said_without_their_bytes() -> None:
     with pytest.raises(ValueError, match=r"^WHEELPIN_SIGNING_KEY: not a PEM private key$"):
-        dsse.load_signing_key(b"-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n",
-                              "WHEELPIN_SIGNING_KEY")
+        dsse.load_signing_key(
+            b"-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n", "WHEELPIN_SIGNING_KEY"
+        )
     p384 = ec.generate_private_key(ec.SECP384R1()).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     with pytest.raises(ValueError, match="ECDSA P-256 or Ed25519"):
         dsse.load_signing_key(p384, "key.pem")
     with pytest.raises(ValueError, match="not a bundle|not a Sigstore bundle"):
@@ -91,10 +107,18 @@ def test_keys_wheelpin_cannot_use_are_said_without_their_bytes() -> None:
 
 
 def facts(**changes: object) -> BuildFacts:
-    given: dict[str, object] = dict(repository="127.0.0.1:5000/lmcache", digest=DIGEST, tag="v1", wheels=(WHEEL,),
-                                    source="https://github.com/o/u", revision="05fc77a0" * 5, component="lmcache",
-                                    rules="0123456789abcdef", build="run https://github.com/o/u/actions/runs/1",
-                                    verification={"result": "passed"})
+    given: dict[str, object] = dict(
+        repository="127.0.0.1:5000/lmcache",
+        digest=DIGEST,
+        tag="v1",
+        wheels=(WHEEL,),
+        source="https://github.com/o/u",
+        revision="05fc77a0" * 5,
+        component="lmcache",
+        rules="0123456789abcdef",
+        build="run https://github.com/o/u/actions/runs/1",
+        verification={"result": "passed"},
+    )
     return BuildFacts(**{**given, **changes})  # type: ignore[arg-type]
 
 
@@ -104,10 +128,15 @@ def test_the_statement_names_the_image_its_source_and_build_in_reproducible_byte
     statement = checked_statement(data, DIGEST)
     assert statement["_type"] == STATEMENT_TYPE and statement["predicateType"] == SLSA_PROVENANCE
     definition = statement["predicate"]["buildDefinition"]
-    assert definition["externalParameters"] == {"repository": "https://github.com/o/u", "revision": "05fc77a0" * 5,
-                                                "component": "lmcache", "tag": "v1"}
-    assert definition["resolvedDependencies"] == [{"uri": "git+https://github.com/o/u@" + "05fc77a0" * 5,
-                                                   "digest": {"gitCommit": "05fc77a0" * 5}}]
+    assert definition["externalParameters"] == {
+        "repository": "https://github.com/o/u",
+        "revision": "05fc77a0" * 5,
+        "component": "lmcache",
+        "tag": "v1",
+    }
+    assert definition["resolvedDependencies"] == [
+        {"uri": "git+https://github.com/o/u@" + "05fc77a0" * 5, "digest": {"gitCommit": "05fc77a0" * 5}}
+    ]
     assert definition["internalParameters"]["build"] == "run https://github.com/o/u/actions/runs/1"
     assert statement["predicate"]["runDetails"]["byproducts"][0]["digest"] == {"sha256": "cd" * 32}
     with pytest.raises(ValueError, match="not the image"):
@@ -124,6 +153,11 @@ def test_the_sbom_lists_each_wheel_with_its_facts_and_no_time() -> None:
     (wheel,) = bom["components"]
     assert wheel["purl"] == "pkg:pypi/demo-cache@0.1.0?file_name=demo_cache-0.1.0-py3-none-any.whl"
     properties = {(item["name"], item["value"]) for item in wheel["properties"]}
-    assert {("wheelpin:gpu_arch", "gfx942"), ("wheelpin:gpu_arch", "gfx950"), ("wheelpin:python_tag", "py3-none-any"),
-            ("wheelpin:needed", "libamdhip64.so.7"), ("wheelpin:requires_dist", "numpy>=2.3")} == properties
+    assert {
+        ("wheelpin:gpu_arch", "gfx942"),
+        ("wheelpin:gpu_arch", "gfx950"),
+        ("wheelpin:python_tag", "py3-none-any"),
+        ("wheelpin:needed", "libamdhip64.so.7"),
+        ("wheelpin:requires_dist", "numpy>=2.3"),
+    } == properties
     assert bom["metadata"]["component"]["type"] == "container"

@@ -12,15 +12,18 @@ from bot.core.config.model import Upstream
 from bot.core.versioning.tags import TagPattern, is_older, loose_key, newest
 
 
-@pytest.mark.parametrize(("pattern", "tag", "version"), [
-    ("v{version}-rocm", "v0.5.10-rocm", "0.5.10"),
-    ("v{version}-rocm", "v0.5.10-cuda", None),
-    ("v{version}", "v1.2.3rc1", "1.2.3rc1"),
-    ("release-{version}", "release-2026.01", "2026.01"),
-    ("v*", "v0.5.3-rocm", "0.5.3-rocm"),
-    ("*-rocm", "nightly-rocm", "nightly-rocm"),
-    ("v{version}-rocm", "vx-rocm", None),  # a version starts with a digit
-])
+@pytest.mark.parametrize(
+    ("pattern", "tag", "version"),
+    [
+        ("v{version}-rocm", "v0.5.10-rocm", "0.5.10"),
+        ("v{version}-rocm", "v0.5.10-cuda", None),
+        ("v{version}", "v1.2.3rc1", "1.2.3rc1"),
+        ("release-{version}", "release-2026.01", "2026.01"),
+        ("v*", "v0.5.3-rocm", "0.5.3-rocm"),
+        ("*-rocm", "nightly-rocm", "nightly-rocm"),
+        ("v{version}-rocm", "vx-rocm", None),  # a version starts with a digit
+    ],
+)
 def test_the_version_a_tag_carries(pattern: str, tag: str, version: str | None) -> None:
     assert TagPattern.parse(pattern).version_of(tag) == version
 

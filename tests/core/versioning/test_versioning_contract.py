@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.core.config.model import Upstream, json_schema
-from bot.core.versioning.tags import TagPattern, newest
 from bot.core.versioning import VERSIONINGS, Versioning, versioning_of
+from bot.core.versioning.tags import TagPattern, newest
 
 ENTRIES = pytest.mark.parametrize("versioning", VERSIONINGS.values(), ids=list(VERSIONINGS))
 
@@ -68,19 +68,23 @@ def test_a_prerelease_comes_before_its_release(versioning: Versioning) -> None:
 
 
 _RELEASES = st.lists(st.integers(min_value=0, max_value=300), min_size=1, max_size=4).map(
-    lambda numbers: ".".join(map(str, numbers)))
-_SUFFIXES = st.sampled_from(["", "rc1", "-rc2", "-rc10", ".post1", "a1", "b10", ".dev0", "-rocm", "+local", "-beta.2",
-                             "-RC1", "_1"])
-_EXAMPLES = sorted({v for versioning in VERSIONINGS.values() for v in (*versioning.examples.ascending,
-                                                                        *versioning.examples.invalid)})
+    lambda numbers: ".".join(map(str, numbers))
+)
+_SUFFIXES = st.sampled_from(
+    ["", "rc1", "-rc2", "-rc10", ".post1", "a1", "b10", ".dev0", "-rocm", "+local", "-beta.2", "-RC1", "_1"]
+)
+_EXAMPLES = sorted(
+    {v for versioning in VERSIONINGS.values() for v in (*versioning.examples.ascending, *versioning.examples.invalid)}
+)
 VERSIONS = st.lists(st.builds(str.__add__, _RELEASES, _SUFFIXES) | st.sampled_from(_EXAMPLES), max_size=12)
 
 
 @ENTRIES
 @settings(max_examples=150, deadline=None)
 @given(versions=VERSIONS, data=st.data())
-def test_orders_a_shuffled_list_the_same_each_time(versioning: Versioning, versions: list[str],
-                                                   data: st.DataObject) -> None:
+def test_orders_a_shuffled_list_the_same_each_time(
+    versioning: Versioning, versions: list[str], data: st.DataObject
+) -> None:
     valid = [version for version in versions if versioning.is_valid(version)]
     shuffled = data.draw(st.permutations(valid))
 

@@ -60,9 +60,27 @@ def test_generic_families_are_consistent() -> None:
 
 
 def test_sort_follows_generations() -> None:
-    shuffled = ["gfx1201", "gfx90a", "gfx1030", "gfx942", "gfx9-4-generic", "gfx908", "gfx950",
-                "gfx1100", "gfx1200", "gfx1101"]
+    shuffled = [
+        "gfx1201",
+        "gfx90a",
+        "gfx1030",
+        "gfx942",
+        "gfx9-4-generic",
+        "gfx908",
+        "gfx950",
+        "gfx1100",
+        "gfx1200",
+        "gfx1101",
+    ]
     assert sorted_processors(shuffled) == [
-        "gfx908", "gfx90a", "gfx942", "gfx950", "gfx9-4-generic",
-        "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201",
+        "gfx908",
+        "gfx90a",
+        "gfx942",
+        "gfx950",
+        "gfx9-4-generic",
+        "gfx1030",
+        "gfx1100",
+        "gfx1101",
+        "gfx1200",
+        "gfx1201",
     ]

@@ -69,8 +69,7 @@ def test_host_object_without_device_code(tmp_path: Path) -> None:
     source = tmp_path / "host.c"
     source.write_text("int f(void) { return 1; }\n")
     library = tmp_path / "libhost.so"
-    subprocess.run([hip.tool("clang"), "-shared", "-fPIC", str(source), "-o", str(library), "-lm"],
-                   check=True)
+    subprocess.run([hip.tool("clang"), "-shared", "-fPIC", str(source), "-o", str(library), "-lm"], check=True)
     report = elf_report(library)
     assert report.gpu is None and report.targets == () and "libm.so.6" in report.needed
 
@@ -79,23 +78,30 @@ def test_a_wanted_arch_in_only_some_gpu_libraries_is_named(hip_artifacts: HipArt
     """vLLM wants gfx90a where present: a wheel whose one library has it and another lacks
     it would miss kernels on that GPU. The image records it; the proposal names it."""
     from bot.adapters.configdisk import load_config
+    from bot.core.image.oci import WheelEntry
     from bot.core.proposal.assemble import notes
     from bot.core.wheel.report import inspect_wheel
-    from bot.core.image.oci import WheelEntry
     from tests.fixtures.wheels import build_wheel
 
     lib90a = hip.link_shared(tmp_path, [hip_artifacts.plain_objects["k90a"]], "lib90a.so")  # gfx90a, gfx942
     lib942 = hip.link_shared(tmp_path, [hip_artifacts.plain_objects["k942"]], "lib942.so")  # gfx942
-    wheel = build_wheel(tmp_path, name="lmcache", version="0.5.7+g3d3aa833", tag="cp312-cp312-linux_x86_64",
-                        files={"lmcache/a.so": lib90a.read_bytes(), "lmcache/b.so": lib942.read_bytes()})
+    wheel = build_wheel(
+        tmp_path,
+        name="lmcache",
+        version="0.5.7+g3d3aa833",
+        tag="cp312-cp312-linux_x86_64",
+        files={"lmcache/a.so": lib90a.read_bytes(), "lmcache/b.so": lib942.read_bytes()},
+    )
     entry = WheelEntry.of_report(inspect_wheel(wheel))
     assert entry.archs == ("gfx90a", "gfx942") and entry.archs_partial == ("gfx90a",)
     assert WheelEntry.from_json(entry.to_json()) == entry
     config = Path(__file__).resolve().parents[3] / "config" / "atom-lmcache"
     component = load_config(config / ".github" / "wheelpin.toml", root=config).config.components[0]
-    component = component.model_copy(update={"wheel": component.wheel.model_copy(
-        update={"archs_wanted": ["gfx90a", "gfx942", "gfx1100"]})})
+    component = component.model_copy(
+        update={"wheel": component.wheel.model_copy(update={"archs_wanted": ["gfx90a", "gfx942", "gfx1100"]})}
+    )
     assert notes(component, [entry]) == (
         "gfx1100: no code object, skipped (wheel.archs_wanted)",
         "gfx90a: code objects in only some of the GPU libraries, so some kernels are missing on it "
-        "(wheel.archs_wanted)")
+        "(wheel.archs_wanted)",
+    )

@@ -20,8 +20,7 @@ ARCHS = ["gfx942", "gfx950"]
 
 
 def readelf(path: Path, *options: str) -> str:
-    done = subprocess.run([hip.tool("llvm-readelf"), *options, str(path)], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([hip.tool("llvm-readelf"), *options, str(path)], capture_output=True, text=True, check=True)
     assert "warning" not in done.stderr.lower(), done.stderr
     return done.stdout
 
@@ -39,9 +38,9 @@ def code_objects(fatbin: bytes) -> dict[str, bytes]:
     found, position = {}, 32
     for _ in range(count):
         offset, size, length = struct.unpack_from("<QQQ", fatbin, position)
-        entry_id = fatbin[position + 24: position + 24 + length].decode()
+        entry_id = fatbin[position + 24 : position + 24 + length].decode()
         position += 24 + length
-        found[entry_id] = fatbin[offset: offset + size]
+        found[entry_id] = fatbin[offset : offset + size]
     return found
 
 
@@ -63,11 +62,23 @@ def test_llvm_readelf_reads_the_library_its_dynamic_section_and_sections(library
 
 def test_clang_offload_bundler_lists_and_unbundles_its_code_objects(library: Path, tmp_path: Path) -> None:
     fatbin = hip.dump_fatbin(library, tmp_path)
-    assert sorted(hip.bundler_list(fatbin)) == ["hipv4-amdgcn-amd-amdhsa--gfx942", "hipv4-amdgcn-amd-amdhsa--gfx950",
-                                               "host-x86_64-unknown-linux--"]
+    assert sorted(hip.bundler_list(fatbin)) == [
+        "hipv4-amdgcn-amd-amdhsa--gfx942",
+        "hipv4-amdgcn-amd-amdhsa--gfx950",
+        "host-x86_64-unknown-linux--",
+    ]
     unbundled = tmp_path / "gfx942.co"
-    subprocess.run([hip.tool("clang-offload-bundler"), "--unbundle", "--type=o", f"--input={fatbin}",
-                    "--targets=hipv4-amdgcn-amd-amdhsa--gfx942", f"--output={unbundled}"], check=True)
+    subprocess.run(
+        [
+            hip.tool("clang-offload-bundler"),
+            "--unbundle",
+            "--type=o",
+            f"--input={fatbin}",
+            "--targets=hipv4-amdgcn-amd-amdhsa--gfx942",
+            f"--output={unbundled}",
+        ],
+        check=True,
+    )
     assert unbundled.read_bytes() == code_object("gfx942")
     # clang-19's bundler predates gfx950 and will not unbundle it by name: read by offset
     objects = code_objects(fatbin.read_bytes())
@@ -79,8 +90,9 @@ def test_clang_offload_bundler_lists_and_unbundles_its_code_objects(library: Pat
         assert header_fields(path)["Flags"] == flags
         assert header_fields(path)["Machine"] == "EM_AMDGPU"
         # s_endpgm is encoded alike on both (gfx950 is gfx942's successor, unknown to llvm-objdump 19)
-        disassembly = subprocess.run([hip.tool("llvm-objdump"), "-d", "--mcpu=gfx942", str(path)],
-                                     capture_output=True, text=True, check=True).stdout
+        disassembly = subprocess.run(
+            [hip.tool("llvm-objdump"), "-d", "--mcpu=gfx942", str(path)], capture_output=True, text=True, check=True
+        ).stdout
         assert "s_endpgm" in disassembly
 
 
@@ -91,8 +103,10 @@ def test_a_code_object_has_the_header_clang_19_writes(hip_artifacts: HipArtifact
     (tmp_path / "real.o").write_bytes(real)
     (tmp_path / "stub.o").write_bytes(code_object("gfx942"))
     assert header_fields(tmp_path / "stub.o") == header_fields(tmp_path / "real.o")
-    assert header_fields(tmp_path / "real.o")["ABI Version"] == "3" and header_fields(tmp_path / "real.o")["OS/ABI"] \
-        == "AMDGPU - HSA"
+    assert (
+        header_fields(tmp_path / "real.o")["ABI Version"] == "3"
+        and header_fields(tmp_path / "real.o")["OS/ABI"] == "AMDGPU - HSA"
+    )
 
 
 def test_wheelpin_reads_what_the_tools_read(library: Path) -> None:

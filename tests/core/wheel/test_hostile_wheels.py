@@ -16,16 +16,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.core.errors import InputError
 from bot.core.wheel import archive, offload
 from bot.core.wheel.binwindow import Window
-from bot.core.errors import InputError
 from bot.core.wheel.report import MAX_MISSING_NAMED, inspect_wheel, read_wheel_metadata
 from tests.cli import wheelpin
 from tests.fixtures import hostile
 from tests.fixtures.bundles import aligned, compressed_bundle, hip_entries, plain_bundle
 
-HOSTILE = settings(max_examples=15, deadline=None, derandomize=True,
-                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+HOSTILE = settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @contextmanager
@@ -91,8 +95,7 @@ def test_a_record_listing_absent_members_names_a_few_and_counts_the_rest(tmp_pat
 
 def test_a_record_field_past_csv_s_limit_is_malformed_not_an_internal_error(tmp_path: Path) -> None:
     members = [hostile.deflated("demo/" + "a" * 60000, b"")] * 3
-    names = [hostile.RawMember(f"demo/{i}{'a' * 60000}".encode(), m.data, m.crc, m.size)
-             for i, m in enumerate(members)]
+    names = [hostile.RawMember(f"demo/{i}{'a' * 60000}".encode(), m.data, m.crc, m.size) for i, m in enumerate(members)]
     record = b"demo/x" + b"b" * 140_000 + b",,\n"  # one field over csv's 131,072 characters
     wheel = hostile.write_zip(tmp_path / hostile.WHEEL, [*names, *hostile.dist_info(record=record)])
     refused(wheel, "RECORD is malformed")
@@ -116,8 +119,7 @@ def test_entries_are_counted_across_the_bundles_of_a_section() -> None:
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
-def test_a_zstd_bundle_declaring_2_to_the_63_bytes_is_refused_before_inflating(
-        tmp_path: Path, version: int) -> None:
+def test_a_zstd_bundle_declaring_2_to_the_63_bytes_is_refused_before_inflating(tmp_path: Path, version: int) -> None:
     """Zstandard RLE blocks declaring 2**63 bytes: refused before a byte is inflated
     (bench/hostile_inputs.py, "zstd-rle-declaring-2^63")."""
     wheel = hostile.rle_bomb_wheel(tmp_path, member_bytes=1 << 20, version=version)
@@ -132,8 +134,14 @@ def test_bundles_share_one_inflate_budget_per_wheel() -> None:
     budget = offload.ReadBudget(inflate=2 * len(inner) + 10)
     with pytest.raises(offload.BundleError, match="this wheel may still inflate"):
         offload.read_bundles(Window(io.BytesIO(section), 0, len(section)), budget)
-    assert len(offload.read_bundles(Window(io.BytesIO(section), 0, len(section)),
-                                    offload.ReadBudget(inflate=3 * len(inner)))) == 3
+    assert (
+        len(
+            offload.read_bundles(
+                Window(io.BytesIO(section), 0, len(section)), offload.ReadBudget(inflate=3 * len(inner))
+            )
+        )
+        == 3
+    )
 
 
 def test_a_wheel_s_inflate_budget_follows_its_size() -> None:
@@ -142,16 +150,21 @@ def test_a_wheel_s_inflate_budget_follows_its_size() -> None:
 
 
 @HOSTILE
-@given(version=st.sampled_from([1, 2, 3]), method=st.sampled_from([0, 1]),
-       declared=st.one_of(st.integers(0, 1 << 20), st.integers(0, (1 << 64) - 1)),
-       blocks=st.integers(2, 4096), digest=st.integers(0, (1 << 64) - 1))
+@given(
+    version=st.sampled_from([1, 2, 3]),
+    method=st.sampled_from([0, 1]),
+    declared=st.one_of(st.integers(0, 1 << 20), st.integers(0, (1 << 64) - 1)),
+    blocks=st.integers(2, 4096),
+    digest=st.integers(0, (1 << 64) - 1),
+)
 def test_any_compressed_bundle_header_ends_quickly_in_a_sentence_or_a_report(
-        tmp_path_factory: pytest.TempPathFactory, version: int, method: int, declared: int,
-        blocks: int, digest: int) -> None:
+    tmp_path_factory: pytest.TempPathFactory, version: int, method: int, declared: int, blocks: int, digest: int
+) -> None:
     if version < 3:
         declared &= 0xFFFFFFFF
-    bundle = hostile.ccob(hostile.zstd_rle_frame(blocks), version=version, declared=declared,
-                          method=method, digest=digest)
+    bundle = hostile.ccob(
+        hostile.zstd_rle_frame(blocks), version=version, declared=declared, method=method, digest=digest
+    )
     folder = tmp_path_factory.mktemp("ccob")
     wheel = hostile.elf_wheel(folder / hostile.WHEEL, hostile.minimal_elf({".hip_fatbin": bundle}))
     with within(10):
@@ -174,14 +187,15 @@ def test_two_thousand_members_of_4_mib_are_refused_from_the_central_directory(tm
 @HOSTILE
 @given(members=st.integers(300, 600), member_bytes=st.integers(1 << 20, 2 << 20))
 def test_any_archive_of_zeros_past_the_archive_ratio_is_refused(
-        tmp_path_factory: pytest.TempPathFactory, members: int, member_bytes: int) -> None:
-    wheel = hostile.zeros_members_wheel(tmp_path_factory.mktemp("zeros"), members=members,
-                                        member_bytes=member_bytes)
+    tmp_path_factory: pytest.TempPathFactory, members: int, member_bytes: int
+) -> None:
+    wheel = hostile.zeros_members_wheel(tmp_path_factory.mktemp("zeros"), members=members, member_bytes=member_bytes)
     refused(wheel, "zip bomb", seconds=5)
 
 
 def test_more_members_than_a_wheel_may_hold_are_refused_before_zipfile_reads_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """zipfile spends about 1 KB on each member it lists: the count is read from the end
     record (zip64 here, past 65,535 members) first."""
     wheel = hostile.many_members_wheel(tmp_path, archive.MAX_MEMBERS + 1)
@@ -204,10 +218,13 @@ def test_the_declared_member_count_reads_both_end_records(tmp_path: Path) -> Non
 
 
 @HOSTILE
-@given(before=st.text(st.characters(codec="utf-8", exclude_characters="\0/\\"), min_size=1, max_size=20),
-       after=st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=20))
-def test_a_member_name_holding_nul_is_refused(tmp_path_factory: pytest.TempPathFactory,
-                                              before: str, after: str) -> None:
+@given(
+    before=st.text(st.characters(codec="utf-8", exclude_characters="\0/\\"), min_size=1, max_size=20),
+    after=st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=20),
+)
+def test_a_member_name_holding_nul_is_refused(
+    tmp_path_factory: pytest.TempPathFactory, before: str, after: str
+) -> None:
     """zipfile cuts `filename` at NUL (orig_filename keeps it): `demo/a\\0../x` would be
     checked as `demo/a`."""
     name = f"demo/{before}\0{after}".encode("utf-8", "surrogatepass")
@@ -245,7 +262,10 @@ def test_a_requires_dist_packaging_cannot_read_is_refused(tmp_path: Path, requir
     metadata = hostile.METADATA + b"Requires-Dist: " + requirement + b"\n"
     wheel = hostile.write_zip(tmp_path / hostile.WHEEL, hostile.dist_info(metadata=metadata))
     refused(wheel, r"METADATA is malformed \(Requires-Dist: requirement .* is malformed")
-    for args in (("wheel", "inspect", str(wheel)), ("image", "check", str(wheel), "--consumer", "registry.invalid/x:1")):
+    for args in (
+        ("wheel", "inspect", str(wheel)),
+        ("image", "check", str(wheel), "--consumer", "registry.invalid/x:1"),
+    ):
         result = wheelpin(*args)
         assert result.code == 2 and "Requires-Dist" in result.stderr, result.stderr
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from bot.core.checks import tag_commit_problems
-from bot.core.wheel.report import inspect_wheel
-from bot.core.wheel.localversion import carried, local_value, normalized_segment, segment_problems
 from bot.core.config.templates import (
     TagValues,
     TemplateError,
@@ -18,6 +16,8 @@ from bot.core.config.templates import (
     tag_pattern,
     validate_tag_template,
 )
+from bot.core.wheel.localversion import carried, local_value, normalized_segment, segment_problems
+from bot.core.wheel.report import inspect_wheel
 from tests.cli import wheelpin
 from tests.fixtures.wheels import build_wheel
 
@@ -33,14 +33,21 @@ def test_what_a_version_carries() -> None:
     assert carried("1.0+torchvision0.25.torch2.9", "torch") == "torch2.9"  # a longer name is not it
 
 
-@pytest.mark.parametrize(("version", "wanted", "said"), [
-    (ATOM, ["torch2.10", "cxx11abi1"], []),
-    (ATOM.replace("torch2.10", "torch2.10.1"), ["torch2.10"], []),  # a patch release of the same ABI
-    (TORCH_211, ["torch2.10"], [f"version {TORCH_211} carries torch2.11, expected torch2.10 (wheel.local_segments)"]),
-    (ATOM.replace("torch2.10", "torch2.1"), ["torch2.10"], ["carries torch2.1, expected torch2.10"]),
-    (ATOM.replace("cxx11abi1", "cxx11abi0"), ["torch2.10", "cxx11abi1"], ["carries cxx11abi0, expected cxx11abi1"]),
-    ("0.3.15", ["torch2.10"], ["version 0.3.15 carries no torch segment, expected torch2.10"]),
-])
+@pytest.mark.parametrize(
+    ("version", "wanted", "said"),
+    [
+        (ATOM, ["torch2.10", "cxx11abi1"], []),
+        (ATOM.replace("torch2.10", "torch2.10.1"), ["torch2.10"], []),  # a patch release of the same ABI
+        (
+            TORCH_211,
+            ["torch2.10"],
+            [f"version {TORCH_211} carries torch2.11, expected torch2.10 (wheel.local_segments)"],
+        ),
+        (ATOM.replace("torch2.10", "torch2.1"), ["torch2.10"], ["carries torch2.1, expected torch2.10"]),
+        (ATOM.replace("cxx11abi1", "cxx11abi0"), ["torch2.10", "cxx11abi1"], ["carries cxx11abi0, expected cxx11abi1"]),
+        ("0.3.15", ["torch2.10"], ["version 0.3.15 carries no torch segment, expected torch2.10"]),
+    ],
+)
 def test_segments_a_wheel_must_carry(version: str, wanted: list[str], said: list[str]) -> None:
     found = segment_problems(version, wanted)
     assert len(found) == len(said) and all(words in sentence for words, sentence in zip(said, found, strict=True))
@@ -72,21 +79,42 @@ def test_a_tag_naming_another_commit_than_its_wheel(tmp_path: Path) -> None:
     assert tag_commit_problems("lmcache-v0.3.15-g05fc77a0-rocm", reports) == []
     assert tag_commit_problems("latest", reports) == []  # names no commit: nothing to judge
     (said,) = tag_commit_problems("lmcache-v0.3.15-gdeadbeef-rocm", reports)
-    assert said == (f"{wheel.name}: tag lmcache-v0.3.15-gdeadbeef-rocm names commit gdeadbeef, but the wheel's "
-                    f"version {ATOM} carries g05fc77a0")
+    assert said == (
+        f"{wheel.name}: tag lmcache-v0.3.15-gdeadbeef-rocm names commit gdeadbeef, but the wheel's "
+        f"version {ATOM} carries g05fc77a0"
+    )
 
 
 def test_image_publish_without_a_component_refuses_a_tag_naming_another_commit(tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path, name="lmcache", version=ATOM, files={"lmcache/__init__.py": b""})
     layout = tmp_path / "images"
-    refused = wheelpin("image", "publish", str(wheel), "--to", f"oci:{layout}:lmcache-gdeadbeef-rocm",
-                       env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")})
+    refused = wheelpin(
+        "image",
+        "publish",
+        str(wheel),
+        "--to",
+        f"oci:{layout}:lmcache-gdeadbeef-rocm",
+        env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert refused.code != 0 and "names commit gdeadbeef, but the wheel's version" in refused.stderr
     assert not layout.exists() or not (layout / "index.json").exists()  # nothing written
-    as_json = wheelpin("image", "publish", str(wheel), "--to", f"oci:{layout}:lmcache-gdeadbeef-rocm", "--json",
-                       env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")})
+    as_json = wheelpin(
+        "image",
+        "publish",
+        str(wheel),
+        "--to",
+        f"oci:{layout}:lmcache-gdeadbeef-rocm",
+        "--json",
+        env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")},
+    )
     (problem,) = as_json.json()["problems"]  # every problem, on stdout, beside the one-line error
     assert as_json.code == 1 and problem.startswith(f"{wheel.name}: tag lmcache-gdeadbeef-rocm names commit")
-    published = wheelpin("image", "publish", str(wheel), "--to", f"oci:{layout}:lmcache-g05fc77a0-rocm",
-                         env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")})
+    published = wheelpin(
+        "image",
+        "publish",
+        str(wheel),
+        "--to",
+        f"oci:{layout}:lmcache-g05fc77a0-rocm",
+        env={"WHEELPIN_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert published.code == 0, published.stderr

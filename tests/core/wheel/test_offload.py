@@ -35,13 +35,16 @@ def test_compressed_bundle_every_version_and_method(version: int, method: str) -
 
 
 def test_several_bundles_back_to_back_mixed() -> None:
-    section = aligned(
-        plain_bundle(hip_entries("gfx942")),
-        compressed_bundle(plain_bundle(hip_entries("gfx950")), version=1, method="zstd"),
-        compressed_bundle(plain_bundle(hip_entries("gfx90a")), version=1, method="zlib"),
-        compressed_bundle(plain_bundle(hip_entries("gfx1100")), version=3, method="zstd"),
-        plain_bundle(hip_entries("gfx1030")),
-    ) + b"\0" * 100
+    section = (
+        aligned(
+            plain_bundle(hip_entries("gfx942")),
+            compressed_bundle(plain_bundle(hip_entries("gfx950")), version=1, method="zstd"),
+            compressed_bundle(plain_bundle(hip_entries("gfx90a")), version=1, method="zlib"),
+            compressed_bundle(plain_bundle(hip_entries("gfx1100")), version=3, method="zstd"),
+            plain_bundle(hip_entries("gfx1030")),
+        )
+        + b"\0" * 100
+    )
     assert targets(section) == [["gfx942"], ["gfx950"], ["gfx90a"], ["gfx1100"], ["gfx1030"]]
     offsets = [b.offset for b in read(section)]
     assert offsets == [0, 4096, 8192, 12288, 16384]
@@ -72,12 +75,16 @@ def corrupt_count(data: bytes, count: int) -> bytes:
     return data[:24] + struct.pack("<Q", count) + data[32:]
 
 
-def corrupt_first_entry(data: bytes, *, offset: int | None = None, size: int | None = None,
-                        id_length: int | None = None) -> bytes:
+def corrupt_first_entry(
+    data: bytes, *, offset: int | None = None, size: int | None = None, id_length: int | None = None
+) -> bytes:
     old_offset, old_size, old_length = struct.unpack_from("<QQQ", data, 32)
-    fields = struct.pack("<QQQ", old_offset if offset is None else offset,
-                         old_size if size is None else size,
-                         old_length if id_length is None else id_length)
+    fields = struct.pack(
+        "<QQQ",
+        old_offset if offset is None else offset,
+        old_size if size is None else size,
+        old_length if id_length is None else id_length,
+    )
     return data[:32] + fields + data[56:]
 
 
@@ -102,10 +109,8 @@ INNER = plain_bundle(hip_entries("gfx942"))
         (compressed_bundle(INNER, digest=12345), "hash"),
         (compressed_bundle(INNER, version=9), "unsupported format version 9"),
         (compressed_bundle(INNER)[:-10], "does not fit"),
-        (compressed_bundle(INNER)[:8] + struct.pack("<I", 1 << 30) + compressed_bundle(INNER)[12:],
-         "total size"),
-        (compressed_bundle(INNER)[:6] + b"\x07\x00" + compressed_bundle(INNER)[8:],
-         "unknown compression method 7"),
+        (compressed_bundle(INNER)[:8] + struct.pack("<I", 1 << 30) + compressed_bundle(INNER)[12:], "total size"),
+        (compressed_bundle(INNER)[:6] + b"\x07\x00" + compressed_bundle(INNER)[8:], "unknown compression method 7"),
         (compressed_bundle(b"not a bundle at all, just bytes"), "not an offload bundle"),
         (compressed_bundle(INNER, version=1, method="zlib")[:-5], "truncated"),
     ],

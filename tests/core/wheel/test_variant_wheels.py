@@ -25,27 +25,44 @@ from tests.fixtures.wheels import build_wheel
 TAG = "cp312-cp312-manylinux_2_28_x86_64"
 
 
-def variant_wheel(folder: Path, label: str | None, properties: dict[str, dict[str, list[str]]] | None = None, *,
-                  targets: tuple[str, ...] = ("gfx942",)) -> Path:
+def variant_wheel(
+    folder: Path,
+    label: str | None,
+    properties: dict[str, dict[str, list[str]]] | None = None,
+    *,
+    targets: tuple[str, ...] = ("gfx942",),
+) -> Path:
     library = hip_library(soname="libkernels.so", needed=["libamdhip64.so.7", "libc.so.6"], targets=targets)
-    return build_wheel(folder, name="kernels", version="1.0.0", tag=TAG,
-                       files={"kernels/__init__.py": b"", "kernels/libkernels.so": library},
-                       variant=(label, properties or {}) if label is not None else None)
+    return build_wheel(
+        folder,
+        name="kernels",
+        version="1.0.0",
+        tag=TAG,
+        files={"kernels/__init__.py": b"", "kernels/libkernels.so": library},
+        variant=(label, properties or {}) if label is not None else None,
+    )
 
 
-@pytest.mark.parametrize(("filename", "plain", "label"), [
-    (f"kernels-1.0.0-{TAG}-amd_gfx942.whl", f"kernels-1.0.0-{TAG}.whl", "amd_gfx942"),
-    (f"kernels-1.0.0-1-{TAG}-gfx942.whl", f"kernels-1.0.0-1-{TAG}.whl", "gfx942"),  # a build tag too
-    (f"numpy-2.3.2-cp313-cp313t-musllinux_1_2_x86_64-null.whl", "numpy-2.3.2-cp313-cp313t-musllinux_1_2_x86_64.whl",
-     "null"),  # PEP 825's own example of the null variant
-    (f"kernels-1.0.0-1-{TAG}.whl", f"kernels-1.0.0-1-{TAG}.whl", None),  # a build tag, no label
-    (f"kernels-1.0.0-{TAG}.whl", f"kernels-1.0.0-{TAG}.whl", None),
-])
+@pytest.mark.parametrize(
+    ("filename", "plain", "label"),
+    [
+        (f"kernels-1.0.0-{TAG}-amd_gfx942.whl", f"kernels-1.0.0-{TAG}.whl", "amd_gfx942"),
+        (f"kernels-1.0.0-1-{TAG}-gfx942.whl", f"kernels-1.0.0-1-{TAG}.whl", "gfx942"),  # a build tag too
+        (
+            "numpy-2.3.2-cp313-cp313t-musllinux_1_2_x86_64-null.whl",
+            "numpy-2.3.2-cp313-cp313t-musllinux_1_2_x86_64.whl",
+            "null",
+        ),  # PEP 825's own example of the null variant
+        (f"kernels-1.0.0-1-{TAG}.whl", f"kernels-1.0.0-1-{TAG}.whl", None),  # a build tag, no label
+        (f"kernels-1.0.0-{TAG}.whl", f"kernels-1.0.0-{TAG}.whl", None),
+    ],
+)
 def test_the_label_is_taken_off_and_packaging_reads_the_rest(filename: str, plain: str, label: str | None) -> None:
     assert split_variant_label(filename) == (plain, label)
     name = WheelName.parse(filename)
-    assert name.variant == label and name.tag_strings == [TAG if "kernels" in filename else
-                                                          "cp313-cp313t-musllinux_1_2_x86_64"]
+    assert name.variant == label and name.tag_strings == [
+        TAG if "kernels" in filename else "cp313-cp313t-musllinux_1_2_x86_64"
+    ]
     assert tags_of(filename) == tuple(name.tag_strings)
 
 
@@ -70,9 +87,13 @@ def test_a_variant_wheel_s_label_and_properties_are_read_and_recorded(tmp_path: 
 def test_a_property_promising_a_target_without_code_is_refused_in_one_sentence(tmp_path: Path) -> None:
     wheel = variant_wheel(tmp_path, "amd_mi3xx", {"amd": {"gfx_arch": ["gfx942", "gfx950"]}})
     found = kinded_problems(inspect_wheel(wheel), WheelRules())
-    assert [(f.kind, f.text) for f in found] == [(
-        "variant", "variant amd_mi3xx promises gfx942, gfx950, but kernels/libkernels.so has no code for gfx950 "
-        "(it carries gfx942)")]
+    assert [(f.kind, f.text) for f in found] == [
+        (
+            "variant",
+            "variant amd_mi3xx promises gfx942, gfx950, but kernels/libkernels.so has no code for gfx950 "
+            "(it carries gfx942)",
+        )
+    ]
     assert kinded_problems(inspect_wheel(wheel), WheelRules(allow_variant_mismatch=True)) == []
 
 
@@ -87,8 +108,9 @@ def test_wheel_inspect_shows_the_variant_and_refuses_a_broken_promise(tmp_path: 
     bad = variant_wheel(tmp_path / "bad", "amd_gfx950", {"amd": {"gfx_archs": ["gfx950"]}})
     refused = wheelpin("wheel", "inspect", str(bad), "--json")
     assert refused.code == 1
-    assert refused.json()["problems"] == ["variant amd_gfx950 promises gfx950, but kernels/libkernels.so has no "
-                                          "code for gfx950 (it carries gfx942)"]
+    assert refused.json()["problems"] == [
+        "variant amd_gfx950 promises gfx950, but kernels/libkernels.so has no code for gfx950 (it carries gfx942)"
+    ]
     assert wheelpin("wheel", "inspect", str(bad), "--allow-variant-mismatch").code == 0
 
 
@@ -103,38 +125,52 @@ def test_a_variant_wheel_without_its_variant_json_or_label_is_a_problem_of_its_o
     plain = variant_wheel(tmp_path / "plain", None)
     renamed = plain.rename(plain.with_name(plain.name.removesuffix(".whl") + "-amd_gfx942.whl"))
     assert inspect_wheel(renamed).integrity == (
-        "the file name carries variant label 'amd_gfx942' but kernels-1.0.0.dist-info/variant.json is missing",)
+        "the file name carries variant label 'amd_gfx942' but kernels-1.0.0.dist-info/variant.json is missing",
+    )
 
     other = variant_wheel(tmp_path / "other", "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}})
     relabelled = other.rename(other.with_name(other.name.replace("amd_gfx942", "amd_gfx950")))
     assert inspect_wheel(relabelled).integrity == (
         "kernels-1.0.0.dist-info/variant.json does not list the file name's variant label 'amd_gfx950' "
-        "under `variants`",)
+        "under `variants`",
+    )
     refused = wheelpin("wheel", "inspect", str(relabelled))
     assert refused.code == 1 and "does not list the file name's variant label" in refused.stdout
 
     labelled = variant_wheel(tmp_path / "unlabelled", "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}})
     unlabelled = inspect_wheel(labelled.rename(labelled.with_name(labelled.name.replace("-amd_gfx942", ""))))
     assert unlabelled.variant is None and unlabelled.integrity == ()  # PEP 825: no label, no variant wheel
-    assert unlabelled.notes == ("kernels-1.0.0.dist-info/variant.json is there but the file name carries no variant "
-                                "label, so it is no variant wheel",)
+    assert unlabelled.notes == (
+        "kernels-1.0.0.dist-info/variant.json is there but the file name carries no variant "
+        "label, so it is no variant wheel",
+    )
 
     bad_value = variant_wheel(tmp_path / "bad", "amd_x", {"amd": {"gfx_arch": ["GFX942"]}})
     assert inspect_wheel(bad_value).integrity == (
-        "kernels-1.0.0.dist-info/variant.json has a value amd :: gfx_arch :: 'GFX942' that PEP 825 does not allow",)
+        "kernels-1.0.0.dist-info/variant.json has a value amd :: gfx_arch :: 'GFX942' that PEP 825 does not allow",
+    )
 
 
 def test_the_proposal_says_each_variant_wheel_s_label_and_properties(tmp_path: Path) -> None:
     wheel = variant_wheel(tmp_path, "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}})
     entry = WheelEntry.of_report(inspect_wheel(wheel))
-    text = body(ProposalFacts(component="kernels", upstream="https://github.com/o/kernels", old_commit=None,
-                              new_commit="a" * 40, version="1.0.0", image="r/kernels:1@sha256:" + "b" * 64,
-                              wheels=(entry,)))
+    text = body(
+        ProposalFacts(
+            component="kernels",
+            upstream="https://github.com/o/kernels",
+            old_commit=None,
+            new_commit="a" * 40,
+            version="1.0.0",
+            image="r/kernels:1@sha256:" + "b" * 64,
+            wheels=(entry,),
+        )
+    )
     assert (f"Variants:\n- `{wheel.name}`: variant `amd_gfx942`, `amd :: gfx_arch :: gfx942`\n") in text
 
 
 def test_a_published_variant_wheel_s_image_says_it_and_a_broken_promise_publishes_nothing(
-        tmp_path: Path, registry: Registry) -> None:
+    tmp_path: Path, registry: Registry
+) -> None:
     """Through the real loopback registry, as a user publishes and looks: the image
     records the label, the properties and the installed size; `image show` says them and
     the image's own size."""
@@ -142,8 +178,11 @@ def test_a_published_variant_wheel_s_image_says_it_and_a_broken_promise_publishe
     bad = variant_wheel(tmp_path / "bad", "amd_gfx950", {"amd": {"gfx_arch": ["gfx950"]}})
     refused = wheelpin("image", "publish", str(bad), "--to", f"{registry.host}/variants/kernels:bad", env=env)
     (said,) = [line for line in refused.stderr.splitlines() if line.startswith("wheelpin:")]
-    assert refused.code == 1 and "variant amd_gfx950 promises gfx950, but kernels/libkernels.so has no code " \
-        "for gfx950 (it carries gfx942)" in said, refused.stderr
+    assert (
+        refused.code == 1
+        and "variant amd_gfx950 promises gfx950, but kernels/libkernels.so has no code for gfx950 (it carries gfx942)"
+        in said
+    ), refused.stderr
     assert wheelpin("image", "show", f"{registry.host}/variants/kernels:bad", env=env).code != 0
 
     good = variant_wheel(tmp_path / "good", "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}})

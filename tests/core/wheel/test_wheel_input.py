@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.wheel.archive import ArchiveLimits
 from bot.core.errors import InputError
+from bot.core.wheel.archive import ArchiveLimits
 from bot.core.wheel.report import inspect_wheel, read_wheel_metadata
 from tests.fixtures.wheels import build_wheel
 
@@ -27,8 +27,12 @@ def raw_zip(path: Path, members: list[tuple[str, bytes]]) -> Path:
 
 
 def good_members(extra: Sequence[tuple[str, bytes]] = ()) -> list[tuple[str, bytes]]:
-    return [("demo/__init__.py", b"x = 1\n"), ("demo-1.0.dist-info/METADATA", METADATA),
-            ("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nTag: py3-none-any\n"), *extra]
+    return [
+        ("demo/__init__.py", b"x = 1\n"),
+        ("demo-1.0.dist-info/METADATA", METADATA),
+        ("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nTag: py3-none-any\n"),
+        *extra,
+    ]
 
 
 def fails(path: Path, message: str, **kwargs: object) -> None:
@@ -54,8 +58,7 @@ def test_truncated_zip(tmp_path: Path) -> None:
 def test_corrupt_member_data(tmp_path: Path) -> None:
     import os
 
-    good = build_wheel(tmp_path / "g", name="demo", version="1.0",
-                       files={"demo/a.py": os.urandom(20000)})
+    good = build_wheel(tmp_path / "g", name="demo", version="1.0", files={"demo/a.py": os.urandom(20000)})
     data = bytearray(good.read_bytes())
     data[200:400] = bytes(200)
     path = tmp_path / good.name
@@ -65,8 +68,7 @@ def test_corrupt_member_data(tmp_path: Path) -> None:
 
 def test_member_lies_about_its_size(tmp_path: Path) -> None:
     """The central directory declares fewer bytes than the member inflates to."""
-    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl",
-                   good_members([("demo/big.py", b"y" * 100_000)]))
+    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl", good_members([("demo/big.py", b"y" * 100_000)]))
     data = bytearray(path.read_bytes())
     central = data.rfind(b"PK\x01\x02", 0, data.rfind(b"demo/big.py"))
     # uncompressed size lives 24 bytes into a central directory entry
@@ -76,14 +78,12 @@ def test_member_lies_about_its_size(tmp_path: Path) -> None:
 
 
 def test_zip_bomb_by_ratio(tmp_path: Path) -> None:
-    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl",
-                   good_members([("demo/zeros.bin", bytes(32 << 20))]))
+    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl", good_members([("demo/zeros.bin", bytes(32 << 20))]))
     fails(path, "compression ratio")
 
 
 def test_zip_bomb_by_total_size(tmp_path: Path) -> None:
-    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl",
-                   good_members([("demo/data.bin", b"z" * 5000)]))
+    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl", good_members([("demo/data.bin", b"z" * 5000)]))
     fails(path, "uncompressed bytes", limits=ArchiveLimits(max_total_uncompressed=4000))
 
 
@@ -91,14 +91,15 @@ def test_overlapping_entries(tmp_path: Path) -> None:
     path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl", good_members())
     data = bytearray(path.read_bytes())
     # point the second central entry at the first member's local header
-    entries = [i for i in range(len(data)) if data[i:i + 4] == b"PK\x01\x02"]
+    entries = [i for i in range(len(data)) if data[i : i + 4] == b"PK\x01\x02"]
     struct.pack_into("<I", data, entries[1] + 42, 0)
     path.write_bytes(bytes(data))
     fails(path, "overlap")
 
 
-@pytest.mark.parametrize("name", ["../evil.py", "/etc/evil.py", "demo/../../evil.py",
-                                  "C:/evil.py", "demo\\..\\evil.py"])
+@pytest.mark.parametrize(
+    "name", ["../evil.py", "/etc/evil.py", "demo/../../evil.py", "C:/evil.py", "demo\\..\\evil.py"]
+)
 def test_member_names_that_escape(tmp_path: Path, name: str) -> None:
     path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl", good_members([(name, b"x")]))
     fails(path, "escapes the archive's root")
@@ -109,8 +110,7 @@ def test_duplicate_member(tmp_path: Path) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl",
-                       good_members([("demo/__init__.py", b"again")]))
+        path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl", good_members([("demo/__init__.py", b"again")]))
     fails(path, "appears twice")
 
 
@@ -120,14 +120,15 @@ def test_missing_metadata(tmp_path: Path) -> None:
 
 
 def test_two_metadata_files(tmp_path: Path) -> None:
-    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl",
-                   good_members([("other-2.0.dist-info/METADATA", METADATA)]))
+    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl", good_members([("other-2.0.dist-info/METADATA", METADATA)]))
     fails(path, "several \\*.dist-info/METADATA")
 
 
 def test_metadata_without_version(tmp_path: Path) -> None:
-    path = raw_zip(tmp_path / "demo-1.0-py3-none-any.whl",
-                   [("demo-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: demo\n")])
+    path = raw_zip(
+        tmp_path / "demo-1.0-py3-none-any.whl",
+        [("demo-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: demo\n")],
+    )
     fails(path, "METADATA is malformed")
 
 
@@ -144,8 +145,13 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_broken_elf(tmp_path: Path) -> None:
-    path = build_wheel(tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64",
-                       files={"demo/_c.so": b"\x7fELF" + b"\x02\x01\x01" + b"\xff" * 200})
+    path = build_wheel(
+        tmp_path,
+        name="demo",
+        version="1.0",
+        tag="cp312-cp312-linux_x86_64",
+        files={"demo/_c.so": b"\x7fELF" + b"\x02\x01\x01" + b"\xff" * 200},
+    )
     fails(path, "demo/_c.so is not a readable ELF file")
 
 
@@ -153,23 +159,23 @@ def _patched_library(source: Path, patch: bytes, find: bytes, offset: int) -> by
     data = bytearray(source.read_bytes())
     at = data.find(find)
     assert at >= 0
-    data[at + offset: at + offset + len(patch)] = patch
+    data[at + offset : at + offset + len(patch)] = patch
     return bytes(data)
 
 
 def test_bundle_count_past_section(tmp_path: Path, hip_artifacts) -> None:  # type: ignore[no-untyped-def]
-    library = _patched_library(hip_artifacts.plain_library, struct.pack("<Q", 1 << 30),
-                               b"__CLANG_OFFLOAD_BUNDLE__", 24)
-    path = build_wheel(tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64",
-                       files={"demo/_c.so": library})
+    library = _patched_library(hip_artifacts.plain_library, struct.pack("<Q", 1 << 30), b"__CLANG_OFFLOAD_BUNDLE__", 24)
+    path = build_wheel(
+        tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64", files={"demo/_c.so": library}
+    )
     fails(path, r"demo/_c.so: \.hip_fatbin: .*entry count")
 
 
 def test_bundle_offset_past_section(tmp_path: Path, hip_artifacts) -> None:  # type: ignore[no-untyped-def]
-    library = _patched_library(hip_artifacts.plain_library, struct.pack("<Q", 1 << 40),
-                               b"__CLANG_OFFLOAD_BUNDLE__", 32)
-    path = build_wheel(tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64",
-                       files={"demo/_c.so": library})
+    library = _patched_library(hip_artifacts.plain_library, struct.pack("<Q", 1 << 40), b"__CLANG_OFFLOAD_BUNDLE__", 32)
+    path = build_wheel(
+        tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64", files={"demo/_c.so": library}
+    )
     fails(path, "runs past")
 
 
@@ -177,10 +183,10 @@ def test_compressed_bundle_lying_about_its_size(tmp_path: Path, hip_artifacts) -
     data = hip_artifacts.compressed_library.read_bytes()
     at = data.find(b"CCOB")
     (declared,) = struct.unpack_from("<I", data, at + 12)
-    library = _patched_library(hip_artifacts.compressed_library, struct.pack("<I", declared // 2),
-                               b"CCOB", 12)
-    path = build_wheel(tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64",
-                       files={"demo/_c.so": library})
+    library = _patched_library(hip_artifacts.compressed_library, struct.pack("<I", declared // 2), b"CCOB", 12)
+    path = build_wheel(
+        tmp_path, name="demo", version="1.0", tag="cp312-cp312-linux_x86_64", files={"demo/_c.so": library}
+    )
     fails(path, "inflates past")
 
 

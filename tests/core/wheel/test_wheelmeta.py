@@ -7,24 +7,50 @@ from packaging.version import Version
 
 from bot.core.wheel.metadata import WheelName, dist_info_matches, parse_metadata, parse_record
 
-LMCACHE = "lmcache-0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1-cp312-cp312-manylinux_2_39_x86_64.whl"
+LMCACHE = (
+    "lmcache-0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1-cp312-cp312-manylinux_2_39_x86_64.whl"
+)
 
 
 @pytest.mark.parametrize(
     ("filename", "name", "version", "build", "tags"),
     [
-        (LMCACHE, "lmcache", "0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1",
-         (), ["cp312-cp312-manylinux_2_39_x86_64"]),
-        ("mooncake_transfer_engine_rocm-0.3.13.post1-cp310-cp310-manylinux_2_35_x86_64.whl",
-         "mooncake-transfer-engine-rocm", "0.3.13.post1", (), ["cp310-cp310-manylinux_2_35_x86_64"]),
-        ("cupy_rocm_7_0-14.2.0-cp311-cp311-manylinux2014_x86_64.whl", "cupy-rocm-7-0", "14.2.0", (),
-         ["cp311-cp311-manylinux2014_x86_64"]),
-        ("lmcache-0.5.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl", "lmcache",
-         "0.5.6", (), ["cp311-cp311-manylinux_2_27_x86_64", "cp311-cp311-manylinux_2_28_x86_64"]),
-        ("demo-1.0-1build-py2.py3-none-any.whl", "demo", "1.0", (1, "build"),
-         ["py2-none-any", "py3-none-any"]),
-        ("torch-2.10.0a0+git3d3aa83-cp312-cp312-linux_x86_64.whl", "torch", "2.10.0a0+git3d3aa83",
-         (), ["cp312-cp312-linux_x86_64"]),
+        (
+            LMCACHE,
+            "lmcache",
+            "0.5.6.dev98+g05fc77a0.rocm7.2.4.torch2.10.git3d3aa833.cxx11abi1",
+            (),
+            ["cp312-cp312-manylinux_2_39_x86_64"],
+        ),
+        (
+            "mooncake_transfer_engine_rocm-0.3.13.post1-cp310-cp310-manylinux_2_35_x86_64.whl",
+            "mooncake-transfer-engine-rocm",
+            "0.3.13.post1",
+            (),
+            ["cp310-cp310-manylinux_2_35_x86_64"],
+        ),
+        (
+            "cupy_rocm_7_0-14.2.0-cp311-cp311-manylinux2014_x86_64.whl",
+            "cupy-rocm-7-0",
+            "14.2.0",
+            (),
+            ["cp311-cp311-manylinux2014_x86_64"],
+        ),
+        (
+            "lmcache-0.5.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            "lmcache",
+            "0.5.6",
+            (),
+            ["cp311-cp311-manylinux_2_27_x86_64", "cp311-cp311-manylinux_2_28_x86_64"],
+        ),
+        ("demo-1.0-1build-py2.py3-none-any.whl", "demo", "1.0", (1, "build"), ["py2-none-any", "py3-none-any"]),
+        (
+            "torch-2.10.0a0+git3d3aa83-cp312-cp312-linux_x86_64.whl",
+            "torch",
+            "2.10.0a0+git3d3aa83",
+            (),
+            ["cp312-cp312-linux_x86_64"],
+        ),
     ],
 )
 def test_wheel_names(filename: str, name: str, version: str, build: tuple, tags: list[str]) -> None:  # type: ignore[type-arg]
@@ -40,9 +66,17 @@ def test_local_version_parts() -> None:
     assert version.is_devrelease and version.is_prerelease
 
 
-@pytest.mark.parametrize("filename", ["demo.whl", "demo-1.0.whl", "demo-1.0-py3-none.whl",
-                                      "demo-x.y-py3-none-any.whl", "demo-1.0-py3-none-any.zip",
-                                      "de mo-1.0-py3-none-any.whl"])
+@pytest.mark.parametrize(
+    "filename",
+    [
+        "demo.whl",
+        "demo-1.0.whl",
+        "demo-1.0-py3-none.whl",
+        "demo-x.y-py3-none-any.whl",
+        "demo-1.0-py3-none-any.zip",
+        "de mo-1.0-py3-none-any.whl",
+    ],
+)
 def test_bad_wheel_names(filename: str) -> None:
     with pytest.raises(ValueError, match="is not a wheel file name"):
         WheelName.parse(filename)

@@ -14,8 +14,11 @@ from .base import PinError, PinSites, closest
 def is_dockerfile(file: str) -> bool:
     """Dockerfile, Dockerfile.rocm, atom_release.dockerfile, Containerfile and the like."""
     lower = PurePosixPath(file).name.lower()
-    return (lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.", "containerfile."))
-            or lower.endswith((".dockerfile", ".containerfile")))
+    return (
+        lower in ("dockerfile", "containerfile")
+        or lower.startswith(("dockerfile.", "containerfile."))
+        or lower.endswith((".dockerfile", ".containerfile"))
+    )
 
 
 def parsed(text: str, file: str) -> ParsedDockerfile:
@@ -29,8 +32,7 @@ def arg_sites(dockerfile: ParsedDockerfile, name: str, file: str) -> tuple[Value
     """Every default of ARG `name`, all equal (an ARG redeclared per stage moves as one)."""
     declarations = dockerfile.declarations(name)
     if not declarations:
-        raise PinError(f"{file}: ARG {name} is not declared"
-                       + closest("ARGs", name, (a.name for a in dockerfile.args)))
+        raise PinError(f"{file}: ARG {name} is not declared" + closest("ARGs", name, (a.name for a in dockerfile.args)))
     sites = tuple(d.default for d in declarations if d.default is not None)
     if not sites:
         raise PinError(f"{file}:{declarations[0].line}: ARG {name} has no default value to pin")
@@ -41,7 +43,9 @@ def arg_sites(dockerfile: ParsedDockerfile, name: str, file: str) -> tuple[Value
     return sites
 
 
-def with_sha256(pin: DockerfileArgPin | DockerfileFromPin, dockerfile: ParsedDockerfile, image: tuple[ValueSite, ...]) -> PinSites:
+def with_sha256(
+    pin: DockerfileArgPin | DockerfileFromPin, dockerfile: ParsedDockerfile, image: tuple[ValueSite, ...]
+) -> PinSites:
     """The image sites, and the defaults of the pin's `sha256_arg` when it has one."""
     sha256 = arg_sites(dockerfile, pin.sha256_arg, pin.file) if pin.sha256_arg else ()
     return PinSites(image, sha256)

@@ -71,8 +71,10 @@ def stages_of(text: str) -> tuple[Stage, ...]:
                 found = _index_named(heads[:-1], source)
                 if found is not None:
                     copied_by[found].append(len(heads) - 1)
-    return tuple(Stage(i, name, line, image, tuple(instructions[i]), tuple(copied_by[i]))
-                 for i, (name, line, image) in enumerate(heads))
+    return tuple(
+        Stage(i, name, line, image, tuple(instructions[i]), tuple(copied_by[i]))
+        for i, (name, line, image) in enumerate(heads)
+    )
 
 
 def _sources(flags: tuple[str, ...]) -> list[str]:
@@ -119,7 +121,7 @@ def built_on(stage: Stage, stages: tuple[Stage, ...]) -> str | None:
     running = [i for i in stage.instructions if i not in _INERT]
     if running:
         return f"{stage.label} runs {running[0]}: a base image, not a wheel image"
-    for later in stages[stage.index + 1:]:
+    for later in stages[stage.index + 1 :]:
         if stage.name and later.image.lower() == stage.name.lower():
             return f"{later.label} is built on it: a base image, not a wheel image"
     return None  # copied from, or by nothing here (a fragment): what the image holds decides
@@ -146,19 +148,20 @@ def sha256_args(parsed: ParsedDockerfile, prefix: str) -> tuple[Sha256Arg, ...]:
             continue
         if arg.name == stem:
             found[arg.name] = Sha256Arg(arg.name, arg.default.line, arg.default.value, None)
-        elif arg.name.startswith(stem + "_") and _PYTHON_TAG.match(tag := arg.name[len(stem) + 1:].lower()):
+        elif arg.name.startswith(stem + "_") and _PYTHON_TAG.match(tag := arg.name[len(stem) + 1 :].lower()):
             found[arg.name] = Sha256Arg(arg.name, arg.default.line, arg.default.value, tag)
     return tuple(found.values())
 
 
-def consumer_of(stages: tuple[Stage, ...], wheel_stage: Stage, parsed: ParsedDockerfile,
-                file: str) -> ConsumerSite | None:
+def consumer_of(
+    stages: tuple[Stage, ...], wheel_stage: Stage, parsed: ParsedDockerfile, file: str
+) -> ConsumerSite | None:
     """The image the first stage copying from the wheel stage is built on, followed down
     its chain of stages: an ARG's default, a named stage's literal FROM, or a digest."""
     if not wheel_stage.copied_by:
         return None
     stage = stages[wheel_stage.copied_by[0]]
-    while (below := stage_named(stages[:stage.index], stage.image)) is not None:
+    while (below := stage_named(stages[: stage.index], stage.image)) is not None:
         stage = below
     name = variable_of(stage.image)
     if name is not None:

@@ -11,7 +11,10 @@ from .base import PinFormat
 from .dockerfile_arg import DockerfileArg
 from .dockerfile_from import DockerfileFrom
 
-FORMATS: dict[str, PinFormat[Any]] = {fmt.name: fmt for fmt in (
-    DockerfileArg(),
-    DockerfileFrom(),
-)}
+FORMATS: dict[str, PinFormat[Any]] = {
+    fmt.name: fmt
+    for fmt in (
+        DockerfileArg(),
+        DockerfileFrom(),
+    )
+}

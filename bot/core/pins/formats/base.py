@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from ..locate import ValueSite
 from ...errors import UsageError
 from ...image.reference import ImageRef
+from ..locate import ValueSite
 
 # The config model of a format's pins (config.DockerfileArgPin…): each format reads its own.
 PinTable = TypeVar("PinTable", contravariant=True)
@@ -149,8 +149,9 @@ def closest(what: str, name: str, present: Iterable[str]) -> str:
 def literal(file: str, sites: tuple[ValueSite, ...]) -> tuple[ValueSite, ...]:
     """`sites`, when the value they hold is written out: a bump cannot move a variable."""
     if "$" in sites[0].value:
-        raise PinError(f"{file}:{sites[0].line}: the pinned value "
-                       f"{sites[0].value!r} uses a variable; wheelpin pins literal values")
+        raise PinError(
+            f"{file}:{sites[0].line}: the pinned value {sites[0].value!r} uses a variable; wheelpin pins literal values"
+        )
     return sites
 
 

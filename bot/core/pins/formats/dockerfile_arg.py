@@ -46,12 +46,24 @@ class DockerfileArg:
             if why is not None:
                 skipped.append(Skipped(file, line, f"ARG {name}", why))
                 continue
-            found.append(FoundPin(file, line, value, self.name, self.key, name, f"ARG {name}", stage.line,
-                                  sha256_args(dockerfile, name.removesuffix("_IMAGE")),
-                                  consumer_of(stages, stage, dockerfile, file)))
+            found.append(
+                FoundPin(
+                    file,
+                    line,
+                    value,
+                    self.name,
+                    self.key,
+                    name,
+                    f"ARG {name}",
+                    stage.line,
+                    sha256_args(dockerfile, name.removesuffix("_IMAGE")),
+                    consumer_of(stages, stage, dockerfile, file),
+                )
+            )
         for name, arg in defaults.items():
             if name in named_by_from or arg.default is None or not_a_pin(arg.default.value) is not None:
                 continue
-            skipped.append(Skipped(file, arg.default.line, f"ARG {name}",
-                                   "pinned by digest, but no stage's FROM names it"))
+            skipped.append(
+                Skipped(file, arg.default.line, f"ARG {name}", "pinned by digest, but no stage's FROM names it")
+            )
         return unique(found), skipped

@@ -24,8 +24,10 @@ class DockerfileFrom:
         wanted = pin.from_stage
         stage = dockerfile.stage(wanted)
         if stage is None:
-            raise PinError(f"{pin.file}: no FROM … AS {wanted} stage"
-                           + closest("stages", wanted, (s.name for s in dockerfile.stages if s.name)))
+            raise PinError(
+                f"{pin.file}: no FROM … AS {wanted} stage"
+                + closest("stages", wanted, (s.name for s in dockerfile.stages if s.name))
+            )
         if "$" in stage.image.value:
             raise PinError(
                 f"{pin.file}:{stage.line}: FROM {stage.image.value} uses a variable: pin that ARG "
@@ -45,18 +47,41 @@ class DockerfileFrom:
             if variable_of(stage.image) is not None:
                 continue  # one ARG: dockerfile-arg's
             if "$" in stage.image:
-                skipped.append(Skipped(file, stage.line, f"FROM {stage.image}",
-                                       "built from variables: wheelpin pins one ARG or a literal reference"))
+                skipped.append(
+                    Skipped(
+                        file,
+                        stage.line,
+                        f"FROM {stage.image}",
+                        "built from variables: wheelpin pins one ARG or a literal reference",
+                    )
+                )
                 continue
-            if stage.image.lower() == "scratch" or stage_named(stages[:stage.index], stage.image):
+            if stage.image.lower() == "scratch" or stage_named(stages[: stage.index], stage.image):
                 continue
             why = built_on(stage, stages) or not_a_pin(stage.image)
             if why is None and stage.name is not None:
                 prefix = re.sub(r"[^A-Za-z0-9]", "_", stage.name).upper()
-                found.append(FoundPin(file, stage.line, stage.image, self.name, self.key, stage.name,
-                                      f"FROM … AS {stage.name}", stage.line, sha256_args(dockerfile, prefix),
-                                      consumer_of(stages, stage, dockerfile, file)))
+                found.append(
+                    FoundPin(
+                        file,
+                        stage.line,
+                        stage.image,
+                        self.name,
+                        self.key,
+                        stage.name,
+                        f"FROM … AS {stage.name}",
+                        stage.line,
+                        sha256_args(dockerfile, prefix),
+                        consumer_of(stages, stage, dockerfile, file),
+                    )
+                )
             else:
-                skipped.append(Skipped(file, stage.line, f"FROM {stage.image}",
-                                       why or "the stage has no name (FROM … AS NAME) to pin it by"))
+                skipped.append(
+                    Skipped(
+                        file,
+                        stage.line,
+                        f"FROM {stage.image}",
+                        why or "the stage has no name (FROM … AS NAME) to pin it by",
+                    )
+                )
         return unique(found), skipped
