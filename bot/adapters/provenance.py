@@ -216,6 +216,16 @@ def verify_attached(store: ImageStore, digest: str, key: dsse.PublicKey) -> dict
     )
 
 
+def signed_by(store: ImageStore, digest: str, key: dsse.PublicKey) -> bool:
+    """Whether the image `digest` carries a provenance statement `key` signed (a statement
+    that fails to verify counts as none)."""
+    try:
+        verify_attached(store, digest, key)
+    except VerificationError:
+        return False
+    return True
+
+
 def statement_summary(statement: dict[str, Any]) -> dict[str, Any]:
     """What `image verify` says of a statement that passed."""
     definition = statement.get("predicate", {}).get("buildDefinition", {})

@@ -379,7 +379,13 @@ class PostgresState(StateFile):
         self._pg.commit()
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.db.execute(sql.replace("?", "%s"), params)
+        cursor = self.db.execute(sql.replace("?", "%s"), params)
+        if not self._unsaved and sql.lstrip().lower().startswith("select"):
+            # a read ends its transaction at once (its rows are already with the client): one
+            # left open for the rest of a pass would hold its locks across the pass's network
+            # calls, and a replica paused there would hold every other one's DDL behind it
+            self.db.commit()
+        return cursor
 
     def _roll_back(self) -> None:
         if self._pg is not None:

@@ -27,6 +27,7 @@ from ..adapters.provenance import (
     attached_to,
     carries_provenance,
     proposal_link,
+    signed_by,
     verification_of,
 )
 from ..adapters.publisher import SETTLE_SECONDS, publish
@@ -72,7 +73,7 @@ from ..core.proposal.assemble import assemble
 from ..core.proposal.text import Commit, body, title
 from ..core.provenance.statement import BuildFacts
 from ..core.redact import public_url
-from ..core.trust.decide import Judgement
+from ..core.trust.decide import Judgement, statement_downgrade
 from .consumers import Consumers
 from .context import Context, Memory, Reads
 from .observation import Observation, pin_repository
@@ -370,8 +371,14 @@ class Executor:
             message = f"{image.ref} is not proposed: {judgement.refused}"
             self._failed(context, facts, head, "verify", message, reason=judgement.refused)
             raise VerificationError(message, problems=(judgement.refused,))
+        attached = self._attached(context, done, head, image, info)
+        kept = self._statement_kept(context, seen, image, attached)
+        if kept.refused:
+            message = f"{image.ref} is not proposed: {kept.refused}"
+            self._failed(context, facts, head, "verify", message, reason=kept.refused)
+            raise VerificationError(message, problems=(kept.refused,))
         said["more_verification"] = (*said.get("more_verification", ()), *judgement.verification)
-        said["more_notes"] = (*said.get("more_notes", ()), *judgement.notes)
+        said["more_notes"] = (*said.get("more_notes", ()), *judgement.notes, *kept.notes)
         found_in_image = self.consumers.seen(seen, wheels)
         if found_in_image is not None:  # what the image has installed is a constraint, as if typed by hand
             found, header = found_in_image
@@ -401,7 +408,7 @@ class Executor:
             state=desired_state(facts),
             check_refs=_check_refs(context, image),
             provenance=self._provenance(context, done, head, image, len(wheels))
-            + self._attached(context, done, head, image, info),
+            + proposal_link(context.store.name, image.ref, attached),
             consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(seen.pins[0].ref) if seen.pins and seen.pins[0].ref else None,
@@ -449,6 +456,28 @@ class Executor:
             )
         with doing(f"checking the attestations of {context.name}'s wheels"):
             return self.trust.judge(trust, seen.pinned, wheels, image=image)
+
+    def _statement_kept(
+        self, context: Context, seen: Observation, image: ImageFound, attached: list[Attached]
+    ) -> Judgement:
+        """No silent loss of wheelpin's own signed provenance: with the operator's signing key,
+        a pinned image whose statement the key verifies is followed only by one that carries
+        such a statement too (core/trust/decide.statement_downgrade)."""
+        if self.signing_key is None or seen.pinned is None:
+            return Judgement()
+        public = self.signing_key.public_key()
+        with doing(f"checking the signed provenance of {context.name}'s pinned image"):
+            pinned_signed = signed_by(context.store, seen.pinned.digest, public)
+        if not pinned_signed:
+            return Judgement()
+        if any(item.signed and item.status == "attached" for item in attached):
+            new_signed = True  # signed now, with this key
+        else:
+            with doing(f"checking the signed provenance of {image.ref}"):
+                new_signed = signed_by(context.store, image.digest, public)
+        return statement_downgrade(
+            context.component.trust, pinned_signed=pinned_signed, new_signed=new_signed, new=image.ref
+        )
 
     def _smoke_said(self, context: Context, smoked: SmokeResult | None) -> dict[str, tuple[str, ...]]:
         if smoked is None:
@@ -502,14 +531,16 @@ class Executor:
             attached, _ = attach_provenance(context.store, facts, self.signing_key, manifest_size=manifest_size)
         return tuple(attached)
 
-    def _attached(self, context: Context, done: Outcome, head: str, image: ImageFound, info: ImageInfo | None) -> str:
-        """The proposal's link to the provenance and SBOM attached to the image ("" when
-        none is: an adopted image). An image wheelpin's annotations say it published for this
-        commit under these rules, which carries none (a pass stopped between the push and the
-        attaching, or an older wheelpin published it), gets them now. `info` is the image as
-        read when this plan did not publish or adopt it (None when it did)."""
+    def _attached(
+        self, context: Context, done: Outcome, head: str, image: ImageFound, info: ImageInfo | None
+    ) -> list[Attached]:
+        """The provenance and SBOM attached to the image (none: an adopted image). An image
+        wheelpin's annotations say it published for this commit under these rules, which
+        carries none (a pass stopped between the push and the attaching, or an older wheelpin
+        published it), gets them now. `info` is the image as read when this plan did not
+        publish or adopt it (None when it did)."""
         if done.attached is not None:  # attached by the publish of this plan
-            return proposal_link(context.store.name, image.ref, list(done.attached))
+            return list(done.attached)
         with doing(f"listing what is attached to {image.ref}"):
             attached = attached_to(context.store, image.digest)
         ours = (
@@ -532,7 +563,7 @@ class Executor:
                     smoke=done.smoke,
                 )
             )
-        return proposal_link(context.store.name, image.ref, attached)
+        return attached
 
     def _with_refusals(self, context: Context, facts: Facts, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming

@@ -154,3 +154,24 @@ def test_a_pass_on_another_worker_thread_uses_the_state_after_a_release(state: S
         worker.start()
         worker.join()
     assert errors == [] and state.failure("c", "a") is not None
+
+
+def test_a_read_leaves_no_transaction_open(postgres: Postgres, tmp_path: Path) -> None:
+    """A pass reads the shared state, then spends minutes on builds and GitHub: a read whose
+    transaction stayed open would hold its locks all that while (and every other replica's
+    ALTER TABLE behind them)."""
+    import psycopg
+
+    url = postgres.database("state_reads")
+    state = PostgresState(url)
+    try:
+        state.record("c", "x", "build", "exit 1")
+        assert state.failure("c", "x") is not None and state.run_of("c", "x") is None
+        with psycopg.connect(url, autocommit=True) as other:
+            open_ = other.execute(
+                "select count(*) from pg_stat_activity where datname = current_database()"
+                " and state = 'idle in transaction'"
+            ).fetchone()
+        assert open_ == (0,)
+    finally:
+        state.close()

@@ -105,3 +105,54 @@ def test_an_image_left_without_its_documents_gets_them_when_it_is_proposed(world
     assert [a["kind"] for a in component(again)["actions"]] == ["propose"]
     assert [item.kind for item in attached_to(layout, digest)] == ["provenance", "sbom"]
     assert "; attached: SLSA provenance `oci:" in git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+
+
+def test_losing_wheelpin_s_signed_statement_is_a_trust_downgrade(world: World, tmp_path: Path) -> None:
+    """With the operator's key, the pinned image carries wheelpin's signed provenance; the
+    next commit's image pushed by someone else without the key (its statement unsigned) is
+    refused as a trust downgrade, and proposed only with trust.allow_downgrade, said loudly."""
+    from tests.fixtures.wheels import build_wheel
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    signing = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    unsigned_env = dict(world.env)
+    world.env["WHEELPIN_SIGNING_KEY"] = signing
+    world.commit_upstream("work", NEW_VERSION)
+    assert world.reconcile().code == 0
+    git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the signed image is pinned now
+
+    head = world.commit_upstream("more", {"demo_cache/more.py": "y = 2\n"})
+    wheel = build_wheel(
+        tmp_path / "theirs",
+        name="demo-cache",
+        version=f"0.1.1+g{head[:8]}.rocm7.2.4",
+        files={"demo_cache/__init__.py": b"x = 1\n"},
+        requires_dist=["numpy>=2.3"],
+    )
+    tag = f"demo-cache-v0.1.1-g{head[:8]}"
+    pushed = wheelpin("image", "publish", str(wheel), "--to", f"oci:{world.root / 'images'}:{tag}", env=unsigned_env)
+    assert pushed.code == 0, pushed.stderr
+
+    refused = world.reconcile()
+    assert refused.code == 1
+    said = component(refused)["messages"][-1]
+    assert (
+        "trust downgrade: the pinned image carries wheelpin's provenance statement signed by the operator's key" in said
+    )
+    assert "trust.allow_downgrade = true accepts that" in said
+    assert tag not in world.branch_file()
+
+    world.set_config(
+        'wheel = { distribution = "demo-cache" }',
+        'trust = { allow_downgrade = true }\nwheel = { distribution = "demo-cache" }',
+    )
+    accepted = world.reconcile("--retry-failed")
+    assert accepted.code == 0, accepted.stderr
+    assert tag in world.branch_file()
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert (
+        "TRUST DOWNGRADE, allowed by trust.allow_downgrade: the pinned image carries wheelpin's provenance "
+        "statement signed by the operator's key"
+    ) in message

@@ -15,11 +15,10 @@ GITHUB = "https://github.com/"
 
 
 class Source(StrEnum):
-    """How an image's provenance was verified: the seam wheelpin's own signed statement
-    (core/provenance, checked with the operator's key) fills too, as SIGNED_STATEMENT."""
+    """How an image's wheels' provenance was verified (wheelpin's own signed statement is
+    judged apart, image by image: statement_downgrade)."""
 
     ATTESTATION = "attestation"  # every wheel: a GitHub attestation by the signer workflow, verified
-    SIGNED_STATEMENT = "signed statement"  # wheelpin's own provenance statement, its signature verified
     NONE = "none"
 
 
@@ -75,8 +74,6 @@ class Provenance:
     def said(self) -> str:
         if self.source == Source.ATTESTATION:
             return "attested (" + "; ".join(_built_by(signer) for signer in self.signers) + ")"
-        if self.source == Source.SIGNED_STATEMENT:
-            return "covered by wheelpin's signed provenance statement"
         return "not attested"
 
 
@@ -152,3 +149,19 @@ def checked_after_build(trust: Trust) -> str | None:
 
 def _built_by(signer: Signer) -> str:
     return f"built by {signer.workflow}, run {signer.run}"
+
+
+def statement_downgrade(trust: Trust, *, pinned_signed: bool, new_signed: bool, new: str) -> Judgement:
+    """The downgrade of wheelpin's own signed provenance statement: the pinned image carries
+    one the operator's key verifies and the `new` image (adopted from someone else's push, or
+    published without the key) carries none. Refused unless `trust.allow_downgrade`, and said
+    loudly then; nothing to say when the pinned image had none or the new one has one too."""
+    if not pinned_signed or new_signed:
+        return Judgement()
+    lost = (
+        f"the pinned image carries wheelpin's provenance statement signed by the operator's key, {new} "
+        "carries none (pushed by someone else, or published without the key)"
+    )
+    if not trust.allow_downgrade:
+        return Judgement(refused=f"trust downgrade: {lost}; trust.allow_downgrade = true accepts that")
+    return Judgement(notes=(f"TRUST DOWNGRADE, allowed by trust.allow_downgrade: {lost}",))

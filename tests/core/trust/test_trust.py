@@ -8,13 +8,13 @@ from pydantic import ValidationError
 
 from bot.core.trust.decide import (
     Found,
-    Provenance,
     Signer,
     Source,
     checked_after_build,
     judge,
     needs_pinned,
     provenance_of,
+    statement_downgrade,
 )
 from bot.core.trust.policy import Trust
 
@@ -81,9 +81,6 @@ def test_decisions() -> None:
     )
     allowed = judge(allowing, bare, attested)
     assert allowed.refused is None and allowed.notes[0].startswith("TRUST DOWNGRADE, allowed by trust.allow_downgrade")
-    # wheelpin's own signed statement counts as verified provenance too
-    signed = judge(optional, bare, Provenance(Source.SIGNED_STATEMENT))
-    assert signed.refused is not None and "covered by wheelpin's signed provenance statement" in signed.refused
     quiet = judge(optional, bare, bare)  # nothing to lose: let through, and said
     assert quiet.refused is None and quiet.notes[0].startswith("not attested: no valid attestation by")
     # the image digest's own attestation is said, never required
@@ -103,3 +100,17 @@ def test_decisions() -> None:
     assert checked_after_build(required) == (
         f"each wheel's GitHub attestation (signed by https://github.com/{WORKFLOW}@*, required)"
     )
+
+
+def test_losing_wheelpin_s_own_signed_statement() -> None:
+    off = Trust()
+    allowing = off.model_copy(update={"allow_downgrade": True})
+    new = "registry/x:tag@sha256:…"
+    refused = statement_downgrade(off, pinned_signed=True, new_signed=False, new=new)
+    assert refused.refused is not None and refused.refused.startswith("trust downgrade: the pinned image carries")
+    assert new in refused.refused and refused.refused.endswith("trust.allow_downgrade = true accepts that")
+    allowed = statement_downgrade(allowing, pinned_signed=True, new_signed=False, new=new)
+    assert allowed.refused is None and allowed.notes[0].startswith("TRUST DOWNGRADE, allowed by trust.allow_downgrade")
+    for pinned_signed, new_signed in ((True, True), (False, False), (False, True)):
+        kept = statement_downgrade(off, pinned_signed=pinned_signed, new_signed=new_signed, new=new)
+        assert kept.refused is None and kept.notes == ()
