@@ -1,11 +1,13 @@
-"""The CycloneDX SBOM of a wheel image, made with cyclonedx-python-lib (CycloneDX 1.6 JSON).
+"""The CycloneDX SBOM of a wheel image, made with cyclonedx-python-lib (CycloneDX 1.6
+JSON).
 
 The image is the BOM's `metadata.component` (type container, named by its digest); each
 wheel is a library component: its name and version, a `pkg:pypi` purl naming the file,
 its sha256, and wheelpin's facts as properties (python tags, GPU archs, DT_NEEDED,
-Requires-Dist), named under `wheelpin:` as CycloneDX's property taxonomy asks of a
-tool's own names. The serial number is derived from the image digest and no timestamp
-is written, so the same image gives the same bytes.
+Requires-Dist, installed bytes, a variant wheel's label and properties), named under
+`wheelpin:` as CycloneDX's property taxonomy asks of a tool's own names. The serial
+number is derived from the image digest and no timestamp is written, so the same image
+gives the same bytes.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ def _wheel(wheel: WheelEntry) -> Component:
     properties += [Property(name="wheelpin:gpu_arch", value=arch) for arch in wheel.archs]
     properties += [Property(name="wheelpin:needed", value=library) for library in wheel.needed or ()]
     properties += [Property(name="wheelpin:requires_dist", value=requirement) for requirement in wheel.requires_dist]
+    if wheel.installed is not None:
+        properties.append(Property(name="wheelpin:installed_bytes", value=str(wheel.installed)))
+    if wheel.variant is not None:
+        properties.append(Property(name="wheelpin:variant_label", value=wheel.variant))
+        properties += [Property(name="wheelpin:variant_property", value=item) for item in wheel.variant_properties]
     return Component(
         name=wheel.name,
         version=wheel.version,

@@ -161,3 +161,16 @@ def test_the_sbom_lists_each_wheel_with_its_facts_and_no_time() -> None:
         ("wheelpin:requires_dist", "numpy>=2.3"),
     } == properties
     assert bom["metadata"]["component"]["type"] == "container"
+
+
+def test_the_sbom_says_a_wheel_s_installed_size_and_variant() -> None:
+    from dataclasses import replace
+
+    variant = replace(WHEEL, installed=5678, variant="amd_mi3xx", variant_properties=("amd :: gfx_arch :: gfx942",))
+    (wheel,) = json.loads(sbom_bytes("127.0.0.1:5000/lmcache", DIGEST, [variant]))["components"]
+    properties = {(item["name"], item["value"]) for item in wheel["properties"]}
+    assert {
+        ("wheelpin:installed_bytes", "5678"),
+        ("wheelpin:variant_label", "amd_mi3xx"),
+        ("wheelpin:variant_property", "amd :: gfx_arch :: gfx942"),
+    } <= properties
