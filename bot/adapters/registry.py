@@ -399,6 +399,17 @@ class RegistryClient:
         return data, response.headers.get("Content-Type", "")
 
     def put_manifest(self, repository: str, reference: str, data: bytes, media_type: str) -> str:
+        headers = self._put_manifest(repository, reference, data, media_type)
+        return headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(data).hexdigest()
+
+    def put_manifest_answer(self, repository: str, data: bytes, media_type: str) -> Mapping[str, str]:
+        """PUT a manifest by its own digest (an OCI 1.1 artifact: no tag); the answer's headers
+        (looked up in any case: Go registries send `Oci-Subject`), where a registry with the
+        referrers API says `OCI-Subject` (distribution-spec v1.1 "Pushing Manifests with Subject")."""
+        return self._put_manifest(repository, "sha256:" + hashlib.sha256(data).hexdigest(), data, media_type)
+
+    def _put_manifest(self, repository: str, reference: str, data: bytes, media_type: str) -> Mapping[str, str]:
+        """PUT a manifest under a tag or its digest; the answer's headers."""
         response = self.request(
             "PUT",
             f"/v2/{repository}/manifests/{reference}",
@@ -408,25 +419,8 @@ class RegistryClient:
         )
         response.close()
         if response.status_code not in (200, 201):
-            raise TransientError(f"{self.host}/{repository}:{reference}: manifest PUT answered {response.status_code}")
-        self.traffic.bytes_uploaded += len(data)
-        return response.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(data).hexdigest()
-
-    def put_manifest_answer(self, repository: str, data: bytes, media_type: str) -> Mapping[str, str]:
-        """PUT a manifest by its own digest (an OCI 1.1 artifact: no tag); the answer's headers
-        (looked up in any case: Go registries send `Oci-Subject`), where a registry with the
-        referrers API says `OCI-Subject` (distribution-spec v1.1 "Pushing Manifests with Subject")."""
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        response = self.request(
-            "PUT",
-            f"/v2/{repository}/manifests/{digest}",
-            scope=self.scope(repository, push=True),
-            headers={"Content-Type": media_type},
-            data=data,
-        )
-        response.close()
-        if response.status_code not in (200, 201):
-            raise TransientError(f"{self.host}/{repository}@{digest}: manifest PUT answered {response.status_code}")
+            where = f"@{reference}" if reference.startswith("sha256:") else f":{reference}"
+            raise TransientError(f"{self.host}/{repository}{where}: manifest PUT answered {response.status_code}")
         self.traffic.bytes_uploaded += len(data)
         return response.headers
 
