@@ -23,7 +23,7 @@ from reconcile_passes import setup  # noqa: E402
 
 from bot.adapters.configdisk import load_config  # noqa: E402
 from bot.adapters.github import GitHubPlatform  # noqa: E402
-from bot.app.logsetup import configure_logging  # noqa: E402
+from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
 from bot.loop.runner import Reconciler  # noqa: E402

@@ -35,7 +35,7 @@ from bot.adapters.imagestore import DigestCache  # noqa: E402
 from bot.adapters.localplatform import LocalPlatform  # noqa: E402
 from bot.adapters.platform import Platform  # noqa: E402
 from bot.adapters.registrywire import Traffic  # noqa: E402
-from bot.app.logsetup import configure_logging  # noqa: E402
+from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
 from bot.commands.demo import PEOPLE  # noqa: E402

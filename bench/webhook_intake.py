@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 import requests  # noqa: E402
 
 from bot.adapters.github.door import GitHubDoor  # noqa: E402
-from bot.app.logsetup import configure_logging  # noqa: E402
+from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.app.service import Service  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.webapp import HTTPServer  # noqa: E402

@@ -775,9 +775,7 @@ def _start(args: argparse.Namespace) -> int:
         return completion_command(args.shell, build_parser())
     if args.command == "config" and not getattr(args, "online", False):
         return run(args, None)  # reads a file and says what is wrong: no settings, logs nor network
-    import structlog
-
-    from .app.logsetup import configure_logging
+    from .adapters import logs
     from .app.settings import load_settings
 
     settings = load_settings()
@@ -788,7 +786,7 @@ def _start(args: argparse.Namespace) -> int:
         flags["signing_key_file"] = args.signing_key
     if flags:  # a command's flags over the environment's settings
         settings = settings.model_copy(update=flags)
-    configure_logging(level=settings.log_level, fmt=settings.log_format)
+    logs.configure_logging(level=settings.log_level, fmt=settings.log_format)
     from .adapters import progress
 
     humans = sys.stderr.isatty() and settings.log_format != "json" and args.command != "serve"
@@ -796,7 +794,7 @@ def _start(args: argparse.Namespace) -> int:
     from .adapters import cachebound
 
     cachebound.configure(settings.cache_dir, settings.cache_bounds)
-    log = structlog.get_logger("wheelpin")
+    log = logs.get_logger("wheelpin")
     if not settings.tls_verify:
         log.warning("registry.tls_unverified", reason="registries' certificates are not checked (--tls-verify=false)")
     try:

@@ -145,7 +145,6 @@ def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Pa
     # nor the service, nor GitHub's modules, nor pydantic-settings: the settings are a plain model
     assert {m for m in modules if m.startswith("bot.app.")} <= {
         "bot.app.settings",
-        "bot.app.logsetup",
         "bot.app.wiring",
     }
     assert not {m for m in modules if m.startswith("bot.adapters.github.")}

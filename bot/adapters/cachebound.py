@@ -66,9 +66,9 @@ _guard = threading.Lock()
 
 
 def _log() -> Any:
-    import structlog  # only once a trim has something to say: `config validate` loads no logging
+    from . import logs
 
-    return structlog.get_logger("wheelpin.cache")
+    return logs.get_logger("wheelpin.cache")
 
 
 def configure(cache: Path, bounds: dict[str, int]) -> None:

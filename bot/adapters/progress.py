@@ -97,10 +97,10 @@ class Progress:
         return self.done / max(now - self.started, 1e-9)
 
     def _log(self, event: str, now: float) -> None:
-        import structlog
+        from . import logs
 
         self.said = True
-        structlog.get_logger("wheelpin.progress").info(
+        logs.get_logger("wheelpin.progress").info(
             event,
             what=self.what,
             done_bytes=self.done,

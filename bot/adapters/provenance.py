@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
 from ..core.checks import KINDS
 from ..core.errors import InputError, VerificationError
 from ..core.image.oci import MANIFEST_TYPE
@@ -24,11 +22,12 @@ from ..core.provenance import dsse
 from ..core.provenance.bundle import BUNDLE_TYPE, bundle_bytes, envelope_of
 from ..core.provenance.sbom import SBOM_TYPE, sbom_bytes
 from ..core.provenance.statement import PAYLOAD_TYPE, SLSA_PROVENANCE, BuildFacts, checked_statement, statement_bytes
+from . import logs
 from .imagestore import ImageStore
 from .publisher import PublishResult
 from .referrers import Artifact, Referrer, Subject, attach_all, list_referrers, read_document
 
-log = structlog.get_logger("wheelpin.provenance")
+log = logs.get_logger("wheelpin.provenance")
 
 # Manifest annotations of the artifacts: cosign's specs/BUNDLE_SPEC.md names the first two;
 # the in-toto one is the key BuildKit's attestation storage (docs.docker.com, "Image

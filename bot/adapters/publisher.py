@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import structlog
-
 from ..core.errors import InputError, RefusedError, TransientError, VerificationError
 from ..core.image.oci import (
     MANIFEST_TYPE,
@@ -29,12 +27,13 @@ from ..core.image.oci import (
     layer_digest,
     wheels_from_annotations,
 )
+from . import logs
 from .imagestore import ImageStore, tag_taken
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from ..core.wheel.report import WheelReport
 
-log = structlog.get_logger("wheelpin.publish")
+log = logs.get_logger("wheelpin.publish")
 
 # After the manifest PUT, wait this long before reading the tag back: two publishers that
 # both passed the guard (the API has no conditional PUT) have then both written, so the

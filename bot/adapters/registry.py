@@ -26,13 +26,12 @@ from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
-import structlog
 import urllib3
 
 from ..core.errors import CredentialsError, InputError, NotFound, TransientError, UsageError, tries
 from ..core.image.oci import ACCEPT_MANIFESTS, INDEX_TYPE
 from ..core.image.reference import SHA256_DIGEST
-from . import readdeadline, writes
+from . import logs, readdeadline, writes
 from .credentials import Credential, CredentialStore
 from .progress import tracked
 from .registrywire import (
@@ -48,7 +47,7 @@ from .registrywire import (
 
 __all__ = ["RegistryClient", "RetryPolicy", "Traffic", "hostname", "is_loopback", "parse_challenge"]
 
-log = structlog.get_logger("wheelpin.registry")
+log = logs.get_logger("wheelpin.registry")
 _CHUNK = 1 << 20
 # distribution/distribution refuses a manifest over 4 MiB on push (its `maxManifestBodySize`):
 # no registry holds a larger one, so a larger answer is refused before it is all read

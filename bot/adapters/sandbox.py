@@ -112,9 +112,9 @@ def enabled() -> bool:
 
 @functools.cache
 def _warn_unsandboxed() -> None:
-    import structlog
+    from . import logs
 
-    structlog.get_logger("wheelpin.sandbox").warning(
+    logs.get_logger("wheelpin.sandbox").warning(
         "sandbox.off",
         reason=f"{SETTING}={OFF}: builds and smoke tests run unsandboxed and can read "
         "what this user can (credentials files, the cache folder)",

@@ -11,8 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import structlog
-
+from ..adapters import logs
 from ..core.config.model import Component
 from ..core.errors import WheelpinError
 from ..loop.results import Status
@@ -22,7 +21,7 @@ from .jobs import Intake, Job, JobKind
 from .shared import Shared
 from .watchlist import Watched
 
-log = structlog.get_logger("wheelpin.serve")
+log = logs.get_logger("wheelpin.serve")
 WRITERS = ("admin", "maintain", "write")
 PERMISSION_TTL = 60.0  # seconds a collaborator's permission is trusted once read
 # Seconds a refusal on the dashboard is said once in, per sender and command: anyone who

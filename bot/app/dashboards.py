@@ -9,14 +9,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-import structlog
-
+from ..adapters import logs
 from ..core.errors import PermissionRefused, RuleRefused
 from ..loop.results import ComponentResult, Status
 from .conversation import Conversation, IssuesDisabled, Row
 from .watchlist import Watched
 
-log = structlog.get_logger("wheelpin.serve")
+log = logs.get_logger("wheelpin.serve")
 
 
 def record(watched: Watched, result: ComponentResult) -> None:

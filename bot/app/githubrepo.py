@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.github import (
     AppCredentials,
     GitHubPlatform,
@@ -28,7 +27,7 @@ from ..loop.runner import Reconciler
 from .settings import Settings
 from .wiring import Registries, signing_key
 
-log = structlog.get_logger("wheelpin.github")
+log = logs.get_logger("wheelpin.github")
 
 
 @dataclass(frozen=True)

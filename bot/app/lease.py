@@ -25,13 +25,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-import structlog
-
-from ..adapters import writes
+from ..adapters import logs, writes
 from ..core.errors import TransientError, WheelpinError
 from .shared import Shared
 
-log = structlog.get_logger("wheelpin.serve")
+log = logs.get_logger("wheelpin.serve")
 # A renewal younger than this share of the lease is not asked again (a publish sends many
 # writes in a row); a pause shows as a monotonic clock past it, so a resumed job renews.
 FRESH_SHARE = 0.1

@@ -40,8 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
+from ..adapters import logs
 from ..core.errors import TransientError
 from .jobs import Job
 from .lease import Fenced
@@ -49,7 +48,7 @@ from .settings import Settings
 from .shared import Shared
 from .workqueue import QueueStats
 
-log = structlog.get_logger("wheelpin.serve")
+log = logs.get_logger("wheelpin.serve")
 QUEUE = "wheelpin"
 JOB_TASK = "wheelpin.job"
 TICK_TASK = "wheelpin.tick"

@@ -24,9 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
-from ..adapters import cachebound
+from ..adapters import cachebound, logs
 from ..adapters.github import forget_installation_tokens
 from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
@@ -48,7 +46,7 @@ if TYPE_CHECKING:
 from .wiring import Registries
 from .workqueue import QueueStats, WorkQueue
 
-log = structlog.get_logger("wheelpin.serve")
+log = logs.get_logger("wheelpin.serve")
 RETRIED = ("transient", "internal", "credentials")  # a pass that failed so is tried again after a backoff
 
 
@@ -356,7 +354,7 @@ class Service:
         self._cause = notes[-1] if notes else job.kind  # follow-up jobs carry the delivery on
         ok = False
         self._retry_after = None
-        with structlog.contextvars.bound_contextvars(
+        with logs.bound(
             repository=job.repository, job=job.kind, component=job.component, delivery=notes[-1] if notes else None
         ):
             log.debug("job.started")

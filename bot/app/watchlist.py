@@ -18,8 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.github import GitHubConversation, GitHubPlatform
 from ..core.config.model import Config
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 
     from .shared import Shared
 
-log = structlog.get_logger("wheelpin.serve")
+log = logs.get_logger("wheelpin.serve")
 
 
 def digest(text: str) -> str:

@@ -28,13 +28,12 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import structlog
-
+from ..adapters import logs
 from ..core.errors import TransientError
 from .jobs import Refused
 from .service import Service
 
-log = structlog.get_logger("wheelpin.http")
+log = logs.get_logger("wheelpin.http")
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 
@@ -153,7 +152,7 @@ def make_app(service: Service) -> Callable[[Environ, StartResponse], Iterable[by
         headers = _headers(environ)
         context = door.context(headers) if door is not None else {}
         event = door.event_of(headers) if door is not None else ""
-        with structlog.contextvars.bound_contextvars(**context):
+        with logs.bound(**context):
             if door is None:
                 service.metrics.deliveries.labels(event=event or "unknown", outcome="no-secret").inc()
                 log.error("webhook.no_secret")

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.consumerread import LayerCache, read_consumer
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, reference_of
@@ -31,7 +30,7 @@ from ..core.wheel.amdgpu import TargetId
 from .output import emit_json, emit_text, human_size
 from .repo import load
 
-log = structlog.get_logger("wheelpin.image")
+log = logs.get_logger("wheelpin.image")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.checkoutfiles import canonical_component, read_texts, write_texts_atomically
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
@@ -22,7 +21,7 @@ from ..core.pins.formats.api import FORMATS
 from .output import emit_json, emit_text
 from .repo import load
 
-log = structlog.get_logger("wheelpin.pins")
+log = logs.get_logger("wheelpin.pins")
 
 
 def sha256_from_image(image: str, settings: Settings) -> dict[str | None, str]:

@@ -10,8 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-import structlog
-
+from ..adapters import logs
 from ..app.settings import Settings
 from ..core.decide.plan import Report, Wait
 from ..core.errors import UsageError, WheelpinError
@@ -90,7 +89,7 @@ def reconcile_command(
         assert target is not None
         if dry_run:
             raise UsageError("--use-artifacts takes the wheels into the build cache: it has no --dry-run")
-        structlog.get_logger("wheelpin.reconcile").info(
+        logs.get_logger("wheelpin.reconcile").info(
             "reconcile.reuse", said=reconciler.reuse(target, commit=commit, folder=use_artifacts)
         )
         only, once = [target.name], True

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.imageread import read_image
 from ..adapters.imagestore import reference_of
 from ..adapters.inspectpool import inspect_wheel
@@ -20,7 +19,7 @@ from ..core.proposal.requirements import RequirementsDiff, TargetEnvironment, di
 from ..core.wheel.report import WheelReport, read_wheel_metadata
 from .output import emit_json, emit_text, human_size
 
-log = structlog.get_logger("wheelpin.wheel")
+log = logs.get_logger("wheelpin.wheel")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,8 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, assert_never
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.imageread import ImageInfo, extract_wheels
 from ..adapters.imagestore import LayoutStore
 from ..adapters.inspectpool import inspect_wheel
@@ -83,7 +82,7 @@ from .trustcheck import TrustCheck, Wheel
 if TYPE_CHECKING:  # cryptography loads where a key is given
     from ..core.provenance.dsse import SigningKey
 
-log = structlog.get_logger("wheelpin.execute")
+log = logs.get_logger("wheelpin.execute")
 
 
 @dataclass

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.platform import Platform
 from ..adapters.referrers import detach_all
 from ..adapters.statefile import StateFile
@@ -22,7 +21,7 @@ from ..core.decide.plan import Facts
 from ..core.decide.prune import PruneDecision, decide, pinned_words
 from .context import Context, Memory, Reads
 
-log = structlog.get_logger("wheelpin.prune")
+log = logs.get_logger("wheelpin.prune")
 PRUNE_EVERY = 6 * 3600
 MAX_BRANCHES = 300
 MAX_TAGS = 5000

@@ -17,8 +17,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-import structlog
-
+from ..adapters import logs
 from ..adapters.buildcache import discard_build, note_provenance, seed_build
 from ..adapters.imagestore import ImageStore, LayoutStore, layout_folder
 from ..adapters.platform import Platform
@@ -53,7 +52,7 @@ if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..core.provenance.dsse import SigningKey
     from .execute import Executor
 
-log = structlog.get_logger("wheelpin.reconcile")
+log = logs.get_logger("wheelpin.reconcile")
 MAX_STEPS = 8
 
 
@@ -334,7 +333,7 @@ class Reconciler:
         return list({id(counter): counter for counter in counters}.values())
 
     def reconcile(self, component: Component, *, dry_run: bool, asks: Asks = Asks()) -> ComponentResult:
-        with structlog.contextvars.bound_contextvars(component=component.name):
+        with logs.bound(component=component.name):
             result = ComponentResult(component.name)
             started = time.time()
             try:
@@ -350,8 +349,6 @@ class Reconciler:
             except Exception as exc:  # a bug must not stop the other components
                 log.error("component.crashed", exc_info=True)
                 result.fail("internal", f"internal error ({type(exc).__name__}: {exc})")
-            finally:
-                structlog.contextvars.unbind_contextvars("commit")
             return result
 
     def _reconcile(self, context: Context, result: ComponentResult, *, dry_run: bool, asks: Asks) -> None:
@@ -361,7 +358,7 @@ class Reconciler:
             seen = self.observer.observe(context, now)
             facts = seen.facts
             result.seen(facts, live_failure(facts, now, asks))
-            structlog.contextvars.bind_contextvars(commit=facts.head)
+            logs.bind(commit=facts.head)
             actions = plan(facts, now, asks)
             failure = live_failure(facts, now, asks)
             if actions and isinstance(actions[0], Report) and failure is not None and actions[0].why == failure.message:

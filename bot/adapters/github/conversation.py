@@ -9,16 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import requests
-import structlog
 
 from ...app.conversation import IssuesDisabled, PullTarget, Row
 from ...core.errors import CredentialsError
 from ...core.proposal.text import read_marker
+from .. import logs
 from . import dashboard
 from .client import GitHubError, NotFoundError, said, translate
 from .platform import GitHubPlatform
 
-log = structlog.get_logger("wheelpin.github")
+log = logs.get_logger("wheelpin.github")
 
 
 def _oldest_marked(issues: Any, marker: str) -> Any:

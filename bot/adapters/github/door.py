@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-import structlog
-
 from ...app.jobs import Delivery, Refused, Routing
+from .. import logs
 from .sansio import MAX_BODY, payload_text, repository_of, signature_ok, work_for
 
-log = structlog.get_logger("wheelpin.http")
+log = logs.get_logger("wheelpin.http")
 
 
 class GitHubDoor:

@@ -14,8 +14,6 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import structlog
-
 from ...core.config.model import BRANCH_PREFIX, Author
 from ...core.errors import (
     ConfigError,
@@ -28,6 +26,7 @@ from ...core.errors import (
 )
 from ...core.proposal.commits import carries_marker, check_bot_branch, co_authored, signed_off
 from ...core.proposal.text import read_marker
+from .. import logs
 from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..platform import BranchCommit
 from .app import bot_login
@@ -35,7 +34,7 @@ from .client import AppCredentials, Client, GitHubError, NotFoundError, Unproces
 from .sansio import WORKFLOW_REFUSAL, Answer, is_too_large, refusal
 from .transport import GitHubHTTP, answer_of
 
-log = structlog.get_logger("wheelpin.github")
+log = logs.get_logger("wheelpin.github")
 
 DRAFT_PREFIX = "[draft] "
 MAX_FILE = 10 << 20  # a config or Dockerfile read from GitHub: larger is not a text to edit
