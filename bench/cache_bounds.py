@@ -34,8 +34,8 @@ from bot.adapters.buildcache import seed_build  # noqa: E402
 from bot.adapters.consumerread import LayerCache  # noqa: E402
 from bot.adapters.git import git  # noqa: E402
 from bot.adapters.layerstream import read_layer  # noqa: E402
-from bot.adapters.upstream import UpstreamRepo  # noqa: E402
 from bot.adapters.logs import configure_logging  # noqa: E402
+from bot.adapters.upstream import UpstreamRepo  # noqa: E402
 from bot.commands.demo import MAINTAINER  # noqa: E402
 from bot.core.config.model import Upstream  # noqa: E402
 from tests.fixtures.wheels import build_wheel  # noqa: E402

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from bot.adapters.consumerread import LayerCache, read_consumer  # noqa: E402
 from bot.adapters.imagestore import RegistryRepository  # noqa: E402
-from bot.adapters.registry import RegistryClient  # noqa: E402
 from bot.adapters.logs import configure_logging  # noqa: E402
+from bot.adapters.registry import RegistryClient  # noqa: E402
 from bot.core.image.oci import CONFIG_TYPE, MANIFEST_TYPE, canonical_json  # noqa: E402
 from tests.fixtures.servers import Registry  # noqa: E402
 

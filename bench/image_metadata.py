@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 from bot.adapters.imageread import read_image  # noqa: E402
 from bot.adapters.imagestore import RegistryRepository  # noqa: E402
+from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.adapters.publisher import publish  # noqa: E402
 from bot.adapters.registry import RegistryClient  # noqa: E402
-from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.core.image.oci import MANIFEST_TYPE, canonical_json, digest_of  # noqa: E402
 from bot.core.wheel.report import inspect_wheel  # noqa: E402
 from tests.fixtures.servers import Registry  # noqa: E402

@@ -23,10 +23,10 @@ sys.path.insert(0, str(ROOT))
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 
 from bot.adapters.imagestore import RegistryRepository  # noqa: E402
+from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.adapters.provenance import attach_provenance, facts_of  # noqa: E402
 from bot.adapters.publisher import publish  # noqa: E402
 from bot.adapters.registry import RegistryClient  # noqa: E402
-from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.core.wheel.report import inspect_wheel  # noqa: E402
 from tests.fixtures.servers import Registry  # noqa: E402
 from tests.fixtures.wheels import build_wheel  # noqa: E402

@@ -23,8 +23,8 @@ from bot.adapters.configdisk import load_config  # noqa: E402
 from bot.adapters.git import git  # noqa: E402
 from bot.adapters.imagestore import ImageStore, LayoutStore  # noqa: E402
 from bot.adapters.localplatform import LocalPlatform  # noqa: E402
-from bot.adapters.publisher import publish  # noqa: E402
 from bot.adapters.logs import configure_logging  # noqa: E402
+from bot.adapters.publisher import publish  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
 from bot.commands.demo import MAINTAINER, PEOPLE  # noqa: E402

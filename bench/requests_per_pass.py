@@ -33,9 +33,9 @@ from reconcile_passes import commit, publish_all, setup  # noqa: E402
 from bot.adapters.configdisk import load_config  # noqa: E402
 from bot.adapters.imagestore import DigestCache  # noqa: E402
 from bot.adapters.localplatform import LocalPlatform  # noqa: E402
+from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.adapters.platform import Platform  # noqa: E402
 from bot.adapters.registrywire import Traffic  # noqa: E402
-from bot.adapters.logs import configure_logging  # noqa: E402
 from bot.app.settings import Settings  # noqa: E402
 from bot.app.wiring import Registries  # noqa: E402
 from bot.commands.demo import PEOPLE  # noqa: E402

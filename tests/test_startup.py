@@ -149,6 +149,8 @@ def test_a_pass_with_nothing_to_do_loads_none_of_the_acting_modules(tmp_path: Pa
     }
     assert not {m for m in modules if m.startswith("bot.adapters.github.")}
     assert not {"pydantic_settings", "dotenv", "github3", "requests", "jwt"} & {m.split(".")[0] for m in modules}
+    # nor structlog (with asyncio and rich) when no line is written, nor cryptography without a signing key
+    assert not {"structlog", "asyncio", "rich", "cryptography"} & {m.split(".")[0] for m in modules}
 
 
 def test_start_up_runs_without_the_collector_only_when_wheelpin_is_the_process() -> None:

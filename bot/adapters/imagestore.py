@@ -126,20 +126,40 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 class RegistryRepository:
-    """One repository of a registry."""
+    """One repository of a registry. Opened with `connecting`, its client (and the HTTP
+    stack behind it) is made at its first request: a pass that finds everything it reads
+    in the digest cache never loads it."""
 
     def __init__(self, client: RegistryClient, repository: str, *, cache: DigestCache | None = None) -> None:
-        self.client = client
+        self._client: RegistryClient | None = client
+        self._client_for: Callable[[str], RegistryClient] | None = None
+        self.host = client.host
         self.repository = repository
         self.cache = cache or DigestCache(None)
 
+    @classmethod
+    def connecting(
+        cls, host: str, repository: str, client_for: Callable[[str], RegistryClient], *, cache: DigestCache | None
+    ) -> RegistryRepository:
+        store = cls.__new__(cls)
+        store._client, store._client_for = None, client_for
+        store.host, store.repository, store.cache = host, repository, cache or DigestCache(None)
+        return store
+
+    @property
+    def client(self) -> RegistryClient:
+        if self._client is None:
+            assert self._client_for is not None
+            self._client = self._client_for(self.host)
+        return self._client
+
     @property
     def name(self) -> str:
-        return f"{self.client.host}/{self.repository}"
+        return f"{self.host}/{self.repository}"
 
     @property
     def traffic(self) -> Traffic:
-        return self.client.traffic
+        return self._client.traffic if self._client is not None else Traffic()  # nothing asked yet
 
     def tag_digest(self, tag: str) -> str | None:
         return self.client.manifest_digest(self.repository, tag, push=False)
@@ -384,7 +404,7 @@ def open_store(
     host = target.registry or "docker.io"
     hub = host in ("docker.io", "index.docker.io", "registry-1.docker.io")
     path = f"library/{target.path}" if hub and "/" not in target.path else target.path
-    return RegistryRepository(client_for(host), path, cache=cache)
+    return RegistryRepository.connecting(host, path, client_for, cache=cache)
 
 
 def layout_folder(repository: str, root: Path) -> Path:

@@ -67,12 +67,12 @@ def target_of(text: str) -> ImageRef | LayoutTarget:
 def signing_key(settings: Settings) -> SigningKey | None:
     """The key the provenance of published images is signed with, None when none is given;
     ConfigError naming where it came from (never what it holds) when it cannot be used."""
-    from ..core.errors import ConfigError
-    from ..core.provenance.dsse import load_signing_key  # cryptography: loaded when a key is given
-
     given = settings.signing_pem()
     if given is None:
         return None
+    from ..core.errors import ConfigError
+    from ..core.provenance.dsse import load_signing_key  # cryptography: loaded only when a key is given
+
     try:
         return load_signing_key(*given)
     except ValueError as exc:

@@ -449,3 +449,31 @@ def test_worker_threads_sharing_a_client_each_count_their_own_traffic(
     assert up_session != read_session and client.traffic.requests == 0  # this thread sent nothing
     scopes = [tuple(claims["access"][0]["actions"]) for claims in token_server.issued[issued:]]
     assert scopes.count(("pull",)) <= 2 and scopes.count(("pull", "push")) <= 2
+
+
+def test_a_repository_reads_its_cached_documents_without_a_client(
+    registry: Registry, small_wheels: tuple[Path, Path], env: dict[str, str], tmp_path: Path
+) -> None:
+    """A store opened for a pass makes its client (and loads the HTTP stack) at its first
+    request: a manifest the digest cache holds is read without one."""
+    from bot.adapters.imagestore import DigestCache, RegistryRepository
+    from bot.adapters.registry import RegistryClient
+
+    to = f"{registry.host}/lazy/client:one"
+    published = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, "--json", env=env)
+    assert published.code == 0, published.stderr
+    digest = published.json()["digest"]
+    made: list[str] = []
+
+    def client_for(host: str) -> RegistryClient:
+        made.append(host)
+        return RegistryClient(host)
+
+    cache = DigestCache(tmp_path / "content")
+    first = RegistryRepository.connecting(registry.host, "lazy/client", client_for, cache=cache)
+    assert first.name == f"{registry.host}/lazy/client" and first.traffic.requests == 0 and made == []
+    manifest = first.get_manifest(digest)  # fetched once, and kept by digest
+    assert made == [registry.host] and first.traffic.requests == 1
+    again = RegistryRepository.connecting(registry.host, "lazy/client", client_for, cache=cache)
+    assert again.get_manifest(digest) == manifest and made == [registry.host]
+    assert "one" in again.list_tags() and made == [registry.host, registry.host]
