@@ -43,7 +43,6 @@ from .builders.base import Builder, BuildSite
 from .context import Context, Memory, Reads, Stores
 from .observe import Observer
 from .preview import preview
-from .prune import Pruner
 from .results import ComponentResult, Outcome, PassResult, Status
 
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
@@ -51,6 +50,7 @@ if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..adapters.github.attestations import AttestationsReader
     from ..core.provenance.dsse import SigningKey
     from .execute import Executor
+    from .prune import Pruner
 
 log = logs.get_logger("wheelpin.reconcile")
 MAX_STEPS = 8
@@ -98,7 +98,7 @@ class Reconciler:
         self.settle = settle  # None: the publisher's own (tests give 0)
         self.signing_key = signing_key  # signs the provenance of the images published (None: unsigned)
         self._executor: Executor | None = None
-        self.pruner = Pruner(self.config, platform, self.state, self.memory, self.reads)
+        self._pruner: Pruner | None = None
         self.executed = 0
         self._stores: dict[str, ImageStore] = {}
         self._upstreams: dict[str, UpstreamRepo] = {}  # this pass's, one per upstream followed
@@ -397,6 +397,15 @@ class Reconciler:
                     asks = Asks(retry=asks.retry, rebase=False)
             asks = Asks(retry=False, rebase=asks.rebase)  # a retry asked starts one build, then it is followed
         result.fail(None, f"no steady state after {MAX_STEPS} steps")
+
+    @property
+    def pruner(self) -> Pruner:
+        """Made at a pass's first pruning: a dry run never prunes, nor loads its modules."""
+        if self._pruner is None:
+            from .prune import Pruner
+
+            self._pruner = Pruner(self.config, self.platform, self.state, self.memory, self.reads)
+        return self._pruner
 
     def _prune(self, context: Context, facts: Facts, now: float, result: ComponentResult) -> None:
         """Superseded images deleted (loop/prune.py); a failure here is said, and leaves the

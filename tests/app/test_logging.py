@@ -14,8 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def stderr_of(code: str, level: str = "info") -> list[str]:
     script = (
-        f"from bot.adapters import logs\nlogs.configure_logging(level={level!r}, fmt='json')\n"
-        "import logging\n" + code
+        f"from bot.adapters import logs\nlogs.configure_logging(level={level!r}, fmt='json')\nimport logging\n" + code
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
