@@ -16,7 +16,9 @@ Two cases: no-op (the pin is current) and found-update (a new upstream commit, i
 one patch up, whose image is published already: both tools find it). Each case runs pairs
 A B A B (wheelpin, then Renovate), prints both times and their ratio pair by pair, and the
 median ratio of the pairs. This machine's speed drifts, so the pairs are compared within
-the run. Renovate's caches are emptied before each of its runs (`forget`).
+the run. Renovate's caches are emptied before each of its runs (`forget`). wheelpin runs as
+users have it installed (bench/startup.py's venv without the editable install's hook, which a
+development venv runs at every start).
 
 Renovate is installed from npm into a cache folder when asked:
 
@@ -42,6 +44,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from startup import installed_python  # noqa: E402
 
 from tests.fixtures.servers import Registry  # noqa: E402
 
@@ -282,7 +288,7 @@ def main() -> None:
             env = {**os.environ, "WHEELPIN_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT)}
             downstream = set_up(work, registry, env)
             their_env = renovate_env(work, registry)
-            ours = [sys.executable, "-m", "bot", "reconcile", "--once", "--dry-run", "--platform", "local"]
+            ours = [installed_python(work), "-m", "bot", "reconcile", "--once", "--dry-run", "--platform", "local"]
             theirs = [str(renovate), "--platform=local", "--dry-run=lookup"]
             said = wheelpin(*ours[3:], cwd=downstream, env=env)
             found = renovate_found(renovate, downstream, their_env)

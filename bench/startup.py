@@ -4,10 +4,11 @@ current), each the median of `--runs` fresh processes, next to the targets.
 
 Next to each command, its floor: a script that only imports the libraries the command
 cannot do without and uses each once (pydantic with one model, packaging with one
-requirement, tomli; for a pass also a settings model, structlog configured, sqlite3 and
-BuildKit's parser). What the command takes above it is wheelpin's own start-up. This
-machine's speed drifts by ±10 % from one minute to the next, so the cases run interleaved,
-one round after another, and are compared within one run.
+requirement, tomli; for a pass also a settings model, sqlite3 and BuildKit's parser; a
+quiet pass writes no log line, so structlog is not loaded for one). What the command takes
+above it is wheelpin's own start-up. This machine's speed drifts by ±10 % from one minute
+to the next, so the cases run interleaved, one round after another, and are compared
+within one run.
 
 Two interpreters: wheelpin as users have it installed (a venv whose site-packages are this
 one's libraries without the editable hook, wheelpin on the path), which the targets are
@@ -46,11 +47,10 @@ packaging.requirements.Requirement("numpy==2.3.5")
 _PASS_FLOOR = (
     _VALIDATE_FLOOR
     + """import logging, sqlite3, subprocess
-import dockerfile, structlog
+import dockerfile
 class S(BaseModel):
     y: int = 1
 S.model_validate({"y": "2"})
-structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
 sqlite3.connect(":memory:").close()
 """
 )
