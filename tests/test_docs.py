@@ -124,3 +124,10 @@ def test_the_index_links_every_page_of_docs() -> None:
     index = ROOT / "docs" / "README.md"
     linked = {(index.parent / target.partition("#")[0]).resolve() for target in relative_links(index)}
     assert [page.name for page in sorted((ROOT / "docs").glob("*.md")) if page != index and page not in linked] == []
+
+
+def test_every_benchmark_is_in_the_benchmarks_page() -> None:
+    """docs/benchmarks.md is where a reader finds what bench/ measures: each script there."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    missing = [path.name for path in sorted((ROOT / "bench").glob("*.py")) if f"bench/{path.name}" not in page]
+    assert not missing, f"bench scripts not in docs/benchmarks.md: {missing}"
