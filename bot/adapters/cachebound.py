@@ -1,9 +1,16 @@
 """Size bounds on the parts of the cache folder that grow with what is watched (docs/sizing.md,
 "The cache folder"): the layer summaries (`layers/`, adapters/consumerread.py), the build
-folders (`builds/<component>/<commit>`, adapters/buildcache.py) and the upstreams' git
-mirrors (`upstream/<…>.git`, adapters/upstream.py). Each part is a `BoundedFolder` of
-entries; when its entries pass the bound, the least recently used go first, never one that
-a running pass uses.
+folders (`builds/<component>/<commit>`, adapters/buildcache.py), the upstreams' git
+mirrors (`upstream/<…>.git`, adapters/upstream.py) and the registry documents kept by
+digest (`content/<kind>/<hex>`, adapters/imagestore.py `DigestCache`). Each of the first
+three is a `BoundedFolder` of entries; when its entries pass the bound, the least recently
+used go first, never one that a running pass uses.
+
+`content/` is `BoundedFiles`: many small files, each read or written whole, so it keeps
+no stamps nor pins (a file trimmed under a reader is a miss: it is fetched again). Last
+used is the file's own mtime, set at each read; a walk measures and trims the part, at the
+end of a pass that wrote to it and at most once every `FILE_TRIM_EVERY` seconds, so a pass
+never pays for a walk of a large part it only read from.
 
 - Last used is a stamp of wheelpin's own (`CACHE/.lru/<part>/<entry>`, its mtime set at each
   use, its content the entry's size in bytes as last measured; beside the part, not in it,
@@ -42,6 +49,9 @@ TRIM_LOCK = ".trim"
 TRASH = ".trash-"
 # part → how deep its entries are (builds/<component>/<commit> is two folders down)
 PARTS = {"layers": 1, "builds": 2, "upstream": 1}
+FILE_PARTS = {"content": 2}  # parts of small files (content/<kind>/<hex>): BoundedFiles
+FILE_TRIM_EVERY = 600.0  # seconds between two walks of a part of small files
+WALKED = ".walked"  # in a part of small files' stamps folder: its last walk's "bytes files"
 
 
 @dataclass
@@ -73,7 +83,7 @@ def _log() -> Any:
 
 def configure(cache: Path, bounds: dict[str, int]) -> None:
     """Bound the parts of `cache` (part → bytes), for this process."""
-    unknown = set(bounds) - set(PARTS)
+    unknown = set(bounds) - set(PARTS) - set(FILE_PARTS)
     if unknown:
         raise ValueError(f"no such part of the cache: {sorted(unknown)}")
     with _guard:
@@ -100,14 +110,32 @@ def bounded(folder: Path) -> BoundedFolder | None:
     return None if bound is None else BoundedFolder(folder, bound=bound, depth=PARTS[folder.name])
 
 
+def bounded_files(folder: Path) -> BoundedFiles | None:
+    """The part of small files `folder` is (`CACHE/content`), bounded; None when this
+    process bounds no such part."""
+    if folder.name not in FILE_PARTS:
+        return None
+    with _guard:
+        if not _configured:
+            return None
+    where = folder.resolve()
+    with _guard:
+        bound = _configured.get(where.parent, {}).get(where.name)
+    return None if bound is None else BoundedFiles(folder, bound=bound, depth=FILE_PARTS[folder.name])
+
+
 def usage() -> list[Usage]:
     """Every configured part: its bytes, bound and this process's evictions (`/metrics`)."""
     with _guard:
         parts = [(root, name, bound) for root, bounds in _configured.items() for name, bound in bounds.items()]
     found = []
     for root, name, bound in parts:
-        folder = BoundedFolder(root / name, bound=bound, depth=PARTS[name])
-        used, entries = folder.measure()
+        part: BoundedFolder | BoundedFiles
+        if name in FILE_PARTS:
+            part = BoundedFiles(root / name, bound=bound, depth=FILE_PARTS[name])
+        else:
+            part = BoundedFolder(root / name, bound=bound, depth=PARTS[name])
+        used, entries = part.measure()
         gone = _evictions.get(root / name, Evictions())
         found.append(Usage(name, used, bound, entries, gone.count, gone.bytes))
     return found
@@ -120,6 +148,7 @@ def usage() -> list[Usage]:
 class _Scope:
     pins: dict[Path, int] = field(default_factory=dict)  # stamp → its open, shared-locked descriptor
     used: dict[Path, tuple[BoundedFolder, Path]] = field(default_factory=dict)  # stamp → (folder, entry)
+    written: dict[Path, BoundedFiles] = field(default_factory=dict)  # parts of small files written to
 
 
 _local = threading.local()
@@ -154,11 +183,13 @@ def _close(current: _Scope) -> None:
     for stamp, (folder, entry) in current.used.items():
         if not os.path.lexists(entry):  # planned and never made (a dry run), or removed by its pass
             folder._drop(stamp)
-    for folder in folders.values():
+    trims: list[BoundedFolder | BoundedFiles] = [*folders.values()]
+    trims += [files for files in current.written.values() if files.due()]
+    for part in trims:
         try:
-            folder.trim()
+            part.trim()
         except OSError as exc:  # a trim that failed leaves the part as it was: the next one tries again
-            _log().warning("cache.trim_failed", part=folder.root.name, error=f"{type(exc).__name__}: {exc}")
+            _log().warning("cache.trim_failed", part=part.root.name, error=f"{type(exc).__name__}: {exc}")
 
 
 def _scope() -> _Scope:
@@ -409,3 +440,107 @@ class BoundedFolder:
         else:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+
+class BoundedFiles:
+    """A part of small files read and written whole (`content/<kind>/<hex>`), bounded by a
+    walk that removes the least recently used (oldest mtime) first."""
+
+    def __init__(self, root: Path, *, bound: int, depth: int) -> None:
+        self.root = root
+        self.bound = bound
+        self.depth = depth
+        self.stamps = root.parent / STAMPS / root.name
+
+    def read(self, path: Path) -> None:
+        """`path` was just read: its mtime says so (best effort: a read-only cache is read still)."""
+        with contextlib.suppress(OSError):
+            os.utime(path)
+
+    def wrote(self, path: Path) -> None:
+        """`path` was just written: the part is walked at the pass's end if one is due."""
+        del path  # its mtime is now: nothing to note
+        current = _scope()
+        guard = _unscoped_guard if current is _unscoped else contextlib.nullcontext()
+        with guard:
+            current.written.setdefault(self.root, self)
+
+    def due(self) -> bool:
+        try:
+            return time.time() - (self.stamps / WALKED).stat().st_mtime >= FILE_TRIM_EVERY
+        except FileNotFoundError:
+            return True
+
+    def _files(self) -> list[tuple[float, int, str]]:
+        """(mtime, bytes, path) of each file, names starting with a dot (being written) aside."""
+        found: list[tuple[float, int, str]] = []
+        level = [str(self.root)]
+        for depth in range(self.depth):
+            below: list[str] = []
+            for folder in level:
+                with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(folder) as children:
+                    for child in children:
+                        if child.name.startswith("."):
+                            continue
+                        if depth < self.depth - 1:
+                            if child.is_dir(follow_symlinks=False):
+                                below.append(child.path)
+                            continue
+                        with contextlib.suppress(OSError):
+                            info = child.stat(follow_symlinks=False)
+                            found.append((info.st_mtime, info.st_size, child.path))
+            level = below
+        return found
+
+    def measure(self) -> tuple[int, int]:
+        """(bytes, files) as the last walk found them; a part never walked is walked now."""
+        walked = self.stamps / WALKED
+        for _ in range(2):
+            try:
+                used, files = walked.read_text().split()
+                return int(used), int(files)
+            except (FileNotFoundError, ValueError):
+                self.trim()
+        return 0, 0
+
+    def trim(self) -> Evictions:
+        """Walk the part and remove its least recently used files until it is within its
+        bound; one walk at a time across processes (another walking: this one leaves it)."""
+        gone = Evictions()
+        if not self.root.is_dir():
+            return gone
+        self.stamps.mkdir(parents=True, exist_ok=True)
+        with open(self.stamps / TRIM_LOCK, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return gone
+            files = self._files()
+            total = sum(size for _mtime, size, _path in files)
+            count = len(files)
+            for _mtime, size, path in sorted(files):
+                if total <= self.bound:
+                    break
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    gone.count += 1
+                    gone.bytes += size
+                total -= size
+                count -= 1
+            walked = self.stamps / f"{TRASH}{uuid.uuid4().hex}"
+            walked.write_text(f"{total} {count}")
+            os.replace(walked, self.stamps / WALKED)
+        if gone.count:
+            with _guard:
+                mine = _evictions.setdefault(self.root.resolve(), Evictions())
+                mine.count += gone.count
+                mine.bytes += gone.bytes
+            _log().info(
+                "cache.trimmed",
+                part=self.root.name,
+                evicted=gone.count,
+                evicted_bytes=gone.bytes,
+                used=total,
+                bound=self.bound,
+            )
+        return gone

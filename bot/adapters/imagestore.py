@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..core.errors import InputError, NotFound, RefusedError, TransientError, VerificationError
 from ..core.image.oci import INDEX_TYPE, canonical_json
 from ..core.image.reference import SHA256_DIGEST, ImageRef, LayoutTarget
+from . import cachebound
 from .registrywire import Traffic
 
 if TYPE_CHECKING:  # requests loads only when a registry is spoken to
@@ -73,6 +74,8 @@ class DigestCache:
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
+        # its size bound, when the process has one for it (adapters/cachebound.py)
+        self.bounded = cachebound.bounded_files(folder) if folder is not None else None
 
     def _path(self, digest: str) -> Path | None:
         if self.folder is None or not SHA256_DIGEST.match(digest):
@@ -81,10 +84,17 @@ class DigestCache:
 
     def get(self, digest: str) -> bytes | None:
         path = self._path(digest)
-        if path is None or not path.is_file():
+        if path is None:
             return None
-        data = path.read_bytes()
-        return data if "sha256:" + hashlib.sha256(data).hexdigest() == digest else None
+        try:
+            data = path.read_bytes()
+        except OSError:  # not kept, or trimmed meanwhile: a miss
+            return None
+        if "sha256:" + hashlib.sha256(data).hexdigest() != digest:
+            return None
+        if self.bounded is not None:
+            self.bounded.read(path)
+        return data
 
     def put(self, digest: str, data: bytes) -> None:
         self._write(self._path(digest), data)
@@ -99,23 +109,29 @@ class DigestCache:
         under `kind`: a name that carries the format's version, so an older wheelpin's
         results are read again, never trusted."""
         path = self._derived_path(kind, digest)
-        try:
-            return path.read_bytes() if path is not None and path.is_file() else None
-        except OSError:
+        if path is None:
             return None
+        try:
+            data = path.read_bytes()
+        except OSError:  # not kept, or trimmed meanwhile: a miss
+            return None
+        if self.bounded is not None:
+            self.bounded.read(path)
+        return data
 
     def put_derived(self, kind: str, digest: str, data: bytes) -> None:
         self._write(self._derived_path(kind, digest), data)
 
-    @staticmethod
-    def _write(path: Path | None, data: bytes) -> None:
+    def _write(self, path: Path | None, data: bytes) -> None:
         if path is None:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, data)
         except OSError:
-            pass  # a cache that cannot be written costs a fetch, never a wrong result
+            return  # a cache that cannot be written costs a fetch, never a wrong result
+        if self.bounded is not None:
+            self.bounded.wrote(path)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

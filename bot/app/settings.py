@@ -60,7 +60,7 @@ class Settings(BaseModel):
     cache_dir: Path = Field(default_factory=_default_cache)
     # the cache's parts that grow with what is watched, each bounded (bytes, or "20GiB"; least
     # recently used out first, never what a running pass uses: adapters/cachebound.py); the
-    # defaults, 17 GiB in all, leave room in deploy/'s 20 GiB cache volumes for a build's checkout
+    # defaults, about 17 GiB in all, leave room in deploy/'s 20 GiB cache volumes for a build's checkout
     # and for what running passes hold past the bounds
     cache_layers_max: ByteSize = Field(
         default=ByteSize(1 << 30),
@@ -72,6 +72,11 @@ class Settings(BaseModel):
     )
     cache_mirrors_max: ByteSize = Field(
         default=ByteSize(8 << 30), ge=0, description="bytes of upstreams' git mirrors kept (CACHE_DIR/upstream)"
+    )
+    cache_content_max: ByteSize = Field(
+        default=ByteSize(256 << 20),
+        ge=0,
+        description="bytes of registry documents (manifests, configs) kept by digest (CACHE_DIR/content)",
     )
 
     # registries: credentials beyond ~/.docker/config.json, plain-HTTP hosts, retries
@@ -220,6 +225,7 @@ class Settings(BaseModel):
             "layers": int(self.cache_layers_max),
             "builds": int(self.cache_builds_max),
             "upstream": int(self.cache_mirrors_max),
+            "content": int(self.cache_content_max),
         }
 
     @property

@@ -6,6 +6,7 @@ bounds."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -184,3 +185,59 @@ def test_stamps_that_cannot_be_written_never_fail_the_pass(cache: Path) -> None:
     entry = mirror(cache, "kept", 1000)
     used(folder, entry)  # said in the logs, and nothing evicted without its stamp's lock
     assert entry.exists()
+
+
+def document(number: int) -> tuple[str, bytes]:
+    data = f'{{"schemaVersion": 2, "n": {number}}}'.encode().ljust(1000)
+    return "sha256:" + hashlib.sha256(data).hexdigest(), data
+
+
+def test_registry_documents_kept_by_digest_are_trimmed_least_recently_read_first(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`content/` (the DigestCache's manifests and configs): a pass that wrote to it walks it
+    at its end, oldest read first out, at most once every FILE_TRIM_EVERY seconds; a file
+    trimmed is a miss, fetched again by its reader."""
+    from bot.adapters.imagestore import DigestCache
+
+    cachebound.configure(cache, {"content": 4000})
+    documents = [document(n) for n in range(5)]
+    kept = DigestCache(cache / "content")
+    assert kept.bounded is not None
+    with scope():
+        for number, (digest, data) in enumerate(documents[:3]):
+            kept.put(digest, data)
+            path = cache / "content" / "sha256" / digest.removeprefix("sha256:")
+            os.utime(path, (time.time() - 100 + number, time.time() - 100 + number))  # 0 the oldest
+        kept.put_derived("wheels-v1", documents[0][0], b"w" * 400)
+        assert kept.get(documents[0][0]) == documents[0][1]  # read: the newest now
+    walked = kept.bounded.stamps / cachebound.WALKED
+    assert walked.read_text() == "3400 4"  # within the bound: nothing trimmed
+    # a walk was just made: the next pass writing passes the bound and is not walked yet
+    with scope():
+        kept.put(*documents[3])
+    assert walked.read_text() == "3400 4" and kept.get(documents[1][0]) is not None  # read: newer than 2
+    monkeypatch.setattr(cachebound, "FILE_TRIM_EVERY", 0.0)
+    with scope():
+        kept.put(*documents[4])
+    # 5 × 1000 + 400 bytes over 4000: the least recently read (2, then the derived file) went
+    assert kept.get(documents[2][0]) is None and kept.get_derived("wheels-v1", documents[0][0]) is None
+    assert all(kept.get(digest) == data for digest, data in (documents[0], documents[1], documents[3], documents[4]))
+    assert walked.read_text() == "4000 4"
+    (usage,) = cachebound.usage()
+    assert (usage.part, usage.used, usage.bound, usage.evictions) == ("content", 4000, 4000, 2)
+
+
+def test_a_pass_that_only_reads_registry_documents_walks_nothing(cache: Path) -> None:
+    from bot.adapters.imagestore import DigestCache
+
+    digest, data = document(1)
+    DigestCache(cache / "content").put(digest, data)  # kept before bounds: no walk
+    cachebound.configure(cache, {"content": 0})
+    kept = DigestCache(cache / "content")
+    with scope():
+        assert kept.get(digest) == data
+    assert kept.bounded is not None and not (kept.bounded.stamps / cachebound.WALKED).exists()
+    assert kept.get(digest) == data  # a bound of 0 trims at the next walk, not at a read
+    (usage,) = cachebound.usage()  # never walked: measured (and trimmed) for /metrics now
+    assert (usage.part, usage.used, usage.entries, usage.evictions) == ("content", 0, 0, 1)
