@@ -75,5 +75,10 @@ def pinned_image(loaded: LoadedConfig, component: Component, registries: Registr
         if component.image.is_layout
         else registries.store(ref)
     )
-    with doing(f"reading the image pinned at {state.file}:{state.line} (to weigh its provenance)"):
-        return read_image(store, ref.digest)
+    try:
+        with doing(f"reading the image pinned at {state.file}:{state.line} (to weigh its provenance)"):
+            return read_image(store, ref.digest)
+    except TransientError:
+        raise
+    except WheelpinError as exc:  # not there, or not an image wheelpin can read: said with its pin
+        raise WheelpinError(f"{state.file}:{state.line}: {exc.message}") from None

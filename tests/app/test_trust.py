@@ -304,3 +304,22 @@ def test_image_publish_by_hand_with_optional_trust_says_an_unattested_wheel(atte
     assert published.code == 0, published.stderr
     (note,) = [line for line in published.stdout.splitlines() if line.startswith("⚠️")]
     assert note.startswith(f"⚠️ not attested: no valid attestation by https://github.com/{WORKFLOW}@*")
+
+
+def test_image_publish_by_hand_says_when_the_pinned_image_could_not_be_weighed(attested: Attested) -> None:
+    """The checkout pins a digest its layout folder does not hold: the downgrade cannot be
+    judged, and the publish says so rather than pass it in silence."""
+    dockerfile = attested.world.downstream / "docker" / "Dockerfile"
+    pinned = re.search(r"@(sha256:[0-9a-f]{64})", dockerfile.read_text())
+    assert pinned is not None
+    dockerfile.write_text(dockerfile.read_text().replace(pinned.group(1), "sha256:" + "0" * 64))
+    attested.trust(f'{{ attestations = "optional", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: False)
+    published, _ = publish_by_hand(attested, "--json")
+    assert published.code == 0, published.stderr
+    not_attested, unweighed = published.json()["notes"]
+    assert not_attested.startswith("not attested: no valid attestation by")
+    assert unweighed.startswith("the pinned image's provenance was not weighed (a trust downgrade is not judged): "), (
+        unweighed
+    )
+    assert "docker/Dockerfile:2: " in unweighed and "sha256:" + "0" * 64 in unweighed
