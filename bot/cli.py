@@ -233,7 +233,7 @@ def _image(commands: Any, name: str, text: str) -> None:
     )
     publish.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheel files (one image)")
     publish.add_argument("--to", required=True, metavar="REF", help="host/repo:tag or oci:FOLDER:tag")
-    publish.add_argument("--component", help="verify with this component's rules (from the config)")
+    publish.add_argument("--component", help="verify with this component's rules, smoke and trust (from the config)")
     publish.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
     publish.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
     publish.add_argument("--revision", metavar="SHA", help="the upstream commit the wheels were built from")

@@ -232,4 +232,5 @@ def statement_summary(statement: dict[str, Any]) -> dict[str, Any]:
         "predicate_type": statement.get("predicateType"),
         "external_parameters": definition.get("externalParameters", {}),
         "build": definition.get("internalParameters", {}).get("build"),
+        "invocation": statement.get("predicate", {}).get("runDetails", {}).get("metadata", {}).get("invocationId"),
     }

@@ -12,6 +12,7 @@ from ..core.image.reference import ImageRef, ImageRefError, LayoutTarget, parse_
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from ..adapters.github.attestations import AttestationsReader
     from ..adapters.registry import RegistryClient
     from ..core.provenance.dsse import SigningKey
 
@@ -77,3 +78,13 @@ def signing_key(settings: Settings) -> SigningKey | None:
         return load_signing_key(*given)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def attestations_reader(settings: Settings) -> AttestationsReader:
+    """GitHub's attestations API (WHEELPIN_GITHUB_API_URL, else github.com) with the token, if
+    one is given: a public repository's attestations are read without one."""
+    from ..adapters.github.attestations import AttestationsReader  # GitHub's client: for a component whose `trust` asks
+    from ..adapters.github.client import Client
+
+    token = settings.github_token.get_secret_value() if settings.github_token else None
+    return AttestationsReader(Client(settings.github_api_url, token=token))

@@ -28,6 +28,7 @@ from ..core.image.reference import ImageRef, LayoutTarget
 from ..core.proposal.requirements import Conflict
 from ..core.wheel.amdgpu import TargetId
 from .output import emit_json, emit_text, human_size
+from .publishtrust import Trusted, judge_published
 from .repo import load
 
 log = logs.get_logger("wheelpin.image")
@@ -54,7 +55,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         raise UsageError(f"{options.to}: publish to a tag (REF:tag), not a digest")
     if isinstance(target, LayoutTarget):
         check_layout_folder(Path(target.folder))
-    component = None
+    component = loaded = None
     source = options.source
     if options.component is not None:
         loaded = load(config=options.config, repo=options.repo, check_files=False)
@@ -81,6 +82,11 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         )
     key = signing_key(settings)  # a key that cannot be used is said before anything is pushed
     said = _smoke(component.wheel.smoke, options.wheels) if component and component.wheel.smoke else []
+    # who built the wheels, judged as a pass judges them before it publishes
+    trusted = judge_published(loaded, component, reports, settings) if loaded and component else Trusted()
+    if trusted.judgement.refused:
+        refused = trusted.judgement.refused
+        raise VerificationError(f"nothing published: {refused}", problems=(refused,))
     registries = Registries(settings)
     readers = Registries(settings, anonymous=True)
     store = registries.store(target)
@@ -114,6 +120,8 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
             {
                 **result.to_json(),
                 "smoke": said,
+                "verification": list(trusted.judgement.verification),
+                "notes": list(trusted.notes),
                 "attached": [item.to_json() for item in attached],
                 "attached_bytes_uploaded": sent,
             }
@@ -124,6 +132,10 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         emit_text(attached_line(attached))
         for line in said:
             emit_text(line)
+        for line in trusted.judgement.verification:
+            emit_text(f"✅ {line}")
+        for line in trusted.notes:
+            emit_text(f"⚠️ {line}")
     return 0
 
 

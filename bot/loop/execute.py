@@ -292,6 +292,7 @@ class Executor:
         self.memory.published[(component.name, head)] = (tag, published.digest)
         self.memory.verified.add((component.name, published.digest))
         made_by = context.builder.describe(head)  # before the build goes
+        invocation = context.builder.invocation(head)
         context.builder.release(head)
         attached = self._attach(
             context,
@@ -300,6 +301,7 @@ class Executor:
             tag,
             published.wheels,
             made_by=made_by,
+            invocation=invocation,
             smoke=smoke,
             manifest_size=published.manifest_size,
         )
@@ -509,6 +511,7 @@ class Executor:
         wheels: Sequence[WheelEntry],
         *,
         made_by: str | None,
+        invocation: str | None,
         smoke: SmokeResult | None,
         manifest_size: int | None = None,
     ) -> tuple[Attached, ...]:
@@ -524,6 +527,7 @@ class Executor:
             component=component.name,
             rules=rules_digest(component),
             build=made_by,
+            invocation=invocation,
             verification=verification_of(self._smoke_said(context, smoke).get("more_verification", ())),
         )
         with doing(f"attaching the provenance of {context.store.name}@{digest}"):
@@ -559,6 +563,7 @@ class Executor:
                     image.tag,
                     info.wheels,
                     made_by=done.made_by or context.builder.describe(head),
+                    invocation=context.builder.invocation(head),
                     smoke=done.smoke,
                 )
             )

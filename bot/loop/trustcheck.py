@@ -36,10 +36,17 @@ class TrustCheck:
     _verified: dict[tuple[Trust, str], Found] = field(default_factory=dict)
 
     def judge(
-        self, trust: Trust, pinned: ImageInfo | None, wheels: Sequence[Wheel], *, image: str | None = None
+        self,
+        trust: Trust,
+        pinned: ImageInfo | None | Callable[[], ImageInfo | None],
+        wheels: Sequence[Wheel],
+        *,
+        image: str | None = None,
     ) -> Judgement:
         """The decision for `wheels` (the new image's, whose digest `image` is looked up too
-        once it is published), the `pinned` image's provenance looked at only when it decides."""
+        once it is published), the `pinned` image's provenance looked at only when it decides
+        (`pinned` may be a reader of it, called only then: `image publish` reads it from the
+        registry, a pass has it already)."""
         if not trust.checked:
             return Judgement()
         new = self.provenance(trust, wheels)
@@ -47,8 +54,10 @@ class TrustCheck:
         if image is not None and new.verified:
             image_found = self._found(trust, Wheel(image[:19] + "…", image.removeprefix("sha256:")))
         before = None
-        if needs_pinned(trust, new) and pinned is not None:
-            before = self.provenance(trust, [Wheel(entry.file, entry.sha256) for entry in pinned.wheels])
+        if needs_pinned(trust, new):
+            info = pinned() if callable(pinned) else pinned
+            if info is not None:
+                before = self.provenance(trust, [Wheel(entry.file, entry.sha256) for entry in info.wheels])
         return judge(trust, new, before, image_found)
 
     def provenance(self, trust: Trust, wheels: Sequence[Wheel]) -> Provenance:

@@ -3,14 +3,18 @@ GitHub Actions, all against the GitHub emulator (held to GitHub's OpenAPI descri
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from bot.adapters.git import git
 from bot.adapters.imagestore import LayoutStore
+from bot.adapters.provenance import statement_summary
 from bot.adapters.publisher import publish
+from bot.adapters.referrers import list_referrers, read_document
 from bot.commands.reconcile_cmd import exit_code
+from bot.core.provenance.statement import PAYLOAD_TYPE
 from bot.core.wheel.report import inspect_wheel
 from bot.loop.builders.base import BuildPreview
 from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github, runner_build
@@ -84,6 +88,32 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
         assert any("/actions/" in template for _method, template, _status in kinds)
         for (method, template, status), answer in kinds.items():  # held to GitHub's own schema
             validate(method, template, status, answer)
+
+
+def test_the_statement_names_the_run_attempt_that_built_the_wheels(world: World, tmp_path: Path) -> None:
+    """A re-run is another attempt of the same run id: the provenance statement attached to
+    the image says which attempt built the wheels (SLSA's `runDetails.metadata.invocationId`),
+    as `image verify`'s summary reads it back."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True) as gh:
+        play = workflow_build(world, tmp_path)
+        # the first attempt failed and someone re-ran it: GitHub keeps the id, counts the attempt
+        gh.emulator.actions = lambda repo, run: (setattr(run, "attempt", 2), play(repo, run))[1]
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        assert [a.kind for a in gh.reconciler.run().components[0].actions] == ["fetch", "publish", "propose"]
+        (run,) = gh.repo.runs.values()
+    layout = LayoutStore(world.root / "images")
+    (tag,) = [tag for tag in world.layout_tags() if tag.endswith(head[:8])]
+    digest = layout.tag_digest(tag)
+    assert digest is not None
+    (provenance,) = [item for item in list_referrers(layout, digest) if item.artifact_type == PAYLOAD_TYPE]
+    statement = json.loads(read_document(layout, provenance, 1 << 20))
+    run_details = statement["predicate"]["runDetails"]
+    assert run_details["metadata"] == {"invocationId": f"https://github.com/rocm/atom/actions/runs/{run.id}/attempts/2"}
+    assert statement_summary(statement)["invocation"] == run_details["metadata"]["invocationId"]
+    build = statement["predicate"]["buildDefinition"]["internalParameters"]["build"]
+    assert build == f"run https://github.com/rocm/atom/actions/runs/{run.id} of w.yaml"
 
 
 @pytest.mark.parametrize("smoke_job", ["success", None, "failure"])

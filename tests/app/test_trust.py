@@ -17,8 +17,8 @@ from bot.adapters.git import git
 from bot.adapters.sigstoreverify import TRUSTED_ROOTS
 from tests.app.test_reconcile_github import WORKFLOW as ACTIONS_BUILD
 from tests.app.test_reconcile_github import workflow_build
-from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world, on_github
-from tests.cli import wheelpin
+from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world, on_github, runner_build
+from tests.cli import Result, wheelpin
 from tests.fixtures.attestations import TestSigstore
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.openapi import validate_recorded
@@ -224,3 +224,102 @@ def test_an_attestations_api_that_does_not_answer_is_transient_never_a_verdict(a
     again = attested.world.reconcile()
     assert again.code == 0, again.stderr
     assert f"- ✅ built by {WORKFLOW}@" in attested.body()
+
+
+def publish_by_hand(attested: Attested, *more: str, version: str = "0.1.1") -> tuple[Result, str]:
+    """`wheelpin image publish --component` of a wheel a CI runner built from a new upstream
+    commit (of `version`), to the component's layout folder under the tag its template
+    gives; and the image's reference."""
+    world = attested.world
+    head = world.commit_upstream("work", {"VERSION": f"{version}\n"})
+    (wheel,) = runner_build(world, world.root, head)
+    to = f"oci:{world.root / 'images'}:demo-cache-v{version}-g{head[:8]}"
+    args = (str(wheel), "--to", to, "--component", "demo-cache", "--repo", str(world.downstream), "--revision", head)
+    return wheelpin("image", "publish", *args, *more, env=world.env), to
+
+
+def written(world: World) -> tuple[bytes, list[str]]:
+    """The layout's index and blobs: a refused publish leaves both as they were."""
+    images = world.root / "images"
+    blobs = sorted(str(path.relative_to(images)) for path in (images / "blobs").rglob("*") if path.is_file())
+    return (images / "index.json").read_bytes(), blobs
+
+
+def test_image_publish_by_hand_refuses_an_unattested_wheel_as_a_pass_does(attested: Attested) -> None:
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: False)
+    before = written(attested.world)
+    refused, _ = publish_by_hand(attested)
+    assert refused.code == 1 and refused.stdout == ""
+    (said,) = [line for line in refused.stderr.splitlines() if line.startswith("wheelpin:")]
+    assert re.fullmatch(
+        rf"wheelpin: nothing published: no valid attestation by https://github.com/{re.escape(WORKFLOW)}@\*: "
+        r"demo_cache-0\.1\.1\+g\S+-py3-none-any\.whl: GitHub lists no attestation of sha256:[0-9a-f]{12}… "
+        r"in ROCm/ATOM",
+        said,
+    ), said
+    assert written(attested.world) == before  # no tag, no blob, no provenance or SBOM referrer
+    assert len(attested.asked) == 1  # the new wheel; the pinned image does not decide a required check
+
+
+def test_image_publish_by_hand_says_who_built_an_attested_wheel(attested: Attested) -> None:
+    attested.trust(f'{{ attestations = "required", signer_workflow = "{WORKFLOW}", signer_ref = "refs/heads/main" }}')
+    attested.attest(lambda sha256: True)
+    published, to = publish_by_hand(attested)
+    assert published.code == 0, published.stderr
+    assert f"✅ built by {WORKFLOW}@refs/heads/main, run {RUN}" in published.stdout.splitlines()
+    assert "⚠️" not in published.stdout
+    tag = to.rsplit(":", 1)[1]
+    assert tag in attested.world.layout_tags()
+
+
+def test_image_publish_by_hand_refuses_a_trust_downgrade_unless_allowed(attested: Attested) -> None:
+    pinned = attested.pinned_sha256()
+    attested.trust(f'{{ attestations = "optional", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: sha256 == pinned)  # the pinned wheel was attested, the new one is not
+    before = written(attested.world)
+    refused, _ = publish_by_hand(attested)
+    assert refused.code == 1, refused.stderr
+    assert (
+        f"wheelpin: nothing published: trust downgrade: the pinned image's wheels were attested (built by "
+        f"{WORKFLOW}@refs/heads/main, run {RUN}), the new ones have no valid attestation"
+    ) in refused.stderr
+    assert pinned in attested.asked  # the image the checkout pins, read from the layout folder
+    assert written(attested.world) == before
+
+    attested.world.set_config('attestations = "optional"', 'attestations = "optional", allow_downgrade = true')
+    allowed, _ = publish_by_hand(attested, "--json", version="0.1.2")
+    assert allowed.code == 0, allowed.stderr
+    document = allowed.json()
+    assert document["verification"] == []
+    (note,) = document["notes"]
+    assert note.startswith("TRUST DOWNGRADE, allowed by trust.allow_downgrade: the pinned image's wheels were attested")
+
+
+def test_image_publish_by_hand_with_optional_trust_says_an_unattested_wheel(attested: Attested) -> None:
+    """Nothing pinned was attested: no downgrade, the wheel goes through and the lack is said."""
+    attested.trust(f'{{ attestations = "optional", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: False)
+    published, _ = publish_by_hand(attested)
+    assert published.code == 0, published.stderr
+    (note,) = [line for line in published.stdout.splitlines() if line.startswith("⚠️")]
+    assert note.startswith(f"⚠️ not attested: no valid attestation by https://github.com/{WORKFLOW}@*")
+
+
+def test_image_publish_by_hand_says_when_the_pinned_image_could_not_be_weighed(attested: Attested) -> None:
+    """The checkout pins a digest its layout folder does not hold: the downgrade cannot be
+    judged, and the publish says so rather than pass it in silence."""
+    dockerfile = attested.world.downstream / "docker" / "Dockerfile"
+    pinned = re.search(r"@(sha256:[0-9a-f]{64})", dockerfile.read_text())
+    assert pinned is not None
+    dockerfile.write_text(dockerfile.read_text().replace(pinned.group(1), "sha256:" + "0" * 64))
+    attested.trust(f'{{ attestations = "optional", signer_workflow = "{WORKFLOW}" }}')
+    attested.attest(lambda sha256: False)
+    published, _ = publish_by_hand(attested, "--json")
+    assert published.code == 0, published.stderr
+    not_attested, unweighed = published.json()["notes"]
+    assert not_attested.startswith("not attested: no valid attestation by")
+    assert unweighed.startswith("the pinned image's provenance was not weighed (a trust downgrade is not judged): "), (
+        unweighed
+    )
+    assert "docker/Dockerfile:2: " in unweighed and "sha256:" + "0" * 64 in unweighed

@@ -7,6 +7,7 @@ kind adds its entry to `EXAMPLES` and to `built`, and passes the same tests."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ class Built:
     component: Component
     site: BuildSite
     commit: str
+    invocation: str | None = None  # the pattern of the run attempt its builds name (None: no CI run)
 
 
 @contextmanager
@@ -107,6 +109,7 @@ def built(kind: str, tmp_path: Path, wheel: Path) -> Iterator[Built]:
             made,
             BuildSite(cache, upstream, state, "main", local_commands=False, actions=ActionsClient(platform)),
             "3d3aa833" + "0" * 32,
+            r"https://github\.com/rocm/atom/actions/runs/\d+/attempts/1",
         )
     finally:
         server.stop()
@@ -150,6 +153,9 @@ def test_its_builder_previews_then_builds_the_wheels(kind: str, tmp_path: Path) 
         assert [(w.name, w.read_bytes()) for w in wheels] == [(wheel.name, wheel.read_bytes())]
         assert builder.status(world.commit).state == BuildState.READY
         assert builder.describe(world.commit)
+        # a CI run's attempt for the provenance statement (SLSA invocationId); a local build has none
+        invocation = builder.invocation(world.commit)
+        assert invocation is None if world.invocation is None else re.fullmatch(world.invocation, invocation or "")
         builder.release(world.commit)
         assert not any(path.exists() for path in wheels)
 

@@ -64,10 +64,21 @@ class RunSeen:
     url: str
     ended_at: float | None = None  # when it completed (its last update), by GitHub's clock
     title: str = ""  # `display_title`: a dispatched run's `run-name`, which may carry its inputs
+    attempt: int | None = None  # `run_attempt`: 1, and more for each re-run (None: not said)
 
     @property
     def done(self) -> bool:
         return self.status == "completed"
+
+    @property
+    def invocation(self) -> str | None:
+        """This attempt of the run, as SLSA provenance's `runDetails.metadata.invocationId`
+        names a GitHub Actions run: the run's URL + "/attempts/" + `run_attempt` (the GitHub
+        Actions workflow build type, slsa-framework.github.io/github-actions-buildtypes/workflow/v1,
+        "Metadata"; the certificate of an attestation names its run the same way)."""
+        if self.attempt is None or not self.url.startswith(("https://", "http://")):
+            return None
+        return f"{self.url}/attempts/{self.attempt}"
 
 
 class ActionsClient:
@@ -268,4 +279,5 @@ def _seen(run: dict[str, Any]) -> RunSeen:
         str(run.get("html_url", "")),
         ended,
         str(run.get("display_title") or ""),
+        attempt if isinstance(attempt := run.get("run_attempt"), int) and attempt > 0 else None,
     )

@@ -10,7 +10,6 @@ from ...core.errors import UsageError
 from .base import Where
 
 if TYPE_CHECKING:  # the loop and the settings load when a pass runs, not with `--help`
-    from ...adapters.github.attestations import AttestationsReader
     from ...adapters.localplatform import LocalPlatform
     from ...app.settings import Settings
     from ...core.config.model import Defaults
@@ -34,7 +33,7 @@ def local_reconciler(*, repo: Path, config: Path | None, settings: Settings, ret
 def _made(
     *, repo: Path, config: Path | None, settings: Settings, retry_failed: bool
 ) -> tuple[Reconciler, LocalPlatform]:
-    from ...app.wiring import Registries, signing_key
+    from ...app.wiring import Registries, attestations_reader, signing_key
     from ...loop.runner import Reconciler
     from ..repo import load
 
@@ -48,19 +47,9 @@ def _made(
         database_url=settings.database_url.get_secret_value() if settings.database_url else None,
         retry_failed=retry_failed,
         state_scope=f"{loaded.root.resolve()}:",
-        attestations=lambda: _attestations(settings),
+        attestations=lambda: attestations_reader(settings),
         signing_key=signing_key(settings),
     ), platform
-
-
-def _attestations(settings: Settings) -> AttestationsReader:
-    """GitHub's attestations API (WHEELPIN_GITHUB_API_URL, else github.com) with the token, if
-    one is given: a public repository's attestations are read without one."""
-    from ...adapters.github.attestations import AttestationsReader
-    from ...adapters.github.client import Client
-
-    token = settings.github_token.get_secret_value() if settings.github_token else None
-    return AttestationsReader(Client(settings.github_api_url, token=token))
 
 
 class LocalDownstream:

@@ -248,6 +248,13 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
         lines.append(f"- ⚠️ **GPU archs dropped: {', '.join(changes.archs_dropped)}**")
     if changes.tags_dropped:
         lines.append(f"- ⚠️ **python tags dropped: {', '.join(changes.tags_dropped)}**")
+    several = len(changes.sha256) > 1  # the python tag says which wheels
+    for variant in changes.variants:
+        of = f" of `{variant.tag}`" if several else ""
+        if variant.label_changed:
+            lines.append(f"- ⚠️ **variant label{of} changed: {_labels(variant.old)} → {_labels(variant.new)}**")
+        if variant.properties_removed:
+            lines.append(f"- ⚠️ **variant properties{of} removed: {_listed(variant.properties_removed)}**")
     for library in changes.libraries or ():
         if library.rocm_major:
             major = library.new[-1].rsplit(".so.", 1)[-1].split(".")[0]
@@ -274,6 +281,10 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
         lines.append("- GPU archs: not compared (the pinned image does not record them)")
     if changes.tags_added:
         lines.append(f"- python tags added: {', '.join(changes.tags_added)}")
+    for variant in changes.variants:
+        if variant.properties_added:
+            of = f" of `{variant.tag}`" if several else ""
+            lines.append(f"- variant properties{of} added: {_listed(variant.properties_added)}")
     if changes.libraries is None:
         lines.append("- libraries (DT_NEEDED): not compared (the pinned image does not record them)")
     moved = [lib for lib in changes.libraries or () if lib.old and lib.new and not lib.rocm_major]
@@ -285,6 +296,15 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
     if dropped:
         lines.append("- no longer needs: " + ", ".join(f"`{name}`" for name in dropped))
     return lines
+
+
+def _labels(labels: Sequence[str | None]) -> str:
+    """Variant labels as a reader knows them; a wheel without one is no variant wheel."""
+    return ", ".join(f"`{label}`" if label is not None else "none (no variant wheel)" for label in labels)
+
+
+def _listed(values: Sequence[str]) -> str:
+    return ", ".join(f"`{value}`" for value in values)
 
 
 def _edit_lines(edits: Sequence[Edit]) -> str:

@@ -1,6 +1,7 @@
 """What changes from the wheels pinned today to the new ones (docs/design.md §3 "Pull
-request", from → to): version, each wheel's sha256 and sizes, GPU archs, python tags and
-the shared libraries the wheels' ELF files need (DT_NEEDED). Pure: the proposal shows it,
+request", from → to): version, each wheel's sha256 and sizes, GPU archs, python tags, the
+variant label and properties (PEP 825) and the shared libraries the wheels' ELF files need
+(DT_NEEDED). Pure: the proposal shows it,
 `core/proposal/assemble.py` makes it from the two images' wheel entries.
 
 A library is followed across the change by its name without the version after `.so`
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from ..image.oci import WheelEntry, tags_of
 from ..wheel.amdgpu import sorted_processors
+from ..wheel.metadata import split_variant_label
 from ..wheel.rocmlibs import ROCM_RUNTIMES
 
 _SONAME = re.compile(r"^(.+?)\.so(?:\.(.+))?$")
@@ -59,6 +61,23 @@ class SizeChange:
 
 
 @dataclass(frozen=True)
+class VariantChange:
+    """How the variant (PEP 825) of one python tag's wheels moved: the labels pinned and
+    new (None: a wheel that is no variant wheel), and, where one wheel each records its
+    properties, the properties added and removed."""
+
+    tag: str
+    old: tuple[str | None, ...]
+    new: tuple[str | None, ...]
+    properties_added: tuple[str, ...] = ()
+    properties_removed: tuple[str, ...] = ()
+
+    @property
+    def label_changed(self) -> bool:
+        return self.old != self.new
+
+
+@dataclass(frozen=True)
 class WheelChanges:
     old_version: str | None
     new_version: str
@@ -70,6 +89,7 @@ class WheelChanges:
     tags_dropped: tuple[str, ...] = ()
     libraries: tuple[LibraryChange, ...] | None = None  # None: a side does not record DT_NEEDED
     sizes: tuple[SizeChange, ...] = ()  # one per new wheel
+    variants: tuple[VariantChange, ...] = ()  # only where a label or a property moved
 
     def size_of(self, file: str) -> SizeChange | None:
         return next((change for change in self.sizes if change.file == file), None)
@@ -80,6 +100,38 @@ def python_tag(entry: WheelEntry) -> str:
     records, else the file name itself: a name is never taken for a tag)."""
     tags = {tag.split("-", 1)[0] for tag in entry.tags or tags_of(entry.file)}
     return ".".join(sorted(tags)) if tags else entry.file
+
+
+def variant_label(entry: WheelEntry) -> str | None:
+    """A wheel's variant label: what its image records, else what its file name carries
+    (an image published before wheelpin recorded variants still names the file)."""
+    return entry.variant if entry.variant is not None else split_variant_label(entry.file)[1]
+
+
+def variant_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> tuple[VariantChange, ...]:
+    """For each python tag with wheels on both sides (one wheel each: those two, whatever
+    their tags), the variant labels and properties that moved; nothing where they did not
+    (two wheels of one label, or two that are no variant wheels). A tag added or dropped is
+    said as such, not here."""
+    if len(pinned) == 1 and len(new) == 1:
+        groups = [(python_tag(new[0]), [pinned[0]], [new[0]])]
+    else:
+        tags = sorted({python_tag(w) for w in pinned} & {python_tag(w) for w in new})
+        groups = [
+            (tag, [w for w in pinned if python_tag(w) == tag], [w for w in new if python_tag(w) == tag]) for tag in tags
+        ]
+    changes = []
+    for tag, olds, news in groups:
+        old_labels = tuple(sorted((variant_label(w) for w in olds), key=lambda label: label or ""))
+        new_labels = tuple(sorted((variant_label(w) for w in news), key=lambda label: label or ""))
+        added: tuple[str, ...] = ()
+        removed: tuple[str, ...] = ()
+        if len(olds) == len(news) == 1 and olds[0].variant is not None and news[0].variant is not None:
+            before, after = set(olds[0].variant_properties), set(news[0].variant_properties)
+            added, removed = tuple(sorted(after - before)), tuple(sorted(before - after))
+        if old_labels != new_labels or added or removed:
+            changes.append(VariantChange(tag, old_labels, new_labels, added, removed))
+    return tuple(changes)
 
 
 def _library(soname: str) -> str:
@@ -132,4 +184,5 @@ def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> Wh
         tags_dropped=tuple(sorted(set(old_by_tag) - set(new_by_tag))),
         libraries=libraries,
         sizes=sizes,
+        variants=variant_changes(pinned, new),
     )

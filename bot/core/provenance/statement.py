@@ -7,7 +7,11 @@ Shapes followed:
   image by its sha256, `predicateType`, `predicate`; media type application/vnd.in-toto+json.
 - SLSA Provenance v1 (slsa.dev/spec/v1.0/provenance): `buildDefinition` (buildType,
   externalParameters, internalParameters, resolvedDependencies) and `runDetails`
-  (builder.id and version, metadata, byproducts).
+  (builder.id and version, metadata, byproducts). `metadata.invocationId` is the GitHub
+  Actions run attempt that built the wheels, in the form the GitHub Actions workflow build
+  type gives it (slsa-framework.github.io/github-actions-buildtypes/workflow/v1, "Metadata":
+  https://github.com/OWNER/REPO/actions/runs/RUN_ID/attempts/RUN_ATTEMPT); absent for
+  a build that was no such run.
 
 No time of this run is written: the bytes depend on the image and its build alone.
 """
@@ -42,6 +46,7 @@ class BuildFacts:
     component: str | None = None
     rules: str | None = None  # verify.rules_digest of the component
     build: str | None = None  # who built the wheels: a run's URL, a command and host, a reused run, adopted
+    invocation: str | None = None  # the CI run attempt that built them (runDetails.metadata.invocationId)
     verification: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -74,7 +79,7 @@ def statement(facts: BuildFacts) -> dict[str, Any]:
             },
             "runDetails": {
                 "builder": {"id": PROJECT_URL, "version": {"wheelpin": __version__}},
-                "metadata": {},
+                "metadata": {"invocationId": facts.invocation} if facts.invocation else {},
                 "byproducts": [
                     {"name": wheel.file, "digest": {"sha256": wheel.sha256}, "mediaType": "application/zip"}
                     for wheel in facts.wheels

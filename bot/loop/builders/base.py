@@ -71,6 +71,10 @@ class Builder(Protocol):
     def describe(self, commit: str) -> str | None:
         """Who made the build of `commit`, for the proposal (None: nothing is known)."""
 
+    def invocation(self, commit: str) -> str | None:
+        """The CI run attempt that made the build of `commit`, as the provenance statement's
+        `runDetails.metadata.invocationId` names it; None for a build that was no such run."""
+
     def smoke_seen(self, commit: str) -> SmokeResult | None:
         """The smoke test the build itself ran (a workflow's smoke job); None: wheelpin runs it."""
 
@@ -112,3 +116,7 @@ class CachedBuilds:
 
     def discard(self, commit: str) -> None:
         discard_build(self.cache, self.component.name, commit)
+
+    def invocation(self, commit: str) -> str | None:
+        """A build in a clean checkout here, or wheels a maintainer gave: no CI run's attempt."""
+        return None

@@ -21,7 +21,7 @@ from ...core.errors import BuildFailed, TransientError, WheelpinError
 from .base import Builder, BuildPreview, BuildSite, CachedBuilds
 
 if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
-    from ...adapters.github.actions import ActionsClient
+    from ...adapters.github.actions import ActionsClient, RunSeen
 
 DISPATCH_GRACE = 600.0  # seconds a noted dispatch is waited for before it counts as lost
 WHERE = "on GitHub Actions"  # where its builds run, as the plan says it
@@ -46,6 +46,7 @@ class WorkflowBuilder(CachedBuilds):
         self.state = state
         self.base_branch = base_branch
         self.adopts = build.publishes_image
+        self._described: dict[int, RunSeen] = {}  # runs read for what is said of a build: once a pass
 
     def describe(self, commit: str) -> str | None:
         run_id = self.state.run_of(self.component.name, commit)
@@ -53,9 +54,25 @@ class WorkflowBuilder(CachedBuilds):
             return self.reused(commit)
         named = f", named by `/wheelpin build --from-run {run_id}`" if self.reused(commit) else ""
         try:
-            return f"run {self.actions.run(run_id).url} of {self.build.workflow}{named}"
+            return f"run {self._run(run_id).url} of {self.build.workflow}{named}"
         except WheelpinError:
             return f"run {run_id} of {self.build.workflow}{named}"
+
+    def invocation(self, commit: str) -> str | None:
+        """The attempt of the run that built `commit` (a re-run is another attempt of one run)."""
+        run_id = self.state.run_of(self.component.name, commit)
+        if run_id is None or self.actions is None:
+            return None
+        try:
+            return self._run(run_id).invocation
+        except WheelpinError:
+            return None
+
+    def _run(self, run_id: int) -> RunSeen:
+        """Run `run_id` as GitHub says it, read once for the proposal and the statement both."""
+        if run_id not in self._described:
+            self._described[run_id] = self._actions().run(run_id)
+        return self._described[run_id]
 
     def smoke_seen(self, commit: str) -> SmokeResult | None:
         """The run's jobs named like `smoke`: passed when all succeeded. A run with none, or

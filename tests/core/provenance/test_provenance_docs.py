@@ -145,6 +145,21 @@ def test_the_statement_names_the_image_its_source_and_build_in_reproducible_byte
         checked_statement(data.replace(b"slsa.dev/provenance/v1", b"slsa.dev/provenance/v0.2"), DIGEST)
 
 
+def test_the_statement_names_the_run_attempt_that_built_the_wheels_and_no_other_metadata() -> None:
+    """SLSA's `runDetails.metadata.invocationId`, in the GitHub Actions workflow build type's
+    form (slsa-framework.github.io/github-actions-buildtypes/workflow/v1, "Metadata"), where
+    a workflow run built the wheels; the same facts give the same bytes, and a build that was
+    no run writes the statement it wrote before (an image republished adds no second copy)."""
+    attempt = "https://github.com/o/u/actions/runs/1/attempts/2"
+    data = statement_bytes(facts(invocation=attempt))
+    assert data == statement_bytes(facts(invocation=attempt))
+    assert checked_statement(data, DIGEST)["predicate"]["runDetails"]["metadata"] == {"invocationId": attempt}
+    assert data != statement_bytes(facts(invocation=attempt.replace("/2", "/3")))
+    local = checked_statement(statement_bytes(facts(build="`build.command` on host")), DIGEST)
+    assert local["predicate"]["runDetails"]["metadata"] == {}
+    assert b'"metadata":{}' in statement_bytes(facts())
+
+
 def test_the_sbom_lists_each_wheel_with_its_facts_and_no_time() -> None:
     data = sbom_bytes("127.0.0.1:5000/lmcache", DIGEST, [WHEEL])
     assert data == sbom_bytes("127.0.0.1:5000/lmcache", DIGEST, [WHEEL])

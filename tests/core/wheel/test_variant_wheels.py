@@ -8,6 +8,7 @@ by core/wheel/hipstub.py: an x86-64 ELF whose offload bundle holds gfx942 code."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from bot.core.checks import WheelRules, kinded_problems
 from bot.core.image.oci import WheelEntry, tags_of
 from bot.core.proposal.text import ProposalFacts, body
+from bot.core.proposal.wheeldiff import wheel_changes
 from bot.core.wheel.hipstub import hip_library
 from bot.core.wheel.metadata import WheelName, split_variant_label
 from bot.core.wheel.report import inspect_wheel
@@ -195,3 +197,91 @@ def test_a_published_variant_wheel_s_image_says_it_and_a_broken_promise_publishe
     assert recorded["installed"] == report.installed_size and shown["size"] > report.size
     text = wheelpin("image", "show", f"{registry.host}/variants/kernels:good", env=env).stdout
     assert "    variant amd_gfx942: amd :: gfx_arch :: gfx942\n" in text and "  installed " in text
+
+
+def from_to(pinned: list[WheelEntry], new: list[WheelEntry]) -> list[str]:
+    """The proposal's From → to lines for a move from `pinned` to `new`."""
+    text = body(
+        ProposalFacts(
+            component="kernels",
+            upstream="https://github.com/o/kernels",
+            old_commit="c" * 40,
+            new_commit="a" * 40,
+            version="1.0.0",
+            image="r/kernels:1@sha256:" + "b" * 64,
+            wheels=tuple(new),
+            changes=wheel_changes(pinned, new),
+        )
+    )
+    return text.split("### From → to\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
+def test_a_change_of_variant_label_is_called_out_with_the_properties_that_moved(tmp_path: Path) -> None:
+    pinned = variant_wheel(tmp_path / "old", "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}})
+    new = variant_wheel(
+        tmp_path / "new", "amd_gfx942_950", {"amd": {"gfx_arch": ["gfx942", "gfx950"]}}, targets=("gfx942", "gfx950")
+    )
+    lines = from_to([WheelEntry.of_report(inspect_wheel(pinned))], [WheelEntry.of_report(inspect_wheel(new))])
+    assert lines[0] == "- ⚠️ **variant label changed: `amd_gfx942` → `amd_gfx942_950`**"
+    assert "- variant properties added: `amd :: gfx_arch :: gfx950`" in lines
+    assert not any("removed" in line for line in lines)
+
+    narrower = variant_wheel(
+        tmp_path / "narrower", "amd_gfx950", {"amd": {"gfx_arch": ["gfx950"]}}, targets=("gfx950",)
+    )
+    lines = from_to([WheelEntry.of_report(inspect_wheel(new))], [WheelEntry.of_report(inspect_wheel(narrower))])
+    assert lines[:3] == [
+        "- ⚠️ **GPU archs dropped: gfx942**",  # the code objects found
+        "- ⚠️ **variant label changed: `amd_gfx942_950` → `amd_gfx950`**",
+        "- ⚠️ **variant properties removed: `amd :: gfx_arch :: gfx942`**",
+    ]
+
+
+def test_a_wheel_that_becomes_a_variant_wheel_says_so_and_nothing_else_of_properties(tmp_path: Path) -> None:
+    plain = WheelEntry.of_report(inspect_wheel(variant_wheel(tmp_path / "plain", None)))
+    labelled = WheelEntry.of_report(
+        inspect_wheel(variant_wheel(tmp_path / "labelled", "amd_gfx942", {"amd": {"gfx_arch": ["gfx942"]}}))
+    )
+    assert from_to([plain], [labelled])[0] == "- ⚠️ **variant label changed: none (no variant wheel) → `amd_gfx942`**"
+    assert from_to([labelled], [plain])[0] == "- ⚠️ **variant label changed: `amd_gfx942` → none (no variant wheel)**"
+    assert not any("properties" in line for line in from_to([plain], [labelled]))
+
+
+def test_no_variant_line_when_the_label_stays_or_neither_wheel_has_one(tmp_path: Path) -> None:
+    """A false line costs trust: the same label (even where the pinned image is an older
+    one that recorded no variant, and only its file name says it), and two wheels that are
+    no variant wheels, say nothing of variants."""
+    properties = {"amd": {"gfx_arch": ["gfx942"]}}
+    old = WheelEntry.of_report(inspect_wheel(variant_wheel(tmp_path / "old", "amd_gfx942", properties)))
+    new = replace(old, sha256="f" * 64, size=old.size + 1)
+    assert not any("variant" in line for line in from_to([old], [new]))
+    unrecorded = replace(old, variant=None, variant_properties=())  # only the file name says it
+    assert not any("variant" in line for line in from_to([unrecorded], [new]))
+    plain = WheelEntry.of_report(inspect_wheel(variant_wheel(tmp_path / "plain", None)))
+    assert not any("variant" in line for line in from_to([plain], [replace(plain, sha256="f" * 64)]))
+    assert wheel_changes([plain], [replace(plain, sha256="f" * 64)]).variants == ()
+
+
+def test_with_several_wheels_the_python_tag_says_which_variant_moved() -> None:
+    def wheel(tag: str, label: str | None, properties: tuple[str, ...] = ()) -> WheelEntry:
+        suffix = f"-{label}" if label else ""
+        return WheelEntry(
+            f"kernels-1.0.0-{tag}-{tag}-manylinux_2_28_x86_64{suffix}.whl",
+            "e" * 64,
+            1000,
+            "kernels",
+            "1.0.0",
+            (),
+            variant=label,
+            variant_properties=properties,
+        )
+
+    gfx942 = ("amd :: gfx_arch :: gfx942",)
+    pinned = [wheel("cp311", "amd_gfx942", gfx942), wheel("cp312", "amd_gfx942", gfx942)]
+    new = [wheel("cp311", "amd_gfx942", gfx942), wheel("cp312", "amd_gfx950", ("amd :: gfx_arch :: gfx950",))]
+    lines = from_to(pinned, new)
+    assert [line for line in lines if "variant" in line] == [
+        "- ⚠️ **variant label of `cp312` changed: `amd_gfx942` → `amd_gfx950`**",
+        "- ⚠️ **variant properties of `cp312` removed: `amd :: gfx_arch :: gfx942`**",
+        "- variant properties of `cp312` added: `amd :: gfx_arch :: gfx950`",
+    ]
