@@ -47,7 +47,7 @@ class LibraryChange:
 @dataclass(frozen=True)
 class SizeChange:
     """One new wheel's file and installed sizes, and those of the pinned wheel it replaces
-    (None: no pinned wheel of its python tag, or an image that does not record it)."""
+    (None: no pinned wheel it replaces, or an image that does not record it)."""
 
     file: str  # the new wheel's
     old_size: int | None
