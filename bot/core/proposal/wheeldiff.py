@@ -6,9 +6,9 @@ variant label and properties (PEP 825) and the shared libraries the wheels' ELF 
 
 A new wheel is compared with the pinned wheel it replaces: one wheel on each side is the
 same wheel whatever its tags; else the wheel of the same python tag, and where an image
-holds several wheels of one python tag (variant wheels, or two platform tags), the one of
-the same ABI, platform tags and variant label too. Such a wheel's row says what tells it
-from the others (`cp312 (variant amd_gfx942)`), where the python tag alone does not.
+holds several wheels of one python tag (variant wheels, two platform tags or ABIs), the
+one of the same ABI, platform tags and variant label too. Such a wheel's row says what
+tells it from the others (`cp312 (variant amd_gfx942)`), where the python tag alone does not.
 
 A library is followed across the change by its name without the version after `.so`
 (`libamdhip64.so.6` → `libamdhip64.so.7` is one library whose version moved). A move of

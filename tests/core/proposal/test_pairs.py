@@ -175,3 +175,19 @@ def test_where_the_python_tag_says_which_wheel_the_rows_are_as_ever(tmp_path: Pa
         f"- `cp311` sha256 {sha(cp311)} → {sha(cp311_again)}",
         f"- `cp312` sha256 {sha(older)} → {sha(newer)}",
     ]
+
+
+def test_variant_wheels_of_two_platform_tags_one_dropped_is_no_variant_change(tmp_path: Path) -> None:
+    """The gfx942 variant for two glibc floors, the older floor dropped: the label stays on
+    the other wheel, so no variant line says it moved; the wheel dropped is said by its row."""
+    older = kernels(tmp_path / "2_28", "cp312-cp312-manylinux_2_28_x86_64", "amd_gfx942")
+    newer = kernels(tmp_path / "2_34", "cp312-cp312-manylinux_2_34_x86_64", "amd_gfx942")
+    changes = wheel_changes([older, newer], [newer])
+    assert changes.variants == ()
+    lines, _ = from_to(changes, [newer])
+    assert lines == [
+        "- ⚠️ **wheels dropped: `cp312 (manylinux_2_28_x86_64)`**",
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp312 (manylinux_2_28_x86_64)` sha256 {sha(older)} → (none)",
+        f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(newer)}",
+    ]
