@@ -248,6 +248,8 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
         lines.append(f"- ⚠️ **GPU archs dropped: {', '.join(changes.archs_dropped)}**")
     if changes.tags_dropped:
         lines.append(f"- ⚠️ **python tags dropped: {', '.join(changes.tags_dropped)}**")
+    if changes.wheels_dropped:
+        lines.append(f"- ⚠️ **wheels dropped: {_listed(changes.wheels_dropped)}**")
     several = len(changes.sha256) > 1  # the python tag says which wheels
     for variant in changes.variants:
         of = f" of `{variant.tag}`" if several else ""
@@ -281,6 +283,8 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
         lines.append("- GPU archs: not compared (the pinned image does not record them)")
     if changes.tags_added:
         lines.append(f"- python tags added: {', '.join(changes.tags_added)}")
+    if changes.wheels_added:
+        lines.append(f"- wheels added: {_listed(changes.wheels_added)}")
     for variant in changes.variants:
         if variant.properties_added:
             of = f" of `{variant.tag}`" if several else ""

@@ -4,6 +4,12 @@ variant label and properties (PEP 825) and the shared libraries the wheels' ELF 
 (DT_NEEDED). Pure: the proposal shows it,
 `core/proposal/assemble.py` makes it from the two images' wheel entries.
 
+A new wheel is compared with the pinned wheel it replaces: one wheel on each side is the
+same wheel whatever its tags; else the wheel of the same python tag, and where an image
+holds several wheels of one python tag (variant wheels, two platform tags or ABIs), the
+one of the same ABI, platform tags and variant label too. Such a wheel's row says what
+tells it from the others (`cp312 (variant amd_gfx942)`), where the python tag alone does not.
+
 A library is followed across the change by its name without the version after `.so`
 (`libamdhip64.so.6` → `libamdhip64.so.7` is one library whose version moved). A move of
 the HIP or HSA runtime's version is a ROCm major version change: the image it goes into
@@ -15,6 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from packaging.tags import Tag, parse_tag
 
 from ..image.oci import WheelEntry, tags_of
 from ..wheel.amdgpu import sorted_processors
@@ -38,7 +47,7 @@ class LibraryChange:
 @dataclass(frozen=True)
 class SizeChange:
     """One new wheel's file and installed sizes, and those of the pinned wheel it replaces
-    (None: no pinned wheel of its python tag, or an image that does not record it)."""
+    (None: no pinned wheel it replaces, or an image that does not record it)."""
 
     file: str  # the new wheel's
     old_size: int | None
@@ -81,12 +90,18 @@ class VariantChange:
 class WheelChanges:
     old_version: str | None
     new_version: str
-    sha256: tuple[tuple[str, str | None, str | None], ...]  # python tag (or file), old, new
+    # each wheel's row: its python tag (or file), with what tells it from the others of that
+    # tag where the image holds several (`cp312 (variant amd_gfx942)`); old, new
+    sha256: tuple[tuple[str, str | None, str | None], ...]
     archs_added: tuple[str, ...] = ()
     archs_dropped: tuple[str, ...] = ()
     archs_known: bool = True  # False: the pinned image does not record its wheels' archs
     tags_added: tuple[str, ...] = ()
     tags_dropped: tuple[str, ...] = ()
+    # the rows of wheels added or dropped beside others of their python tag that stays,
+    # where neither the python tags nor a variant label moving says so
+    wheels_added: tuple[str, ...] = ()
+    wheels_dropped: tuple[str, ...] = ()
     libraries: tuple[LibraryChange, ...] | None = None  # None: a side does not record DT_NEEDED
     sizes: tuple[SizeChange, ...] = ()  # one per new wheel
     variants: tuple[VariantChange, ...] = ()  # only where a label or a property moved
@@ -108,11 +123,88 @@ def variant_label(entry: WheelEntry) -> str | None:
     return entry.variant if entry.variant is not None else split_variant_label(entry.file)[1]
 
 
+class _Identity(NamedTuple):
+    """What tells one wheel from the others of its distribution in one image."""
+
+    python: str
+    abi: str
+    platform: str
+    variant: str | None
+
+    def said(self, parts: Sequence[str]) -> str:
+        """Its python tag, with those of its `parts` ("abi", "platform", "variant") that
+        tell it from the others."""
+        said = {
+            "abi": self.abi,
+            "platform": self.platform,
+            "variant": "no variant" if self.variant is None else f"variant {self.variant}",
+        }
+        return f"{self.python} ({', '.join(said[part] for part in parts)})" if parts else self.python
+
+
+def _tags(entry: WheelEntry) -> frozenset[Tag]:
+    found: set[Tag] = set()
+    for text in entry.tags or tags_of(entry.file):
+        if text.count("-") == 2:  # python-abi-platform, as packaging writes a tag
+            found |= parse_tag(text)
+    return frozenset(found)
+
+
+def _identity(entry: WheelEntry) -> _Identity:
+    tags = _tags(entry)
+    return _Identity(
+        python_tag(entry),
+        ".".join(sorted({tag.abi for tag in tags})),
+        ".".join(sorted({tag.platform for tag in tags})),
+        variant_label(entry),
+    )
+
+
+@dataclass(frozen=True)
+class _Pair:
+    row: str  # WheelChanges.sha256's
+    old: WheelEntry | None
+    new: WheelEntry | None
+
+
+def _rows(olds: Sequence[WheelEntry], news: Sequence[WheelEntry]) -> dict[WheelEntry, str]:
+    """Each wheel of one python tag (several on a side) named by its python tag and what
+    tells it from the others: its ABI, platform tags or variant label, those that differ
+    among them; its file name where those do not tell two wheels of one side apart."""
+    identities = {w: _identity(w) for w in (*olds, *news)}
+    parts = [
+        part
+        for part in ("abi", "platform", "variant")
+        if len({getattr(identity, part) for identity in identities.values()}) > 1
+    ]
+    said = {w: identity.said(parts) for w, identity in identities.items()}
+    alike = {w for side in (olds, news) for w in side if [said[other] for other in side].count(said[w]) > 1}
+    return {w: w.file if w in alike else row for w, row in said.items()}
+
+
+def _pairs(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> list[_Pair]:
+    """The new wheels beside the pinned ones they replace, and those with none, by row."""
+    if len(pinned) == 1 and len(new) == 1:  # one wheel each: the same wheel, whatever its tags
+        return [_Pair(python_tag(new[0]), pinned[0], new[0])]
+    pairs = []
+    for tag in sorted({python_tag(w) for w in (*pinned, *new)}):
+        olds = [w for w in pinned if python_tag(w) == tag]
+        news = [w for w in new if python_tag(w) == tag]
+        if len(olds) <= 1 and len(news) <= 1:  # the python tag says which wheel
+            pairs.append(_Pair(tag, olds[0] if olds else None, news[0] if news else None))
+            continue
+        rows = _rows(olds, news)
+        by_row = {rows[w]: w for w in olds}
+        found = {rows[w]: w for w in news}
+        pairs += [_Pair(row, by_row.get(row), found.get(row)) for row in sorted({*by_row, *found})]
+    return pairs
+
+
 def variant_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> tuple[VariantChange, ...]:
     """For each python tag with wheels on both sides (one wheel each: those two, whatever
-    their tags), the variant labels and properties that moved; nothing where they did not
-    (two wheels of one label, or two that are no variant wheels). A tag added or dropped is
-    said as such, not here."""
+    their tags), the variant labels (each once, however many platform tags carry it) and
+    properties that moved; nothing where they did not (two wheels of one label, or two that
+    are no variant wheels). A tag added or dropped is said as such, not here."""
     if len(pinned) == 1 and len(new) == 1:
         groups = [(python_tag(new[0]), [pinned[0]], [new[0]])]
     else:
@@ -122,8 +214,8 @@ def variant_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> 
         ]
     changes = []
     for tag, olds, news in groups:
-        old_labels = tuple(sorted((variant_label(w) for w in olds), key=lambda label: label or ""))
-        new_labels = tuple(sorted((variant_label(w) for w in news), key=lambda label: label or ""))
+        old_labels = tuple(sorted({variant_label(w) for w in olds}, key=lambda label: label or ""))
+        new_labels = tuple(sorted({variant_label(w) for w in news}, key=lambda label: label or ""))
         added: tuple[str, ...] = ()
         removed: tuple[str, ...] = ()
         if len(olds) == len(news) == 1 and olds[0].variant is not None and news[0].variant is not None:
@@ -152,19 +244,17 @@ def library_changes(old: Sequence[str], new: Sequence[str]) -> tuple[LibraryChan
 
 
 def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> WheelChanges:
-    old_by_tag = {python_tag(w): w for w in pinned}
-    new_by_tag = {python_tag(w): w for w in new}
-    pairs: list[tuple[str, WheelEntry | None, WheelEntry | None]]
-    if len(pinned) == 1 and len(new) == 1:  # one wheel each: the same wheel, whatever its tag
-        pairs = [(python_tag(new[0]), pinned[0], new[0])]
-    else:
-        pairs = [(tag, old_by_tag.get(tag), new_by_tag.get(tag)) for tag in sorted({*old_by_tag, *new_by_tag})]
-    sha256 = tuple((tag, o.sha256 if o else None, n.sha256 if n else None) for tag, o, n in pairs)
+    pairs = _pairs(pinned, new)
+    sha256 = tuple((p.row, p.old.sha256 if p.old else None, p.new.sha256 if p.new else None) for p in pairs)
     sizes = tuple(
-        SizeChange(n.file, o.size if o else None, n.size, o.installed if o else None, n.installed)
-        for _tag, o, n in pairs
-        if n is not None
+        SizeChange(
+            p.new.file, p.old.size if p.old else None, p.new.size, p.old.installed if p.old else None, p.new.installed
+        )
+        for p in pairs
+        if p.new is not None
     )
+    old_tags = {python_tag(w) for w in pinned}
+    new_tags = {python_tag(w) for w in new}
     old_archs = {a for w in pinned for a in w.archs}
     new_archs = {a for w in new for a in w.archs}
     archs_known = bool(old_archs) or any(w.needed is not None for w in pinned) or not pinned
@@ -173,6 +263,13 @@ def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> Wh
         libraries = library_changes(
             [n for w in pinned for n in w.needed or ()], [n for w in new for n in w.needed or ()]
         )
+
+    def unsaid(wheel: WheelEntry, other_side: Sequence[WheelEntry]) -> bool:
+        """A wheel with none to pair whose python tag stays and whose variant label is on
+        the other side too: neither the python tags nor the variant label say it came or went."""
+        tag = python_tag(wheel)
+        return variant_label(wheel) in {variant_label(w) for w in other_side if python_tag(w) == tag}
+
     return WheelChanges(
         old_version=pinned[0].version if pinned else None,
         new_version=new[0].version if new else "?",
@@ -180,8 +277,10 @@ def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> Wh
         archs_added=tuple(sorted_processors(new_archs - old_archs)) if archs_known and pinned else (),
         archs_dropped=tuple(sorted_processors(old_archs - new_archs)) if archs_known else (),
         archs_known=archs_known,
-        tags_added=tuple(sorted(set(new_by_tag) - set(old_by_tag))) if pinned else (),
-        tags_dropped=tuple(sorted(set(old_by_tag) - set(new_by_tag))),
+        tags_added=tuple(sorted(new_tags - old_tags)) if pinned else (),
+        tags_dropped=tuple(sorted(old_tags - new_tags)),
+        wheels_added=tuple(p.row for p in pairs if p.old is None and p.new and unsaid(p.new, pinned)),
+        wheels_dropped=tuple(p.row for p in pairs if p.new is None and p.old and unsaid(p.old, new)),
         libraries=libraries,
         sizes=sizes,
         variants=variant_changes(pinned, new),

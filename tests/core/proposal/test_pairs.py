@@ -1,0 +1,193 @@
+"""Which pinned wheel a new one is compared with, in a proposal's from → to and its wheel
+table: one wheel each is the same wheel whatever its tags; else the wheel of the same
+python tag, and where an image holds several of one python tag (variant wheels of PEP 825,
+two platform tags, a free-threaded ABI beside the default one), the one of the same
+variant label, platform and ABI too, each row saying which wheel it is. The wheels are real
+zips, read as a pass reads them (inspect_wheel, then the image's entry of each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.core.image.oci import WheelEntry
+from bot.core.proposal.text import ProposalFacts, body
+from bot.core.proposal.wheeldiff import WheelChanges, wheel_changes
+from bot.core.wheel.hipstub import hip_library
+from bot.core.wheel.report import inspect_wheel
+from tests.fixtures.wheels import build_wheel
+
+
+def kernels(
+    folder: Path,
+    tag: str = "cp312-cp312-manylinux_2_28_x86_64",
+    label: str | None = None,
+    *,
+    build: int = 1,
+) -> WheelEntry:
+    """A kernels 1.0.0 wheel as its image records it; `label` makes it the variant wheel
+    for that GPU (its code and its `amd :: gfx_arch` property), another `build` a rebuild
+    of the same wheel with other bytes, more of them."""
+    target = label.removeprefix("amd_") if label else "gfx942"
+    library = hip_library(soname="libkernels.so", needed=["libamdhip64.so.7", "libc.so.6"], targets=(target,))
+    path = build_wheel(
+        folder,
+        name="kernels",
+        version="1.0.0",
+        tag=tag,
+        files={"kernels/__init__.py": f"BUILD = {'1' * 40 * build}\n".encode(), "kernels/libkernels.so": library},
+        variant=(label, {"amd": {"gfx_arch": [target]}}) if label else None,
+    )
+    return WheelEntry.of_report(inspect_wheel(path))
+
+
+def from_to(changes: WheelChanges, new: list[WheelEntry]) -> tuple[list[str], str]:
+    """The proposal's From → to lines, and its whole text."""
+    text = body(
+        ProposalFacts(
+            component="kernels",
+            upstream="https://github.com/o/kernels",
+            old_commit="c" * 40,
+            new_commit="a" * 40,
+            version="1.0.0",
+            image="r/kernels:1@sha256:" + "b" * 64,
+            wheels=tuple(new),
+            changes=changes,
+        )
+    )
+    return text.split("### From → to\n", 1)[1].split("\n\n", 1)[0].splitlines(), text
+
+
+def sha(entry: WheelEntry) -> str:
+    return f"`{entry.sha256[:16]}…`"
+
+
+def compared_size(changes: WheelChanges, new: WheelEntry) -> int | None:
+    """The size of the pinned wheel the new one is compared with."""
+    change = changes.size_of(new.file)
+    assert change is not None
+    return change.old_size
+
+
+def test_two_variant_wheels_of_one_python_tag_one_rebuilt_are_two_rows(tmp_path: Path) -> None:
+    """The image holds the gfx942 and the gfx950 variant of one cp312 wheel; only the gfx950
+    one is rebuilt. Each is compared with its own pinned wheel, and the new image listing
+    them in another order changes nothing."""
+    gfx942 = kernels(tmp_path / "942", label="amd_gfx942")
+    gfx950 = kernels(tmp_path / "950", label="amd_gfx950")
+    rebuilt = kernels(tmp_path / "950-again", label="amd_gfx950", build=2)
+    assert rebuilt.file == gfx950.file and rebuilt.sha256 != gfx950.sha256 and rebuilt.size != gfx950.size
+    changes = wheel_changes([gfx942, gfx950], [rebuilt, gfx942])
+    assert changes.sha256 == (
+        ("cp312 (variant amd_gfx942)", gfx942.sha256, gfx942.sha256),
+        ("cp312 (variant amd_gfx950)", gfx950.sha256, rebuilt.sha256),
+    )
+    assert compared_size(changes, gfx942) == gfx942.size and compared_size(changes, rebuilt) == gfx950.size
+    assert (changes.variants, changes.wheels_added, changes.wheels_dropped) == ((), (), ())
+    assert (changes.archs_added, changes.archs_dropped, changes.tags_added, changes.tags_dropped) == ((), (), (), ())
+    lines, text = from_to(changes, [rebuilt, gfx942])
+    assert lines == [
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp312 (variant amd_gfx942)` sha256 {sha(gfx942)} → {sha(gfx942)}",
+        f"- `cp312 (variant amd_gfx950)` sha256 {sha(gfx950)} → {sha(rebuilt)}",
+    ]
+    moved = rebuilt.size - gfx950.size
+    assert f"| `{rebuilt.file}` | {rebuilt.size / 1e3:.1f} kB ({moved:+,} bytes) |" in text
+    assert f"| `{gfx942.file}` | {gfx942.size / 1e3:.1f} kB |" in text
+
+
+def test_a_variant_wheel_dropped_beside_one_that_stays_is_said_once(tmp_path: Path) -> None:
+    gfx942 = kernels(tmp_path / "942", label="amd_gfx942")
+    gfx950 = kernels(tmp_path / "950", label="amd_gfx950")
+    changes = wheel_changes([gfx942, gfx950], [gfx942])
+    lines, _ = from_to(changes, [gfx942])
+    assert lines == [
+        "- ⚠️ **GPU archs dropped: gfx950**",
+        "- ⚠️ **variant label of `cp312` changed: `amd_gfx942`, `amd_gfx950` → `amd_gfx942`**",
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp312 (variant amd_gfx942)` sha256 {sha(gfx942)} → {sha(gfx942)}",
+        f"- `cp312 (variant amd_gfx950)` sha256 {sha(gfx950)} → (none)",
+    ]
+
+
+def test_two_platform_tags_of_one_python_tag_are_two_rows_and_one_dropped_is_loud(tmp_path: Path) -> None:
+    older = kernels(tmp_path / "2_28", "cp312-cp312-manylinux_2_28_x86_64")
+    newer = kernels(tmp_path / "2_34", "cp312-cp312-manylinux_2_34_x86_64")
+    rebuilt = kernels(tmp_path / "2_34-again", "cp312-cp312-manylinux_2_34_x86_64", build=2)
+    changes = wheel_changes([older, newer], [rebuilt, older])
+    assert changes.sha256 == (
+        ("cp312 (manylinux_2_28_x86_64)", older.sha256, older.sha256),
+        ("cp312 (manylinux_2_34_x86_64)", newer.sha256, rebuilt.sha256),
+    )
+    lines, _ = from_to(changes, [rebuilt, older])
+    assert lines[1:] == [
+        f"- `cp312 (manylinux_2_28_x86_64)` sha256 {sha(older)} → {sha(older)}",
+        f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(rebuilt)}",
+    ]
+
+    local = kernels(tmp_path / "linux", "cp312-cp312-linux_x86_64")  # a build not for PyPI beside it
+    changes = wheel_changes([older, newer], [rebuilt, local])
+    assert (changes.tags_added, changes.tags_dropped) == ((), ())  # cp312 stays: the wheels say what moved
+    assert changes.wheels_dropped == ("cp312 (manylinux_2_28_x86_64)",)
+    assert changes.wheels_added == ("cp312 (linux_x86_64)",)
+    lines, _ = from_to(changes, [rebuilt, local])
+    assert lines == [
+        "- ⚠️ **wheels dropped: `cp312 (manylinux_2_28_x86_64)`**",
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp312 (linux_x86_64)` sha256 (none) → {sha(local)}",
+        f"- `cp312 (manylinux_2_28_x86_64)` sha256 {sha(older)} → (none)",
+        f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(rebuilt)}",
+        "- wheels added: `cp312 (linux_x86_64)`",
+    ]
+
+
+def test_a_free_threaded_wheel_beside_the_default_one_is_its_own_row(tmp_path: Path) -> None:
+    default = kernels(tmp_path / "default", "cp313-cp313-manylinux_2_28_x86_64")
+    free = kernels(tmp_path / "free", "cp313-cp313t-manylinux_2_28_x86_64")
+    free_again = kernels(tmp_path / "free-again", "cp313-cp313t-manylinux_2_28_x86_64", build=2)
+    changes = wheel_changes([free, default], [default, free_again])
+    assert changes.sha256 == (
+        ("cp313 (cp313)", default.sha256, default.sha256),
+        ("cp313 (cp313t)", free.sha256, free_again.sha256),
+    )
+
+
+def test_where_the_python_tag_says_which_wheel_the_rows_are_as_ever(tmp_path: Path) -> None:
+    """One wheel each is the same wheel, its platform tag moved or not; one wheel per
+    python tag is named by its python tag alone."""
+    older = kernels(tmp_path / "2_28", "cp312-cp312-manylinux_2_28_x86_64")
+    newer = kernels(tmp_path / "2_34", "cp312-cp312-manylinux_2_34_x86_64")
+    changes = wheel_changes([older], [newer])
+    assert changes.sha256 == (("cp312", older.sha256, newer.sha256),)
+    assert compared_size(changes, newer) == older.size
+    lines, _ = from_to(changes, [newer])
+    assert lines == ["- version `1.0.0` → `1.0.0`", f"- `cp312` sha256 {sha(older)} → {sha(newer)}"]
+
+    cp311 = kernels(tmp_path / "cp311", "cp311-cp311-manylinux_2_28_x86_64")
+    cp311_again = kernels(tmp_path / "cp311-again", "cp311-cp311-manylinux_2_28_x86_64", build=2)
+    changes = wheel_changes([cp311, older], [newer, cp311_again])
+    assert changes.sha256 == (
+        ("cp311", cp311.sha256, cp311_again.sha256),
+        ("cp312", older.sha256, newer.sha256),
+    )
+    lines, _ = from_to(changes, [cp311_again, newer])
+    assert lines == [
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp311` sha256 {sha(cp311)} → {sha(cp311_again)}",
+        f"- `cp312` sha256 {sha(older)} → {sha(newer)}",
+    ]
+
+
+def test_variant_wheels_of_two_platform_tags_one_dropped_is_no_variant_change(tmp_path: Path) -> None:
+    """The gfx942 variant for two glibc floors, the older floor dropped: the label stays on
+    the other wheel, so no variant line says it moved; the wheel dropped is said by its row."""
+    older = kernels(tmp_path / "2_28", "cp312-cp312-manylinux_2_28_x86_64", "amd_gfx942")
+    newer = kernels(tmp_path / "2_34", "cp312-cp312-manylinux_2_34_x86_64", "amd_gfx942")
+    changes = wheel_changes([older, newer], [newer])
+    assert changes.variants == ()
+    lines, _ = from_to(changes, [newer])
+    assert lines == [
+        "- ⚠️ **wheels dropped: `cp312 (manylinux_2_28_x86_64)`**",
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp312 (manylinux_2_28_x86_64)` sha256 {sha(older)} → (none)",
+        f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(newer)}",
+    ]
