@@ -15,11 +15,12 @@ import pytest
 BOT = Path(__file__).resolve().parent.parent / "bot"
 MODULES = sorted(BOT.rglob("*.py"))
 LAYERS = ["core", "adapters", "loop", "app", "commands"]  # each may import only those before it
-# The service's contract with a forge: its unit of work and its conversation with a
-# repository's people. A forge's package (adapters/github/) is both the loop's platform and
-# the service's door, so it names them; they live with the service and import core alone,
-# as adapters/platform.py is the loop's contract and imports core alone.
-CONTRACTS = {"bot.app.jobs", "bot.app.conversation"}
+# The contracts: the loop's with a platform (adapters/platform.py), and the service's with a
+# forge: its unit of work, its conversation with a repository's people, and the forge itself
+# (its watch list, door and platforms). A forge's package (adapters/github/) is both the
+# loop's platform and the service's forge, so it names them; each imports core and the
+# other contracts alone, so any layer may name it.
+CONTRACTS = {"bot.adapters.platform", "bot.app.jobs", "bot.app.conversation", "bot.app.forge"}
 
 
 def in_contract(module: str) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..adapters.credentials import CredentialStore
@@ -14,6 +16,7 @@ from .settings import Settings
 if TYPE_CHECKING:
     from ..adapters.registry import RegistryClient
     from ..core.provenance.dsse import SigningKey
+    from ..loop.runner import Reconciler
 
 
 class Registries:
@@ -77,3 +80,20 @@ def signing_key(settings: Settings) -> SigningKey | None:
         return load_signing_key(*given)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def reconciler_maker(
+    settings: Settings, registries: Registries | None = None, *, retry_failed: bool = False
+) -> Callable[..., Reconciler]:
+    """The Reconciler with what the process's settings say bound (its registries, cache,
+    state database, signing key); a forge (app/forge.py) gives the rest."""
+    from ..loop.runner import Reconciler  # the loop: loaded when a repository's config is
+
+    return partial(
+        Reconciler,
+        registries=registries or Registries(settings),
+        cache=settings.cache_dir,
+        database_url=settings.database_url.get_secret_value() if settings.database_url else None,
+        retry_failed=retry_failed,
+        signing_key=signing_key(settings),
+    )
