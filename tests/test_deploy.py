@@ -279,7 +279,7 @@ def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
         "workflows": "write",
         "metadata": "read",
     }
-    from bot.app.appmanifest import EVENTS, PERMISSIONS  # `wheelpin app create` asks for the same
+    from bot.adapters.github.appmanifest import EVENTS, PERMISSIONS  # `wheelpin app create` asks for the same
 
     assert manifest["default_permissions"] == PERMISSIONS and manifest["default_events"] == EVENTS
     assert manifest["hook_attributes"]["url"].endswith("/webhook") and manifest["public"] is False
