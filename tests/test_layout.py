@@ -156,6 +156,36 @@ def test_the_service_contract_is_what_a_forge_names_of_the_service() -> None:
     assert named and all(in_contract(module) for module in named), sorted(named)
 
 
+# The service's modules that may name GitHub's package: the forge registry, which makes the
+# forge the settings ask for, and the settings, which hold GitHub's (its address is
+# normalized as adapters/github/host.py tells a server's from github.com's).
+NAMES_A_FORGE = {"bot.app.forges", "bot.app.settings"}
+GITHUB_WIRE = re.compile(r"^(x-github-|x-hub-signature)", re.IGNORECASE)  # GitHub's delivery headers
+
+
+def test_the_service_knows_no_forge_but_through_its_registry() -> None:
+    """app/ speaks to a forge through app/forge.py alone: no module of it imports a forge's
+    package or its client libraries, nor reads a GitHub delivery's headers itself (the door
+    does), but the registry that chooses the forge."""
+    service = [path for path in MODULES if path.relative_to(BOT).parts[0] == "app"]
+    assert {"bot.app.forge", "bot.app.forges", "bot.app.watchlist", "bot.app.service"} <= set(map(module_name, service))
+    naming = {
+        module_name(path): module
+        for path in service
+        for module in imported(path)
+        if module.startswith("bot.adapters.github") or module.split(".")[0] in ("github3", "jwt")
+    }
+    assert "bot.app.forges" in naming  # the registry's own (deferred) import is seen
+    assert {name: module for name, module in naming.items() if name not in NAMES_A_FORGE} == {}
+    wire = sorted(
+        f"{module_name(path)}: {node.value!r}"
+        for path in service
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and GITHUB_WIRE.match(node.value)
+    )
+    assert wire == []
+
+
 def test_github3_is_imported_in_one_module() -> None:
     importers = [
         p.relative_to(BOT).as_posix()
