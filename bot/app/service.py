@@ -61,7 +61,6 @@ class Service:
     ) -> None:
         self.settings = settings
         self.forge = forge  # where the watched repositories live (app/forge.py)
-        self.watching = forge.missing_credentials() is None  # without credentials: nothing to list
         self._said_no_access = False  # installation events without credentials: said once
         self._local = threading.local()  # per worker: the job's cause and how long its key must wait
         self.door = forge.door()  # None: no webhook secret, deliveries refused
@@ -128,6 +127,11 @@ class Service:
     @property
     def watched(self) -> dict[str, Watched]:
         return self.watchlist.watched
+
+    @property
+    def watching(self) -> bool:
+        """The forge has the bot's credentials: there is a watch list to read."""
+        return self.watchlist.watching
 
     @property
     def forge_ok(self) -> bool | None:

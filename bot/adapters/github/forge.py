@@ -113,7 +113,7 @@ class GitHubForge:
     ) -> None:
         self.access = access
         self.secret = secret
-        self.watched = list(repositories)
+        self.configured = list(repositories)  # a token's: WHEELPIN_REPOSITORIES
         self.shard = None if shard is None else frozenset(shard)
         self._suspended: set[int] = set()  # installations said to be suspended (said again once unsuspended)
 
@@ -149,7 +149,7 @@ class GitHubForge:
         access = self._access
         if not access.is_app:
             access.check()
-            return Watching([WatchedRepository(name) for name in self.watched])
+            return Watching([WatchedRepository(name) for name in self.configured])
         installations = access.installations()
         served = [i for i in installations if self.shard is None or i.id in self.shard]
         self._said_suspended({i.id for i in served if i.suspended}, {i.id: i.account for i in installations})
