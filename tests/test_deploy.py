@@ -18,6 +18,7 @@ from typing import Any
 import dockerfile
 import yaml
 
+from bot.adapters.github.forge import GitHubForge
 from bot.adapters.github.sansio import work_for
 from bot.app.service import Service
 from bot.app.settings import Settings
@@ -149,7 +150,7 @@ def test_the_build_step_makes_the_bots_wheel_from_what_the_dockerfile_copies(tmp
 def test_the_healthcheck_command_passes_against_a_live_server_and_fails_without_one(tmp_path: Path) -> None:
     (health,) = [i for i in instructions() if i.cmd == "HEALTHCHECK"]
     argv = json.loads(health.original.split("CMD", 1)[1])
-    server = HTTPServer(Service(Settings(cache_dir=tmp_path), access=None, door=None), port=0)
+    server = HTTPServer(Service(Settings(cache_dir=tmp_path), forge=GitHubForge(None)), port=0)
     server.start()
     try:
         live = [arg.replace(":8080/", f":{server.port}/") for arg in argv]
@@ -278,7 +279,7 @@ def test_the_app_manifest_asks_for_what_the_bot_uses_and_no_more() -> None:
         "workflows": "write",
         "metadata": "read",
     }
-    from bot.app.appmanifest import EVENTS, PERMISSIONS  # `wheelpin app create` asks for the same
+    from bot.adapters.github.appmanifest import EVENTS, PERMISSIONS  # `wheelpin app create` asks for the same
 
     assert manifest["default_permissions"] == PERMISSIONS and manifest["default_events"] == EVENTS
     assert manifest["hook_attributes"]["url"].endswith("/webhook") and manifest["public"] is False

@@ -15,11 +15,12 @@ import pytest
 BOT = Path(__file__).resolve().parent.parent / "bot"
 MODULES = sorted(BOT.rglob("*.py"))
 LAYERS = ["core", "adapters", "loop", "app", "commands"]  # each may import only those before it
-# The service's contract with a forge: its unit of work and its conversation with a
-# repository's people. A forge's package (adapters/github/) is both the loop's platform and
-# the service's door, so it names them; they live with the service and import core alone,
-# as adapters/platform.py is the loop's contract and imports core alone.
-CONTRACTS = {"bot.app.jobs", "bot.app.conversation"}
+# The contracts: the loop's with a platform (adapters/platform.py), and the service's with a
+# forge: its unit of work, its conversation with a repository's people, and the forge itself
+# (its watch list, door and platforms). A forge's package (adapters/github/) is both the
+# loop's platform and the service's forge, so it names them; each imports core and the
+# other contracts alone, so any layer may name it.
+CONTRACTS = {"bot.adapters.platform", "bot.app.jobs", "bot.app.conversation", "bot.app.forge"}
 
 
 def in_contract(module: str) -> bool:
@@ -153,6 +154,36 @@ def test_the_service_contract_is_what_a_forge_names_of_the_service() -> None:
         if module.startswith("bot.app.")
     }
     assert named and all(in_contract(module) for module in named), sorted(named)
+
+
+# The service's modules that may name GitHub's package: the forge registry, which makes the
+# forge the settings ask for, and the settings, which hold GitHub's (its address is
+# normalized as adapters/github/host.py tells a server's from github.com's).
+NAMES_A_FORGE = {"bot.app.forges", "bot.app.settings"}
+GITHUB_WIRE = re.compile(r"^(x-github-|x-hub-signature)", re.IGNORECASE)  # GitHub's delivery headers
+
+
+def test_the_service_knows_no_forge_but_through_its_registry() -> None:
+    """app/ speaks to a forge through app/forge.py alone: no module of it imports a forge's
+    package or its client libraries, nor reads a GitHub delivery's headers itself (the door
+    does), but the registry that chooses the forge."""
+    service = [path for path in MODULES if path.relative_to(BOT).parts[0] == "app"]
+    assert {"bot.app.forge", "bot.app.forges", "bot.app.watchlist", "bot.app.service"} <= set(map(module_name, service))
+    naming = {
+        module_name(path): module
+        for path in service
+        for module in imported(path)
+        if module.startswith("bot.adapters.github") or module.split(".")[0] in ("github3", "jwt")
+    }
+    assert "bot.app.forges" in naming  # the registry's own (deferred) import is seen
+    assert {name: module for name, module in naming.items() if name not in NAMES_A_FORGE} == {}
+    wire = sorted(
+        f"{module_name(path)}: {node.value!r}"
+        for path in service
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and GITHUB_WIRE.match(node.value)
+    )
+    assert wire == []
 
 
 def test_github3_is_imported_in_one_module() -> None:

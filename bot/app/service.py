@@ -25,15 +25,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..adapters import cachebound, logs
-from ..adapters.github import forget_installation_tokens
-from ..adapters.github.transport import share_writes
 from ..adapters.statefile import open_state
 from ..core.errors import TransientError, WheelpinError, kind_of
 from ..loop.results import Status
 from . import dashboards
 from .comment_commands import Commands
-from .githubrepo import GitHubAccess
-from .jobs import Delivery, Door, Intake, Job, JobKind
+from .forge import Forge
+from .jobs import Delivery, Intake, Job, JobKind
 from .lease import Fenced, Leases
 from .metrics import Metrics
 from .schedule import trigger_of
@@ -55,16 +53,15 @@ class Service:
         self,
         settings: Settings,
         *,
-        access: GitHubAccess | None,
-        door: Door | None,
+        forge: Forge,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
-        self.access = access
+        self.forge = forge  # where the watched repositories live (app/forge.py)
         self._said_no_access = False  # installation events without credentials: said once
         self._local = threading.local()  # per worker: the job's cause and how long its key must wait
-        self.door = door  # the forge's webhook door; None: no webhook secret, deliveries refused
+        self.door = forge.door()  # None: no webhook secret, deliveries refused
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.registries = Registries(settings)
@@ -93,11 +90,11 @@ class Service:
             self.scheduler = BackgroundScheduler(timezone="UTC")
         self.intake = intake
         self.metrics.track_queue(lambda: self._gauge("waiting"), lambda: self._gauge("running"))
-        # GitHub's write limits are the App's, whichever replica writes: each takes its share
-        share_writes(settings.replicas if settings.database_url is not None else 1)
+        # a forge's write limits are the bot's, whichever replica writes: each takes its share
+        forge.share_writes(settings.replicas if settings.database_url is not None else 1)
         self.watchlist = WatchList(
             settings,
-            access,
+            forge,
             queue=intake,
             scheduler=self.scheduler,
             metrics=self.metrics,
@@ -130,26 +127,32 @@ class Service:
         return self.watchlist.watched
 
     @property
-    def github_ok(self) -> bool | None:
-        return self.watchlist.github_ok
-
-    @github_ok.setter
-    def github_ok(self, value: bool | None) -> None:
-        self.watchlist.github_ok = value
+    def watching(self) -> bool:
+        """The forge has the bot's credentials: there is a watch list to read."""
+        return self.watchlist.watching
 
     @property
-    def github_error(self) -> str | None:
-        return self.watchlist.github_error
+    def forge_ok(self) -> bool | None:
+        """Whether the forge took the bot's credentials when last asked; None: not asked yet."""
+        return self.watchlist.forge_ok
 
-    @github_error.setter
-    def github_error(self, value: str | None) -> None:
-        self.watchlist.github_error = value
+    @forge_ok.setter
+    def forge_ok(self, value: bool | None) -> None:
+        self.watchlist.forge_ok = value
+
+    @property
+    def forge_error(self) -> str | None:
+        return self.watchlist.forge_error
+
+    @forge_error.setter
+    def forge_error(self, value: str | None) -> None:
+        self.watchlist.forge_error = value
 
     def start(self) -> None:
         if self.pg is not None:
             assert self.shared is not None
             self.shared.prepare()
-            if self.access is not None:  # the watch list read again every refresh, once across replicas
+            if self.watching:  # the watch list read again every refresh, once across replicas
                 refresh = f"{self.settings.refresh_minutes}m UTC"
                 self.shared.schedule(
                     "*", {"installations": refresh}, first_due=lambda spec: self.watchlist.next_due(spec, time.time())
@@ -159,10 +162,14 @@ class Service:
             self.leases.start()
             self.pg.start()
             log.info(
-                "serve.started", github=self.access is not None, webhooks=self.door is not None, queue="postgresql"
+                "serve.started",
+                forge=self.forge.name,
+                watching=self.watching,
+                webhooks=self.door is not None,
+                queue="postgresql",
             )
             return
-        if self.access is not None:
+        if self.watching:
             self.scheduler.add_job(
                 self._queue.put,
                 trigger=trigger_of(f"{self.settings.refresh_minutes}m", self.settings.schedule_jitter, "UTC"),
@@ -177,7 +184,7 @@ class Service:
             self._ticks[worker.name] = time.monotonic()
             self._workers.append(worker)
             worker.start()
-        log.info("serve.started", github=self.access is not None, webhooks=self.door is not None)
+        log.info("serve.started", forge=self.forge.name, watching=self.watching, webhooks=self.door is not None)
 
     def stop(self, grace: float | None = None) -> bool:
         """Take no more jobs; let the running ones finish within `grace` seconds. True if they did.
@@ -210,26 +217,24 @@ class Service:
             self.intake.put(job, note="schedule")
 
     def ready(self) -> tuple[bool, str]:
-        """For /readyz: GitHub answered the bot's credentials, and the queue moves."""
+        """For /readyz: the forge answered the bot's credentials, and the queue moves."""
         reason = ""
         try:
             stats = self.stats()
         except TransientError as exc:  # the database is down or restarting: not ready, yet alive
             self.metrics.ready.set(0)
             return False, exc.message
-        if self.pg is not None and self.access is not None and self.github_ok is None:
+        if self.pg is not None and self.watching and self.forge_ok is None:
             self.watchlist.check()  # another replica may run the installations job: ask for this one
-        if self.access is None:
-            reason = (
-                "no GitHub credentials (WHEELPIN_GITHUB_APP_ID and WHEELPIN_GITHUB_PRIVATE_KEY_FILE, "
-                "or WHEELPIN_GITHUB_TOKEN)"
-            )
+        missing = self.forge.missing_credentials()
+        if missing is not None:
+            reason = missing
         elif self.door is None:
             reason = "no webhook secret (WHEELPIN_WEBHOOK_SECRET or WHEELPIN_WEBHOOK_SECRET_FILE)"
-        elif self.github_ok is None:
-            reason = "GitHub not reached yet"
-        elif not self.github_ok:
-            reason = f"GitHub refused the bot: {self.github_error}"
+        elif self.forge_ok is None:
+            reason = f"{self.forge.name} not reached yet"
+        elif not self.forge_ok:
+            reason = f"{self.forge.name} refused the bot: {self.forge_error}"
         elif not self._workers_alive():
             reason = "a worker is not running"
         elif self.pg is not None and not self.pg.worker_up:
@@ -414,13 +419,16 @@ class Service:
         raise AssertionError(job.kind)
 
     def _installations(self, job: Job) -> bool:
-        if self.access is None:  # started without an App or a token: nothing to list, said once
+        if not self.watching:  # started without credentials: nothing to list, said once
             if not self._said_no_access:
                 self._said_no_access = True
-                log.warning("installations.ignored", reason="no GitHub credentials: installation events are ignored")
+                log.warning(
+                    "installations.ignored",
+                    reason=f"no {self.forge.name} credentials: installation events are ignored",
+                )
             return True  # done: not retried
         if job.granted:  # what was refused for want of a permission may be written now
-            forget_installation_tokens()  # tokens made before keep the permissions of before
+            self.forge.permissions_granted()
             url = self.settings.database_url
             state = open_state(self.settings.cache_dir, url.get_secret_value() if url else None)
             try:
@@ -443,11 +451,10 @@ class Service:
             raise Fenced(f"{watched.repository}: taken over by another replica")  # its pass is not recorded
         platform = reconciler.platform
         http = getattr(platform, "http", None)
-        installation = watched.access.installation_id
         self.metrics.record_pass(
             result,
             time.monotonic() - started,
-            "token" if installation is None else str(installation),
+            "token" if watched.grant is None else str(watched.grant),
             http.traffic.rate_remaining if http is not None else None,
         )
         key = (watched.repository, name)

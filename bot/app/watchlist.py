@@ -1,6 +1,7 @@
-"""The repositories the service watches (docs/design.md §2, app/): which ones (the App's
-installations, or WHEELPIN_REPOSITORIES with a token, checked), and for each its GitHub
-platform, config, reconciler, routing of deliveries and the schedule of its components.
+"""The repositories the service watches (docs/design.md §2, app/): which ones (as the forge
+answers, app/forge.py: a GitHub App's installations, or WHEELPIN_REPOSITORIES with a token,
+checked), and for each its platform, config, reconciler, routing of deliveries and the
+schedule of its components.
 Changed by workers only, a repository's entry by that repository's job and the list itself
 by the installations job, which runs alone (app/workqueue.py groups); the routing is read by
 webhook threads under a lock.
@@ -19,17 +20,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..adapters import logs
-from ..adapters.github import GitHubConversation, GitHubPlatform
+from ..adapters.platform import Platform
 from ..core.config.model import Config
 from ..core.errors import ConfigError, CredentialsError, WheelpinError
 from ..loop.runner import Reconciler
 from .conversation import Conversation, Row
-from .githubrepo import GitHubAccess, github_platform, github_reconciler, read_repository_config
+from .forge import Forge, WatchedRepository
 from .jobs import Intake, Job, JobKind, Routing
 from .metrics import Metrics
 from .schedule import next_pass, schedule_of, trigger_of
 from .settings import Settings
-from .wiring import Registries
+from .wiring import Registries, reconciler_maker
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -48,7 +49,7 @@ def digest(text: str) -> str:
 @dataclass
 class Watched:
     repository: str
-    access: GitHubAccess
+    grant: int | None = None  # which of the forge's grants reaches it (app/forge.py WatchedRepository)
     reconciler: Reconciler | None = None
     config_text: str | None = None
     config_error: str | None = None
@@ -56,18 +57,22 @@ class Watched:
     dashboard_body: str | None = None
     dashboard_number: int | None = None  # read first next time: a label a human removed does not lose it
     permissions: dict[str, tuple[str, float]] = field(default_factory=dict)  # login → (level, when read)
-    platform: GitHubPlatform | None = None  # kept: its token, ETags and caches serve every job
+    platform: Platform | None = None  # kept: its token, ETags and caches serve every job
     dashboard_off: bool = False  # the repository has issues turned off (410)
     shared: Shared | None = None  # with a database: the dashboard's rows are kept there
     config_digest: str | None = None  # of the config this replica's reconciler was made from (or its error)
     shared_config: str | None = None  # with a database: that of the config the last replica to read it found
+
+    @property
+    def where(self) -> WatchedRepository:
+        return WatchedRepository(self.repository, self.grant)
 
 
 class WatchList:
     def __init__(
         self,
         settings: Settings,
-        access: GitHubAccess | None,
+        forge: Forge,
         *,
         queue: Intake,
         scheduler: BackgroundScheduler | None,
@@ -76,18 +81,18 @@ class WatchList:
         shared: Shared | None = None,
     ) -> None:
         self.settings = settings
-        self.access = access
+        self.forge = forge
+        self.watching = forge.missing_credentials() is None  # without credentials: nothing to list
         self.queue = queue
         self.scheduler = scheduler  # the embedded schedule; None with a database (`shared`)
         self.shared = shared
         self.metrics = metrics
         self.registries = registries
         self.watched: dict[str, Watched] = {}
-        self.github_ok: bool | None = None  # None until GitHub was first asked
-        self.github_error: str | None = None
+        self.forge_ok: bool | None = None  # None until the forge was first asked
+        self.forge_error: str | None = None
         self._routing: dict[str, Routing] = {}
         self._schedules: dict[str, str] = {}  # scheduler job id → the schedule it was made from
-        self._suspended: set[int] = set()  # installations said to be suspended (said again once unsuspended)
         self._lock = threading.Lock()
 
     def routing(self, repository: str | None) -> Routing:
@@ -102,128 +107,83 @@ class WatchList:
         database the list there decides, and this replica's entry is built at first use."""
         if self.shared is None:
             return self.watched.get(repository)
-        listed, installation, config = self.shared.installation_of(repository)
+        listed, grant, config = self.shared.installation_of(repository)
         with self._lock:
-            if not listed or self.access is None:
+            if not listed or not self.watching:
                 self.watched.pop(repository, None)
                 return None
-            access = self.access.for_installation(installation) if installation is not None else self.access
             kept = self.watched.get(repository)
-            if kept is None or kept.access != access:
-                kept = self.watched[repository] = Watched(repository, access, shared=self.shared)
+            if kept is None or kept.grant != grant:
+                kept = self.watched[repository] = Watched(repository, grant, shared=self.shared)
             kept.shared_config = config
             return kept
 
-    def platform(self, watched: Watched) -> GitHubPlatform:
+    def platform(self, watched: Watched) -> Platform:
         if watched.platform is None:
-            watched.platform = github_platform(watched.access, watched.repository)
+            watched.platform = self.forge.platform(watched.where)
         return watched.platform
 
     def conversation(self, watched: Watched) -> Conversation:
-        return GitHubConversation(self.platform(watched))
+        return self.forge.conversation(self.platform(watched))
 
     # -- which repositories -----------------------------------------------------------------
 
     def check(self) -> None:
-        """Ask GitHub whether it takes the bot's credentials, without reading the list (a
+        """Ask the forge whether it takes the bot's credentials, without reading the list (a
         replica that has not run the installations job yet: its readiness)."""
-        if self.access is None:
+        if not self.watching:
             return
         try:
-            if self.access.is_app:
-                self.access.installations()
-            else:
-                self.access.check()
+            self.forge.check()
         except CredentialsError as exc:
-            self.github_ok, self.github_error = False, exc.message
-        except WheelpinError as exc:  # GitHub not reached: asked again at the next probe
-            log.warning("github.unreachable", error=exc.message)
+            self.forge_ok, self.forge_error = False, exc.message
+        except WheelpinError as exc:  # the forge not reached: asked again at the next probe
+            log.warning("forge.unreachable", forge=self.forge.name, error=exc.message)
         else:
-            self.github_ok, self.github_error = True, None
+            self.forge_ok, self.forge_error = True, None
 
     def refresh(self, *, passes: bool, cause: str) -> bool:
-        """Which repositories to watch. The App's own credentials failing is the bot not
-        ready; one installation that cannot be read (its token refused) keeps the
-        repositories it had, is logged, and the job is tried again after a backoff. A
-        suspended one is skipped, said once: GitHub refuses all its calls until its owner
-        unsuspends it, and says so (an `installation` delivery, `unsuspend`: a refresh)."""
-        if self.access is None:
+        """Which repositories to watch. The forge refusing the bot's credentials is the bot
+        not ready; a grant that cannot be read (an App installation's token refused) keeps
+        the repositories it had, and the job is tried again after a backoff."""
+        if not self.watching:
             return True
-        complete = True
         try:
-            if self.access.is_app:
-                installations = self.access.installations()
-            else:
-                self.access.check()
+            answer = self.forge.repositories()
         except CredentialsError as exc:
-            self.github_ok, self.github_error = False, exc.message
+            self.forge_ok, self.forge_error = False, exc.message
             raise
-        self.github_ok, self.github_error = True, None
-        if self.access.is_app:
-            shard = self.settings.shard
-            found: dict[str, GitHubAccess] = {}
-            self._said_suspended(
-                {i.id for i in installations if i.suspended and (shard is None or i.id in shard)},
-                {i.id: i.account for i in installations},
-            )
-            for listed in installations:
-                installation = listed.id
-                if (shard is not None and installation not in shard) or listed.suspended:
-                    continue
-                access = self.access.for_installation(installation)
-                try:
-                    found.update((repository, access) for repository in access.repositories())
-                except WheelpinError as exc:
-                    complete = False
-                    log.warning(
-                        "installation.unreadable", installation=installation, account=listed.account, error=exc.message
-                    )
-                    found.update(self._kept(installation))
-        else:
-            found = {repository: self.access for repository in self.settings.watched_repositories}
+        self.forge_ok, self.forge_error = True, None
+        found = {listed.name: listed.grant for listed in answer.repositories}
+        for unread in answer.unread:
+            found.update(self._kept(unread))
         if self.shared is not None:
-            self.shared.set_watched({repository: access.installation_id for repository, access in found.items()})
+            self.shared.set_watched(found)
             with self._lock:
                 self.watched = {name: kept for name, kept in self.watched.items() if name in found}
             for repository in found:
                 self.queue.put(Job(JobKind.REPOSITORY if passes else JobKind.CONFIG, repository), note=cause)
             self.metrics.watched.set(len(found))
-            return complete
+            return not answer.unread
         for gone in set(self.watched) - set(found):
             self._unschedule(gone)
             del self.watched[gone]
             with self._lock:
                 self._routing.pop(gone, None)
             log.info("repository.unwatched", repository=gone)
-        for repository, access in found.items():
-            if repository not in self.watched or self.watched[repository].access != access:
-                self.watched[repository] = Watched(repository, access)
+        for repository, reached_by in found.items():
+            if repository not in self.watched or self.watched[repository].grant != reached_by:
+                self.watched[repository] = Watched(repository, reached_by)
             self.watched[repository].dashboard_off = False  # issues turned on since: tried again (hourly)
             self.queue.put(Job(JobKind.REPOSITORY if passes else JobKind.CONFIG, repository), note=cause)
         self.metrics.watched.set(len(self.watched))
-        return complete
+        return not answer.unread
 
-    def _said_suspended(self, suspended: set[int], accounts: dict[int, str]) -> None:
-        """Say each installation that became suspended once, not at every refresh."""
-        for installation in sorted(suspended - self._suspended):
-            log.warning(
-                "installation.suspended",
-                installation=installation,
-                account=accounts.get(installation),
-                reason="GitHub refuses its calls until it is unsuspended: its repositories are not watched",
-            )
-        self._suspended = suspended
-
-    def _kept(self, installation: int) -> dict[str, GitHubAccess]:
-        """The repositories an installation had when it was last read."""
-        assert self.access is not None
+    def _kept(self, grant: int) -> dict[str, int | None]:
+        """The repositories a grant had when it was last read."""
         if self.shared is not None:
-            return {
-                name: self.access.for_installation(installation)
-                for name, had in self.shared.watched().items()
-                if had == installation
-            }
-        return {name: kept.access for name, kept in self.watched.items() if kept.access.installation_id == installation}
+            return {name: grant for name, had in self.shared.watched().items() if had == grant}
+        return {name: grant for name, kept in self.watched.items() if kept.grant == grant}
 
     # -- one repository's config --------------------------------------------------------------
 
@@ -238,17 +198,16 @@ class WatchList:
         try:
             # without passes (the hourly refresh, a default branch changed): the repository's
             # default branch is read again too; a pass reads it again only when it is gone
-            found = read_repository_config(platform, watched.repository, reread=not passes and not catch_up)
+            found = self.forge.config(platform, watched.repository, reread=not passes and not catch_up)
             reconciler = watched.reconciler
             changed = reconciler is None or found.text != watched.config_text
             if reconciler is None or changed:
-                reconciler = watched.reconciler = github_reconciler(
-                    access=watched.access,
-                    repository=watched.repository,
-                    settings=self.settings,
-                    registries=self.registries,
-                    found=found,
-                    platform=platform,
+                reconciler = watched.reconciler = self.forge.reconciler(
+                    platform,
+                    watched.repository,
+                    found,
+                    host_paths=self.settings.allow_host_paths,
+                    make=reconciler_maker(self.settings, self.registries),
                 )
                 watched.config_text, watched.config_error = found.text, None
                 log.info("config.loaded", path=found.path, base=found.base)

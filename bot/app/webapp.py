@@ -7,7 +7,7 @@
   for: queued (202), or none (200). Nothing is reconciled inside the request.
 - `GET /healthz`: the process is alive: its workers are there and tick (a wedged one fails it,
   so the container is restarted); answers before any credentials are set.
-- `GET /readyz`: GitHub answered the bot's credentials and the queue moves (else 503).
+- `GET /readyz`: the forge (GitHub) answered the bot's credentials and the queue moves (else 503).
 - `GET /metrics`: Prometheus text format.
 
 The door stays open to idle and slow clients: waitress handles every

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..adapters.credentials import CredentialStore
@@ -12,9 +14,9 @@ from ..core.image.reference import ImageRef, ImageRefError, LayoutTarget, parse_
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from ..adapters.github.attestations import AttestationsReader
     from ..adapters.registry import RegistryClient
     from ..core.provenance.dsse import SigningKey
+    from ..loop.runner import Reconciler
 
 
 class Registries:
@@ -80,11 +82,18 @@ def signing_key(settings: Settings) -> SigningKey | None:
         raise ConfigError(str(exc)) from None
 
 
-def attestations_reader(settings: Settings) -> AttestationsReader:
-    """GitHub's attestations API (WHEELPIN_GITHUB_API_URL, else github.com) with the token, if
-    one is given: a public repository's attestations are read without one."""
-    from ..adapters.github.attestations import AttestationsReader  # GitHub's client: for a component whose `trust` asks
-    from ..adapters.github.client import Client
+def reconciler_maker(
+    settings: Settings, registries: Registries | None = None, *, retry_failed: bool = False
+) -> Callable[..., Reconciler]:
+    """The Reconciler with what the process's settings say bound (its registries, cache,
+    state database, signing key); a forge (app/forge.py) gives the rest."""
+    from ..loop.runner import Reconciler  # the loop: loaded when a repository's config is
 
-    token = settings.github_token.get_secret_value() if settings.github_token else None
-    return AttestationsReader(Client(settings.github_api_url, token=token))
+    return partial(
+        Reconciler,
+        registries=registries or Registries(settings),
+        cache=settings.cache_dir,
+        database_url=settings.database_url.get_secret_value() if settings.database_url else None,
+        retry_failed=retry_failed,
+        signing_key=signing_key(settings),
+    )

@@ -1,6 +1,6 @@
 """`wheelpin app create`: the GitHub App made in one step, as Probot makes it (the manifest
-flow, bot/app/appmanifest.py): a page on loopback posts the manifest to GitHub, GitHub sends
-the browser back with a code, the code becomes the App's id, private key and webhook secret,
+flow, adapters/github/appmanifest.py): a page on loopback posts the manifest to GitHub,
+GitHub sends the browser back with a code, the code becomes the App's id, private key and webhook secret,
 written where `wheelpin serve` reads them. Nothing is written unless GitHub answered."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-from ..app.appmanifest import manifest, web_and_api
+from ..adapters.github.appmanifest import manifest, web_and_api
 from ..app.settings import Settings
 from ..core.errors import CredentialsError, TransientError, UsageError
 

@@ -98,9 +98,10 @@ def _online(
 
     platform = None
     if github_repo is not None:  # its settings are checked before anything is asked
-        from ..app.githubrepo import GitHubAccess, github_platform
+        from ..adapters.github.forge import github_platform
+        from ..app.forges import github_access
 
-        platform = github_platform(GitHubAccess.from_settings(settings), github_repo)
+        platform = github_platform(github_access(settings), github_repo)
     checks = online_checks(loaded, Registries(settings), cache=settings.cache_dir)
     if platform is not None and github_repo is not None:
         checks += workflow_checks(loaded, platform, github_repo)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from ..adapters.checkoutfiles import canonical_component, read_texts
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import LayoutStore, layout_folder
+from ..app.forges import attestations_reader
 from ..app.settings import Settings
-from ..app.wiring import Registries, attestations_reader
+from ..app.wiring import Registries
 from ..core.config.load import LoadedConfig
 from ..core.config.model import Component
 from ..core.errors import TransientError, WheelpinError, doing

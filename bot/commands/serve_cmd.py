@@ -9,8 +9,7 @@ import sys
 import threading
 from types import FrameType
 
-from ..adapters.github.door import GitHubDoor
-from ..app.githubrepo import GitHubAccess
+from ..app.forges import forge_of
 from ..app.service import Service
 from ..app.settings import Settings
 from ..app.webapp import HTTPServer
@@ -18,20 +17,12 @@ from ..core.errors import UsageError
 
 
 def serve_command(*, host: str, port: int, settings: Settings) -> int:
-    secret = settings.webhook_key()
     if settings.shard is not None and settings.database_url is not None:  # a bad shard list is said now
         raise UsageError(
             "WHEELPIN_INSTALLATION_IDS shards by hand, and WHEELPIN_DATABASE_URL makes the replicas "
             "share every installation: unset one of them"
         )
-    has_github = settings.github_app_id is not None or settings.github_token is not None
-    access = GitHubAccess.from_settings(settings) if has_github else None
-    if access is not None and not access.is_app and not settings.watched_repositories:
-        raise UsageError(
-            "with WHEELPIN_GITHUB_TOKEN, name the repositories to watch in WHEELPIN_REPOSITORIES "
-            "(OWNER/NAME, comma-separated); a GitHub App finds them itself"
-        )
-    service = Service(settings, access=access, door=GitHubDoor(secret) if secret is not None else None)
+    service = Service(settings, forge=forge_of(settings))
     try:
         server = HTTPServer(service, host=host, port=port)
     except OSError as exc:

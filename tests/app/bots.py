@@ -17,8 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.adapters.git import git
-from bot.adapters.github.door import GitHubDoor
-from bot.app.githubrepo import GitHubAccess
+from bot.adapters.github.forge import GitHubAccess, GitHubForge
 from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
@@ -220,7 +219,9 @@ def running_bot(
         repo = emulator.create_repo("rocm", "atom", world.downstream)
         repo.permissions.update({"maintainer": "maintain", "visitor": "read"})
         access = GitHubAccess(emulator.url, app_id=APP_ID, private_key=private)
-        service = Service(settings_for(tmp_path, **settings), access=access, door=GitHubDoor(SECRET))
+        settings = settings_for(tmp_path, **settings)
+        forge = GitHubForge(access, secret=SECRET, shard=settings.shard)
+        service = Service(settings, forge=forge)
         server = HTTPServer(service, host="127.0.0.1", port=0)
         server.start()
         service.start()

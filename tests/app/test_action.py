@@ -217,7 +217,7 @@ def test_the_action_installs_the_locked_dependencies_with_their_hashes() -> None
 
 
 def test_the_token_input_names_every_permission_the_app_asks_for() -> None:
-    from bot.app.appmanifest import PERMISSIONS
+    from bot.adapters.github.appmanifest import PERMISSIONS
 
     said = " ".join(yaml.safe_load(ACTION.read_text())["inputs"]["token"]["description"].split())
     for name, level in PERMISSIONS.items():

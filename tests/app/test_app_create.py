@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from bot.app.appmanifest import EVENTS, PERMISSIONS
+from bot.adapters.github.appmanifest import EVENTS, PERMISSIONS
 from tests.app.bots import wait_until
 from tests.cli import environment, wheelpin
 from tests.fixtures.github.emulator import GitHubEmulator
@@ -175,7 +175,7 @@ def test_on_ghe_com_the_manifest_goes_to_its_web_host_and_the_code_to_its_api(tm
     # GHE.com (data residency): the web at SUBDOMAIN.ghe.com, the API at api.SUBDOMAIN.ghe.com
     # with no /api/v3 ("About GitHub Enterprise Cloud with data residency"). Neither is reachable
     # from the tests: the page's form is read, and the process stopped before any code is traded.
-    from bot.app.appmanifest import web_and_api
+    from bot.adapters.github.appmanifest import web_and_api
 
     assert (
         web_and_api("https://api.octo.ghe.com")

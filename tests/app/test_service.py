@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.adapters.git import git
 from bot.adapters.github.dashboard import MARKER
-from bot.adapters.github.door import GitHubDoor
+from bot.adapters.github.forge import GitHubForge
 from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
@@ -403,7 +403,7 @@ def test_installations_of_an_enterprise_or_of_no_account_are_read(world: World, 
 
 
 def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> None:
-    from bot.app.githubrepo import GitHubAccess
+    from bot.adapters.github.forge import GitHubAccess
     from bot.app.service import Service
     from tests.app.bots import SECRET, settings_for
     from tests.fixtures.github.emulator import GitHubEmulator
@@ -414,12 +414,11 @@ def test_a_token_github_refuses_is_not_ready(world: World, tmp_path: Path) -> No
         for token, ready in (("revoked", False), ("good", True)):
             service = Service(
                 settings_for(tmp_path, repositories="rocm/atom"),
-                access=GitHubAccess(emulator.url, token=token),
-                door=GitHubDoor(SECRET),
+                forge=GitHubForge(GitHubAccess(emulator.url, token=token), secret=SECRET, repositories=["rocm/atom"]),
             )
             service.start()
             try:
-                wait_until(lambda service=service: service.github_ok is not None, what="the first refresh")
+                wait_until(lambda service=service: service.forge_ok is not None, what="the first refresh")
                 assert service.ready()[0] is ready, service.ready()
                 if not ready:
                     assert "GitHub refused the credentials for checking the token (401" in service.ready()[1]
@@ -715,7 +714,7 @@ def test_a_long_job_of_one_repository_holds_up_no_other_and_a_wedged_worker_fail
     from bot.app.webapp import make_app
     from tests.app.bots import settings_for
 
-    service = Service(settings_for(tmp_path), access=None, door=GitHubDoor(b"s"))
+    service = Service(settings_for(tmp_path), forge=GitHubForge(None, secret=b"s"))
     assert service.settings.workers == 2
     ran: list[str] = []
     release = threading.Event()

@@ -15,7 +15,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.adapters.github.door import GitHubDoor
+from bot.adapters.github.forge import GitHubAccess, GitHubForge
 from bot.adapters.github.sansio import MAX_BODY
 from bot.app.service import Service
 from bot.app.settings import Settings
@@ -38,7 +38,7 @@ class Served:
 
 def serving(tmp_path: Path, secret: bytes | None = SECRET) -> Iterator[Served]:
     # the worker is not started: what the requests queue stays queued, to be counted
-    service = Service(Settings(cache_dir=tmp_path / "cache"), access=None, door=GitHubDoor(secret) if secret else None)
+    service = Service(Settings(cache_dir=tmp_path / "cache"), forge=GitHubForge(None, secret=secret))
     server = HTTPServer(service, host="127.0.0.1", port=0)
     server.start()
     session = requests.Session()
@@ -205,21 +205,19 @@ def test_without_a_webhook_secret_deliveries_are_refused(tmp_path: Path) -> None
 
 
 def test_ready_only_while_the_queue_moves(tmp_path: Path) -> None:
-    from bot.app.githubrepo import GitHubAccess
     from bot.app.jobs import Job
 
     now = [1000.0]
     service = Service(
         Settings(cache_dir=tmp_path, stuck_after=60),
-        access=GitHubAccess(None, token="t"),
-        door=GitHubDoor(SECRET),
+        forge=GitHubForge(GitHubAccess(None, token="t"), secret=SECRET),
         clock=lambda: now[0],
     )
     assert service.ready() == (False, "GitHub not reached yet")
-    service.github_ok = False
-    service.github_error = "GitHub refused the App's JWT (401)"
+    service.forge_ok = False
+    service.forge_error = "GitHub refused the App's JWT (401)"
     assert "refused" in service.ready()[1]
-    service.github_ok = True
+    service.forge_ok = True
     assert service.ready() == (False, "a worker is not running")
     release = threading.Event()
     service.run_job = lambda job: release.wait(10)  # type: ignore[method-assign]

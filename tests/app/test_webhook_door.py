@@ -17,7 +17,7 @@ import pytest
 import requests
 from structlog.testing import capture_logs
 
-from bot.adapters.github.door import GitHubDoor
+from bot.adapters.github.forge import GitHubForge
 from bot.adapters.github.sansio import MAX_BODY
 from bot.app import webapp
 from bot.app.jobs import Job, JobKind
@@ -32,7 +32,7 @@ MiB = 1 << 20
 
 
 def serving(tmp_path: Path, *, start_worker: bool = False, **settings: Any) -> Iterator[tuple[Service, HTTPServer]]:
-    service = Service(Settings(cache_dir=tmp_path / "cache", **settings), access=None, door=GitHubDoor(SECRET))
+    service = Service(Settings(cache_dir=tmp_path / "cache", **settings), forge=GitHubForge(None, secret=SECRET))
     server = HTTPServer(service, host="127.0.0.1", port=0)
     if start_worker:
         service.start()
@@ -205,7 +205,7 @@ def call(app: Callable[..., Any], environ: dict[str, Any]) -> tuple[str, bytes]:
 
 
 def test_the_body_is_read_in_bounded_chunks_and_never_past_the_cap(tmp_path: Path) -> None:
-    app = make_app(Service(Settings(cache_dir=tmp_path), access=None, door=GitHubDoor(SECRET)))
+    app = make_app(Service(Settings(cache_dir=tmp_path), forge=GitHubForge(None, secret=SECRET)))
     stream = EndlessInput()  # no CONTENT_LENGTH: a server that passes a chunked body through
     environ = {
         "PATH_INFO": "/webhook",

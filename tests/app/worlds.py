@@ -247,7 +247,7 @@ def on_github(
             actions=ActionsClient(platform) if actions else None,
             local_commands=local_commands,
             attestations=lambda: AttestationsReader(platform.client),
-        )  # as githubrepo.py
+        )  # as adapters/github/forge.py
         yield OnGitHub(emulator, repo, reconciler)
         assert emulator.errors == []
     finally:

@@ -10,7 +10,10 @@
 - `platform.py`: the `Platform` verbs: branches, files, draft pull requests.
 - `conversation.py`: the service's `Conversation` on GitHub: permissions, reactions,
   commands' targets, the dashboard issue (`dashboard.py` renders it).
-- `app.py`: a GitHub App's installations and the bot's identity.
+- `app.py`: a GitHub App's installations and the bot's identity; `appmanifest.py` the App
+  wheelpin asks to be (`wheelpin app create`).
+- `forge.py`: the service's `Forge` on GitHub (app/forge.py): credentials, which
+  repositories to watch, a repository's platform, config and reconciler, the door.
 - `actions.py`: the Actions API client the `github-actions` build kind uses: dispatch,
   runs, artifacts; `workflowfile.py` checks a workflow before it is dispatched.
 

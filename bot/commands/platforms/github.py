@@ -1,6 +1,7 @@
 """`--platform github`: the downstream repository is on GitHub (`--github-repo
 OWNER/NAME`), its config read from its default branch, and proposals draft pull requests
-(adapters/github/platform.py), with the credentials the settings give (app/githubrepo.py)."""
+(adapters/github/platform.py), through GitHub's forge (adapters/github/forge.py) with the
+credentials the settings give (app/forges.py)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,16 @@ class GitHubDownstream:
     config_on_this_host: ClassVar[bool] = False
 
     def __init__(self, where: Where) -> None:
-        from ...app.githubrepo import GitHubAccess, github_platform
+        from ...adapters.github.forge import GitHubForge
+        from ...app.forge import WatchedRepository
+        from ...app.forges import github_access
 
         if where.github_repo is None:
             raise UsageError("--platform github needs --github-repo OWNER/NAME")
         self.given = where
         self.where = where.github_repo
-        self.access = GitHubAccess.from_settings(where.settings)
-        self._platform = github_platform(self.access, where.github_repo)
+        self.forge = GitHubForge(github_access(where.settings))
+        self._platform = self.forge.platform(WatchedRepository(where.github_repo))
         self._path = where.config.as_posix() if where.config is not None else None  # in the repository
 
     @property
@@ -35,18 +38,16 @@ class GitHubDownstream:
         return self._platform
 
     def reconciler(self) -> Reconciler:
-        from ...app.githubrepo import github_reconciler
+        from ...app.wiring import reconciler_maker
 
-        return github_reconciler(
-            access=self.access,
-            repository=self.where,
-            settings=self.given.settings,
-            retry_failed=self.given.retry_failed,
-            platform=self._platform,
-            config_path=self._path,
+        settings = self.given.settings
+        return self.forge.reconciler(
+            self._platform,
+            self.where,
+            self.forge.config(self._platform, self.where, self._path),
+            host_paths=settings.allow_host_paths,
+            make=reconciler_maker(settings, retry_failed=self.given.retry_failed),
         )
 
     def config_text(self) -> str:
-        from ...app.githubrepo import read_repository_config
-
-        return read_repository_config(self._platform, self.where, self._path).text
+        return self.forge.config(self._platform, self.where, self._path).text

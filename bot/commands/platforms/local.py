@@ -33,7 +33,8 @@ def local_reconciler(*, repo: Path, config: Path | None, settings: Settings, ret
 def _made(
     *, repo: Path, config: Path | None, settings: Settings, retry_failed: bool
 ) -> tuple[Reconciler, LocalPlatform]:
-    from ...app.wiring import Registries, attestations_reader, signing_key
+    from ...app.forges import attestations_reader
+    from ...app.wiring import Registries, signing_key
     from ...loop.runner import Reconciler
     from ..repo import load
 

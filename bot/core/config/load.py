@@ -1,5 +1,5 @@
 """Loading a repository's config from its text, with every error located in the file
-(reading it from disk is `adapters/configdisk.py`, from GitHub `app/githubrepo.py`).
+(reading it from disk is `adapters/configdisk.py`, from GitHub `adapters/github/forge.py`).
 
 TOML 1.1 (tomli), so inline tables may span lines (the examples are TOML 1.0). Each
 problem reads `FILE:LINE: key.path: message`, the path starting at the component's name

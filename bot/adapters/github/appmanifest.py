@@ -1,4 +1,4 @@
-"""The GitHub App wheelpin runs as, and creating it in one step (docs/design.md §2, app/), by
+"""The GitHub App wheelpin runs as, and creating it in one step (docs/design.md §2), by
 GitHub's manifest flow ("Registering a GitHub App from a manifest",
 docs.github.com/apps/sharing-github-apps/registering-a-github-app-from-a-manifest):
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import PROJECT_URL
-from ..adapters.github.host import github_host
+from ... import PROJECT_URL
+from .host import github_host
 
 PERMISSIONS = {
     "contents": "write",
