@@ -31,7 +31,7 @@ from . import sandbox
 from .boundedlog import BoundedLog
 from .localbuild import build_environment
 
-SMOKE_SECONDS = 600  # each venv, install and smoke command
+SMOKE_SECONDS = 600  # the smoke command's; making the venv and installing the wheel have as long each
 TAIL = 1500  # characters of a failed step's output said
 KEPT = 64 * 1024  # bytes of a step's output kept on disk, at its start and again at its end
 _CPYTHON = re.compile(r"^cp(\d)(\d+)$")
@@ -80,7 +80,9 @@ def smoke_said(command: str, smoked: SmokeResult) -> list[str]:
 
 
 def smoke_test(command: str, wheels: dict[str, Path], *, seconds: int = SMOKE_SECONDS) -> SmokeResult:
-    """`command` in a fresh venv per python tag → wheel (`wheels`)."""
+    """`command` in a fresh venv per python tag → wheel (`wheels`), stopped after `seconds`
+    (the venv and the wheel's install, which the command does not choose, have SMOKE_SECONDS
+    or `seconds` if longer: a loaded host's slow pip is not the command hanging)."""
     result = SmokeResult()
     sandboxed = sandbox.enabled()  # refused in one sentence before anything runs
     for tag, wheel in sorted(wheels.items()):
@@ -101,7 +103,8 @@ def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int, *, 
     """None when `command` passed with `wheel` installed alone, else what went wrong."""
     venv = folder / "venv"
     host_pip = importlib.util.find_spec("pip") is not None
-    step = _run([python, "-m", "venv", *(["--without-pip"] if host_pip else []), str(venv)], folder, seconds)
+    setup = max(seconds, SMOKE_SECONDS)
+    step = _run([python, "-m", "venv", *(["--without-pip"] if host_pip else []), str(venv)], folder, setup)
     if step is not None:
         return f"the venv could not be made ({step})"
     venv_python = venv / "bin" / "python"
@@ -118,7 +121,7 @@ def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int, *, 
             str(wheel),
         ],
         folder,
-        seconds,
+        setup,
     )
     if step is not None:
         return f"pip install --no-deps {wheel.name} failed ({step})"

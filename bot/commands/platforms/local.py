@@ -10,6 +10,7 @@ from ...core.errors import UsageError
 from .base import Where
 
 if TYPE_CHECKING:  # the loop and the settings load when a pass runs, not with `--help`
+    from ...adapters.github.attestations import AttestationsReader
     from ...adapters.localplatform import LocalPlatform
     from ...app.settings import Settings
     from ...core.config.model import Defaults
@@ -33,7 +34,6 @@ def local_reconciler(*, repo: Path, config: Path | None, settings: Settings, ret
 def _made(
     *, repo: Path, config: Path | None, settings: Settings, retry_failed: bool
 ) -> tuple[Reconciler, LocalPlatform]:
-    from ...app.forges import attestations_reader
     from ...app.wiring import Registries, signing_key
     from ...loop.runner import Reconciler
     from ..repo import load
@@ -48,7 +48,7 @@ def _made(
         database_url=settings.database_url.get_secret_value() if settings.database_url else None,
         retry_failed=retry_failed,
         state_scope=f"{loaded.root.resolve()}:",
-        attestations=lambda: attestations_reader(settings),
+        attestations=lambda: _attestations(settings),
         signing_key=signing_key(settings),
     ), platform
 
@@ -89,3 +89,9 @@ class LocalDownstream:
         from ...adapters.configdisk import find_config, read_config_text
 
         return read_config_text(find_config(self.folder, self.given.config))
+
+
+def _attestations(settings: Settings) -> AttestationsReader:
+    from ...app.forges import attestations_reader  # GitHub's: at a component's first trust check
+
+    return attestations_reader(settings)
