@@ -192,6 +192,17 @@ def _close(current: _Scope) -> None:
             _log().warning("cache.trim_failed", part=part.root.name, error=f"{type(exc).__name__}: {exc}")
 
 
+def _trimmed(root: Path, gone: Evictions, *, used: int, bound: int) -> None:
+    """A trim's evictions, counted for `/metrics` and said once."""
+    if not gone.count:
+        return
+    with _guard:
+        mine = _evictions.setdefault(root.resolve(), Evictions())
+        mine.count += gone.count
+        mine.bytes += gone.bytes
+    _log().info("cache.trimmed", part=root.name, evicted=gone.count, evicted_bytes=gone.bytes, used=used, bound=bound)
+
+
 def _scope() -> _Scope:
     current: _Scope | None = getattr(_local, "scope", None)
     return current if current is not None else _unscoped
@@ -364,19 +375,7 @@ class BoundedFolder:
                     total -= size
                     gone.count += 1
                     gone.bytes += size
-        if gone.count:
-            with _guard:
-                mine = _evictions.setdefault(self.root.resolve(), Evictions())
-                mine.count += gone.count
-                mine.bytes += gone.bytes
-            _log().info(
-                "cache.trimmed",
-                part=self.root.name,
-                evicted=gone.count,
-                evicted_bytes=gone.bytes,
-                used=total,
-                bound=self.bound,
-            )
+        _trimmed(self.root, gone, used=total, bound=self.bound)
         return gone
 
     def _evict(self, entry: Path) -> bool:
@@ -530,17 +529,5 @@ class BoundedFiles:
             walked = self.stamps / f"{TRASH}{uuid.uuid4().hex}"
             walked.write_text(f"{total} {count}")
             os.replace(walked, self.stamps / WALKED)
-        if gone.count:
-            with _guard:
-                mine = _evictions.setdefault(self.root.resolve(), Evictions())
-                mine.count += gone.count
-                mine.bytes += gone.bytes
-            _log().info(
-                "cache.trimmed",
-                part=self.root.name,
-                evicted=gone.count,
-                evicted_bytes=gone.bytes,
-                used=total,
-                bound=self.bound,
-            )
+        _trimmed(self.root, gone, used=total, bound=self.bound)
         return gone

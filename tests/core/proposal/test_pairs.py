@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.core.image.oci import WheelEntry
-from bot.core.proposal.text import ProposalFacts, body
 from bot.core.proposal.wheeldiff import WheelChanges, wheel_changes
 from bot.core.wheel.hipstub import hip_library
 from bot.core.wheel.report import inspect_wheel
+from tests.fixtures.proposals import from_to as from_to_lines
+from tests.fixtures.proposals import kernels_body
 from tests.fixtures.wheels import build_wheel
 
 
@@ -42,19 +43,8 @@ def kernels(
 
 def from_to(changes: WheelChanges, new: list[WheelEntry]) -> tuple[list[str], str]:
     """The proposal's From → to lines, and its whole text."""
-    text = body(
-        ProposalFacts(
-            component="kernels",
-            upstream="https://github.com/o/kernels",
-            old_commit="c" * 40,
-            new_commit="a" * 40,
-            version="1.0.0",
-            image="r/kernels:1@sha256:" + "b" * 64,
-            wheels=tuple(new),
-            changes=changes,
-        )
-    )
-    return text.split("### From → to\n", 1)[1].split("\n\n", 1)[0].splitlines(), text
+    text = kernels_body(changes, new)
+    return from_to_lines(text), text
 
 
 def sha(entry: WheelEntry) -> str:

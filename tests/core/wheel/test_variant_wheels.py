@@ -21,6 +21,8 @@ from bot.core.wheel.hipstub import hip_library
 from bot.core.wheel.metadata import WheelName, split_variant_label
 from bot.core.wheel.report import inspect_wheel
 from tests.cli import wheelpin
+from tests.fixtures.proposals import from_to as from_to_lines
+from tests.fixtures.proposals import kernels_body
 from tests.fixtures.servers import Registry
 from tests.fixtures.wheels import build_wheel
 
@@ -201,19 +203,7 @@ def test_a_published_variant_wheel_s_image_says_it_and_a_broken_promise_publishe
 
 def from_to(pinned: list[WheelEntry], new: list[WheelEntry]) -> list[str]:
     """The proposal's From → to lines for a move from `pinned` to `new`."""
-    text = body(
-        ProposalFacts(
-            component="kernels",
-            upstream="https://github.com/o/kernels",
-            old_commit="c" * 40,
-            new_commit="a" * 40,
-            version="1.0.0",
-            image="r/kernels:1@sha256:" + "b" * 64,
-            wheels=tuple(new),
-            changes=wheel_changes(pinned, new),
-        )
-    )
-    return text.split("### From → to\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return from_to_lines(kernels_body(wheel_changes(pinned, new), new))
 
 
 def test_a_change_of_variant_label_is_called_out_with_the_properties_that_moved(tmp_path: Path) -> None:
