@@ -14,30 +14,24 @@ from ..adapters.checkoutfiles import canonical_component, read_texts, write_text
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
-from ..core.checks import python_tags_of
 from ..core.errors import UsageError, doing
-from ..core.pins.bump import PinState, parse_sha256_options, plan_bump, read_pins
+from ..core.pins.bump import PinState, Sha256s, parse_sha256_options, plan_bump, read_pins
 from ..core.pins.formats.api import FORMATS
+from ..core.pins.sha256 import wheel_sha256s
 from .output import emit_json, emit_text
 from .repo import load
 
 log = logs.get_logger("wheelpin.pins")
 
 
-def sha256_from_image(image: str, settings: Settings) -> dict[str | None, str]:
-    """The sha256 of each wheel in the image, keyed by python tag (None: the only wheel)."""
+def sha256_from_image(image: str, settings: Settings) -> Sha256s:
+    """The sha256 of each wheel in the image, as a pass's proposal takes them (wheel_sha256s)."""
     target = target_of(image)
     if target.digest is None:
         raise UsageError(f"{image} is not pinned by digest: give REF@sha256:<64 hex> (a tag can move)")
     with doing(f"reading {image} (for its wheels' sha256)"):
         info = read_image(Registries(settings).store(target), target.digest)
-    found: dict[str | None, str] = {}
-    for wheel in info.wheels:
-        for tag in python_tags_of(wheel.file):
-            found[tag] = wheel.sha256
-    if len(info.wheels) == 1:
-        found[None] = info.wheels[0].sha256
-    return found
+    return wheel_sha256s(info.wheels)
 
 
 def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> int:
@@ -78,7 +72,7 @@ def bump_command(
         names = ", ".join(c.name for c in loaded.config.components)
         raise UsageError(f"{loaded.path}: no component {component_name!r} (there are: {names})")
     component = canonical_component(component, loaded.root)  # one name per real file
-    wheel_sha256: dict[str | None, str] | Callable[[], dict[str | None, str]]
+    wheel_sha256: Sha256s | Callable[[], Sha256s]
     if sha256:
         wheel_sha256 = parse_sha256_options(sha256)
     else:

@@ -32,7 +32,7 @@ from ..adapters.provenance import (
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
-from ..core.checks.component import check_wheels, component_rules, rules_digest, summary, wheel_sha256s
+from ..core.checks.component import check_wheels, component_rules, rules_digest, summary
 from ..core.config.model import Config
 from ..core.config.templates import TagValues, render_tag
 from ..core.decide.backoff import config_digest
@@ -68,6 +68,7 @@ from ..core.errors import (
 )
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION, WheelEntry
 from ..core.pins.bump import plan_bump
+from ..core.pins.sha256 import wheel_sha256s
 from ..core.proposal.assemble import assemble
 from ..core.proposal.text import Commit, body, title
 from ..core.provenance.statement import BuildFacts

@@ -18,7 +18,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.checks.component import wheel_sha256s
 from ..core.config.templates import commit_values, render_known, sample_tag
 from ..core.decide.plan import (
     Action,
@@ -35,8 +34,9 @@ from ..core.decide.plan import (
     WriteProposal,
     live_failure,
 )
-from ..core.errors import UsageError, WheelpinError, kind_of
-from ..core.pins.bump import Edit, plan_bump
+from ..core.errors import UsageError, VerificationError, WheelpinError, kind_of
+from ..core.pins.bump import Edit, Sha256s, plan_bump
+from ..core.pins.sha256 import wheel_sha256s
 from ..core.proposal.text import Commit, ProposalFacts, title
 from ..core.redact import public_url
 from ..core.trust.decide import checked_after_build
@@ -206,13 +206,14 @@ def _pinned(seen: Observation) -> PinnedPlan:
 def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads) -> None:
     """The image it would pin, the pin edits and the title: exact when the image is found,
     else with the version, digest and sha256s a build tells written as placeholders. The
-    edits come from `plan_bump`, whose refusals (a pin in another repository) the real pass
-    meets only at the proposal, after building and publishing."""
+    edits come from `plan_bump`, whose refusals (a pin in another repository, a sha256 ARG
+    the image holds several wheels for) the real pass meets only at the proposal, after
+    building and publishing."""
     component, facts = context.component, seen.facts
     head = facts.head
     assert head is not None
     version: str | None
-    sha256: Mapping[str | None, str]
+    sha256: Sha256s
     if facts.image is not None:
         info = reads.image(context.store, facts.image.digest)
         version = info.wheels[0].version if info.wheels else None
@@ -228,7 +229,7 @@ def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads
         said = {stand_in: known_tag, _STAND_IN_DIGEST: DIGEST, _STAND_IN_SHA256: SHA256}
     try:
         bump = plan_bump(component, seen.texts, reference, sha256)
-    except UsageError as exc:
+    except (UsageError, VerificationError) as exc:
         plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     else:
         plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what) for e in bump.edits)
@@ -277,6 +278,9 @@ def _after_build(context: Context, *, adopted: bool) -> str:
     ]
     if component.consumer is not None:
         checks.append("against the consuming image")
+    sha256_args = sorted({pin.sha256_arg for pin in component.pins if pin.sha256_arg})
+    if sha256_args:  # the proposal's: several wheels for the one a sha256 ARG names leave it unwritten
+        checks.append(f"one wheel in the image for each sha256 ARG ({', '.join(sha256_args)}), before the proposal")
     if component.wheel.smoke:
         checks.append(f"the smoke test `{component.wheel.smoke}`")
     attested = checked_after_build(component.trust)

@@ -14,7 +14,6 @@ from . import CHECKS, KINDS, LABELS, WheelRules, kinded_problems, python_tags_of
 from .name import NameCheck
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
-    from ..image.oci import WheelEntry
     from ..wheel.report import WheelReport
 
 
@@ -54,17 +53,6 @@ def rules_digest(component: Component) -> str:
 
 def component_rules(component: Component, *, commit: str | None) -> WheelRules:
     return WheelRules.from_config(component.wheel, commit=commit)
-
-
-def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str]:
-    """Each wheel's sha256 by python tag, for the pins that carry one (`sha256_arg`); the
-    one wheel's under None too, for a pin that names no python tag."""
-    sha256: dict[str | None, str] = {}
-    for wheel in wheels:
-        sha256.update({tag: wheel.sha256 for tag in python_tags_of(wheel.file)})
-    if len(wheels) == 1:
-        sha256[None] = wheels[0].sha256
-    return sha256
 
 
 SUMMARY_LIMIT = 600

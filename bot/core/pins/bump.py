@@ -22,6 +22,11 @@ from .formats.api import FORMATS
 from .formats.base import PinError as PinError  # raised here too, and caught by its callers
 from .formats.base import rewrite
 from .locate import ValueSite
+from .sha256 import Several, ambiguous
+
+# The wheels' sha256s a bump writes, by the python tag a pin names (None: the only wheel):
+# given by hand (`--sha256`), or read from the image (sha256.wheel_sha256s).
+Sha256s = Mapping[str | None, str | Several]
 
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -172,11 +177,13 @@ def plan_bump(
     component: Component,
     texts: Mapping[str, str],
     image: str,
-    sha256: Mapping[str | None, str] | Callable[[], Mapping[str | None, str]],
+    sha256: Sha256s | Callable[[], Sha256s],
 ) -> BumpPlan:
     """Plan moving every pin of `component` to `image` (+ wheel sha256s); PinError if any
     pin cannot move, before anything is written. `sha256` may be a function (reading the
-    image), called only once every reference has been checked and only if a pin needs it."""
+    image), called only once every reference has been checked and only if a pin needs it;
+    a pin whose key it holds several wheels for is refused (VerificationError): its sha256
+    would be a guess."""
     try:
         new_ref = parse_pinned(image)
     except ImageRefError as exc:
@@ -206,6 +213,9 @@ def plan_bump(
             sites[site.start] = (site, written, "image")
         if state.pin.sha256_arg:
             wanted = None if callable(sha256) else sha256.get(state.pin.python_tag)
+            if isinstance(wanted, Several):
+                line = state.sha256_sites[0].line if state.sha256_sites else state.line
+                raise ambiguous(f"{state.file}:{line}", state.pin.sha256_arg, state.pin.python_tag, wanted)
             if wanted is None:
                 option = f"{state.pin.python_tag}=HEX" if state.pin.python_tag else "HEX"
                 raise UsageError(

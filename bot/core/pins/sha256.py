@@ -1,0 +1,61 @@
+"""Which wheel's sha256 a pin's sha256 ARG takes (the config's `sha256_arg`, docs/pins.md):
+the wheel of the pin's `python_tag`, or the image's only wheel for a pin that names none.
+One rule for both places that write such an ARG, a pass's proposal and `wheelpin pins bump
+--image`, both through `plan_bump`. Where more than one wheel answers a pin's key (variant
+wheels of one python tag, two platform tags, cp313 beside the free-threaded cp313t), the
+key holds them all, so the bump refuses rather than take one of them by chance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..checks.wheelset import python_tags_of
+from ..errors import VerificationError
+
+if TYPE_CHECKING:
+    from ..image.oci import WheelEntry
+
+
+@dataclass(frozen=True)
+class Several:
+    """The wheels that answer one key: more than one, so none of their sha256s is the pin's."""
+
+    files: tuple[str, ...]
+
+
+def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str | Several]:
+    """Each wheel's sha256 by python tag, and under None that of the only wheel; a python tag
+    (or None) more than one wheel answers to holds their files instead."""
+    found: dict[str | None, list[WheelEntry]] = {}
+    for wheel in wheels:
+        for tag in sorted(python_tags_of(wheel.file)):
+            found.setdefault(tag, []).append(wheel)
+    if wheels:
+        found[None] = list(wheels)
+    return {
+        key: entries[0].sha256 if len(entries) == 1 else Several(tuple(sorted(entry.file for entry in entries)))
+        for key, entries in found.items()
+    }
+
+
+def ambiguous(where: str, arg: str, python_tag: str | None, several: Several) -> VerificationError:
+    """The refusal of writing `arg` (at `where`, file:line) when several wheels answer its key:
+    what was asked, which wheels answer, and what would let the pin be written."""
+    files = ", ".join(several.files)
+    if python_tag is None:
+        sentence = (
+            f"{where}: {arg} takes the sha256 of the image's only wheel, but the image holds "
+            f"{len(several.files)} wheels ({files}): give the pin the python_tag of the wheel "
+            "its Dockerfile installs (the image must hold one wheel of that tag), or drop its sha256_arg"
+        )
+    else:
+        sentence = (
+            f"{where}: {arg} takes the sha256 of the {python_tag} wheel, but the image holds "
+            f"{len(several.files)} {python_tag} wheels ({files}), and a sha256 ARG names its wheel "
+            f"by python tag alone: the component's image must hold one {python_tag} wheel for this "
+            "pin to be written, or the pin must drop its sha256_arg"
+        )
+    return VerificationError(sentence, problems=(sentence,))
