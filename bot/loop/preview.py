@@ -278,16 +278,20 @@ def _after_build(context: Context, *, adopted: bool) -> str:
     ]
     if component.consumer is not None:
         checks.append("against the consuming image")
-    sha256_args = sorted({pin.sha256_arg for pin in component.pins if pin.sha256_arg})
-    if sha256_args:  # the proposal's: several wheels for the one a sha256 ARG names leave it unwritten
-        checks.append(f"one wheel in the image for each sha256 ARG ({', '.join(sha256_args)}), before the proposal")
     if component.wheel.smoke:
         checks.append(f"the smoke test `{component.wheel.smoke}`")
     attested = checked_after_build(component.trust)
     if attested is not None:
         checks.append(attested)
     when = "when its wheels are fetched" if adopted else "after the build"
-    return f"checked {when}: " + ", ".join(checks) + "; a wheel refused there is not published, and nothing is proposed"
+    said = f"checked {when}: " + ", ".join(checks) + "; a wheel refused there is not published, and nothing is proposed"
+    sha256_args = sorted({pin.sha256_arg for pin in component.pins if pin.sha256_arg})
+    if sha256_args:  # the proposal's, once the image is there: several wheels for one sha256 ARG leave it unwritten
+        said += (
+            f"; checked before the proposal, the image published: one wheel in it for each sha256 ARG "
+            f"({', '.join(sha256_args)}), else nothing is proposed"
+        )
+    return said
 
 
 def _with_retry(why: str, facts: Facts, now: float, asks: Asks) -> str:

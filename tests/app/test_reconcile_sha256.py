@@ -38,7 +38,9 @@ TWO_CP312_WHEELS = (
 ONE_CP312_WHEEL = TWO_CP312_WHEELS.replace(', "manylinux_2_34_x86_64")', ",)")
 PIN = 'sha256_arg = "DEMO_WHEEL_SHA256"'
 CP312_PIN = 'sha256_arg = "DEMO_WHEEL_SHA256_CP312", python_tag = "cp312"'
-CHECKED = "one wheel in the image for each sha256 ARG (DEMO_WHEEL_SHA256_CP312), before the proposal"
+CHECKED = (
+    "checked before the proposal, the image published: one wheel in it for each sha256 ARG (DEMO_WHEEL_SHA256_CP312)"
+)
 
 
 def pin_the_cp312_wheel(world: World) -> None:
