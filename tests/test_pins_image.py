@@ -154,3 +154,19 @@ def test_one_wheel_per_python_tag_gives_each_pin_its_own_wheels_sha256(
         f"ARG KERNELS_SHA256_CP312={cp312}\n"
         "FROM ${KERNELS_IMAGE} AS kernels\n"
     )
+
+
+def test_a_sha256_the_image_does_not_say_is_asked_for_by_its_option(
+    registry: Registry, repository: str, tmp_path: Path
+) -> None:
+    """The image holds a cp311 wheel alone; the pin wants the cp312 wheel's sha256."""
+    image = published(registry, repository, kernels_wheels(tmp_path / "wheels", "cp311-cp311-manylinux_2_28_x86_64"))
+    repo = downstream(tmp_path, repository, ("cp312",))
+    before = (repo / "docker" / "Dockerfile").read_bytes()
+    result = bump(tmp_path, repo, image)
+    assert (result.code, result.stderr) == (
+        2,
+        "wheelpin: docker/Dockerfile: KERNELS_SHA256_CP312 needs the sha256 of the cp312 wheel, which the image "
+        "does not say: pass --sha256 cp312=HEX\n",
+    )
+    assert (repo / "docker" / "Dockerfile").read_bytes() == before

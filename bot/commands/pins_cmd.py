@@ -15,7 +15,7 @@ from ..adapters.imageread import read_image
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from ..core.errors import UsageError, doing
-from ..core.pins.bump import PinState, Sha256s, parse_sha256_options, plan_bump, read_pins
+from ..core.pins.bump import PinState, Sha256s, Sha256Unknown, parse_sha256_options, plan_bump, read_pins
 from ..core.pins.formats.api import FORMATS
 from ..core.pins.sha256 import wheel_sha256s
 from .output import emit_json, emit_text
@@ -78,7 +78,10 @@ def bump_command(
     else:
         wheel_sha256 = lambda: sha256_from_image(image, settings)  # noqa: E731
     texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
-    plan = plan_bump(component, texts, image, wheel_sha256)
+    try:
+        plan = plan_bump(component, texts, image, wheel_sha256)
+    except Sha256Unknown as exc:
+        raise UsageError(f"{exc.message}: pass --sha256 {exc.python_tag + '=' if exc.python_tag else ''}HEX") from None
     if not plan.changes_nothing:
         write_texts_atomically(loaded.root, plan.new_texts, expected=texts)  # refused if edited meanwhile
     log.info("pins.bumped", component=component.name, files=len(plan.new_texts), edits=len(plan.edits))

@@ -173,6 +173,14 @@ def pin_findings(component: Component, texts: Mapping[str, str]) -> list[tuple[i
     return found
 
 
+class Sha256Unknown(UsageError):
+    """A pin's sha256 ARG names a wheel the image does not hold (`pins bump` says how to give it)."""
+
+    def __init__(self, message: str, *, python_tag: str | None) -> None:
+        super().__init__(message)
+        self.python_tag = python_tag
+
+
 def plan_bump(
     component: Component,
     texts: Mapping[str, str],
@@ -217,11 +225,10 @@ def plan_bump(
                 line = state.sha256_sites[0].line if state.sha256_sites else state.line
                 raise ambiguous(f"{state.file}:{line}", state.pin.sha256_arg, state.pin.python_tag, wanted)
             if wanted is None:
-                option = f"{state.pin.python_tag}=HEX" if state.pin.python_tag else "HEX"
-                raise UsageError(
+                raise Sha256Unknown(
                     f"{state.file}: {state.pin.sha256_arg} needs the sha256 of the "
-                    f"{state.pin.python_tag or 'one'} wheel, which the image does not say: "
-                    f"pass --sha256 {option}"
+                    f"{state.pin.python_tag or 'one'} wheel, which the image does not say",
+                    python_tag=state.pin.python_tag,
                 )
             for site in state.sha256_sites:
                 sites[site.start] = (site, wanted, "sha256")

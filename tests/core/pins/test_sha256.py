@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from bot.core.config.model import Component
-from bot.core.errors import UsageError, VerificationError
+from bot.core.errors import VerificationError
 from bot.core.image.oci import WheelEntry
-from bot.core.pins.bump import plan_bump
+from bot.core.pins.bump import Sha256Unknown, plan_bump
 from bot.core.pins.sha256 import Several, wheel_sha256s
 from bot.core.wheel.report import inspect_wheel
 from tests.fixtures.wheels import build_wheel
@@ -163,5 +163,6 @@ def test_a_sha256_given_by_hand_is_taken_as_given(tmp_path: Path) -> None:
     given = "f" * 64
     bump = plan_bump(component(CP312), {"Dockerfile": dockerfile("KERNELS_SHA256_CP312")}, NEW, {"cp312": given})
     assert [(edit.line, edit.new) for edit in bump.edits] == [(1, NEW), (2, given)]
-    with pytest.raises(UsageError, match="pass --sha256 cp312=HEX"):
+    with pytest.raises(Sha256Unknown, match="the cp312 wheel, which the image does not say$") as unknown:
         plan_bump(component(CP312), {"Dockerfile": dockerfile("KERNELS_SHA256_CP312")}, NEW, {"cp311": given})
+    assert unknown.value.python_tag == "cp312"  # `pins bump` says how to give it; a pass has no --sha256
