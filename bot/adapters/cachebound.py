@@ -72,6 +72,7 @@ class Usage:
 
 _configured: dict[Path, dict[str, int]] = {}  # cache folder (resolved) → part → bound in bytes
 _evictions: dict[Path, Evictions] = {}  # a part's folder → this process's evictions there
+_measured: dict[Path, tuple[float, int, int]] = {}  # a part of small files no trim walked → (when, bytes, files)
 _guard = threading.Lock()
 
 
@@ -492,15 +493,24 @@ class BoundedFiles:
         return found
 
     def measure(self) -> tuple[int, int]:
-        """(bytes, files) as the last walk found them; a part never walked is walked now."""
-        walked = self.stamps / WALKED
-        for _ in range(2):
-            try:
-                used, files = walked.read_text().split()
-                return int(used), int(files)
-            except (FileNotFoundError, ValueError):
-                self.trim()
-        return 0, 0
+        """(bytes, files) as the last trim's walk found them; a part no trim has walked yet is
+        measured by a walk that removes nothing (a scrape of `/metrics` never evicts), kept
+        in this process for FILE_TRIM_EVERY seconds so that scrapes do not walk it each time."""
+        try:
+            used, files = (self.stamps / WALKED).read_text().split()
+            return int(used), int(files)
+        except (FileNotFoundError, ValueError):
+            pass
+        key = self.root.resolve()
+        with _guard:
+            known = _measured.get(key)
+        if known is not None and time.monotonic() - known[0] < FILE_TRIM_EVERY:
+            return known[1], known[2]
+        found = self._files()
+        measured = sum(size for _mtime, size, _path in found), len(found)
+        with _guard:
+            _measured[key] = (time.monotonic(), *measured)
+        return measured
 
     def trim(self) -> Evictions:
         """Walk the part and remove its least recently used files until it is within its

@@ -239,5 +239,6 @@ def test_a_pass_that_only_reads_registry_documents_walks_nothing(cache: Path) ->
         assert kept.get(digest) == data
     assert kept.bounded is not None and not (kept.bounded.stamps / cachebound.WALKED).exists()
     assert kept.get(digest) == data  # a bound of 0 trims at the next walk, not at a read
-    (usage,) = cachebound.usage()  # never walked: measured (and trimmed) for /metrics now
-    assert (usage.part, usage.used, usage.entries, usage.evictions) == ("content", 0, 0, 1)
+    (usage,) = cachebound.usage()  # no trim walked it: measured for /metrics, nothing removed
+    assert (usage.part, usage.used, usage.entries, usage.evictions) == ("content", len(data), 1, 0)
+    assert kept.get(digest) == data
