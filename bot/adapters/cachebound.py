@@ -96,17 +96,22 @@ def unconfigure(cache: Path) -> None:
         _configured.pop(cache.resolve(), None)
 
 
-def bounded(folder: Path) -> BoundedFolder | None:
-    """The part of a cache folder that `folder` is (`CACHE/builds`…), bounded; None when
-    this process bounds no such part (nothing to stamp nor trim)."""
-    if folder.name not in PARTS:
+def _bound_of(folder: Path, parts: dict[str, int]) -> int | None:
+    """The bound this process set on the part `folder` is, if it is one of `parts`."""
+    if folder.name not in parts:
         return None
     with _guard:
         if not _configured:
             return None
     where = folder.resolve()
     with _guard:
-        bound = _configured.get(where.parent, {}).get(where.name)
+        return _configured.get(where.parent, {}).get(where.name)
+
+
+def bounded(folder: Path) -> BoundedFolder | None:
+    """The part of a cache folder that `folder` is (`CACHE/builds`…), bounded; None when
+    this process bounds no such part (nothing to stamp nor trim)."""
+    bound = _bound_of(folder, PARTS)
     # named as the caller names it (a relative or linked cache folder): its entries are too
     return None if bound is None else BoundedFolder(folder, bound=bound, depth=PARTS[folder.name])
 
@@ -114,14 +119,7 @@ def bounded(folder: Path) -> BoundedFolder | None:
 def bounded_files(folder: Path) -> BoundedFiles | None:
     """The part of small files `folder` is (`CACHE/content`), bounded; None when this
     process bounds no such part."""
-    if folder.name not in FILE_PARTS:
-        return None
-    with _guard:
-        if not _configured:
-            return None
-    where = folder.resolve()
-    with _guard:
-        bound = _configured.get(where.parent, {}).get(where.name)
+    bound = _bound_of(folder, FILE_PARTS)
     return None if bound is None else BoundedFiles(folder, bound=bound, depth=FILE_PARTS[folder.name])
 
 
