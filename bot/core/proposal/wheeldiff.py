@@ -19,15 +19,17 @@ must ship that ROCm.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from packaging.tags import Tag, parse_tag
+from packaging.utils import InvalidWheelFilename
+from packaging.version import InvalidVersion
 
 from ..image.oci import WheelEntry, tags_of
 from ..wheel.amdgpu import sorted_processors
-from ..wheel.metadata import split_variant_label
+from ..wheel.metadata import split_variant_label, wheel_filename_parts
 from ..wheel.rocmlibs import ROCM_RUNTIMES
 
 _SONAME = re.compile(r"^(.+?)\.so(?:\.(.+))?$")
@@ -134,12 +136,22 @@ class _Identity(NamedTuple):
     def said(self, parts: Sequence[str]) -> str:
         """Its python tag, with those of its `parts` ("abi", "platform", "variant") that
         tell it from the others."""
-        said = {
+        said = self._parts()
+        return f"{self.python} ({', '.join(said[part] for part in parts)})" if parts else self.python
+
+    def said_since(self, old: _Identity, parts: Sequence[str]) -> str:
+        """As `said`, each part that moved from `old`'s written `old → new`: the row of a
+        wheel that replaces one of another platform tag or variant label."""
+        mine, theirs = self._parts(), old._parts()
+        moved = [mine[part] if mine[part] == theirs[part] else f"{theirs[part]} → {mine[part]}" for part in parts]
+        return f"{self.python} ({', '.join(moved)})" if parts else self.python
+
+    def _parts(self) -> dict[str, str]:
+        return {
             "abi": self.abi,
             "platform": self.platform,
             "variant": "no variant" if self.variant is None else f"variant {self.variant}",
         }
-        return f"{self.python} ({', '.join(said[part] for part in parts)})" if parts else self.python
 
 
 def _tags(entry: WheelEntry) -> frozenset[Tag]:
@@ -182,6 +194,21 @@ def _rows(olds: Sequence[WheelEntry], news: Sequence[WheelEntry]) -> dict[WheelE
     return {w: w.file if w in alike else row for w, row in said.items()}
 
 
+def _row_of_pair(
+    old: WheelEntry,
+    new: WheelEntry,
+    rows: dict[WheelEntry, str],
+    olds: Sequence[WheelEntry],
+    news: Sequence[WheelEntry],
+) -> str:
+    """A pair's row: the new wheel's, with what moved since the old one said (`old → new`)."""
+    if rows[old] == rows[new] or rows[new] == new.file:
+        return rows[new]
+    identities = [_identity(w) for w in (*olds, *news)]
+    parts = [part for part in ("abi", "platform", "variant") if len({getattr(i, part) for i in identities}) > 1]
+    return _identity(new).said_since(_identity(old), parts)
+
+
 def _pairs(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> list[_Pair]:
     """The new wheels beside the pinned ones they replace, and those with none, by row."""
     if len(pinned) == 1 and len(new) == 1:  # one wheel each: the same wheel, whatever its tags
@@ -194,10 +221,46 @@ def _pairs(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> list[_Pai
             pairs.append(_Pair(tag, olds[0] if olds else None, news[0] if news else None))
             continue
         rows = _rows(olds, news)
-        by_row = {rows[w]: w for w in olds}
-        found = {rows[w]: w for w in news}
-        pairs += [_Pair(row, by_row.get(row), found.get(row)) for row in sorted({*by_row, *found})]
+        matched = _matched(olds, news)
+        paired_old = {id(old) for old, _new in matched}
+        paired_new = {id(new) for _old, new in matched}
+        found = [_Pair(_row_of_pair(o, n, rows, olds, news), o, n) for o, n in matched]
+        found += [_Pair(rows[o], o, None) for o in olds if id(o) not in paired_old]
+        found += [_Pair(rows[n], None, n) for n in news if id(n) not in paired_new]
+        pairs += sorted(found, key=lambda pair: pair.row)
     return pairs
+
+
+def _build(entry: WheelEntry) -> tuple[int, str] | tuple[()]:
+    try:
+        return wheel_filename_parts(entry.file)[2]
+    except (InvalidWheelFilename, InvalidVersion):
+        return ()
+
+
+def _matched(olds: Sequence[WheelEntry], news: Sequence[WheelEntry]) -> list[tuple[WheelEntry, WheelEntry]]:
+    """The pinned wheel each new one replaces, among the wheels of one python tag: the same
+    wheel at another version (ABI, platform tags, variant label and build tag alike), else
+    the one of its ABI and variant label whose platform tags moved (a new manylinux floor),
+    else the one wheel left on each side. A pair is made only where the key is one wheel's
+    on each side, so no wheel is paired with one of two alike."""
+    keys: list[Callable[[WheelEntry], object]] = [
+        lambda w: (*_identity(w), _build(w)),
+        lambda w: (_identity(w).abi, _identity(w).variant),
+    ]
+    left_old, left_new = list(olds), list(news)
+    matched: list[tuple[WheelEntry, WheelEntry]] = []
+    for key in keys:
+        for found in {key(w) for w in left_old}:
+            old_ones = [w for w in left_old if key(w) == found]
+            new_ones = [w for w in left_new if key(w) == found]
+            if len(old_ones) == len(new_ones) == 1:
+                matched.append((old_ones[0], new_ones[0]))
+                left_old.remove(old_ones[0])
+                left_new.remove(new_ones[0])
+    if len(left_old) == len(left_new) == 1:
+        matched.append((left_old[0], left_new[0]))
+    return matched
 
 
 def variant_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> tuple[VariantChange, ...]:

@@ -7,6 +7,7 @@ zips, read as a pass reads them (inspect_wheel, then the image's entry of each).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from bot.core.image.oci import WheelEntry
@@ -114,20 +115,57 @@ def test_two_platform_tags_of_one_python_tag_are_two_rows_and_one_dropped_is_lou
         f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(rebuilt)}",
     ]
 
-    local = kernels(tmp_path / "linux", "cp312-cp312-linux_x86_64")  # a build not for PyPI beside it
-    changes = wheel_changes([older, newer], [rebuilt, local])
+    changes = wheel_changes([older, newer], [rebuilt])  # the manylinux_2_28 build is gone
     assert (changes.tags_added, changes.tags_dropped) == ((), ())  # cp312 stays: the wheels say what moved
-    assert changes.wheels_dropped == ("cp312 (manylinux_2_28_x86_64)",)
-    assert changes.wheels_added == ("cp312 (linux_x86_64)",)
-    lines, _ = from_to(changes, [rebuilt, local])
+    assert (changes.wheels_dropped, changes.wheels_added) == (("cp312 (manylinux_2_28_x86_64)",), ())
+    lines, _ = from_to(changes, [rebuilt])
     assert lines == [
         "- ⚠️ **wheels dropped: `cp312 (manylinux_2_28_x86_64)`**",
         "- version `1.0.0` → `1.0.0`",
-        f"- `cp312 (linux_x86_64)` sha256 (none) → {sha(local)}",
         f"- `cp312 (manylinux_2_28_x86_64)` sha256 {sha(older)} → (none)",
+        f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(rebuilt)}",
+    ]
+
+    local = kernels(tmp_path / "linux", "cp312-cp312-linux_x86_64")  # a build not for PyPI beside it
+    changes = wheel_changes([newer], [rebuilt, local])
+    assert (changes.wheels_dropped, changes.wheels_added) == ((), ("cp312 (linux_x86_64)",))
+    lines, _ = from_to(changes, [rebuilt, local])
+    assert lines == [
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp312 (linux_x86_64)` sha256 (none) → {sha(local)}",
         f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(rebuilt)}",
         "- wheels added: `cp312 (linux_x86_64)`",
     ]
+
+    # the manylinux_2_28 build replaced by a linux_x86_64 one: one row, its platform's move said
+    changes = wheel_changes([older, newer], [rebuilt, local])
+    assert (changes.wheels_dropped, changes.wheels_added) == ((), ())
+    assert changes.sha256 == (
+        ("cp312 (manylinux_2_28_x86_64 → linux_x86_64)", older.sha256, local.sha256),
+        ("cp312 (manylinux_2_34_x86_64)", newer.sha256, rebuilt.sha256),
+    )
+    assert changes.size_of(local.file) is not None and changes.size_of(local.file).old_size == older.size  # type: ignore[union-attr]
+
+
+def test_every_wheel_moved_to_a_new_manylinux_floor_is_compared_with_the_one_it_replaces(tmp_path: Path) -> None:
+    """A routine manylinux bump of an image of two variant wheels: each row says the move,
+    nothing is said dropped, and sizes are compared."""
+    olds = [
+        kernels(tmp_path / f"old-{g}", "cp312-cp312-manylinux_2_28_x86_64", f"amd_{g}") for g in ("gfx942", "gfx950")
+    ]
+    news = [
+        kernels(tmp_path / f"new-{g}", "cp312-cp312-manylinux_2_34_x86_64", f"amd_{g}", build=2)
+        for g in ("gfx950", "gfx942")
+    ]
+    changes = wheel_changes(olds, news)
+    assert (changes.wheels_dropped, changes.wheels_added, changes.variants) == ((), (), ())
+    assert changes.sha256 == (
+        ("cp312 (manylinux_2_28_x86_64 → manylinux_2_34_x86_64, variant amd_gfx942)", olds[0].sha256, news[1].sha256),
+        ("cp312 (manylinux_2_28_x86_64 → manylinux_2_34_x86_64, variant amd_gfx950)", olds[1].sha256, news[0].sha256),
+    )
+    assert [changes.size_of(new.file).old_size for new in news] == [olds[1].size, olds[0].size]  # type: ignore[union-attr]
+    lines, _ = from_to(changes, news)
+    assert not [line for line in lines if "dropped" in line or "added" in line]
 
 
 def test_a_free_threaded_wheel_beside_the_default_one_is_its_own_row(tmp_path: Path) -> None:
@@ -181,3 +219,23 @@ def test_variant_wheels_of_two_platform_tags_one_dropped_is_no_variant_change(tm
         f"- `cp312 (manylinux_2_28_x86_64)` sha256 {sha(older)} → (none)",
         f"- `cp312 (manylinux_2_34_x86_64)` sha256 {sha(newer)} → {sha(newer)}",
     ]
+
+
+def test_wheels_told_apart_by_their_build_tag_alone_are_paired_by_it(tmp_path: Path) -> None:
+    """Two builds of one wheel (PEP 427's build tag, `-1-`, `-2-`), as an image records
+    them: each new one is compared with the pinned one of its build tag, by file name."""
+
+    def entry(version: str, build: str) -> WheelEntry:
+        return replace(
+            kernels(tmp_path / f"{version}-{build}"),
+            file=f"kernels-{version}-{build}-cp312-cp312-manylinux_2_28_x86_64.whl",
+            sha256=f"{version}{build}".ljust(64, "0"),
+        )
+
+    olds, news = [entry("1.0.0", "1"), entry("1.0.0", "2")], [entry("1.1.0", "2"), entry("1.1.0", "1")]
+    changes = wheel_changes(olds, news)
+    assert (changes.wheels_dropped, changes.wheels_added) == ((), ())
+    assert changes.sha256 == (
+        (news[1].file, olds[0].sha256, news[1].sha256),
+        (news[0].file, olds[1].sha256, news[0].sha256),
+    )
