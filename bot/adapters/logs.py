@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -33,13 +34,19 @@ _context: ContextVar[Mapping[str, Any]] = ContextVar("wheelpin_log_context", def
 _pending: Callable[[ModuleType], None] | None = None  # configure_logging's structlog half, run on its load
 
 
+# no line goes out through structlog half configured; reentrant, for a record written while configuring
+_configuring = threading.RLock()
+
+
 def _structlog() -> ModuleType:
     global _pending
     import structlog
 
-    if _pending is not None:
-        pending, _pending = _pending, None
-        pending(structlog)
+    if _pending is not None:  # checked again under the lock: the first thread configures, the others wait
+        with _configuring:
+            if _pending is not None:
+                _pending(structlog)
+                _pending = None
     return structlog
 
 
@@ -169,11 +176,13 @@ def configure_logging(*, level: str = "warning", fmt: str = "auto") -> None:
             cache_logger_on_first_use=False,
         )
 
-    _threshold = number
-    if "structlog" in sys.modules:
-        configure_structlog(sys.modules["structlog"])
-    else:
-        _pending = configure_structlog
+    with _configuring:
+        _threshold = number
+        if "structlog" in sys.modules:  # loaded already (by a library, a test): configured now, nothing left pending
+            configure_structlog(sys.modules["structlog"])
+            _pending = None
+        else:
+            _pending = configure_structlog
     handler = _Stderr(use_json)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_wheelpin", False)]:

@@ -73,7 +73,6 @@ class UpstreamRepo:
         self.mirror = cache / "upstream" / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
         self.calls = UpstreamCalls()
         self.tags: dict[str, str] = {}  # every tag → its commit, as the last listing gave them
-        self._with_history: set[str] = set()  # commits the mirror holds with their history, asked once
 
     def head(self) -> str:
         """The commit to follow: the branch head, or the commit of the newest matching tag.
@@ -148,21 +147,18 @@ class UpstreamRepo:
         bounded = cachebound.bounded(self.mirror.parent)
         if bounded is not None:  # held from the cache's bound until the pass ends
             bounded.use(self.mirror)
-        if not (self.mirror / "HEAD").exists():  # new, or trimmed from the cache between passes
-            self._with_history.clear()
+        if not (self.mirror / "HEAD").exists():
             self.mirror.parent.mkdir(parents=True, exist_ok=True)
             git(["init", "--bare", "--quiet", str(self.mirror)])
 
     def fetch(self, commit: str, *, depth: int | None = None) -> None:
         """Have `commit` in the mirror: only it with `depth=1` (for its date), else with its
-        history (for commit lists, ancestry and builds; a shallow mirror is deepened)."""
+        history (for commit lists, ancestry and builds; a shallow mirror is deepened). Asked
+        of git each time, not remembered: another worker sharing the mirror may make it
+        shallow again meanwhile (a depth-1 fetch marks its commit shallow)."""
         self._ensure_mirror()
-        if commit in self._with_history:  # asked before, the mirror kept since
-            return
         present = git(["cat-file", "-t", commit], cwd=self.mirror, check=False).strip() == "commit"
         shallow = (self.mirror / "shallow").exists()
-        if present and not shallow:
-            self._with_history.add(commit)
         if present and (depth is not None or not shallow):
             return
         self.calls.fetches += 1
@@ -174,8 +170,6 @@ class UpstreamRepo:
             raise TransientError(
                 f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})"
             ) from None
-        if not depth:
-            self._with_history.add(commit)
 
     def committed_at(self, commit: str) -> int:
         self.fetch(commit, depth=1)

@@ -99,3 +99,43 @@ def test_a_block_s_context_is_on_its_lines_and_gone_after_it() -> None:
     assert records["nested"]["component"] == "d" and records["nested"]["commit"] == "abc"
     assert records["back"]["component"] == "c" and records["back"]["commit"] == "abc"
     assert "component" not in records["after"] and "commit" not in records["after"]
+
+
+def test_threads_writing_the_first_lines_at_once_all_go_out_configured() -> None:
+    """The first lines of a service come from several threads at once: none may go out
+    through structlog before it is configured (on stdout, unredacted)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import threading, time\n"
+            "from bot.adapters import logs\n"
+            "logs.configure_logging(level='info', fmt='json')\n"
+            "import structlog\n"
+            "real = structlog.configure\n"
+            "def slow(**kw):\n    time.sleep(0.2)\n    real(**kw)\n"
+            "structlog.configure = slow\n"
+            "log = logs.get_logger('wheelpin.x')\n"
+            "first = threading.Thread(target=lambda: log.info('first', token='s3cret'))\n"
+            "first.start()\ntime.sleep(0.05)\n"
+            "log.info('second', token='s3cret')\nfirst.join()\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+    records = [json.loads(line) for line in done.stderr.splitlines()]
+    assert sorted(r["event"] for r in records) == ["first", "second"]
+    assert {r["token"] for r in records} == {"[redacted]"}
+
+
+def test_configured_again_once_structlog_is_loaded_the_new_level_holds() -> None:
+    lines = stderr_of(
+        "import structlog.testing\n"  # structlog loaded by something else before wheelpin's first line
+        "logs.configure_logging(level='debug', fmt='json')\n"
+        "logs.get_logger('wheelpin.x').debug('shown')\n",
+        level="warning",
+    )
+    assert [json.loads(line)["event"] for line in lines] == ["shown"]
