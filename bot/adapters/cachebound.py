@@ -182,10 +182,11 @@ def _close(current: _Scope) -> None:
     for stamp, (folder, entry) in current.used.items():
         if not os.path.lexists(entry):  # planned and never made (a dry run), or removed by its pass
             folder._drop(stamp)
-    trims: list[BoundedFolder | BoundedFiles] = [*folders.values()]
-    trims += [files for files in current.written.values() if files.due()]
+    trims: list[BoundedFolder | BoundedFiles] = [*folders.values(), *current.written.values()]
     for part in trims:
         try:
+            if isinstance(part, BoundedFiles) and not part.due():
+                continue
             part.trim()
         except OSError as exc:  # a trim that failed leaves the part as it was: the next one tries again
             _log().warning("cache.trim_failed", part=part.root.name, error=f"{type(exc).__name__}: {exc}")

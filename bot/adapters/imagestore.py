@@ -149,16 +149,26 @@ class RegistryRepository:
     def __init__(self, client: RegistryClient, repository: str, *, cache: DigestCache | None = None) -> None:
         self._client: RegistryClient | None = client
         self._client_for: Callable[[str], RegistryClient] | None = None
+        self._made: Callable[[str], RegistryClient | None] | None = None
         self.host = client.host
         self.repository = repository
         self.cache = cache or DigestCache(None)
 
     @classmethod
     def connecting(
-        cls, host: str, repository: str, client_for: Callable[[str], RegistryClient], *, cache: DigestCache | None
+        cls,
+        host: str,
+        repository: str,
+        client_for: Callable[[str], RegistryClient],
+        *,
+        cache: DigestCache | None,
+        made: Callable[[str], RegistryClient | None] | None = None,
     ) -> RegistryRepository:
+        """The store, its client `client_for(host)` at its first request, or the one `made`
+        (the process's clients) has for its host already when its traffic is asked: a
+        count taken before a read is then the client's own, not a fresh zero."""
         store = cls.__new__(cls)
-        store._client, store._client_for = None, client_for
+        store._client, store._client_for, store._made = None, client_for, made
         store.host, store.repository, store.cache = host, repository, cache or DigestCache(None)
         return store
 
@@ -175,7 +185,9 @@ class RegistryRepository:
 
     @property
     def traffic(self) -> Traffic:
-        return self._client.traffic if self._client is not None else Traffic()  # nothing asked yet
+        if self._client is None and self._made is not None:
+            self._client = self._made(self.host)
+        return self._client.traffic if self._client is not None else Traffic()  # no client: nothing asked yet
 
     def tag_digest(self, tag: str) -> str | None:
         return self.client.manifest_digest(self.repository, tag, push=False)
@@ -413,14 +425,18 @@ def _ref_name(entry: dict[str, object]) -> object:
 
 
 def open_store(
-    target: ImageRef | LayoutTarget, *, client_for: Callable[[str], RegistryClient], cache: DigestCache | None = None
+    target: ImageRef | LayoutTarget,
+    *,
+    client_for: Callable[[str], RegistryClient],
+    cache: DigestCache | None = None,
+    made: Callable[[str], RegistryClient | None] | None = None,
 ) -> ImageStore:
     if isinstance(target, LayoutTarget):
         return LayoutStore(Path(target.folder))
     host = target.registry or "docker.io"
     hub = host in ("docker.io", "index.docker.io", "registry-1.docker.io")
     path = f"library/{target.path}" if hub and "/" not in target.path else target.path
-    return RegistryRepository.connecting(host, path, client_for, cache=cache)
+    return RegistryRepository.connecting(host, path, client_for, cache=cache, made=made)
 
 
 def layout_folder(repository: str, root: Path) -> Path:

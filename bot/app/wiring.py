@@ -53,7 +53,7 @@ class Registries:
         return self._clients[host]
 
     def store(self, target: ImageRef | LayoutTarget) -> ImageStore:
-        return open_store(target, client_for=self.client, cache=self.cache)
+        return open_store(target, client_for=self.client, cache=self.cache, made=self._clients.get)
 
     def traffics(self) -> list[Traffic]:
         """Each client's requests from this thread, its retries and redirects included."""

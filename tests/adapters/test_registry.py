@@ -477,3 +477,26 @@ def test_a_repository_reads_its_cached_documents_without_a_client(
     again = RegistryRepository.connecting(registry.host, "lazy/client", client_for, cache=cache)
     assert again.get_manifest(digest) == manifest and made == [registry.host]
     assert "one" in again.list_tags() and made == [registry.host, registry.host]
+
+
+def test_a_store_counts_its_requests_on_the_client_another_store_made_first(registry: Registry) -> None:
+    """Two stores of one host share the process's client: a count taken by the second
+    before its first request is that client's own, so the bytes and requests it reads as
+    its own are its own, not the client's whole total."""
+    from bot.adapters.imagestore import DigestCache, RegistryRepository
+    from bot.adapters.registry import RegistryClient
+
+    clients: dict[str, RegistryClient] = {}
+
+    def client_for(host: str) -> RegistryClient:
+        return clients.setdefault(host, RegistryClient(host))
+
+    first, second = (
+        RegistryRepository.connecting(registry.host, name, client_for, cache=DigestCache(None), made=clients.get)
+        for name in ("lazy/first", "lazy/second")
+    )
+    first.list_tags()
+    before = second.traffic.requests
+    assert before >= 1  # the shared client's count, not a fresh zero
+    second.list_tags()
+    assert second.traffic.requests - before == 1
