@@ -203,6 +203,20 @@ def _trimmed(root: Path, gone: Evictions, *, used: int, bound: int) -> None:
     _log().info("cache.trimmed", part=root.name, evicted=gone.count, evicted_bytes=gone.bytes, used=used, bound=bound)
 
 
+@contextlib.contextmanager
+def _alone(stamps: Path) -> Iterator[bool]:
+    """One trim of a part at a time, across processes: True inside while this one holds the
+    part's trim lock, False when another trim has it (that one does the work)."""
+    stamps.mkdir(parents=True, exist_ok=True)
+    with open(stamps / TRIM_LOCK, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
 def _scope() -> _Scope:
     current: _Scope | None = getattr(_local, "scope", None)
     return current if current is not None else _unscoped
@@ -356,11 +370,8 @@ class BoundedFolder:
         gone = Evictions()
         if not self.root.is_dir():
             return gone
-        self.stamps.mkdir(parents=True, exist_ok=True)
-        with open(self.stamps / TRIM_LOCK, "a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with _alone(self.stamps) as mine:
+            if not mine:
                 return gone
             self._sweep()
             known = []
@@ -517,11 +528,8 @@ class BoundedFiles:
         gone = Evictions()
         if not self.root.is_dir():
             return gone
-        self.stamps.mkdir(parents=True, exist_ok=True)
-        with open(self.stamps / TRIM_LOCK, "a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with _alone(self.stamps) as mine:
+            if not mine:
                 return gone
             files = self._files()
             total = sum(size for _mtime, size, _path in files)
