@@ -179,16 +179,19 @@ class _Pair:
     new: WheelEntry | None
 
 
+def _telling_parts(olds: Sequence[WheelEntry], news: Sequence[WheelEntry]) -> list[str]:
+    """The parts of the wheels' identities ("abi", "platform", "variant") that differ among
+    the wheels of one python tag: what their rows name."""
+    identities = [_identity(w) for w in (*olds, *news)]
+    return [part for part in ("abi", "platform", "variant") if len({getattr(i, part) for i in identities}) > 1]
+
+
 def _rows(olds: Sequence[WheelEntry], news: Sequence[WheelEntry]) -> dict[WheelEntry, str]:
     """Each wheel of one python tag (several on a side) named by its python tag and what
     tells it from the others: its ABI, platform tags or variant label, those that differ
     among them; its file name where those do not tell two wheels of one side apart."""
     identities = {w: _identity(w) for w in (*olds, *news)}
-    parts = [
-        part
-        for part in ("abi", "platform", "variant")
-        if len({getattr(identity, part) for identity in identities.values()}) > 1
-    ]
+    parts = _telling_parts(olds, news)
     said = {w: identity.said(parts) for w, identity in identities.items()}
     alike = {w for side in (olds, news) for w in side if [said[other] for other in side].count(said[w]) > 1}
     return {w: w.file if w in alike else row for w, row in said.items()}
@@ -204,9 +207,7 @@ def _row_of_pair(
     """A pair's row: the new wheel's, with what moved since the old one said (`old → new`)."""
     if rows[old] == rows[new] or rows[new] == new.file:
         return rows[new]
-    identities = [_identity(w) for w in (*olds, *news)]
-    parts = [part for part in ("abi", "platform", "variant") if len({getattr(i, part) for i in identities}) > 1]
-    return _identity(new).said_since(_identity(old), parts)
+    return _identity(new).said_since(_identity(old), _telling_parts(olds, news))
 
 
 def _pairs(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> list[_Pair]:
