@@ -324,3 +324,51 @@ def test_one_write_pacer_per_identity_across_repositories() -> None:
         assert Client(url, token="t").http.pacer.windows == ((60.0, 23), (3600.0, 166))
     finally:
         share_writes(1)
+
+
+def test_a_github_that_does_not_answer_is_an_outside_failure_said_once() -> None:
+    """A connection GitHub accepts and never answers (as a stalled load balancer does), and
+    a port nobody listens on: each request ends in one TransientError naming the request,
+    never a requests or github3 exception that the pass would take for a bug of its own."""
+    from bot.adapters.github.transport import GitHubUnreachable
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepted by the kernel, never read nor answered
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()  # nobody listens there now
+    try:
+        session = session_with(GitHubHTTP(sleep=lambda _seconds: None))
+        port = silent.getsockname()[1]
+        with pytest.raises(
+            GitHubUnreachable, match=r"^GitHub did not answer POST /repos/o/r/git/trees \(no answer in time"
+        ):
+            session.post(f"http://127.0.0.1:{port}/repos/o/r/git/trees", json={}, timeout=0.3)
+        with pytest.raises(GitHubUnreachable, match=r"GET /repos/o/r \(the connection failed"):
+            session.get(f"http://127.0.0.1:{closed_port}/repos/o/r", timeout=2)
+    finally:
+        silent.close()
+
+
+def test_github3_lets_the_outside_failure_through_as_it_is() -> None:
+    """github3 wraps requests' own exceptions in a ConnectionError of its own, which is no
+    GitHubError: ours passes through it, so the platform's handlers need none of github3's."""
+    import github3
+
+    from bot.adapters.github.transport import GitHubUnreachable
+    from bot.core.errors import TransientError
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        session = github3.session.GitHubSession(default_read_timeout=0.3)
+        session.mount("http://", GitHubHTTP(sleep=lambda _seconds: None))
+        gh = github3.GitHubEnterprise(f"http://127.0.0.1:{silent.getsockname()[1]}/", session=session)
+        with pytest.raises(TransientError) as raised:
+            gh.repository("o", "r")
+        assert isinstance(raised.value, GitHubUnreachable)
+    finally:
+        silent.close()

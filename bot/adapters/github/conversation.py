@@ -11,7 +11,7 @@ from typing import Any
 import requests
 
 from ...app.conversation import IssuesDisabled, PullTarget, Row
-from ...core.errors import CredentialsError
+from ...core.errors import CredentialsError, TransientError
 from ...core.proposal.text import read_marker
 from .. import logs
 from . import dashboard
@@ -68,7 +68,7 @@ class GitHubConversation:
         url = self.platform.url("issues", "comments", str(comment), "reactions")
         try:
             answer = self.client.session.post(url, json={"content": content})
-        except requests.RequestException as exc:
+        except (requests.RequestException, TransientError) as exc:
             log.warning("github.reaction_failed", comment=comment, error=type(exc).__name__)
             return
         if answer.status_code == 201:

@@ -28,6 +28,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -57,6 +58,15 @@ def answer_of(response: requests.Response | None, status: int | None = None) -> 
     if response is None:
         return Answer(status or 0, "", {})
     return read_answer(response.status_code, response.headers, response.content, wait=retry_after(response))
+
+
+class GitHubUnreachable(TransientError):
+    """GitHub did not answer a request: the connection failed or the answer did not come in time."""
+
+    def __init__(self, method: str, url: str, exc: Exception) -> None:
+        path = urlsplit(url).path
+        why = "no answer in time" if isinstance(exc, requests.Timeout) else "the connection failed"
+        super().__init__(f"GitHub did not answer {method} {path} ({why}: {type(exc).__name__})")
 
 
 class WritesPaced(TransientError):
@@ -227,7 +237,12 @@ class GitHubHTTP(HTTPAdapter):
             if method in WRITES:
                 self.pacer.wait(self.max_wait)  # each attempt is a request GitHub counts
             writes.before(method, url)  # after any wait: a fenced job stops here (adapters/writes.py)
-            response = super().send(request, **kwargs)
+            try:
+                response = super().send(request, **kwargs)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                # an outside failure, said once and tried again by the next pass (github3 lets
+                # through what is no requests exception; it wraps what is one in no GitHubError)
+                raise GitHubUnreachable(method, url, exc) from None
             self.traffic.by_method[method] = self.traffic.by_method.get(method, 0) + 1
             if response.status_code == 304 and cached is not None:
                 self.traffic.free += 1
