@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..core.config.model import Upstream
 from ..core.errors import ConfigError, TransientError
-from ..core.proposal.text import Commit
+from ..core.proposal.upstreamcommit import Commit
 from ..core.redact import public_url
 from ..core.versioning.tags import ANY_RELEASE, TagPattern, is_older, newest, release_of, tag_on
 from . import cachebound

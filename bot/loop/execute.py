@@ -70,7 +70,8 @@ from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION, W
 from ..core.pins.bump import plan_bump
 from ..core.pins.sha256 import wheel_sha256s
 from ..core.proposal.assemble import assemble
-from ..core.proposal.text import Commit, body, title
+from ..core.proposal.text import body, title
+from ..core.proposal.upstreamcommit import Commit
 from ..core.provenance.statement import BuildFacts
 from ..core.redact import public_url
 from ..core.trust.decide import Judgement, statement_downgrade

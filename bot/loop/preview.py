@@ -37,7 +37,8 @@ from ..core.decide.plan import (
 from ..core.errors import UsageError, VerificationError, WheelpinError, kind_of
 from ..core.pins.bump import Edit, Sha256s, plan_bump
 from ..core.pins.sha256 import wheel_sha256s
-from ..core.proposal.text import Commit, ProposalFacts, title
+from ..core.proposal.text import ProposalFacts, title
+from ..core.proposal.upstreamcommit import Commit
 from ..core.redact import public_url
 from ..core.trust.decide import checked_after_build
 from .builders.base import BuildPreview

@@ -15,7 +15,8 @@ from ..config.model import Component
 from ..image.oci import WheelEntry
 from ..pins.bump import BumpPlan
 from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts, parse_requirement
-from .text import Commit, ProposalFacts, size_text
+from .text import ProposalFacts, size_text
+from .upstreamcommit import Commit
 from .wheeldiff import WheelChanges, wheel_changes
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..image.oci import WheelEntry
 from ..pins.bump import Edit
 from .requirements import Conflict, RequirementsDiff
+from .upstreamcommit import Commit
 
 if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
     from .wheeldiff import SizeChange, WheelChanges
@@ -29,13 +30,6 @@ MARKER = re.compile(re.escape(MARKER_START) + r"(\{.*?\}) -->", re.S)
 # (422, "body is too long"); the local platform has no cap.
 MAX_BODY = 65_536
 _FORGES = re.compile(r"^(?:https://|git@)(github\.com|gitlab\.com|codeberg\.org)[:/](.+?)(?:\.git)?/?$")
-
-
-@dataclass(frozen=True)
-class Commit:
-    sha: str
-    subject: str
-    refused: str | None = None  # why wheelpin refused this commit's wheel, if it did
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,8 @@ from bot.core.config.model import Component
 from bot.core.image.oci import WheelEntry
 from bot.core.pins.bump import BumpPlan, Edit
 from bot.core.proposal.assemble import assemble
-from bot.core.proposal.text import Commit, body
+from bot.core.proposal.text import body
+from bot.core.proposal.upstreamcommit import Commit
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "proposals"
 CONFIGS = Path(__file__).resolve().parents[3] / "config"
