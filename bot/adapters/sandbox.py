@@ -80,12 +80,14 @@ def undumpable() -> None:
     mem, fd… then belong to root and ptrace access is refused to other processes of the
     same user (proc(5)), so a command run unsandboxed cannot read the bot's settings and
     tokens there either; and no core dump holds them. Called at the start of a command
-    that runs builds or smoke tests, or serves. Where prctl is not (not Linux), nothing."""
+    that runs builds or smoke tests, or serves. Where prctl is not (not Linux), nothing.
+    prctl is looked up among the symbols the process has loaded already (dlopen(3) of NULL,
+    whose global scope holds the C library Python runs on), not by find_library, which runs
+    `ldconfig -p` on every start of such a command."""
     import ctypes
-    import ctypes.util
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
