@@ -91,8 +91,8 @@ def test_diff_between_real_wheels(cupy_wheel: Path, mooncake_wheel: Path) -> Non
 def test_the_refusal_of_a_cuda_build_is_read_root_cause_first(lmcache_cuda_wheel: Path) -> None:
     """LMCache's CUDA wheel where ATOM expects its ROCm build: dozens of problems, said in
     one line a person reads, the root cause first, every problem kept for --json."""
-    from bot.core.checks import WheelRules
     from bot.core.checks.component import SUMMARY_LIMIT, check_wheels, summary
+    from bot.core.checks.rules import WheelRules
     from bot.core.wheel.amdgpu import TargetId
     from bot.core.wheel.report import inspect_wheel
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.checks import KINDS
+from ..core.checks.api import KINDS
 from ..core.errors import InputError, VerificationError
 from ..core.image.oci import MANIFEST_TYPE
 from ..core.provenance import dsse

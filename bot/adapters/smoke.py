@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.checks import python_tags_of
+from ..core.checks.wheelset import python_tags_of
 from . import sandbox
 from .boundedlog import BoundedLog
 from .localbuild import build_environment

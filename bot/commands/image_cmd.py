@@ -19,8 +19,10 @@ from ..adapters.publisher import publish
 from ..adapters.smoke import smoke_said, smoke_wheels
 from ..app.settings import Settings
 from ..app.wiring import Registries, signing_key, target_of
-from ..core.checks import WheelRules, tag_commit_problems
-from ..core.checks.component import Problem, check_wheels, component_rules, rules_digest, summary
+from ..core.checks.commit import tag_commit_problems
+from ..core.checks.component import Problem, check_wheels, component_rules, summary
+from ..core.checks.digest import rules_digest
+from ..core.checks.rules import WheelRules
 from ..core.errors import UsageError, VerificationError, WheelpinError, doing
 from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
 from ..core.image.oci import architecture_of

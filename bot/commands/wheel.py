@@ -12,8 +12,9 @@ from ..adapters.imagestore import reference_of
 from ..adapters.inspectpool import inspect_wheel
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
-from ..core.checks import CHECKS, WheelRules, problems
+from ..core.checks.api import CHECKS
 from ..core.checks.base import Given
+from ..core.checks.rules import WheelRules, problems
 from ..core.errors import InputError, UsageError, doing
 from ..core.proposal.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
 from ..core.wheel.report import WheelReport, read_wheel_metadata

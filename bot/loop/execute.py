@@ -32,7 +32,8 @@ from ..adapters.provenance import (
 from ..adapters.publisher import SETTLE_SECONDS, publish
 from ..adapters.smoke import SmokeResult, smoke_said, smoke_wheels
 from ..adapters.statefile import StateFile
-from ..core.checks.component import check_wheels, component_rules, rules_digest, summary
+from ..core.checks.component import check_wheels, component_rules, summary
+from ..core.checks.digest import rules_digest
 from ..core.config.model import Config
 from ..core.config.templates import TagValues, render_tag
 from ..core.decide.backoff import config_digest

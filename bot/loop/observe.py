@@ -22,7 +22,7 @@ from ..adapters.imageread import ImageInfo
 from ..adapters.platform import Platform
 from ..adapters.statefile import StateFile
 from ..adapters.upstream import UpstreamRepo
-from ..core.checks.component import rules_digest
+from ..core.checks.digest import rules_digest
 from ..core.config.load import LoadedConfig
 from ..core.config.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
 from ..core.decide.backoff import config_digest
@@ -31,7 +31,7 @@ from ..core.decide.revision import commit_hints
 from ..core.errors import ConfigError, NotFound, TransientError, WheelpinError, doing, kind_of
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins.bump import PinState, read_pins
-from ..core.proposal.text import read_marker
+from ..core.proposal.marker import read_marker
 from .context import Context, Memory, Reads, Stores
 from .observation import PINNED_NOT_FOUND, Observation, pin_repository, pinned_problem
 
@@ -261,7 +261,7 @@ class Observer:
     ) -> ImageFound:
         """An image found under `head`'s tag: verified when checked before in this process,
         or when wheelpin's own annotations name this commit, component and the rules it is
-        verified against now (core/checks/component.rules_digest)."""
+        verified against now (core/checks/digest.rules_digest)."""
         if not verified and (context.name, digest) not in self.memory.verified:
             annotations = self.reads.image(context.store, digest).annotations
             verified = (

@@ -37,10 +37,8 @@ from ..core.decide.plan import (
 from ..core.errors import UsageError, VerificationError, WheelpinError, kind_of
 from ..core.pins.bump import Edit, Sha256s, plan_bump
 from ..core.pins.sha256 import wheel_sha256s
-from ..core.proposal.text import ProposalFacts, title
 from ..core.proposal.upstreamcommit import Commit
 from ..core.redact import public_url
-from ..core.trust.decide import checked_after_build
 from .builders.base import BuildPreview
 from .context import Context, Reads
 from .observation import Observation, pin_repository
@@ -210,6 +208,8 @@ def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads
     edits come from `plan_bump`, whose refusals (a pin in another repository, a sha256 ARG
     the image holds several wheels for) the real pass meets only at the proposal, after
     building and publishing."""
+    from ..core.proposal.text import ProposalFacts, title  # a proposal's wording: only where one is planned
+
     component, facts = context.component, seen.facts
     head = facts.head
     assert head is not None
@@ -272,6 +272,8 @@ class _AnyPythonTag(Mapping[str | None, str]):
 
 def _after_build(context: Context, *, adopted: bool) -> str:
     """What the real pass checks only once it has the wheels, said once."""
+    from ..core.trust.decide import checked_after_build  # only where a build or an adoption is planned
+
     component = context.component
     checks = [
         f"each wheel against the component's rules (distribution {component.wheel.distribution}, "

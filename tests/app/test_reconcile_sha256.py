@@ -20,7 +20,7 @@ from bot.adapters.imageread import read_image
 from bot.adapters.imagestore import LayoutStore
 from bot.adapters.publisher import publish
 from bot.commands.demo import BUILD_SCRIPT
-from bot.core.checks.component import rules_digest
+from bot.core.checks.digest import rules_digest
 from bot.core.wheel.report import inspect_wheel
 from tests.app.worlds import World, component, runner_build
 

@@ -12,7 +12,7 @@ import requests
 
 from ...app.conversation import IssuesDisabled, PullTarget, Row
 from ...core.errors import CredentialsError, TransientError
-from ...core.proposal.text import read_marker
+from ...core.proposal.marker import read_marker
 from .. import logs
 from . import dashboard
 from .client import GitHubError, NotFoundError, said, translate

@@ -25,7 +25,7 @@ from ...core.errors import (
     TransientError,
 )
 from ...core.proposal.commits import carries_marker, check_bot_branch, co_authored, signed_off
-from ...core.proposal.text import read_marker
+from ...core.proposal.marker import read_marker
 from .. import logs
 from ..filemodes import FOLDER, folders_and_path, mode_to_write
 from ..platform import BranchCommit

@@ -48,7 +48,7 @@ from ...core.errors import (
     TransientError,
     WheelpinError,
 )
-from ...core.proposal.text import read_marker
+from ...core.proposal.marker import read_marker
 from .dashboard import MARKER as DASHBOARD_MARKER
 
 # -- deliveries ------------------------------------------------------------------------------

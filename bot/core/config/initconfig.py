@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 
 from ... import SCHEMA_URL
-from ..checks import python_tags_of
+from ..checks.wheelset import python_tags_of
 from ..decide.revision import commit_hints
 from ..errors import UsageError
 from ..image.oci import SOURCE, WheelEntry

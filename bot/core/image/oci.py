@@ -43,7 +43,7 @@ ACCEPT_MANIFESTS = ", ".join([MANIFEST_TYPE, DOCKER_MANIFEST_TYPE, INDEX_TYPE, D
 
 ANNOTATION_WHEELS = "io.wheelpin.wheels"
 ANNOTATION_COMPONENT = "io.wheelpin.component"
-ANNOTATION_RULES = "io.wheelpin.rules"  # core/checks/component.rules_digest: the rules the wheels passed
+ANNOTATION_RULES = "io.wheelpin.rules"  # core/checks/digest.rules_digest: the rules the wheels passed
 SOURCE = "org.opencontainers.image.source"
 REVISION = "org.opencontainers.image.revision"
 VERSION = "org.opencontainers.image.version"
@@ -126,7 +126,7 @@ class WheelEntry:
     def of_report(cls, report: WheelReport) -> WheelEntry:
         """What an image says of a wheel, from the wheel itself: the one reading of a wheel,
         whether wheelpin publishes it, adopts it or finds it in an image another tool pushed."""
-        from ..checks import partial_archs
+        from ..checks.archs import partial_archs
 
         return cls(
             report.filename,

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 
 from packaging.utils import canonicalize_name
 
-from ..checks import CHECKS, WheelRules, missing_wanted
+from ..checks.api import CHECKS
+from ..checks.archs import missing_wanted
+from ..checks.rules import WheelRules
 from ..config.model import Component
 from ..image.oci import WheelEntry
 from ..pins.bump import BumpPlan

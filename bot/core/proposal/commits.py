@@ -1,13 +1,13 @@
 """What makes a branch and a commit the bot's (docs/design.md §3 "Pull request"): the one
 policy both platforms (`adapters/localplatform.py`, `adapters/github/platform.py`) call.
 The bot writes only branches under its prefix; its commits carry the state marker of
-`core/proposal/text.py` and, when the config asks, a Signed-off-by line. Pure."""
+`core/proposal/marker.py` and, when the config asks, a Signed-off-by line. Pure."""
 
 from __future__ import annotations
 
 from ..config.model import Author
 from ..errors import RefusedError
-from .text import MARKER_START
+from .marker import MARKER_START
 
 
 def check_bot_branch(branch: str, prefix: str) -> None:

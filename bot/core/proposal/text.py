@@ -9,7 +9,6 @@ machine-readable state. Cut to MAX_BODY, long sections first.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,14 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..image.oci import WheelEntry
 from ..pins.bump import Edit
+from .marker import marker
 from .requirements import Conflict, RequirementsDiff
 from .upstreamcommit import Commit
 
 if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
     from .wheeldiff import SizeChange, WheelChanges
 
-MARKER_START = "<!-- wheelpin: "  # the hidden state marker of a proposal, and of the bot's commits
-MARKER = re.compile(re.escape(MARKER_START) + r"(\{.*?\}) -->", re.S)
 # The longest text a proposal or a dashboard is written to: what every forge wheelpin writes
 # to accepts. GitHub refuses an issue or pull request body longer than this many characters
 # (422, "body is too long"); the local platform has no cap.
@@ -74,22 +72,6 @@ def compare_link(upstream: str, old: str | None, new: str) -> str | None:
         return f"https://{host}/{path}/commit/{new}"
     middle = "/-/compare/" if host == "gitlab.com" else "/compare/"
     return f"https://{host}/{path}{middle}{old}...{new}"
-
-
-def marker(state: dict[str, Any]) -> str:
-    return f"{MARKER_START}{json.dumps(state, sort_keys=True, separators=(',', ':'))} -->"
-
-
-def read_marker(text: str) -> dict[str, Any] | None:
-    matches = list(MARKER.finditer(text))  # the bot's own marker comes last (commit
-    if not matches:  # subjects above it may hold lookalikes)
-        return None
-    match = matches[-1]
-    try:
-        value = json.loads(match.group(1))
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def size_text(size: int) -> str:

@@ -17,8 +17,10 @@ import pytest
 
 from bot.adapters.configdisk import load_config
 from bot.cli import build_parser
-from bot.core.checks import CHECKS, KINDS, LABELS, WheelCheck, WheelRules, kinded_problems, problems
+from bot.core.checks.api import CHECKS, KINDS, LABELS
+from bot.core.checks.base import WheelCheck
 from bot.core.checks.component import check_wheels, component_rules, summary
+from bot.core.checks.rules import WheelRules, kinded_problems, problems
 from bot.core.config.model import Component, Wheel
 from bot.core.proposal.assemble import verification_lines
 from bot.core.proposal.text import ProposalFacts, body

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.checks import WheelRules, problems
+from bot.core.checks.rules import WheelRules, problems
 from bot.core.wheel.amdgpu import TargetId
 from bot.core.wheel.elf import ElfReport
 from bot.core.wheel.report import WheelReport, inspect_wheel

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.checks import WheelRules, problems
+from bot.core.checks.rules import WheelRules, problems
 from bot.core.wheel.report import inspect_wheel
 from tests.cli import wheelpin
 from tests.core.config.test_config import GOOD, PINNED, problems_of
@@ -77,7 +77,7 @@ def test_an_unset_max_glibc_leaves_the_rules_digest_of_published_images_as_it_wa
     """The digest wheelpin wrote into ATOM's images before `wheel.max_glibc` existed: an
     upgrade must not take them for images verified under other rules."""
     from bot.adapters.configdisk import load_config
-    from bot.core.checks.component import rules_digest
+    from bot.core.checks.digest import rules_digest
 
     config = Path(__file__).resolve().parents[3] / "config" / "atom-lmcache"
     component = load_config(config / ".github" / "wheelpin.toml", root=config).config.components[0]

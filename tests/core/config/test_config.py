@@ -424,7 +424,8 @@ def test_hostile_configs_are_one_sentence_and_exit_2(tmp_path: Path, text: bytes
 
 
 def test_allow_vendored_rocm_is_a_rule_and_its_change_verifies_again(repo: Path) -> None:
-    from bot.core.checks.component import component_rules, rules_digest
+    from bot.core.checks.component import component_rules
+    from bot.core.checks.digest import rules_digest
 
     path = repo / "wheelpin.toml"
     path.write_text(GOOD)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.core.image.oci import WheelEntry
+from bot.core.proposal.marker import read_marker
 from bot.core.proposal.requirements import Conflict, RequirementsDiff, diff_requirements
-from bot.core.proposal.text import ProposalFacts, body, compare_link, read_marker, title
+from bot.core.proposal.text import ProposalFacts, body, compare_link, title
 from bot.core.proposal.upstreamcommit import Commit
 from bot.core.proposal.wheeldiff import wheel_changes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.checks import tag_commit_problems
+from bot.core.checks.commit import tag_commit_problems
 from bot.core.config.templates import (
     TagValues,
     TemplateError,

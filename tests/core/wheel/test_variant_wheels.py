@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.checks import WheelRules, kinded_problems
+from bot.core.checks.rules import WheelRules, kinded_problems
 from bot.core.image.oci import WheelEntry, tags_of
 from bot.core.proposal.text import ProposalFacts, body
 from bot.core.proposal.wheeldiff import wheel_changes
