@@ -226,13 +226,14 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
         lines.append(f"- ⚠️ **python tags dropped: {', '.join(changes.tags_dropped)}**")
     if changes.wheels_dropped:
         lines.append(f"- ⚠️ **wheels dropped: {_listed(changes.wheels_dropped)}**")
-    several = len(changes.sha256) > 1  # the python tag says which wheels
+    several = len(changes.sha256) > 1  # a line names the python tag or the wheel it is of
     for variant in changes.variants:
-        of = f" of `{variant.tag}`" if several else ""
         if variant.label_changed:
+            of = _of(variant.tag, several)
             lines.append(f"- ⚠️ **variant label{of} changed: {_labels(variant.old)} → {_labels(variant.new)}**")
-        if variant.properties_removed:
-            lines.append(f"- ⚠️ **variant properties{of} removed: {_listed(variant.properties_removed)}**")
+        for wheel in variant.properties:
+            if wheel.removed:
+                lines.append(f"- ⚠️ **variant properties{_of(wheel.row, several)} removed: {_listed(wheel.removed)}**")
     for library in changes.libraries or ():
         if library.rocm_major:
             major = library.new[-1].rsplit(".so.", 1)[-1].split(".")[0]
@@ -261,10 +262,9 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
         lines.append(f"- python tags added: {', '.join(changes.tags_added)}")
     if changes.wheels_added:
         lines.append(f"- wheels added: {_listed(changes.wheels_added)}")
-    for variant in changes.variants:
-        if variant.properties_added:
-            of = f" of `{variant.tag}`" if several else ""
-            lines.append(f"- variant properties{of} added: {_listed(variant.properties_added)}")
+    for wheel in (wheel for variant in changes.variants for wheel in variant.properties):
+        if wheel.added:
+            lines.append(f"- variant properties{_of(wheel.row, several)} added: {_listed(wheel.added)}")
     if changes.libraries is None:
         lines.append("- libraries (DT_NEEDED): not compared (the pinned image does not record them)")
     moved = [lib for lib in changes.libraries or () if lib.old and lib.new and not lib.rocm_major]
@@ -276,6 +276,12 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
     if dropped:
         lines.append("- no longer needs: " + ", ".join(f"`{name}`" for name in dropped))
     return lines
+
+
+def _of(row: str, several: bool) -> str:
+    """Which wheels a variant line is of, where the proposal holds several: their python
+    tag, or one wheel's row (`cp312 (variant amd_gfx942)`)."""
+    return f" of `{row}`" if several else ""
 
 
 def _labels(labels: Sequence[str | None]) -> str:

@@ -72,16 +72,28 @@ class SizeChange:
 
 
 @dataclass(frozen=True)
+class PropertiesChange:
+    """The variant properties (PEP 825) one new wheel added and removed against the pinned
+    wheel it replaces."""
+
+    row: str  # the wheel's, as WheelChanges.sha256 names it (`cp312 (variant amd_gfx942)`)
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class VariantChange:
     """How the variant (PEP 825) of one python tag's wheels moved: the labels pinned and
-    new (None: a wheel that is no variant wheel), and, where one wheel each records its
-    properties, the properties added and removed."""
+    new (None: a wheel that is no variant wheel), and the properties each new wheel added
+    and removed against the pinned one it replaces, where both record their properties and
+    are of one label, or are the python tag's only wheels (its wheel's label and what it
+    promises moved together). A property found on a wheel of another label is no change of
+    either: the label's move says it."""
 
     tag: str
     old: tuple[str | None, ...]
     new: tuple[str | None, ...]
-    properties_added: tuple[str, ...] = ()
-    properties_removed: tuple[str, ...] = ()
+    properties: tuple[PropertiesChange, ...] = ()
 
     @property
     def label_changed(self) -> bool:
@@ -264,10 +276,13 @@ def _matched(olds: Sequence[WheelEntry], news: Sequence[WheelEntry]) -> list[tup
     return matched
 
 
-def variant_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> tuple[VariantChange, ...]:
+def _variant_changes(
+    pinned: Sequence[WheelEntry], new: Sequence[WheelEntry], pairs: Sequence[_Pair]
+) -> tuple[VariantChange, ...]:
     """For each python tag with wheels on both sides (one wheel each: those two, whatever
     their tags), the variant labels (each once, however many platform tags carry it) and
-    properties that moved; nothing where they did not (two wheels of one label, or two that
+    the properties that moved on each wheel of `pairs` (the new wheels beside the pinned
+    ones they replace); nothing where nothing moved (two wheels of one label, or two that
     are no variant wheels). A tag added or dropped is said as such, not here."""
     if len(pinned) == 1 and len(new) == 1:
         groups = [(python_tag(new[0]), [pinned[0]], [new[0]])]
@@ -280,13 +295,21 @@ def variant_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> 
     for tag, olds, news in groups:
         old_labels = tuple(sorted({variant_label(w) for w in olds}, key=lambda label: label or ""))
         new_labels = tuple(sorted({variant_label(w) for w in news}, key=lambda label: label or ""))
-        added: tuple[str, ...] = ()
-        removed: tuple[str, ...] = ()
-        if len(olds) == len(news) == 1 and olds[0].variant is not None and news[0].variant is not None:
-            before, after = set(olds[0].variant_properties), set(news[0].variant_properties)
-            added, removed = tuple(sorted(after - before)), tuple(sorted(before - after))
-        if old_labels != new_labels or added or removed:
-            changes.append(VariantChange(tag, old_labels, new_labels, added, removed))
+        only_wheels = len(olds) == len(news) == 1
+        properties = []
+        for pair in pairs:
+            old, now = pair.old, pair.new
+            if old is None or now is None or python_tag(now) != tag:
+                continue
+            if old.variant is None or now.variant is None or (old.variant != now.variant and not only_wheels):
+                continue
+            before, after = set(old.variant_properties), set(now.variant_properties)
+            if before != after:
+                properties.append(
+                    PropertiesChange(pair.row, tuple(sorted(after - before)), tuple(sorted(before - after)))
+                )
+        if old_labels != new_labels or properties:
+            changes.append(VariantChange(tag, old_labels, new_labels, tuple(properties)))
     return tuple(changes)
 
 
@@ -347,5 +370,5 @@ def wheel_changes(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> Wh
         wheels_dropped=tuple(p.row for p in pairs if p.new is None and p.old and unsaid(p.old, new)),
         libraries=libraries,
         sizes=sizes,
-        variants=variant_changes(pinned, new),
+        variants=_variant_changes(pinned, new, pairs),
     )

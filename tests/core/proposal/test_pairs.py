@@ -25,19 +25,21 @@ def kernels(
     label: str | None = None,
     *,
     build: int = 1,
+    targets: tuple[str, ...] = (),
 ) -> WheelEntry:
     """A kernels 1.0.0 wheel as its image records it; `label` makes it the variant wheel
-    for that GPU (its code and its `amd :: gfx_arch` property), another `build` a rebuild
-    of the same wheel with other bytes, more of them."""
-    target = label.removeprefix("amd_") if label else "gfx942"
-    library = hip_library(soname="libkernels.so", needed=["libamdhip64.so.7", "libc.so.6"], targets=(target,))
+    for that GPU (its code and its `amd :: gfx_arch` property), `targets` one for those
+    GPUs under that label, another `build` a rebuild of the same wheel with other bytes,
+    more of them."""
+    targets = targets or (label.removeprefix("amd_") if label else "gfx942",)
+    library = hip_library(soname="libkernels.so", needed=["libamdhip64.so.7", "libc.so.6"], targets=targets)
     path = build_wheel(
         folder,
         name="kernels",
         version="1.0.0",
         tag=tag,
         files={"kernels/__init__.py": f"BUILD = {'1' * 40 * build}\n".encode(), "kernels/libkernels.so": library},
-        variant=(label, {"amd": {"gfx_arch": [target]}}) if label else None,
+        variant=(label, {"amd": {"gfx_arch": list(targets)}}) if label else None,
     )
     return WheelEntry.of_report(inspect_wheel(path))
 
@@ -239,3 +241,107 @@ def test_wheels_told_apart_by_their_build_tag_alone_are_paired_by_it(tmp_path: P
         (news[1].file, olds[0].sha256, news[1].sha256),
         (news[0].file, olds[1].sha256, news[0].sha256),
     )
+
+
+GFX90A = "amd :: gfx_arch :: gfx90a"
+
+
+def variant_lines(lines: list[str]) -> list[str]:
+    """The From → to lines of variant labels and properties (a row names a variant too)."""
+    return [line for line in lines if "variant label" in line or "variant properties" in line]
+
+
+def test_a_variant_wheel_beside_another_of_its_python_tag_says_its_properties_that_moved(tmp_path: Path) -> None:
+    """The image holds the gfx942 and the gfx950 variant of one cp312 wheel; the gfx942 one
+    is rebuilt with code for gfx90a too, and promises it. That wheel's line says so, named
+    as its row is; the gfx950 one, unchanged, says nothing; and the way back is loud."""
+    gfx942 = kernels(tmp_path / "942", label="amd_gfx942")
+    gfx950 = kernels(tmp_path / "950", label="amd_gfx950")
+    wider = kernels(tmp_path / "942-90a", label="amd_gfx942", build=2, targets=("gfx90a", "gfx942"))
+    assert wider.variant_properties == (GFX90A, "amd :: gfx_arch :: gfx942")
+    changes = wheel_changes([gfx942, gfx950], [gfx950, wider])
+    assert (changes.wheels_added, changes.wheels_dropped) == ((), ())
+    lines, _ = from_to(changes, [gfx950, wider])
+    assert lines == [
+        "- version `1.0.0` → `1.0.0`",
+        f"- `cp312 (variant amd_gfx942)` sha256 {sha(gfx942)} → {sha(wider)}",
+        f"- `cp312 (variant amd_gfx950)` sha256 {sha(gfx950)} → {sha(gfx950)}",
+        "- GPU archs added: gfx90a",
+        f"- variant properties of `cp312 (variant amd_gfx942)` added: `{GFX90A}`",
+    ]
+
+    lines, _ = from_to(wheel_changes([wider, gfx950], [gfx950, gfx942]), [gfx950, gfx942])
+    assert lines[:2] == [
+        "- ⚠️ **GPU archs dropped: gfx90a**",
+        f"- ⚠️ **variant properties of `cp312 (variant amd_gfx942)` removed: `{GFX90A}`**",
+    ]
+    assert len(variant_lines(lines)) == 1
+
+
+def test_variant_wheels_of_one_label_on_two_platform_floors_each_say_their_own_properties(tmp_path: Path) -> None:
+    """Two wheels of one label, told apart by their platform tags: each is named by those."""
+    old = [kernels(tmp_path / f"old-{f}", f"cp312-cp312-manylinux_{f}_x86_64", "amd_gfx942") for f in ("2_28", "2_34")]
+    new = [
+        kernels(tmp_path / "new-2_28", "cp312-cp312-manylinux_2_28_x86_64", "amd_gfx942", build=2),
+        kernels(tmp_path / "new-2_34", "cp312-cp312-manylinux_2_34_x86_64", "amd_gfx942", targets=("gfx90a", "gfx942")),
+    ]
+    changes = wheel_changes(old, new)
+    lines, _ = from_to(changes, new)
+    assert variant_lines(lines) == [f"- variant properties of `cp312 (manylinux_2_34_x86_64)` added: `{GFX90A}`"]
+
+
+def test_variant_wheels_rebuilt_with_the_same_properties_say_nothing_of_variants(tmp_path: Path) -> None:
+    olds = [kernels(tmp_path / f"old-{g}", label=f"amd_{g}") for g in ("gfx942", "gfx950")]
+    news = [kernels(tmp_path / f"new-{g}", label=f"amd_{g}", build=2) for g in ("gfx950", "gfx942")]
+    changes = wheel_changes(olds, news)
+    assert [new for _row, _old, new in changes.sha256] == [news[1].sha256, news[0].sha256]
+    assert changes.variants == ()
+    lines, _ = from_to(changes, news)
+    assert variant_lines(lines) == []
+
+
+def test_a_variant_wheel_replaced_by_one_of_another_label_is_a_label_change_not_a_property_change(
+    tmp_path: Path,
+) -> None:
+    """gfx90a's wheel stays, gfx942's gives way to gfx950's: the two are one row (the one
+    left on each side), but the properties of two labels' wheels are no change of either, so
+    only the label's move is said. A property the staying wheel gains is still said."""
+    gfx90a = kernels(tmp_path / "90a", label="amd_gfx90a")
+    gfx942 = kernels(tmp_path / "942", label="amd_gfx942")
+    gfx950 = kernels(tmp_path / "950", label="amd_gfx950")
+    changes = wheel_changes([gfx90a, gfx942], [gfx90a, gfx950])
+    assert [row for row, _old, _new in changes.sha256] == [
+        "cp312 (variant amd_gfx90a)",
+        "cp312 (variant amd_gfx942 → variant amd_gfx950)",
+    ]
+    assert [variant.properties for variant in changes.variants] == [()]
+    lines, _ = from_to(changes, [gfx90a, gfx950])
+    assert variant_lines(lines) == [
+        "- ⚠️ **variant label of `cp312` changed: `amd_gfx90a`, `amd_gfx942` → `amd_gfx90a`, `amd_gfx950`**",
+    ]
+
+    wider = kernels(tmp_path / "90a-942", label="amd_gfx90a", build=2, targets=("gfx90a", "gfx942"))
+    lines, _ = from_to(wheel_changes([gfx90a, gfx942], [wider, gfx950]), [wider, gfx950])
+    assert variant_lines(lines)[1:] == [
+        "- variant properties of `cp312 (variant amd_gfx90a)` added: `amd :: gfx_arch :: gfx942`"
+    ]
+
+
+def test_one_variant_wheel_per_python_tag_says_its_properties_as_ever(tmp_path: Path) -> None:
+    """Where the python tag says which wheel, the lines name it alone (and nothing, with one
+    wheel each), and a label's move brings the properties that moved with it."""
+    cp311 = kernels(tmp_path / "cp311", "cp311-cp311-manylinux_2_28_x86_64", "amd_gfx942")
+    gfx942 = kernels(tmp_path / "942", label="amd_gfx942")
+    gfx950 = kernels(tmp_path / "950", label="amd_gfx950")
+    lines, _ = from_to(wheel_changes([cp311, gfx942], [cp311, gfx950]), [cp311, gfx950])
+    assert variant_lines(lines) == [
+        "- ⚠️ **variant label of `cp312` changed: `amd_gfx942` → `amd_gfx950`**",
+        "- ⚠️ **variant properties of `cp312` removed: `amd :: gfx_arch :: gfx942`**",
+        "- variant properties of `cp312` added: `amd :: gfx_arch :: gfx950`",
+    ]
+    lines, _ = from_to(wheel_changes([gfx942], [gfx950]), [gfx950])
+    assert variant_lines(lines) == [
+        "- ⚠️ **variant label changed: `amd_gfx942` → `amd_gfx950`**",
+        "- ⚠️ **variant properties removed: `amd :: gfx_arch :: gfx942`**",
+        "- variant properties added: `amd :: gfx_arch :: gfx950`",
+    ]
