@@ -11,10 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.imagestore import RegistryRepository
+from bot.adapters.publisher import publish
+from bot.adapters.registry import RegistryClient
+from bot.core.wheel.report import inspect_wheel
 from tests.adapters.test_consumer import push_busybox
 from tests.app.worlds import World, make_world
 from tests.cli import Result, wheelpin
+from tests.fixtures.faultproxy import FaultProxy
 from tests.fixtures.servers import Registry, free_port
+from tests.fixtures.wheels import build_wheel
 
 ZEROS = "sha256:" + "0" * 64
 
@@ -78,11 +84,14 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
     )
     assert lines[2].endswith(" (from its annotations)")
     assert lines[3] == (
+        "demo-cache: docker/Dockerfile:3: the pinned image holds one wheel, whose sha256 DEMO_WHEEL_SHA256 takes"
+    )
+    assert lines[4] == (
         f"demo-cache: the consuming image {registry.host}/base/busybox@{base} resolves to "
         f"{registry.host}/base/busybox@{base} (1 layer(s), read by the pass)"
     )
     assert (
-        lines[4] == f"{world.downstream}/wheelpin.toml: valid, 1 component(s): demo-cache; 4 online check(s) answered"
+        lines[5] == f"{world.downstream}/wheelpin.toml: valid, 1 component(s): demo-cache; 5 online check(s) answered"
     )
     document = validate(world, "--online", "--json").json()
     assert document["valid"] is True and document["problems"] == []
@@ -91,6 +100,7 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
         ("upstream", "ok"),
         ("registry", "ok"),
         ("pinned", "ok"),
+        ("sha256", "ok"),
         ("consumer", "ok"),
     ]
 
@@ -178,8 +188,12 @@ def test_a_registry_that_refuses_the_connection(world: World) -> None:
         f"demo-cache: docker/Dockerfile:2: the pinned image {pinned(world)} was not asked for: its registry did not "
         "answer the tag list"
     )  # once unanswered is enough: its retries are not waited for again
+    assert result.stderr.splitlines()[2] == (
+        "demo-cache: docker/Dockerfile:3: whether the pinned image holds one wheel for DEMO_WHEEL_SHA256 is not "
+        "known: the image was not read"
+    )
     assert result.stderr.splitlines()[-1] == (
-        f"wheelpin: {world.downstream}/wheelpin.toml: 2 check(s) got no answer; try again"
+        f"wheelpin: {world.downstream}/wheelpin.toml: 3 check(s) got no answer; try again"
     )
 
 
@@ -251,18 +265,175 @@ def test_the_trusted_roots_a_trust_table_needs(world: World) -> None:
 
 def test_an_image_whose_wheels_only_its_layers_say_is_not_streamed(world: World, registry: Registry) -> None:
     """A pinned image another tool pushed (no wheelpin annotations nor labels): its manifest
-    and config are read, its layers left to the pass, which reads them once."""
+    and config are read, its layers left to the pass, which reads them once. Which wheel the
+    pin's sha256 ARG takes is then not known (unanswered, not "fine"), until the image's
+    layers have been read once into the cache folder (by a pass, or `image show` here)."""
     base = push_busybox(registry)
     edit(world, "wheelpin.toml", repository(world), f"{registry.host}/base/busybox")
     edit(world, "docker/Dockerfile", pinned(world), f"{registry.host}/base/busybox:latest@{base}")
     assert_offline_valid(world)
     result = validate(world, "--online", "--json")
-    assert result.code == 0, result.stderr
+    assert result.code == 4, result.stderr
     (sentence,) = [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "pinned"]
     assert sentence == (
         f"demo-cache: docker/Dockerfile:2: the pinned image {registry.host}/base/busybox@{base} is "
         "readable: its wheels are said only by its layers, which the pass reads"
     )
+    assert result.json()["online"]["unanswered"] == [
+        "demo-cache: docker/Dockerfile:3: whether the pinned image holds one wheel for DEMO_WHEEL_SHA256 is not "
+        "known: its wheels are said only by its layers, which validate does not stream (a pass reads them once "
+        "and keeps what it read in the cache folder, where validate finds it)"
+    ]
+    shown = wheelpin("image", "show", f"{registry.host}/base/busybox@{base}", env=world.env)
+    assert shown.code == 0, shown.stderr
+    again = validate(world, "--online", "--json")
+    assert again.code == 0, again.stderr  # busybox holds no wheel: nothing for the ARG to take, nothing judged
+    assert [c["check"] for c in again.json()["online"]["checks"]] == ["upstream", "registry", "pinned"]
+
+
+# The demo's wheel built for CPython 3.12 on two manylinux platforms, as a build matrix over
+# glibc versions yields them: two wheels answering python tag cp312.
+TWO_CP312 = ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_34_x86_64")
+CP312_PIN = 'sha256_arg = "DEMO_WHEEL_SHA256", python_tag = "cp312"'
+
+
+def demo_wheel(folder: Path, tag: str, label: str | None = None) -> Path:
+    """A demo-cache 0.1.0 wheel of `tag`; `label` makes it the variant wheel for that GPU
+    (PEP 825: its label in the file name, its properties in variant.json)."""
+    return build_wheel(
+        folder / tag / (label or "plain"),
+        name="demo-cache",
+        version="0.1.0",
+        tag=tag,
+        files={"demo_cache/__init__.py": f"BUILT = {tag!r}, {label!r}\n".encode()},
+        variant=(label, {"amd": {"gfx_arch": [label.removeprefix("amd_")]}}) if label else None,
+    )
+
+
+def pin_an_image_of(world: World, wheels: list[Path]) -> list[str]:
+    """Publish the image of `wheels` to the world's repository (the real registry) and pin
+    it in the Dockerfile's working tree; the wheels' file names, sorted."""
+    host, _, path = repository(world).partition("/")
+    result = publish(
+        RegistryRepository(RegistryClient(host), path),
+        "demo-cache-v0.1.0-g22222222",
+        wheels,
+        [inspect_wheel(wheel) for wheel in wheels],
+        component="demo-cache",
+        settle=0,
+    )
+    edit(world, "docker/Dockerfile", pinned(world), f"{repository(world)}:demo-cache-v0.1.0-g22222222@{result.digest}")
+    return sorted(wheel.name for wheel in wheels)
+
+
+@pytest.mark.parametrize("shape", ["platforms", "variants"])
+def test_a_sha256_arg_whose_python_tag_the_pinned_image_holds_two_wheels_of(
+    world: World, tmp_path: Path, shape: str
+) -> None:
+    """The pass's proposal refuses to write a sha256 ARG several wheels answer
+    (core/pins/sha256.py): said of the image pinned today, in the refusal's own words."""
+    wheels = (
+        [demo_wheel(tmp_path, tag) for tag in TWO_CP312]
+        if shape == "platforms"
+        else [demo_wheel(tmp_path, TWO_CP312[0], label) for label in ("amd_gfx942", "amd_gfx950")]
+    )
+    first, second = pin_an_image_of(world, wheels)
+    edit(world, "wheelpin.toml", 'sha256_arg = "DEMO_WHEEL_SHA256"', CP312_PIN)
+    assert_offline_valid(world)
+    sentence = (
+        "demo-cache: docker/Dockerfile:3: DEMO_WHEEL_SHA256 takes the sha256 of the cp312 wheel, but the pinned "
+        f"image holds 2 cp312 wheels ({first}, {second}), and a sha256 ARG names its wheel by python tag alone: the "
+        "component's image must hold one cp312 wheel for this pin to be written, or the pin must drop its sha256_arg"
+    )
+    result = validate(world, "--online", "--json")
+    assert result.code == 2
+    assert result.json()["problems"] == sentences(result, "problem") == [sentence]
+    (check,) = [c for c in result.json()["online"]["checks"] if c["check"] == "sha256"]
+    assert check["asked"] == f"the cp312 wheel of {pinned(world)} for DEMO_WHEEL_SHA256"
+    text = validate(world, "--online")
+    assert text.code == 2
+    assert text.stderr.splitlines() == [sentence, f"wheelpin: {world.downstream}/wheelpin.toml: 1 problem(s) online"]
+
+
+def test_a_sha256_arg_without_python_tag_and_a_pinned_image_of_two_wheels(world: World, tmp_path: Path) -> None:
+    """A pin naming no python tag takes the image's only wheel: two, of two python tags, are
+    refused as a pass's bump refuses them."""
+    cp311, cp312 = pin_an_image_of(
+        world, [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64"), demo_wheel(tmp_path, TWO_CP312[0])]
+    )
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 2
+    assert result.json()["problems"] == [
+        "demo-cache: docker/Dockerfile:3: DEMO_WHEEL_SHA256 takes the sha256 of the image's only wheel, but the "
+        f"pinned image holds 2 wheels ({cp311}, {cp312}): give the pin the python_tag of the wheel its Dockerfile "
+        "installs (the image must hold one wheel of that tag), or drop its sha256_arg"
+    ]
+
+
+def test_one_wheel_of_the_pins_python_tag_is_fine(world: World, tmp_path: Path) -> None:
+    pin_an_image_of(world, [demo_wheel(tmp_path, TWO_CP312[0])])
+    edit(world, "wheelpin.toml", 'sha256_arg = "DEMO_WHEEL_SHA256"', CP312_PIN)
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stdout
+    assert [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "sha256"] == [
+        "demo-cache: docker/Dockerfile:3: the pinned image holds one cp312 wheel, whose sha256 DEMO_WHEEL_SHA256 takes"
+    ]
+
+
+def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, registry: Registry, tmp_path: Path) -> None:
+    """Two pins of one image, a sha256 ARG each (cp311, cp312): the image is read once (its
+    manifest requested once, through a proxy that counts; its annotations say its wheels),
+    each ARG judged on its own: one cp311 wheel is fine, two cp312 wheels are not."""
+    wheels = [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64")] + [
+        demo_wheel(tmp_path, tag) for tag in TWO_CP312
+    ]
+    names = pin_an_image_of(world, wheels)
+    edit(
+        world,
+        "wheelpin.toml",
+        'sha256_arg = "DEMO_WHEEL_SHA256" }',
+        f"{CP312_PIN} }},\n  "
+        + (
+            '{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256_CP311", '
+            'python_tag = "cp311" }'
+        ),
+    )
+    edit(
+        world,
+        "docker/Dockerfile",
+        "ARG DEMO_WHEEL_SHA256=",
+        f"ARG DEMO_WHEEL_SHA256_CP311={'0' * 64}\nARG DEMO_WHEEL_SHA256=",
+    )
+    proxy = FaultProxy(registry.host)
+    try:
+        edit(world, "wheelpin.toml", registry.host, proxy.host)
+        edit(world, "docker/Dockerfile", registry.host, proxy.host)
+        assert_offline_valid(world)
+        result = validate(world, "--online", "--json")
+    finally:
+        proxy.stop()
+    assert result.code == 2
+    judged = [(c["outcome"], c["sentence"]) for c in result.json()["online"]["checks"] if c["check"] == "sha256"]
+    assert judged == [
+        (
+            "problem",
+            "demo-cache: docker/Dockerfile:4: DEMO_WHEEL_SHA256 takes the sha256 of the cp312 wheel, but the pinned "
+            f"image holds 2 cp312 wheels ({names[1]}, {names[2]}), and a sha256 ARG names its wheel by python tag "
+            "alone: the component's image must hold one cp312 wheel for this pin to be written, or the pin must "
+            "drop its sha256_arg",
+        ),
+        (
+            "ok",
+            "demo-cache: docker/Dockerfile:3: the pinned image holds one cp311 wheel, whose sha256 "
+            "DEMO_WHEEL_SHA256_CP311 takes",
+        ),
+    ]
+    digest = pinned(world).split("@")[1]
+    manifest_gets = [path for method, path, _ in proxy.seen if method == "GET" and "/manifests/" in path]
+    assert manifest_gets == [f"/v2/{repository(world).split('/', 1)[1]}/manifests/{digest}"]
+    assert not [path for method, path, _ in proxy.seen if "/blobs/" in path]  # its annotations say the wheels
 
 
 def test_online_asks_nothing_of_a_config_with_offline_problems(world: World) -> None:

@@ -10,6 +10,9 @@ the same credentials, retries and deadlines apply):
 - each pinned image, by its digest: that the registry holds it (a HEAD), then its
   manifest and config, and its wheels where those say them (adapters/imageread.py
   without streaming a layer, within its deadline);
+- each pin's sha256 ARG (`sha256_arg`): that the image it pins today holds one wheel of
+  the pin's python tag (or one wheel, for a pin naming none), from that read: several
+  are where the pass's proposal stops (core/pins/sha256.py);
 - the consuming image (`consumer`), resolved to its manifest and config
   (adapters/consumerread.py, no layer read);
 - with `trust`, the trusted roots attestations are verified against, loaded from the
@@ -47,6 +50,7 @@ from ..core.errors import TransientError, WheelpinError
 from ..core.image.oci import architecture_of
 from ..core.image.reference import ImageRef, ImageRefError
 from ..core.pins.bump import PinState, read_pins
+from ..core.pins.sha256 import Several, ambiguity, wheel_sha256s
 from ..core.redact import public_url
 
 if TYPE_CHECKING:
@@ -62,7 +66,7 @@ class Check:
     """One question asked of the outside world for one component, and how it ended."""
 
     component: str
-    check: str  # "upstream" | "registry" | "pinned" | "consumer" | "trust" | "workflow"
+    check: str  # "upstream" | "registry" | "pinned" | "sha256" | "consumer" | "trust" | "workflow"
     asked: str  # what was asked of whom
     outcome: str  # OK | PROBLEM | UNANSWERED
     sentence: str  # one sentence naming the component
@@ -87,27 +91,29 @@ def _component_checks(
     registry = _registry(component, layout, registries)
     yield registry
     texts = {pin.file: (loaded.root / pin.file).read_text(encoding="utf-8") for pin in component.pins}
-    infos: list[ImageInfo] = []
-    seen: set[str] = set()
+    read: dict[str, ImageInfo | None] = {}  # each pinned image read once, whichever pins share it
     for state in read_pins(component, texts):  # offline validate read them already: they read
-        if state.image in seen:
-            continue
-        seen.add(state.image)
-        if registry.outcome == UNANSWERED and layout is None:
-            # offline validate saw the pin in image.repository: the same registry, which has just
-            # spent its retries unanswered; asking again would only wait as long once more
-            yield Check(
-                component.name,
-                "pinned",
-                f"the manifest of {state.image}",
-                UNANSWERED,
-                f"{component.name}: {state.file}:{state.line}: the pinned image {state.image} was not "
-                "asked for: its registry did not answer the tag list",
-            )
-            continue
-        check, info = _pinned(component, state, layout, registries)
-        infos += [info] if info is not None else []
-        yield check
+        if state.image not in read:
+            read[state.image] = None
+            if registry.outcome == UNANSWERED and layout is None:
+                # offline validate saw the pin in image.repository: the same registry, which has just
+                # spent its retries unanswered; asking again would only wait as long once more
+                yield Check(
+                    component.name,
+                    "pinned",
+                    f"the manifest of {state.image}",
+                    UNANSWERED,
+                    f"{component.name}: {state.file}:{state.line}: the pinned image {state.image} was not "
+                    "asked for: its registry did not answer the tag list",
+                )
+            else:
+                check, read[state.image] = _pinned(component, state, layout, registries)
+                yield check
+        if state.pin.sha256_arg:
+            sha256 = _sha256(component, state, read[state.image])
+            if sha256 is not None:
+                yield sha256
+    infos = [info for info in read.values() if info is not None]
     if component.consumer is not None:
         yield _consumer(loaded, component, infos, registries)
     if component.trust.checked:
@@ -238,6 +244,42 @@ def _pinned(
     return Check(
         name, "pinned", asked, OK, f"{name}: {where}: the pinned image {store.name}@{digest} is readable: {said}"
     ), info
+
+
+def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Check | None:
+    """Whether the pin's sha256 ARG has one wheel to take in the image it pins today, by the
+    rule a pass's bump follows (core/pins/sha256.py): several wheels answering its key are
+    where the pass's proposal stops, so the image the next pass builds the same way would be
+    refused too. Read from the pinned check's read, not asked again; None when the image
+    holds no wheel of that key (the next one may: a pin moving to a new python tag)."""
+    arg, python_tag = state.pin.sha256_arg, state.pin.python_tag
+    assert arg is not None
+    name, where = component.name, f"{state.file}:{state.sha256_line}"
+    wheel = f"one {python_tag} wheel" if python_tag else "one wheel"
+    asked = f"the {python_tag or 'only'} wheel of {state.image} for {arg}"
+    if info is None or info.metadata_from == "unread":
+        why = (
+            "its wheels are said only by its layers, which validate does not stream (a pass reads them "
+            "once and keeps what it read in the cache folder, where validate finds it)"
+            if info is not None
+            else "the image was not read"
+        )
+        return Check(
+            name,
+            "sha256",
+            asked,
+            UNANSWERED,
+            f"{name}: {where}: whether the pinned image holds {wheel} for {arg} is not known: {why}",
+        )
+    answer = wheel_sha256s(info.wheels).get(python_tag)
+    if answer is None:
+        return None
+    if isinstance(answer, Several):
+        sentence = ambiguity(where, arg, python_tag, answer, image="the pinned image")
+        return Check(name, "sha256", asked, PROBLEM, f"{name}: {sentence}")
+    return Check(
+        name, "sha256", asked, OK, f"{name}: {where}: the pinned image holds {wheel}, whose sha256 {arg} takes"
+    )
 
 
 def _digest_held(store: ImageStore, reference: str) -> str | None:

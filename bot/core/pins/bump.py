@@ -60,6 +60,11 @@ class PinState:
     def sha256(self) -> str | None:
         return self.sha256_sites[0].value if self.sha256_sites else None
 
+    @property
+    def sha256_line(self) -> int:
+        """Where the pin's wheel sha256 is written: its sha256 ARG's line, else the pin's."""
+        return self.sha256_sites[0].line if self.sha256_sites else self.line
+
     def to_json(self) -> dict[str, object]:
         ref = self.ref
         return {
@@ -222,8 +227,7 @@ def plan_bump(
         if state.pin.sha256_arg:
             wanted = None if callable(sha256) else sha256.get(state.pin.python_tag)
             if isinstance(wanted, Several):
-                line = state.sha256_sites[0].line if state.sha256_sites else state.line
-                raise ambiguous(f"{state.file}:{line}", state.pin.sha256_arg, state.pin.python_tag, wanted)
+                raise ambiguous(f"{state.file}:{state.sha256_line}", state.pin.sha256_arg, state.pin.python_tag, wanted)
             if wanted is None:
                 raise Sha256Unknown(
                     f"{state.file}: {state.pin.sha256_arg} needs the sha256 of the "

@@ -3,7 +3,8 @@ the wheel of the pin's `python_tag`, or the image's only wheel for a pin that na
 One rule for both places that write such an ARG, a pass's proposal and `wheelpin pins bump
 --image`, both through `plan_bump`. Where more than one wheel answers a pin's key (variant
 wheels of one python tag, two platform tags, cp313 beside the free-threaded cp313t), the
-key holds them all, so the bump refuses rather than take one of them by chance.
+key holds them all, so the bump refuses rather than take one of them by chance; `config
+validate --online` says the same sentence of the image pinned today, before a pass builds.
 """
 
 from __future__ import annotations
@@ -41,21 +42,27 @@ def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str | Severa
     }
 
 
-def ambiguous(where: str, arg: str, python_tag: str | None, several: Several) -> VerificationError:
-    """The refusal of writing `arg` (at `where`, file:line) when several wheels answer its key:
-    what was asked, which wheels answer, and what would let the pin be written."""
+def ambiguity(where: str, arg: str, python_tag: str | None, several: Several, *, image: str = "the image") -> str:
+    """The sentence refusing to write `arg` (at `where`, file:line) when several wheels of
+    `image` answer its key: what was asked, which wheels answer, and what would let the pin
+    be written. Said by the bump that refuses (`ambiguous`) and, of the image pinned today,
+    by `config validate --online` before the pass gets there."""
     files = ", ".join(several.files)
     if python_tag is None:
-        sentence = (
-            f"{where}: {arg} takes the sha256 of the image's only wheel, but the image holds "
+        return (
+            f"{where}: {arg} takes the sha256 of the image's only wheel, but {image} holds "
             f"{len(several.files)} wheels ({files}): give the pin the python_tag of the wheel "
             "its Dockerfile installs (the image must hold one wheel of that tag), or drop its sha256_arg"
         )
-    else:
-        sentence = (
-            f"{where}: {arg} takes the sha256 of the {python_tag} wheel, but the image holds "
-            f"{len(several.files)} {python_tag} wheels ({files}), and a sha256 ARG names its wheel "
-            f"by python tag alone: the component's image must hold one {python_tag} wheel for this "
-            "pin to be written, or the pin must drop its sha256_arg"
-        )
+    return (
+        f"{where}: {arg} takes the sha256 of the {python_tag} wheel, but {image} holds "
+        f"{len(several.files)} {python_tag} wheels ({files}), and a sha256 ARG names its wheel "
+        f"by python tag alone: the component's image must hold one {python_tag} wheel for this "
+        "pin to be written, or the pin must drop its sha256_arg"
+    )
+
+
+def ambiguous(where: str, arg: str, python_tag: str | None, several: Several) -> VerificationError:
+    """The refusal of writing `arg` (at `where`, file:line) when several wheels answer its key."""
+    sentence = ambiguity(where, arg, python_tag, several)
     return VerificationError(sentence, problems=(sentence,))
