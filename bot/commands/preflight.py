@@ -250,27 +250,19 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     """Whether the pin's sha256 ARG has one wheel to take in the image it pins today, by the
     rule a pass's bump follows (core/pins/sha256.py): several wheels answering its key are
     where the pass's proposal stops, so the image the next pass builds the same way would be
-    refused too. Read from the pinned check's read, not asked again; None when the image
-    holds no wheel of that key (the next one may: a pin moving to a new python tag)."""
+    refused too. Read from the pinned check's read, not asked again. None, no check, where
+    the pinned image tells nothing to judge: it was not read (the pinned check says why),
+    its wheels are said only by its layers (another tool pushed it; the pass reads them, and
+    judges the image it will pin, which wheelpin publishes with its wheels listed), or it
+    holds no wheel of that key (the next one may: a pin moving to a new python tag). This is
+    a forecast from today's image: the pass judges the image it builds."""
     arg, python_tag = state.pin.sha256_arg, state.pin.python_tag
     assert arg is not None
+    if info is None or info.metadata_from == "unread":
+        return None
     name, where = component.name, f"{state.file}:{state.sha256_line}"
     wheel = f"one {python_tag} wheel" if python_tag else "one wheel"
     asked = f"the {python_tag or 'only'} wheel of {state.image} for {arg}"
-    if info is None or info.metadata_from == "unread":
-        why = (
-            "its wheels are said only by its layers, which validate does not stream (a pass reads them "
-            "once and keeps what it read in the cache folder, where validate finds it)"
-            if info is not None
-            else "the image was not read"
-        )
-        return Check(
-            name,
-            "sha256",
-            asked,
-            UNANSWERED,
-            f"{name}: {where}: whether the pinned image holds {wheel} for {arg} is not known: {why}",
-        )
     answer = wheel_sha256s(info.wheels).get(python_tag)
     if answer is None:
         return None
