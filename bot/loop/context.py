@@ -8,17 +8,19 @@ outcomes (loop/results.py `Outcome`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore
 from ..adapters.platform import Platform
-from ..adapters.registrywire import Traffic
 from ..adapters.upstream import UpstreamRepo
 from ..core.config.model import Component
 from ..core.errors import WheelpinError
 from ..core.image.reference import ImageRef
 from .builders.base import Builder
+
+if TYPE_CHECKING:  # a pass's registry traffic is counted only where a store made a client
+    from ..adapters.registrywire import Traffic
 
 
 class Stores(Protocol):

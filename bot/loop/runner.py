@@ -21,7 +21,6 @@ from ..adapters import logs
 from ..adapters.buildcache import discard_build, note_provenance, seed_build
 from ..adapters.imagestore import ImageStore, LayoutStore, layout_folder
 from ..adapters.platform import Platform
-from ..adapters.registrywire import Traffic
 from ..adapters.statefile import open_state
 from ..adapters.upstream import UpstreamRepo
 from ..core.config.load import LoadedConfig
@@ -48,6 +47,7 @@ from .results import ComponentResult, Outcome, PassResult, Status
 if TYPE_CHECKING:  # GitHub's modules load only when a repository is on GitHub
     from ..adapters.github.actions import ActionsClient
     from ..adapters.github.attestations import AttestationsReader
+    from ..adapters.registrywire import Traffic
     from ..core.provenance.dsse import SigningKey
     from .execute import Executor
     from .prune import Pruner

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ...adapters.buildcache import build_folder, build_provenance, built_wheels, discard_build
-from ...adapters.smoke import SmokeResult
 from ...adapters.statefile import StateFile
 from ...adapters.upstream import UpstreamRepo
 from ...core.config.model import Component
@@ -28,6 +27,7 @@ from ...core.decide.plan import BuildSeen
 
 if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
     from ...adapters.github.actions import ActionsClient
+    from ...adapters.smoke import SmokeResult
 
 
 @dataclass(frozen=True)

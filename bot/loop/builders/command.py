@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ...adapters.localbuild import local_build, run_local_build
-from ...adapters.smoke import SmokeResult
 from ...adapters.upstream import UpstreamRepo
 from ...core.config.model import CommandBuild, Component
 from ...core.decide.plan import BuildSeen, BuildState
 from ...core.errors import BuildFailed, WheelpinError
 from .base import Builder, BuildPreview, BuildSite, CachedBuilds
+
+if TYPE_CHECKING:  # the build itself (the sandbox, the smoke test) loads only where one is planned or run
+    from ...adapters.smoke import SmokeResult
 
 
 class CommandBuilder(CachedBuilds):
@@ -37,6 +39,8 @@ class CommandBuilder(CachedBuilds):
         return None
 
     def preview(self, commit: str) -> BuildPreview:
+        from ...adapters.localbuild import local_build
+
         planned = local_build(self.component, commit, self.cache)
         return BuildPreview(
             runs=planned.said, where=f"a clean checkout of {commit[:8]} at {planned.checkout}", refusal=self._refusal()
@@ -46,6 +50,8 @@ class CommandBuilder(CachedBuilds):
         refusal = self._refusal()
         if refusal is not None:
             raise WheelpinError(refusal)
+        from ...adapters.localbuild import run_local_build
+
         built = run_local_build(self.component, commit, upstream=self.upstream, cache=self.cache)
         if not built.ok:
             raise BuildFailed(f"{built.message} (log: {built.log})", recorded=built.message)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...adapters.buildcache import COMPLETE, build_folder
-from ...adapters.smoke import SmokeResult
 from ...adapters.statefile import StateFile
 from ...core.config.model import ActionsBuild, Component
 from ...core.config.templates import commit_values, render
@@ -22,6 +21,7 @@ from .base import Builder, BuildPreview, BuildSite, CachedBuilds
 
 if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
     from ...adapters.github.actions import ActionsClient, RunSeen
+    from ...adapters.smoke import SmokeResult
 
 DISPATCH_GRACE = 600.0  # seconds a noted dispatch is waited for before it counts as lost
 WHERE = "on GitHub Actions"  # where its builds run, as the plan says it
@@ -77,6 +77,8 @@ class WorkflowBuilder(CachedBuilds):
     def smoke_seen(self, commit: str) -> SmokeResult | None:
         """The run's jobs named like `smoke`: passed when all succeeded. A run with none, or
         a build that was no run, is said, never passed in silence."""
+        from ...adapters.smoke import SmokeResult  # what a build's smoke test said: read once it is judged
+
         run_id = self.state.run_of(self.component.name, commit)
         if run_id is None or self.actions is None:
             return SmokeResult(
