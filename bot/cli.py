@@ -533,6 +533,16 @@ _COMMANDS: dict[str, tuple[str, Callable[[Any, str, str], None]]] = {
 }
 
 
+def _no_pydantic_plugins() -> None:
+    """wheelpin's own process runs no pydantic plugin (pydantic's docs, "Plugins": the
+    `PYDANTIC_DISABLE_PLUGINS` setting, `__all__` for all of them), unless its environment
+    says otherwise: else the first model of every start lists every installed package's
+    entry points to look for one. A caller's process keeps its own."""
+    import os
+
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
 def _collect_from_here() -> None:
     """Start-up (argparse, pydantic's models, structlog, the command's modules) makes some
     40,000 objects that live as long as the process; with the collector on, import walked
@@ -695,6 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bot`), which alone switches the collector off for start-up (a caller's process keeps its own)."""
     if argv is None:
         gc.disable()
+        _no_pydantic_plugins()
     try:
         code = _main(argv)
         sys.stdout.flush()  # a closed pipe shows here when the output was small enough to be buffered

@@ -187,3 +187,33 @@ def test_start_up_runs_without_the_collector_only_when_wheelpin_is_the_process()
     assert code == 0 and frozen > 10_000, (code, frozen)
     # the program: off during start-up, on after; the caller's call: on before and after, nothing frozen
     assert seen == [False, True, True, True] and frozen_after_call == 0 and enabled
+
+
+def test_wheelpins_process_lists_no_entry_points_for_pydantic_plugins() -> None:
+    """As the process, wheelpin loads no pydantic plugin, so its first model does not list
+    every installed package's entry points; a caller's process, or an environment that says
+    otherwise, keeps pydantic's own behaviour."""
+    script = (
+        "import importlib.metadata, json, os, sys\nasked = []\nreal = importlib.metadata.entry_points\n"
+        "def spy(**kwargs):\n    asked.append(kwargs.get('group'))\n    return real(**kwargs)\n"
+        "importlib.metadata.entry_points = spy\nimport bot.cli\n"
+        "as_caller = sys.argv[1:] == ['as-caller']\nsys.argv = ['wheelpin', 'config', 'schema']\n"
+        "code = bot.cli.main(['config', 'schema']) if as_caller else bot.cli.main()\n"
+        "print(json.dumps([code, asked, os.environ.get('PYDANTIC_DISABLE_PLUGINS')]))"
+    )
+
+    def run(*args: str, **env: str) -> list[object]:
+        done = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **env},
+        )
+        assert done.returncode == 0, done.stderr
+        result: list[object] = json.loads(done.stdout.strip().splitlines()[-1])
+        return result
+
+    assert run() == [0, [], "__all__"]
+    assert run("as-caller") == [0, ["pydantic"], None]
+    assert run(PYDANTIC_DISABLE_PLUGINS="logfire") == [0, ["pydantic"], "logfire"]
