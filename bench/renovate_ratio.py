@@ -27,7 +27,7 @@ development venv runs at every start).
 Renovate is installed from npm into a cache folder when asked:
 
     python bench/renovate_ratio.py --install          # once: npm install renovate@39
-    python bench/renovate_ratio.py [--pairs 5]
+    python bench/renovate_ratio.py [--pairs 5] [--python /usr/bin/python3.11]
 
 Needs node and npm, docker-registry, skopeo and git on PATH.
 """
@@ -302,6 +302,13 @@ def main() -> None:
     parser.add_argument("--install", action="store_true", help=f"npm install renovate@39 into {CACHE} first")
     parser.add_argument("--renovate", type=Path, default=CACHE, metavar="DIR", help="where Renovate is installed")
     parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        metavar="PATH",
+        help="the interpreter wheelpin runs on (default: this one; e.g. /usr/bin/python3.11, the distribution's "
+        "own build of the same version)",
+    )
     args = parser.parse_args()
     if args.pairs < 1:
         parser.error("--pairs: at least 1")
@@ -315,7 +322,16 @@ def main() -> None:
             env = {**os.environ, "WHEELPIN_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT)}
             downstream = set_up(work, registry, env)
             their_env = renovate_env(work, registry)
-            ours = [installed_python(work), "-m", "bot", "reconcile", "--once", "--dry-run", "--platform", "local"]
+            ours = [
+                installed_python(work, args.python),
+                "-m",
+                "bot",
+                "reconcile",
+                "--once",
+                "--dry-run",
+                "--platform",
+                "local",
+            ]
             theirs = [str(renovate), "--platform=local", "--dry-run=lookup"]
             said = wheelpin(*ours[3:], cwd=downstream, env=env)
             found = renovate_found(renovate, downstream, their_env)

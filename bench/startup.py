@@ -56,15 +56,26 @@ sqlite3.connect(":memory:").close()
 )
 
 
-def installed_python(scratch: Path) -> str:
-    """A venv that sees this interpreter's libraries as plain paths (a .pth line is added to
-    sys.path; the .pth files of that folder, the editable finder's among them, are not run),
-    and wheelpin's modules compiled to bytecode, as pip compiles a package it installs: no
-    start compiles one (where PYTHONDONTWRITEBYTECODE is set, every start would compile each
-    module changed since its bytecode was last written, some 70 ms here)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "bot")], check=True)
+def installed_python(scratch: Path, python: str = sys.executable) -> str:
+    """A venv of `python` (this interpreter, or another build of its Python version, such as
+    the distribution's own) that sees this interpreter's libraries as plain paths (a .pth
+    line is added to sys.path; the .pth files of that folder, the editable finder's among
+    them, are not run), and wheelpin's modules compiled to bytecode, as pip compiles a
+    package it installs: no start compiles one (where PYTHONDONTWRITEBYTECODE is set, every
+    start would compile each module changed since its bytecode was last written, some 70 ms
+    here)."""
+    version = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip()
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if version != ours:
+        sys.exit(
+            f"{python} is Python {version or '(not runnable)'}, not {ours}: "
+            "the installed venv uses this interpreter's libraries, built for its version"
+        )
+    subprocess.run([python, "-m", "compileall", "-q", str(ROOT / "bot")], check=True)
     venv = scratch / "installed"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([python, "-m", "venv", "--without-pip", str(venv)], check=True)
     libraries = [path for path in sys.path if path.endswith("site-packages")]
     (site,) = venv.glob("lib/python*/site-packages")
     (site / "libraries.pth").write_text("\n".join(libraries) + "\n")
