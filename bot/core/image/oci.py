@@ -27,7 +27,6 @@ from packaging.utils import InvalidWheelFilename
 from packaging.version import InvalidVersion
 
 from ..errors import VerificationError
-from ..wheel.metadata import split_variant_label, wheel_filename_parts
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from ..wheel.report import WheelReport
@@ -172,6 +171,8 @@ class WheelEntry:
 def tags_of(filename: str) -> tuple[str, ...]:
     """The python-abi-platform tags a wheel's file name carries (none for a name that is
     not a wheel's)."""
+    from ..wheel.metadata import wheel_filename_parts  # a wheel's name is parsed only where one is compared
+
     try:
         return tuple(str(tag) for tag in sorted(wheel_filename_parts(filename)[3], key=str))
     except (InvalidWheelFilename, InvalidVersion):
@@ -180,6 +181,8 @@ def tags_of(filename: str) -> tuple[str, ...]:
 
 def architecture_of(filenames: Sequence[str]) -> str:
     """The image architecture from the wheels' platform tags (`amd64` for x86_64 and any)."""
+    from ..wheel.metadata import split_variant_label  # a wheel's name is parsed only where one is published
+
     found: set[str] = set()
     for filename in filenames:
         tags = split_variant_label(filename)[0].removesuffix(".whl").split("-")[-3:]
