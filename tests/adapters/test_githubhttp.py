@@ -372,3 +372,13 @@ def test_github3_lets_the_outside_failure_through_as_it_is() -> None:
         assert isinstance(raised.value, GitHubUnreachable)
     finally:
         silent.close()
+
+
+def test_the_client_waits_past_githubs_own_time_limit_for_an_answer() -> None:
+    """GitHub ends a request it has worked on for 10 seconds and answers it with a timeout
+    response ("Troubleshooting the REST API", Timeouts): the client's read timeout is longer,
+    so that answer arrives and is handled as GitHub's, where github3's 10 s gave up on it."""
+    from bot.adapters.github.client import Client
+
+    connect, read = Client(None, token="t").session.timeout
+    assert read > 10 + connect

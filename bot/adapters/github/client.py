@@ -89,12 +89,21 @@ def translate(exc: GitHubError, what: str) -> WheelpinError:
     return refusal(said(exc), what)
 
 
+# Seconds an answer may take to come. GitHub ends a request it has worked on for 10 seconds
+# and answers it with a timeout ("Server Error", 502 or 504: "Troubleshooting the REST API",
+# Timeouts, https://docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api),
+# so github3's own 10 s gave up just as that answer was due, and over a slow link before it
+# came: a longer wait lets GitHub's answer, which the transport retries (but a POST), arrive.
+READ_TIMEOUT = 30.0
+
+
 def _github(api_url: str | None, token: str | None = None) -> github3.GitHub:
     """A github3 client for the GitHub at `api_url` (None: github.com), speaking to its REST
     API's root as host.py finds it: github3.GitHubEnterprise would add `/api/v3`
     to every host, which GHE.com's API (https://api.SUBDOMAIN.ghe.com) does not have."""
     gh = github3.GitHub(token=token)
     gh.session.base_url = github_host(api_url).api
+    gh.session.default_read_timeout = READ_TIMEOUT
     return gh
 
 
