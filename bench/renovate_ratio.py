@@ -254,6 +254,7 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
 def floor(python: str, upstream: Path, *, registry: bool) -> list[str]:
     """The floor of one pass: its libraries loaded and used once, the upstream listed."""
     script = f"""import gc; gc.disable()
+import os; os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"  # as wheelpin's own process (cli.main)
 import subprocess, tomli, packaging.version
 from pydantic import BaseModel
 class Upstream(BaseModel):

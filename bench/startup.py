@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 _VALIDATE_FLOOR = """import gc; gc.disable()
+import os; os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"  # as wheelpin's own process (cli.main)
 import argparse, tomli
 from pydantic import BaseModel, Field
 class M(BaseModel):
@@ -64,9 +65,12 @@ def installed_python(scratch: Path, python: str = sys.executable) -> str:
     package it installs: no start compiles one (where PYTHONDONTWRITEBYTECODE is set, every
     start would compile each module changed since its bytecode was last written, some 70 ms
     here)."""
-    version = subprocess.run(
-        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
-    ).stdout.strip()
+    try:
+        version = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        version = ""
     ours = f"{sys.version_info.major}.{sys.version_info.minor}"
     if version != ours:
         sys.exit(
