@@ -278,6 +278,14 @@ def test_validate_says_each_problem_of_a_pin_at_its_own_key(
     assert problems == [str(repo / "wheelpin.toml") + problem for problem in expected]
 
 
+def test_a_python_tag_without_a_sha256_arg_is_said_at_python_tag(repo: Path) -> None:
+    problems = problems_of(repo, PIN_TABLE.replace('sha256_arg = "LMCACHE_WHEEL_SHA256"\n', ""))
+    assert problems == [
+        f"{repo / 'wheelpin.toml'}:13: lmcache.pins[0].python_tag: it names the wheel whose sha256 sha256_arg "
+        "takes, and this pin has no sha256_arg: give one, or leave python_tag out"
+    ]
+
+
 def test_validate_names_the_stages_a_from_stage_pin_could_mean(repo: Path) -> None:
     text = GOOD.replace(
         'image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', 'from_stage = "wheels" },\n]'
