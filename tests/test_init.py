@@ -392,7 +392,7 @@ def mooncake_dockerfile(images: Images) -> str:
 def test_several_components_are_told_apart_by_component(images: Images, tmp_path: Path, env: dict[str, str]) -> None:
     repo = atom(tmp_path / "both", images.lmcache["wheelpin"], images.lmcache_sha256)
     (repo / "docker/mooncake.Dockerfile").write_text(mooncake_dockerfile(images))
-    args = ("--branch", "main", "--build-command", "make wheel")
+    args = ("--branch", "main", "--build-command", "python3 -m pip wheel --no-deps -w {out} .")
     unsaid = init(repo, env, *args)
     assert unsaid.code == 2
     assert unsaid.stderr.strip().splitlines()[-1] == (
@@ -404,6 +404,7 @@ def test_several_components_are_told_apart_by_component(images: Images, tmp_path
     assert chosen.code == 0, chosen.stderr
     assert "(also mooncake-transfer-engine-rocm, at docker/mooncake.Dockerfile:1: not in this config)" in chosen.stdout
     assert component_of(repo)["name"] == "lmcache"
+    assert "built by command `python3 -m pip wheel --no-deps -w {out} .`.\n" in chosen.stdout  # its `.` no period
 
 
 def test_on_a_terminal_it_asks_offering_what_it_found(images: Images, tmp_path: Path, env: dict[str, str]) -> None:

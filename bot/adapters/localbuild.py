@@ -26,6 +26,7 @@ from ..core.config.templates import commit_values, render
 from . import sandbox
 from .boundedlog import BoundedLog, MiB
 from .buildcache import COMPLETE, build_folder
+from .buildcause import failure_cause
 from .progress import waited
 from .upstream import UpstreamRepo
 
@@ -242,11 +243,9 @@ def run_local_build(component: Component, commit: str, *, upstream: UpstreamRepo
     )
     wheels = tuple(sorted(out.glob("*.whl")))
     if code != 0:
-        with log.open("rb") as stream:  # the end of the log, where the error is
-            stream.seek(max(stream.seek(0, 2) - 4096, 0))
-            tail = stream.read().decode(errors="replace").strip().splitlines()[-3:]
+        cause = failure_cause(log)
         return BuildResult(
-            False, wheels, log, f"build of {commit[:8]} failed (exit {code}){said}: " + " / ".join(tail)[-300:]
+            False, wheels, log, f"build of {commit[:8]} failed (exit {code}){said}" + (f": {cause}" if cause else "")
         )
     if not wheels:
         return BuildResult(False, wheels, log, f"build of {commit[:8]} left no wheel in {{out}}{said}")

@@ -183,6 +183,10 @@ def last_line(log: Path) -> str:
     except OSError:
         return ""
     lines = [line for line in tail.replace(b"\r", b"\n").split(b"\n") if line.strip()]
-    text = _ESCAPES.sub("", lines[-1].decode("utf-8", errors="replace")) if lines else ""
-    text = "".join(c if c.isprintable() else " " for c in text).strip()
-    return text[:NOTE_LIMIT]
+    return printable(lines[-1].decode("utf-8", errors="replace"))[:NOTE_LIMIT] if lines else ""
+
+
+def printable(line: str) -> str:
+    """A line of a command's output as text that is safe to say: its escape sequences
+    removed, other unprintable characters made spaces, stripped."""
+    return "".join(c if c.isprintable() else " " for c in _ESCAPES.sub("", line)).strip()

@@ -17,7 +17,6 @@ from ..core.config.load import ConfigInvalid, LoadedConfig
 from ..core.config.model import CommandBuild, Component
 from ..core.errors import UsageError
 from ..core.pins.bump import pin_findings
-from ..core.pins.formats.api import FORMATS
 from .output import emit_json, emit_text
 from .repo import load
 
@@ -162,9 +161,9 @@ def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
                 )
         if len(texts) < len({pin.file for pin in component.pins}):
             continue
-        for index, sentence, refuses in pin_findings(component, texts):
-            key = FORMATS[component.pins[index].kind].key
-            (refused if refuses else said).append(loaded.located(("component", number, "pins", index, key), sentence))
+        for finding in pin_findings(component, texts):
+            where = ("component", number, "pins", finding.index, finding.key)
+            (refused if finding.refused else said).append(loaded.located(where, finding.sentence))
     return refused, said
 
 

@@ -346,7 +346,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
     write_new(target, text, force=options.force)
     follows = f"branch {upstream.branch}" if upstream.branch else f"tags {upstream.tags}"
     builds = (
-        f"command {build.command}"
+        f"command `{build.command}`"  # quoted: a command may end in `.`, which the sentence's period would double
         if build.command is not None
         else f"workflow {build.workflow}"
         + (f" with {', '.join(f'{k}={v}' for k, v in build.inputs.items())}" if build.inputs else "")

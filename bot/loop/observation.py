@@ -29,6 +29,7 @@ class Observation:
     pinned_unread: str | None = None  # why it was not read, when a pin names a digest (a dry run says it)
     consumer: str | None = None  # the consuming image's reference, from the config or the Dockerfile at the base
     consumer_unread: WheelpinError | None = None  # why the reference could not be found, raised where it is needed
+    commit_sought: bool = False  # the pinned image's upstream commit was looked for (the pass may stop before)
 
     @property
     def pin_problem(self) -> str | None:

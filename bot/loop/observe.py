@@ -46,6 +46,8 @@ class _Read:
     pinned: ImageInfo | None = None
     pinned_missing: bool = False
     pinned_unread: str | None = None
+    pinned_commit: str | None = None
+    commit_sought: bool = False  # the pinned image's commit was looked for (found or not)
     consumer: str | None = None
     consumer_unread: WheelpinError | None = None
 
@@ -59,6 +61,7 @@ class _Read:
             self.pinned_unread,
             self.consumer,
             self.consumer_unread,
+            self.commit_sought,
         )
 
     @property
@@ -97,9 +100,14 @@ class Observer:
         try:
             return read.observation(self._observe(context, head, now, read))
         except WheelpinError as exc:
-            return read.observation(
-                Facts(
-                    component=name, head=head, error=exc.message, error_kind=kind_of(exc), pinned_problem=read.problem
+            return read.observation(  # with what was read before: the pinned image may have been
+                Facts(  # read (from the digest cache) before the registry failed
+                    component=name,
+                    head=head,
+                    error=exc.message,
+                    error_kind=kind_of(exc),
+                    pinned_problem=read.problem,
+                    pinned_commit=read.pinned_commit,
                 )
             )
 
@@ -119,7 +127,8 @@ class Observer:
         read.pins = tuple(read_pins(component, read.texts))
         base_files = hashlib.sha256(json.dumps(read.texts, sort_keys=True).encode()).hexdigest()
         self._read_pinned(context, read)
-        pinned_commit = self._pinned_commit(context, read, head)
+        read.pinned_commit = pinned_commit = self._pinned_commit(context, read, head)
+        read.commit_sought = True
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
         # a newest tag older than the pin is never proposed
         base_has_head = pinned_commit is not None and (
@@ -213,7 +222,11 @@ class Observer:
         store = context.store if context.component.image.is_layout else self.registries.store(ref)
         try:
             with doing(f"reading the image pinned at {pin.file}:{pin.line} (to compare its wheels)"):
-                read.pinned = self.reads.image(store, ref.digest)
+                try:
+                    read.pinned = self.reads.image(store, ref.digest)
+                except TransientError as exc:
+                    read.pinned_unread = exc.message  # the pass stops here; a dry run says why on the pin's line too
+                    raise
         except NotFound:
             read.pinned_missing = True
             read.pinned_unread = PINNED_NOT_FOUND

@@ -194,11 +194,20 @@ def _pinned(seen: Observation) -> PinnedPlan:
             reference=pin.image,
             why=f"not read: {seen.pinned_unread}" if seen.pinned_unread else stopped if facts.error else "not read",
         )
+    if facts.pinned_commit:
+        why = None
+    elif seen.commit_sought:
+        why = (
+            "its upstream commit is not known: neither its revision, its tag nor its wheel's version"
+            " names a commit the upstream has"
+        )
+    else:
+        why = "its upstream commit was not looked for (the pass stops before: see below)"
     return PinnedPlan(
         reference=pin.image,
         version=info.wheels[0].version if info.wheels else None,
         commit=facts.pinned_commit,
-        why=None if facts.pinned_commit else "its upstream commit is not known (no revision it names)",
+        why=why,
     )
 
 

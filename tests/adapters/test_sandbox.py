@@ -64,6 +64,7 @@ def upstream_repo(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
     folder = tmp_path / "upstream"
     folder.mkdir()
     for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     git(["init", "--quiet", "--initial-branch=main"], cwd=folder)
     git(["add", "-A"], cwd=folder)
@@ -290,3 +291,41 @@ def test_the_bots_process_is_made_non_dumpable() -> None:
     )  # PR_GET_DUMPABLE
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0"
+
+
+# An upstream whose build fails as a ROCm extension's does, under a real `pip wheel`: its
+# build backend (PEP 517, in the tree: it needs no setuptools) prints a while, then raises,
+# at either step pip runs it for, its metadata or its wheel
+BACKEND = """\
+import os
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    if FAILS_AT == "metadata":
+        raise RuntimeError("broken build: missing hipcc")
+    os.makedirs(os.path.join(metadata_directory, "minicache-0.1.0.dist-info"))
+    with open(os.path.join(metadata_directory, "minicache-0.1.0.dist-info", "METADATA"), "w") as stream:
+        stream.write("Metadata-Version: 2.1\\nName: minicache\\nVersion: 0.1.0\\n")
+    return "minicache-0.1.0.dist-info"
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    for n in range(40):
+        print(f"compiling kernel {n}", flush=True)
+    raise RuntimeError("broken build: missing hipcc")
+"""
+PYPROJECT = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+
+
+@pytest.mark.parametrize(("step", "verbose"), [("metadata", False), ("wheel", False), ("wheel", True)])
+def test_a_failed_pip_build_is_said_by_its_cause_not_pips_last_lines(tmp_path: Path, step: str, verbose: bool) -> None:
+    """pip ends a failed build with lines of its own that point up at the output ("See
+    above for output", "This error originates from a subprocess"): the sentence quotes the
+    line of the build's own output that says the error."""
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", "{out}"]
+    command += ["-v", "."] if verbose else ["."]
+    files = {"pyproject.toml": PYPROJECT, "backend.py": f"FAILS_AT = {step!r}\n" + BACKEND}
+    result = build(tmp_path, command, files)
+    log = result.log.read_text()
+    assert not result.ok and "note: This error originates from a subprocess" in log, log
+    assert result.message.startswith("build of ") and result.message.endswith(
+        " failed (exit 1): RuntimeError: broken build: missing hipcc"
+    ), log

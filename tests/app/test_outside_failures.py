@@ -59,6 +59,46 @@ def test_a_registry_that_refuses_is_said_once_with_what_for_and_exits_4(registry
     assert report.json()["requests"]["registry"] == 4  # each try on the wire, on the pinned image's host too
 
 
+def test_a_dry_run_says_why_the_pinned_image_was_not_read(registry: Registry, tmp_path: Path) -> None:
+    """The pin's line of the plan says the registry's sentence, not that the image names
+    no commit."""
+    path = f"refused-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}")
+    closed = f"127.0.0.1:{free_port()}"
+    pinned_on(world, f"{closed}/{path}")
+    world.commit_upstream("work", {"VERSION": "0.1.1\n"})
+    env = {**world.env, "WHEELPIN_REGISTRY_ATTEMPTS": "2"}
+    planned = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), "--json", env=env)
+    assert planned.code == 4, said(planned)
+    pinned = component(planned)["plan"]["pinned"]
+    refused = re.escape(f"not read: {closed} refused the connection, 2 tries in ") + r"\d+(\.\d)? s"
+    assert re.fullmatch(refused, pinned["why"]), pinned
+
+
+def test_a_registry_stopped_after_the_pinned_image_was_read_keeps_its_commit(tmp_path: Path) -> None:
+    """The pinned image's manifest is in the digest cache from an earlier pass; the
+    registry then stops. The plan still names the commit the image was built from (it was
+    read), and says where the pass stops: at the registry, refusing the connection."""
+    own = Registry(tmp_path / "registry")
+    try:
+        world = make_world(tmp_path, registry=f"{own.host}/stopped/demo-cache")
+        first = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+        assert first.code == 0, said(first)
+    finally:
+        own.stop()
+    pinned_commit = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
+    head = world.commit_upstream("work", {"VERSION": "0.1.1\n"})
+    env = {**world.env, "WHEELPIN_REGISTRY_ATTEMPTS": "2"}
+    planned = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=env)
+    assert planned.code == 4, said(planned)
+    assert f"    its wheel 0.1.0+g{pinned_commit[:8]}.rocm7.2.4, built from {pinned_commit[:8]}\n" in planned.stdout
+    assert "commit is not known" not in planned.stdout and "no revision" not in planned.stdout
+    assert f"  refused: looking for the image of {head[:8]} in {own.host}/stopped/demo-cache" in planned.stdout
+    assert f"{own.host} refused the connection, 2 tries in " in planned.stdout
+    document = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), "--json", env=env)
+    assert component(document)["plan"]["pinned"]["commit"] == pinned_commit
+
+
 def test_a_tag_guard_or_a_check_failing_beside_an_outside_failure_exits_1() -> None:
     from bot.commands.reconcile_cmd import exit_code
     from bot.loop.results import ComponentResult, PassResult, Status

@@ -461,7 +461,10 @@ class _PinKind(_Model):
     @model_validator(mode="after")
     def _tag_of_a_sha256(self) -> Self:
         if self.python_tag is not None and self.sha256_arg is None:
-            raise ValueError("python_tag names the wheel of sha256_arg: give sha256_arg too")
+            raise ValueError(
+                "python_tag: it names the wheel whose sha256 sha256_arg takes, and this pin has no "
+                "sha256_arg: give one, or leave python_tag out"
+            )
         return self
 
 

@@ -154,27 +154,42 @@ def tag_misfit(component: Component, ref: ImageRef) -> str | None:
     return f"tag {ref.tag!r} does not fit the tag template {component.image.tag!r} of component {component.name}"
 
 
-def pin_findings(component: Component, texts: Mapping[str, str]) -> list[tuple[int, str, bool]]:
+@dataclass(frozen=True)
+class PinFinding:
+    """One thing `config validate` says of a pin: the pin's index, the key of its config
+    table the sentence is about (`image_arg`, `sha256_arg`, `file`…), and whether the pass
+    stops there."""
+
+    index: int
+    key: str
+    sentence: str
+    refused: bool
+
+
+def pin_findings(component: Component, texts: Mapping[str, str]) -> list[PinFinding]:
     """What the pass would find in each pin of `component` before any build, for `config
-    validate`: (pin index, sentence, refused). Refused: the pass stops there (a name
+    validate`, every problem of a pin at its own key. Refused: the pass stops there (a name
     the file does not declare, a value that is no reference, a reference in another
     repository than `image.repository`: refused only at the proposal, after building and
     publishing). Not refused: a tag the template does not give, which the first bump
     replaces (a bootstrap pin such as `:latest@sha256:…` is fine), so it is only said."""
-    found: list[tuple[int, str, bool]] = []
+    found: list[PinFinding] = []
     for index, pin in enumerate(component.pins):
+        at = FORMATS[pin.kind].key  # the reference's own key
         try:
             state = read_pin(component, pin, texts[pin.file])
             current = pinned_ref(state)
         except PinError as exc:
-            found.append((index, str(exc), True))
+            found += (PinFinding(index, problem.key or at, problem.sentence, True) for problem in exc.problems)
             continue
         elsewhere = repository_misfit(component, current)
         if elsewhere:
-            found.append((index, f"{state.file}:{state.line}: {state.image} {elsewhere}", True))
+            found.append(PinFinding(index, at, f"{state.file}:{state.line}: {state.image} {elsewhere}", True))
         misfit = tag_misfit(component, current)
         if misfit:
-            found.append((index, f"{state.file}:{state.line}: {misfit}: the first bump replaces it", False))
+            found.append(
+                PinFinding(index, at, f"{state.file}:{state.line}: {misfit}: the first bump replaces it", False)
+            )
     return found
 
 

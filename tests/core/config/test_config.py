@@ -223,6 +223,69 @@ def test_validate_refuses_a_pin_the_pass_would_refuse(repo: Path, dockerfile: st
     assert code == 2 and any(problem.endswith(expected) for problem in problems), problems
 
 
+# GOOD with its first pin as a table of its own, a key a line (as `wheelpin init` writes pins)
+PIN_TABLE = GOOD.replace(
+    "pins = [\n"
+    '  { file = "docker/Dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n'
+    '  { file = "docker/atom_release.dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE", '
+    'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]\n',
+    "\n[[component.pins]]\n"
+    'file = "docker/Dockerfile"\n'
+    'image_arg = "LMCACHE_WHEEL_IMAGE"\n'
+    'sha256_arg = "LMCACHE_WHEEL_SHA256"\n'
+    'python_tag = "cp312"\n',
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            'sha256_arg = "LMCACHE_WHEEL_SHA256"',
+            'sha256_arg = "LMCACHE_WHEEL_SHA"',
+            [
+                ":13: lmcache.pins[0].sha256_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_SHA is not declared "
+                "(ARGs here: LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_SHA256?)"
+            ],
+        ),
+        (
+            'image_arg = "LMCACHE_WHEEL_IMAGE"\nsha256_arg = "LMCACHE_WHEEL_SHA256"',
+            'image_arg = "LMCACHE_WHEEL_IMG"\nsha256_arg = "LMCACHE_WHEEL_SHA"',
+            [
+                ":12: lmcache.pins[0].image_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_IMG is not declared "
+                "(ARGs here: LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_IMAGE?)",
+                ":13: lmcache.pins[0].sha256_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_SHA is not declared "
+                "(ARGs here: LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_SHA256?)",
+            ],
+        ),
+        (
+            'image_arg = "LMCACHE_WHEEL_IMAGE"\nsha256_arg = "LMCACHE_WHEEL_SHA256"',
+            'from_stage = "wheels"\nsha256_arg = "LMCACHE_WHEEL_SHA"',
+            [
+                ":12: lmcache.pins[0].from_stage: docker/Dockerfile: no FROM … AS wheels stage (it declares no stages)",
+                ":13: lmcache.pins[0].sha256_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_SHA is not declared "
+                "(ARGs here: LMCACHE_WHEEL_IMAGE, LMCACHE_WHEEL_SHA256; did you mean LMCACHE_WHEEL_SHA256?)",
+            ],
+        ),
+    ],
+)
+def test_validate_says_each_problem_of_a_pin_at_its_own_key(
+    repo: Path, old: str, new: str, expected: list[str]
+) -> None:
+    assert old in PIN_TABLE
+    code, problems, _ = validate(repo, PIN_TABLE.replace(old, new), PINNED)
+    assert code == 2
+    assert problems == [str(repo / "wheelpin.toml") + problem for problem in expected]
+
+
+def test_a_python_tag_without_a_sha256_arg_is_said_at_python_tag(repo: Path) -> None:
+    problems = problems_of(repo, PIN_TABLE.replace('sha256_arg = "LMCACHE_WHEEL_SHA256"\n', ""))
+    assert problems == [
+        f"{repo / 'wheelpin.toml'}:13: lmcache.pins[0].python_tag: it names the wheel whose sha256 sha256_arg "
+        "takes, and this pin has no sha256_arg: give one, or leave python_tag out"
+    ]
+
+
 def test_validate_names_the_stages_a_from_stage_pin_could_mean(repo: Path) -> None:
     text = GOOD.replace(
         'image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n]', 'from_stage = "wheels" },\n]'

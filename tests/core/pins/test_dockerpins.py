@@ -135,3 +135,14 @@ def test_unparseable_dockerfile() -> None:
 def test_unterminated_quote_is_left_alone() -> None:
     with pytest.raises(PinError):
         plan_bump(COMPONENT, {"Dockerfile": f'ARG IMG="{OLD_IMAGE}\nARG SHA={OLD_SHA}\n'}, NEW_IMAGE, {None: NEW_SHA})
+
+
+def test_a_pin_with_both_args_misspelt_is_refused_for_both_each_at_its_key() -> None:
+    """The pass's one sentence says both; `config validate` says each at its key."""
+    text = f'ARG IMAGE="{OLD_IMAGE}"\nARG SHA256={OLD_SHA}\nFROM ${{IMAGE}} AS w\n'
+    with pytest.raises(PinError) as caught:
+        plan_bump(COMPONENT, {"Dockerfile": text}, NEW_IMAGE, {None: NEW_SHA})
+    image = "Dockerfile: ARG IMG is not declared (ARGs here: IMAGE, SHA256; did you mean IMAGE?)"
+    sha256 = "Dockerfile: ARG SHA is not declared (ARGs here: IMAGE, SHA256; did you mean SHA256?)"
+    assert str(caught.value) == f"{image}; {sha256}"
+    assert [(p.key, p.sentence) for p in caught.value.problems] == [(None, image), ("sha256_arg", sha256)]

@@ -4,11 +4,12 @@ formats' wheel sha256s are."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from ...config.model import DockerfileArgPin, DockerfileFromPin
 from ..locate import DockerfileError, ParsedDockerfile, ValueSite, parse
-from .base import PinError, PinSites, closest
+from .base import PinError, PinProblem, PinSites, closest
 
 
 def is_dockerfile(file: str) -> bool:
@@ -25,7 +26,7 @@ def parsed(text: str, file: str) -> ParsedDockerfile:
     try:
         return parse(text, where=file)
     except DockerfileError as exc:
-        raise PinError(str(exc)) from None
+        raise PinError(str(exc), key="file") from None
 
 
 def arg_sites(dockerfile: ParsedDockerfile, name: str, file: str) -> tuple[ValueSite, ...]:
@@ -44,8 +45,24 @@ def arg_sites(dockerfile: ParsedDockerfile, name: str, file: str) -> tuple[Value
 
 
 def with_sha256(
-    pin: DockerfileArgPin | DockerfileFromPin, dockerfile: ParsedDockerfile, image: tuple[ValueSite, ...]
+    pin: DockerfileArgPin | DockerfileFromPin,
+    dockerfile: ParsedDockerfile,
+    image: Callable[[], tuple[ValueSite, ...]],
 ) -> PinSites:
-    """The image sites, and the defaults of the pin's `sha256_arg` when it has one."""
-    sha256 = arg_sites(dockerfile, pin.sha256_arg, pin.file) if pin.sha256_arg else ()
-    return PinSites(image, sha256)
+    """The sites `image` finds, and the defaults of the pin's `sha256_arg` when it has one;
+    a problem of each is found, so a PinError says both (the sha256 ARG's at its key)."""
+    problems: list[PinProblem] = []
+    sites: tuple[ValueSite, ...] = ()
+    sha256: tuple[ValueSite, ...] = ()
+    try:
+        sites = image()
+    except PinError as exc:
+        problems += exc.problems
+    if pin.sha256_arg:
+        try:
+            sha256 = arg_sites(dockerfile, pin.sha256_arg, pin.file)
+        except PinError as exc:
+            problems += (PinProblem(problem.sentence, "sha256_arg") for problem in exc.problems)
+    if problems:
+        raise PinError.every(problems)
+    return PinSites(sites, sha256)

@@ -25,10 +25,33 @@ from ..locate import ValueSite
 PinTable = TypeVar("PinTable", contravariant=True)
 
 
+@dataclass(frozen=True)
+class PinProblem:
+    """One reason a pin cannot be read, and the key of the pin's config it comes from
+    (`sha256_arg`, `file`; None: the format's own key, `image_arg` or `from_stage`), where
+    `config validate` says it."""
+
+    sentence: str
+    key: str | None = None
+
+
 class PinError(UsageError):
-    """A pin cannot be read or moved; the message names the file."""
+    """A pin cannot be read or moved; the message names the file. `problems` holds every
+    reason found in one reading of the pin (an image ARG and a sha256 ARG both misspelt),
+    each at its key; the message says them all."""
 
     validate_finds = True
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.problems: tuple[PinProblem, ...] = (PinProblem(message, key),)
+
+    @classmethod
+    def every(cls, problems: Iterable[PinProblem]) -> PinError:
+        said = tuple(problems)
+        error = cls("; ".join(problem.sentence for problem in said))
+        error.problems = said
+        return error
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,7 @@ class DockerfileArg:
 
     def read(self, pin: DockerfileArgPin, text: str) -> PinSites:
         dockerfile = parsed(text, pin.file)
-        image = literal(pin.file, arg_sites(dockerfile, pin.image_arg, pin.file))
-        return with_sha256(pin, dockerfile, image)
+        return with_sha256(pin, dockerfile, lambda: literal(pin.file, arg_sites(dockerfile, pin.image_arg, pin.file)))
 
     def looks_in(self, file: str) -> bool:
         return is_dockerfile(file)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ...config.model import DockerfileFromPin
+from ..locate import ParsedDockerfile, ValueSite
 from ._dockerfile import is_dockerfile, parsed, with_sha256
 from ._stages import built_on, consumer_of, not_a_pin, sha256_args, stage_named, stages_of, unique, variable_of
 from .base import FoundPin, PinError, PinSites, Skipped, closest, literal
@@ -21,6 +22,9 @@ class DockerfileFrom:
 
     def read(self, pin: DockerfileFromPin, text: str) -> PinSites:
         dockerfile = parsed(text, pin.file)
+        return with_sha256(pin, dockerfile, lambda: self._image(pin, dockerfile))
+
+    def _image(self, pin: DockerfileFromPin, dockerfile: ParsedDockerfile) -> tuple[ValueSite, ...]:
         wanted = pin.from_stage
         stage = dockerfile.stage(wanted)
         if stage is None:
@@ -33,7 +37,7 @@ class DockerfileFrom:
                 f"{pin.file}:{stage.line}: FROM {stage.image.value} uses a variable: pin that ARG "
                 "with image_arg instead"
             )
-        return with_sha256(pin, dockerfile, literal(pin.file, (stage.image,)))
+        return literal(pin.file, (stage.image,))
 
     def looks_in(self, file: str) -> bool:
         return is_dockerfile(file)
