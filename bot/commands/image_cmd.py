@@ -23,6 +23,7 @@ from ..core.checks.commit import tag_commit_problems
 from ..core.checks.component import Problem, check_wheels, component_rules, summary
 from ..core.checks.digest import rules_digest
 from ..core.checks.rules import WheelRules
+from ..core.decide.revision import is_full_commit
 from ..core.errors import UsageError, VerificationError, WheelpinError, doing
 from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
 from ..core.image.oci import architecture_of
@@ -55,6 +56,12 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     tag = getattr(target, "tag", None)
     if tag is None or getattr(target, "digest", None):
         raise UsageError(f"{options.to}: publish to a tag (REF:tag), not a digest")
+    if options.revision is not None and not is_full_commit(options.revision):
+        # the image records it for good, and a pass finds the commit's build by it
+        raise UsageError(
+            f"--revision {options.revision}: give the full 40-hex commit the wheels were built from "
+            f"(`git rev-parse {options.revision}` in the upstream's repository prints it), not an abbreviation"
+        )
     if isinstance(target, LayoutTarget):
         check_layout_folder(Path(target.folder))
     component = loaded = None
