@@ -6,46 +6,51 @@ what to do about it."""
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
+import pytest
+
 from bot.adapters.git import git
-from bot.adapters.imagestore import LayoutStore
+from bot.adapters.imagestore import ImageStore, LayoutStore, RegistryRepository
 from bot.adapters.inspectpool import inspect_wheel
 from bot.adapters.publisher import publish
-from tests.app.worlds import HUMAN, NEW_VERSION, World, component, runner_build
+from bot.adapters.registry import RegistryClient
+from tests.app.worlds import HUMAN, NEW_VERSION, World, component, make_world, runner_build
 from tests.cli import wheelpin
+from tests.fixtures.servers import Registry
 
 
-def _pin_short_revision(world: World, wheels: list[Path], tag: str, commit: str) -> str:
+def _pin_short_revision(world: World, store: ImageStore, wheels: list[Path], tag: str, commit: str) -> str:
     """The world's first pin replaced by an image of `wheels` whose revision annotation is
     `commit`'s first 9 hex, pushed through the publish code path as an older wheelpin's
     `image publish --revision` pushed it; the digest pinned now."""
-    shutil.rmtree(world.root / "images")
-    reports = [inspect_wheel(wheel) for wheel in wheels]
-    published = publish(
-        LayoutStore(world.root / "images"),
-        tag,
-        wheels,
-        reports,
-        source="../upstream",
-        revision=commit[:9],
-        component="demo-cache",
-    )
     dockerfile = world.downstream / "docker" / "Dockerfile"
     text = dockerfile.read_text()
     old = text.split("@", 1)[1].split('"', 1)[0]
+    assert store.delete(old)  # the image pinned by hand, and so its tag
+    reports = [inspect_wheel(wheel) for wheel in wheels]
+    published = publish(store, tag, wheels, reports, source="../upstream", revision=commit[:9], component="demo-cache")
     dockerfile.write_text(text.replace(old, published.digest))
     git(["commit", "--quiet", "-am", "Pin the first image"], cwd=world.downstream, env=HUMAN)
     return published.digest
 
 
-def test_the_first_hour_with_a_short_revision_is_nothing_to_do(world: World) -> None:
+@pytest.mark.parametrize("where", ["layout", "registry"])
+def test_the_first_hour_with_a_short_revision_is_nothing_to_do(where: str, registry: Registry, tmp_path: Path) -> None:
     """Upstream's head is the pinned commit, whose image records its revision abbreviated:
     the base pins the head, so the pass has nothing to do (it once read the tag as holding
     another commit's build and exited 1)."""
+    path = f"first-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}" if where == "registry" else None)
+    store: ImageStore = (
+        LayoutStore(world.root / "images")
+        if where == "layout"
+        else RegistryRepository(RegistryClient(registry.host), path)
+    )
     first = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
     wheels = sorted((world.root / "first-build").glob("*.whl"))
-    _pin_short_revision(world, wheels, f"demo-cache-v0.1.0-g{first[:8]}", first)
+    _pin_short_revision(world, store, wheels, f"demo-cache-v0.1.0-g{first[:8]}", first)
     # a new user's first pass: no mirror of the upstream yet, so the abbreviation is not
     # resolved by luck against one made earlier
     shutil.rmtree(Path(world.env["WHEELPIN_CACHE_DIR"]) / "upstream")
