@@ -56,11 +56,12 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     tag = getattr(target, "tag", None)
     if tag is None or getattr(target, "digest", None):
         raise UsageError(f"{options.to}: publish to a tag (REF:tag), not a digest")
-    if options.revision is not None and not is_full_commit(options.revision):
+    revision = options.revision.strip().lower() if options.revision is not None else None
+    if revision is not None and not is_full_commit(revision):
         # the image records it for good, and a pass finds the commit's build by it
         raise UsageError(
-            f"--revision {options.revision}: give the full 40-hex commit the wheels were built from "
-            f"(`git rev-parse {options.revision}` in the upstream's repository prints it), not an abbreviation"
+            f"--revision {options.revision} is not a whole commit: give all 40 hex of the commit the wheels were "
+            f"built from (`git rev-parse {options.revision}` in the upstream's repository prints them)"
         )
     if isinstance(target, LayoutTarget):
         check_layout_folder(Path(target.folder))
@@ -71,13 +72,13 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         component = loaded.config.get(options.component)
         if component is None:
             raise UsageError(f"{loaded.path}: no component {options.component!r}")
-        rules = component_rules(component, commit=options.revision)
+        rules = component_rules(component, commit=revision)
         source = source or component.upstream.repo
     else:
         try:
             rules = WheelRules(
                 require_archs=tuple(TargetId.parse_known(a) for a in options.require_archs),
-                expect_commit=options.revision,
+                expect_commit=revision,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -107,7 +108,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
             list(options.wheels),
             reports,
             source=source,
-            revision=options.revision,
+            revision=revision,
             component=component.name if component else None,
             rules=rules_of,
             reader=_anonymous_if_public(readers, target),
@@ -117,7 +118,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         facts = facts_of(
             result,
             source=source,
-            revision=options.revision,
+            revision=revision,
             component=component.name if component else None,
             rules=rules_of,
             build=f"wheels given to `wheelpin image publish` on {socket.gethostname()}",

@@ -86,11 +86,12 @@ def test_publish_refuses_an_abbreviated_revision(world: World) -> None:
     refused = wheelpin("image", "publish", *map(str, wheels), "--to", to, "--revision", first[:9], env=world.env)
     assert refused.code == 2, refused.stdout + refused.stderr
     assert (
-        f"--revision {first[:9]}: give the full 40-hex commit the wheels were built from "
-        f"(`git rev-parse {first[:9]}` in the upstream's repository prints it), not an abbreviation"
+        f"--revision {first[:9]} is not a whole commit: give all 40 hex of the commit the wheels were built from "
+        f"(`git rev-parse {first[:9]}` in the upstream's repository prints them)"
     ) in refused.stderr
     assert not layout.exists()
-    done = wheelpin("image", "publish", *map(str, wheels), "--to", to, "--revision", first, "--json", env=world.env)
+    # as a script may pass it: git prints lowercase, a copy from elsewhere may not be
+    done = wheelpin("image", "publish", *map(str, wheels), "--to", to, "--revision", first.upper(), env=world.env)
     assert done.code == 0, done.stderr
     shown = wheelpin("image", "show", to, "--json", env=world.env)
     assert shown.json()["annotations"]["org.opencontainers.image.revision"] == first
