@@ -16,7 +16,7 @@ from bot.adapters.imagestore import ImageStore, LayoutStore, RegistryRepository
 from bot.adapters.inspectpool import inspect_wheel
 from bot.adapters.publisher import publish
 from bot.adapters.registry import RegistryClient
-from tests.app.worlds import HUMAN, NEW_VERSION, World, component, make_world, runner_build
+from tests.app.worlds import BRANCH, HUMAN, NEW_VERSION, World, component, make_world, runner_build
 from tests.cli import wheelpin
 from tests.fixtures.servers import Registry
 
@@ -56,10 +56,16 @@ def test_the_first_hour_with_a_short_revision_is_nothing_to_do(where: str, regis
     shutil.rmtree(Path(world.env["WHEELPIN_CACHE_DIR"]) / "upstream")
     result = world.reconcile()
     assert result.code == 0, result.stdout + result.stderr
-    assert component(result)["status"] == "nothing", result.stdout
+    assert (component(result)["status"], component(result)["pinned"]) == ("nothing", first), result.stdout
     text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
     assert text.code == 0, text.stdout + text.stderr
     assert "not the build of" not in text.stdout
+    head = world.commit_upstream("work", NEW_VERSION)  # then upstream moves on: proposed from the pinned commit
+    moved = world.reconcile()
+    assert moved.code == 0, moved.stdout + moved.stderr
+    assert component(moved)["pinned"] == first
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert f"from `{first[:8]}` to `{head[:8]}`" in message, message
 
 
 def test_an_image_of_the_head_with_a_short_revision_is_its_build(world: World, tmp_path: Path) -> None:
