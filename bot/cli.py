@@ -236,7 +236,7 @@ def _image(commands: Any, name: str, text: str) -> None:
     publish.add_argument("--component", help="verify with this component's rules, smoke and trust (from the config)")
     publish.add_argument("--config", type=Path, metavar="FILE", help="the config file (default: found in --repo)")
     publish.add_argument("--repo", type=Path, metavar="DIR", help="the downstream repository (default: here)")
-    publish.add_argument("--revision", metavar="SHA", help="the upstream commit the wheels were built from")
+    publish.add_argument("--revision", metavar="SHA", help="the whole upstream commit the wheels were built from")
     publish.add_argument("--source", metavar="URL", help="the upstream repository")
     publish.add_argument(
         "--require-arch",

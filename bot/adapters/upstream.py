@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.config.model import Upstream
+from ..core.decide.revision import names_commit
 from ..core.errors import ConfigError, TransientError
 from ..core.proposal.upstreamcommit import Commit
 from ..core.redact import public_url
@@ -192,7 +193,7 @@ class UpstreamRepo:
         """The full commit an abbreviated (or full) `hint` names among the commits the mirror
         holds once `near` and its history are fetched, or None when it names none, or
         more than one."""
-        if near.startswith(hint):
+        if names_commit(hint, near):
             return near  # the head itself: nothing to fetch
         try:
             self.fetch(near)

@@ -23,6 +23,7 @@ from ..core.checks.commit import tag_commit_problems
 from ..core.checks.component import Problem, check_wheels, component_rules, summary
 from ..core.checks.digest import rules_digest
 from ..core.checks.rules import WheelRules
+from ..core.decide.revision import is_full_commit
 from ..core.errors import UsageError, VerificationError, WheelpinError, doing
 from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
 from ..core.image.oci import architecture_of
@@ -55,6 +56,13 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
     tag = getattr(target, "tag", None)
     if tag is None or getattr(target, "digest", None):
         raise UsageError(f"{options.to}: publish to a tag (REF:tag), not a digest")
+    revision = options.revision.strip().lower() if options.revision is not None else None
+    if revision is not None and not is_full_commit(revision):
+        # the image records it for good, and a pass finds the commit's build by it
+        raise UsageError(
+            f"--revision {options.revision} is not a whole commit: give all 40 hex of the commit the wheels were "
+            f"built from (`git rev-parse {options.revision}` in the upstream's repository prints them)"
+        )
     if isinstance(target, LayoutTarget):
         check_layout_folder(Path(target.folder))
     component = loaded = None
@@ -64,13 +72,13 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         component = loaded.config.get(options.component)
         if component is None:
             raise UsageError(f"{loaded.path}: no component {options.component!r}")
-        rules = component_rules(component, commit=options.revision)
+        rules = component_rules(component, commit=revision)
         source = source or component.upstream.repo
     else:
         try:
             rules = WheelRules(
                 require_archs=tuple(TargetId.parse_known(a) for a in options.require_archs),
-                expect_commit=options.revision,
+                expect_commit=revision,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -100,7 +108,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
             list(options.wheels),
             reports,
             source=source,
-            revision=options.revision,
+            revision=revision,
             component=component.name if component else None,
             rules=rules_of,
             reader=_anonymous_if_public(readers, target),
@@ -110,7 +118,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         facts = facts_of(
             result,
             source=source,
-            revision=options.revision,
+            revision=revision,
             component=component.name if component else None,
             rules=rules_of,
             build=f"wheels given to `wheelpin image publish` on {socket.gethostname()}",

@@ -56,6 +56,7 @@ from ..core.decide.plan import (
     desired_state,
     write_key,
 )
+from ..core.decide.revision import names_commit
 from ..core.errors import (
     BuildFailed,
     ConfigError,
@@ -551,7 +552,7 @@ class Executor:
             attached = attached_to(context.store, image.digest)
         ours = (
             info is not None
-            and info.annotations.get(REVISION) == head
+            and names_commit(info.annotations.get(REVISION), head)
             and info.annotations.get(ANNOTATION_COMPONENT) == context.name
             and info.annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
             and not image.adopted

@@ -27,7 +27,7 @@ from ..core.config.load import LoadedConfig
 from ..core.config.templates import TagValues, commit_only, fields_of, render_tag, tag_pattern
 from ..core.decide.backoff import config_digest
 from ..core.decide.plan import BuildState, Facts, ImageFound, ProposalSeen, write_key
-from ..core.decide.revision import commit_hints
+from ..core.decide.revision import commit_hints, is_full_commit, names_commit
 from ..core.errors import ConfigError, NotFound, TransientError, WheelpinError, doing, kind_of
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins.bump import PinState, read_pins
@@ -236,13 +236,15 @@ class Observer:
             read.pinned_unread = exc.message  # a dry run says why; the proposal says "unknown"
 
     def _pinned_commit(self, context: Context, read: _Read, head: str) -> str | None:
-        """The commit the base pins: wheelpin's revision annotation as it stands, else the
-        first other hint the image gives (core/decide/revision.py) that names a commit upstream."""
+        """The commit the base pins: wheelpin's revision annotation when it is a whole commit,
+        else the first hint the image gives (core/decide/revision.py: that annotation
+        abbreviated, as an older `image publish --revision` stored it, first) that names a
+        commit upstream."""
         info = read.pinned
         if info is None:
             return None
         revision = info.annotations.get(REVISION)
-        if revision is not None:
+        if revision is not None and is_full_commit(revision):
             return revision
         ref = read.pins[0].ref if read.pins else None
         hints = commit_hints(
@@ -278,7 +280,7 @@ class Observer:
         if not verified and (context.name, digest) not in self.memory.verified:
             annotations = self.reads.image(context.store, digest).annotations
             verified = (
-                annotations.get(REVISION) == head
+                names_commit(annotations.get(REVISION), head)
                 and annotations.get(ANNOTATION_COMPONENT) == context.name
                 and annotations.get(ANNOTATION_RULES) == rules_digest(context.component)
             )
@@ -324,15 +326,22 @@ class Observer:
         info = self.reads.image(context.store, image.digest)
         component = context.component
         if not info.wheels:
-            return f"{context.store.name}:{image.tag} holds no wheel; it is not a build of {head[:8]}"
+            return _tag_taken(context, image.tag, "no wheel", head)
         expected = render_tag(
             component.image.tag, TagValues(sha=head, component=component.name, version=info.wheels[0].version)
         )
         revision = info.annotations.get(REVISION)
-        if expected != image.tag or (revision is not None and revision != head):
-            return (
-                f"{context.store.name}:{image.tag} holds {info.wheels[0].file} "
-                f"(revision {(revision or 'unknown')[:8]}), not the build of {head[:8]}; "
-                "wheelpin never overwrites a tag with other content"
-            )
+        if expected != image.tag or (revision is not None and not names_commit(revision, head)):
+            held = f"{info.wheels[0].file} (revision {(revision or 'unknown')[:8]})"
+            return _tag_taken(context, image.tag, held, head)
         return None
+
+
+def _tag_taken(context: Context, tag: str, held: str, head: str) -> str:
+    """The sentence for the tag `head`'s build would take holding `held` instead: what it
+    holds, why nothing is built over it, and the two ways on."""
+    return (
+        f"{context.store.name}:{tag} holds {held}, not the build of {head[:8]}, and wheelpin never overwrites "
+        f"a tag with other content: delete that tag if it is stale, or change {context.name}'s image.tag "
+        f"so that the build of {head[:8]} gets another tag"
+    )

@@ -27,6 +27,7 @@ from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component, Config
 from ..core.decide.backoff import retry_said
 from ..core.decide.plan import Asks, Facts, Report, Wait, WriteProposal, desired_state, live_failure, plan
+from ..core.decide.revision import names_commit
 from ..core.errors import (
     BuildFailed,
     ConfigError,
@@ -219,7 +220,7 @@ class Reconciler:
             raise InputError(f"{folder}: no .whl file to use as the build of {commit[:8]}")
         context = self._context(component)
         head = context.upstream.head()
-        if not (len(commit) >= 7 and head.startswith(commit.lower())):
+        if not names_commit(commit, head):
             raise InputError(
                 f"{commit} is not the head of {component.upstream.repo} ({head[:12]}): wheelpin "
                 "publishes and proposes the head only"

@@ -18,8 +18,24 @@ from ..config.templates import commit_in_tag
 from ..image.oci import REVISION
 
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
+_FULL = re.compile(r"^[0-9a-f]{40}$")
 # setuptools-scm's `g<hex>` node segment, in a local version or a tag (`…-g05fc77a0-…`)
 _NODE = re.compile(r"(?:^|[^A-Za-z0-9])g([0-9a-f]{7,40})(?=$|[^A-Za-z0-9])")
+
+
+def is_full_commit(value: str) -> bool:
+    """`value` is a whole commit id (40 lowercase hex), as wheelpin records a revision."""
+    return bool(_FULL.match(value))
+
+
+def names_commit(revision: str | None, commit: str) -> bool:
+    """The one rule for a recorded revision (an image's annotation or label, a hint, a
+    `--commit`): it names `commit` when it is `commit` or an abbreviation of it, the first 7
+    or more of its hex digits (git's shortest `--short`, setuptools-scm's `g<hex>`)."""
+    if revision is None:
+        return False
+    value = revision.strip().lower()
+    return bool(_HEX.match(value)) and commit.startswith(value)
 
 
 def commit_hints(

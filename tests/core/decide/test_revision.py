@@ -4,7 +4,7 @@ hints, most trusted first (core/decide/revision.py)."""
 from __future__ import annotations
 
 from bot.core.config.templates import commit_in_tag
-from bot.core.decide.revision import commit_hints
+from bot.core.decide.revision import commit_hints, is_full_commit, names_commit
 from bot.core.image.oci import REVISION
 
 ATOM = "lmcache-v{version_base}-g{sha8}-rocm-torch210"
@@ -61,3 +61,13 @@ def test_a_tag_of_another_shape_still_gives_its_g_segment() -> None:
         )
         == []
     )
+
+
+def test_a_revision_names_a_commit_whole_or_by_its_first_seven_or_more_hex() -> None:
+    commit = "6e30b3198a7c2d4e5f60718293a4b5c6d7e8f901"
+    assert names_commit(commit, commit) and names_commit(commit[:9], commit) and names_commit(commit[:7], commit)
+    assert names_commit(f" {commit[:9].upper()}\n", commit)  # as a label may carry it
+    assert not names_commit(commit[:6], commit)  # shorter than git ever abbreviates
+    assert not names_commit("6e30b3199", commit) and not names_commit(None, commit)
+    assert not names_commit("v0.1.0", commit) and not names_commit(commit + "0", commit)
+    assert is_full_commit(commit) and not is_full_commit(commit[:39]) and not is_full_commit(commit.upper())
