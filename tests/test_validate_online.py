@@ -5,6 +5,7 @@ a config offline `config validate` accepts; the sentence it gets is written out 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from pathlib import Path
@@ -56,6 +57,18 @@ def repository(world: World) -> str:
     return pinned(world).split(":")[0] + ":" + pinned(world).split(":")[1]
 
 
+def write_arg(world: World, name: str, value: str) -> None:
+    """Give the ARG `name` of the Dockerfile's working tree the default `value`."""
+    path = world.downstream / "docker/Dockerfile"
+    text, count = re.subn(rf"^ARG {name}=.*$", f"ARG {name}={value}", path.read_text(), count=1, flags=re.M)
+    assert count == 1
+    path.write_text(text)
+
+
+def sha256_of(file: Path) -> str:
+    return hashlib.sha256(file.read_bytes()).hexdigest()
+
+
 def sentences(result: Result, outcome: str) -> list[str]:
     return [check["sentence"] for check in result.json()["online"]["checks"] if check["outcome"] == outcome]
 
@@ -84,7 +97,7 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
     )
     assert lines[2].endswith(" (from its annotations)")
     assert lines[3] == (
-        "demo-cache: docker/Dockerfile:3: the pinned image holds one wheel, whose sha256 DEMO_WHEEL_SHA256 takes"
+        "demo-cache: docker/Dockerfile:3: the pinned image holds one wheel and DEMO_WHEEL_SHA256 is its sha256"
     )
     assert lines[4] == (
         f"demo-cache: the consuming image {registry.host}/base/busybox@{base} resolves to "
@@ -365,14 +378,45 @@ def test_a_sha256_arg_without_python_tag_and_a_pinned_image_of_two_wheels(world:
 
 
 def test_one_wheel_of_the_pins_python_tag_is_fine(world: World, tmp_path: Path) -> None:
-    pin_an_image_of(world, [demo_wheel(tmp_path, TWO_CP312[0])])
+    wheel = demo_wheel(tmp_path, TWO_CP312[0])
+    pin_an_image_of(world, [wheel])
+    write_arg(world, "DEMO_WHEEL_SHA256", sha256_of(wheel))
     edit(world, "wheelpin.toml", 'sha256_arg = "DEMO_WHEEL_SHA256"', CP312_PIN)
     assert_offline_valid(world)
     result = validate(world, "--online", "--json")
     assert result.code == 0, result.stdout
     assert [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "sha256"] == [
-        "demo-cache: docker/Dockerfile:3: the pinned image holds one cp312 wheel, whose sha256 DEMO_WHEEL_SHA256 takes"
+        "demo-cache: docker/Dockerfile:3: the pinned image holds one cp312 wheel and DEMO_WHEEL_SHA256 is its sha256"
     ]
+
+
+def test_a_sha256_arg_that_is_not_the_pinned_wheels_sha256(world: World) -> None:
+    """The image pinned today holds one wheel, but the ARG its Dockerfile checks that wheel
+    against holds another value (`sha256sum -c` in the demo's Dockerfile would fail): a
+    problem naming both values and the bump that writes it, which then makes it fine."""
+    right = next(
+        line.split("=", 1)[1]
+        for line in (world.downstream / "docker/Dockerfile").read_text().splitlines()
+        if line.startswith("ARG DEMO_WHEEL_SHA256=")
+    )
+    write_arg(world, "DEMO_WHEEL_SHA256", "0" * 64)
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 2, result.stdout
+    assert result.json()["problems"] == [
+        "demo-cache: docker/Dockerfile:3: ARG DEMO_WHEEL_SHA256 holds 000000000000…, but the pinned image's wheel "
+        f"has sha256 {right[:12]}…, so the build's sha256 check of that wheel fails: `wheelpin pins bump "
+        f"--component demo-cache --image {pinned(world)}` writes the pin and its sha256 from that image"
+    ]
+    bumped = wheelpin(
+        "pins", "bump", "--repo", str(world.downstream), "--component", "demo-cache", "--image", pinned(world),
+        env=world.env,
+    )
+    assert bumped.code == 0, bumped.stderr
+    again = validate(world, "--online", "--json")
+    assert again.code == 0, again.stdout
+    write_arg(world, "DEMO_WHEEL_SHA256", right.upper())  # sha256sum -c reads either case
+    assert validate(world, "--online").code == 0
 
 
 def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, registry: Registry, tmp_path: Path) -> None:
@@ -397,7 +441,7 @@ def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, regis
         world,
         "docker/Dockerfile",
         "ARG DEMO_WHEEL_SHA256=",
-        f"ARG DEMO_WHEEL_SHA256_CP311={'0' * 64}\nARG DEMO_WHEEL_SHA256=",
+        f"ARG DEMO_WHEEL_SHA256_CP311={sha256_of(wheels[0])}\nARG DEMO_WHEEL_SHA256=",
     )
     proxy = FaultProxy(registry.host)
     try:
@@ -419,8 +463,8 @@ def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, regis
         ),
         (
             "ok",
-            "demo-cache: docker/Dockerfile:3: the pinned image holds one cp311 wheel, whose sha256 "
-            "DEMO_WHEEL_SHA256_CP311 takes",
+            "demo-cache: docker/Dockerfile:3: the pinned image holds one cp311 wheel and "
+            "DEMO_WHEEL_SHA256_CP311 is its sha256",
         ),
     ]
     digest = pinned(world).split("@")[1]

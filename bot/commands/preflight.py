@@ -12,7 +12,8 @@ the same credentials, retries and deadlines apply):
   without streaming a layer, within its deadline);
 - each pin's sha256 ARG (`sha256_arg`): that the image it pins today holds one wheel of
   the pin's python tag (or one wheel, for a pin naming none), from that read: several
-  are where the pass's proposal stops (core/pins/sha256.py);
+  are where the pass's proposal stops (core/pins/sha256.py); and that the ARG holds that
+  wheel's sha256, which the Dockerfile's build checks the wheel against;
 - the consuming image (`consumer`), resolved to its manifest and config
   (adapters/consumerread.py, no layer read);
 - with `trust`, the trusted roots attestations are verified against, loaded from the
@@ -33,6 +34,7 @@ content-addressed copies of what was read.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -255,7 +257,10 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     its wheels are said only by its layers (another tool pushed it; the pass reads them, and
     judges the image it will pin, which wheelpin publishes with its wheels listed), or it
     holds no wheel of that key (the next one may: a pin moving to a new python tag). This is
-    a forecast from today's image: the pass judges the image it builds."""
+    a forecast from today's image: the pass judges the image it builds. One wheel answering
+    is fine only where the ARG holds its sha256 already (as the pin's format reads it,
+    core/pins/bump.py), since the Dockerfile's build checks the wheel it copies against it
+    today: another value is a problem the bump to the same image mends."""
     arg, python_tag = state.pin.sha256_arg, state.pin.python_tag
     assert arg is not None
     if info is None or info.metadata_from == "unread":
@@ -269,9 +274,24 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     if isinstance(answer, Several):
         sentence = ambiguity(where, arg, python_tag, answer, image="the pinned image")
         return Check(name, "sha256", asked, PROBLEM, f"{name}: {sentence}")
-    return Check(
-        name, "sha256", asked, OK, f"{name}: {where}: the pinned image holds {wheel}, whose sha256 {arg} takes"
-    )
+    written = state.sha256
+    if written is not None and written.lower() != answer:  # sha256sum -c reads hex of either case
+        return Check(
+            name,
+            "sha256",
+            asked,
+            PROBLEM,
+            f"{name}: {where}: ARG {arg} holds {_short(written)}, but the pinned image's "
+            f"{python_tag + ' ' if python_tag else ''}wheel has sha256 {_short(answer)}, so the build's "
+            f"sha256 check of that wheel fails: `wheelpin pins bump --component {shlex.quote(name)} "
+            f"--image {shlex.quote(state.image)}` writes the pin and its sha256 from that image",
+        )
+    return Check(name, "sha256", asked, OK, f"{name}: {where}: the pinned image holds {wheel} and {arg} is its sha256")
+
+
+def _short(sha256: str) -> str:
+    """A sha256 said to a person: its first 12 hex digits (a longer value cut visibly)."""
+    return sha256 if len(sha256) <= 12 else f"{sha256[:12]}…"
 
 
 def _digest_held(store: ImageStore, reference: str) -> str | None:
