@@ -14,7 +14,9 @@ import pytest
 
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.publisher import publish
+from bot.adapters.referrers import Subject, attach, fallback_tag, is_attachment_tag
 from bot.adapters.registry import RegistryClient
+from bot.core.image.oci import MANIFEST_TYPE
 from bot.core.wheel.report import inspect_wheel
 from tests.adapters.test_consumer import push_busybox
 from tests.app.worlds import World, make_world
@@ -116,6 +118,27 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
         ("sha256", "ok"),
         ("consumer", "ok"),
     ]
+
+
+def test_tags_holding_attached_documents_are_counted_apart(world: World, registry: Registry) -> None:
+    """An SBOM attached to the pinned image, as a publish attaches its documents: the loopback
+    docker-registry has no referrers API, so the artifact is listed under the fallback tag
+    `sha256-<hex>` (distribution-spec's referrers tag schema), which is no image of its own."""
+    host, _, path = repository(world).partition("/")
+    store = RegistryRepository(RegistryClient(host), path)
+    digest = pinned(world).split("@")[1]
+    subject = Subject(digest, len(store.get_manifest(digest)), MANIFEST_TYPE)
+    attach(store, subject, "application/vnd.cyclonedx+json", b"{}", title="sbom.cdx.json", annotations={}, existing=[])
+    assert sorted(store.list_tags()) == sorted([pinned(world).split(":")[2].split("@")[0], fallback_tag(digest)])
+    result = validate(world, "--online")
+    assert result.code == 0, result.stderr
+    assert result.stdout.splitlines()[1] == (
+        f"demo-cache: the registry {host} answered the tag list of {repository(world)} "
+        "(1 tag(s), and 1 holding attached documents)"
+    )
+    hexdigest = digest.removeprefix("sha256:")
+    assert [is_attachment_tag(f"sha256-{hexdigest}{suffix}") for suffix in ("", ".sig", ".att", ".sbom")] == [True] * 4
+    assert not is_attachment_tag(f"sha256-{hexdigest[:12]}") and not is_attachment_tag("demo-cache-sha256-x")
 
 
 def test_without_online_nothing_is_asked(world: World) -> None:

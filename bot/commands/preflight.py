@@ -45,6 +45,7 @@ from ..adapters.github.workflowfile import workflow_path
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
 from ..adapters.platform import Platform
+from ..adapters.referrers import is_attachment_tag
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
@@ -203,9 +204,11 @@ def _registry(component: Component, layout: LayoutStore | None, registries: Regi
         tags = store.list_tags()
     except WheelpinError as exc:
         return _failed(name, "registry", asked, _who(store), f"the tag list of {store.name} (image.repository)", exc)
-    return Check(
-        name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} ({len(tags)} tag(s))"
+    attachments = sum(map(is_attachment_tag, tags))
+    counted = f"{len(tags) - attachments} tag(s)" + (
+        f", and {attachments} holding attached documents" if attachments else ""
     )
+    return Check(name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} ({counted})")
 
 
 def _pinned(
