@@ -229,6 +229,39 @@ def test_a_registry_that_refuses_the_connection(world: World) -> None:
     )
 
 
+def test_a_consuming_image_in_the_registry_that_did_not_answer_is_not_asked(world: World, registry: Registry) -> None:
+    """The consuming image in the registry whose tag list went unanswered: not asked, as the
+    pinned image is not (its retries are not waited out again); one in another registry is."""
+    closed = f"127.0.0.1:{free_port()}"
+    host = repository(world).split("/")[0]
+    path = repository(world).split("/", 1)[1]
+    edit(world, "wheelpin.toml", host, closed)
+    edit(world, "docker/Dockerfile", host, closed)
+    config = world.downstream / "wheelpin.toml"
+    config.write_text(config.read_text() + f'consumer = {{ image = "{closed}/base/busybox@{ZEROS}" }}\n')
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 4, result.stderr
+    assert [(c["check"], c["outcome"]) for c in result.json()["online"]["checks"]] == [
+        ("upstream", "ok"),
+        ("registry", "unanswered"),
+        ("pinned", "unanswered"),
+        ("consumer", "unanswered"),
+    ]
+    assert result.json()["online"]["unanswered"][-1] == (
+        f"demo-cache: the consuming image {closed}/base/busybox@{ZEROS} was not asked for: its registry {closed} did "
+        f"not answer the tag list of {closed}/{path}"
+    )
+    base = push_busybox(registry)
+    config.write_text(
+        config.read_text().replace(f"{closed}/base/busybox@{ZEROS}", f"{registry.host}/base/busybox@{base}")
+    )
+    elsewhere = validate(world, "--online", "--json")
+    assert elsewhere.code == 4, elsewhere.stderr
+    (consumer,) = [c for c in elsewhere.json()["online"]["checks"] if c["check"] == "consumer"]
+    assert consumer["outcome"] == "ok", consumer
+
+
 def test_a_registry_that_wants_credentials(world: World, basic_registry: Registry) -> None:
     """The registry the pass would push to asks for credentials none are configured for:
     the same credential lookup as the pass (none in the test's docker config)."""
@@ -432,7 +465,14 @@ def test_a_sha256_arg_that_is_not_the_pinned_wheels_sha256(world: World) -> None
         f"--component demo-cache --image {pinned(world)}` writes the pin and its sha256 from that image"
     ]
     bumped = wheelpin(
-        "pins", "bump", "--repo", str(world.downstream), "--component", "demo-cache", "--image", pinned(world),
+        "pins",
+        "bump",
+        "--repo",
+        str(world.downstream),
+        "--component",
+        "demo-cache",
+        "--image",
+        pinned(world),
         env=world.env,
     )
     assert bumped.code == 0, bumped.stderr

@@ -118,7 +118,10 @@ def _component_checks(
                 yield sha256
     infos = [info for info in read.values() if info is not None]
     if component.consumer is not None:
-        yield _consumer(loaded, component, infos, registries)
+        # the registry that has just spent its retries unanswered is not asked again, for a
+        # consuming image it holds either: it would only wait as long once more
+        silent = registry.outcome == UNANSWERED and layout is None
+        yield _consumer(loaded, component, infos, registries, silent=silent)
     if component.trust.checked:
         yield _trusted_roots(component, cache)
 
@@ -208,7 +211,9 @@ def _registry(component: Component, layout: LayoutStore | None, registries: Regi
     counted = f"{len(tags) - attachments} tag(s)" + (
         f", and {attachments} holding attached documents" if attachments else ""
     )
-    return Check(name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} ({counted})")
+    return Check(
+        name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} ({counted})"
+    )
 
 
 def _pinned(
@@ -308,9 +313,13 @@ def _digest_held(store: ImageStore, reference: str) -> str | None:
     return store.tag_digest(reference)
 
 
-def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo], registries: Registries) -> Check:
+def _consumer(
+    loaded: LoadedConfig, component: Component, infos: list[ImageInfo], registries: Registries, *, silent: bool
+) -> Check:
     """The consuming image, named by the config or by the Dockerfile, resolved for the
-    wheels' architecture (that of the pinned wheels, when known) as the pass resolves it."""
+    wheels' architecture (that of the pinned wheels, when known) as the pass resolves it.
+    `silent`: the registry of `image.repository` did not answer its tag list, so a consuming
+    image in that registry is not asked for."""
     from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
 
     consumer, name = component.consumer, component.name
@@ -328,6 +337,17 @@ def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo]
     named = reference_of(target)
     assert named is not None  # ImageRef.parse gives a tag or a digest
     asked = f"the manifest and config of {store.name}@{named} ({architecture})"
+    own = registries.store(ImageRef.parse(component.image.repository)) if silent else None
+    if isinstance(store, RegistryRepository) and isinstance(own, RegistryRepository):
+        if store.client.host == own.client.host:
+            return Check(
+                name,
+                "consumer",
+                asked,
+                UNANSWERED,
+                f"{name}: the consuming image {reference} was not asked for: its registry {store.client.host} "
+                f"did not answer the tag list of {own.name}",
+            )
     try:
         if _digest_held(store, named) is None:
             return Check(
