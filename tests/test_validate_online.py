@@ -175,16 +175,17 @@ def test_a_tag_pattern_no_tag_matches(world: World) -> None:
 
 
 def test_an_upstream_folder_that_is_no_repository(world: World, tmp_path: Path) -> None:
-    """A folder here cannot be a passing fault: a problem (2), not "try again" (4)."""
+    """A folder here cannot be a passing fault: offline validate says it already (2), and
+    nothing is asked online."""
     (tmp_path / "not-a-repo").mkdir()
     edit(world, "wheelpin.toml", '"../upstream"', f'"{tmp_path / "not-a-repo"}"')
-    assert_offline_valid(world)
     result = validate(world, "--online", "--json")
     assert result.code == 2
-    (sentence,) = sentences(result, "problem")
-    assert sentence.startswith(
-        f"demo-cache: the upstream {tmp_path / 'not-a-repo'} did not answer git ls-remote: "
-        f"fatal: '{tmp_path / 'not-a-repo'}' does not appear to be a git repository"
+    assert result.json()["online"] is None
+    (problem,) = result.json()["problems"]
+    assert problem.endswith(
+        f"demo-cache.upstream.repo: the folder {tmp_path / 'not-a-repo'} is not a git repository: give the path of "
+        "the upstream's git repository (a relative one starts at the config's repository) or its URL"
     )
 
 

@@ -46,7 +46,7 @@ from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
 from ..adapters.platform import Platform
 from ..adapters.referrers import is_attachment_tag
-from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
+from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo, host_folder
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
 from ..core.errors import TransientError, WheelpinError
@@ -159,7 +159,7 @@ def _upstream(component: Component, root: Path, cache: Path) -> Check:
         head = upstream.head()
     except LsRemoteFailed as exc:
         # a folder here that git cannot list is no passing fault: it is not a repository
-        local = Path(upstream.url.removeprefix("file://")).is_absolute()
+        local = host_folder(component.upstream.repo, root) is not None
         return Check(
             name,
             "upstream",
