@@ -481,6 +481,11 @@ def test_a_sha256_arg_that_is_not_the_pinned_wheels_sha256(world: World) -> None
     assert again.code == 0, again.stdout
     write_arg(world, "DEMO_WHEEL_SHA256", right.upper())  # sha256sum -c reads either case
     assert validate(world, "--online").code == 0
+    write_arg(world, "DEMO_WHEEL_SHA256", '""')
+    empty = validate(world, "--online", "--json")
+    assert empty.code == 2 and empty.json()["problems"][0].startswith(
+        "demo-cache: docker/Dockerfile:3: ARG DEMO_WHEEL_SHA256 holds an empty value, but the pinned image's wheel "
+    ), empty.stdout
 
 
 def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, registry: Registry, tmp_path: Path) -> None:

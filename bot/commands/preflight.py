@@ -299,6 +299,8 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
 
 def _short(sha256: str) -> str:
     """A sha256 said to a person: its first 12 hex digits (a longer value cut visibly)."""
+    if not sha256:
+        return "an empty value"
     return sha256 if len(sha256) <= 12 else f"{sha256[:12]}…"
 
 
