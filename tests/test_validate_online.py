@@ -5,6 +5,7 @@ a config offline `config validate` accepts; the sentence it gets is written out 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.publisher import publish
+from bot.adapters.referrers import Subject, attach, fallback_tag, is_attachment_tag
 from bot.adapters.registry import RegistryClient
+from bot.core.image.oci import MANIFEST_TYPE
 from bot.core.wheel.report import inspect_wheel
 from tests.adapters.test_consumer import push_busybox
 from tests.app.worlds import World, make_world
@@ -56,6 +59,18 @@ def repository(world: World) -> str:
     return pinned(world).split(":")[0] + ":" + pinned(world).split(":")[1]
 
 
+def write_arg(world: World, name: str, value: str) -> None:
+    """Give the ARG `name` of the Dockerfile's working tree the default `value`."""
+    path = world.downstream / "docker/Dockerfile"
+    text, count = re.subn(rf"^ARG {name}=.*$", f"ARG {name}={value}", path.read_text(), count=1, flags=re.M)
+    assert count == 1
+    path.write_text(text)
+
+
+def sha256_of(file: Path) -> str:
+    return hashlib.sha256(file.read_bytes()).hexdigest()
+
+
 def sentences(result: Result, outcome: str) -> list[str]:
     return [check["sentence"] for check in result.json()["online"]["checks"] if check["outcome"] == outcome]
 
@@ -84,7 +99,7 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
     )
     assert lines[2].endswith(" (from its annotations)")
     assert lines[3] == (
-        "demo-cache: docker/Dockerfile:3: the pinned image holds one wheel, whose sha256 DEMO_WHEEL_SHA256 takes"
+        "demo-cache: docker/Dockerfile:3: the pinned image holds one wheel and DEMO_WHEEL_SHA256 is its sha256"
     )
     assert lines[4] == (
         f"demo-cache: the consuming image {registry.host}/base/busybox@{base} resolves to "
@@ -103,6 +118,27 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
         ("sha256", "ok"),
         ("consumer", "ok"),
     ]
+
+
+def test_tags_holding_attached_documents_are_counted_apart(world: World, registry: Registry) -> None:
+    """An SBOM attached to the pinned image, as a publish attaches its documents: the loopback
+    docker-registry has no referrers API, so the artifact is listed under the fallback tag
+    `sha256-<hex>` (distribution-spec's referrers tag schema), which is no image of its own."""
+    host, _, path = repository(world).partition("/")
+    store = RegistryRepository(RegistryClient(host), path)
+    digest = pinned(world).split("@")[1]
+    subject = Subject(digest, len(store.get_manifest(digest)), MANIFEST_TYPE)
+    attach(store, subject, "application/vnd.cyclonedx+json", b"{}", title="sbom.cdx.json", annotations={}, existing=[])
+    assert sorted(store.list_tags()) == sorted([pinned(world).split(":")[2].split("@")[0], fallback_tag(digest)])
+    result = validate(world, "--online")
+    assert result.code == 0, result.stderr
+    assert result.stdout.splitlines()[1] == (
+        f"demo-cache: the registry {host} answered the tag list of {repository(world)} "
+        "(1 tag(s), and 1 holding attached documents)"
+    )
+    hexdigest = digest.removeprefix("sha256:")
+    assert [is_attachment_tag(f"sha256-{hexdigest}{suffix}") for suffix in ("", ".sig", ".att", ".sbom")] == [True] * 4
+    assert not is_attachment_tag(f"sha256-{hexdigest[:12]}") and not is_attachment_tag("demo-cache-sha256-x")
 
 
 def test_without_online_nothing_is_asked(world: World) -> None:
@@ -139,16 +175,17 @@ def test_a_tag_pattern_no_tag_matches(world: World) -> None:
 
 
 def test_an_upstream_folder_that_is_no_repository(world: World, tmp_path: Path) -> None:
-    """A folder here cannot be a passing fault: a problem (2), not "try again" (4)."""
+    """A folder here cannot be a passing fault: offline validate says it already (2), and
+    nothing is asked online."""
     (tmp_path / "not-a-repo").mkdir()
     edit(world, "wheelpin.toml", '"../upstream"', f'"{tmp_path / "not-a-repo"}"')
-    assert_offline_valid(world)
     result = validate(world, "--online", "--json")
     assert result.code == 2
-    (sentence,) = sentences(result, "problem")
-    assert sentence.startswith(
-        f"demo-cache: the upstream {tmp_path / 'not-a-repo'} did not answer git ls-remote: "
-        f"fatal: '{tmp_path / 'not-a-repo'}' does not appear to be a git repository"
+    assert result.json()["online"] is None
+    (problem,) = result.json()["problems"]
+    assert problem.endswith(
+        f"demo-cache.upstream.repo: the folder {tmp_path / 'not-a-repo'} is not a git repository: give the path of "
+        "the upstream's git repository (a relative one starts at the config's repository) or its URL"
     )
 
 
@@ -191,6 +228,39 @@ def test_a_registry_that_refuses_the_connection(world: World) -> None:
     assert result.stderr.splitlines()[-1] == (
         f"wheelpin: {world.downstream}/wheelpin.toml: 2 check(s) got no answer; try again"
     )
+
+
+def test_a_consuming_image_in_the_registry_that_did_not_answer_is_not_asked(world: World, registry: Registry) -> None:
+    """The consuming image in the registry whose tag list went unanswered: not asked, as the
+    pinned image is not (its retries are not waited out again); one in another registry is."""
+    closed = f"127.0.0.1:{free_port()}"
+    host = repository(world).split("/")[0]
+    path = repository(world).split("/", 1)[1]
+    edit(world, "wheelpin.toml", host, closed)
+    edit(world, "docker/Dockerfile", host, closed)
+    config = world.downstream / "wheelpin.toml"
+    config.write_text(config.read_text() + f'consumer = {{ image = "{closed}/base/busybox@{ZEROS}" }}\n')
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 4, result.stderr
+    assert [(c["check"], c["outcome"]) for c in result.json()["online"]["checks"]] == [
+        ("upstream", "ok"),
+        ("registry", "unanswered"),
+        ("pinned", "unanswered"),
+        ("consumer", "unanswered"),
+    ]
+    assert result.json()["online"]["unanswered"][-1] == (
+        f"demo-cache: the consuming image {closed}/base/busybox@{ZEROS} was not asked for: its registry {closed} did "
+        f"not answer the tag list of {closed}/{path}"
+    )
+    base = push_busybox(registry)
+    config.write_text(
+        config.read_text().replace(f"{closed}/base/busybox@{ZEROS}", f"{registry.host}/base/busybox@{base}")
+    )
+    elsewhere = validate(world, "--online", "--json")
+    assert elsewhere.code == 4, elsewhere.stderr
+    (consumer,) = [c for c in elsewhere.json()["online"]["checks"] if c["check"] == "consumer"]
+    assert consumer["outcome"] == "ok", consumer
 
 
 def test_a_registry_that_wants_credentials(world: World, basic_registry: Registry) -> None:
@@ -365,14 +435,57 @@ def test_a_sha256_arg_without_python_tag_and_a_pinned_image_of_two_wheels(world:
 
 
 def test_one_wheel_of_the_pins_python_tag_is_fine(world: World, tmp_path: Path) -> None:
-    pin_an_image_of(world, [demo_wheel(tmp_path, TWO_CP312[0])])
+    wheel = demo_wheel(tmp_path, TWO_CP312[0])
+    pin_an_image_of(world, [wheel])
+    write_arg(world, "DEMO_WHEEL_SHA256", sha256_of(wheel))
     edit(world, "wheelpin.toml", 'sha256_arg = "DEMO_WHEEL_SHA256"', CP312_PIN)
     assert_offline_valid(world)
     result = validate(world, "--online", "--json")
     assert result.code == 0, result.stdout
     assert [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "sha256"] == [
-        "demo-cache: docker/Dockerfile:3: the pinned image holds one cp312 wheel, whose sha256 DEMO_WHEEL_SHA256 takes"
+        "demo-cache: docker/Dockerfile:3: the pinned image holds one cp312 wheel and DEMO_WHEEL_SHA256 is its sha256"
     ]
+
+
+def test_a_sha256_arg_that_is_not_the_pinned_wheels_sha256(world: World) -> None:
+    """The image pinned today holds one wheel, but the ARG its Dockerfile checks that wheel
+    against holds another value (`sha256sum -c` in the demo's Dockerfile would fail): a
+    problem naming both values and the bump that writes it, which then makes it fine."""
+    right = next(
+        line.split("=", 1)[1]
+        for line in (world.downstream / "docker/Dockerfile").read_text().splitlines()
+        if line.startswith("ARG DEMO_WHEEL_SHA256=")
+    )
+    write_arg(world, "DEMO_WHEEL_SHA256", "0" * 64)
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 2, result.stdout
+    assert result.json()["problems"] == [
+        "demo-cache: docker/Dockerfile:3: ARG DEMO_WHEEL_SHA256 holds 000000000000…, but the pinned image's wheel "
+        f"has sha256 {right[:12]}…, so the build's sha256 check of that wheel fails: `wheelpin pins bump "
+        f"--component demo-cache --image {pinned(world)}` writes the pin and its sha256 from that image"
+    ]
+    bumped = wheelpin(
+        "pins",
+        "bump",
+        "--repo",
+        str(world.downstream),
+        "--component",
+        "demo-cache",
+        "--image",
+        pinned(world),
+        env=world.env,
+    )
+    assert bumped.code == 0, bumped.stderr
+    again = validate(world, "--online", "--json")
+    assert again.code == 0, again.stdout
+    write_arg(world, "DEMO_WHEEL_SHA256", right.upper())  # sha256sum -c reads either case
+    assert validate(world, "--online").code == 0
+    write_arg(world, "DEMO_WHEEL_SHA256", '""')
+    empty = validate(world, "--online", "--json")
+    assert empty.code == 2 and empty.json()["problems"][0].startswith(
+        "demo-cache: docker/Dockerfile:3: ARG DEMO_WHEEL_SHA256 holds an empty value, but the pinned image's wheel "
+    ), empty.stdout
 
 
 def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, registry: Registry, tmp_path: Path) -> None:
@@ -397,7 +510,7 @@ def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, regis
         world,
         "docker/Dockerfile",
         "ARG DEMO_WHEEL_SHA256=",
-        f"ARG DEMO_WHEEL_SHA256_CP311={'0' * 64}\nARG DEMO_WHEEL_SHA256=",
+        f"ARG DEMO_WHEEL_SHA256_CP311={sha256_of(wheels[0])}\nARG DEMO_WHEEL_SHA256=",
     )
     proxy = FaultProxy(registry.host)
     try:
@@ -419,8 +532,8 @@ def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, regis
         ),
         (
             "ok",
-            "demo-cache: docker/Dockerfile:3: the pinned image holds one cp311 wheel, whose sha256 "
-            "DEMO_WHEEL_SHA256_CP311 takes",
+            "demo-cache: docker/Dockerfile:3: the pinned image holds one cp311 wheel and "
+            "DEMO_WHEEL_SHA256_CP311 is its sha256",
         ),
     ]
     digest = pinned(world).split("@")[1]

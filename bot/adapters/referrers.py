@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -68,6 +69,18 @@ class Subject:
 def fallback_tag(digest: str) -> str:
     """distribution-spec's referrers tag: the digest with its `:` made `-`."""
     return digest.replace(":", "-")
+
+
+# A tag naming no image of its own but documents attached to one: the referrers tag above,
+# and cosign's older attachment tags, `sha256-<subject hex>.sig`, `.att` and `.sbom`
+# (cosign's doc/cosign_attach_sbom.md: "Attachment images are tagged as:
+# [AttachmentTagPrefix]sha256-[TargetImageDigest].[AttachmentName]").
+_ATTACHMENT_TAG = re.compile(r"sha256-[0-9a-f]{64}(\.(sig|att|sbom))?")
+
+
+def is_attachment_tag(tag: str) -> bool:
+    """Whether `tag` holds documents attached to an image rather than an image."""
+    return _ATTACHMENT_TAG.fullmatch(tag) is not None
 
 
 def artifact_manifest(

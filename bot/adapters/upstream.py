@@ -10,6 +10,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.config.hostreach import host_path
 from ..core.config.model import Upstream
 from ..core.decide.revision import names_commit
 from ..core.errors import ConfigError, TransientError
@@ -51,6 +52,40 @@ def upstream_url(repo: str, root: Path) -> str:
     if _local(repo) and not Path(repo).is_absolute():
         return str((root / repo).resolve())
     return repo
+
+
+def host_folder(repo: str, root: Path) -> Path | None:
+    """The folder on this host `upstream.repo` names (a path, a relative one starting at the
+    config's repository `root`, or file://); None for a URL git reaches another machine by."""
+    path = host_path(repo)
+    if path is None:
+        return None
+    return Path(upstream_url(path, root))
+
+
+def folder_problem(repo: str, root: Path) -> str | None:
+    """Why the folder on this host `upstream.repo` names cannot be fetched from: it does not
+    exist, or git finds no repository in it (itself, not a folder above: `git ls-remote`
+    looks nowhere else); None for a repository, and for a URL of another machine. Only
+    for a config read from this host: one read from GitHub names no host path unless the
+    operator allows it, and its folders are the operator's business (core/config/hostreach.py)."""
+    folder = host_folder(repo, root)
+    if folder is None:
+        return None
+    where = (
+        "give the path of the upstream's git repository (a relative one starts at the config's repository) or its URL"
+    )
+    if not folder.is_dir():
+        return (
+            f"the folder {folder} does not exist: {where}"
+            if not folder.exists()
+            else f"{folder} is not a folder: {where}"
+        )
+    try:
+        git(["rev-parse", "--git-dir"], cwd=folder, env={"GIT_CEILING_DIRECTORIES": str(folder.parent)}, timeout=60)
+    except GitError:
+        return f"the folder {folder} is not a git repository: {where}"
+    return None
 
 
 def default_branch(url: str) -> str | None:

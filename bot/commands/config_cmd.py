@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..adapters.github.workflowfile import MAX_WORKFLOW_BYTES, components_warnings
-from ..adapters.upstream import upstream_url
+from ..adapters.upstream import folder_problem, host_folder
 from ..core.config.load import ConfigInvalid, LoadedConfig
 from ..core.config.model import CommandBuild, Component
 from ..core.errors import UsageError
@@ -42,6 +42,7 @@ def validate_command(
     try:
         loaded = load(config=file, repo=repo)
         refused, said = pin_problems(loaded)
+        refused += upstream_problems(loaded)
         if refused:
             raise ConfigInvalid(loaded.path, refused)
     except ConfigInvalid as exc:
@@ -167,6 +168,18 @@ def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
     return refused, said
 
 
+def upstream_problems(loaded: LoadedConfig) -> list[str]:
+    """An `upstream.repo` naming a folder of this host that the pass could not fetch from
+    (none, or no git repository in it), located at the key; the config is read from this
+    host, where its paths lead (adapters/upstream.py folder_problem)."""
+    problems: list[str] = []
+    for number, component in enumerate(loaded.config.components):
+        problem = folder_problem(component.upstream.repo, loaded.root)
+        if problem:
+            problems.append(loaded.located(("component", number, "upstream", "repo"), problem))
+    return problems
+
+
 def command_warnings(loaded: LoadedConfig) -> list[str]:
     """A `build.command` whose program is a relative path (`./build.sh`) absent from the
     upstream. It runs in a checkout of the upstream commit, which validate does not
@@ -178,9 +191,8 @@ def command_warnings(loaded: LoadedConfig) -> list[str]:
         program = _relative_program(component)
         if program is None:
             continue
-        url = upstream_url(component.upstream.repo, loaded.root).removeprefix("file://")
-        folder = Path(url)
-        if "://" in url or not folder.is_dir() or (folder / program).exists():
+        folder = host_folder(component.upstream.repo, loaded.root)
+        if folder is None or not folder.is_dir() or (folder / program).exists():
             continue
         warnings.append(
             loaded.located(

@@ -12,7 +12,8 @@ the same credentials, retries and deadlines apply):
   without streaming a layer, within its deadline);
 - each pin's sha256 ARG (`sha256_arg`): that the image it pins today holds one wheel of
   the pin's python tag (or one wheel, for a pin naming none), from that read: several
-  are where the pass's proposal stops (core/pins/sha256.py);
+  are where the pass's proposal stops (core/pins/sha256.py); and that the ARG holds that
+  wheel's sha256, which the Dockerfile's build checks the wheel against;
 - the consuming image (`consumer`), resolved to its manifest and config
   (adapters/consumerread.py, no layer read);
 - with `trust`, the trusted roots attestations are verified against, loaded from the
@@ -33,6 +34,7 @@ content-addressed copies of what was read.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,7 +45,8 @@ from ..adapters.github.workflowfile import workflow_path
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
 from ..adapters.platform import Platform
-from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo
+from ..adapters.referrers import is_attachment_tag
+from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo, host_folder
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
 from ..core.errors import TransientError, WheelpinError
@@ -115,7 +118,10 @@ def _component_checks(
                 yield sha256
     infos = [info for info in read.values() if info is not None]
     if component.consumer is not None:
-        yield _consumer(loaded, component, infos, registries)
+        # the registry that has just spent its retries unanswered is not asked again, for a
+        # consuming image it holds either: it would only wait as long once more
+        silent = registry.outcome == UNANSWERED and layout is None
+        yield _consumer(loaded, component, infos, registries, silent=silent)
     if component.trust.checked:
         yield _trusted_roots(component, cache)
 
@@ -153,7 +159,7 @@ def _upstream(component: Component, root: Path, cache: Path) -> Check:
         head = upstream.head()
     except LsRemoteFailed as exc:
         # a folder here that git cannot list is no passing fault: it is not a repository
-        local = Path(upstream.url.removeprefix("file://")).is_absolute()
+        local = host_folder(component.upstream.repo, root) is not None
         return Check(
             name,
             "upstream",
@@ -201,8 +207,12 @@ def _registry(component: Component, layout: LayoutStore | None, registries: Regi
         tags = store.list_tags()
     except WheelpinError as exc:
         return _failed(name, "registry", asked, _who(store), f"the tag list of {store.name} (image.repository)", exc)
+    attachments = sum(map(is_attachment_tag, tags))
+    counted = f"{len(tags) - attachments} tag(s)" + (
+        f", and {attachments} holding attached documents" if attachments else ""
+    )
     return Check(
-        name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} ({len(tags)} tag(s))"
+        name, "registry", asked, OK, f"{name}: {_who(store)} answered the tag list of {store.name} ({counted})"
     )
 
 
@@ -255,7 +265,10 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     its wheels are said only by its layers (another tool pushed it; the pass reads them, and
     judges the image it will pin, which wheelpin publishes with its wheels listed), or it
     holds no wheel of that key (the next one may: a pin moving to a new python tag). This is
-    a forecast from today's image: the pass judges the image it builds."""
+    a forecast from today's image: the pass judges the image it builds. One wheel answering
+    is fine only where the ARG holds its sha256 already (as the pin's format reads it,
+    core/pins/bump.py), since the Dockerfile's build checks the wheel it copies against it
+    today: another value is a problem the bump to the same image mends."""
     arg, python_tag = state.pin.sha256_arg, state.pin.python_tag
     assert arg is not None
     if info is None or info.metadata_from == "unread":
@@ -269,9 +282,26 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     if isinstance(answer, Several):
         sentence = ambiguity(where, arg, python_tag, answer, image="the pinned image")
         return Check(name, "sha256", asked, PROBLEM, f"{name}: {sentence}")
-    return Check(
-        name, "sha256", asked, OK, f"{name}: {where}: the pinned image holds {wheel}, whose sha256 {arg} takes"
-    )
+    written = state.sha256
+    if written is not None and written.lower() != answer:  # sha256sum -c reads hex of either case
+        return Check(
+            name,
+            "sha256",
+            asked,
+            PROBLEM,
+            f"{name}: {where}: ARG {arg} holds {_short(written)}, but the pinned image's "
+            f"{python_tag + ' ' if python_tag else ''}wheel has sha256 {_short(answer)}, so the build's "
+            f"sha256 check of that wheel fails: `wheelpin pins bump --component {shlex.quote(name)} "
+            f"--image {shlex.quote(state.image)}` writes the pin and its sha256 from that image",
+        )
+    return Check(name, "sha256", asked, OK, f"{name}: {where}: the pinned image holds {wheel} and {arg} is its sha256")
+
+
+def _short(sha256: str) -> str:
+    """A sha256 said to a person: its first 12 hex digits (a longer value cut visibly)."""
+    if not sha256:
+        return "an empty value"
+    return sha256 if len(sha256) <= 12 else f"{sha256[:12]}…"
 
 
 def _digest_held(store: ImageStore, reference: str) -> str | None:
@@ -285,9 +315,13 @@ def _digest_held(store: ImageStore, reference: str) -> str | None:
     return store.tag_digest(reference)
 
 
-def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo], registries: Registries) -> Check:
+def _consumer(
+    loaded: LoadedConfig, component: Component, infos: list[ImageInfo], registries: Registries, *, silent: bool
+) -> Check:
     """The consuming image, named by the config or by the Dockerfile, resolved for the
-    wheels' architecture (that of the pinned wheels, when known) as the pass resolves it."""
+    wheels' architecture (that of the pinned wheels, when known) as the pass resolves it.
+    `silent`: the registry of `image.repository` did not answer its tag list, so a consuming
+    image in that registry is not asked for."""
     from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
 
     consumer, name = component.consumer, component.name
@@ -305,6 +339,17 @@ def _consumer(loaded: LoadedConfig, component: Component, infos: list[ImageInfo]
     named = reference_of(target)
     assert named is not None  # ImageRef.parse gives a tag or a digest
     asked = f"the manifest and config of {store.name}@{named} ({architecture})"
+    own = registries.store(ImageRef.parse(component.image.repository)) if silent else None
+    if isinstance(store, RegistryRepository) and isinstance(own, RegistryRepository):
+        if store.client.host == own.client.host:
+            return Check(
+                name,
+                "consumer",
+                asked,
+                UNANSWERED,
+                f"{name}: the consuming image {reference} was not asked for: its registry {store.client.host} "
+                f"did not answer the tag list of {own.name}",
+            )
     try:
         if _digest_held(store, named) is None:
             return Check(

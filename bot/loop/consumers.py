@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapters.consumerread import ConsumerImage, LayerCache, read_consumer
+from ..adapters.consumerread import ConsumerImage, LayerCache, ResolvedConsumer, read_consumer, resolve_consumer
 from ..adapters.imagestore import reference_of
 from ..core.checks.component import Problem
 from ..core.errors import ConfigError, doing
@@ -38,21 +38,15 @@ class Consumers:
 
     def image(self, observation: Observation, files: Sequence[str]) -> ConsumerImage | None:
         """The consuming image observe found named, read for the wheels' architecture."""
-        reference = observation.consumer_reference()
-        if reference is None:
+        named = _named(observation, files)
+        if named is None:
             return None
-        try:
-            architecture = architecture_of(list(files))
-            target = ImageRef.parse(reference)
-        except (ValueError, ImageRefError) as exc:
-            raise ConfigError(f"consumer {reference}: {exc}") from None
+        reference, target, architecture = named
         key = (reference, architecture)
         if key not in self._seen:
-            named = reference_of(target)
-            assert named is not None  # ImageRef.parse gives a tag or a digest
-            with doing(f"reading the consuming image {reference} (to check the wheels against it)"):
+            with doing(_reading(reference)):
                 self._seen[key] = read_consumer(
-                    self.registries.store(target), named, cache=self.layers, architecture=architecture
+                    self.registries.store(target), _tag_or_digest(target), cache=self.layers, architecture=architecture
                 )
         return self._seen[key]
 
@@ -89,3 +83,38 @@ class Consumers:
             f"{len(found.installed)} installed packages read from its layers; "
             f"{size_text(image.size)} as pulled{adds}"
         )
+
+
+def resolve(registries: Stores, observation: Observation, files: Sequence[str]) -> ResolvedConsumer | None:
+    """The consuming image's manifest and config, asked as a pass's read of it starts: the
+    same reference for the architecture of `files`, through the same store, and a failure
+    said in the same sentence; no layer is read (adapters/consumerread.py, as `config
+    validate --online` asks it). The dry run's forecast that the pass can read it."""
+    named = _named(observation, files)
+    if named is None:
+        return None
+    reference, target, architecture = named
+    with doing(_reading(reference)):
+        return resolve_consumer(registries.store(target), _tag_or_digest(target), architecture=architecture)
+
+
+def _named(observation: Observation, files: Sequence[str]) -> tuple[str, ImageRef, str] | None:
+    """The consuming image observe found named (its reference as written, parsed) and the
+    architecture of the wheels `files`; None when the component names none."""
+    reference = observation.consumer_reference()
+    if reference is None:
+        return None
+    try:
+        return reference, ImageRef.parse(reference), architecture_of(list(files))
+    except (ValueError, ImageRefError) as exc:
+        raise ConfigError(f"consumer {reference}: {exc}") from None
+
+
+def _tag_or_digest(target: ImageRef) -> str:
+    named = reference_of(target)
+    assert named is not None  # ImageRef.parse gives a tag or a digest
+    return named
+
+
+def _reading(reference: str) -> str:
+    return f"reading the consuming image {reference} (to check the wheels against it)"

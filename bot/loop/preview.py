@@ -40,7 +40,7 @@ from ..core.pins.sha256 import wheel_sha256s
 from ..core.proposal.upstreamcommit import Commit
 from ..core.redact import public_url
 from .builders.base import BuildPreview
-from .context import Context, Reads
+from .context import Context, Reads, Stores
 from .observation import Observation, pin_repository
 
 # What only the build or the publishing says, as the plan writes it (docs/dry-run.md).
@@ -120,10 +120,17 @@ class ComponentPlan:
 
 
 def preview(
-    context: Context, seen: Observation, actions: list[Action], *, now: float, asks: Asks, reads: Reads
+    context: Context,
+    seen: Observation,
+    actions: list[Action],
+    *,
+    now: float,
+    asks: Asks,
+    reads: Reads,
+    stores: Stores,
 ) -> ComponentPlan:
     """The plan of `actions`, planned from `seen`; `reads` reads a file of the base or an
-    image as the pass does, once."""
+    image as the pass does, once; `stores` opens the registry of the consuming image."""
     component, facts = context.component, seen.facts
     head = facts.head
     upstream = component.upstream
@@ -161,6 +168,7 @@ def preview(
         )
     if builds or adopts:
         plan.after_build = _after_build(context, adopted=facts.image is not None)
+    _consumer(context, seen, actions, plan, reads, stores)
     if write is None:
         if facts.proposal is not None and not actions:
             plan.proposal = "keep"  # it already says what it should
@@ -174,6 +182,42 @@ def preview(
         except WheelpinError as exc:
             plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     return plan
+
+
+def _consumer(
+    context: Context, seen: Observation, actions: list[Action], plan: ComponentPlan, reads: Reads, stores: Stores
+) -> None:
+    """Where this pass would read the consuming image (`consumer`: to check wheels it built,
+    fetched or adopts, or for the proposal of an image found), whether its registry resolves
+    it: its manifest and config, as the pass's read of it starts (loop/consumers.py
+    `resolve`), so a registry that cannot be reached or does not hold it is refused here in
+    the pass's own sentence, at the action the pass would stop at. Its layers are left to
+    the pass. The architecture is that of the wheels of the image found, or else, before a
+    build, of the image pinned today's (as `config validate --online` resolves it)."""
+    if context.component.consumer is None:
+        return
+    reading = next(
+        (a for a in _this_pass(actions) if isinstance(a, (AdoptImage, PublishImage, WriteProposal))),
+        None,
+    )
+    if reading is None:
+        return
+    from .consumers import resolve  # the consumer's reading: only for a component that names one
+
+    found = seen.facts.image
+    info = reads.image(context.store, found.digest) if found is not None else seen.pinned
+    try:
+        resolve(stores, seen, [wheel.file for wheel in info.wheels] if info is not None else [])
+    except WheelpinError as exc:
+        plan.refuse(reading.kind, kind_of(exc), exc.message)
+
+
+def _this_pass(actions: list[Action]) -> Iterator[Action]:
+    """The actions this pass carries out before a wait, which ends it (loop/runner.py)."""
+    for action in actions:
+        if isinstance(action, Wait):
+            return
+        yield action
 
 
 def _pinned(seen: Observation) -> PinnedPlan:

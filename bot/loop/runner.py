@@ -365,7 +365,9 @@ class Reconciler:
             if actions and isinstance(actions[0], Report) and failure is not None and actions[0].why == failure.message:
                 result.retry = retry_said(failure.retry_at, now)  # a recorded failure, backing off
             if dry_run:
-                result.plan = preview(context, seen, actions, now=now, asks=asks, reads=self.reads)
+                result.plan = preview(
+                    context, seen, actions, now=now, asks=asks, reads=self.reads, stores=self.registries
+                )
                 result.error_kind = result.plan.error_kind
             if not actions:
                 result.status = Status.DONE if result.actions else Status.NOTHING

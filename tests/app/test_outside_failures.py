@@ -167,6 +167,52 @@ def test_a_pinned_digest_the_registry_lost_is_said_so_not_none_pinned(registry: 
     assert sentence in component(world.reconcile())["notes"]  # and in --json, and on the dashboard
 
 
+def test_a_consuming_image_the_registry_cannot_give_is_refused_by_the_dry_run(tmp_path: Path) -> None:
+    """The consuming image in a registry that refuses the connection: the real pass builds,
+    then stops at its publish reading it (exit 4); the dry run asks that registry for the
+    image's manifest too, and refuses in the plan, in the pass's own sentence, where it said
+    "would build, publish, propose" and exited 0. `world.reconcile` holds the dry run's
+    plan to what the real pass then did (tests/fixtures/dryreal.py)."""
+    world = make_world(tmp_path)
+    closed = f"127.0.0.1:{free_port()}"
+    base = f"{closed}/rocm/pytorch@sha256:{'0' * 64}"
+    world.set_config(
+        'constraints = ["numpy==2.3.5"]', f'constraints = ["numpy==2.3.5"]\nconsumer = {{ image = "{base}" }}'
+    )
+    world.commit_upstream("work", {"VERSION": "0.1.1\n"})
+    env = {"WHEELPIN_REGISTRY_ATTEMPTS": "2"}
+    sentence = re.escape(
+        f"reading the consuming image {base} (to check the wheels against it): "
+        f"{closed} refused the connection, 2 tries in "
+    )
+
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env={**world.env, **env})
+    assert dry.code == 4, said(dry)
+    assert re.search(r"  refused: " + sentence + r"\d+(\.\d)? s\n", dry.stdout), said(dry)
+    assert "the real pass would fail (exit 4)" in dry.stdout, said(dry)
+
+    real = world.reconcile(**env)  # the dry run before it predicted this
+    assert real.code == 4, said(real)
+    assert [action["kind"] for action in component(real)["actions"]] == ["build", "publish"]
+    assert re.fullmatch(sentence + r"\d+(\.\d)? s", component(real)["messages"][-1]), component(real)
+
+
+def test_a_consuming_image_the_registry_holds_is_resolved_by_the_dry_run(tmp_path: Path, registry: Registry) -> None:
+    """The dry run's asking is counted with its requests: its manifest and config, no layer."""
+    from tests.adapters.test_consumer import push_busybox
+
+    world = make_world(tmp_path)  # its images in an OCI layout folder: the registry is the consumer's alone
+    base = f"{registry.host}/base/busybox@{push_busybox(registry)}"
+    world.set_config(
+        'constraints = ["numpy==2.3.5"]', f'constraints = ["numpy==2.3.5"]\nconsumer = {{ image = "{base}" }}'
+    )
+    world.commit_upstream("work", {"VERSION": "0.1.1\n"})
+    dry = world.reconcile("--dry-run")
+    assert dry.code == 0, said(dry)
+    assert component(dry)["plan"]["refusals"] == [] and dry.json()["requests"]["registry"] == 2, dry.json()
+    assert world.reconcile().code == 0
+
+
 def test_a_failed_build_says_once_when_it_is_tried_again(world: World) -> None:
     world.commit_upstream("broken", {"build_wheel.py": "import sys\nprint('compiler error')\nsys.exit(3)\n"})
     run = ("reconcile", "--once", "--repo", str(world.downstream))

@@ -54,8 +54,11 @@ def is_remote_git_url(url: str) -> bool:
     return parts.scheme.lower() in _REMOTE_SCHEMES and bool(host) and not (host or "").startswith("-")
 
 
-def _host_path(text: str) -> str | None:
-    """The path on the host `text` names (a path or file://), None for anything else."""
+def host_path(text: str) -> str | None:
+    """The path on this host a git URL `text` names (a path or file://), None for a URL git
+    reaches another machine by (or a remote helper such as ext::)."""
+    if is_remote_git_url(text):
+        return None
     if text.lower().startswith("file://"):
         return urlsplit(text).path
     if "://" in text or "::" in text:  # another scheme, or a remote helper such as ext::
@@ -77,7 +80,7 @@ def host_problems(raw: dict[str, Any], located: Located, *, host_paths: bool) ->
         upstream, image = component.get("upstream"), component.get("image")
         repo = upstream.get("repo") if isinstance(upstream, dict) else None
         if isinstance(repo, str) and repo and not is_remote_git_url(repo):
-            problem = _allowed_path(_host_path(repo), host_paths, _REPO_SENTENCE)
+            problem = _allowed_path(host_path(repo), host_paths, _REPO_SENTENCE)
             if problem:
                 problems.append(located(("component", index, "upstream", "repo"), problem))
         repository = image.get("repository") if isinstance(image, dict) else None

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from bot.adapters.configdisk import find_config, load_config
+from bot.adapters.git import git
 from bot.core.config.load import ConfigInvalid
 from tests.cli import wheelpin
 
@@ -60,7 +62,11 @@ def problems_of(repo: Path, text: str) -> list[str]:
 @pytest.mark.parametrize(
     "example", EXAMPLES, ids=lambda p: p.parent.name if p.parent.name != ".github" else p.parent.parent.name
 )
-def test_examples_validate(example: Path) -> None:
+def test_examples_validate(example: Path, tmp_path: Path) -> None:
+    if example.parent.name == "demo":  # its upstream is `../upstream`, a repository `wheelpin demo` makes beside it
+        shutil.copytree(example.parent, tmp_path / "downstream")
+        git(["init", "--quiet", str(tmp_path / "upstream")])
+        example = tmp_path / "downstream/wheelpin.toml"
     result = wheelpin("config", "validate", str(example), "--json")
     assert result.code == 0, result.stdout + result.stderr
     assert result.json()["valid"] is True
@@ -519,7 +525,7 @@ def test_a_build_command_whose_relative_program_the_local_upstream_lacks_is_a_wa
 ) -> None:
     """Only a warning: the build runs in a checkout of the commit, and validate looks at the
     upstream folder's working tree (a remote upstream is not looked at)."""
-    (repo / "upstream").mkdir()
+    git(["init", "--quiet", str(repo / "upstream")])
     (repo / "upstream/present.sh").write_text("#!/bin/sh\n")
     text = GOOD.replace('"https://github.com/LMCache/LMCache"', '"upstream"').replace(
         'build = { workflow = "lmcache-rocm-wheel.yaml", inputs = { lmcache_commit = "{sha}" } }',
@@ -538,3 +544,33 @@ def test_a_build_command_whose_relative_program_the_local_upstream_lacks_is_a_wa
     ), warnings
     remote = validate(repo, text.replace('"upstream"', '"https://github.com/LMCache/LMCache"'), PINNED)
     assert not [warning for warning in remote[2] if "does not exist in" in warning]
+
+
+UPSTREAM_FIX = (
+    "give the path of the upstream's git repository (a relative one starts at the config's repository) or its URL"
+)
+
+
+def test_an_upstream_folder_the_pass_cannot_fetch_from_is_a_problem(repo: Path) -> None:
+    """An `upstream.repo` naming a folder of this host: one that does not exist, or holds no
+    git repository (a folder inside another repository's checkout is none either: `git
+    ls-remote` looks in the folder itself), is where the pass stops, so validate says it,
+    located at the key; the config read here names this host's folders."""
+    git(["init", "--quiet", str(repo / "checkout")])
+    (repo / "checkout/sub").mkdir()
+    (repo / "plain").mkdir()
+    git(["init", "--quiet", "--bare", str(repo / "bare.git")])
+    config = repo / "wheelpin.toml"
+    said = {
+        "upstrem": f"the folder {repo / 'upstrem'} does not exist: {UPSTREAM_FIX}",
+        f"file://{repo}/upstrem": f"the folder {repo / 'upstrem'} does not exist: {UPSTREAM_FIX}",
+        "plain": f"the folder {repo / 'plain'} is not a git repository: {UPSTREAM_FIX}",
+        "checkout/sub": f"the folder {repo / 'checkout/sub'} is not a git repository: {UPSTREAM_FIX}",
+        "wheelpin.toml": f"{repo / 'wheelpin.toml'} is not a folder: {UPSTREAM_FIX}",
+    }
+    for upstream, sentence in said.items():
+        code, problems, _ = validate(repo, GOOD.replace("https://github.com/LMCache/LMCache", upstream), PINNED)
+        assert (code, problems) == (2, [f"{config}:3: lmcache.upstream.repo: {sentence}"]), upstream
+    for upstream in ("checkout", str(repo / "bare.git"), f"file://{repo}/checkout", "git@github.com:LMCache/LMCache"):
+        code, problems, _ = validate(repo, GOOD.replace("https://github.com/LMCache/LMCache", upstream), PINNED)
+        assert (code, problems) == (0, []), upstream
