@@ -19,7 +19,7 @@ from ..core.errors import ConfigError, doing
 from ..core.image.consumer import ConsumerReport, check, wheel_rocm
 from ..core.image.oci import WheelEntry, architecture_of
 from ..core.image.reference import ImageRef, ImageRefError
-from ..core.proposal.text import size_text
+from ..core.sizes import size_text
 from .context import Stores
 from .observation import Observation
 

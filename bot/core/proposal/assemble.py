@@ -16,8 +16,9 @@ from ..checks.rules import WheelRules
 from ..config.model import Component
 from ..image.oci import WheelEntry
 from ..pins.bump import BumpPlan
+from ..sizes import size_text
 from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts, parse_requirement
-from .text import ProposalFacts, size_text
+from .text import ProposalFacts
 from .upstreamcommit import Commit
 from .wheeldiff import WheelChanges, wheel_changes
 

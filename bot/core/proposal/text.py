@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..image.oci import WheelEntry
 from ..pins.bump import Edit
+from ..sizes import size_text
 from .marker import marker
 from .requirements import Conflict, RequirementsDiff
 from .upstreamcommit import Commit
@@ -74,21 +75,17 @@ def compare_link(upstream: str, old: str | None, new: str) -> str | None:
     return f"https://{host}/{path}{middle}{old}...{new}"
 
 
-def size_text(size: int) -> str:
-    """Bytes as a person reads them, in decimal units as registries and pip say them."""
-    if size >= 1e9:
-        return f"{size / 1e9:.1f} GB"
-    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
-
-
 def _moved(old: int | None, new: int | None) -> str:
-    """`new`, or `old → new (+8%)` when the pinned side is known and differs."""
+    """`old → new (+8%)` where the pinned side is known, `new (unchanged)` where it is the
+    same; `new` alone where nothing pinned is known to compare with."""
     if new is None:
         return "not recorded"
-    if not old or old == new:
+    if not old:
         return size_text(new)
-    if size_text(old) == size_text(new):  # a move the rounding hides
-        return f"{size_text(new)} ({new - old:+,} bytes)"
+    if old == new:
+        return f"{size_text(new)} (unchanged)"
+    if size_text(old) == size_text(new):  # a move the rounding hides, said in bytes
+        return f"{size_text(old)} → {size_text(new)} ({new - old:+,} bytes)"
     share = (new - old) / old
     return (
         f"{size_text(old)} → {size_text(new)} ({share:+.1%})"
