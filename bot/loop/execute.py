@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn, assert_never
 
 from ..adapters import logs
 from ..adapters.imageread import ImageInfo, extract_wheels
-from ..adapters.imagestore import LayoutStore
+from ..adapters.imagestore import LayoutStore, RegistryRepository
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
 from ..adapters.provenance import (
@@ -68,6 +68,7 @@ from ..core.errors import (
     doing,
 )
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION, WheelEntry
+from ..core.image.reach import Reach
 from ..core.pins.bump import plan_bump
 from ..core.pins.sha256 import wheel_sha256s
 from ..core.proposal.assemble import assemble
@@ -411,8 +412,9 @@ class Executor:
             bump=bump,
             state=desired_state(facts),
             check_refs=_check_refs(context, image),
+            reach=_reach(context),
             provenance=self._provenance(context, done, head, image, len(wheels))
-            + proposal_link(context.store.name, image.ref, attached),
+            + proposal_link(context.store.name, image.ref, attached, reach=_reach(context)),
             consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(seen.pins[0].ref) if seen.pins and seen.pins[0].ref else None,
@@ -594,6 +596,11 @@ class Executor:
 def _head(facts: Facts) -> str:
     assert facts.head is not None
     return facts.head
+
+
+def _reach(context: Context) -> Reach:
+    """How the component's registry is spoken to, for the commands its proposal prints."""
+    return context.store.reach if isinstance(context.store, RegistryRepository) else Reach()
 
 
 def _check_refs(context: Context, image: ImageFound) -> tuple[str, ...]:

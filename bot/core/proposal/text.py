@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..image.oci import WheelEntry
+from ..image.reach import Reach
 from ..pins.bump import Edit
 from ..sizes import size_text
 from .marker import marker
@@ -57,6 +58,7 @@ class ProposalFacts:
     files: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()  # every value the bump changes: file, line, old → new
     check_refs: tuple[str, ...] = ()  # references skopeo and wheelpin read (repo@digest, oci:…)
+    reach: Reach = Reach()  # how the registry is spoken to: the flags those commands need
     state: dict[str, Any] = field(default_factory=dict)
 
 
@@ -188,7 +190,10 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     commands = []
     for ref in refs:
         skopeo = ref if ref.startswith("oci:") else f"docker://{ref}"  # skopeo refuses repo:tag@digest
-        commands += [f"skopeo inspect {skopeo}", f"wheelpin image show {ref}"]
+        commands += [
+            f"skopeo inspect{facts.reach.skopeo_flags} {skopeo}",
+            f"wheelpin image show{facts.reach.wheelpin_flags} {ref}",
+        ]
     parts.append("### Check by hand\n```sh\n" + "\n".join(commands) + "\n```")
     if facts.files:
         parts.append("Pins moved in: " + ", ".join(f"`{f}`" for f in facts.files) + _edit_lines(facts.edits))
