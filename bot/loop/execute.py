@@ -77,7 +77,7 @@ from ..core.proposal.upstreamcommit import Commit
 from ..core.provenance.statement import BuildFacts
 from ..core.redact import public_url
 from ..core.trust.decide import Judgement, statement_downgrade
-from .consumers import Consumers
+from .consumers import Consumers, libraries_found, new_to_image
 from .context import Context, Memory, Reads
 from .observation import Observation, pin_repository
 from .results import ComponentResult, Outcome, Status
@@ -370,6 +370,8 @@ class Executor:
         bump = plan_bump(component, seen.texts, image.ref, wheel_sha256s(wheels))
         constraints = self.reads.file(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
+        broken: tuple[str, ...] = ()  # what the wheel would break in the consuming image
+        absent: tuple[str, ...] = ()  # what it would bring into it
         said = self._smoke_said(context, done.smoke)
         judgement = self._judged(context, seen, [Wheel(entry.file, entry.sha256) for entry in wheels], image.digest)
         if judgement.refused:  # an image published or adopted before: proposed only once trusted
@@ -388,17 +390,10 @@ class Executor:
         if found_in_image is not None:  # what the image has installed is a constraint, as if typed by hand
             found, header = found_in_image
             constraints = "\n".join([constraints or "", *found.constraints])
-            against = (header, *(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents))
-            if found.absent:  # a consuming Dockerfile installs the wheel with --no-deps: they would be missing
-                against += (
-                    "new to the image: "
-                    + ", ".join(f"`{r}`" for r in found.absent)
-                    + " (not installed there; `pip install --no-deps` leaves them out)",
-                )
-            said["more_verification"] = (
-                *said.get("more_verification", ()),
-                "every library the wheels' ELF files need is in the consuming image",
-            )
+            broken = tuple(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents)
+            absent = new_to_image(found.absent)
+            against = (header, *broken, *absent)
+            said["more_verification"] = (*said.get("more_verification", ()), libraries_found(wheels))
         proposal = assemble(
             component,
             upstream=public_url(context.upstream.upstream.repo),
@@ -448,7 +443,7 @@ class Executor:
                 for c in proposal.diff.conflicts
             )
         )
-        result.note(*(f"{line} (in the consuming image)" for line in against[1:]))
+        result.note(*(f"{line} (in the consuming image)" for line in broken), *absent)
 
     def _judged(self, context: Context, seen: Observation, wheels: list[Wheel], image: str | None = None) -> Judgement:
         """The `trust` decision for `wheels`: who built them, by their GitHub attestations."""
