@@ -329,7 +329,6 @@ def against_lines(found: ConsumerReport, conflicts: list[Conflict], rocm: str | 
     if found.absent:  # not a failure: pip installs them with the wheel, but the image grows by them
         lines.append(f"  new to the image: {', '.join(found.absent)}")
     if len(lines) == 1 + (rocm is not None) + bool(found.absent):
-        lines.insert(
-            1, f"  no conflict with its {len(installed)} installed packages; every library the wheel needs is there"
-        )
+        packages = f"{len(installed)} installed package{'' if len(installed) == 1 else 's'}"
+        lines.insert(1, f"  no conflict with its {packages}; every library the wheel needs is there")
     return lines

@@ -5,7 +5,8 @@ command, and the libraries check said as what it was for wheels with no library 
 from __future__ import annotations
 
 from bot.adapters.consumerread import ConsumerImage
-from bot.core.image.consumer import check
+from bot.commands.image_cmd import against_lines
+from bot.core.image.consumer import ConsumerReport, check
 from bot.core.image.files import ImageFiles, Installed
 from bot.core.image.oci import WheelEntry
 from bot.loop.consumers import against_header, libraries_found, new_to_image
@@ -63,3 +64,8 @@ def test_wheels_with_no_library_to_find_say_so() -> None:
     )
     # an image that does not record DT_NEEDED: the check ran on the wheels themselves before publishing
     assert libraries_found([wheel(None)]) == "every library the wheels' ELF files need is in the consuming image"
+
+
+def test_image_check_counts_its_packages_as_written_too() -> None:
+    one = ConsumerReport("r/base:1", "3.12", "7.2.4", {"numpy": "2.3.5"}, ())
+    assert against_lines(one, [], None, "read")[1].startswith("  no conflict with its 1 installed package;")
