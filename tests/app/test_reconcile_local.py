@@ -109,7 +109,9 @@ def test_closed_when_the_base_catches_up(world: World) -> None:
     git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
     result = world.reconcile()
     assert result.code == 0, result.stderr
-    assert [a["kind"] for a in component(result)["actions"]] == ["close"]
+    (close,) = component(result)["actions"]
+    pinned = component(result)["pinned"]
+    assert (close["kind"], close["detail"]) == ("close", f"{BRANCH}: the base already pins {pinned[:8]}")
     assert world.branch() is None
     record = git(["log", "-1", "--format=%B", "refs/wheelpin/closed/demo-cache"], cwd=world.downstream)
     assert "the base already pins" in record
