@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import InputError, NotFound, RefusedError, TransientError, VerificationError
 from ..core.image.oci import INDEX_TYPE, canonical_json
+from ..core.image.reach import Reach
 from ..core.image.reference import SHA256_DIGEST, ImageRef, LayoutTarget
 from . import cachebound
 from .registrywire import Traffic
@@ -182,6 +183,11 @@ class RegistryRepository:
     @property
     def name(self) -> str:
         return f"{self.host}/{self.repository}"
+
+    @property
+    def reach(self) -> Reach:
+        """How its client speaks to the registry (what a command run by hand must say too)."""
+        return self.client.reach
 
     @property
     def traffic(self) -> Traffic:

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.checks.api import KINDS
 from ..core.errors import InputError, VerificationError
 from ..core.image.oci import MANIFEST_TYPE
+from ..core.image.reach import Reach
 from ..core.provenance import dsse
 from ..core.provenance.bundle import BUNDLE_TYPE, bundle_bytes, envelope_of
 from ..core.provenance.sbom import SBOM_TYPE, sbom_bytes
@@ -108,9 +109,9 @@ def carries_provenance(attached: Sequence[Attached]) -> bool:
     return any(item.kind == "provenance" for item in attached)
 
 
-def proposal_link(store: str, ref: str, attached: list[Attached]) -> str:
+def proposal_link(store: str, ref: str, attached: list[Attached], *, reach: Reach = Reach()) -> str:
     """What a proposal's Provenance line adds: where the statement and the SBOM are, and
-    the command that checks a signed one."""
+    the command that checks a signed one (with the flags its registry needs)."""
     ours = [item for item in attached if item.kind in ("provenance", "sbom")]
     if not ours:
         return ""
@@ -120,7 +121,9 @@ def proposal_link(store: str, ref: str, attached: list[Attached]) -> str:
         for item in ours
     ]
     check = (
-        f" (check it: `wheelpin image verify {ref} --key YOUR-KEY.pub`)" if any(item.signed for item in ours) else ""
+        f" (check it: `wheelpin image verify{reach.wheelpin_flags} {ref} --key YOUR-KEY.pub`)"
+        if any(item.signed for item in ours)
+        else ""
     )
     return "; attached: " + ", ".join(said) + check
 

@@ -41,6 +41,7 @@ from .registrywire import (
     hostname,
     is_loopback,
     parse_challenge,
+    reach_of,
     retry_after_of,
     with_digest,
 )
@@ -73,8 +74,8 @@ class RegistryClient:
         False speaks HTTPS without checking the certificate (skopeo's --tls-verify=false)."""
         self.host = host
         api_host = "registry-1.docker.io" if host in ("docker.io", "index.docker.io") else host
-        scheme = "http" if is_loopback(host) or host in set(insecure) else "https"
-        self.base = f"{scheme}://{api_host}"
+        self.reach = reach_of(host, insecure, tls_verify=tls_verify)
+        self.base = f"{'http' if self.reach.plain_http else 'https'}://{api_host}"
         self.retry = retry
         self._local = threading.local()  # this thread's session and traffic
         self._credentials = credentials or CredentialStore()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 from ..core.errors import VerificationError
+from ..core.image.reach import Reach
 
 if TYPE_CHECKING:  # a type here; the client that sends requests imports it
     import requests
@@ -62,6 +63,13 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def reach_of(host: str, insecure: Iterable[str], *, tls_verify: bool) -> Reach:
+    """How a registry is spoken to: plain HTTP to a loopback host and to those named
+    `insecure`, HTTPS to every other (checking its certificate unless `tls_verify` is False)."""
+    loopback = is_loopback(host)
+    return Reach(plain_http=loopback or host in set(insecure), loopback=loopback, tls_verify=tls_verify)
 
 
 def retry_after_of(response: requests.Response) -> float | None:

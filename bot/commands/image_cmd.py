@@ -29,8 +29,9 @@ from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_r
 from ..core.image.oci import architecture_of
 from ..core.image.reference import ImageRef, LayoutTarget
 from ..core.proposal.requirements import Conflict
+from ..core.sizes import size_text
 from ..core.wheel.amdgpu import TargetId
-from .output import emit_json, emit_text, human_size
+from .output import emit_json, emit_text
 from .publishtrust import Trusted, judge_published
 from .repo import load
 
@@ -138,7 +139,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         )
     else:
         emit_text(result.ref)
-        emit_text(f"{result.status}: {len(result.wheels)} wheel(s), {human_size(result.bytes_uploaded)} uploaded")
+        emit_text(f"{result.status}: {len(result.wheels)} wheel(s), {size_text(result.bytes_uploaded)} uploaded")
         emit_text(attached_line(attached))
         for line in said:
             emit_text(line)
@@ -256,16 +257,16 @@ def verify_command(*, ref: str, key: Path, json: bool, settings: Settings) -> in
 def show_text(info: ImageInfo, attached: Sequence[Attached] = ()) -> str:
     lines = [
         f"{info.name}@{info.digest}",
-        f"  size {human_size(info.size)} (config and layers, as pulled)",
-        f"  metadata from {info.metadata_from} ({human_size(info.bytes_fetched)} fetched)",
+        f"  size {size_text(info.size)} (config and layers, as pulled)",
+        f"  metadata from {info.metadata_from} ({size_text(info.bytes_fetched)} fetched)",
     ]
     for key, value in sorted({**info.labels, **info.annotations}.items()):
         if key != "io.wheelpin.wheels":
             lines.append(f"  {key} = {value}")
     for wheel in info.wheels:
         lines.append(f"  {wheel.file}")
-        installed = human_size(wheel.installed) if wheel.installed is not None else "not recorded"
-        lines.append(f"    sha256 {wheel.sha256}  size {human_size(wheel.size)}  installed {installed}")
+        installed = size_text(wheel.installed) if wheel.installed is not None else "not recorded"
+        lines.append(f"    sha256 {wheel.sha256}  size {size_text(wheel.size)}  installed {installed}")
         if wheel.variant is not None:
             lines.append(f"    variant {wheel.variant}: {', '.join(wheel.variant_properties) or 'no properties'}")
         lines.append(
@@ -336,7 +337,6 @@ def against_lines(found: ConsumerReport, conflicts: list[Conflict], rocm: str | 
     if found.absent:  # not a failure: pip installs them with the wheel, but the image grows by them
         lines.append(f"  new to the image: {', '.join(found.absent)}")
     if len(lines) == 1 + (rocm is not None) + bool(found.absent):
-        lines.insert(
-            1, f"  no conflict with its {len(installed)} installed packages; every library the wheel needs is there"
-        )
+        packages = f"{len(installed)} installed package{'' if len(installed) == 1 else 's'}"
+        lines.insert(1, f"  no conflict with its {packages}; every library the wheel needs is there")
     return lines

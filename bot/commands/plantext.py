@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.decide.plan import Kind
 from ..loop.preview import DIGEST, SHA256, ComponentPlan
 from ..loop.results import ComponentResult, PassResult
 
@@ -40,7 +41,11 @@ def _component(component: ComponentResult) -> list[str]:
     if plan is None:  # the dry run itself failed before a plan was made
         return [f"{component.name}: {component.status}", *(f"  - {m}" for m in component.messages)]
     said = f"would {kinds}" if kinds else "nothing to do"
-    lines = [f"{component.name}: {said}" + (" — and would fail" if plan.fails else "")]
+    if plan.fails_at is Kind.REPORT:  # the pass does nothing but say why it fails
+        said = "would fail (refused below)"
+    elif plan.fails_at is not None:
+        said += f", and fail at {plan.fails_at.value} (refused below)"
+    lines = [f"{component.name}: {said}"]
     lines += _pinned(plan)
     if plan.head is not None:
         lines.append(f"  upstream: {plan.upstream} at {plan.head[:8]}")

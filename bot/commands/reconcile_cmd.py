@@ -33,7 +33,7 @@ def pass_text(result: PassResult) -> str:
         for action in component.actions:
             if isinstance(action, (Report, Wait)):
                 continue  # its why is the component's message, said below: once
-            lines.append(f"  {action.kind.value} {action.detail}".rstrip())
+            lines.append(f"  {component.action_said(action)}")
         lines += [f"  - {message}" for message in component.messages]
         lines += [f"  ! {note}" for note in component.notes]
         if component.retry:

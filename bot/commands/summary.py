@@ -41,7 +41,7 @@ def pass_markdown(result: PassResult, *, where: str) -> str:
         # a pass's report or wait is its message, said below
         actions = [a for a in component.actions if result.dry_run or not isinstance(a, (Report, Wait))]
         said = (
-            [f"- {'would ' if result.dry_run else ''}{a.kind.value} {a.detail}".rstrip() for a in actions]
+            [f"- {'would ' if result.dry_run else ''}{component.action_said(a)}" for a in actions]
             + [f"- {message}" for message in component.messages]
             + [f"- ⚠️ **{note}**" for note in component.notes]
             + [f"- {problem}" for problem in component.problems]

@@ -17,8 +17,9 @@ from ..core.checks.base import Given
 from ..core.checks.rules import WheelRules, problems
 from ..core.errors import InputError, UsageError, doing
 from ..core.proposal.requirements import RequirementsDiff, TargetEnvironment, diff_requirements, find_conflicts
+from ..core.sizes import size_text
 from ..core.wheel.report import WheelReport, read_wheel_metadata
-from .output import emit_json, emit_text, human_size
+from .output import emit_json, emit_text
 
 log = logs.get_logger("wheelpin.wheel")
 
@@ -79,8 +80,8 @@ def report_text(report: WheelReport, found: list[str]) -> str:
         f"  version   {report.version}",
         f"  tags      {', '.join(report.tags)}",
         f"  sha256    {report.sha256}",
-        f"  size      {human_size(report.size)} ({report.size} bytes)",
-        f"  installed {human_size(report.installed_size)} ({report.installed_size} bytes)",
+        f"  size      {_exactly(report.size)}",
+        f"  installed {_exactly(report.installed_size)}",
     ]
     if report.variant is not None:
         lines.append(f"  variant   {report.variant.label}")
@@ -101,6 +102,11 @@ def report_text(report: WheelReport, found: list[str]) -> str:
     else:
         lines.append("  problems  none")
     return "\n".join(lines)
+
+
+def _exactly(size: int) -> str:
+    """`3.1 MB (3145728 bytes)`; a size under a kB is said in bytes once."""
+    return size_text(size) + (f" ({size} bytes)" if size >= 1000 else "")
 
 
 def inspect_command(options: InspectOptions) -> int:

@@ -19,7 +19,7 @@ from ..core.errors import ConfigError, doing
 from ..core.image.consumer import ConsumerReport, check, wheel_rocm
 from ..core.image.oci import WheelEntry, architecture_of
 from ..core.image.reference import ImageRef, ImageRefError
-from ..core.proposal.text import size_text
+from ..core.sizes import size_text
 from .context import Stores
 from .observation import Observation
 
@@ -69,20 +69,51 @@ class Consumers:
         if image is None:
             return None
         found = check(image.name, image.files, wheels)
-        built = wheel_rocm([w.version for w in wheels], [n for w in wheels for n in w.needed or ()])
-        installed = [w.installed for w in wheels]
-        adds = (
-            f", to which the wheels add {size_text(sum(n for n in installed if n is not None))} installed"
-            if installed and None not in installed
-            else ""
-        )
-        return found, (
-            f"Against `{image.name}` (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}"
-            + (f"; the wheel is built for ROCm {built}" if built else "")
-            + "): "
-            f"{len(found.installed)} installed packages read from its layers; "
-            f"{size_text(image.size)} as pulled{adds}"
-        )
+        return found, against_header(image, found, wheels)
+
+
+def against_header(image: ConsumerImage, found: ConsumerReport, wheels: Sequence[WheelEntry]) -> str:
+    """The first line of the proposal's "Against the consuming image": which image, its
+    Python and ROCm beside the wheel's, what was read of it and what the wheels add."""
+    built = wheel_rocm([w.version for w in wheels], [n for w in wheels for n in w.needed or ()])
+    installed = [w.installed for w in wheels]
+    adds = (
+        f", to which the wheels add {size_text(sum(n for n in installed if n is not None))} installed"
+        if installed and None not in installed
+        else ""
+    )
+    count = len(found.installed)
+    return (
+        f"Against `{image.name}` (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}"
+        + (f"; the wheel is built for ROCm {built}" if built else "")
+        + "): "
+        f"{count} installed package{'' if count == 1 else 's'} read from its layers; "
+        f"{size_text(image.size)} as pulled{adds}"
+    )
+
+
+def new_to_image(absent: Sequence[str]) -> tuple[str, ...]:
+    """The wheels' requirements the consuming image has no distribution for, in one line (or
+    none): what pip brings in with the wheel. Whether the image's Dockerfile installs it
+    with `--no-deps` is not known here, so the line says both."""
+    if not absent:
+        return ()
+    it = "it" if len(absent) == 1 else "them"
+    return (
+        "new to the consuming image: "
+        + ", ".join(f"`{requirement}`" for requirement in absent)
+        + f" (nothing installed there provides {it}; pip brings {it} in with the wheel, `--no-deps` leaves {it} out)",
+    )
+
+
+def libraries_found(wheels: Sequence[WheelEntry]) -> str:
+    """The verification line of the libraries check, which refused every wheel needing a
+    library the consuming image lacks before it was published or adopted. Wheels whose
+    images record no DT_NEEDED at all hold no ELF file that needs a library: said so, not
+    as a check of libraries there were none of."""
+    if wheels and all(wheel.needed == () for wheel in wheels):
+        return "no ELF file in the wheels needs a shared library"
+    return "every library the wheels' ELF files need is in the consuming image"
 
 
 def resolve(registries: Stores, observation: Observation, files: Sequence[str]) -> ResolvedConsumer | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn, assert_never
 
 from ..adapters import logs
 from ..adapters.imageread import ImageInfo, extract_wheels
-from ..adapters.imagestore import LayoutStore
+from ..adapters.imagestore import LayoutStore, RegistryRepository
 from ..adapters.inspectpool import inspect_wheel
 from ..adapters.platform import Platform
 from ..adapters.provenance import (
@@ -69,6 +69,7 @@ from ..core.errors import (
     doing,
 )
 from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION, WheelEntry
+from ..core.image.reach import Reach
 from ..core.pins.bump import plan_bump
 from ..core.pins.sha256 import wheel_sha256s
 from ..core.proposal.assemble import assemble
@@ -77,7 +78,7 @@ from ..core.proposal.upstreamcommit import Commit
 from ..core.provenance.statement import BuildFacts
 from ..core.redact import public_url
 from ..core.trust.decide import Judgement, statement_downgrade
-from .consumers import Consumers
+from .consumers import Consumers, libraries_found, new_to_image
 from .context import Context, Memory, Reads
 from .observation import Observation, pin_repository
 from .results import ComponentResult, Outcome, Status
@@ -370,6 +371,8 @@ class Executor:
         bump = plan_bump(component, seen.texts, image.ref, wheel_sha256s(wheels))
         constraints = self.reads.file(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
+        broken: tuple[str, ...] = ()  # what the wheel would break in the consuming image
+        absent: tuple[str, ...] = ()  # what it would bring into it
         said = self._smoke_said(context, done.smoke)
         judgement = self._judged(context, seen, [Wheel(entry.file, entry.sha256) for entry in wheels], image.digest)
         if judgement.refused:  # an image published or adopted before: proposed only once trusted
@@ -388,17 +391,10 @@ class Executor:
         if found_in_image is not None:  # what the image has installed is a constraint, as if typed by hand
             found, header = found_in_image
             constraints = "\n".join([constraints or "", *found.constraints])
-            against = (header, *(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents))
-            if found.absent:  # a consuming Dockerfile installs the wheel with --no-deps: they would be missing
-                against += (
-                    "new to the image: "
-                    + ", ".join(f"`{r}`" for r in found.absent)
-                    + " (not installed there; `pip install --no-deps` leaves them out)",
-                )
-            said["more_verification"] = (
-                *said.get("more_verification", ()),
-                "every library the wheels' ELF files need is in the consuming image",
-            )
+            broken = tuple(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents)
+            absent = new_to_image(found.absent)
+            against = (header, *broken, *absent)
+            said["more_verification"] = (*said.get("more_verification", ()), libraries_found(wheels))
         proposal = assemble(
             component,
             upstream=public_url(context.upstream.upstream.repo),
@@ -412,8 +408,9 @@ class Executor:
             bump=bump,
             state=desired_state(facts),
             check_refs=_check_refs(context, image),
+            reach=_reach(context),
             provenance=self._provenance(context, done, head, image, len(wheels))
-            + proposal_link(context.store.name, image.ref, attached),
+            + proposal_link(context.store.name, image.ref, attached, reach=_reach(context)),
             consumer=against,
             tags=(context.upstream.tag_of(facts.pinned_commit), context.upstream.tag_of(head)),
             pinned_image=str(seen.pins[0].ref) if seen.pins and seen.pins[0].ref else None,
@@ -447,7 +444,7 @@ class Executor:
                 for c in proposal.diff.conflicts
             )
         )
-        result.note(*(f"{line} (in the consuming image)" for line in against[1:]))
+        result.note(*(f"{line} (in the consuming image)" for line in broken), *absent)
 
     def _judged(self, context: Context, seen: Observation, wheels: list[Wheel], image: str | None = None) -> Judgement:
         """The `trust` decision for `wheels`: who built them, by their GitHub attestations."""
@@ -595,6 +592,11 @@ class Executor:
 def _head(facts: Facts) -> str:
     assert facts.head is not None
     return facts.head
+
+
+def _reach(context: Context) -> Reach:
+    """How the component's registry is spoken to, for the commands its proposal prints."""
+    return context.store.reach if isinstance(context.store, RegistryRepository) else Reach()
 
 
 def _check_refs(context: Context, image: ImageFound) -> tuple[str, ...]:

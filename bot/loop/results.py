@@ -62,6 +62,14 @@ class ComponentResult:
     pruned: list[str] = field(default_factory=list)  # superseded image tags deleted (image.prune_after_days)
     plan: ComponentPlan | None = None  # a dry run's plan (loop/preview.py)
     retry: str | None = None  # when a failed build or refused wheel of `head` is tried again (core/decide/backoff.py)
+    failed_at: Action | None = None  # the action the pass failed at: in `actions` (it was tried), not done
+
+    def action_said(self, action: Action) -> str:
+        """An action as the pass's text and summary list it: its kind and detail, and
+        `(failed)` for the one the pass failed at (a publish that failed published nothing
+        to its tag)."""
+        said = f"{action.kind.value} {action.detail}".rstrip()
+        return f"{said} (failed)" if action is self.failed_at else said
 
     @property
     def would_fail(self) -> bool:
@@ -84,6 +92,7 @@ class ComponentResult:
             "problems": self.problems,
             "pruned": self.pruned,
             "retry": self.retry,
+            "failed_at": self.failed_at.kind.value if self.failed_at is not None else None,
         }
         if self.plan is not None:
             said["plan"] = self.plan.to_json()

@@ -384,12 +384,14 @@ class Reconciler:
                     break  # a wait foreseen after other actions is checked by observing again
                 bound.info("action", kind=action.kind.value)
                 result.actions.append(action)
+                result.failed_at = action  # until it is done: whatever it raises, it was tried and not done
                 try:
                     after = self.executor.execute(context, seen, done, action, result)
                 except WheelpinError as exc:
                     # info: the pass's result says it (the terminal, --json, the dashboard), once
                     bound.info("action.failed", kind=action.kind.value, error=exc.message, error_kind=kind_of(exc))
                     raise
+                result.failed_at = None
                 self.executed += 1
                 if Reconciler.after_action is not None:
                     Reconciler.after_action(self.executed)

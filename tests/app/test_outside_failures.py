@@ -14,7 +14,7 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.registry import RegistryClient
-from tests.app.worlds import BRANCH, HUMAN, World, component, make_world
+from tests.app.worlds import BRANCH, HUMAN, NEW_VERSION, World, component, make_world
 from tests.cli import Result, wheelpin
 from tests.fixtures.consumerimages import ConsumerImages
 from tests.fixtures.servers import Registry, free_port
@@ -236,14 +236,35 @@ def test_the_summary_of_a_pass_says_what_its_proposal_is_loud_about(
     text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
     assert text.code == 0, said(text)
     conflict = "  ! constraint conflict: `numpy<=2.2.6` (the new wheel) vs `numpy==2.3.5` (the image) — new\n"
+    # one parenthetical, and no claim of how the image installs the wheel (no config says)
     absent = (
-        "  ! new to the image: `msgspec` (not installed there; `pip install --no-deps` leaves them out) "
-        "(in the consuming image)\n"
+        "new to the consuming image: `msgspec` (nothing installed there provides it; pip brings it in with the "
+        "wheel, `--no-deps` leaves it out)"
     )
-    assert conflict in text.stdout and absent in text.stdout, text.stdout
+    assert conflict in text.stdout and f"  ! {absent}\n" in text.stdout, text.stdout
     assert text.stdout.count(conflict) == 1 and text.stdout.count("`msgspec`") == 1, text.stdout
     body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
-    assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` — **new**" in body and "`msgspec`" in body
+    assert "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5` — **new**" in body and f"\n- {absent}\n" in body
+    # a pure Python wheel: no library check to pass, said as such
+    assert "- ✅ no ELF file in the wheels needs a shared library\n" in body and "ELF files need" not in body
+
+
+def test_a_pass_that_fails_at_the_consuming_image_lists_its_publish_as_failed(world: World) -> None:
+    """The consuming image is read before publishing (its libraries are checked): a registry
+    that refuses fails the publish, which the pass lists as tried, not done; nothing is
+    published."""
+    closed = f"127.0.0.1:{free_port()}"
+    world.set_config(
+        'constraints = ["numpy==2.3.5"]', f'consumer = {{ image = "{closed}/rocm/base@sha256:{"0" * 64}" }}'
+    )
+    head = world.commit_upstream("work", NEW_VERSION)
+    tags = world.layout_tags()
+    text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 4, said(text)
+    assert f"demo-cache: failed at {head[:8]}\n  build\n  publish (failed)\n" in text.stdout, said(text)
+    assert world.layout_tags() == tags and world.branch() is None
+    again = wheelpin("reconcile", "--once", "--json", "--repo", str(world.downstream), env=world.env)
+    assert (component(again)["failed_at"], component(again)["error_kind"]) == ("publish", "transient")
 
 
 def test_an_upstream_that_refuses_is_said_once_and_exits_4(world: World) -> None:

@@ -109,7 +109,9 @@ def test_closed_when_the_base_catches_up(world: World) -> None:
     git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
     result = world.reconcile()
     assert result.code == 0, result.stderr
-    assert [a["kind"] for a in component(result)["actions"]] == ["close"]
+    (close,) = component(result)["actions"]
+    pinned = component(result)["pinned"]
+    assert (close["kind"], close["detail"]) == ("close", f"{BRANCH}: the base already pins {pinned[:8]}")
     assert world.branch() is None
     record = git(["log", "-1", "--format=%B", "refs/wheelpin/closed/demo-cache"], cwd=world.downstream)
     assert "the base already pins" in record
@@ -501,9 +503,22 @@ def test_with_the_real_registry(registry: Registry, tmp_path: Path) -> None:
     result = world.reconcile()
     assert result.code == 0, result.stderr
     assert f"{registry.host}/e2e/demo-cache:demo-cache-v0.2.0-g{head[:8]}@sha256:" in world.branch_file()
+    digest = "sha256:" + world.branch_file().split(f"g{head[:8]}@sha256:", 1)[1][:64]
     assert component(world.reconcile())["status"] == "nothing"
     message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
-    assert "added `redis`" in message and f"skopeo inspect docker://{registry.host}/e2e/demo-cache@sha256:" in message
+    assert "added `redis`" in message
+    # "Check by hand" works as printed against this plain-HTTP (loopback) registry
+    commands = message.split("### Check by hand\n```sh\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert commands == [
+        f"skopeo inspect --tls-verify=false docker://{registry.host}/e2e/demo-cache@{digest}",
+        f"wheelpin image show {registry.host}/e2e/demo-cache@{digest}",  # loopback: always plain HTTP
+    ]
+    inspected = subprocess.run(commands[0].split(), capture_output=True, text=True, timeout=120)
+    assert inspected.returncode == 0, inspected.stderr
+    unflagged = subprocess.run(commands[0].replace(" --tls-verify=false", "").split(), capture_output=True, text=True)
+    assert "server gave HTTP response to HTTPS client" in unflagged.stderr  # skopeo: loopback is no exception
+    shown = wheelpin(*commands[1].split()[1:])
+    assert shown.code == 0 and "demo_cache-0.2.0" in shown.stdout, shown.stderr
 
 
 def test_quiet_period(world: World) -> None:

@@ -610,7 +610,7 @@ def test_atom_lmcache_against_its_consuming_image(
         ), row  # file and installed size, each old → new
         assert re.search(r"\nImage: `[^`]+`, [\d.]+ MB; the pinned one [\d.]+ MB\n", body), body
         assert f"\n- `vllm==0.11.0` needs `lmcache<=0.5.6`: excludes lmcache {version}" in body
-        absent = next(line for line in body.splitlines() if line.startswith("- new to the image: "))
+        absent = next(line for line in body.splitlines() if line.startswith("- new to the consuming image: "))
         for requirement in ("`grpcio>=1.78.0`", "`redis`", "`aiofile`"):  # what vLLM's maintainers added by hand
             assert requirement in absent, absent
         assert "`numpy" not in absent and "`torch" not in absent and "`opentelemetry-api" not in absent

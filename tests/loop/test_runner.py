@@ -365,17 +365,25 @@ def test_a_pin_in_another_repository_is_refused_by_the_plan_before_any_build(loo
     assert plan.fails_at == "propose" and plan.error_kind == "usage" and exit_code(planned) == 1
     (refusal,) = plan.refusals
     assert "but docker/Dockerfile:2 pins registry.test/other/demo-cache" in refusal
-    assert "would fail" in pass_text(planned)
+    assert pass_text(planned).startswith(
+        "demo-cache: would build, publish, propose, and fail at propose (refused below)\n"
+    )
     done = loop.run()
     assert kinds(done) == ["build", "publish", "propose"] and done.components[0].error_kind == "usage"
+    listed = [line for line in pass_text(done).splitlines() if line.startswith("  ") and not line.startswith("  - ")]
+    assert [line.split()[0] for line in listed] == ["build", "publish", "propose"]
+    assert [line.endswith(" (failed)") for line in listed] == [False, False, True]  # tried, not done
+    assert done.to_json()["components"][0]["failed_at"] == "propose"
 
 
 def test_the_plan_says_when_a_failed_build_is_tried_again(tmp_path: Path) -> None:
     loop = make_loop(tmp_path, builder=ScriptedBuilder(lambda c: [], fails=lambda c: "build of it failed (exit 2)"))
     loop.commit("0.1.1")
     loop.run()
-    plan = plan_of(loop.run(dry_run=True))
+    planned = loop.run(dry_run=True)
+    plan = plan_of(planned)
     (refusal,) = plan.refusals
+    assert pass_text(planned).startswith("demo-cache: would fail (refused below)\n")  # a recorded failure, said
     assert refusal.startswith("build of it failed (exit 2) (recorded: tried again after 20")
     assert refusal.endswith("UTC, or now with `--retry-failed`)") and plan.error_kind == "reported"
     loop.reconciler.state.close()

@@ -186,7 +186,7 @@ class ClosePR(Step):
 
     @property
     def detail(self) -> str:
-        return self.why
+        return f"{self.branch}: {self.why}"  # `close wheelpin/x: the base already pins c9a61e2a`
 
 
 @dataclass(frozen=True)

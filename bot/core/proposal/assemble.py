@@ -15,9 +15,11 @@ from ..checks.archs import missing_wanted
 from ..checks.rules import WheelRules
 from ..config.model import Component
 from ..image.oci import WheelEntry
+from ..image.reach import Reach
 from ..pins.bump import BumpPlan
+from ..sizes import size_text
 from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts, parse_requirement
-from .text import ProposalFacts, size_text
+from .text import ProposalFacts
 from .upstreamcommit import Commit
 from .wheeldiff import WheelChanges, wheel_changes
 
@@ -142,6 +144,7 @@ def assemble(
     bump: BumpPlan,
     state: dict[str, object],
     check_refs: Sequence[str],
+    reach: Reach = Reach(),
     provenance: str = "",
     more_verification: Sequence[str] = (),
     more_notes: Sequence[str] = (),
@@ -176,6 +179,7 @@ def assemble(
         edits=bump.edits,
         state=dict(state),
         check_refs=tuple(check_refs),
+        reach=reach,
         changes=changes,
         notes=notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
         known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text),

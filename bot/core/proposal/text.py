@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..image.oci import WheelEntry
+from ..image.reach import Reach
 from ..pins.bump import Edit
+from ..sizes import size_text
 from .marker import marker
 from .requirements import Conflict, RequirementsDiff
 from .upstreamcommit import Commit
@@ -56,6 +58,7 @@ class ProposalFacts:
     files: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()  # every value the bump changes: file, line, old → new
     check_refs: tuple[str, ...] = ()  # references skopeo and wheelpin read (repo@digest, oci:…)
+    reach: Reach = Reach()  # how the registry is spoken to: the flags those commands need
     state: dict[str, Any] = field(default_factory=dict)
 
 
@@ -74,21 +77,17 @@ def compare_link(upstream: str, old: str | None, new: str) -> str | None:
     return f"https://{host}/{path}{middle}{old}...{new}"
 
 
-def size_text(size: int) -> str:
-    """Bytes as a person reads them, in decimal units as registries and pip say them."""
-    if size >= 1e9:
-        return f"{size / 1e9:.1f} GB"
-    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
-
-
 def _moved(old: int | None, new: int | None) -> str:
-    """`new`, or `old → new (+8%)` when the pinned side is known and differs."""
+    """`old → new (+8%)` where the pinned side is known, `new (unchanged)` where it is the
+    same; `new` alone where nothing pinned is known to compare with."""
     if new is None:
         return "not recorded"
-    if not old or old == new:
+    if not old:
         return size_text(new)
-    if size_text(old) == size_text(new):  # a move the rounding hides
-        return f"{size_text(new)} ({new - old:+,} bytes)"
+    if old == new:
+        return f"{size_text(new)} (unchanged)"
+    if size_text(old) == size_text(new):  # a move the rounding hides, said in bytes
+        return f"{size_text(old)} → {size_text(new)} ({new - old:+,} bytes)"
     share = (new - old) / old
     return (
         f"{size_text(old)} → {size_text(new)} ({share:+.1%})"
@@ -191,7 +190,10 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     commands = []
     for ref in refs:
         skopeo = ref if ref.startswith("oci:") else f"docker://{ref}"  # skopeo refuses repo:tag@digest
-        commands += [f"skopeo inspect {skopeo}", f"wheelpin image show {ref}"]
+        commands += [
+            f"skopeo inspect{facts.reach.skopeo_flags} {skopeo}",
+            f"wheelpin image show{facts.reach.wheelpin_flags} {ref}",
+        ]
     parts.append("### Check by hand\n```sh\n" + "\n".join(commands) + "\n```")
     if facts.files:
         parts.append("Pins moved in: " + ", ".join(f"`{f}`" for f in facts.files) + _edit_lines(facts.edits))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bot.core.image.oci import WheelEntry
 from bot.core.proposal.wheeldiff import WheelChanges, wheel_changes
+from bot.core.sizes import size_text
 from bot.core.wheel.hipstub import hip_library
 from bot.core.wheel.report import inspect_wheel
 from tests.fixtures.proposals import from_to as from_to_lines
@@ -84,8 +85,8 @@ def test_two_variant_wheels_of_one_python_tag_one_rebuilt_are_two_rows(tmp_path:
         f"- `cp312 (variant amd_gfx950)` sha256 {sha(gfx950)} → {sha(rebuilt)}",
     ]
     moved = rebuilt.size - gfx950.size
-    assert f"| `{rebuilt.file}` | {rebuilt.size / 1e3:.1f} kB ({moved:+,} bytes) |" in text
-    assert f"| `{gfx942.file}` | {gfx942.size / 1e3:.1f} kB |" in text
+    assert f"| `{rebuilt.file}` | {size_text(gfx950.size)} → {size_text(rebuilt.size)} ({moved:+,} bytes) |" in text
+    assert f"| `{gfx942.file}` | {size_text(gfx942.size)} (unchanged) |" in text
 
 
 def test_a_variant_wheel_dropped_beside_one_that_stays_is_said_once(tmp_path: Path) -> None:

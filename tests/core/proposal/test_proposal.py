@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from bot.adapters.provenance import Attached, proposal_link
+from bot.adapters.registry import RegistryClient
+from bot.adapters.registrywire import reach_of
 from bot.core.image.oci import WheelEntry
+from bot.core.image.reach import Reach
 from bot.core.proposal.marker import read_marker
 from bot.core.proposal.requirements import Conflict, RequirementsDiff, diff_requirements
 from bot.core.proposal.text import ProposalFacts, body, compare_link, title
 from bot.core.proposal.upstreamcommit import Commit
 from bot.core.proposal.wheeldiff import wheel_changes
+from bot.core.provenance.bundle import BUNDLE_TYPE
 
 WHEEL = WheelEntry(
     "lmcache-0.5.6-cp312-cp312-manylinux_2_39_x86_64.whl",
@@ -55,6 +60,40 @@ def test_title_and_sections() -> None:
     assert "CONSTRAINT CONFLICTS" in text and "**`numpy<=2.2.6`** vs the image's `numpy==2.3.5`" in text
     assert "skopeo inspect docker://rocm/atom-dev@sha256:" + "c" * 64 in text  # never repo:tag@digest
     assert read_marker(text) == facts().state
+
+
+def test_check_by_hand_speaks_to_the_registry_as_wheelpin_does() -> None:
+    """The registry client's own decision (reach_of) is what the commands carry: skopeo
+    requires HTTPS and a trusted certificate unless given --tls-verify=false (skopeo-inspect(1)),
+    loopback hosts too; wheelpin speaks plain HTTP to loopback hosts by itself, and to a host
+    WHEELPIN_INSECURE_REGISTRIES names only where it is told (a reviewer's shell is not the bot's)."""
+    ref = "registry.lan:5000/rocm/atom-dev@sha256:" + "c" * 64
+    image = "registry.lan:5000/rocm/atom-dev:t@sha256:" + "c" * 64
+
+    def commands(reach: Reach) -> list[str]:
+        text = body(facts(image=image, check_refs=(ref,), reach=reach))
+        return text.split("### Check by hand\n```sh\n", 1)[1].split("\n```", 1)[0].splitlines()
+
+    assert commands(Reach()) == [f"skopeo inspect docker://{ref}", f"wheelpin image show {ref}"]
+    listed = reach_of("registry.lan:5000", ["registry.lan:5000"], tls_verify=True)
+    assert RegistryClient("registry.lan:5000", insecure=["registry.lan:5000"]).base == "http://registry.lan:5000"
+    assert commands(listed) == [
+        f"skopeo inspect --tls-verify=false docker://{ref}",
+        f"wheelpin image show --plain-http {ref}",
+    ]
+    loopback = reach_of("127.0.0.1:5077", [], tls_verify=True)
+    assert (loopback.skopeo_flags, loopback.wheelpin_flags) == (" --tls-verify=false", "")
+    unverified = reach_of("registry.lan:5000", [], tls_verify=False)
+    assert commands(unverified) == [
+        f"skopeo inspect --tls-verify=false docker://{ref}",
+        f"wheelpin image show --tls-verify=false {ref}",
+    ]
+    layout = body(facts(check_refs=("oci:/srv/images:t",), reach=Reach()))
+    assert "skopeo inspect oci:/srv/images:t\nwheelpin image show oci:/srv/images:t\n" in layout
+    signed = [Attached("provenance", BUNDLE_TYPE, "sha256:" + "e" * 64, True, "attached")]
+    assert f"`wheelpin image verify --plain-http {image} --key YOUR-KEY.pub`" in proposal_link(
+        "registry.lan:5000/rocm/atom-dev", image, signed, reach=listed
+    )
 
 
 def test_compare_links() -> None:

@@ -17,6 +17,7 @@ from bot.core.image.oci import WheelEntry
 from bot.core.proposal.assemble import growth_notes
 from bot.core.proposal.text import ProposalFacts, body
 from bot.core.proposal.wheeldiff import wheel_changes
+from bot.core.sizes import size_text
 from bot.core.wheel.report import inspect_wheel
 from tests.cli import wheelpin
 from tests.fixtures.wheels import build_wheel
@@ -123,9 +124,41 @@ def test_a_wheel_of_a_new_python_tag_is_said_alone_and_an_unrecorded_size_says_s
             pinned_image_size=10_002_000,
         )
     )
-    assert f"| `{new[0].file}` | 10.0 MB | 30.0 MB |" in text
+    assert f"| `{new[0].file}` | 10.0 MB (unchanged) | 30.0 MB (unchanged) |" in text
     assert f"| `{new[1].file}` | 12.0 MB | not recorded |" in text
     assert "`, 22.0 MB; the pinned one 10.0 MB\n" in text
+
+
+def test_each_size_column_says_old_to_new_even_where_the_rounding_hides_the_move() -> None:
+    """Both columns as README and docs/reconcile.md say them: old → new with the change; a
+    move the rounding hides in bytes, a size under a kB in bytes (never `0.8 kB (+20 bytes)`)."""
+    pinned, new = [entry(20_000_000, 812)], [entry(20_000_020, 832, version="1.1")]
+    text = body(
+        ProposalFacts(
+            component="lmcache",
+            upstream="https://github.com/LMCache/LMCache",
+            old_commit="b" * 40,
+            new_commit="c" * 40,
+            version="1.1",
+            image="r/l:1@sha256:" + "d" * 64,
+            wheels=tuple(new),
+            changes=wheel_changes(pinned, new),
+        )
+    )
+    assert f"| `{new[0].file}` | 20.0 MB → 20.0 MB (+20 bytes) | 812 bytes → 832 bytes (+2.5%) |" in text
+
+
+def test_image_show_says_sizes_as_the_proposal_does(tmp_path: Path) -> None:
+    """One spelling of a size: `image show` in the proposal's decimal units (size_text)."""
+    wheel = build_wheel(tmp_path, name="blob", version="1.0", files={"blob/__init__.py": b"x = 1\n" * 300})
+    report = inspect_wheel(wheel)
+    layout = f"oci:{tmp_path / 'images'}:blob-1.0"
+    assert wheelpin("image", "publish", str(wheel), "--to", layout).code == 0
+    shown = wheelpin("image", "show", layout)
+    assert shown.code == 0, shown.stderr
+    assert f"size {size_text(report.size)}  installed {size_text(report.installed_size)}" in shown.stdout
+    assert " kB" in shown.stdout and " KB" not in shown.stdout
+    assert size_text(999) == "999 bytes" and size_text(1_000) == "1.0 kB" and size_text(2_500_000) == "2.5 MB"
 
 
 @pytest.mark.parametrize("value", [-0.1, "a lot"])

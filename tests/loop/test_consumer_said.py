@@ -1,0 +1,71 @@
+"""What a proposal says of the consuming image (loop/consumers.py): its header line counted
+as written, the wheels' requirements it has nothing for in one line that claims no install
+command, and the libraries check said as what it was for wheels with no library to find."""
+
+from __future__ import annotations
+
+from bot.adapters.consumerread import ConsumerImage
+from bot.commands.image_cmd import against_lines
+from bot.core.image.consumer import ConsumerReport, check
+from bot.core.image.files import ImageFiles, Installed
+from bot.core.image.oci import WheelEntry
+from bot.loop.consumers import against_header, libraries_found, new_to_image
+
+SITE = "usr/lib/python3.12/site-packages"
+
+
+def wheel(needed: tuple[str, ...] | None) -> WheelEntry:
+    return WheelEntry(
+        "minicache-0.1.0-py3-none-any.whl",
+        "a" * 64,
+        1_200,
+        "minicache",
+        "0.1.0",
+        ("msgspec>=0.18",),
+        needed=needed,
+        installed=3_400,
+    )
+
+
+def image(*names: str) -> ConsumerImage:
+    dists = tuple(Installed(name, "1.0", (), SITE) for name in names)
+    return ConsumerImage(
+        "r/base:1@sha256:" + "b" * 64, "sha256:" + "b" * 64, ImageFiles(dists, {}, {}, (), {}), 1, 0, 4_500_000
+    )
+
+
+def test_the_header_counts_its_packages_as_written() -> None:
+    one = image("numpy")
+    header = against_header(one, check(one.name, one.files, [wheel(())]), [wheel(())])
+    assert (
+        "): 1 installed package read from its layers; 4.5 MB as pulled, to which the wheels add 3.4 kB installed"
+        in header
+    )
+    two = image("numpy", "torch")
+    assert "): 2 installed packages read" in against_header(two, check(two.name, two.files, [wheel(())]), [wheel(())])
+
+
+def test_a_requirement_new_to_the_image_is_one_line_with_one_parenthetical() -> None:
+    assert new_to_image(()) == ()
+    (line,) = new_to_image(("msgspec>=0.18",))
+    assert line == (
+        "new to the consuming image: `msgspec>=0.18` (nothing installed there provides it; pip brings it in "
+        "with the wheel, `--no-deps` leaves it out)"
+    )
+    assert line.count("(") == 1
+    (two,) = new_to_image(("msgspec>=0.18", "redis"))
+    assert "`msgspec>=0.18`, `redis` (nothing installed there provides them; pip brings them in" in two
+
+
+def test_wheels_with_no_library_to_find_say_so() -> None:
+    assert libraries_found([wheel(())]) == "no ELF file in the wheels needs a shared library"
+    assert (
+        libraries_found([wheel(("libc.so.6",))]) == "every library the wheels' ELF files need is in the consuming image"
+    )
+    # an image that does not record DT_NEEDED: the check ran on the wheels themselves before publishing
+    assert libraries_found([wheel(None)]) == "every library the wheels' ELF files need is in the consuming image"
+
+
+def test_image_check_counts_its_packages_as_written_too() -> None:
+    one = ConsumerReport("r/base:1", "3.12", "7.2.4", {"numpy": "2.3.5"}, ())
+    assert against_lines(one, [], None, "read")[1].startswith("  no conflict with its 1 installed package;")
