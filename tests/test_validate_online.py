@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.configdisk import load_config
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.referrers import Subject, attach, fallback_tag, is_attachment_tag
 from bot.adapters.registry import RegistryClient
+from bot.core.checks.digest import rules_digest
 from bot.core.image.oci import MANIFEST_TYPE
 from bot.core.wheel.report import inspect_wheel
 from tests.adapters.test_consumer import push_busybox
@@ -373,16 +375,19 @@ def demo_wheel(folder: Path, tag: str, label: str | None = None) -> Path:
     )
 
 
-def pin_an_image_of(world: World, wheels: list[Path]) -> list[str]:
-    """Publish the image of `wheels` to the world's repository (the real registry) and pin
-    it in the Dockerfile's working tree; the wheels' file names, sorted."""
+def pin_an_image_of(world: World, wheels: list[Path], *, rules: bool = True) -> list[str]:
+    """Publish the image of `wheels` to the world's repository (the real registry), as a pass
+    would under the component's rules (`rules`: their digest annotated), and pin it in the
+    Dockerfile's working tree; the wheels' file names, sorted."""
     host, _, path = repository(world).partition("/")
+    (component,) = load_config(world.downstream / "wheelpin.toml", root=world.downstream).config.components
     result = publish(
         RegistryRepository(RegistryClient(host), path),
         "demo-cache-v0.1.0-g22222222",
         wheels,
         [inspect_wheel(wheel) for wheel in wheels],
         component="demo-cache",
+        rules=rules_digest(component) if rules else None,
         settle=0,
     )
     edit(world, "docker/Dockerfile", pinned(world), f"{repository(world)}:demo-cache-v0.1.0-g22222222@{result.digest}")
@@ -432,6 +437,22 @@ def test_a_sha256_arg_without_python_tag_and_a_pinned_image_of_two_wheels(world:
         f"pinned image holds 2 wheels ({cp311}, {cp312}): give the pin the python_tag of the wheel its Dockerfile "
         "installs (the image must hold one wheel of that tag), or drop its sha256_arg"
     ]
+
+
+def test_several_wheels_of_an_image_made_under_other_rules_are_no_forecast(world: World, tmp_path: Path) -> None:
+    """Several wheels answering a sha256 pin are judged only of an image wheelpin published
+    under the component's rules as they are: one pushed by another tool (its wheels read
+    from its layers once a pass or `image show` has read them) or made under other rules
+    says nothing of the wheels the next build makes, which the pass judges."""
+    pin_an_image_of(
+        world,
+        [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64"), demo_wheel(tmp_path, TWO_CP312[0])],
+        rules=False,
+    )
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stderr
+    assert "sha256" not in [c["check"] for c in result.json()["online"]["checks"]]
 
 
 def test_one_wheel_of_the_pins_python_tag_is_fine(world: World, tmp_path: Path) -> None:

@@ -47,10 +47,11 @@ from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, l
 from ..adapters.platform import Platform
 from ..adapters.referrers import is_attachment_tag
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo, host_folder
+from ..core.checks.digest import rules_digest
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
 from ..core.errors import TransientError, WheelpinError
-from ..core.image.oci import architecture_of
+from ..core.image.oci import ANNOTATION_RULES, architecture_of
 from ..core.image.reference import ImageRef, ImageRefError
 from ..core.pins.bump import PinState, read_pins
 from ..core.pins.sha256 import Several, ambiguity, wheel_sha256s
@@ -260,12 +261,13 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     """Whether the pin's sha256 ARG has one wheel to take in the image it pins today, by the
     rule a pass's bump follows (core/pins/sha256.py): several wheels answering its key are
     where the pass's proposal stops, so the image the next pass builds the same way would be
-    refused too. Read from the pinned check's read, not asked again. None, no check, where
-    the pinned image tells nothing to judge: it was not read (the pinned check says why),
-    its wheels are said only by its layers (another tool pushed it; the pass reads them, and
-    judges the image it will pin, which wheelpin publishes with its wheels listed), or it
-    holds no wheel of that key (the next one may: a pin moving to a new python tag). This is
-    a forecast from today's image: the pass judges the image it builds. One wheel answering
+    refused too. That is a forecast, made only of an image wheelpin published under the
+    component's rules as they are now (its rules digest): one another tool pushed, or made
+    under other rules, says nothing of the wheels the next build makes. Read from the pinned
+    check's read, not asked again. None, no check, where the pinned image tells nothing to
+    judge: it was not read (the pinned check says why), its wheels are said only by its
+    layers not read yet, several answer and it is no forecast, or it holds no wheel of that
+    key (the next one may: a pin moving to a new python tag). One wheel answering
     is fine only where the ARG holds its sha256 already (as the pin's format reads it,
     core/pins/bump.py), since the Dockerfile's build checks the wheel it copies against it
     today: another value is a problem the bump to the same image mends."""
@@ -280,6 +282,8 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     if answer is None:
         return None
     if isinstance(answer, Several):
+        if info.annotations.get(ANNOTATION_RULES) != rules_digest(component):
+            return None
         sentence = ambiguity(where, arg, python_tag, answer, image="the pinned image")
         return Check(name, "sha256", asked, PROBLEM, f"{name}: {sentence}")
     written = state.sha256
