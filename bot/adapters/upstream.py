@@ -42,8 +42,9 @@ class UpstreamRefMissing(TransientError):
 
 
 def _local(repo: str) -> bool:
-    """A folder on this machine, not a URL git reaches over a network."""
-    return "://" not in repo and not repo.startswith("git@")
+    """A folder on this machine named by its path, not a URL (an scp-like `user@host:path`
+    of any user is one git reaches over ssh: core/config/hostreach.py tells them apart)."""
+    return host_path(repo) == repo
 
 
 def upstream_url(repo: str, root: Path) -> str:
