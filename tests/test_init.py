@@ -206,11 +206,14 @@ def test_an_atom_like_repository_gets_a_config_that_validates_and_plans(
     head = git(["commit-tree", tree, "-p", upstream.first, "-m", "Next"], cwd=upstream.path, env=PEOPLE).strip()
     git(["update-ref", "refs/heads/next", head], cwd=upstream.path)
     planned = wheelpin("reconcile", "--once", "--dry-run", "--json", "--repo", str(repo), env=env)
-    assert planned.code == 0, planned.stderr
     (plan,) = planned.json()["components"]
     assert plan["component"] == "lmcache" and plan["head"] == head
     assert plan["pinned"] == upstream.first  # the commit the pinned image was built from
     assert [action["kind"] for action in plan["actions"]] == ["build", "publish", "propose"]
+    # the consuming image, ATOM's BASE_IMAGE on Docker Hub, cannot be reached from here: the
+    # pass would stop reading it before publishing, so the plan says so and ends as it would (4)
+    assert planned.code == 4, planned.stderr
+    assert "reading the consuming image" in planned.stdout and "docker.io" in planned.stdout
 
 
 # ATOM's own build (a workflow_dispatch with the commit as an input; its run named by it,
@@ -312,6 +315,7 @@ def test_a_repository_with_no_wheel_pin_says_so(tmp_path: Path, env: dict[str, s
     assert (
         f"wheelpin: {repo}: no wheel image pinned by digest in its 2 Dockerfile(s) (2 reference(s) skipped, said above)"
     ) in result.stderr
+    assert 'docs/init.md, "Your first pin", says how to get one' in result.stderr
     assert not (repo / ".github").exists()
 
 

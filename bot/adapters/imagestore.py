@@ -32,7 +32,8 @@ REF_NAME = "org.opencontainers.image.ref.name"
 def tag_taken(store: str, tag: str, existing: str, ours: str) -> RefusedError:
     """The refusal when a tag already names other content: tags wheelpin writes never move."""
     return RefusedError(
-        f"{store}:{tag} already holds {existing}, not {ours}: wheelpin never overwrites a tag with other content"
+        f"{store}:{tag} already holds {existing}, not {ours}: wheelpin never overwrites a tag with other content "
+        "(delete that tag from the registry if what it holds is stale, or publish under another tag)"
     )
 
 

@@ -329,7 +329,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
             f"{root}: no wheel image pinned by digest in its {files} Dockerfile(s)"
             + (f" ({len(skipped)} reference(s) skipped, said above)" if skipped else "")
             + '; wheelpin init starts from one (ARG X_IMAGE="repo:tag@sha256:…" or '
-            "FROM repo:tag@sha256:… AS stage)"
+            'FROM repo:tag@sha256:… AS stage; docs/init.md, "Your first pin", says how to get one)'
         )
     groups = group(images)
     name = choose_component(groups, options.component, asker)

@@ -47,6 +47,9 @@ def test_publish_then_unchanged_then_refused(
     # other content under the same tag: refused, and the tag still holds the first image
     other = wheelpin("image", "publish", str(small_wheels[0]), "--to", to, env=env)
     assert other.code == 3 and "never overwrites a tag" in other.stderr
+    assert other.stderr.rstrip().endswith(
+        "(delete that tag from the registry if what it holds is stale, or publish under another tag)"
+    )  # what to do, in the same sentence
     assert skopeo_inspect(f"docker://{to}")["Digest"] == digest
 
 
