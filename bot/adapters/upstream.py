@@ -42,8 +42,8 @@ class UpstreamRefMissing(TransientError):
 
 
 def _local(repo: str) -> bool:
-    """A folder on this machine named by its path, not a URL (an scp-like `user@host:path`
-    of any user is one git reaches over ssh: core/config/hostreach.py tells them apart)."""
+    """A folder on this machine named by its path, not a URL (an scp-like `[user@]host:path`
+    is one git reaches over ssh: core/config/hostreach.py tells them apart)."""
     return host_path(repo) == repo
 
 

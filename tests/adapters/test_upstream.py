@@ -112,11 +112,16 @@ def test_clean_checkout(repo: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "repo",
-    ["deploy@git.example.org:rocm/lmcache.git", "git@github.com:LMCache/LMCache.git", "https://github.com/o/r"],
+    [
+        "deploy@git.example.org:rocm/lmcache.git",
+        "git@github.com:LMCache/LMCache.git",
+        "github.com:LMCache/LMCache.git",
+        "https://github.com/o/r",
+    ],
 )
 def test_an_upstream_git_reaches_over_the_network_is_fetched_as_written(repo: str, tmp_path: Path) -> None:
-    """An scp-like `user@host:path` of any user, not only `git@`, is ssh to git (git-clone(1),
-    "GIT URLS"): fetched as written, never taken for a folder under the config's repository."""
+    """An scp-like `[user@]host:path`, of any user or none, is ssh to git (git-clone(1), "GIT
+    URLS"): fetched as written, never taken for a folder under the config's repository."""
     from bot.adapters.upstream import upstream_url
 
     assert upstream_url(repo, tmp_path) == repo

@@ -25,12 +25,14 @@ from urllib.parse import urlsplit
 # git's transports that speak to another machine (git-clone(1), "GIT URLS"); file:// and
 # the `ext::`/`fd::` remote helpers stay on this one.
 _REMOTE_SCHEMES = frozenset({"https", "http", "ssh", "git"})
-# scp-like `user@host:path`, which git reads as ssh when no slash comes before the colon
-# (git-clone(1)); a leading '-' would be an option to ssh, so a name starts alphanumeric.
-_SCP_LIKE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\x00-\x1f]+$")
+# scp-like `[user@]host:path`, which git reads as ssh when no slash comes before the first
+# colon (git-clone(1), "GIT URLS"), the user optional; a leading '-' would be an option to
+# ssh, so a name starts alphanumeric. `transport::address` (a remote helper, `ext::` runs a
+# command here) and `scheme://` URLs are not scp-like: a second colon never follows the host.
+_SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9_][A-Za-z0-9._-]*@)?[A-Za-z0-9][A-Za-z0-9.-]*:(?!:)[^\x00-\x1f]+$")
 
 _REPO_SENTENCE = (
-    "a config read from GitHub names a remote git URL (https://…, ssh://… or git@host:path), "
+    "a config read from GitHub names a remote git URL (https://…, ssh://… or [user@]host:path), "
     "never a path or file:// on wheelpin's host"
 )
 _IMAGE_SENTENCE = (
@@ -44,7 +46,7 @@ _RELATIVE_SENTENCE = (
 
 def is_remote_git_url(url: str) -> bool:
     """Whether git would fetch `url` from another machine."""
-    if _SCP_LIKE.match(url) and "/" not in url.split(":", 1)[0]:
+    if "://" not in url and _SCP_LIKE.match(url) and "/" not in url.split(":", 1)[0]:
         return True
     parts = urlsplit(url)
     try:

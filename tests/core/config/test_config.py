@@ -571,6 +571,12 @@ def test_an_upstream_folder_the_pass_cannot_fetch_from_is_a_problem(repo: Path) 
     for upstream, sentence in said.items():
         code, problems, _ = validate(repo, GOOD.replace("https://github.com/LMCache/LMCache", upstream), PINNED)
         assert (code, problems) == (2, [f"{config}:3: lmcache.upstream.repo: {sentence}"]), upstream
-    for upstream in ("checkout", str(repo / "bare.git"), f"file://{repo}/checkout", "git@github.com:LMCache/LMCache"):
+    for upstream in (
+        "checkout",
+        str(repo / "bare.git"),
+        f"file://{repo}/checkout",
+        "git@github.com:LMCache/LMCache",
+        "github.com:LMCache/LMCache.git",  # scp-like without a user: ssh, no folder here
+    ):
         code, problems, _ = validate(repo, GOOD.replace("https://github.com/LMCache/LMCache", upstream), PINNED)
         assert (code, problems) == (0, []), upstream

@@ -38,6 +38,8 @@ def load(repo: str, image: str = "ghcr.io/rocm/lmcache-wheel", *, github: bool =
         "https://github.com/LMCache/LMCache",
         "ssh://git@github.com/LMCache/LMCache.git",
         "git@github.com:LMCache/LMCache.git",
+        "deploy@git.example.org:rocm/lmcache.git",
+        "github.com:LMCache/LMCache.git",  # scp-like without a user: ssh too (git-clone(1), "GIT URLS")
         "git://example.com/x.git",
     ],
 )
@@ -53,7 +55,9 @@ def test_remote_git_urls_pass(repo: str) -> None:
         "../upstream",
         "private.git",
         "ext::sh -c touch% /tmp/pwned",
+        "fd::17",
         "./host:path",
+        "/srv/host:path",
         "https:///nohost",
         "ssh://-oProxyCommand=x/y",
     ],
