@@ -326,22 +326,26 @@ class Observer:
         info = self.reads.image(context.store, image.digest)
         component = context.component
         if not info.wheels:
-            return _tag_taken(context, image.tag, "no wheel", head)
-        expected = render_tag(
-            component.image.tag, TagValues(sha=head, component=component.name, version=info.wheels[0].version)
-        )
+            return _tag_taken(context, image.tag, f"no wheel, not the build of {head[:8]}", head)
+        wheel = info.wheels[0]
         revision = info.annotations.get(REVISION)
-        if expected != image.tag or (revision is not None and not names_commit(revision, head)):
-            held = f"{info.wheels[0].file} (revision {(revision or 'unknown')[:8]})"
-            return _tag_taken(context, image.tag, held, head)
+        if revision is not None and not names_commit(revision, head):
+            return _tag_taken(
+                context, image.tag, f"{wheel.file}, built from {revision[:8]}, not the build of {head[:8]}", head
+            )
+        expected = render_tag(component.image.tag, TagValues(sha=head, component=component.name, version=wheel.version))
+        if expected != image.tag:
+            return _tag_taken(
+                context, image.tag, f"{wheel.file}, whose version {wheel.version} takes the tag {expected}", head
+            )
         return None
 
 
 def _tag_taken(context: Context, tag: str, held: str, head: str) -> str:
-    """The sentence for the tag `head`'s build would take holding `held` instead: what it
-    holds, why nothing is built over it, and the two ways on."""
+    """The sentence for the tag `head`'s build would take holding `held` instead (what it
+    holds and how that is not the build): why nothing is built over it, and the two ways on."""
     return (
-        f"{context.store.name}:{tag} holds {held}, not the build of {head[:8]}, and wheelpin never overwrites "
-        f"a tag with other content: delete that tag if it is stale, or change {context.name}'s image.tag "
-        f"so that the build of {head[:8]} gets another tag"
+        f"{context.store.name}:{tag} holds {held}, and wheelpin never overwrites a tag with other content: "
+        f"delete that tag if it is stale, or change {context.name}'s image.tag so that the build of "
+        f"{head[:8]} gets another tag"
     )

@@ -115,8 +115,9 @@ def test_a_tag_holding_other_content_says_what_to_do(world: World, tmp_path: Pat
     store = LayoutStore(world.root / "images")
     publish(store, tag, [other], [inspect_wheel(other)])
     said = (
-        f"oci:{world.root / 'images'}:{tag} holds {other.name} (revision unknown), not the build of {head[:8]}, "
-        "and wheelpin never overwrites a tag with other content: delete that tag if it is stale, or change "
+        f"oci:{world.root / 'images'}:{tag} holds {other.name}, whose version 0.0.9+g{head[:8]} takes the tag "
+        f"demo-cache-v0.0.9-g{head[:8]}, and wheelpin never overwrites a tag with other content: delete that tag if "
+        "it is stale, or change "
         f"demo-cache's image.tag so that the build of {head[:8]} gets another tag"
     )
     for _ in range(2):
