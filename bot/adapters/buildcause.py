@@ -53,7 +53,7 @@ _PIP = re.compile(
 _ROOT = re.compile(
     r"""^(?:
         .+?:\d+(?::\d+)?:\ (?:fatal\ )?error:[ ]
-      | [\w./+-]+:\ (?:fatal\ )?error:[ ]
+      | (?:/\S*|[a-z0-9][a-z0-9._+-]*):\ (?:fatal\ )?error:[ ]  # a program's name, never an exception's
       | CMake\ Error\b
     )""",
     re.VERBOSE,

@@ -123,6 +123,12 @@ NOT_FOUND = (
             "RuntimeError: broken build: missing hipcc\n" + PIP_END,
             "RuntimeError: broken build: missing hipcc",
         ),
+        (  # a compiler's warning, and a Python warning whose text says error:, are no root error
+            "csrc/x.hip:3:5: warning: unused variable 'n' [-Wunused-variable]\n"
+            "setup.py:7: UserWarning: error: hipify skipped csrc/y.cu\n"
+            "RuntimeError: no ROCm found under /opt/rocm\n" + PIP_END,
+            "RuntimeError: no ROCm found under /opt/rocm",
+        ),
         ("step 1\nstep 2\ncompiler error\n", "step 1 / step 2 / compiler error"),
         ("", ""),
     ],
@@ -134,6 +140,7 @@ NOT_FOUND = (
         "clang-driver",
         "cmake-message",
         "exception",
+        "warnings",
         "no-error",
         "empty",
     ],
