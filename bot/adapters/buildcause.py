@@ -103,9 +103,9 @@ def failure_cause(log: Path) -> str:
     if lines is None:
         return ""
     said = [index for index, (text, _) in enumerate(lines) if text]
-    roots = [index for index in said if _ROOT.match(lines[index][0])]
+    roots = {index for index in said if _ROOT.match(lines[index][0])}
     if roots:
-        cause, end = _root_error(lines, roots[0])
+        cause, end = _root_error(lines, min(roots))
         wrapper = next(
             (lines[i][0] for i in reversed(said) if i >= end and i not in roots and _ERROR.search(lines[i][0])), ""
         )
