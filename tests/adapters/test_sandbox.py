@@ -329,3 +329,63 @@ def test_a_failed_pip_build_is_said_by_its_cause_not_pips_last_lines(tmp_path: P
     assert result.message.startswith("build of ") and result.message.endswith(
         " failed (exit 1): RuntimeError: broken build: missing hipcc"
     ), log
+
+
+# An upstream whose C extension does not compile, built by setuptools' build_ext (`setup.py
+# build_ext`: the venv's setuptools makes no wheel without the `wheel` package) with the
+# real gcc: gcc's `FILE:LINE:COL: error:` lines, then setuptools' `error: command
+# '/usr/bin/gcc' failed with exit code 1`
+SETUP_PY = """\
+from setuptools import Extension, setup
+
+setup(name="minicache", version="0.1.0", ext_modules=[Extension("minicache_ext", ["csrc/kernels.c"])])
+"""
+KERNELS_C = "int first(void) { return undeclared_a; }\nint second(void) { return undeclared_b; }\n"
+
+
+def test_a_failed_compile_is_said_by_the_compilers_first_error(tmp_path: Path) -> None:
+    command = [sys.executable, "setup.py", "build_ext", "--inplace"]
+    result = build(tmp_path, command, {"setup.py": SETUP_PY, "csrc/kernels.c": KERNELS_C})
+    log = result.log.read_text()
+    assert not result.ok and "undeclared_b" in log and "failed with exit code 1" in log, log
+    cause = result.message.split(" failed (exit 1): ", 1)[1]
+    assert cause.replace("‘", "'").replace("’", "'") == (  # gcc quotes so in a UTF-8 locale
+        "csrc/kernels.c:1:26: error: 'undeclared_a' undeclared (first use in this function),"
+        " then error: command '/usr/bin/gcc' failed with exit code 1"
+    ), log
+
+
+# An upstream whose build runs the real cmake (as a setup.py's build_ext does, by
+# subprocess.check_call) on a CMakeLists.txt that needs HIP: CMake's `CMake Error at
+# CMakeLists.txt:2 (find_package):` and its indented message, then the traceback of the
+# call that ran it
+CMAKE_BACKEND = """\
+import os, subprocess, tempfile
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    subprocess.check_call(["cmake", "-S", ".", "-B", tempfile.mkdtemp()])
+"""
+CMAKELISTS = "project(minicache LANGUAGES NONE)\nfind_package(hip REQUIRED)\n"
+
+
+def test_a_failed_cmake_is_said_by_its_error(tmp_path: Path) -> None:
+    files = {"pyproject.toml": PYPROJECT, "backend.py": CMAKE_BACKEND, "CMakeLists.txt": CMAKELISTS}
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "-w",
+        "{out}",
+        ".",
+    ]
+    result = build(tmp_path, command, files)
+    log = result.log.read_text()
+    assert not result.ok and "subprocess.CalledProcessError: Command" in log, log
+    cause = result.message.split(" failed (exit 1): ", 1)[1]
+    assert cause.startswith(
+        'CMake Error at CMakeLists.txt:2 (find_package): By not providing "Findhip.cmake" in CMAKE_MODULE_PATH'
+    ), log
