@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+from ..core.sizes import size_text
+
 _mode = "log"  # "bar" on a terminal whose log lines are for humans; "log" otherwise
 _interval = 10.0
 _lock = threading.Lock()  # one bar at a time on the terminal
@@ -35,11 +37,7 @@ def configure(*, bar: bool, interval: float) -> None:
 
 
 def _size(count: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if count < 1000 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    raise AssertionError
+    return size_text(int(count))  # one spelling of a size wherever wheelpin says one
 
 
 class Progress:

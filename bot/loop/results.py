@@ -66,8 +66,8 @@ class ComponentResult:
 
     def action_said(self, action: Action) -> str:
         """An action as the pass's text and summary list it: its kind and detail, and
-        `(failed)` for the one the pass failed at (a publish that failed published nothing
-        to its tag)."""
+        `(failed)` for the one the pass failed at (which may have done part of its work: a
+        publish whose documents could not be attached pushed its tag)."""
         said = f"{action.kind.value} {action.detail}".rstrip()
         return f"{said} (failed)" if action is self.failed_at else said
 
