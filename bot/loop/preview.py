@@ -252,6 +252,8 @@ def _pinned(seen: Observation) -> PinnedPlan:
         )
     if facts.pinned_commit:
         why = None
+    elif seen.commit_unfetched:
+        why = "its upstream commit is not known: the upstream could not be fetched (the pass stops there: see below)"
     elif seen.commit_sought:
         why = (
             "its upstream commit is not known: neither its revision, its tag nor its wheel's version"
