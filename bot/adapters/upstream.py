@@ -228,13 +228,11 @@ class UpstreamRepo:
     def expand(self, hint: str, *, near: str) -> str | None:
         """The full commit an abbreviated (or full) `hint` names among the commits the mirror
         holds once `near` and its history are fetched, or None when it names none, or
-        more than one."""
+        more than one. TransientError when the upstream cannot be fetched: an outside
+        failure, never said as a commit it does not have."""
         if names_commit(hint, near):
             return near  # the head itself: nothing to fetch
-        try:
-            self.fetch(near)
-        except TransientError:
-            return None
+        self.fetch(near)
         out = git(
             ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{hint}^{{commit}}"], cwd=self.mirror, check=False
         ).strip()

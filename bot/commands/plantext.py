@@ -15,6 +15,7 @@ from ..loop.results import ComponentResult, PassResult
 COMMITS_SHOWN = 20  # the newest ones; --json lists them all (up to the proposal's bound)
 _PLACEHOLDER = re.compile(r"\{[a-z0-9_]+\}")
 _FROM_VERSION = "from the wheel's version"
+_DOING = {Kind.RECORD: "record the failure"}  # a step its kind alone does not say, as the header says it
 
 
 def plan_text(result: PassResult) -> str:
@@ -41,8 +42,9 @@ def _component(component: ComponentResult) -> list[str]:
     if plan is None:  # the dry run itself failed before a plan was made
         return [f"{component.name}: {component.status}", *(f"  - {m}" for m in component.messages)]
     said = f"would {kinds}" if kinds else "nothing to do"
-    if plan.fails_at is Kind.REPORT:  # the pass does nothing but say why it fails
-        said = "would fail (refused below)"
+    if plan.fails_at is Kind.REPORT:  # the pass says why it fails, after what it does first
+        before = [_DOING.get(a.kind, a.kind.value) for a in component.actions if a.kind is not Kind.REPORT]
+        said = f"would {', '.join(before)}, and fail (refused below)" if before else "would fail (refused below)"
     elif plan.fails_at is not None:
         said += f", and fail at {plan.fails_at.value} (refused below)"
     lines = [f"{component.name}: {said}"]

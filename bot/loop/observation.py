@@ -30,6 +30,7 @@ class Observation:
     consumer: str | None = None  # the consuming image's reference, from the config or the Dockerfile at the base
     consumer_unread: WheelpinError | None = None  # why the reference could not be found, raised where it is needed
     commit_sought: bool = False  # the pinned image's upstream commit was looked for (the pass may stop before)
+    commit_unfetched: bool = False  # it could not be looked for: the upstream could not be fetched
 
     @property
     def pin_problem(self) -> str | None:

@@ -48,6 +48,7 @@ class _Read:
     pinned_unread: str | None = None
     pinned_commit: str | None = None
     commit_sought: bool = False  # the pinned image's commit was looked for (found or not)
+    commit_unfetched: bool = False  # the upstream could not be fetched to look for it: the pass stops there
     consumer: str | None = None
     consumer_unread: WheelpinError | None = None
 
@@ -62,6 +63,7 @@ class _Read:
             self.consumer,
             self.consumer_unread,
             self.commit_sought,
+            self.commit_unfetched,
         )
 
     @property
@@ -239,7 +241,8 @@ class Observer:
         """The commit the base pins: wheelpin's revision annotation when it is a whole commit,
         else the first hint the image gives (core/decide/revision.py: that annotation
         abbreviated, as an older `image publish --revision` stored it, first) that names a
-        commit upstream."""
+        commit upstream. An upstream that cannot be fetched to look stops the pass there
+        (TransientError): its commit is then not known, rather than said to be absent."""
         info = read.pinned
         if info is None:
             return None
@@ -256,7 +259,12 @@ class Observer:
             versions=[w.version for w in info.wheels],
         )
         for hint in hints:
-            commit = context.upstream.expand(hint, near=head)
+            try:
+                with doing(f"fetching {head[:8]} to find the commit the pinned image was built from"):
+                    commit = context.upstream.expand(hint, near=head)
+            except TransientError:
+                read.commit_unfetched = True  # a dry run says so on the pin's line
+                raise
             if commit is not None:
                 return commit
         return None

@@ -168,7 +168,9 @@ def preview(
         )
     if builds or adopts:
         plan.after_build = _after_build(context, adopted=facts.image is not None)
-    _consumer(context, seen, actions, plan, reads, stores)
+    reading = _consumer_read_at(context, actions)
+    if not isinstance(reading, WriteProposal):  # read at the publish or the adoption, before any proposal
+        _consumer(context, seen, reading, plan, reads, stores)
     if write is None:
         if facts.proposal is not None and not actions:
             plan.proposal = "keep"  # it already says what it should
@@ -181,25 +183,35 @@ def preview(
             reads.file(facts.base, component.constraints_file)
         except WheelpinError as exc:
             plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
+    if isinstance(reading, WriteProposal):  # the proposal reads it after its pin edits and constraints
+        _consumer(context, seen, reading, plan, reads, stores)
     return plan
 
 
+def _consumer_read_at(context: Context, actions: list[Action]) -> Action | None:
+    """The first action of this pass that reads the consuming image (loop/execute.py): the
+    adoption or the publish checks the wheels against it, else the proposal says what the
+    image has installed, once its pin edits are planned and its constraints read; None
+    when no action reads it, or the component names none."""
+    if context.component.consumer is None:
+        return None
+    return next(
+        (a for a in _this_pass(actions) if isinstance(a, (AdoptImage, PublishImage, WriteProposal))),
+        None,
+    )
+
+
 def _consumer(
-    context: Context, seen: Observation, actions: list[Action], plan: ComponentPlan, reads: Reads, stores: Stores
+    context: Context, seen: Observation, reading: Action | None, plan: ComponentPlan, reads: Reads, stores: Stores
 ) -> None:
-    """Where this pass would read the consuming image (`consumer`: to check wheels it built,
-    fetched or adopts, or for the proposal of an image found), whether its registry resolves
-    it: its manifest and config, as the pass's read of it starts (loop/consumers.py
+    """At `reading`, where this pass would read the consuming image (`consumer`: to check
+    wheels it built, fetched or adopts, or for the proposal of an image found, called in the
+    pass's order so its first refusal is the pass's), whether its registry resolves it: its
+    manifest and config, as the pass's read of it starts (loop/consumers.py
     `resolve`), so a registry that cannot be reached or does not hold it is refused here in
     the pass's own sentence, at the action the pass would stop at. Its layers are left to
     the pass. The architecture is that of the wheels of the image found, or else, before a
     build, of the image pinned today's (as `config validate --online` resolves it)."""
-    if context.component.consumer is None:
-        return
-    reading = next(
-        (a for a in _this_pass(actions) if isinstance(a, (AdoptImage, PublishImage, WriteProposal))),
-        None,
-    )
     if reading is None:
         return
     from .consumers import resolve  # the consumer's reading: only for a component that names one
@@ -240,6 +252,8 @@ def _pinned(seen: Observation) -> PinnedPlan:
         )
     if facts.pinned_commit:
         why = None
+    elif seen.commit_unfetched:
+        why = "its upstream commit is not known: the upstream could not be fetched (the pass stops there: see below)"
     elif seen.commit_sought:
         why = (
             "its upstream commit is not known: neither its revision, its tag nor its wheel's version"

@@ -128,3 +128,29 @@ def test_a_tag_holding_other_content_says_what_to_do(world: World, tmp_path: Pat
     done = world.reconcile()
     assert done.code == 0, done.stdout + done.stderr
     assert [a["kind"] for a in component(done)["actions"]] == ["build", "publish", "propose"]
+
+
+def test_an_upstream_that_cannot_be_fetched_is_not_said_to_lack_the_pinned_commit(world: World) -> None:
+    """The pinned image says its commit abbreviated: finding it fetches the upstream's head.
+    The upstream lists its head (`git ls-remote` reads only its refs) but cannot give it
+    (the commit's object is gone, so its `git upload-pack` refuses the want, "not our ref",
+    and `git fetch` exits non-zero as from an upstream that drops the connection). An outside
+    failure, said as such, where the pass stops (exit 4): never that the image's revision
+    names no commit the upstream has."""
+    first = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
+    wheels = sorted((world.root / "first-build").glob("*.whl"))
+    _pin_short_revision(world, LayoutStore(world.root / "images"), wheels, f"demo-cache-v0.1.0-g{first[:8]}", first)
+    shutil.rmtree(Path(world.env["WHEELPIN_CACHE_DIR"]) / "upstream", ignore_errors=True)
+    head = world.commit_upstream("work", NEW_VERSION)
+    (world.upstream / ".git" / "objects" / head[:2] / head[2:]).unlink()  # listed, and not given
+
+    text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 4, text.stdout + text.stderr
+    sentence = f"fetching {head[:8]} to find the commit the pinned image was built from: "
+    unknown = "its upstream commit is not known: the upstream could not be fetched (the pass stops there: see below)"
+    assert f"    {unknown}\n" in text.stdout, text.stdout
+    assert f"  refused: {sentence}" in text.stdout and f"fetching {head[:8]} failed (" in text.stdout, text.stdout
+    assert "names a commit the upstream has" not in text.stdout
+    result = world.reconcile()  # the pass stops there too (the dry run before it predicted so)
+    assert result.code == 4 and component(result)["error_kind"] == "transient", result.stdout + result.stderr
+    assert [action["kind"] for action in component(result)["actions"]] == ["report"], result.stdout

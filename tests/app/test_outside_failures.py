@@ -276,3 +276,33 @@ def test_an_upstream_that_refuses_is_said_once_and_exits_4(world: World) -> None
         f"  - asking the upstream for its head (to find what to build): {closed}: git ls-remote failed (" in text.stdout
     ), said(text)
     assert said(text).count("ls-remote") == 1, said(text)
+
+
+def test_a_dry_run_meets_the_refusals_of_a_proposal_in_the_pass_s_order(registry: Registry, tmp_path: Path) -> None:
+    """An image published and a proposal to write only: the pass plans its pin edits (a pin
+    in another repository is refused there, exit 1) before it reads the consuming image, so
+    a consumer's registry that refuses the connection is not what it stops at; the dry run
+    says the same first refusal and exit (`world.reconcile` holds it to the pass)."""
+    path = f"order-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}")
+    pinned_on(world, f"{registry.host}/elsewhere-{uuid.uuid4().hex[:8]}/demo-cache")  # the registry answers 404
+    world.commit_upstream("work", NEW_VERSION)
+    published = world.reconcile()
+    assert published.code == 1, said(published)
+    assert [action["kind"] for action in component(published)["actions"]] == ["build", "publish", "propose"]
+    closed = f"127.0.0.1:{free_port()}"
+    world.set_config(
+        'constraints = ["numpy==2.3.5"]',
+        f'constraints = ["numpy==2.3.5"]\nconsumer = {{ image = "{closed}/rocm/pytorch@sha256:{"0" * 64}" }}',
+    )
+    env = {"WHEELPIN_REGISTRY_ATTEMPTS": "2"}
+
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env={**world.env, **env})
+    assert dry.code == 1, said(dry)
+    refusals = [line for line in dry.stdout.splitlines() if line.startswith("  refused: ")]
+    assert len(refusals) == 2 and "but docker/Dockerfile:2 pins " in refusals[0], said(dry)
+    assert f"{closed} refused the connection" in refusals[1], said(dry)  # after it, as the pass would meet it
+
+    real = world.reconcile(**env)  # the dry run before it predicted this
+    assert real.code == 1 and component(real)["error_kind"] == "usage", said(real)
+    assert [action["kind"] for action in component(real)["actions"]] == ["propose"]

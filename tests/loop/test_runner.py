@@ -254,6 +254,8 @@ def test_a_failed_run_is_recorded_once_and_backs_off(tmp_path: Path) -> None:
     head = loop.commit("0.1.1")
     loop.run()
     loop.builder.finish(head, ok=False)
+    planned = loop.run(dry_run=True)  # the pass writes the failure to its state file first: said
+    assert pass_text(planned).startswith("demo-cache: would record the failure, and fail (refused below)\n")
     assert kinds(loop.run()) == ["record", "report"]
     failure = loop.reconciler.state.failure("demo-cache", head)
     assert failure is not None and failure.attempts == 1
