@@ -213,14 +213,16 @@ class UpstreamRepo:
         return int(git(["show", "-s", "--format=%ct", commit], cwd=self.mirror).strip())
 
     def commits_between(self, old: str | None, new: str, *, limit: int = 500) -> list[Commit]:
-        """Commits after `old` up to `new`, newest first (just `new` when unknown)."""
+        """Commits after `old` up to `new`, newest first (just `new` when `old` is unknown or
+        git cannot list the range); TransientError when either cannot be fetched, rather
+        than a list of one that a proposal would say is all that came after the pin."""
         self.fetch(new)
         if old is not None:
+            self.fetch(old)
             try:
-                self.fetch(old)
                 out = git(["log", f"--max-count={limit}", "--format=%H%x09%s", f"{old}..{new}"], cwd=self.mirror)
                 return [Commit(*line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
-            except (GitError, TransientError):
+            except GitError:
                 pass
         out = git(["log", "-1", "--format=%H%x09%s", new], cwd=self.mirror)
         return [Commit(*line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
@@ -239,11 +241,11 @@ class UpstreamRepo:
         return out if len(out) == 40 and out.startswith(hint) else None  # ambiguous: git says nothing
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        try:
-            self.fetch(newer)
-            self.fetch(older)
-        except TransientError:
-            return False
+        """Whether `older` is an ancestor of `newer`; TransientError when either cannot be
+        fetched: not knowing is no "no" (the pass would take a pin on a descendant of the
+        head for one behind it, and propose going back)."""
+        self.fetch(newer)
+        self.fetch(older)
         return git_ok(["merge-base", "--is-ancestor", older, newer], cwd=self.mirror)
 
     def checkout(self, commit: str, folder: Path) -> Path:

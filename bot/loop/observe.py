@@ -133,11 +133,12 @@ class Observer:
         read.commit_sought = True
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
         # a newest tag older than the pin is never proposed
-        base_has_head = pinned_commit is not None and (
-            pinned_commit == head
-            or context.upstream.is_older_release(head, pinned_commit)
-            or context.upstream.is_ancestor(head, pinned_commit)
-        )
+        with doing(f"fetching {head[:8]} and {(pinned_commit or '')[:8]} to tell whether the base pins a descendant"):
+            base_has_head = pinned_commit is not None and (
+                pinned_commit == head
+                or context.upstream.is_older_release(head, pinned_commit)
+                or context.upstream.is_ancestor(head, pinned_commit)
+            )
         proposal = self._proposal(context.branch, base)
         judged_under = self._judged_under(context, base, read)
         facts = Facts(

@@ -154,3 +154,21 @@ def test_an_upstream_that_cannot_be_fetched_is_not_said_to_lack_the_pinned_commi
     result = world.reconcile()  # the pass stops there too (the dry run before it predicted so)
     assert result.code == 4 and component(result)["error_kind"] == "transient", result.stdout + result.stderr
     assert [action["kind"] for action in component(result)["actions"]] == ["report"], result.stdout
+
+
+def test_an_ancestry_the_upstream_cannot_tell_stops_the_pass(world: World) -> None:
+    """Whether the base already pins a descendant of the head is asked of the upstream's
+    history; when the head cannot be fetched (listed, and not given) that is not known, an
+    outside failure where the pass stops (exit 4), never a "no" that would have it take the
+    head for newer than the pin and go on to build or propose it."""
+    shutil.rmtree(Path(world.env["WHEELPIN_CACHE_DIR"]) / "upstream", ignore_errors=True)
+    head = world.commit_upstream("work", NEW_VERSION)
+    (world.upstream / ".git" / "objects" / head[:2] / head[2:]).unlink()  # listed, and not given
+
+    text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert text.code == 4, text.stdout + text.stderr
+    assert "to tell whether the base pins a descendant: " in text.stdout, text.stdout
+    assert f"fetching {head[:8]} failed (" in text.stdout, text.stdout
+    result = world.reconcile()
+    assert result.code == 4 and component(result)["error_kind"] == "transient", result.stdout + result.stderr
+    assert [action["kind"] for action in component(result)["actions"]] == ["report"], result.stdout
