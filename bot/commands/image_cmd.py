@@ -26,11 +26,12 @@ from ..core.checks.rules import WheelRules
 from ..core.decide.revision import is_full_commit
 from ..core.errors import UsageError, VerificationError, WheelpinError, doing
 from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
-from ..core.image.oci import architecture_of
+from ..core.image.oci import WheelEntry, architecture_of
 from ..core.image.reference import ImageRef, LayoutTarget
 from ..core.proposal.requirements import Conflict
 from ..core.sizes import size_text
 from ..core.wheel.amdgpu import TargetId
+from ..loop.consumers import libraries_found
 from .output import emit_json, emit_text
 from .publishtrust import Trusted, judge_published
 from .repo import load
@@ -317,14 +318,29 @@ def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settin
     else:
         emit_text(
             "\n".join(
-                against_lines(found, conflicts, built, f"{image.layers_read} layers read, {image.layers_cached} cached")
+                against_lines(
+                    found,
+                    conflicts,
+                    built,
+                    f"{image.layers_read} layers read, {image.layers_cached} cached",
+                    libraries=libraries_found([WheelEntry.of_report(report) for report in reports]),
+                )
             )
         )
     return 1 if found.unresolved or conflicts or found.dependents else 0
 
 
-def against_lines(found: ConsumerReport, conflicts: list[Conflict], rocm: str | None, read: str) -> list[str]:
-    """What `image check` prints: the image, then one line per finding."""
+def against_lines(
+    found: ConsumerReport,
+    conflicts: list[Conflict],
+    rocm: str | None,
+    read: str,
+    *,
+    libraries: str,
+) -> list[str]:
+    """What `image check` prints: the image, then one line per finding; with none, that
+    nothing conflicts and `libraries` (loop/consumers.libraries_found: what was found of the
+    libraries the wheels need, the same words as the proposal's)."""
     lines = [f"Against {found.image} (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}; {read}):"]
     installed = found.installed
     for conflict in conflicts:
@@ -338,5 +354,5 @@ def against_lines(found: ConsumerReport, conflicts: list[Conflict], rocm: str | 
         lines.append(f"  new to the image: {', '.join(found.absent)}")
     if len(lines) == 1 + (rocm is not None) + bool(found.absent):
         packages = f"{len(installed)} installed package{'' if len(installed) == 1 else 's'}"
-        lines.insert(1, f"  no conflict with its {packages}; every library the wheel needs is there")
+        lines.insert(1, f"  no conflict with its {packages}; {libraries}")
     return lines
