@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from startup import installed_python  # noqa: E402
+from startup import DRY_RUN, installed_python  # noqa: E402
 
 from tests.fixtures.servers import Registry  # noqa: E402
 
@@ -323,16 +323,7 @@ def main() -> None:
             env = {**os.environ, "WHEELPIN_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT)}
             downstream = set_up(work, registry, env)
             their_env = renovate_env(work, registry)
-            ours = [
-                installed_python(work, args.python),
-                "-m",
-                "bot",
-                "reconcile",
-                "--once",
-                "--dry-run",
-                "--platform",
-                "local",
-            ]
+            ours = [installed_python(work, args.python), *DRY_RUN]
             theirs = [str(renovate), "--platform=local", "--dry-run=lookup"]
             said = wheelpin(*ours[3:], cwd=downstream, env=env)
             found = renovate_found(renovate, downstream, their_env)

@@ -35,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# "Is there an update?" as a user asks it of the local platform, after the interpreter.
+DRY_RUN = ("-m", "bot", "reconcile", "--once", "--dry-run", "--platform", "local")
+
 _VALIDATE_FLOOR = """import gc; gc.disable()
 import os; os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"  # as wheelpin's own process (cli.main)
 import argparse, tomli
@@ -147,16 +150,7 @@ def main() -> None:
                 {
                     "wheelpin --help": [installed, "-m", "bot", "--help"],
                     "wheelpin config validate": [installed, "-m", "bot", "config", "validate"],
-                    "wheelpin reconcile --once --dry-run --platform local (no-op)": [
-                        installed,
-                        "-m",
-                        "bot",
-                        "reconcile",
-                        "--once",
-                        "--dry-run",
-                        "--platform",
-                        "local",
-                    ],
+                    "wheelpin reconcile --once --dry-run --platform local (no-op)": [installed, *DRY_RUN],
                 },
                 downstream,
                 env,

@@ -16,7 +16,7 @@ from bot.core.config.model import Component
 from bot.core.image.oci import WheelEntry
 from bot.core.proposal.assemble import growth_notes
 from bot.core.proposal.text import ProposalFacts, body
-from bot.core.proposal.wheeldiff import wheel_changes
+from bot.core.proposal.wheeldiff import WheelChanges, wheel_changes
 from bot.core.sizes import size_text
 from bot.core.wheel.report import inspect_wheel
 from tests.cli import wheelpin
@@ -81,13 +81,12 @@ def test_a_growth_past_the_configured_share_is_a_note() -> None:
     assert growth_notes(component(), small) == ()  # far past the share, but under GROWTH_NOTED_FROM
 
 
-def test_where_the_pinned_image_does_not_record_installed_sizes_the_file_sizes_are_weighed() -> None:
-    pinned, new = [entry(10_000_000, None)], [entry(15_000_000, 40_000_000, version="1.1")]
-    changes = wheel_changes(pinned, new)
-    assert [note.split(": ", 1)[1] for note in growth_notes(component(), changes)] == [
-        "size grows 50%, 10.0 MB → 15.0 MB, over the 20% wheel.size_growth_warn allows"
-    ]
-    text = body(
+def lmcache_body(
+    new: list[WheelEntry], changes: WheelChanges, image_size: int | None = None, pinned_image_size: int | None = None
+) -> str:
+    """The proposal of lmcache 1.1 with `new` wheels, `changes` from the pinned ones, and the
+    sizes of its image and of the pinned one."""
+    return body(
         ProposalFacts(
             component="lmcache",
             upstream="https://github.com/LMCache/LMCache",
@@ -97,10 +96,19 @@ def test_where_the_pinned_image_does_not_record_installed_sizes_the_file_sizes_a
             image="r/l:1@sha256:" + "d" * 64,
             wheels=tuple(new),
             changes=changes,
-            image_size=15_002_000,
-            pinned_image_size=None,
+            image_size=image_size,
+            pinned_image_size=pinned_image_size,
         )
     )
+
+
+def test_where_the_pinned_image_does_not_record_installed_sizes_the_file_sizes_are_weighed() -> None:
+    pinned, new = [entry(10_000_000, None)], [entry(15_000_000, 40_000_000, version="1.1")]
+    changes = wheel_changes(pinned, new)
+    assert [note.split(": ", 1)[1] for note in growth_notes(component(), changes)] == [
+        "size grows 50%, 10.0 MB → 15.0 MB, over the 20% wheel.size_growth_warn allows"
+    ]
+    text = lmcache_body(new, changes, image_size=15_002_000, pinned_image_size=None)
     assert f"| `{new[0].file}` | 10.0 MB → 15.0 MB (+50%) | 40.0 MB |" in text
     assert "Image: `r/l:1@sha256:" + "d" * 64 + "`, 15.0 MB\n" in text
 
@@ -110,20 +118,7 @@ def test_a_wheel_of_a_new_python_tag_is_said_alone_and_an_unrecorded_size_says_s
     new = [entry(10_000_000, 30_000_000, "cp311", "1.1"), entry(12_000_000, None, "cp312", "1.1")]
     changes = wheel_changes(pinned, new)
     assert growth_notes(component(), changes) == ()  # nothing pinned to grow from
-    text = body(
-        ProposalFacts(
-            component="lmcache",
-            upstream="https://github.com/LMCache/LMCache",
-            old_commit="b" * 40,
-            new_commit="c" * 40,
-            version="1.1",
-            image="r/l:1@sha256:" + "d" * 64,
-            wheels=tuple(new),
-            changes=changes,
-            image_size=22_004_000,
-            pinned_image_size=10_002_000,
-        )
-    )
+    text = lmcache_body(new, changes, image_size=22_004_000, pinned_image_size=10_002_000)
     assert f"| `{new[0].file}` | 10.0 MB (unchanged) | 30.0 MB (unchanged) |" in text
     assert f"| `{new[1].file}` | 12.0 MB | not recorded |" in text
     assert "`, 22.0 MB; the pinned one 10.0 MB\n" in text
@@ -133,18 +128,7 @@ def test_each_size_column_says_old_to_new_even_where_the_rounding_hides_the_move
     """Both columns as README and docs/reconcile.md say them: old → new with the change; a
     move the rounding hides in bytes, a size under a kB in bytes (never `0.8 kB (+20 bytes)`)."""
     pinned, new = [entry(20_000_000, 812)], [entry(20_000_020, 832, version="1.1")]
-    text = body(
-        ProposalFacts(
-            component="lmcache",
-            upstream="https://github.com/LMCache/LMCache",
-            old_commit="b" * 40,
-            new_commit="c" * 40,
-            version="1.1",
-            image="r/l:1@sha256:" + "d" * 64,
-            wheels=tuple(new),
-            changes=wheel_changes(pinned, new),
-        )
-    )
+    text = lmcache_body(new, wheel_changes(pinned, new))
     assert f"| `{new[0].file}` | 20.0 MB → 20.0 MB (+20 bytes) | 812 bytes → 832 bytes (+2.5%) |" in text
 
 
