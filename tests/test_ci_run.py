@@ -42,7 +42,7 @@ COMMON = [*LLVM, "unzip", "docker-registry", "skopeo", "buildah", "busybox-stati
 
 def everything(postgres: int) -> list[str]:
     """What a system with none of the packages gets, in the script's order."""
-    return [*COMMON, f"postgresql-{postgres}", "util-linux", "bubblewrap"]
+    return [*COMMON, f"postgresql-{postgres}", "util-linux", "bubblewrap", "gcc", "cmake"]
 
 
 @dataclass
