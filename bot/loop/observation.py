@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 from ..adapters.imageread import ImageInfo
 from ..core.config.model import Component
 from ..core.decide.plan import Facts
 from ..core.errors import WheelpinError
 from ..core.pins.bump import PinState
+
+CommitSought = Literal["no", "yes", "unfetched"]
 
 PINNED_NOT_FOUND = "the pinned digest is not in the registry (404)"
 
@@ -29,8 +32,10 @@ class Observation:
     pinned_unread: str | None = None  # why it was not read, when a pin names a digest (a dry run says it)
     consumer: str | None = None  # the consuming image's reference, from the config or the Dockerfile at the base
     consumer_unread: WheelpinError | None = None  # why the reference could not be found, raised where it is needed
-    commit_sought: bool = False  # the pinned image's upstream commit was looked for (the pass may stop before)
-    commit_unfetched: bool = False  # it could not be looked for: the upstream could not be fetched
+    # how the pinned image's upstream commit was looked for: not (the pass stopped before),
+    # looked for (found or not: facts.pinned_commit), or not found because the upstream could
+    # not be fetched (the pass stops there)
+    commit_sought: CommitSought = "no"
 
     @property
     def pin_problem(self) -> str | None:

@@ -33,7 +33,7 @@ from ..core.image.oci import ANNOTATION_COMPONENT, ANNOTATION_RULES, REVISION
 from ..core.pins.bump import PinState, read_pins
 from ..core.proposal.marker import read_marker
 from .context import Context, Memory, Reads, Stores
-from .observation import PINNED_NOT_FOUND, Observation, pin_repository, pinned_problem
+from .observation import PINNED_NOT_FOUND, CommitSought, Observation, pin_repository, pinned_problem
 
 
 @dataclass
@@ -47,8 +47,7 @@ class _Read:
     pinned_missing: bool = False
     pinned_unread: str | None = None
     pinned_commit: str | None = None
-    commit_sought: bool = False  # the pinned image's commit was looked for (found or not)
-    commit_unfetched: bool = False  # the upstream could not be fetched to look for it: the pass stops there
+    commit_sought: CommitSought = "no"  # Observation.commit_sought
     consumer: str | None = None
     consumer_unread: WheelpinError | None = None
 
@@ -63,7 +62,6 @@ class _Read:
             self.consumer,
             self.consumer_unread,
             self.commit_sought,
-            self.commit_unfetched,
         )
 
     @property
@@ -130,7 +128,7 @@ class Observer:
         base_files = hashlib.sha256(json.dumps(read.texts, sort_keys=True).encode()).hexdigest()
         self._read_pinned(context, read)
         read.pinned_commit = pinned_commit = self._pinned_commit(context, read, head)
-        read.commit_sought = True
+        read.commit_sought = "yes"
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
         # a newest tag older than the pin is never proposed
         with doing(f"fetching {head[:8]} and {(pinned_commit or '')[:8]} to tell whether the base pins a descendant"):
@@ -264,7 +262,7 @@ class Observer:
                 with doing(f"fetching {head[:8]} to find the commit the pinned image was built from"):
                     commit = context.upstream.expand(hint, near=head)
             except TransientError:
-                read.commit_unfetched = True  # a dry run says so on the pin's line
+                read.commit_sought = "unfetched"  # a dry run says so on the pin's line
                 raise
             if commit is not None:
                 return commit

@@ -252,9 +252,9 @@ def _pinned(seen: Observation) -> PinnedPlan:
         )
     if facts.pinned_commit:
         why = None
-    elif seen.commit_unfetched:
+    elif seen.commit_sought == "unfetched":
         why = "its upstream commit is not known: the upstream could not be fetched (the pass stops there: see below)"
-    elif seen.commit_sought:
+    elif seen.commit_sought == "yes":
         why = (
             "its upstream commit is not known: neither its revision, its tag nor its wheel's version"
             " names a commit the upstream has"
