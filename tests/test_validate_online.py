@@ -24,6 +24,7 @@ from tests.adapters.test_consumer import push_busybox
 from tests.app.worlds import World, make_world
 from tests.cli import Result, wheelpin
 from tests.fixtures.faultproxy import FaultProxy
+from tests.fixtures.foreignpush import push_foreign
 from tests.fixtures.servers import Registry, free_port
 from tests.fixtures.wheels import build_wheel
 
@@ -450,6 +451,20 @@ def test_several_wheels_of_an_image_made_under_other_rules_are_no_forecast(world
         rules=False,
     )
     assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stderr
+    assert "sha256" not in [c["check"] for c in result.json()["online"]["checks"]]
+
+
+def test_several_wheels_of_an_image_another_tool_pushed_are_no_forecast_once_read(world: World, tmp_path: Path) -> None:
+    """As another tool pushes one (buildah: Docker's manifest, gzip layers, no wheelpin
+    annotation): once `image show` has read its two wheels into the cache folder, validate
+    knows them and still judges nothing, since the pass will pin an image wheelpin publishes."""
+    wheels = [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64"), demo_wheel(tmp_path, TWO_CP312[0])]
+    ref = push_foreign(f"{repository(world)}:latest", wheels, tmp_path)
+    edit(world, "docker/Dockerfile", pinned(world), ref)
+    shown = wheelpin("image", "show", ref, "--json", env=world.env)
+    assert shown.code == 0 and len(shown.json()["wheels"]) == 2, shown.stderr
     result = validate(world, "--online", "--json")
     assert result.code == 0, result.stderr
     assert "sha256" not in [c["check"] for c in result.json()["online"]["checks"]]
