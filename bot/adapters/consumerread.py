@@ -21,7 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ..core.errors import InputError
 from ..core.image.files import ImageFiles, LayerSummary, env_of, merge
@@ -117,21 +117,64 @@ class ResolvedConsumer:
     config: dict[str, Any]
     diff_ids: list[str]
     size: int  # config and layers as the manifest declares them (imagedocs.pulled_size)
+    # resolved for no architecture: the linux architectures of its index (its one), () for one image
+    platforms: tuple[str, ...] = ()
 
 
-def resolve_consumer(store: ImageStore, reference: str, *, architecture: str = "amd64") -> ResolvedConsumer:
+@dataclass(frozen=True)
+class ConsumerPlatforms:
+    """A consuming image that is an index of several linux images, asked for before the
+    wheels' architecture is known: which one a pass reads is the built wheels'."""
+
+    name: str  # store@digest of the index
+    platforms: tuple[str, ...]  # its linux architectures, in its order
+
+
+@overload
+def resolve_consumer(store: ImageStore, reference: str, *, architecture: str) -> ResolvedConsumer: ...
+
+
+@overload
+def resolve_consumer(
+    store: ImageStore, reference: str, *, architecture: str | None
+) -> ResolvedConsumer | ConsumerPlatforms: ...
+
+
+def resolve_consumer(
+    store: ImageStore, reference: str, *, architecture: str | None
+) -> ResolvedConsumer | ConsumerPlatforms:
     """The manifest `reference` names (an index resolved to `architecture`) and its config,
-    checked for shape and bounds, within one deadline; no layer is read."""
+    checked for shape and bounds, within one deadline; no layer is read. With `architecture`
+    None (the wheels are not built yet), an index of one linux image resolves to it, the
+    only one a pass can read; an index of several is left as ConsumerPlatforms; one of none
+    is an InputError, whatever the wheels."""
     with image_deadline(f"{store.name}@{reference}"):
         return _resolve(store, reference, architecture)
 
 
-def _resolve(store: ImageStore, reference: str, architecture: str) -> ResolvedConsumer:
+@overload
+def _resolve(store: ImageStore, reference: str, architecture: str) -> ResolvedConsumer: ...
+
+
+@overload
+def _resolve(store: ImageStore, reference: str, architecture: str | None) -> ResolvedConsumer | ConsumerPlatforms: ...
+
+
+def _resolve(store: ImageStore, reference: str, architecture: str | None) -> ResolvedConsumer | ConsumerPlatforms:
     raw = store.get_manifest(reference)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     manifest = imagedocs.document(raw, f"{store.name}@{digest}")
+    platforms: tuple[str, ...] = ()
     if imagedocs.is_index(manifest):
-        digest = imagedocs.platform_digest(manifest, architecture, f"{store.name}@{digest}")
+        what = f"{store.name}@{digest}"
+        if architecture is None:
+            platforms = tuple(imagedocs.linux_architectures(manifest, what))
+            if not platforms:
+                raise InputError(f"{what}: the image index has no linux image")
+            if len(platforms) > 1:
+                return ConsumerPlatforms(what, platforms)
+            architecture = platforms[0]
+        digest = imagedocs.platform_digest(manifest, architecture, what)
         manifest = imagedocs.document(store.get_manifest(digest), f"{store.name}@{digest}")
     name = f"{store.name}@{digest}"
     layers = manifest.get("layers")
@@ -145,7 +188,9 @@ def _resolve(store: ImageStore, reference: str, architecture: str) -> ResolvedCo
     diff_ids = imagedocs.diff_ids(config, name)
     if len(diff_ids) != len(descriptors):
         raise InputError(f"{name}: its config lists {len(diff_ids)} layers, its manifest {len(descriptors)}")
-    return ResolvedConsumer(name, digest, descriptors, config, diff_ids, imagedocs.pulled_size(manifest, name))
+    return ResolvedConsumer(
+        name, digest, descriptors, config, diff_ids, imagedocs.pulled_size(manifest, name), platforms
+    )
 
 
 def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: str) -> ConsumerImage:
@@ -190,4 +235,12 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
     return ConsumerImage(name, digest, files, read, len(descriptors) - read, resolved.size)
 
 
-__all__ = ["ConsumerImage", "LayerCache", "LayerError", "ResolvedConsumer", "read_consumer", "resolve_consumer"]
+__all__ = [
+    "ConsumerImage",
+    "ConsumerPlatforms",
+    "LayerCache",
+    "LayerError",
+    "ResolvedConsumer",
+    "read_consumer",
+    "resolve_consumer",
+]

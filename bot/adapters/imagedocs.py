@@ -94,6 +94,22 @@ def platform_digest(index: dict[str, Any], architecture: str, what: str, *, leni
     raise InputError(f"{what}: the image index has no linux/{architecture} image")
 
 
+def linux_architectures(index: dict[str, Any], what: str) -> list[str]:
+    """The architectures of the index's linux images, in its order, each once: the entries
+    whose `platform` names `os` linux (the OCI image-index spec's `platform` object,
+    github.com/opencontainers/image-spec/blob/main/image-index.md: `architecture` and `os`
+    as Go's GOARCH and GOOS). An entry naming no platform, or another os (an attestation
+    manifest's `unknown`), is none, as `platform_digest` reads them."""
+    found: list[str] = []
+    for number, entry in enumerate(_array(index.get("manifests"), f"{what}'s manifests"), start=1):
+        descriptor(entry, f"{what}'s manifest {number}")
+        platform = _object(entry.get("platform"), f"{what}'s manifest {number}'s platform")
+        architecture = platform.get("architecture")
+        if platform.get("os") == "linux" and isinstance(architecture, str) and architecture not in found:
+            found.append(architecture)
+    return found
+
+
 def layers(manifest: dict[str, Any], what: str) -> list[Descriptor]:
     return [
         descriptor(layer, f"{what}'s layer {number}")

@@ -34,13 +34,21 @@ def record(watched: Watched, result: ComponentResult) -> None:
         build=result.build,
         image=result.image,
         proposal=result.proposal,
-        status=result.status.value + (f": {message}" if message and not failed else ""),
+        status=_status(result, message),
         last_error=message if failed else None if succeeded else previous.last_error,
         last_error_at=time.time() if failed else None if succeeded else previous.last_error_at,
         notes=tuple(result.notes) or (previous.notes if previous.head == result.head else ()),
     )
     if watched.shared is not None:  # every replica's passes on the one dashboard
         watched.shared.save_row(watched.repository, row)
+
+
+def _status(result: ComponentResult, message: str | None) -> str:
+    """The row's status: a failed pass names the action it failed at (tried, not done: a
+    publish that failed may have pushed its tag), whose error is the row's last error."""
+    if result.status == Status.FAILED:
+        return f"failed at {result.failed_at.kind.value}" if result.failed_at is not None else "failed"
+    return result.status.value + (f": {message}" if message else "")
 
 
 def update(watched: Watched, conversation: Conversation) -> bool:

@@ -5,7 +5,11 @@ Names follow Prometheus's conventions (prometheus.io/docs/practices/naming): a u
 before `_total` (`wheelpin_registry_uploaded_bytes_total`), `wheelpin_build_info` with the
 version as a label, the process and platform collectors (`process_*`, `python_info`) as
 the default registry has them. GitHub's rate limit is an installation's (its token's), so
-its gauge is labelled by installation, not repository."""
+its gauge is labelled by installation, not repository. An action the pass failed at is counted
+with `outcome="failed"`, apart from those done (`sum without (outcome)` is every action
+tried); each kind's two series are there from the start, at 0, so a rate of failures is
+never a missing series (prometheus.io/docs/practices/instrumentation, "Avoid missing
+metrics")."""
 
 from __future__ import annotations
 
@@ -26,7 +30,10 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from ..adapters import cachebound
+from ..core.decide.plan import Kind
 from ..loop.results import PassResult
+
+OUTCOMES = ("done", "failed")  # an action done, or the one its pass failed at (ComponentResult.failed_at)
 
 
 class _CacheCollector(Collector):
@@ -81,7 +88,15 @@ class Metrics:
             registry=r,
             buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600),
         )
-        self.actions = Counter("wheelpin_actions", "Actions executed, by kind", ["kind"], registry=r)
+        self.actions = Counter(
+            "wheelpin_actions",
+            "Actions passes tried, by kind and outcome: done, or failed (the action a pass failed at)",
+            ["kind", "outcome"],
+            registry=r,
+        )
+        for kind in Kind:
+            for outcome in OUTCOMES:
+                self.actions.labels(kind=kind.value, outcome=outcome)
         self.failures = Counter("wheelpin_failures", "Failed passes and jobs, by kind of error", ["kind"], registry=r)
         self.jobs = Counter("wheelpin_jobs", "Jobs taken from the queue, by kind", ["kind"], registry=r)
         self.queue_depth = Gauge("wheelpin_queue_depth", "Keys waiting in the work queue", registry=r)
@@ -115,7 +130,8 @@ class Metrics:
         for component in result.components:
             self.passes.labels(result=component.status).inc()
             for action in component.actions:
-                self.actions.labels(kind=action.kind).inc()
+                outcome = "failed" if action is component.failed_at else "done"
+                self.actions.labels(kind=action.kind.value, outcome=outcome).inc()
             if component.status == "failed":
                 self.failures.labels(kind=component.error_kind or "other").inc()
         self.pass_seconds.observe(seconds)

@@ -466,6 +466,7 @@ class Service:
                 status=component.status.value,
                 commit=component.head,
                 actions=[a.kind.value for a in component.actions],
+                failed_at=component.failed_at.kind.value if component.failed_at is not None else None,
                 messages=component.messages,
             )
         self.intake.put(Job(JobKind.DASHBOARD, watched.repository), note=self._cause)

@@ -85,6 +85,8 @@ def _component(component: ComponentResult) -> list[str]:
     unknown = _unknown(plan)
     if unknown:
         lines.append(f"  known after the build: {unknown}")
+    if plan.consumer_platform:
+        lines.append(f"  consuming image: {plan.consumer_platform}")
     if plan.after_build:
         lines.append(f"  {plan.after_build}")
     lines += [f"  refused: {why}" for why in plan.refusals]

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapters.consumerread import resolve_consumer
+from ..adapters.consumerread import ConsumerPlatforms, resolve_consumer
 from ..adapters.github.workflowfile import workflow_path
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, layout_folder, reference_of
@@ -51,7 +51,7 @@ from ..core.checks.digest import rules_digest
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
 from ..core.errors import TransientError, WheelpinError
-from ..core.image.oci import ANNOTATION_RULES, architecture_of
+from ..core.image.oci import ANNOTATION_RULES, named_architecture
 from ..core.image.reference import ImageRef, ImageRefError
 from ..core.pins.bump import PinState, read_pins
 from ..core.pins.sha256 import Several, ambiguity, wheel_sha256s
@@ -323,10 +323,13 @@ def _consumer(
     loaded: LoadedConfig, component: Component, infos: list[ImageInfo], registries: Registries, *, silent: bool
 ) -> Check:
     """The consuming image, named by the config or by the Dockerfile, resolved for the
-    wheels' architecture (that of the pinned wheels, when known) as the pass resolves it.
+    wheels' architecture as the pass resolves it: the one the pinned wheels name; when they
+    name none (none read, or pure Python), the build decides, and an index is resolved to
+    its one linux image, or left to the build when it has several (loop/consumers.py).
     `silent`: the registry of `image.repository` did not answer its tag list, so a consuming
     image in that registry is not asked for."""
     from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
+    from ..loop.consumers import platform_said
 
     consumer, name = component.consumer, component.name
     assert consumer is not None
@@ -336,13 +339,14 @@ def _consumer(
             consumer, (loaded.root / file).read_text(encoding="utf-8"), where=file
         )
         target = ImageRef.parse(reference)
-        architecture = architecture_of([wheel.file for info in infos for wheel in info.wheels])
+        architecture = named_architecture([wheel.file for info in infos for wheel in info.wheels])
     except (OSError, UnicodeDecodeError, ValueError, ImageRefError) as exc:
         return Check(name, "consumer", f"the consuming image in {file}", PROBLEM, f"{name}: consumer: {exc}")
     store = registries.store(target)
     named = reference_of(target)
     assert named is not None  # ImageRef.parse gives a tag or a digest
-    asked = f"the manifest and config of {store.name}@{named} ({architecture})"
+    platform = architecture or "the built wheels' architecture"  # the build decides (loop/consumers.py)
+    asked = f"the manifest and config of {store.name}@{named} ({platform})"
     own = registries.store(ImageRef.parse(component.image.repository)) if silent else None
     if isinstance(store, RegistryRepository) and isinstance(own, RegistryRepository):
         if store.client.host == own.client.host:
@@ -366,13 +370,23 @@ def _consumer(
         resolved = resolve_consumer(store, named, architecture=architecture)
     except WheelpinError as exc:
         return _failed(name, "consumer", asked, _who(store), f"the consuming image {reference}", exc)
+    said = platform_said(resolved)
+    if isinstance(resolved, ConsumerPlatforms):
+        return Check(
+            name,
+            "consumer",
+            asked,
+            OK,
+            f"{name}: the consuming image {reference} is {resolved.name}; its platform: {said}",
+        )
     return Check(
         name,
         "consumer",
         asked,
         OK,
         f"{name}: the consuming image {reference} resolves to "
-        f"{resolved.name} ({len(resolved.layers)} layer(s), read by the pass)",
+        f"{resolved.name} ({len(resolved.layers)} layer(s), read by the pass)"
+        + (f"; its platform: {said}" if said else ""),
     )
 
 

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
-from ..adapters.consumerread import ConsumerImage, LayerCache, ResolvedConsumer, read_consumer, resolve_consumer
+from ..adapters.consumerread import (
+    ConsumerImage,
+    ConsumerPlatforms,
+    LayerCache,
+    ResolvedConsumer,
+    read_consumer,
+    resolve_consumer,
+)
 from ..adapters.imagestore import reference_of
 from ..core.checks.component import Problem
 from ..core.errors import ConfigError, doing
 from ..core.image.consumer import ConsumerReport, check, wheel_rocm
-from ..core.image.oci import WheelEntry, architecture_of
+from ..core.image.oci import WheelEntry, architecture_of, named_architecture
 from ..core.image.reference import ImageRef, ImageRefError
 from ..core.sizes import size_text
 from .context import Stores
@@ -38,10 +45,11 @@ class Consumers:
 
     def image(self, observation: Observation, files: Sequence[str]) -> ConsumerImage | None:
         """The consuming image observe found named, read for the wheels' architecture."""
-        named = _named(observation, files)
+        named = _named(observation)
         if named is None:
             return None
-        reference, target, architecture = named
+        reference, target = named
+        architecture = _architecture(reference, files, built=True)
         key = (reference, architecture)
         if key not in self._seen:
             with doing(_reading(reference)):
@@ -116,28 +124,74 @@ def libraries_found(wheels: Sequence[WheelEntry]) -> str:
     return "every library the wheels' ELF files need is in the consuming image"
 
 
-def resolve(registries: Stores, observation: Observation, files: Sequence[str]) -> ResolvedConsumer | None:
+def resolve(
+    registries: Stores, observation: Observation, files: Sequence[str], *, built: bool
+) -> ResolvedConsumer | ConsumerPlatforms | None:
     """The consuming image's manifest and config, asked as a pass's read of it starts: the
-    same reference for the architecture of `files`, through the same store, and a failure
-    said in the same sentence; no layer is read (adapters/consumerread.py, as `config
-    validate --online` asks it). The dry run's forecast that the pass can read it."""
-    named = _named(observation, files)
+    same reference, through the same store, and a failure said in the same sentence; no
+    layer is read (adapters/consumerread.py, as `config validate --online` asks it). The
+    dry run's forecast that the pass can read it.
+
+    `built`: `files` are the wheels the pass checks (an image found), read for their
+    architecture as the pass reads it. Else they are an earlier build's (the pinned
+    image's), whose architecture, when one names it, is taken for the build's; when none
+    does (none read, or pure Python), the build decides: an index of one linux image is
+    resolved to it, an index of several is left as ConsumerPlatforms (`platform_said`)."""
+    named = _named(observation)
     if named is None:
         return None
-    reference, target, architecture = named
+    reference, target = named
+    architecture = _architecture(reference, files, built=built)
     with doing(_reading(reference)):
         return resolve_consumer(registries.store(target), _tag_or_digest(target), architecture=architecture)
 
 
-def _named(observation: Observation, files: Sequence[str]) -> tuple[str, ImageRef, str] | None:
-    """The consuming image observe found named (its reference as written, parsed) and the
-    architecture of the wheels `files`; None when the component names none."""
+def platform_said(resolved: ResolvedConsumer | ConsumerPlatforms) -> str | None:
+    """What a forecast made before the build says of the platform the pass reads the
+    consuming image for, resolved with no architecture; None for one image (not an index),
+    which the pass reads whatever the wheels' architecture. The pass reads it for the built
+    wheels' architecture, and for amd64 when they name none (pure Python: `_architecture`)."""
+    if isinstance(resolved, ConsumerPlatforms):
+        listed = ", ".join(f"linux/{architecture}" for architecture in resolved.platforms)
+        return (
+            "decided after the build: the built wheels' architecture, amd64 for pure-Python wheels "
+            f"(its index lists {listed})"
+        )
+    if not resolved.platforms:
+        return None
+    (only,) = resolved.platforms
+    other = "wheels of another architecture" + (
+        "" if only == "amd64" else ", pure-Python ones included (read as amd64),"
+    )
+    return f"linux/{only}, its index's only linux platform (the build's wheels decide: {other} fail where it is read)"
+
+
+def _named(observation: Observation) -> tuple[str, ImageRef] | None:
+    """The consuming image observe found named: its reference as written, and parsed; None
+    when the component names none."""
     reference = observation.consumer_reference()
     if reference is None:
         return None
     try:
-        return reference, ImageRef.parse(reference), architecture_of(list(files))
-    except (ValueError, ImageRefError) as exc:
+        return reference, ImageRef.parse(reference)
+    except ImageRefError as exc:
+        raise ConfigError(f"consumer {reference}: {exc}") from None
+
+
+@overload
+def _architecture(reference: str, files: Sequence[str], *, built: Literal[True]) -> str: ...
+
+
+@overload
+def _architecture(reference: str, files: Sequence[str], *, built: bool) -> str | None: ...
+
+
+def _architecture(reference: str, files: Sequence[str], *, built: bool) -> str | None:
+    """The architecture of the wheels `files`: `built`, as the pass reads the consuming
+    image for them (core/image/oci.architecture_of); else the one they name, or None."""
+    try:
+        return architecture_of(list(files)) if built else named_architecture(list(files))
+    except ValueError as exc:  # wheels of several architectures
         raise ConfigError(f"consumer {reference}: {exc}") from None
 
 

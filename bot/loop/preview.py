@@ -82,6 +82,7 @@ class ComponentPlan:
     waits: str | None = None  # why, and until when, it would wait
     refusals: list[str] = field(default_factory=list)
     after_build: str | None = None  # what is checked only after the build
+    consumer_platform: str | None = None  # the consuming image's platform, when the build decides it
     fails_at: Kind | None = None  # the action the real pass would fail at
     error_kind: str | None = None  # its error kind, as the real pass's --json says it
 
@@ -113,6 +114,7 @@ class ComponentPlan:
             "waits": self.waits,
             "refusals": self.refusals,
             "after_build": self.after_build,
+            "consumer_platform": self.consumer_platform,
             "fails": self.fails,
             "fails_at": self.fails_at.value if self.fails_at else None,
             "error_kind": self.error_kind,
@@ -211,17 +213,23 @@ def _consumer(
     `resolve`), so a registry that cannot be reached or does not hold it is refused here in
     the pass's own sentence, at the action the pass would stop at. Its layers are left to
     the pass. The architecture is that of the wheels of the image found, or else, before a
-    build, of the image pinned today's (as `config validate --online` resolves it)."""
+    build, the one the image pinned today's wheels name (as `config validate --online`
+    resolves it); when they name none, the build decides, and the plan says which platform
+    of the consuming image's index that leaves the pass (`consumer_platform`)."""
     if reading is None:
         return
-    from .consumers import resolve  # the consumer's reading: only for a component that names one
+    from .consumers import platform_said, resolve  # the consumer's reading: only for a component that names one
 
     found = seen.facts.image
     info = reads.image(context.store, found.digest) if found is not None else seen.pinned
+    files = [wheel.file for wheel in info.wheels] if info is not None else []
     try:
-        resolve(stores, seen, [wheel.file for wheel in info.wheels] if info is not None else [])
+        resolved = resolve(stores, seen, files, built=found is not None)
     except WheelpinError as exc:
         plan.refuse(reading.kind, kind_of(exc), exc.message)
+        return
+    if resolved is not None:
+        plan.consumer_platform = platform_said(resolved)
 
 
 def _this_pass(actions: list[Action]) -> Iterator[Action]:

@@ -15,7 +15,7 @@ import pytest
 import zstandard
 
 from bot.adapters import layerstream
-from bot.adapters.consumerread import LayerCache, read_consumer
+from bot.adapters.consumerread import ConsumerPlatforms, LayerCache, ResolvedConsumer, read_consumer, resolve_consumer
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.layerstream import LayerError, read_layer
 from bot.adapters.registry import RegistryClient
@@ -289,3 +289,16 @@ def test_an_index_is_resolved_to_the_wheels_platform(registry: Registry, docker:
     assert image.digest == manifests[1]["digest"]
     with pytest.raises(InputError, match="the image index has no linux/riscv64 image"):
         read_consumer(store, "multi", cache=LayerCache(None), architecture="riscv64")
+    # before a build (no architecture known): several linux images are left to the build; an
+    # index of one is resolved to it, an attestation manifest (platform unknown/unknown, as
+    # BuildKit pushes one: tests/fixtures/foreignpush.py) being none; one of none is refused
+    several = resolve_consumer(store, "multi", architecture=None)
+    assert isinstance(several, ConsumerPlatforms) and several.platforms == ("arm64", "amd64"), several
+    attestation = {**manifests[1], "platform": {"os": "unknown", "architecture": "unknown"}}
+    for tag, entries in (("arm64-only", [manifests[0], attestation]), ("no-linux", [attestation])):
+        document = canonical_json({"schemaVersion": 2, "mediaType": index_type, "manifests": entries})
+        store.put_manifest(tag, document, index_type)
+    one = resolve_consumer(store, "arm64-only", architecture=None)
+    assert isinstance(one, ResolvedConsumer) and (one.digest, one.platforms) == (manifests[0]["digest"], ("arm64",))
+    with pytest.raises(InputError, match="the image index has no linux image"):
+        resolve_consumer(store, "no-linux", architecture=None)

@@ -67,10 +67,42 @@ def test_from_the_schedule_and_a_workflow_run_webhook_to_an_updated_draft_pull_r
         (updated,) = bot.pulls()  # the same pull request, updated in place
         assert updated.number == pull.number and newer[:8] in updated.title and updated.draft
         assert len(dashboards(bot)) == 1 and f"`{newer[:8]}`" in dashboards(bot)[0].body  # type: ignore[attr-defined]
-        assert metric(bot, "wheelpin_actions_total", kind="propose") == 2
+        assert metric(bot, "wheelpin_actions_total", kind="propose", outcome="done") == 2
         assert metric(bot, "wheelpin_registry_uploaded_bytes_total") > 0
         installation = str(bot.emulator.installations["rocm"])  # the limit is the installation's token's
         assert 0 < metric(bot, "wheelpin_github_rate_limit_remaining", installation=installation) <= 5000
+
+
+def test_an_action_a_pass_failed_at_is_counted_and_shown_as_failed_not_done(
+    registry: Registry, world: World, tmp_path: Path
+) -> None:
+    """The consuming image is read before publishing: one the registry does not hold (the
+    Distribution API answers 404 MANIFEST_UNKNOWN) fails the publish. `/metrics` counts it
+    with outcome="failed", apart from the build done before it, and the dashboard's row
+    names it."""
+    absent = f"{registry.host}/absent-{uuid.uuid4().hex[:8]}/base@sha256:{'0' * 64}"
+    consumer = f'consumer = {{ image = "{absent}" }}'
+    with running_bot(world, tmp_path, edit=('constraints = ["numpy==2.3.5"]', consumer)) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        assert bot.pulls() == []
+        counted = {
+            (kind, outcome): metric(bot, "wheelpin_actions_total", kind=kind, outcome=outcome)
+            for kind in ("build", "publish")
+            for outcome in ("done", "failed")
+        }
+        assert counted == {
+            ("build", "done"): 1,
+            ("build", "failed"): 0,
+            ("publish", "done"): 0,
+            ("publish", "failed"): 1,
+        }
+        scraped = bot.session.get(bot.server.url + "/metrics").text  # each series there from the start, at 0
+        assert 'wheelpin_actions_total{kind="propose",outcome="failed"} 0.0' in scraped, scraped
+        row = bot.service.watched[bot.repository].rows[COMPONENT]
+        assert row.status == "failed at publish" and absent in str(row.last_error), row
+        (dashboard,) = dashboards(bot)
+        assert "| failed at publish |" in dashboard.body  # type: ignore[attr-defined]
 
 
 def test_commands_on_the_pull_request(world: World, tmp_path: Path) -> None:

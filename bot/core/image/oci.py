@@ -180,7 +180,14 @@ def tags_of(filename: str) -> tuple[str, ...]:
 
 
 def architecture_of(filenames: Sequence[str]) -> str:
-    """The image architecture from the wheels' platform tags (`amd64` for x86_64 and any)."""
+    """The image architecture from the wheels' platform tags (`amd64` for x86_64, and for
+    wheels that name none: pure Python, `any`)."""
+    return named_architecture(filenames) or "amd64"
+
+
+def named_architecture(filenames: Sequence[str]) -> str | None:
+    """The architecture the wheels' platform tags name; None when none names one (no wheel,
+    or pure Python ones). ValueError for wheels of several."""
     from ..wheel.metadata import split_variant_label  # a wheel's name is parsed only where one is published
 
     found: set[str] = set()
@@ -192,7 +199,7 @@ def architecture_of(filenames: Sequence[str]) -> str:
                     found.add(name)
     if len(found) > 1:
         raise ValueError(f"the wheels are for several architectures: {sorted(found)}")
-    return found.pop() if found else "amd64"
+    return found.pop() if found else None
 
 
 def _tar_info(name: str, size: int) -> tarfile.TarInfo:
