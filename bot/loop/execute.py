@@ -572,12 +572,18 @@ class Executor:
 
     def _with_refusals(self, context: Context, facts: Facts, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming
-        image marked with why."""
+        image marked with why, and each whose last build failed (under any config: it did)."""
         judged_under, marked = facts.judged_under or config_digest(context.component), []
         for commit in commits:
             failure = self.state.failure(context.name, commit.sha)
-            stands = failure is not None and failure.refused and failure.judged_under in (judged_under, "")
-            marked.append(replace(commit, refused=failure.reason or failure.message) if failure and stands else commit)
+            if failure is None:
+                marked.append(commit)
+            elif not failure.refused:
+                marked.append(replace(commit, failed=failure.message))
+            elif failure.judged_under in (judged_under, ""):
+                marked.append(replace(commit, refused=failure.reason or failure.message))
+            else:
+                marked.append(commit)
         return marked
 
     def _tell(self, branch: str, exc: WheelpinError) -> None:

@@ -391,6 +391,21 @@ def test_a_wheel_that_cannot_be_read_is_refused_in_the_commit_list(world: World)
     assert f"- `{head[:8]}` fixed packaging\n" in message
 
 
+def test_a_commit_whose_build_failed_is_marked_in_the_commit_list(world: World) -> None:
+    """A commit whose build failed is no refused wheel, and no plain commit either: the next
+    proposal marks it with the failure recorded against it."""
+    from bot.commands.demo import BUILD_SCRIPT
+
+    broken = world.commit_upstream("broken build", {"build_wheel.py": "import sys\nprint('no ibv.c')\nsys.exit(3)\n"})
+    assert world.reconcile().code == 1
+    head = world.commit_upstream("fixed build", {**NEW_VERSION, "build_wheel.py": BUILD_SCRIPT})
+    done = world.reconcile()
+    assert done.code == 0, done.stdout + done.stderr
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert f"- `{broken[:8]}` broken build — ❌ build of {broken[:8]} failed (exit 3): no ibv.c\n" in message, message
+    assert f"- `{head[:8]}` fixed build\n" in message
+
+
 def test_the_exact_wheel_is_smoke_tested_before_it_is_published(world: World) -> None:
     """Mooncake's release rule: the wheel itself, installed alone in a fresh venv, must
     import. A failed smoke test publishes nothing."""

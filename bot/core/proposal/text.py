@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..image.oci import WheelEntry
 from ..image.reach import Reach
+from ..image.reference import ImageRef, ImageRefError, short_digest
 from ..pins.bump import Edit
 from ..sizes import size_text
 from .marker import marker
@@ -124,10 +125,7 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.old_commit:
         old = f"`{facts.old_commit[:8]}`"
     elif facts.pinned_image:  # pinned, by an image that does not say its commit: never "none pinned"
-        old = (
-            f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` "
-            f"({facts.pinned_problem or 'its upstream commit not known'})"
-        )
+        old = f"`{_short_reference(facts.pinned_image)}` ({facts.pinned_problem or 'its upstream commit not known'})"
     else:
         old = "`(none pinned)`"
     old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
@@ -142,10 +140,7 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.changes is not None:
         parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes, facts.pinned_problem)))
     if commits:
-        listed = [
-            f"- `{c.sha[:8]}` {c.subject}" + (f" — ⛔ refused: {_flat(c.refused)}" if c.refused else "")
-            for c in commits
-        ]
+        listed = [f"- `{c.sha[:8]}` {c.subject}{_mark(c)}" for c in commits]
         if cut:
             listed.append(f"- … and {cut} more commits (cut to fit)")
         parts.append("### Commits\n" + "\n".join(listed))
@@ -214,9 +209,38 @@ def _for_upstream(facts: ProposalFacts) -> str:
     return "<details><summary>For upstream: text for an issue</summary>\n\n```markdown\n" + text + "\n```\n</details>"
 
 
+def _mark(commit: Commit) -> str:
+    """What became of a listed commit's wheel, where wheelpin tried it: refused by the
+    checks, or its build failed."""
+    if commit.refused:
+        return f" — ⛔ refused: {_flat(commit.refused)}"
+    if commit.failed:
+        return f" — ❌ {_flat(commit.failed)}"
+    return ""
+
+
 def _flat(text: str, limit: int = 160) -> str:
+    """`text` on one line, cut to about `limit` characters at a space: never inside a word,
+    which may be an image reference or a path a reader copies (one longer than `limit`
+    is kept whole)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit)
+    if cut <= 0:
+        cut = flat.find(" ", limit)
+        if cut < 0:
+            return flat
+    return flat[:cut].rstrip(" ,;:(") + " …"
+
+
+def _short_reference(text: str) -> str:
+    """An image reference as a sentence names it (core/image/reference.py `ImageRef.short`);
+    the text itself where it is none."""
+    try:
+        return ImageRef.parse(text).short()
+    except ImageRefError:
+        return text
 
 
 def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> list[str]:
@@ -299,7 +323,7 @@ def _edit_lines(edits: Sequence[Edit]) -> str:
     """Where each value moved, old → new (image references shortened to their digests)."""
 
     def short(value: str) -> str:
-        return value.rsplit("@", 1)[-1][:19] if "@" in value else value[:16]
+        return short_digest(value.rsplit("@", 1)[-1]) if "@" in value else value[:16]
 
     return "".join(f"\n- `{e.file}:{e.line}` {e.what} `{short(e.old)}` → `{short(e.new)}`" for e in edits)
 

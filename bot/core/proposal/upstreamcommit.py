@@ -12,3 +12,4 @@ class Commit:
     sha: str
     subject: str
     refused: str | None = None  # why wheelpin refused this commit's wheel, if it did
+    failed: str | None = None  # why its build failed, when the last try of it did

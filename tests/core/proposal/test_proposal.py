@@ -205,3 +205,40 @@ def test_a_pin_whose_commit_is_not_known_is_never_none_pinned() -> None:
 def test_the_release_tags_are_named_beside_the_commits() -> None:
     text = body(facts(old_tag="v0.5.5", new_tag="v0.5.6"))
     assert "from `aaaaaaaa` (tag `v0.5.5`) to `05fc77a0` (tag `v0.5.6`) of https://github.com/LMCache/LMCache" in text
+
+
+def test_each_commit_wheelpin_tried_is_marked_and_no_reference_is_cut_inside() -> None:
+    """A refused commit and one whose build failed are both marked; a long refusal is cut
+    at a space, so the consuming image's reference it names is whole or absent, never
+    `127.0.0.1:5077/ro…` (a reader copies what is there)."""
+    base = "127.0.0.1:5077/rocm/base@sha256:" + "3" * 64
+    reason = (
+        "libraries: mooncake_lite/_engine.cpython-311-x86_64-linux-gnu.so needs libibverbs.so.1, "
+        f"which the image does not have where the loader looks ({base})"
+    )
+    refused = Commit("4da39be3" + "4" * 32, "add the ibverbs stub", refused=reason)
+    failed = Commit("bb9f4709" + "5" * 32, "engine: RDMA", failed="build of bb9f4709 failed (exit 1): no ibv.c")
+    text = body(facts(commits=(refused, failed, Commit("5a9eda73" + "6" * 32, "engine: faster path"))))
+    listed = text.split("### Commits\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed == [
+        "- `4da39be3` add the ibverbs stub — ⛔ refused: libraries: mooncake_lite/_engine.cpython-311-x86_64-"
+        "linux-gnu.so needs libibverbs.so.1, which the image does not have where the loader looks …",
+        "- `bb9f4709` engine: RDMA — ❌ build of bb9f4709 failed (exit 1): no ibv.c",
+        "- `5a9eda73` engine: faster path",
+    ]
+    short = body(facts(commits=(replace(refused, refused=f"needs libibverbs.so.1 ({base})"),)))
+    assert f"— ⛔ refused: needs libibverbs.so.1 ({base})\n" in short  # it fits: whole
+
+
+def test_a_pinned_reference_is_named_with_its_digest_in_the_one_short_form() -> None:
+    """The "from" of a pin whose commit is not known, and each moved pin, say the digest as
+    `sha256:` and 12 hex digits (core/image/reference.py short_digest), whatever the
+    lengths of the repository and tag before it."""
+    for tag in ("v1", "mooncake-lite-v0.3.13.post1-gd1003172"):
+        pinned = f"127.0.0.1:5077/wheels/mooncake-lite:{tag}@sha256:4e2f9cc2dedff3d5ed1a0" + "0" * 43
+        text = body(
+            facts(old_commit=None, pinned_image=pinned, pinned_problem="the pinned digest is not in the registry (404)")
+        )
+        assert (
+            f"from `mooncake-lite:{tag}@sha256:4e2f9cc2dedf` (the pinned digest is not in the registry (404))" in text
+        )
