@@ -395,6 +395,8 @@ class Executor:
             absent = new_to_image(found.absent)
             against = (header, *broken, *absent)
             said["more_verification"] = (*said.get("more_verification", ()), libraries_found(wheels))
+        since, from_tag = seen.since
+        history = context.upstream.history(since, head, from_tag=from_tag)
         proposal = assemble(
             component,
             upstream=public_url(context.upstream.upstream.repo),
@@ -404,7 +406,8 @@ class Executor:
             wheels=wheels,
             pinned=seen.pinned.wheels if seen.pinned else (),
             constraints_text=constraints,
-            commits=self._with_refusals(context, facts, context.upstream.commits_between(facts.pinned_commit, head)),
+            commits=self._with_refusals(context, facts, history.commits),
+            history=history,
             bump=bump,
             state=desired_state(facts),
             check_refs=_check_refs(context, image),

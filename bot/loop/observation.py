@@ -36,6 +36,17 @@ class Observation:
     # looked for (found or not: facts.pinned_commit), or not found because the upstream could
     # not be fetched (the pass stops there)
     commit_sought: CommitSought = "no"
+    # the upstream commit the pin's tag names when its image could not be read (found in the
+    # upstream): where the commit list starts, never what the planner takes the base to pin
+    tag_commit: str | None = None
+
+    @property
+    def since(self) -> tuple[str | None, bool]:
+        """The commit a commit list starts after: the one the base pins, else the one its
+        pin's tag names (True) when its image could not be read; None when neither is known."""
+        if self.facts.pinned_commit is not None:
+            return self.facts.pinned_commit, False
+        return self.tag_commit, self.tag_commit is not None
 
     @property
     def pin_problem(self) -> str | None:

@@ -21,7 +21,7 @@ from ..pins.bump import Edit
 from ..sizes import size_text
 from .marker import marker
 from .requirements import Conflict, RequirementsDiff
-from .upstreamcommit import Commit
+from .upstreamcommit import Commit, History
 
 if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
     from .wheeldiff import SizeChange, WheelChanges
@@ -49,6 +49,7 @@ class ProposalFacts:
     pinned_image_size: int | None = None  # the same of the image pinned today
     wheels: tuple[WheelEntry, ...]
     commits: tuple[Commit, ...] = ()
+    history: History | None = None  # what the commits start after, and whether the new commit descends from it
     diff: RequirementsDiff = RequirementsDiff()
     verification: tuple[str, ...] = ()  # the checks that passed, one line each
     changes: WheelChanges | None = None  # from the pinned wheels to the new ones
@@ -143,7 +144,13 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         listed = [f"- `{c.sha[:8]}` {c.subject}{_mark(c)}" for c in commits]
         if cut:
             listed.append(f"- … and {cut} more commits (cut to fit)")
-        parts.append("### Commits\n" + "\n".join(listed))
+        history = facts.history
+        said = (
+            f"{history.said()[0].upper()}{history.said()[1:]}:\n"
+            if history is not None and (history.divergence is not None or history.from_tag)
+            else ""
+        )
+        parts.append("### Commits\n" + said + "\n".join(listed))
     rows = ["| wheel | size | installed | sha256 | GPU archs | tags |", "|---|---|---|---|---|---|"]
     rows += [
         f"| `{w.file}` | {_size_cells(w, facts.changes.size_of(w.file) if facts.changes else None)} "
@@ -246,6 +253,8 @@ def _short_reference(text: str) -> str:
 def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> list[str]:
     """From → to, the losses first and loud; `pinned_problem` says why the pinned side is unknown."""
     lines: list[str] = []
+    if changes.goes_backwards:
+        lines.append(f"- ⚠️ **version goes backwards: `{changes.old_version}` → `{changes.new_version}`**")
     if changes.archs_dropped:
         lines.append(f"- ⚠️ **GPU archs dropped: {', '.join(changes.archs_dropped)}**")
     if changes.tags_dropped:
@@ -274,7 +283,8 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
         if pinned_problem
         else "(nothing pinned)"
     )
-    lines.append(f"- version {old} → `{changes.new_version}`")
+    if not changes.goes_backwards:
+        lines.append(f"- version {old} → `{changes.new_version}`")
     for tag, before, after in changes.sha256:
         lines.append(
             f"- `{tag}` sha256 {f'`{before[:16]}…`' if before else '(none)'} → "

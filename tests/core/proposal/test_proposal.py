@@ -12,7 +12,7 @@ from bot.core.image.reach import Reach
 from bot.core.proposal.marker import read_marker
 from bot.core.proposal.requirements import Conflict, RequirementsDiff, diff_requirements
 from bot.core.proposal.text import ProposalFacts, body, compare_link, title
-from bot.core.proposal.upstreamcommit import Commit
+from bot.core.proposal.upstreamcommit import Commit, Divergence, History
 from bot.core.proposal.wheeldiff import wheel_changes
 from bot.core.provenance.bundle import BUNDLE_TYPE
 
@@ -242,3 +242,28 @@ def test_a_pinned_reference_is_named_with_its_digest_in_the_one_short_form() -> 
         assert (
             f"from `mooncake-lite:{tag}@sha256:4e2f9cc2dedf` (the pinned digest is not in the registry (404))" in text
         )
+
+
+def test_a_version_goes_backwards_by_pep_440_order_of_its_public_part() -> None:
+    def changes(old: str, new: str) -> bool:
+        return wheel_changes([replace(WHEEL, version=old)], [replace(WHEEL, version=new)]).goes_backwards
+
+    assert changes("0.2.0.dev3+g8be4c50d.rocm6.4.1", "0.2.0.dev2+g99778603.rocm6.4.1")
+    assert changes("0.5.10", "0.5.9") and not changes("0.5.9", "0.5.10")
+    assert not changes("0.3.13.post1+gffffffff", "0.3.13.post1+g00000000")  # a local segment orders nothing
+    assert not changes("0.3.13", "0.3.14.dev0") and changes("0.3.14", "0.3.14rc1")
+    assert not changes("nightly", "0.1")  # no PEP 440 version: nothing said
+
+
+def test_a_release_on_another_line_is_said_as_such() -> None:
+    """Following tags, a newer release whose history does not hold the pinned commit."""
+    left = (Commit("1" * 40, "rocm 0.6.0"),)
+    history = History("1" * 40, (Commit("2" * 40, "rocm 0.7.0"),), None, divergence=Divergence(None, left))
+    assert history.said() == "1 commit not in the history of the pinned commit 11111111 (the two share no history)"
+    assert history.warning("2" * 40) == (
+        "the pinned commit 11111111 is not in the history of 22222222: the release is on another line; "
+        "1 commit of the pinned history is not in it: 11111111 (rocm 0.6.0)"
+    )
+    assert History(None, left).warning("2" * 40) is None and History("1" * 40, ()).said() == (
+        "0 commits after the pinned one"
+    )
