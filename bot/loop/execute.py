@@ -443,7 +443,13 @@ class Executor:
         result.note(
             *(
                 f"constraint conflict: `{c.requirement}` (the new wheel) vs `{c.constraint}` (the image)"
-                + (" — the pinned wheel had it too" if c in proposal.known_conflicts else " — new")
+                + (
+                    ""
+                    if proposal.pinned_problem
+                    else " — the pinned wheel had it too"
+                    if c in proposal.known_conflicts
+                    else " — new"
+                )
                 for c in proposal.diff.conflicts
             )
         )

@@ -50,8 +50,11 @@ class Observation:
 
     @property
     def pin_problem(self) -> str | None:
-        """Why the pinned image could not be read, as the proposal says it (without the reference)."""
-        return PINNED_NOT_FOUND if self.pinned_missing else None
+        """Why the pinned image could not be read, as the proposal says it (without the
+        reference): not in the registry, or the sentence its reading failed with."""
+        if self.pinned is not None:
+            return None
+        return PINNED_NOT_FOUND if self.pinned_missing else self.pinned_unread
 
     def consumer_reference(self) -> str | None:
         """The consuming image's reference; the error that kept observe from finding it, raised."""

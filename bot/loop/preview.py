@@ -251,9 +251,14 @@ def _pinned(seen: Observation) -> PinnedPlan:
         return PinnedPlan(reference=pin.image, why=f"{where} pins no digest, so no image is read")
     info = seen.pinned
     if info is None:
+        named = f"; its tag names {seen.tag_commit[:8]}" if seen.tag_commit else ""
         return PinnedPlan(
             reference=pin.image,
-            why=f"not read: {seen.pinned_unread}" if seen.pinned_unread else stopped if facts.error else "not read",
+            why=f"not read: {seen.pinned_unread}{named}"
+            if seen.pinned_unread
+            else stopped
+            if facts.error
+            else "not read",
         )
     if facts.pinned_commit:
         why = None

@@ -127,11 +127,13 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         old = f"`{facts.old_commit[:8]}`"
     elif facts.pinned_image:  # pinned, by an image that does not say its commit: never "none pinned"
         old = f"`{_short_reference(facts.pinned_image)}` ({facts.pinned_problem or 'its upstream commit not known'})"
+        if facts.history is not None and facts.history.from_tag and facts.history.since:
+            old += f", whose tag names `{facts.history.since[:8]}`,"
     else:
         old = "`(none pinned)`"
     old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
     new = f"`{facts.new_commit[:8]}`" + (f" (tag `{facts.new_tag}`)" if facts.new_tag else "")
-    link = compare_link(facts.upstream, facts.old_commit, facts.new_commit)
+    link = compare_link(facts.upstream, facts.old_commit or _tag_commit(facts), facts.new_commit)
     head = [f"Moves **{facts.component}** from {old} to {new} of {facts.upstream}."]
     if link:
         head.append(f"Compare: {link}")
@@ -139,7 +141,12 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.notes:
         parts.append("### ⚠️ Notes\n" + "\n".join(f"- **{note}**" for note in facts.notes))
     if facts.changes is not None:
-        parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes, facts.pinned_problem)))
+        lines = (
+            _unread_lines(facts.changes, facts.pinned_problem, facts.edits)
+            if facts.pinned_problem
+            else _change_lines(facts.changes)
+        )
+        parts.append("### From → to\n" + "\n".join(lines))
     if commits:
         listed = [f"- `{c.sha[:8]}` {c.subject}{_mark(c)}" for c in commits]
         if cut:
@@ -158,19 +165,21 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         for w in facts.wheels
     ]
     parts.append("### Wheels\n" + "\n".join(rows) + _variant_lines(facts.wheels) + "\n\n" + _image_line(facts))
-    unread = (
-        f"\n\nThe pinned wheels could not be read ({facts.pinned_problem}): each requirement shows as added."
-        if facts.pinned_problem and not facts.diff.empty
-        else ""
-    )
-    parts.append(
-        "### Requires-Dist\n" + _diff_text(facts.diff) + unread if not facts.diff.empty else "Requires-Dist: unchanged."
-    )
+    if facts.pinned_problem:  # every requirement is on the new side alone: none is "added"
+        declared = [f"- `{' | '.join(c.new or ())}`" for c in facts.diff.added]
+        parts.append(
+            "### Requires-Dist\nThe new wheels' (not compared: the pinned image could not be read):\n"
+            + "\n".join(declared)
+            if declared
+            else "Requires-Dist: the new wheels declare none (not compared: the pinned image could not be read)."
+        )
+    else:
+        parts.append(
+            "### Requires-Dist\n" + _diff_text(facts.diff) if not facts.diff.empty else "Requires-Dist: unchanged."
+        )
     if facts.diff.conflicts:
         lines = [
-            f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
-            + (" (already present in the pinned wheel)" if c in facts.known_conflicts else " — **new**")
-            for c in facts.diff.conflicts
+            f"- **`{c.requirement}`** vs the image's `{c.constraint}`{_since(facts, c)}" for c in facts.diff.conflicts
         ]
         parts.append(
             "### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
@@ -201,6 +210,19 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         parts.append("Pins moved in: " + ", ".join(f"`{f}`" for f in facts.files) + _edit_lines(facts.edits))
     parts.append(marker(facts.state))
     return parts
+
+
+def _since(facts: ProposalFacts, conflict: Conflict) -> str:
+    """Whether the pinned wheel had `conflict` too; nothing where it could not be read."""
+    if facts.pinned_problem:
+        return ""
+    return " (already present in the pinned wheel)" if conflict in facts.known_conflicts else " — **new**"
+
+
+def _tag_commit(facts: ProposalFacts) -> str | None:
+    """The commit the pinned image's tag names, where the list starts from it."""
+    history = facts.history
+    return history.since if history is not None and history.from_tag else None
 
 
 def _for_upstream(facts: ProposalFacts) -> str:
@@ -250,8 +272,26 @@ def _short_reference(text: str) -> str:
         return text
 
 
-def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> list[str]:
-    """From → to, the losses first and loud; `pinned_problem` says why the pinned side is unknown."""
+def _unread_lines(changes: WheelChanges, problem: str, edits: Sequence[Edit]) -> list[str]:
+    """From → to when the pinned image could not be read: said once, and nothing compared
+    with it; each wheel's sha256 from the value the pin file holds, where the bump
+    replaces one with it."""
+    held = {edit.new: edit for edit in edits if edit.what == "sha256"}
+    lines = [
+        f"- ⚠️ **the pinned image could not be read ({problem}): nothing below is compared with it**",
+        f"- version `{changes.new_version}`",
+    ]
+    for tag, _before, after in changes.sha256:
+        if after is None:
+            continue
+        edit = held.get(after)
+        before = f"`{edit.old[:16]}…` (`{edit.file}:{edit.line}`) → " if edit is not None and edit.old else ""
+        lines.append(f"- `{tag}` sha256 {before}`{after[:16]}…`")
+    return lines
+
+
+def _change_lines(changes: WheelChanges) -> list[str]:
+    """From → to, the losses first and loud."""
     lines: list[str] = []
     if changes.goes_backwards:
         lines.append(f"- ⚠️ **version goes backwards: `{changes.old_version}` → `{changes.new_version}`**")
@@ -276,13 +316,7 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
                 f"- ⚠️ **`{' '.join(library.old)}` → `{' '.join(library.new)}`: a ROCm major version "
                 f"change; the image must ship ROCm {major}**"
             )
-    old = (
-        f"`{changes.old_version}`"
-        if changes.old_version
-        else f"unknown ({pinned_problem})"
-        if pinned_problem
-        else "(nothing pinned)"
-    )
+    old = f"`{changes.old_version}`" if changes.old_version else "(nothing pinned)"
     if not changes.goes_backwards:
         lines.append(f"- version {old} → `{changes.new_version}`")
     for tag, before, after in changes.sha256:
@@ -301,7 +335,7 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
     for wheel in (wheel for variant in changes.variants for wheel in variant.properties):
         if wheel.added:
             lines.append(f"- variant properties{_of(wheel.row, several)} added: {_listed(wheel.added)}")
-    if changes.libraries is None:
+    if changes.libraries is None and changes.old_version is not None:  # nothing pinned: nothing to compare
         lines.append("- libraries (DT_NEEDED): not compared (the pinned image does not record them)")
     moved = [lib for lib in changes.libraries or () if lib.old and lib.new and not lib.rocm_major]
     lines += [f"- needs `{' '.join(lib.old)}` → `{' '.join(lib.new)}`" for lib in moved]
