@@ -151,9 +151,9 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         listed = [f"- `{c.sha[:8]}` {c.subject}{_mark(c)}" for c in commits]
         if cut:
             listed.append(f"- … and {cut} more commits (cut to fit)")
-        history = facts.history
+        history = facts.history  # said where the list is not simply what came after the pin
         said = (
-            f"{history.said()[0].upper()}{history.said()[1:]}:\n"
+            f"{history.said()}:\n"
             if history is not None and (history.divergence is not None or history.from_tag)
             else ""
         )
