@@ -25,7 +25,7 @@ from typing import Any, overload
 
 from ..core.errors import InputError
 from ..core.image.files import ImageFiles, LayerSummary, env_of, merge
-from ..core.image.reference import SHA256_DIGEST
+from ..core.image.reference import SHA256_DIGEST, short_digest
 from . import cachebound, imagedocs
 from .imagestore import ImageStore
 from .layerstream import MAX_KEPT_BYTES, LayerError, read_layer
@@ -207,7 +207,7 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
     for index, (layer, diff_id) in enumerate(zip(descriptors, diff_ids, strict=True), start=1):
         summary = cache.get(layer.digest, size=layer.size, diff_id=diff_id)
         if summary is None:
-            what = f"layer {index} of {store.name}@{digest[:19]}"
+            what = f"layer {index} of {store.name}@{short_digest(digest)}"
             summary = read_layer(
                 store.get_blob(layer.digest),
                 size=layer.size,

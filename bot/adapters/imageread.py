@@ -27,6 +27,7 @@ from typing import IO, Any, cast
 
 from ..core.errors import InputError
 from ..core.image.oci import WheelEntry, wheels_from_annotations
+from ..core.image.reference import short_digest
 from . import imagedocs
 from .imagestore import ImageStore
 from .readdeadline import image_deadline
@@ -184,7 +185,7 @@ def _spooled_wheels(store: ImageStore, layer: dict[str, Any], folder: Path) -> I
     from .layerstream import layer_stream
 
     digest = str(layer.get("digest"))
-    what = f"{store.name}: the layer {digest[:19]}"
+    what = f"{store.name}: the layer {short_digest(digest)}"
     size = layer.get("size")
     if not isinstance(size, int) or isinstance(size, bool):
         raise InputError(f"{what} has no size in its manifest")

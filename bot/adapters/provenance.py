@@ -19,6 +19,7 @@ from ..core.checks.api import KINDS
 from ..core.errors import InputError, VerificationError
 from ..core.image.oci import MANIFEST_TYPE
 from ..core.image.reach import Reach
+from ..core.image.reference import short_digest
 from ..core.provenance import dsse
 from ..core.provenance.bundle import BUNDLE_TYPE, bundle_bytes, envelope_of
 from ..core.provenance.sbom import SBOM_TYPE, sbom_bytes
@@ -212,7 +213,7 @@ def verify_attached(store: ImageStore, digest: str, key: dsse.PublicKey) -> dict
                 raise ValueError(f"its payload type is {payload_type!r}, not {PAYLOAD_TYPE}")
             return checked_statement(payload, digest)
         except (ValueError, InputError) as exc:
-            failed.append(f"{referrer.digest[:19]}: {exc}")
+            failed.append(f"{short_digest(referrer.digest)}: {exc}")
     raise VerificationError(
         f"{store.name}@{digest}: no attached provenance passes: {'; '.join(failed)}", problems=tuple(failed)
     )

@@ -30,7 +30,7 @@ import urllib3
 
 from ..core.errors import CredentialsError, InputError, NotFound, TransientError, UsageError, tries
 from ..core.image.oci import ACCEPT_MANIFESTS, INDEX_TYPE
-from ..core.image.reference import SHA256_DIGEST
+from ..core.image.reference import SHA256_DIGEST, short_digest
 from . import logs, readdeadline, writes
 from .credentials import Credential, CredentialStore
 from .progress import tracked
@@ -483,7 +483,7 @@ class RegistryClient:
         try:
             for chunk in tracked(
                 self._body(response, repository, what=f"blob {digest}"),
-                f"download {self.host}/{repository} {digest[:19]}",
+                f"download {self.host}/{repository} {short_digest(digest)}",
                 int(length) if length.isdigit() else None,
             ):
                 hashed.update(chunk)
@@ -549,7 +549,7 @@ class RegistryClient:
             if mounted.status_code == 201:
                 return 0
         last: TransientError | None = None
-        what = f"upload {self.host}/{repository} {digest[:19]}"
+        what = f"upload {self.host}/{repository} {short_digest(digest)}"
         for attempt in range(self.retry.attempts):
             try:
                 return self._upload_once(repository, digest, size, lambda: tracked(chunks(), what, size), scope)

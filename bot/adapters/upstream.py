@@ -14,7 +14,7 @@ from ..core.config.hostreach import host_path
 from ..core.config.model import Upstream
 from ..core.decide.revision import names_commit
 from ..core.errors import ConfigError, TransientError
-from ..core.proposal.upstreamcommit import Commit
+from ..core.proposal.upstreamcommit import Commit, Divergence, History
 from ..core.redact import public_url
 from ..core.versioning.tags import ANY_RELEASE, TagPattern, is_older, newest, release_of, tag_on
 from . import cachebound
@@ -226,6 +226,20 @@ class UpstreamRepo:
                 pass
         out = git(["log", "-1", "--format=%H%x09%s", new], cwd=self.mirror)
         return [Commit(*line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
+
+    def history(self, old: str | None, new: str, *, from_tag: bool = False, limit: int = 500) -> History:
+        """The commits after `old` up to `new` (commits_between), and whether `old` is still
+        in `new`'s history: when it is not (a branch force-pushed or reset, a release on
+        another line), the newest commit the two share and `old`'s own commits `new` does
+        not hold. TransientError when either cannot be fetched."""
+        commits = tuple(self.commits_between(old, new, limit=limit))
+        branch = self.upstream.branch
+        if old is None or old == new or self.is_ancestor(old, new):
+            return History(old, commits, branch, from_tag)
+        fork = git(["merge-base", old, new], cwd=self.mirror, check=False).strip() or None
+        out = git(["log", f"--max-count={limit}", "--format=%H%x09%s", f"{new}..{old}"], cwd=self.mirror)
+        left = tuple(Commit(*line.split("\t", 1)) for line in out.splitlines() if "\t" in line)
+        return History(old, commits, branch, from_tag, Divergence(fork, left))
 
     def expand(self, hint: str, *, near: str) -> str | None:
         """The full commit an abbreviated (or full) `hint` names among the commits the mirror

@@ -51,12 +51,12 @@ def _component(component: ComponentResult) -> list[str]:
     lines += _pinned(plan)
     if plan.head is not None:
         lines.append(f"  upstream: {plan.upstream} at {plan.head[:8]}")
-    if plan.commits:
-        lines.append(
-            f"  commits: {_count(len(plan.commits))} after the pinned one, newest first"
-            if plan.pinned.commit
-            else "  commits: the head only (the pinned commit is not known)"
-        )
+    if plan.commits and plan.history is not None:
+        order = ", newest first" if plan.history.since is not None else ""
+        lines.append(f"  commits: {plan.history.said()}{order}")
+        warning = plan.history.warning(plan.head or "")
+        if warning:
+            lines.append(f"    ! {warning}")
         lines += [f"    {c.sha[:8]} {c.subject}" for c in plan.commits[:COMMITS_SHOWN]]
         if len(plan.commits) > COMMITS_SHOWN:
             lines.append(f"    … and {len(plan.commits) - COMMITS_SHOWN} more (--json lists them)")
@@ -113,7 +113,3 @@ def _unknown(plan: ComponentPlan) -> str:
     names = sorted(set(_PLACEHOLDER.findall(said)))
     meaning = {DIGEST: "the image's digest, once published", SHA256: "the wheel's sha256"}
     return ", ".join(f"{name} ({meaning.get(name, _FROM_VERSION)})" for name in names)
-
-
-def _count(number: int) -> str:
-    return f"{number} commit{'s' if number != 1 else ''}"

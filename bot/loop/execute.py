@@ -395,6 +395,8 @@ class Executor:
             absent = new_to_image(found.absent)
             against = (header, *broken, *absent)
             said["more_verification"] = (*said.get("more_verification", ()), libraries_found(wheels))
+        since, from_tag = seen.since
+        history = context.upstream.history(since, head, from_tag=from_tag)
         proposal = assemble(
             component,
             upstream=public_url(context.upstream.upstream.repo),
@@ -404,7 +406,8 @@ class Executor:
             wheels=wheels,
             pinned=seen.pinned.wheels if seen.pinned else (),
             constraints_text=constraints,
-            commits=self._with_refusals(context, facts, context.upstream.commits_between(facts.pinned_commit, head)),
+            commits=self._with_refusals(context, facts, history.commits),
+            history=history,
             bump=bump,
             state=desired_state(facts),
             check_refs=_check_refs(context, image),
@@ -440,7 +443,13 @@ class Executor:
         result.note(
             *(
                 f"constraint conflict: `{c.requirement}` (the new wheel) vs `{c.constraint}` (the image)"
-                + (" — the pinned wheel had it too" if c in proposal.known_conflicts else " — new")
+                + (
+                    ""
+                    if proposal.pinned_problem
+                    else " — the pinned wheel had it too"
+                    if c in proposal.known_conflicts
+                    else " — new"
+                )
                 for c in proposal.diff.conflicts
             )
         )
@@ -572,12 +581,18 @@ class Executor:
 
     def _with_refusals(self, context: Context, facts: Facts, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming
-        image marked with why."""
+        image marked with why, and each whose last build failed (under any config: it did)."""
         judged_under, marked = facts.judged_under or config_digest(context.component), []
         for commit in commits:
             failure = self.state.failure(context.name, commit.sha)
-            stands = failure is not None and failure.refused and failure.judged_under in (judged_under, "")
-            marked.append(replace(commit, refused=failure.reason or failure.message) if failure and stands else commit)
+            if failure is None:
+                marked.append(commit)
+            elif not failure.refused:
+                marked.append(replace(commit, failed=failure.message))
+            elif failure.judged_under in (judged_under, ""):
+                marked.append(replace(commit, refused=failure.reason or failure.message))
+            else:
+                marked.append(commit)
         return marked
 
     def _tell(self, branch: str, exc: WheelpinError) -> None:

@@ -36,11 +36,25 @@ class Observation:
     # looked for (found or not: facts.pinned_commit), or not found because the upstream could
     # not be fetched (the pass stops there)
     commit_sought: CommitSought = "no"
+    # the upstream commit the pin's tag names when its image could not be read (found in the
+    # upstream): where the commit list starts, never what the planner takes the base to pin
+    tag_commit: str | None = None
+
+    @property
+    def since(self) -> tuple[str | None, bool]:
+        """The commit a commit list starts after: the one the base pins, else the one its
+        pin's tag names (True) when its image could not be read; None when neither is known."""
+        if self.facts.pinned_commit is not None:
+            return self.facts.pinned_commit, False
+        return self.tag_commit, self.tag_commit is not None
 
     @property
     def pin_problem(self) -> str | None:
-        """Why the pinned image could not be read, as the proposal says it (without the reference)."""
-        return PINNED_NOT_FOUND if self.pinned_missing else None
+        """Why the pinned image could not be read, as the proposal says it (without the
+        reference): not in the registry, or the sentence its reading failed with."""
+        if self.pinned is not None:
+            return None
+        return PINNED_NOT_FOUND if self.pinned_missing else self.pinned_unread
 
     def consumer_reference(self) -> str | None:
         """The consuming image's reference; the error that kept observe from finding it, raised."""

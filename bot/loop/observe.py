@@ -50,6 +50,7 @@ class _Read:
     commit_sought: CommitSought = "no"  # Observation.commit_sought
     consumer: str | None = None
     consumer_unread: WheelpinError | None = None
+    tag_commit: str | None = None  # Observation.tag_commit
 
     def observation(self, facts: Facts) -> Observation:
         return Observation(
@@ -62,6 +63,7 @@ class _Read:
             self.consumer,
             self.consumer_unread,
             self.commit_sought,
+            self.tag_commit,
         )
 
     @property
@@ -128,6 +130,7 @@ class Observer:
         base_files = hashlib.sha256(json.dumps(read.texts, sort_keys=True).encode()).hexdigest()
         self._read_pinned(context, read)
         read.pinned_commit = pinned_commit = self._pinned_commit(context, read, head)
+        read.tag_commit = self._tag_commit(context, read, head)
         read.commit_sought = "yes"
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
         # a newest tag older than the pin is never proposed
@@ -264,6 +267,29 @@ class Observer:
             except TransientError:
                 read.commit_sought = "unfetched"  # a dry run says so on the pin's line
                 raise
+            if commit is not None:
+                return commit
+        return None
+
+    def _tag_commit(self, context: Context, read: _Read, head: str) -> str | None:
+        """The upstream commit the pin's tag names (`…-gd1003172`, core/decide/revision.py)
+        when its image could not be read: where the proposal's commit list starts. Not
+        what the base pins to the planner: a digest that names no image is replaced even
+        when its tag names the head."""
+        ref = read.pins[0].ref if read.pins else None
+        if read.pinned is not None or read.pinned_unread is None or ref is None or ref.tag is None:
+            return None
+        hints = commit_hints(
+            annotations={},
+            labels={},
+            tag=ref.tag,
+            template=context.component.image.tag,
+            component=context.name,
+            versions=[],
+        )
+        for hint in hints:
+            with doing(f"fetching {head[:8]} to find the commit the pinned tag names"):
+                commit = context.upstream.expand(hint, near=head)
             if commit is not None:
                 return commit
         return None

@@ -37,7 +37,7 @@ from ..core.decide.plan import (
 from ..core.errors import UsageError, VerificationError, WheelpinError, kind_of
 from ..core.pins.bump import Edit, Sha256s, plan_bump
 from ..core.pins.sha256 import wheel_sha256s
-from ..core.proposal.upstreamcommit import Commit
+from ..core.proposal.upstreamcommit import Commit, History
 from ..core.redact import public_url
 from .builders.base import BuildPreview
 from .context import Context, Reads, Stores
@@ -73,6 +73,7 @@ class ComponentPlan:
     upstream: str = ""  # the upstream repository and what it follows, as the user can read it
     head: str | None = None
     commits: tuple[Commit, ...] = ()  # after the pinned commit up to the head, newest first
+    history: History | None = None  # the same, with what they start after and how it relates to the head
     build: BuildPreview | None = None  # the build it would start
     build_said: str = ""  # when it starts none: what stands instead (a build under way, an image found)
     image: str | None = None  # the reference the proposal would pin
@@ -102,6 +103,8 @@ class ComponentPlan:
             "upstream": self.upstream,
             "head": self.head,
             "commits": [{"sha": c.sha, "subject": c.subject} for c in self.commits],
+            "commits_said": self.history.said() if self.history else None,
+            "history_warning": self.history.warning(self.head) if self.history and self.head else None,
             "build": None
             if self.build is None
             else {"runs": self.build.runs, "where": self.build.where, "inputs": self.build.inputs},
@@ -178,7 +181,9 @@ def preview(
             plan.proposal = "keep"  # it already says what it should
         return plan
     plan.proposal = "create" if write.verb == "open" else "update"
-    plan.commits = tuple(context.upstream.commits_between(facts.pinned_commit, head))
+    since, from_tag = seen.since
+    plan.history = context.upstream.history(since, head, from_tag=from_tag)
+    plan.commits = plan.history.commits
     _bump(context, seen, plan, reads)
     if component.constraints_file:  # the proposal reads it from the base next: missing, the pass fails there
         try:
@@ -254,9 +259,14 @@ def _pinned(seen: Observation) -> PinnedPlan:
         return PinnedPlan(reference=pin.image, why=f"{where} pins no digest, so no image is read")
     info = seen.pinned
     if info is None:
+        named = f"; its tag names {seen.tag_commit[:8]}" if seen.tag_commit else ""
         return PinnedPlan(
             reference=pin.image,
-            why=f"not read: {seen.pinned_unread}" if seen.pinned_unread else stopped if facts.error else "not read",
+            why=f"not read: {seen.pinned_unread}{named}"
+            if seen.pinned_unread
+            else stopped
+            if facts.error
+            else "not read",
         )
     if facts.pinned_commit:
         why = None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.image.reference import short_digest
 from ..core.trust.decide import Found, Judgement, Provenance, judge, needs_pinned, provenance_of
 from ..core.trust.policy import Trust
 
@@ -52,7 +53,7 @@ class TrustCheck:
         new = self.provenance(trust, wheels)
         image_found = None
         if image is not None and new.verified:
-            image_found = self._found(trust, Wheel(image[:19] + "…", image.removeprefix("sha256:")))
+            image_found = self._found(trust, Wheel(short_digest(image) + "…", image.removeprefix("sha256:")))
         before = None
         if needs_pinned(trust, new):
             info = pinned() if callable(pinned) else pinned

@@ -126,3 +126,24 @@ def test_an_upstream_git_reaches_over_the_network_is_fetched_as_written(repo: st
 
     assert upstream_url(repo, tmp_path) == repo
     assert upstream_url("../upstream", tmp_path / "downstream") == str(tmp_path / "upstream")
+
+
+def test_a_history_rewritten_under_the_pinned_commit_is_told_from_a_successor(repo: Path, tmp_path: Path) -> None:
+    """dev reset under the pinned commit and moved on: the new head is no successor. The
+    mirror holds the pinned commit from when it was fetched (its build), as a pass's does."""
+    base = commit(repo, "base")
+    pinned = commit(repo, "dev3")
+    observed = upstream(repo, tmp_path, branch="dev")
+    after = observed.history(base, pinned)
+    assert [c.subject for c in after.commits] == ["dev3"] and after.divergence is None
+    git(["reset", "--quiet", "--hard", base], cwd=repo)
+    head = commit(repo, "rewritten")
+    rewritten = observed.history(pinned, head)
+    assert [c.subject for c in rewritten.commits] == ["rewritten"]
+    assert rewritten.divergence is not None and rewritten.divergence.fork == base
+    assert [c.sha for c in rewritten.divergence.left] == [pinned] and rewritten.branch == "dev"
+    git(["checkout", "--quiet", "--orphan", "other"], cwd=repo)
+    alone = commit(repo, "no history in common")
+    unrelated = observed.history(pinned, alone)
+    assert unrelated.divergence is not None and unrelated.divergence.fork is None
+    assert [c.subject for c in unrelated.divergence.left] == ["dev3", "base"]

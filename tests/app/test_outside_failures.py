@@ -14,6 +14,7 @@ import pytest
 
 from bot.adapters.git import git
 from bot.adapters.registry import RegistryClient
+from bot.loop.observation import PINNED_NOT_FOUND
 from tests.app.worlds import BRANCH, HUMAN, NEW_VERSION, World, component, make_world
 from tests.cli import Result, wheelpin
 from tests.fixtures.consumerimages import ConsumerImages
@@ -155,14 +156,33 @@ def test_a_pinned_digest_the_registry_lost_is_said_so_not_none_pinned(registry: 
     assert RegistryClient(registry.host).delete_manifest(path, ref.rsplit("@", 1)[1])
     world.commit_upstream("work", {"VERSION": "0.1.1\n"})
 
+    first = git(["rev-list", "--max-parents=0", "HEAD"], cwd=world.upstream).strip()
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert f"    not read: {PINNED_NOT_FOUND}; its tag names {first[:8]}\n" in dry.stdout, said(dry)
+    assert f"  commits: 1 commit after {first[:8]} (named by the pinned image's tag), newest first\n" in dry.stdout
+
     text = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
     assert text.code == 0, said(text)
     sentence = f"the pinned digest is not in the registry (404): {ref}"
     assert f"  ! {sentence}\n" in text.stdout and said(text).count(sentence) == 1, said(text)
     body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
-    short = ref.rsplit("/", 1)[-1][:80]
-    assert f"from `{short}` (the pinned digest is not in the registry (404)) to" in body
-    assert "- version unknown (the pinned digest is not in the registry (404)) → " in body
+    head = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
+    short = ref.rsplit("/", 1)[-1].split("@")[0] + "@" + ref.rsplit("@", 1)[1][:19]  # sha256: and 12 hex
+    assert f"from `{short}` (the pinned digest is not in the registry (404)), whose tag names `{first[:8]}`, to" in body
+    # the image was not read: said once, and nothing compared with it as if it were empty
+    section = body.split("### From → to\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    held = re.search(r"DEMO_WHEEL_SHA256=([0-9a-f]{64})", (world.downstream / "docker/Dockerfile").read_text())
+    new = re.search(r"DEMO_WHEEL_SHA256=([0-9a-f]{64})", world.branch_file())
+    assert held is not None and new is not None
+    assert section[:3] == [
+        f"- ⚠️ **the pinned image could not be read ({PINNED_NOT_FOUND}): nothing below is compared with it**",
+        f"- version `0.1.1+g{head[:8]}.rocm7.2.4`",
+        f"- `py3` sha256 `{held.group(1)[:16]}…` (`docker/Dockerfile:3`) → `{new.group(1)[:16]}…`",
+    ]
+    assert len(section) == 3, section
+    assert f"### Commits\n1 commit after {first[:8]} (named by the pinned image's tag):\n- `{head[:8]}` work\n" in body
+    assert "### Requires-Dist\nThe new wheels' (not compared: the pinned image could not be read):\n- `numpy" in body
+    assert "added" not in body and "(none)" not in body and "does not record" not in body
     assert "none pinned" not in body and "nothing pinned" not in body
     assert sentence in component(world.reconcile())["notes"]  # and in --json, and on the dashboard
 

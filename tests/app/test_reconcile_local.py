@@ -391,6 +391,21 @@ def test_a_wheel_that_cannot_be_read_is_refused_in_the_commit_list(world: World)
     assert f"- `{head[:8]}` fixed packaging\n" in message
 
 
+def test_a_commit_whose_build_failed_is_marked_in_the_commit_list(world: World) -> None:
+    """A commit whose build failed is no refused wheel, and no plain commit either: the next
+    proposal marks it with the failure recorded against it."""
+    from bot.commands.demo import BUILD_SCRIPT
+
+    broken = world.commit_upstream("broken build", {"build_wheel.py": "import sys\nprint('no ibv.c')\nsys.exit(3)\n"})
+    assert world.reconcile().code == 1
+    head = world.commit_upstream("fixed build", {**NEW_VERSION, "build_wheel.py": BUILD_SCRIPT})
+    done = world.reconcile()
+    assert done.code == 0, done.stdout + done.stderr
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert f"- `{broken[:8]}` broken build — ❌ build of {broken[:8]} failed (exit 3): no ibv.c\n" in message, message
+    assert f"- `{head[:8]}` fixed build\n" in message
+
+
 def test_the_exact_wheel_is_smoke_tested_before_it_is_published(world: World) -> None:
     """Mooncake's release rule: the wheel itself, installed alone in a fresh venv, must
     import. A failed smoke test publishes nothing."""
@@ -682,6 +697,44 @@ def test_following_release_tags_never_proposes_a_downgrade(world: World) -> None
     assert f"g{newer[:8]}@sha256:" in world.branch_file()
     body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)  # the tags named, the pin's too
     assert f"Moves **demo-cache** from `{first[:8]}` (tag `v0.6.0`) to `{newer[:8]}` (tag `v0.7.0-rocm`) of " in body
+
+
+def test_an_upstream_branch_rewritten_under_the_pin_is_said_and_a_version_going_backwards_too(world: World) -> None:
+    """The pinned commit left the branch (reset, then a new commit): the dry run and the
+    proposal say so and list the new commit as what it is, not one "after the pinned one";
+    its version is lower than the pinned wheel's, said loudly (and proposed: the branch is
+    what the component follows)."""
+    first = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
+    dropped = world.commit_upstream("0.2.0 work", {"VERSION": "0.2.0\n"})
+    assert world.reconcile().code == 0
+    git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
+    assert world.reconcile().code == 0  # the base pins it now: the proposal is closed
+    git(["reset", "--quiet", "--hard", first], cwd=world.upstream)  # the upstream resets its branch
+    head = world.commit_upstream("rewritten", {"VERSION": "0.1.5\n"})
+
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert dry.code == 0, dry.stdout + dry.stderr
+    gone = (
+        f"the pinned commit {dropped[:8]} is no longer on main: its history was rewritten (force-pushed or "
+        f"reset); 1 commit of the pinned history left it: {dropped[:8]} (0.2.0 work)"
+    )
+    assert (
+        f"  commits: 1 commit not in the history of the pinned commit {dropped[:8]} (since {first[:8]}, the newest "
+        f"commit the two share), newest first\n    ! {gone}\n    {head[:8]} rewritten\n"
+    ) in dry.stdout, dry.stdout
+    assert "after the pinned one" not in dry.stdout
+
+    done = world.reconcile()
+    assert done.code == 0, done.stdout + done.stderr
+    body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    backwards = f"0.2.0+g{dropped[:8]}.rocm7.2.4 → 0.1.5+g{head[:8]}.rocm7.2.4"
+    assert f"### ⚠️ Notes\n- **{gone}**\n- **the version goes backwards: {backwards} (lower by PEP 440" in body, body
+    assert f"- ⚠️ **version goes backwards: `0.2.0+g{dropped[:8]}.rocm7.2.4` → `0.1.5+g{head[:8]}.rocm7.2.4`**" in body
+    assert (
+        f"### Commits\n1 commit not in the history of the pinned commit {dropped[:8]} (since {first[:8]}, the "
+        f"newest commit the two share):\n- `{head[:8]}` rewritten\n"
+    ) in body
+    assert gone in component(done)["notes"]  # the pass says it too
 
 
 def test_a_config_change_judges_a_refused_commit_again(world: World) -> None:

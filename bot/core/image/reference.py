@@ -26,6 +26,14 @@ DOCKER_HUB = "docker.io"
 _HUB_ALIASES = {"docker.io", "index.docker.io", "registry-1.docker.io"}
 
 
+def short_digest(digest: str) -> str:
+    """The one short form a digest is written in where the whole would not be read: its
+    algorithm and first 12 hex digits (`sha256:4e2f9cc2dedf`), as `docker images` shows
+    an image ID (its first 12 hex digits)."""
+    algorithm, _, encoded = digest.partition(":")
+    return f"{algorithm}:{encoded[:12]}" if encoded else digest[:12]
+
+
 class ImageRefError(ValueError):
     """The text is not an image reference; the message says what is wrong."""
 
@@ -99,6 +107,16 @@ class ImageRef:
 
     def with_(self, *, tag: str | None, digest: str | None) -> ImageRef:
         return replace(self, tag=tag, digest=digest)
+
+    def short(self) -> str:
+        """The reference as a reader scans it in a sentence: the repository's last path part,
+        the tag and the digest in its short form (`demo:v1@sha256:4e2f9cc2dedf`)."""
+        text = self.path.rsplit("/", 1)[-1]
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{short_digest(self.digest)}"
+        return text
 
     def __str__(self) -> str:
         text = self.repository

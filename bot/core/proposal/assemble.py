@@ -20,7 +20,7 @@ from ..pins.bump import BumpPlan
 from ..sizes import size_text
 from .requirements import Conflict, RequirementsDiff, diff_requirements, find_conflicts, parse_requirement
 from .text import ProposalFacts
-from .upstreamcommit import Commit
+from .upstreamcommit import Commit, History
 from .wheeldiff import WheelChanges, wheel_changes
 
 
@@ -130,6 +130,24 @@ def growth_notes(component: Component, changes: WheelChanges) -> tuple[str, ...]
     return tuple(found)
 
 
+def history_notes(history: History | None, new_commit: str) -> tuple[str, ...]:
+    """The pinned commit left the new one's history (a branch rewritten, a release on
+    another line): said first, as the commit list alone would read as a successor."""
+    warning = history.warning(new_commit) if history is not None else None
+    return (warning,) if warning else ()
+
+
+def version_notes(changes: WheelChanges) -> tuple[str, ...]:
+    """A version that goes backwards: proposed (the upstream's branch or newest tag is
+    what the component follows), and said where no reviewer misses it."""
+    if not changes.goes_backwards:
+        return ()
+    return (
+        f"the version goes backwards: {changes.old_version} → {changes.new_version} "
+        "(lower by PEP 440 ordering): merging this downgrades the wheel",
+    )
+
+
 def assemble(
     component: Component,
     *,
@@ -153,11 +171,14 @@ def assemble(
     pinned_image: str | None = None,
     pinned_problem: str | None = None,
     image_sizes: tuple[int | None, int | None] = (None, None),
+    history: History | None = None,
 ) -> ProposalFacts:
     """`image_sizes`: the new image's and the pinned one's (config and layers, as their
-    manifests declare them), where read."""
+    manifests declare them), where read; `history`: what `commits` start after, and how it
+    relates to `new_commit`."""
     diff = requirements_diff(component, pinned=pinned, new=wheels, constraints_text=constraints_text)
     changes = wheel_changes(pinned, wheels)
+    moved = history_notes(history, new_commit) + version_notes(changes)
     return ProposalFacts(
         component=component.name,
         upstream=upstream,
@@ -181,7 +202,8 @@ def assemble(
         check_refs=tuple(check_refs),
         reach=reach,
         changes=changes,
-        notes=notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
+        notes=moved + notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
+        history=history,
         known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text),
         provenance=provenance,
         consumer=tuple(consumer),

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..image.oci import WheelEntry
 from ..image.reach import Reach
+from ..image.reference import ImageRef, ImageRefError, short_digest
 from ..pins.bump import Edit
 from ..sizes import size_text
 from .marker import marker
 from .requirements import Conflict, RequirementsDiff
-from .upstreamcommit import Commit
+from .upstreamcommit import Commit, History
 
 if TYPE_CHECKING:  # what changed between two wheels is worked out (assemble) only for a proposal
     from .wheeldiff import SizeChange, WheelChanges
@@ -48,6 +49,7 @@ class ProposalFacts:
     pinned_image_size: int | None = None  # the same of the image pinned today
     wheels: tuple[WheelEntry, ...]
     commits: tuple[Commit, ...] = ()
+    history: History | None = None  # what the commits start after, and whether the new commit descends from it
     diff: RequirementsDiff = RequirementsDiff()
     verification: tuple[str, ...] = ()  # the checks that passed, one line each
     changes: WheelChanges | None = None  # from the pinned wheels to the new ones
@@ -124,15 +126,14 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.old_commit:
         old = f"`{facts.old_commit[:8]}`"
     elif facts.pinned_image:  # pinned, by an image that does not say its commit: never "none pinned"
-        old = (
-            f"`{facts.pinned_image.rsplit('/', 1)[-1][:80]}` "
-            f"({facts.pinned_problem or 'its upstream commit not known'})"
-        )
+        old = f"`{_short_reference(facts.pinned_image)}` ({facts.pinned_problem or 'its upstream commit not known'})"
+        if facts.history is not None and facts.history.from_tag and facts.history.since:
+            old += f", whose tag names `{facts.history.since[:8]}`,"
     else:
         old = "`(none pinned)`"
     old += f" (tag `{facts.old_tag}`)" if facts.old_tag else ""
     new = f"`{facts.new_commit[:8]}`" + (f" (tag `{facts.new_tag}`)" if facts.new_tag else "")
-    link = compare_link(facts.upstream, facts.old_commit, facts.new_commit)
+    link = compare_link(facts.upstream, facts.old_commit or _tag_commit(facts), facts.new_commit)
     head = [f"Moves **{facts.component}** from {old} to {new} of {facts.upstream}."]
     if link:
         head.append(f"Compare: {link}")
@@ -140,15 +141,23 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     if facts.notes:
         parts.append("### ⚠️ Notes\n" + "\n".join(f"- **{note}**" for note in facts.notes))
     if facts.changes is not None:
-        parts.append("### From → to\n" + "\n".join(_change_lines(facts.changes, facts.pinned_problem)))
+        lines = (
+            _unread_lines(facts.changes, facts.pinned_problem, facts.edits)
+            if facts.pinned_problem
+            else _change_lines(facts.changes)
+        )
+        parts.append("### From → to\n" + "\n".join(lines))
     if commits:
-        listed = [
-            f"- `{c.sha[:8]}` {c.subject}" + (f" — ⛔ refused: {_flat(c.refused)}" if c.refused else "")
-            for c in commits
-        ]
+        listed = [f"- `{c.sha[:8]}` {c.subject}{_mark(c)}" for c in commits]
         if cut:
             listed.append(f"- … and {cut} more commits (cut to fit)")
-        parts.append("### Commits\n" + "\n".join(listed))
+        history = facts.history  # said where the list is not simply what came after the pin
+        said = (
+            f"{history.said()}:\n"
+            if history is not None and (history.divergence is not None or history.from_tag)
+            else ""
+        )
+        parts.append("### Commits\n" + said + "\n".join(listed))
     rows = ["| wheel | size | installed | sha256 | GPU archs | tags |", "|---|---|---|---|---|---|"]
     rows += [
         f"| `{w.file}` | {_size_cells(w, facts.changes.size_of(w.file) if facts.changes else None)} "
@@ -156,19 +165,21 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
         for w in facts.wheels
     ]
     parts.append("### Wheels\n" + "\n".join(rows) + _variant_lines(facts.wheels) + "\n\n" + _image_line(facts))
-    unread = (
-        f"\n\nThe pinned wheels could not be read ({facts.pinned_problem}): each requirement shows as added."
-        if facts.pinned_problem and not facts.diff.empty
-        else ""
-    )
-    parts.append(
-        "### Requires-Dist\n" + _diff_text(facts.diff) + unread if not facts.diff.empty else "Requires-Dist: unchanged."
-    )
+    if facts.pinned_problem:  # every requirement is on the new side alone: none is "added"
+        declared = [f"- `{' | '.join(c.new or ())}`" for c in facts.diff.added]
+        parts.append(
+            "### Requires-Dist\nThe new wheels' (not compared: the pinned image could not be read):\n"
+            + "\n".join(declared)
+            if declared
+            else "Requires-Dist: the new wheels declare none (not compared: the pinned image could not be read)."
+        )
+    else:
+        parts.append(
+            "### Requires-Dist\n" + _diff_text(facts.diff) if not facts.diff.empty else "Requires-Dist: unchanged."
+        )
     if facts.diff.conflicts:
         lines = [
-            f"- **`{c.requirement}`** vs the image's `{c.constraint}`"
-            + (" (already present in the pinned wheel)" if c in facts.known_conflicts else " — **new**")
-            for c in facts.diff.conflicts
+            f"- **`{c.requirement}`** vs the image's `{c.constraint}`{_since(facts, c)}" for c in facts.diff.conflicts
         ]
         parts.append(
             "### ⚠️ CONSTRAINT CONFLICTS\nThe new wheel asks for versions the image does not "
@@ -201,6 +212,19 @@ def _sections(facts: ProposalFacts, commits: Sequence[Commit], cut: int) -> list
     return parts
 
 
+def _since(facts: ProposalFacts, conflict: Conflict) -> str:
+    """Whether the pinned wheel had `conflict` too; nothing where it could not be read."""
+    if facts.pinned_problem:
+        return ""
+    return " (already present in the pinned wheel)" if conflict in facts.known_conflicts else " — **new**"
+
+
+def _tag_commit(facts: ProposalFacts) -> str | None:
+    """The commit the pinned image's tag names, where the list starts from it."""
+    history = facts.history
+    return history.since if history is not None and history.from_tag else None
+
+
 def _for_upstream(facts: ProposalFacts) -> str:
     """Ready-to-paste text for an issue upstream: what the wheel declares, what the image ships."""
     name = facts.wheels[0].name if facts.wheels else facts.component
@@ -214,14 +238,63 @@ def _for_upstream(facts: ProposalFacts) -> str:
     return "<details><summary>For upstream: text for an issue</summary>\n\n```markdown\n" + text + "\n```\n</details>"
 
 
+def _mark(commit: Commit) -> str:
+    """What became of a listed commit's wheel, where wheelpin tried it: refused by the
+    checks, or its build failed."""
+    if commit.refused:
+        return f" — ⛔ refused: {_flat(commit.refused)}"
+    if commit.failed:
+        return f" — ❌ {_flat(commit.failed)}"
+    return ""
+
+
 def _flat(text: str, limit: int = 160) -> str:
+    """`text` on one line, cut to about `limit` characters at a space: never inside a word,
+    which may be an image reference or a path a reader copies (one longer than `limit`
+    is kept whole)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit)
+    if cut <= 0:
+        cut = flat.find(" ", limit)
+        if cut < 0:
+            return flat
+    return flat[:cut].rstrip(" ,;:(") + " …"
 
 
-def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> list[str]:
-    """From → to, the losses first and loud; `pinned_problem` says why the pinned side is unknown."""
+def _short_reference(text: str) -> str:
+    """An image reference as a sentence names it (core/image/reference.py `ImageRef.short`);
+    the text itself where it is none."""
+    try:
+        return ImageRef.parse(text).short()
+    except ImageRefError:
+        return text
+
+
+def _unread_lines(changes: WheelChanges, problem: str, edits: Sequence[Edit]) -> list[str]:
+    """From → to when the pinned image could not be read: said once, and nothing compared
+    with it; each wheel's sha256 from the value the pin file holds, where the bump
+    replaces one with it."""
+    held = {edit.new: edit for edit in edits if edit.what == "sha256"}
+    lines = [
+        f"- ⚠️ **the pinned image could not be read ({problem}): nothing below is compared with it**",
+        f"- version `{changes.new_version}`",
+    ]
+    for tag, _before, after in changes.sha256:
+        if after is None:
+            continue
+        edit = held.get(after)
+        before = f"`{edit.old[:16]}…` (`{edit.file}:{edit.line}`) → " if edit is not None and edit.old else ""
+        lines.append(f"- `{tag}` sha256 {before}`{after[:16]}…`")
+    return lines
+
+
+def _change_lines(changes: WheelChanges) -> list[str]:
+    """From → to, the losses first and loud."""
     lines: list[str] = []
+    if changes.goes_backwards:
+        lines.append(f"- ⚠️ **version goes backwards: `{changes.old_version}` → `{changes.new_version}`**")
     if changes.archs_dropped:
         lines.append(f"- ⚠️ **GPU archs dropped: {', '.join(changes.archs_dropped)}**")
     if changes.tags_dropped:
@@ -243,14 +316,9 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
                 f"- ⚠️ **`{' '.join(library.old)}` → `{' '.join(library.new)}`: a ROCm major version "
                 f"change; the image must ship ROCm {major}**"
             )
-    old = (
-        f"`{changes.old_version}`"
-        if changes.old_version
-        else f"unknown ({pinned_problem})"
-        if pinned_problem
-        else "(nothing pinned)"
-    )
-    lines.append(f"- version {old} → `{changes.new_version}`")
+    old = f"`{changes.old_version}`" if changes.old_version else "(nothing pinned)"
+    if not changes.goes_backwards:
+        lines.append(f"- version {old} → `{changes.new_version}`")
     for tag, before, after in changes.sha256:
         lines.append(
             f"- `{tag}` sha256 {f'`{before[:16]}…`' if before else '(none)'} → "
@@ -267,7 +335,7 @@ def _change_lines(changes: WheelChanges, pinned_problem: str | None = None) -> l
     for wheel in (wheel for variant in changes.variants for wheel in variant.properties):
         if wheel.added:
             lines.append(f"- variant properties{_of(wheel.row, several)} added: {_listed(wheel.added)}")
-    if changes.libraries is None:
+    if changes.libraries is None and changes.old_version is not None:  # nothing pinned: nothing to compare
         lines.append("- libraries (DT_NEEDED): not compared (the pinned image does not record them)")
     moved = [lib for lib in changes.libraries or () if lib.old and lib.new and not lib.rocm_major]
     lines += [f"- needs `{' '.join(lib.old)}` → `{' '.join(lib.new)}`" for lib in moved]
@@ -299,7 +367,7 @@ def _edit_lines(edits: Sequence[Edit]) -> str:
     """Where each value moved, old → new (image references shortened to their digests)."""
 
     def short(value: str) -> str:
-        return value.rsplit("@", 1)[-1][:19] if "@" in value else value[:16]
+        return short_digest(value.rsplit("@", 1)[-1]) if "@" in value else value[:16]
 
     return "".join(f"\n- `{e.file}:{e.line}` {e.what} `{short(e.old)}` → `{short(e.new)}`" for e in edits)
 

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from packaging.tags import Tag, parse_tag
 from packaging.utils import InvalidWheelFilename
-from packaging.version import InvalidVersion
+from packaging.version import InvalidVersion, Version
 
 from ..image.oci import WheelEntry, tags_of
 from ..wheel.amdgpu import sorted_processors
@@ -119,6 +119,18 @@ class WheelChanges:
     libraries: tuple[LibraryChange, ...] | None = None  # None: a side does not record DT_NEEDED
     sizes: tuple[SizeChange, ...] = ()  # one per new wheel
     variants: tuple[VariantChange, ...] = ()  # only where a label or a property moved
+
+    @property
+    def goes_backwards(self) -> bool:
+        """The new version is lower than the pinned one, by PEP 440 ordering of their public
+        parts (a local segment names a build, `+g<sha>.rocm7.2.4`, not a place in an order);
+        False where either is unknown or no PEP 440 version."""
+        if self.old_version is None:
+            return False
+        try:
+            return Version(Version(self.new_version).public) < Version(Version(self.old_version).public)
+        except InvalidVersion:
+            return False
 
     def size_of(self, file: str) -> SizeChange | None:
         return next((change for change in self.sizes if change.file == file), None)

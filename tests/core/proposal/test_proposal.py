@@ -12,7 +12,7 @@ from bot.core.image.reach import Reach
 from bot.core.proposal.marker import read_marker
 from bot.core.proposal.requirements import Conflict, RequirementsDiff, diff_requirements
 from bot.core.proposal.text import ProposalFacts, body, compare_link, title
-from bot.core.proposal.upstreamcommit import Commit
+from bot.core.proposal.upstreamcommit import Commit, Divergence, History
 from bot.core.proposal.wheeldiff import wheel_changes
 from bot.core.provenance.bundle import BUNDLE_TYPE
 
@@ -205,3 +205,65 @@ def test_a_pin_whose_commit_is_not_known_is_never_none_pinned() -> None:
 def test_the_release_tags_are_named_beside_the_commits() -> None:
     text = body(facts(old_tag="v0.5.5", new_tag="v0.5.6"))
     assert "from `aaaaaaaa` (tag `v0.5.5`) to `05fc77a0` (tag `v0.5.6`) of https://github.com/LMCache/LMCache" in text
+
+
+def test_each_commit_wheelpin_tried_is_marked_and_no_reference_is_cut_inside() -> None:
+    """A refused commit and one whose build failed are both marked; a long refusal is cut
+    at a space, so the consuming image's reference it names is whole or absent, never
+    `127.0.0.1:5077/ro…` (a reader copies what is there)."""
+    base = "127.0.0.1:5077/rocm/base@sha256:" + "3" * 64
+    reason = (
+        "libraries: mooncake_lite/_engine.cpython-311-x86_64-linux-gnu.so needs libibverbs.so.1, "
+        f"which the image does not have where the loader looks ({base})"
+    )
+    refused = Commit("4da39be3" + "4" * 32, "add the ibverbs stub", refused=reason)
+    failed = Commit("bb9f4709" + "5" * 32, "engine: RDMA", failed="build of bb9f4709 failed (exit 1): no ibv.c")
+    text = body(facts(commits=(refused, failed, Commit("5a9eda73" + "6" * 32, "engine: faster path"))))
+    listed = text.split("### Commits\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed == [
+        "- `4da39be3` add the ibverbs stub — ⛔ refused: libraries: mooncake_lite/_engine.cpython-311-x86_64-"
+        "linux-gnu.so needs libibverbs.so.1, which the image does not have where the loader looks …",
+        "- `bb9f4709` engine: RDMA — ❌ build of bb9f4709 failed (exit 1): no ibv.c",
+        "- `5a9eda73` engine: faster path",
+    ]
+    short = body(facts(commits=(replace(refused, refused=f"needs libibverbs.so.1 ({base})"),)))
+    assert f"— ⛔ refused: needs libibverbs.so.1 ({base})\n" in short  # it fits: whole
+
+
+def test_a_pinned_reference_is_named_with_its_digest_in_the_one_short_form() -> None:
+    """The "from" of a pin whose commit is not known, and each moved pin, say the digest as
+    `sha256:` and 12 hex digits (core/image/reference.py short_digest), whatever the
+    lengths of the repository and tag before it."""
+    for tag in ("v1", "mooncake-lite-v0.3.13.post1-gd1003172"):
+        pinned = f"127.0.0.1:5077/wheels/mooncake-lite:{tag}@sha256:4e2f9cc2dedff3d5ed1a0" + "0" * 43
+        text = body(
+            facts(old_commit=None, pinned_image=pinned, pinned_problem="the pinned digest is not in the registry (404)")
+        )
+        assert (
+            f"from `mooncake-lite:{tag}@sha256:4e2f9cc2dedf` (the pinned digest is not in the registry (404))" in text
+        )
+
+
+def test_a_version_goes_backwards_by_pep_440_order_of_its_public_part() -> None:
+    def changes(old: str, new: str) -> bool:
+        return wheel_changes([replace(WHEEL, version=old)], [replace(WHEEL, version=new)]).goes_backwards
+
+    assert changes("0.2.0.dev3+g8be4c50d.rocm6.4.1", "0.2.0.dev2+g99778603.rocm6.4.1")
+    assert changes("0.5.10", "0.5.9") and not changes("0.5.9", "0.5.10")
+    assert not changes("0.3.13.post1+gffffffff", "0.3.13.post1+g00000000")  # a local segment orders nothing
+    assert not changes("0.3.13", "0.3.14.dev0") and changes("0.3.14", "0.3.14rc1")
+    assert not changes("nightly", "0.1")  # no PEP 440 version: nothing said
+
+
+def test_a_release_on_another_line_is_said_as_such() -> None:
+    """Following tags, a newer release whose history does not hold the pinned commit."""
+    left = (Commit("1" * 40, "rocm 0.6.0"),)
+    history = History("1" * 40, (Commit("2" * 40, "rocm 0.7.0"),), None, divergence=Divergence(None, left))
+    assert history.said() == "1 commit not in the history of the pinned commit 11111111 (the two share no history)"
+    assert history.warning("2" * 40) == (
+        "the pinned commit 11111111 is not in the history of 22222222: the release is on another line; "
+        "1 commit of the pinned history is not in it: 11111111 (rocm 0.6.0)"
+    )
+    assert History(None, left).warning("2" * 40) is None and History("1" * 40, ()).said() == (
+        "0 commits after the pinned one"
+    )

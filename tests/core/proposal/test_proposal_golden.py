@@ -22,7 +22,7 @@ from bot.core.image.oci import WheelEntry
 from bot.core.pins.bump import BumpPlan, Edit
 from bot.core.proposal.assemble import assemble
 from bot.core.proposal.text import body
-from bot.core.proposal.upstreamcommit import Commit
+from bot.core.proposal.upstreamcommit import Commit, History
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "proposals"
 CONFIGS = Path(__file__).resolve().parents[3] / "config"
@@ -202,3 +202,57 @@ def test_seed_proposal_bodies(seed: str) -> None:
         **extra,
     )
     check(seed, body(facts))
+
+
+def test_a_proposal_whose_pinned_image_could_not_be_read() -> None:
+    """Mooncake's pin names a digest its registry does not hold (a typo, a deleted image):
+    the proposal says once that the pinned image could not be read and compares nothing
+    with it, shows each sha256 its Dockerfile holds, and lists the commits from the one
+    the pinned tag names (`…-gd1003172`), found in the upstream."""
+    ours = component("mooncake")
+    tags = ("cp310", "cp311", "cp312", "cp313")
+    new = [
+        WheelEntry(
+            f"mooncake_transfer_engine_rocm-0.3.14-{tag}-{tag}-manylinux_2_35_x86_64.whl",
+            str(i) * 64,
+            33_512_880,
+            "mooncake-transfer-engine-rocm",
+            "0.3.14",
+            ("aiohttp", "requests"),
+            (),
+            (f"{tag}-{tag}-manylinux_2_35_x86_64",),
+            ("libamdhip64.so.7", "libc.so.6", "libhsa-runtime64.so.1", "libnuma.so.1", "libstdc++.so.6"),
+            installed=89_702_411,
+        )
+        for i, tag in enumerate(tags, start=1)
+    ]
+    pinned_image = "docker.io/rocm/atom-dev:mooncake-0.3.13.post1-gd1003172@sha256:" + "c" * 64
+    image = "docker.io/rocm/atom-dev:mooncake-0.3.14-g3d3aa833-rocm7.2.4@sha256:" + "d" * 64
+    old = "d1003172" + "4" * 32
+    plan = edits(
+        "docker/Dockerfile",
+        ("image", pinned_image.removeprefix("docker.io/"), image.removeprefix("docker.io/")),
+        *(("sha256", letter * 64, str(i) * 64) for i, letter in enumerate("abcd", start=1)),
+    )
+    commits = (Commit(NEW, "Support ROCm 7.2 in the transfer engine"), Commit("5a9eda73" + "5" * 32, "Faster path"))
+    facts = assemble(
+        ours,
+        upstream=ours.upstream.repo,
+        old_commit=None,
+        new_commit=NEW,
+        image=image,
+        wheels=new,
+        pinned=[],
+        constraints_text=None,
+        commits=commits,
+        bump=plan,
+        state={"component": ours.name, "commit": NEW},
+        check_refs=(),
+        provenance="built by run https://github.com/ROCm/ATOM/actions/runs/19283747 of mooncake-rocm-wheel.yaml; "
+        "published by wheelpin, its 4 wheels verified first",
+        pinned_image=pinned_image,
+        pinned_problem="the pinned digest is not in the registry (404)",
+        image_sizes=(134_057_472 + 1_733, None),
+        history=History(old, commits, ours.upstream.branch, from_tag=True),
+    )
+    check("mooncake-pinned-unread", body(facts))
