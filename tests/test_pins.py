@@ -113,7 +113,9 @@ def test_a_misspelt_component_gets_one_sentence_from_every_command(atom: Path) -
     planned = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(atom), "--component", "lmcach")
     assert (planned.code, planned.stderr.strip()) == (2, said)
     two = wheelpin("reconcile", "--once", "--repo", str(atom), "--component", "lmcach", "--component", "zzz")
-    assert two.stderr.strip().endswith(": no component 'lmcach', 'zzz' (its components: lmcache; did you mean lmcache?)")
+    assert two.stderr.strip().endswith(
+        ": no component 'lmcach', 'zzz' (its components: lmcache; did you mean lmcache?)"
+    )
 
 
 def test_half_bumped_tree_is_impossible(atom: Path) -> None:

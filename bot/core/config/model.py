@@ -688,9 +688,8 @@ class Config(_Model):
             return None
         have = [component.name for component in self.component]
         close = [found[0] for name in missing if (found := difflib.get_close_matches(name, have, n=1))]
-        return (
-            f"no component {', '.join(map(repr, missing))} (its components: {', '.join(have)}"
-            + (f"; did you mean {', '.join(dict.fromkeys(close))}?)" if close else ")")
+        return f"no component {', '.join(map(repr, missing))} (its components: {', '.join(have)}" + (
+            f"; did you mean {', '.join(dict.fromkeys(close))}?)" if close else ")"
         )
 
 
