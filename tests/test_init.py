@@ -244,6 +244,7 @@ def test_json_says_what_was_found_and_written(images: Images, tmp_path: Path, en
     assert result.code == 0, result.stderr
     document = result.json()
     assert document["written"] is True and document["file"] == str(repo / ".github/wheelpin.toml")
+    assert document["config"] == "new"  # not added to an existing one
     assert document["upstream"]["repo"] == str(images.upstream.path)
     assert document["component"]["commit"] == images.upstream.first
     assert document["validate"]["valid"] is True
@@ -339,6 +340,15 @@ def test_a_second_component_is_added_to_the_config_as_it_is(
     text = config.read_text()
     assert text.startswith(edited + '\n[[component]]\nname = "mooncake-transfer-engine-rocm"\n')
     assert [c["name"] for c in tomllib.loads(text)["component"]] == ["lmcache", "mooncake-transfer-engine-rocm"]
+    replaced = init(repo, env, *args, "--component", "lmcache", "--force", "--json")
+    assert replaced.code == 0, replaced.stderr
+    assert (replaced.json()["config"], replaced.json()["validate"]["components"]) == (
+        "replaced",
+        ["lmcache", "mooncake-transfer-engine-rocm"],
+    )
+    # the same pins read again give the same tables, lmcache's own comment replaced with them
+    assert config.read_text() == text.replace("[component.wheel]  # ATOM's\n", "[component.wheel]\n", 1)
+    text = config.read_text()
     again = init(repo, env, *args)
     assert again.code == 2 and again.stderr.strip() == (
         f"wheelpin: {config} has a component of every wheel image pinned here (lmcache, "

@@ -342,7 +342,7 @@ def write_new(path: Path, text: str, *, force: bool, mode: int | None = None) ->
             try:
                 os.link(temporary, path)
             except FileExistsError:
-                raise UsageError(f"{path} exists already: pass --force to replace it") from None
+                raise UsageError(f"{path} was written meanwhile: run wheelpin init again to add to it") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot be written ({exc.strerror or exc})") from None
     finally:
@@ -403,6 +403,8 @@ def init_command(options: InitOptions, settings: Settings) -> int:
         except NotAddable as exc:
             raise UsageError(f"component {name} cannot be put in {target}: {exc}") from None
     check_before_writing(text, target, root)
+    if existing is not None and read_existing(existing.path).text != existing.text:  # edited while init asked
+        raise UsageError(f"{existing.path} changed while init ran, so nothing was written: run wheelpin init again")
     write_new(
         target, text, force=existing is not None, mode=None if existing is None else target.stat().st_mode & 0o7777
     )
