@@ -35,15 +35,15 @@ def with_component(text: str, table: str, name: str) -> str:
     index = next((i for i, each in enumerate(tables) if each.get("name") == name), None)
     if index is None:
         body = text if not text or text.endswith(("\n", "\r")) else text + newline
-        blank = body.strip() and not body.endswith(newline * 2)
+        blank = bool(body.strip()) and not body.endswith(newline * 2)  # one blank line before it
         result = body + (newline if blank else "") + table
         expected = {**old, "component": [*tables, new_table]}
         refused = "its components are not written as [[component]] tables that one can follow"
     else:
         lines = text.splitlines(keepends=True)
         start, end = _span(text, index)
-        kept_end = table if table.endswith(newline) or end == len(lines) else table + newline
-        result = "".join(lines[:start]) + kept_end + "".join(lines[end:])
+        replacement = table if table.endswith(newline) or end == len(lines) else table + newline
+        result = "".join(lines[:start]) + replacement + "".join(lines[end:])
         expected = {**old, "component": [*tables[:index], new_table, *tables[index + 1 :]]}
         refused = f"where the tables of its component {name} end cannot be told from its layout"
     try:
