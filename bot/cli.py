@@ -496,7 +496,11 @@ def _init(commands: Any, name: str, text: str) -> None:
         action="store_true",
         help="ask nothing: take the options and defaults, or stop naming the option missing",
     )
-    init.add_argument("--force", action="store_true", help="replace an existing config")
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the component's tables in an existing config that has it (init adds a new one without)",
+    )
     _json(init)
     _registry_flags(init)
 

@@ -151,8 +151,8 @@ def init(repo: Path, env: dict[str, str], *args: str) -> Result:
     return wheelpin("init", "--repo", str(repo), "--yes", *args, env=env)
 
 
-def component_of(repo: Path) -> dict:  # type: ignore[type-arg]
-    with (repo / ".github/wheelpin.toml").open("rb") as stream:
+def component_of(repo: Path, file: Path | None = None) -> dict:  # type: ignore[type-arg]
+    with (file or repo / ".github/wheelpin.toml").open("rb") as stream:
         (component,) = tomllib.load(stream)["component"]
     return component  # type: ignore[no-any-return]
 
@@ -186,6 +186,9 @@ def test_an_atom_like_repository_gets_a_config_that_validates_and_plans(
     assert wheel["distribution"] == "lmcache" and "python_tags" not in wheel
     assert wheel["local_segments"] == ["torch2.10", "cxx11abi1"]
     assert len(wheel["archs"]) == 9 and "gfx942" in wheel["archs"]  # cupy-rocm's nine, in every library
+    # the HIP runtime its extension links: a wheel that dropped the extension would fail the pass
+    assert wheel["require_needed"] == ["libamdhip64.so*"]
+    assert "# the ROCm runtime every wheel of the image links (DT_NEEDED libamdhip64.so.7): " in text
     assert component["consumer"] == {"from_arg": "BASE_IMAGE"}
     assert component["pins"] == [
         {"file": "docker/Dockerfile", "image_arg": "LMCACHE_WHEEL_IMAGE", "sha256_arg": "LMCACHE_WHEEL_SHA256"},
@@ -241,6 +244,7 @@ def test_json_says_what_was_found_and_written(images: Images, tmp_path: Path, en
     assert result.code == 0, result.stderr
     document = result.json()
     assert document["written"] is True and document["file"] == str(repo / ".github/wheelpin.toml")
+    assert document["config"] == "new"  # not added to an existing one
     assert document["upstream"]["repo"] == str(images.upstream.path)
     assert document["component"]["commit"] == images.upstream.first
     assert document["validate"]["valid"] is True
@@ -253,29 +257,123 @@ def test_json_says_what_was_found_and_written(images: Images, tmp_path: Path, en
     )
 
 
+# A config its maintainer keeps by hand: a comment before the component, a table after it.
+MINE = """\
+# ATOM's wheels, kept by hand
+
+[[component]]
+name = "lmcache"
+upstream = { repo = "https://github.com/LMCache/LMCache", branch = "dev" }
+build = { command = "make wheel" }
+image = { repository = "rocm/atom-dev", tag = "lmcache-{version}" }
+wheel = { distribution = "lmcache" }
+pins = [{ file = "docker/Dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE" }]
+
+# when each component is looked at
+[defaults]
+schedule = "6h"  # ours
+"""
+
+
 @pytest.mark.parametrize("where", [".github/wheelpin.toml", "wheelpin.toml"])
-def test_an_existing_config_is_left_alone_without_force(
+def test_a_component_the_config_has_is_replaced_only_with_force(
     images: Images, tmp_path: Path, env: dict[str, str], where: str
 ) -> None:
-    """Either file the commands look for; `--force` replaces it where it is."""
-    repo = atom(tmp_path / "atom", images.lmcache["wheelpin"], images.lmcache_sha256)
+    """Either file the commands look for. Without `--force` init stops before reading any
+    image (the pin names a registry that does not answer: reading it would end in 4); with
+    it, that component's tables alone are replaced, where they are."""
+    from tests.fixtures.servers import free_port
+
+    silent = f"127.0.0.1:{free_port()}/rocm/atom-dev:latest@sha256:{'a' * 64}"
+    repo = atom(tmp_path / "atom", silent, images.lmcache_sha256)
     mine = repo / where
     mine.parent.mkdir(exist_ok=True)
-    mine.write_text("# my own\n")
+    mine.write_text(MINE)
     args = ("--upstream", str(images.upstream.path), "--branch", "main", "--build-command", "make wheel")
-    refused = init(repo, env, *args)
+    refused = init(repo, env, *args, "--component", "lmcache")
     assert refused.code == 2
     assert refused.stderr.strip() == (
-        f"wheelpin: {mine} exists already: wheelpin init leaves it as it is "
-        "(pass --force to write a new config in its place)"
+        f"wheelpin: {mine} has a component lmcache already: wheelpin init leaves it as it is "
+        "(pass --force to replace that component's tables, and only those)"
     )
-    assert mine.read_text() == "# my own\n"
+    assert mine.read_text() == MINE
+    for name in ("docker/Dockerfile", "docker/atom_release.dockerfile"):
+        (repo / name).write_text((repo / name).read_text().replace(silent, images.lmcache["wheelpin"]))
+    assert init(repo, env, *args).code == 2 and mine.read_text() == MINE  # the one pinned here: the same
     forced = init(repo, env, *args, "--force")
     assert forced.code == 0, forced.stderr
-    with mine.open("rb") as stream:
-        assert tomllib.load(stream)["component"][0]["name"] == "lmcache"
+    assert f"Replaced in {mine}: component lmcache (lmcache, tag {LMCACHE_TEMPLATE})," in forced.stdout
+    text = mine.read_text()
+    assert text.startswith(
+        '# ATOM\'s wheels, kept by hand\n\n[[component]]\nname = "lmcache"\n# from docker/Dockerfile:3'
+    )
+    assert text.endswith('\n\n# when each component is looked at\n[defaults]\nschedule = "6h"  # ours\n')
+    component = component_of(repo, mine)
+    assert component["upstream"] == {"repo": str(images.upstream.path), "branch": "main"}
+    assert len(component["pins"]) == 2 and component["image"]["tag"] == LMCACHE_TEMPLATE
     assert [p.name for p in mine.parent.iterdir() if "wheelpin" in p.name] == ["wheelpin.toml"]  # no temporary left
     assert not (repo / ".github/wheelpin.toml").exists() or where == ".github/wheelpin.toml"
+
+
+def test_a_second_component_is_added_to_the_config_as_it_is(
+    images: Images, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Run once per component: the second run adds the component the config lacks after
+    every byte of the file as its maintainer left it, and checks the whole before writing."""
+    repo = atom(tmp_path / "both", images.lmcache["wheelpin"], images.lmcache_sha256)
+    (repo / "docker/mooncake.Dockerfile").write_text(mooncake_dockerfile(images))
+    args = ("--branch", "main", "--build-command", "make {out}")
+    assert init(repo, env, *args, "--component", "lmcache").code == 0
+    config = repo / ".github/wheelpin.toml"
+    edited = config.read_text().replace("[component.wheel]\n", "[component.wheel]  # ATOM's\n")
+    edited += '\n# looked at every six hours\n[defaults]\nschedule = "6h"\n'
+    config.write_text(edited)
+    added = init(repo, env, *args)  # no --component: the one the config lacks
+    assert added.code == 0, added.stderr
+    assert "(also lmcache, at docker/Dockerfile:3, docker/atom_release.dockerfile:2: in the config already)" in (
+        added.stdout
+    )
+    assert f"Added to {config}: component mooncake-transfer-engine-rocm (mooncake-transfer-engine-rocm, " in (
+        added.stdout
+    )
+    assert f"{config}: valid, 2 component(s): lmcache, mooncake-transfer-engine-rocm" in added.stdout
+    text = config.read_text()
+    assert text.startswith(edited + '\n[[component]]\nname = "mooncake-transfer-engine-rocm"\n')
+    assert [c["name"] for c in tomllib.loads(text)["component"]] == ["lmcache", "mooncake-transfer-engine-rocm"]
+    replaced = init(repo, env, *args, "--component", "lmcache", "--force", "--json")
+    assert replaced.code == 0, replaced.stderr
+    assert (replaced.json()["config"], replaced.json()["validate"]["components"]) == (
+        "replaced",
+        ["lmcache", "mooncake-transfer-engine-rocm"],
+    )
+    # the same pins read again give the same tables, lmcache's own comment replaced with them
+    assert config.read_text() == text.replace("[component.wheel]  # ATOM's\n", "[component.wheel]\n", 1)
+    text = config.read_text()
+    again = init(repo, env, *args)
+    assert again.code == 2 and again.stderr.strip() == (
+        f"wheelpin: {config} has a component of every wheel image pinned here (lmcache, "
+        "mooncake-transfer-engine-rocm): pass --component NAME --force to replace one's tables"
+    )
+    assert config.read_text() == text
+
+
+def test_a_component_that_would_leave_the_config_invalid_is_not_added(
+    images: Images, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The whole result is checked before a byte is written: a mistake elsewhere in the
+    file (a pin naming a file the repository lacks) stops the addition, and says where."""
+    repo = atom(tmp_path / "atom", images.lmcache["wheelpin"], images.lmcache_sha256)
+    broken = MINE.replace("docker/Dockerfile", "docker/Gone.Dockerfile").replace('"lmcache"', '"other"')
+    (repo / "wheelpin.toml").write_text(broken)
+    args = ("--upstream", str(images.upstream.path), "--branch", "main", "--build-command", "make wheel")
+    result = init(repo, env, *args)
+    assert result.code == 2
+    (said,) = [line for line in result.stderr.splitlines() if line.startswith("wheelpin: ")]
+    assert said.startswith(
+        f"wheelpin: the config init would write is not valid, so nothing was written: {repo / 'wheelpin.toml'}:9: "
+    ), said
+    assert "docker/Gone.Dockerfile" in said
+    assert (repo / "wheelpin.toml").read_text() == broken
 
 
 def test_yes_without_an_upstream_stops_in_one_sentence_and_writes_nothing(
@@ -369,6 +467,8 @@ def test_mooncake_pins_one_wheel_per_python_tag(images: Images, tmp_path: Path, 
     assert component["wheel"]["python_tags"] == list(MOONCAKE_TAGS)
     assert component["wheel"]["version_carries_commit"] is False
     assert component["wheel"]["archs"] == []  # no device code in Mooncake's libraries
+    # the ROCm runtimes its libraries link (not libc, libibverbs…, nor a copy auditwheel grafted in)
+    assert component["wheel"]["require_needed"] == ["libamdhip64.so*", "libhsa-runtime64.so*"]
     assert component["consumer"] == {"from_stage": "runtime"}
     assert component["pins"] == [
         {
@@ -399,10 +499,11 @@ def test_several_components_are_told_apart_by_component(images: Images, tmp_path
     args = ("--branch", "main", "--build-command", "python3 -m pip wheel --no-deps -w {out} .")
     unsaid = init(repo, env, *args)
     assert unsaid.code == 2
-    assert unsaid.stderr.strip().splitlines()[-1] == (
-        "wheelpin: --component NAME is needed: several wheel images are pinned here (lmcache, "
-        "mooncake-transfer-engine-rocm); which one is this config's"
-    )
+    assert unsaid.stderr.strip().splitlines() == [
+        "wheelpin: --component NAME is needed: several wheel images are pinned here (lmcache at "
+        "docker/Dockerfile:3, docker/atom_release.dockerfile:2; mooncake-transfer-engine-rocm at "
+        "docker/mooncake.Dockerfile:1); which one is this config's"
+    ]
     assert not (repo / ".github").exists()
     chosen = init(repo, env, *args, "--component", "lmcache")
     assert chosen.code == 0, chosen.stderr
@@ -537,6 +638,7 @@ def test_the_demo_s_downstream_is_read_where_its_images_are_kept(tmp_path: Path,
     component = component_of(downstream)
     assert component["image"]["repository"] == "oci:../images"
     assert component["wheel"]["archs"] == ["gfx942", "gfx950"]  # read from the image in the folder
+    assert component["wheel"]["require_needed"] == ["libamdhip64.so*"]
     assert (
         "# from --image-repository, where the pinned images were read"
         in (downstream / ".github/wheelpin.toml").read_text()

@@ -99,6 +99,25 @@ def test_unknown_component(atom: Path) -> None:
     assert result.code == 2 and "no component 'nope'" in result.stderr
 
 
+def test_a_misspelt_component_gets_one_sentence_from_every_command(atom: Path) -> None:
+    """`pins bump` and `reconcile` name a component the same way, the closest one offered."""
+    from bot.adapters.git import git
+    from bot.commands.demo import MAINTAINER
+
+    git(["init", "--quiet", "-b", "main"], cwd=atom)
+    git(["add", "-A"], cwd=atom)
+    git(["commit", "--quiet", "-m", "Pin LMCache"], cwd=atom, env=MAINTAINER)
+    said = f"wheelpin: {atom / 'wheelpin.toml'}: no component 'lmcach' (its components: lmcache; did you mean lmcache?)"
+    bumped = bump(atom, "lmcach", NEW["image"], NEW["sha256"])
+    assert (bumped.code, bumped.stderr.strip()) == (2, said)
+    planned = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(atom), "--component", "lmcach")
+    assert (planned.code, planned.stderr.strip()) == (2, said)
+    two = wheelpin("reconcile", "--once", "--repo", str(atom), "--component", "lmcach", "--component", "zzz")
+    assert two.stderr.strip().endswith(
+        ": no component 'lmcach', 'zzz' (its components: lmcache; did you mean lmcache?)"
+    )
+
+
 def test_half_bumped_tree_is_impossible(atom: Path) -> None:
     """The second file lost its sha256 ARG: nothing is written to the first one either."""
     release = atom / "docker" / "atom_release.dockerfile"

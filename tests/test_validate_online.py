@@ -658,3 +658,59 @@ def test_github_is_asked_only_online(world: World) -> None:
     result = validate(world, "--github-repo", "rocm/atom")
     assert result.code == 2
     assert result.stderr == "wheelpin: --github-repo goes with --online (GitHub is asked only then)\n"
+
+
+def test_a_tag_the_template_does_not_give_is_said_once_for_the_pins_sharing_it(world: World, tmp_path: Path) -> None:
+    """Mooncake's shape: one image ARG, a pin per python tag. A bootstrap `:latest` on that
+    ARG is one thing the first bump replaces: one warning at the ARG's line, not one a pin."""
+    cp311, cp312 = (demo_wheel(tmp_path, f"{tag}-{tag}-manylinux_2_28_x86_64") for tag in ("cp311", "cp312"))
+    pin_an_image_of(world, [cp311, cp312])
+    edit(world, "docker/Dockerfile", ":demo-cache-v0.1.0-g22222222@", ":latest@")
+    edit(
+        world,
+        "wheelpin.toml",
+        'sha256_arg = "DEMO_WHEEL_SHA256" }',
+        f"{CP312_PIN} }},\n  "
+        + (
+            '{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256_CP311", '
+            'python_tag = "cp311" }'
+        ),
+    )
+    edit(
+        world,
+        "docker/Dockerfile",
+        "ARG DEMO_WHEEL_SHA256=",
+        f"ARG DEMO_WHEEL_SHA256_CP311={sha256_of(cp311)}\nARG DEMO_WHEEL_SHA256=",
+    )
+    write_arg(world, "DEMO_WHEEL_SHA256", sha256_of(cp312))
+    for args in ((), ("--online",)):
+        result = validate(world, *args)
+        assert result.code == 0, result.stderr
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+        assert len(warnings) == 1, warnings
+        assert warnings[0].endswith(
+            "docker/Dockerfile:2: tag 'latest' does not fit the tag template "
+            "'demo-cache-v{version_base}-g{sha8}' of component demo-cache: the first bump replaces it"
+        ), warnings
+
+
+def test_a_misspelt_distribution_is_a_problem_once_the_pinned_wheel_says_its_name(world: World) -> None:
+    """`wheel.distribution` compared with the pinned image's wheel as the pass's name check
+    compares a built wheel's (PEP 503 names: `Demo_Cache` is `demo-cache`): a name the
+    upstream's build does not give fails the pass after its next build, so the pre-flight
+    says it now."""
+    edit(world, "wheelpin.toml", 'distribution = "demo-cache"', 'distribution = "Demo_Cache"')
+    assert validate(world, "--online").code == 0
+    edit(world, "wheelpin.toml", 'distribution = "Demo_Cache"', 'distribution = "demo-cahce"')
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 2, result.stdout
+    version = next(c for c in result.json()["online"]["checks"] if c["check"] == "pinned")["sentence"]
+    version = version.split("readable: demo-cache ", 1)[1].split(" ")[0]
+    assert result.json()["problems"] == [
+        f"demo-cache: docker/Dockerfile:2: the pinned image's wheel is demo-cache {version}, but "
+        "wheel.distribution says demo-cahce, so the pass refuses the wheels its next build makes "
+        "(the distribution names compared as PEP 503 normalizes them)"
+    ]
+    (check,) = [c for c in result.json()["online"]["checks"] if c["check"] == "distribution"]
+    assert check["outcome"] == "problem"

@@ -73,7 +73,7 @@ def publish_command(options: PublishOptions, settings: Settings) -> int:
         loaded = load(config=options.config, repo=options.repo, check_files=False)
         component = loaded.config.get(options.component)
         if component is None:
-            raise UsageError(f"{loaded.path}: no component {options.component!r}")
+            raise UsageError(f"{loaded.path}: {loaded.config.unknown_components([options.component])}")
         rules = component_rules(component, commit=revision)
         source = source or component.upstream.repo
     else:

@@ -7,8 +7,10 @@ does (adapters/imageread.py: wheelpin's annotations, else the wheels in its laye
 image another tool pushed reads the same), proposes the component from them
 (core/config/initconfig.py), asks for what it cannot infer — the upstream, its branch or tag
 pattern, the build — or takes it from options, and writes the config: checked before it is
-written, never over an existing one without `--force`, atomically (a temporary file renamed).
-Then it runs `config validate` on it and says what to run next.
+written, atomically (a temporary file renamed). Where a config exists, the component's
+tables are added to it, the rest of its text kept (core/config/addcomponent.py); a
+component it has already is replaced only with `--force`. Then it runs `config validate`
+on it and says what to run next.
 """
 
 from __future__ import annotations
@@ -31,7 +33,18 @@ from ..adapters.imagestore import layout_folder
 from ..adapters.upstream import default_branch, upstream_url
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
-from ..core.config.initconfig import Build, Draft, PinnedImage, Upstream, distributions, group, propose, render
+from ..core.config.addcomponent import NotAddable, components_of, with_component
+from ..core.config.initconfig import (
+    Build,
+    Draft,
+    PinnedImage,
+    Upstream,
+    component_tables,
+    distributions,
+    group,
+    propose,
+    render,
+)
 from ..core.config.load import ConfigInvalid
 from ..core.config.model import CONFIG_FILES
 from ..core.errors import ConfigError, TransientError, UsageError, WheelpinError
@@ -182,7 +195,37 @@ class Asker:
         raise UsageError(f"{option} is needed: {question[:1].lower() + question[1:]}")
 
 
-def choose_component(groups: dict[str, list[PinnedImage]], wanted: str | None, asker: Asker) -> str:
+@dataclass(frozen=True)
+class Existing:
+    """The config init adds to: its file, its text as written, its components' names."""
+
+    path: Path
+    text: str
+    components: list[str]
+
+    def has_already(self, name: str) -> UsageError:
+        return UsageError(
+            f"{self.path} has a component {name} already: wheelpin init leaves it as it is "
+            "(pass --force to replace that component's tables, and only those)"
+        )
+
+
+def read_existing(path: Path) -> Existing:
+    """The config as its maintainer wrote it, byte for byte (its line endings kept)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+        return Existing(path, text, components_of(text))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} exists but cannot be read ({exc}): wheelpin init adds to a config it reads") from None
+    except NotAddable as exc:
+        raise UsageError(f"{path} exists, but {exc}: wheelpin init adds a component to a config it reads") from None
+
+
+def choose_component(
+    groups: dict[str, list[PinnedImage]], wanted: str | None, asker: Asker, existing: Existing | None = None
+) -> str:
+    """The component `--component` names, else the one pinned here (or the one the existing
+    config lacks), else asked, the question naming where each is pinned."""
     names = list(groups)
     if wanted is not None:
         if wanted not in groups:
@@ -190,15 +233,23 @@ def choose_component(groups: dict[str, list[PinnedImage]], wanted: str | None, a
         return wanted
     if len(names) == 1:
         return names[0]
-    for name in names:
-        sys.stderr.write(f"  {name}: " + ", ".join(image.pin.where for image in groups[name]) + "\n")
-    answer = asker.value(
-        f"Several wheel images are pinned here ({', '.join(names)}); which one is this config's",
-        None,
-        None,
-        "--component NAME",
+    configured = existing.components if existing is not None else []
+    new = [name for name in names if name not in configured]
+    if existing is not None and len(new) == 1:
+        return new[0]
+    if existing is not None and not new:
+        raise UsageError(
+            f"{existing.path} has a component of every wheel image pinned here ({', '.join(names)}): "
+            "pass --component NAME --force to replace one's tables"
+        )
+    where = "; ".join(f"{name} at {', '.join(image.pin.where for image in groups[name])}" for name in new)
+    question = (
+        f"Several wheel images are pinned here ({where}); which one is this config's"
+        if existing is None
+        else f"Several wheel images pinned here have no component in {existing.path} ({where}); which one to add"
     )
-    return choose_component(groups, answer, asker)
+    answer = asker.value(question, None, None, "--component NAME")
+    return choose_component(groups, answer, asker, existing)
 
 
 def upstream_of(options: InitOptions, draft: Draft, root: Path, asker: Asker) -> Upstream:
@@ -270,9 +321,10 @@ def read_workflows(root: Path) -> dict[str, str]:
     return found
 
 
-def write_new(path: Path, text: str, *, force: bool) -> None:
+def write_new(path: Path, text: str, *, force: bool, mode: int | None = None) -> None:
     """Write `path` whole or not at all: a temporary file beside it, renamed over it (with
-    `force`) or linked to its name, which fails if a file took that name meanwhile."""
+    `force`) or linked to its name, which fails if a file took that name meanwhile. `mode`:
+    the permissions of the file it replaces, else those the umask gives."""
     temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -283,14 +335,14 @@ def write_new(path: Path, text: str, *, force: bool) -> None:
             os.fsync(stream.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+        os.chmod(temporary, 0o666 & ~umask if mode is None else mode)
         if force:
             os.replace(temporary, path)
         else:
             try:
                 os.link(temporary, path)
             except FileExistsError:
-                raise UsageError(f"{path} exists already: pass --force to replace it") from None
+                raise UsageError(f"{path} was written meanwhile: run wheelpin init again to add to it") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot be written ({exc.strerror or exc})") from None
     finally:
@@ -305,12 +357,10 @@ def existing_config(root: Path) -> Path | None:
 
 def init_command(options: InitOptions, settings: Settings) -> int:
     root = repository_root(options.repo)
-    existing = existing_config(root)
-    if existing is not None and not options.force:
-        raise UsageError(
-            f"{existing} exists already: wheelpin init leaves it as it is (pass --force to "
-            "write a new config in its place)"
-        )
+    found_config = existing_config(root)
+    existing = read_existing(found_config) if found_config is not None else None
+    if existing is not None and options.component in existing.components and not options.force:
+        raise existing.has_already(options.component)  # said before any image is read
     interactive = not (options.yes or options.json) and sys.stdin.isatty()
     asker = Asker(interactive=interactive)
     say: Callable[[str], None] = (lambda text: None) if options.json else emit_text
@@ -332,18 +382,32 @@ def init_command(options: InitOptions, settings: Settings) -> int:
             'FROM repo:tag@sha256:… AS stage; docs/init.md, "Your first pin", says how to get one)'
         )
     groups = group(images)
-    name = choose_component(groups, options.component, asker)
+    name = choose_component(groups, options.component, asker, existing)
+    if existing is not None and name in existing.components and not options.force:
+        raise existing.has_already(name)
     draft = propose(name, groups[name])
     if options.image_repository is not None:
         draft.repository = options.image_repository
         draft.said["image.repository"] = "from --image-repository, where the pinned images were read"
-    _say_found(say, root, groups, name, draft, skipped)
+    _say_found(say, root, groups, name, draft, skipped, existing.components if existing else [])
     upstream = upstream_of(options, draft, root, asker)
     build = build_of(options, root, name, asker)
-    text = render(draft, upstream, build, written_by="wheelpin init")
-    target = existing if existing is not None else root / TARGET  # --force replaces it where it is
+    if existing is None:
+        target, done, how = root / TARGET, "Wrote", "new"
+        text = render(draft, upstream, build, written_by="wheelpin init")
+    else:
+        target = existing.path
+        done, how = ("Replaced in", "replaced") if name in existing.components else ("Added to", "added")
+        try:
+            text = with_component(existing.text, component_tables(draft, upstream, build), name)
+        except NotAddable as exc:
+            raise UsageError(f"component {name} cannot be put in {target}: {exc}") from None
     check_before_writing(text, target, root)
-    write_new(target, text, force=options.force)
+    if existing is not None and read_existing(existing.path).text != existing.text:  # edited while init asked
+        raise UsageError(f"{existing.path} changed while init ran, so nothing was written: run wheelpin init again")
+    write_new(
+        target, text, force=existing is not None, mode=None if existing is None else target.stat().st_mode & 0o7777
+    )
     follows = f"branch {upstream.branch}" if upstream.branch else f"tags {upstream.tags}"
     builds = (
         f"command `{build.command}`"  # quoted: a command may end in `.`, which the sentence's period would double
@@ -352,7 +416,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
         + (f" with {', '.join(f'{k}={v}' for k, v in build.inputs.items())}" if build.inputs else "")
     )
     say(
-        f"Wrote {target}: component {name} ({draft.distribution}, tag {draft.tag}),\n"
+        f"{done} {target}: component {name} ({draft.distribution}, tag {draft.tag}),\n"
         f"  following {upstream.repo} {follows}, built by {builds}."
     )
     if options.json:
@@ -362,6 +426,7 @@ def init_command(options: InitOptions, settings: Settings) -> int:
                 "file": str(target),
                 "root": str(root),
                 "written": True,
+                "config": how,  # new | added | replaced
                 "component": draft.to_json(),
                 "upstream": vars(upstream),
                 "build": {
@@ -389,6 +454,7 @@ def _say_found(
     name: str,
     draft: Draft,
     skipped: list[Skipped],
+    configured: list[str],
 ) -> None:
     say(f"Found in {root}:")
     for image in groups[name]:
@@ -400,7 +466,8 @@ def _say_found(
         )
     for other, more in groups.items():
         if other != name:
-            say(f"  (also {other}, at {', '.join(i.pin.where for i in more)}: not in this config)")
+            has = "in the config already" if other in configured else "not in this config"
+            say(f"  (also {other}, at {', '.join(i.pin.where for i in more)}: {has})")
     for item in skipped:
         say(f"  skipped {item}")
 

@@ -69,8 +69,7 @@ def bump_command(
     loaded = load(config=config, repo=repo)
     component = loaded.config.get(component_name)
     if component is None:
-        names = ", ".join(c.name for c in loaded.config.components)
-        raise UsageError(f"{loaded.path}: no component {component_name!r} (there are: {names})")
+        raise UsageError(f"{loaded.path}: {loaded.config.unknown_components([component_name])}")
     component = canonical_component(component, loaded.root)  # one name per real file
     wheel_sha256: Sha256s | Callable[[], Sha256s]
     if sha256:

@@ -9,7 +9,8 @@ the same credentials, retries and deadlines apply):
   folder on disk;
 - each pinned image, by its digest: that the registry holds it (a HEAD), then its
   manifest and config, and its wheels where those say them (adapters/imageread.py
-  without streaming a layer, within its deadline);
+  without streaming a layer, within its deadline), and that its wheels are of
+  `wheel.distribution` where it says them;
 - each pin's sha256 ARG (`sha256_arg`): that the image it pins today holds one wheel of
   the pin's python tag (or one wheel, for a pin naming none), from that read: several
   are where the pass's proposal stops (core/pins/sha256.py); and that the ARG holds that
@@ -48,6 +49,7 @@ from ..adapters.platform import Platform
 from ..adapters.referrers import is_attachment_tag
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo, host_folder
 from ..core.checks.digest import rules_digest
+from ..core.checks.name import same_distribution
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
 from ..core.errors import TransientError, WheelpinError
@@ -70,7 +72,7 @@ class Check:
     """One question asked of the outside world for one component, and how it ended."""
 
     component: str
-    check: str  # "upstream" | "registry" | "pinned" | "sha256" | "consumer" | "trust" | "workflow"
+    check: str  # "upstream" | "registry" | "pinned" | "distribution" | "sha256" | "consumer" | "trust" | "workflow"
     asked: str  # what was asked of whom
     outcome: str  # OK | PROBLEM | UNANSWERED
     sentence: str  # one sentence naming the component
@@ -113,6 +115,9 @@ def _component_checks(
             else:
                 check, read[state.image] = _pinned(component, state, layout, registries)
                 yield check
+                misnamed = _distribution(component, state, read[state.image])
+                if misnamed is not None:
+                    yield misnamed
         if state.pin.sha256_arg:
             sha256 = _sha256(component, state, read[state.image])
             if sha256 is not None:
@@ -255,6 +260,32 @@ def _pinned(
     return Check(
         name, "pinned", asked, OK, f"{name}: {where}: the pinned image {store.name}@{digest} is readable: {said}"
     ), info
+
+
+def _distribution(component: Component, state: PinState, info: ImageInfo | None) -> Check | None:
+    """The pinned image's wheels against `wheel.distribution`, compared as the pass's name
+    check compares each wheel it builds (core/checks/name.py): an upstream's build gives its
+    wheel one name commit after commit, so a config naming another one has the pass refuse
+    its next build. A problem then; None, no check, when the names agree or the image was
+    not read, or says its wheels only in its layers (the pinned check says which)."""
+    if info is None or info.metadata_from == "unread":
+        return None
+    configured = component.wheel.distribution
+    others = list(
+        dict.fromkeys(f"{w.name} {w.version}" for w in info.wheels if not same_distribution(w.name, configured))
+    )
+    if not others:
+        return None
+    name, where = component.name, f"{state.file}:{state.line}"
+    wheels = f"wheel is {others[0]}" if len(others) == 1 else f"wheels are {', '.join(others)}"
+    return Check(
+        name,
+        "distribution",
+        f"the wheels of {state.image} against wheel.distribution",
+        PROBLEM,
+        f"{name}: {where}: the pinned image's {wheels}, but wheel.distribution says {configured}, so the pass "
+        "refuses the wheels its next build makes (the distribution names compared as PEP 503 normalizes them)",
+    )
 
 
 def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Check | None:

@@ -64,12 +64,9 @@ def reconcile_command(
     )
     make, config_text = downstream.reconciler, downstream.config_text
     reconciler = make()  # a config that cannot be used at the start is said now, and nothing runs
-    unknown = [name for name in components if reconciler.config.get(name) is None]
+    unknown = reconciler.config.unknown_components(list(components))
     if unknown:
-        raise UsageError(
-            f"{reconciler.loaded.path}: no component {', '.join(map(repr, unknown))} (it has "
-            f"{', '.join(c.name for c in reconciler.config.components)})"
-        )
+        raise UsageError(f"{reconciler.loaded.path}: {unknown}")
     only: list[str] | None = list(components) or None
     where = downstream.where
 

@@ -137,7 +137,7 @@ def test_the_actions_steps_run_a_pass_and_write_the_runs_summary(world: World, t
         (installed / "step-summary.md").unlink(missing_ok=True)
         head = world.commit_upstream("one", NEW_VERSION)
         unknown = run_action({"token": "ghs_action", "components": "demo-cache, nope"}, github=github, temp=installed)
-        assert unknown[0] == 2 and "no component 'nope' (it has demo-cache)" in unknown[1]
+        assert unknown[0] == 2 and "no component 'nope' (its components: demo-cache)" in unknown[1]
         planned = run_action({"token": "ghs_action", "dry-run": "true"}, github=github, temp=installed)
         assert planned[0] == 0, planned[1]
         assert not repo.runs  # a dry run dispatches nothing

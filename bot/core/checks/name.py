@@ -19,11 +19,16 @@ class NameCheck(WheelCheck[str | None]):
     default = None
 
     def check(self, report: WheelReport, rule: str | None) -> list[Finding]:
-        from packaging.utils import canonicalize_name
-
-        if rule is None or canonicalize_name(report.name) == canonicalize_name(rule):
+        if rule is None or same_distribution(report.name, rule):
             return []
         return self.found([f"distribution is {report.name!r}, expected {rule!r}"])
 
     def passed(self, rule: str | None) -> list[str]:
         return [] if rule is None else [f"distribution {rule}"]
+
+
+def same_distribution(name: str, other: str) -> bool:
+    """Whether two distribution names are one, as PEP 503 normalizes them (`Demo_Cache` is `demo-cache`)."""
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(name) == canonicalize_name(other)

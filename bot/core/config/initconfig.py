@@ -24,6 +24,7 @@ from ..image.oci import SOURCE, WheelEntry
 from ..pins.formats.base import FoundPin
 from ..wheel.amdgpu import TargetId
 from ..wheel.localversion import ABI_NAMES, segment_name, segments
+from ..wheel.rocmlibs import ROCM_RUNTIMES, library_of
 from .model import PIN_KINDS
 from .templates import infer_tag_template
 
@@ -124,6 +125,7 @@ class Draft:
     consumer: dict[str, str] | None
     source: str | None  # the image's org.opencontainers.image.source, when it names one
     said: dict[str, str]  # key → where its value came from
+    require_needed: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -137,6 +139,7 @@ class Draft:
                 "archs": self.archs,
                 "local_segments": self.local_segments,
                 "version_carries_commit": self.version_carries_commit,
+                "require_needed": self.require_needed,
             },
             "pins": [pin.table() for pin in self.pins],
             "consumer": self.consumer,
@@ -205,6 +208,12 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
             f"the ABI segments of the local version {version} "
             "(the torch and C++ ABI it binds to, and those the tag names)"
         )
+    required, needed = _required(wheels)
+    if required:
+        said["wheel.require_needed"] = (
+            f"the ROCm runtime every wheel of the image links (DT_NEEDED {', '.join(needed)}): a build whose "
+            "wheels stop linking it (its C extension dropped, or built without ROCm) is refused"
+        )
     pins: list[PinDraft] = []
     for image in images:
         pins += _pin_drafts(image, multiple=len(wheels) > 1)
@@ -229,6 +238,7 @@ def propose(name: str, images: Sequence[PinnedImage]) -> Draft:
         consumer,
         source,
         said,
+        required,
     )
 
 
@@ -245,6 +255,29 @@ def _archs(wheels: Sequence[WheelEntry]) -> list[str]:
         except ValueError:
             continue
     return known
+
+
+def _required(wheels: Sequence[WheelEntry]) -> tuple[list[str], list[str]]:
+    """The ROCm runtimes (libamdhip64, libhsa-runtime64) every wheel's ELF files need, as
+    `require_needed` globs of any version (`libamdhip64.so*`: a move to the next ROCm keeps
+    it), and the DT_NEEDED entries they were read from. Only the runtimes: any wheel with
+    HIP code links them, while a math library (librocblas) a new commit stops using is no
+    broken wheel. None when a wheel's DT_NEEDED is not recorded, or one needs none (pure
+    Python), or carries its own copy (auditwheel's grafted `libamdhip64-5f3a9c1e.so.6`)."""
+    common: set[str] | None = None
+    runtime_of: dict[str, str] = {}  # DT_NEEDED entry → the runtime it names
+    for wheel in wheels:
+        if wheel.needed is None:
+            return [], []
+        found = {
+            entry: read.name
+            for entry in wheel.needed
+            if (read := library_of(entry)) is not None and read.hash is None and read.name in ROCM_RUNTIMES
+        }
+        runtime_of |= found
+        common = set(found.values()) if common is None else common & set(found.values())
+    kept = sorted(common or ())
+    return [f"{name}.so*" for name in kept], sorted(entry for entry, name in runtime_of.items() if name in kept)
 
 
 def _pin_drafts(image: PinnedImage, *, multiple: bool) -> list[PinDraft]:
@@ -351,13 +384,21 @@ def _one_line(text: str) -> str:
 
 def render(draft: Draft, upstream: Upstream, build: Build, *, written_by: str) -> str:
     """The config's text: `#:schema` first, then the component with a comment per value."""
-    said = draft.said
-    lines = [
+    header = [
         f"#:schema {SCHEMA_URL}",
         f"# wheelpin's config for this repository, written by `{written_by}` from the wheel pins",
         "# it found in the Dockerfiles; each value says where it came from. Check it with",
         "# `wheelpin config validate --online`, then see a pass's plan: `wheelpin reconcile --once --dry-run`.",
         "",
+    ]
+    return "\n".join(header) + "\n" + component_tables(draft, upstream, build)
+
+
+def component_tables(draft: Draft, upstream: Upstream, build: Build) -> str:
+    """The component's `[[component]]` table and its subtables, a comment per value: the
+    whole of it in a new config, or what init adds to an existing one."""
+    said = draft.said
+    lines = [
         "[[component]]",
         _line("name", draft.name),
         f"# {_one_line(said['distribution'])}",
@@ -399,6 +440,9 @@ def render(draft: Draft, upstream: Upstream, build: Build, *, written_by: str) -
     if draft.local_segments:
         lines.append(f"# {_one_line(said['wheel.local_segments'])}")
         lines.append(_line("local_segments", draft.local_segments))
+    if draft.require_needed:
+        lines.append(f"# {_one_line(said['wheel.require_needed'])}")
+        lines.append(_line("require_needed", draft.require_needed))
     if not draft.version_carries_commit:
         lines.append(
             _line(

@@ -680,6 +680,18 @@ class Config(_Model):
     def get(self, name: str) -> Component | None:
         return next((c for c in self.component if c.name == name), None)
 
+    def unknown_components(self, names: list[str]) -> str | None:
+        """The sentence every command gives for component names (`--component`) the config
+        has none of, with the closest name it has for a misspelt one; None when it has each."""
+        missing = [name for name in names if self.get(name) is None]
+        if not missing:
+            return None
+        have = [component.name for component in self.component]
+        close = [found[0] for name in missing if (found := difflib.get_close_matches(name, have, n=1))]
+        return f"no component {', '.join(map(repr, missing))} (its components: {', '.join(have)}" + (
+            f"; did you mean {', '.join(dict.fromkeys(close))}?)" if close else ")"
+        )
+
 
 # Where the schema is published (config/wheelpin.schema.json, kept equal to
 # `wheelpin config schema` by tests/test_config_schema.py), for editors and SchemaStore.

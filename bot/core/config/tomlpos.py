@@ -2,7 +2,9 @@
 
 `tomllib` keeps no positions; this reads the text once more, line by line, and notes
 the line of every table header, key, inline-table key and element of an array of
-inline tables, keyed by the same paths pydantic reports (`component`, 0, `image`, `tag`).
+inline tables, keyed by the same paths pydantic reports (`component`, 0, `image`, `tag`);
+and the table headers in order, where `wheelpin init` finds a component's tables to
+replace (core/config/addcomponent.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,18 @@ def _keys(dotted: str) -> list[str]:
 
 
 def key_lines(text: str) -> dict[Path, int]:
+    return _read(text)[0]
+
+
+def table_headers(text: str) -> list[tuple[int, Path]]:
+    """Each table header of `text` in order: its line and the path of the table it opens
+    (`[[component.pins]]` under the second component opens `component`, 1, `pins`, 0)."""
+    return _read(text)[1]
+
+
+def _read(text: str) -> tuple[dict[Path, int], list[tuple[int, Path]]]:
     positions: dict[Path, int] = {}
+    headers: list[tuple[int, Path]] = []
     arrays: dict[Path, int] = {}
     table: Path = ()
     open_array: Path | None = None
@@ -62,6 +75,7 @@ def key_lines(text: str) -> dict[Path, int]:
             else:
                 table = resolve(keys)
             positions[table] = number
+            headers.append((number, table))
             continue
         key = _KEY.match(line)
         if not key:
@@ -79,7 +93,7 @@ def key_lines(text: str) -> dict[Path, int]:
             element, depth = _scan_array(value, path, number, positions, 0, 0)
             if depth > 0:
                 open_array = path
-    return positions
+    return positions, headers
 
 
 def _scan_array(

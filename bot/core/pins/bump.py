@@ -172,8 +172,10 @@ def pin_findings(component: Component, texts: Mapping[str, str]) -> list[PinFind
     the file does not declare, a value that is no reference, a reference in another
     repository than `image.repository`: refused only at the proposal, after building and
     publishing). Not refused: a tag the template does not give, which the first bump
-    replaces (a bootstrap pin such as `:latest@sha256:…` is fine), so it is only said."""
+    replaces (a bootstrap pin such as `:latest@sha256:…` is fine), so it is only said, once
+    for the pins of one line (Mooncake's pin per python tag shares one image ARG)."""
     found: list[PinFinding] = []
+    misfits_said: set[tuple[str, int]] = set()
     for index, pin in enumerate(component.pins):
         at = FORMATS[pin.kind].key  # the reference's own key
         try:
@@ -186,7 +188,8 @@ def pin_findings(component: Component, texts: Mapping[str, str]) -> list[PinFind
         if elsewhere:
             found.append(PinFinding(index, at, f"{state.file}:{state.line}: {state.image} {elsewhere}", True))
         misfit = tag_misfit(component, current)
-        if misfit:
+        if misfit and (state.file, state.line) not in misfits_said:
+            misfits_said.add((state.file, state.line))
             found.append(
                 PinFinding(index, at, f"{state.file}:{state.line}: {misfit}: the first bump replaces it", False)
             )
