@@ -458,6 +458,12 @@ class _PinKind(_Model):
     def _file(cls, value: str) -> str:
         return pin_path(value)
 
+    def sites(self) -> tuple[tuple[str, str, str], ...]:
+        """What the pin moves in its file, each as (its config key, the site as compared,
+        the site as a sentence says it): two pins of one file claiming one site would both
+        move it. Each format's model adds the site of its own key."""
+        return (("sha256_arg", f"ARG {self.sha256_arg}", f"ARG {self.sha256_arg}"),) if self.sha256_arg else ()
+
     @model_validator(mode="after")
     def _tag_of_a_sha256(self) -> Self:
         if self.python_tag is not None and self.sha256_arg is None:
@@ -485,6 +491,9 @@ class DockerfileArgPin(_PinKind):
         ),
     ]
 
+    def sites(self) -> tuple[tuple[str, str, str], ...]:
+        return (("image_arg", f"ARG {self.image_arg}", f"ARG {self.image_arg}"), *super().sites())
+
 
 class DockerfileFromPin(_PinKind):
     """`kind = "dockerfile-from"`: the FROM line of a stage holds the reference (+ a sha256 ARG)."""
@@ -496,6 +505,11 @@ class DockerfileFromPin(_PinKind):
         ),
     ] = "dockerfile-from"
     from_stage: str = Field(description="pin the FROM line `AS <stage>`")
+
+    def sites(self) -> tuple[tuple[str, str, str], ...]:
+        # BuildKit compares stage names case-insensitively: `AS Wheels` is `--from=wheels`
+        stage = ("from_stage", f"FROM AS {self.from_stage.lower()}", f"FROM … AS {self.from_stage}")
+        return (stage, *super().sites())
 
 
 # The pin formats by name, as `kind` says them: core/pins/formats/api.py maps the same names to
