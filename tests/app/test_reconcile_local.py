@@ -486,9 +486,12 @@ def test_components_are_independent(world: World) -> None:
         config.split("[[component]]", 1)[1]
         .replace('name = "demo-cache"', 'name = "broken"')
         .replace('repo = "../upstream"', 'repo = "../no-such-upstream"')
+        .replace('file = "docker/Dockerfile"', 'file = "docker/Dockerfile.broken"')  # a pin is one component's
     )
+    (world.downstream / "docker/Dockerfile.broken").write_text((world.downstream / "docker/Dockerfile").read_text())
     (world.downstream / "wheelpin.toml").write_text(config + "\n[[component]]" + broken)
-    git(["commit", "--quiet", "-am", "second component"], cwd=world.downstream, env=HUMAN)
+    git(["add", "-A"], cwd=world.downstream)
+    git(["commit", "--quiet", "-m", "second component"], cwd=world.downstream, env=HUMAN)
     world.commit_upstream("work", NEW_VERSION)
     result = world.reconcile()
     assert result.code == 1
@@ -750,3 +753,33 @@ def test_a_build_left_running_by_a_killed_pass_is_ended_by_the_next(world: World
         time.sleep(0.05)
     else:
         raise AssertionError("the orphaned build still runs")
+
+
+def test_the_proposal_lists_every_line_its_commit_changes_once(world: World) -> None:
+    """Two files pinning the wheel with the same ARG names and the same values (a release
+    Dockerfile copied from the main one): each file's lines are their own in the list."""
+    dockerfile = (world.downstream / "docker/Dockerfile").read_text()
+    (world.downstream / "docker/Dockerfile.rocm_release").write_text("# the release image\n" + dockerfile)
+    world.set_config(
+        '{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256" },',
+        '{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256" },\n'
+        '  { file = "docker/Dockerfile.rocm_release", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256" },',
+    )
+    git(["add", "-A"], cwd=world.downstream)
+    git(["commit", "--quiet", "--amend", "--no-edit"], cwd=world.downstream, env=HUMAN)
+    world.commit_upstream("work", NEW_VERSION)
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    diff = git(["diff", "--unified=0", "main", BRANCH], cwd=world.downstream)
+    changed: list[str] = []
+    file = ""
+    for line in diff.splitlines():
+        if line.startswith("+++ b/"):
+            file = line.removeprefix("+++ b/")
+        elif line.startswith("@@"):
+            start, _, count = line.split("+", 1)[1].split(" ", 1)[0].partition(",")
+            changed += [f"{file}:{int(start) + n}" for n in range(int(count or 1))]
+    assert len(changed) == 4
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    listed = [line.split("`")[1] for line in message.split("Pins moved in: ", 1)[1].splitlines()[1:] if line.startswith("- `")]
+    assert listed == changed  # every changed line, once, in file and line order
