@@ -181,7 +181,7 @@ def assemble(
         check_refs=tuple(check_refs),
         reach=reach,
         changes=changes,
-        notes=notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
+        notes=notes(component, wheels) + growth_notes(component, changes) + bump.left_behind_said + tuple(more_notes),
         known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text),
         provenance=provenance,
         consumer=tuple(consumer),

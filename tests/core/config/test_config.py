@@ -593,7 +593,8 @@ def test_two_components_pinning_one_site_are_refused_by_validate_and_by_the_pass
         "docker.io/rocm/atom-dev", "docker.io/rocm/atom-dev-rocm7"
     )
     copy = copy.replace(
-        '  { file = "docker/atom_release.dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE", sha256_arg = "LMCACHE_WHEEL_SHA256" },\n',
+        '  { file = "docker/atom_release.dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE", '
+        'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n',
         '  { file = "./docker//atom_release.dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE" },\n'
         '  { file = "docker/Dockerfile", from_stage = "wheels" },\n',
     )
