@@ -1,9 +1,11 @@
 """What a component's pins leave behind: an image reference of the component's repository,
 written in one of its pin files, at a site no pin of the config moves (an image named in
-`COPY --from=`, a stage or an ARG no component pins). A bump moves only what pins name, so
-such a line keeps naming the old image beside the new pins; it is said wherever the pins
-are (`pins list`, `config validate`, the dry run, `pins bump` and the proposal), never
-moved silently and never left silently. Pure: the caller reads the files."""
+`COPY --from=`, a stage or an ARG no component pins), that no stage is built on (a base
+image in the same repository, as `rocm/atom-dev` holds both, is none of its wheels). A
+bump moves only what pins name, so such a line keeps naming the old image beside the new
+pins; it is said wherever the pins are (`pins list`, `config validate`, the dry run, `pins
+bump` and the proposal), never moved silently and never left silently. Pure: the caller
+reads the files."""
 
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ def left_behind(component: Component, texts: Mapping[str, str], components: Sequ
             except PinError:
                 continue
             for reference in references:
-                if reference.site is not None and (file, reference.site) in claimed:
-                    continue
+                if reference.base or (reference.site is not None and (file, reference.site) in claimed):
+                    continue  # a base image (a repository may hold both), or a pin's
                 ref = _parsed(reference.value)
                 if ref is not None and any(ref.same_repository(repository) for repository in ours):
                     found.setdefault((file, reference.line, reference.value), reference)

@@ -34,6 +34,15 @@ COPY --from={OLD} / /old/
 RUN --mount=type=bind,from={OLD},target=/w pip install /w/*.whl
 FROM base
 """
+# The repository holds the images a downstream builds on too (as rocm/atom-dev holds ATOM's
+# nightly images beside LMCache's wheel images): a stage built on one runs in it.
+DEV = f"{REPOSITORY}:nightly@sha256:" + "5" * 64
+BASES = f"""\
+FROM ${{BASE_IMAGE}} AS dev
+RUN pip list
+FROM {DEV} AS tools
+FROM tools
+"""
 
 
 def component(name: str, pins: list[dict[str, Any]]) -> Component:
@@ -79,3 +88,9 @@ def test_the_bump_leaves_them_as_they_are_and_its_plan_says_them() -> None:
         f"docker/Dockerfile:13: COPY --from names {OLD}, of lmcache's image repository, but no pin moves it: "
         "a bump leaves it as it is"
     )
+
+
+def test_a_base_image_of_the_repository_is_no_wheel_image_left_behind() -> None:
+    text = f'ARG BASE_IMAGE="{DEV}"\n' + DOCKERFILE + BASES
+    found = left_behind(LMCACHE, {"docker/Dockerfile": text}, [LMCACHE, ROCM7_COMPONENT])
+    assert [r.line for r in found] == [4, 8, 14, 15]  # not line 1 nor 19, which stages run in

@@ -129,14 +129,16 @@ class Reference:
     """A literal value a file names where an image reference can stand, pinned or not: its
     place, the instruction as a sentence says it (`COPY --from`), the value, and the site a
     pin of the config moves it by (config.model `arg_site`, `stage_site`), None when no pin
-    format can (an image named in `COPY --from=`). What a component's pins leave behind is
-    found from these (core/pins/behind.py)."""
+    format can (an image named in `COPY --from=`), and whether a stage is built on it (runs
+    in it: a base image, which no wheel image is, even in a repository that holds both).
+    What a component's pins leave behind is found from these (core/pins/behind.py)."""
 
     file: str
     line: int
     what: str
     value: str
     site: str | None
+    base: bool = False
 
 
 class PinFormat(Protocol[PinTable]):

@@ -68,9 +68,15 @@ class DockerfileArg:
         return unique(found), skipped
 
     def references(self, text: str, file: str) -> list[Reference]:
-        """Every ARG default written out (one with a variable is chosen at build time)."""
+        """Every ARG default written out (one with a variable is chosen at build time), a
+        base image's when a stage built on it starts `FROM ${NAME}`."""
+        dockerfile = parsed(text, file)
+        stages = stages_of(text)
+        bases = {variable_of(stage.image) for stage in stages if built_on(stage, stages) is not None}
         return [
-            Reference(file, arg.default.line, f"ARG {arg.name}", arg.default.value, arg_site(arg.name))
-            for arg in parsed(text, file).args
+            Reference(
+                file, arg.default.line, f"ARG {arg.name}", arg.default.value, arg_site(arg.name), arg.name in bases
+            )
+            for arg in dockerfile.args
             if arg.default is not None and "$" not in arg.default.value
         ]

@@ -114,12 +114,15 @@ class DockerfileFrom:
         """Every stage's literal FROM (its stage the site, when it has a name) and every image
         a COPY or RUN takes straight from a registry, which no pin can name."""
         dockerfile = parsed(text, file)
+        stages = stages_of(text)
         found: list[Reference] = []
         for stage in dockerfile.stages:
             image = stage.image.value
             earlier = {s.name.lower() for s in dockerfile.stages[: stage.index] if s.name}
             if "$" in image or image.lower() == "scratch" or image.lower() in earlier:
                 continue  # a variable, no image, or another stage
-            found.append(Reference(file, stage.line, "FROM", image, stage_site(stage.name) if stage.name else None))
+            site = stage_site(stage.name) if stage.name else None
+            base = built_on(stages[stage.index], stages) is not None
+            found.append(Reference(file, stage.line, "FROM", image, site, base))
         found += [Reference(file, line, what, source, None) for line, what, source in image_sources(text)]
         return sorted(found, key=lambda reference: reference.line)
