@@ -91,6 +91,7 @@ def _sources(flags: tuple[str, ...]) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=64)
 def image_sources(text: str) -> tuple[tuple[int, str, str], ...]:
     """The images a COPY (`--from=REF`) or a RUN (`--mount=…,from=REF`) reads straight from
     a registry, not through a stage: each (line, the instruction as said, the reference).
