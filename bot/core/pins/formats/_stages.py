@@ -99,8 +99,9 @@ def image_sources(text: str) -> tuple[tuple[int, str, str], ...]:
     (https://docs.docker.com/reference/dockerfile/#copy---from); a value built from a
     variable is chosen at build time, so it is no reference here."""
     commands = dockerfile.parse_string(text)
-    names = {str(c.value[2]).lower() for c in commands if c.cmd.upper() == "FROM" and len(c.value) >= 3}
-    count = sum(1 for c in commands if c.cmd.upper() == "FROM")
+    heads = [list(c.value) for c in commands if c.cmd.upper() == "FROM"]
+    names = {words[2].lower() for words in heads if len(words) >= 3 and words[1].lower() == "as"}
+    count = len(heads)
     found: list[tuple[int, str, str]] = []
     for command in commands:
         instruction = command.cmd.upper()
