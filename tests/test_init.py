@@ -647,3 +647,44 @@ def test_the_demo_s_downstream_is_read_where_its_images_are_kept(tmp_path: Path,
     assert planned.code == 0, planned.stderr
     (plan,) = planned.json()["components"]
     assert plan["pinned"] == first and plan["head"] == first and plan["actions"] == []
+
+
+def test_an_image_copied_from_by_reference_is_said_by_init_validate_and_pins_list(
+    images: Images, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """`COPY --from=` may name an image instead of a stage (Dockerfile reference:
+    https://docs.docker.com/reference/dockerfile/#copy---from). No pin format moves it, so
+    a test stage copying the wheel image straight from the registry would keep the old
+    wheel after every proposal: init skips it with why, and the config it writes says,
+    as `config validate` and `pins list` do, that no pin moves that line."""
+    image = images.lmcache["wheelpin"]
+    wheel = "/lmcache-0.5.6.dev98-cp312-cp312-linux_x86_64.whl"
+    dockerfile = ATOM_DOCKERFILE.format(image=image, sha256=images.lmcache_sha256)
+    dockerfile += f"\nFROM base AS test\nCOPY --from={image} {wheel} /tmp/\nRUN python3 -c 'import lmcache'\n"
+    repo = downstream(tmp_path / "atom", {"docker/Dockerfile": dockerfile})
+    line = dockerfile.splitlines().index(f"COPY --from={image} {wheel} /tmp/") + 1
+    result = init(repo, env, "--json", "--branch", "main", "--build-command", "make")
+    assert result.code == 0, result.stderr
+    document = result.json()
+    assert document["found"] == ["docker/Dockerfile:3"]
+    assert {
+        "file": "docker/Dockerfile",
+        "line": line,
+        "what": f"COPY --from={image}",
+        "why": "an image named in the instruction, not through a stage: no pin format moves it (to pin a wheel "
+        "image, name it in a stage, FROM … AS NAME, and take it from that stage)",
+    } in document["skipped"]
+    behind = (
+        f"docker/Dockerfile:{line}: COPY --from names {image}, of lmcache's image repository, but no pin moves it: "
+        "a bump leaves it as it is"
+    )
+    (warning,) = document["validate"]["warnings"]
+    assert warning.endswith(f": lmcache.pins[0].file: {behind}"), warning
+    validated = wheelpin("config", "validate", "--repo", str(repo), env=env)
+    assert validated.code == 0 and validated.stderr.endswith(f"lmcache.pins[0].file: {behind}\n"), validated.stderr
+    listed = wheelpin("pins", "list", "--repo", str(repo), env=env)
+    assert listed.code == 0 and listed.stderr == f"warning: {behind}\n"
+    as_json = wheelpin("pins", "list", "--repo", str(repo), "--json", env=env).json()
+    assert as_json["left_behind"] == [
+        {"component": "lmcache", "file": "docker/Dockerfile", "line": line, "what": "COPY --from", "image": image}
+    ]

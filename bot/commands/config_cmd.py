@@ -162,7 +162,7 @@ def pin_problems(loaded: LoadedConfig) -> tuple[list[str], list[str]]:
                 )
         if len(texts) < len({pin.file for pin in component.pins}):
             continue
-        for finding in pin_findings(component, texts):
+        for finding in pin_findings(component, texts, loaded.config.components):
             where = ("component", number, "pins", finding.index, finding.key)
             (refused if finding.refused else said).append(loaded.located(where, finding.sentence))
     return refused, said

@@ -6,6 +6,7 @@ refused); a bump writes every file or none, and none if one changed since it was
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from ..adapters.imageread import read_image
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
 from ..core.errors import UsageError, doing
+from ..core.pins.behind import left_behind, said
 from ..core.pins.bump import PinState, Sha256s, Sha256Unknown, parse_sha256_options, plan_bump, read_pins
 from ..core.pins.formats.api import FORMATS
+from ..core.pins.formats.base import Reference
 from ..core.pins.sha256 import wheel_sha256s
 from .output import emit_json, emit_text
 from .repo import load
@@ -37,12 +40,23 @@ def sha256_from_image(image: str, settings: Settings) -> Sha256s:
 def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> int:
     loaded = load(config=config, repo=repo)
     states: list[PinState] = []
-    for component in loaded.config.components:
-        component = canonical_component(component, loaded.root)
+    behind: list[tuple[str, Reference]] = []  # the components' images named where no pin moves them
+    components = [canonical_component(component, loaded.root) for component in loaded.config.components]
+    for component in components:
         texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
         states += read_pins(component, texts)
+        behind += [(component.name, reference) for reference in left_behind(component, texts, components)]
     if as_json:
-        emit_json({"root": str(loaded.root), "pins": [state.to_json() for state in states]})
+        emit_json(
+            {
+                "root": str(loaded.root),
+                "pins": [state.to_json() for state in states],
+                "left_behind": [
+                    {"component": name, "file": r.file, "line": r.line, "what": r.what, "image": r.value}
+                    for name, r in behind
+                ],
+            }
+        )
         return 0
     for state in states:
         ref = state.ref
@@ -53,6 +67,8 @@ def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> in
         if state.pin.sha256_arg:
             tag = f" [{state.pin.python_tag}]" if state.pin.python_tag else ""
             emit_text(f"    sha256  {state.sha256}{tag}  ({state.pin.sha256_arg})")
+    for name, reference in behind:
+        sys.stderr.write(f"warning: {said(reference, name)}\n")
     return 0
 
 
@@ -78,7 +94,7 @@ def bump_command(
         wheel_sha256 = lambda: sha256_from_image(image, settings)  # noqa: E731
     texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
     try:
-        plan = plan_bump(component, texts, image, wheel_sha256)
+        plan = plan_bump(component, texts, image, wheel_sha256, loaded.config.components)
     except Sha256Unknown as exc:
         raise UsageError(f"{exc.message}: pass --sha256 {exc.python_tag + '=' if exc.python_tag else ''}HEX") from None
     if not plan.changes_nothing:
@@ -94,6 +110,7 @@ def bump_command(
                 "edits": [
                     {"file": e.file, "line": e.line, "what": e.what, "old": e.old, "new": e.new} for e in plan.edits
                 ],
+                "left_behind": list(plan.left_behind_said),
             }
         )
     elif plan.changes_nothing:
@@ -102,4 +119,7 @@ def bump_command(
         for edit in plan.edits:
             emit_text(f"{edit.file}:{edit.line}: {edit.what} {edit.old} → {edit.new}")
         emit_text(f"{component.name}: {len(plan.edits)} value(s) moved in {len(plan.new_texts)} file(s)")
+    if not as_json:
+        for sentence in plan.left_behind_said:
+            sys.stderr.write(f"warning: {sentence}\n")
     return 0

@@ -42,6 +42,7 @@ class Context:
     store: ImageStore
     builder: Builder
     branch: str
+    components: tuple[Component, ...] = ()  # the config's: a site another one pins is not left behind
 
     @property
     def name(self) -> str:

@@ -368,7 +368,7 @@ class Executor:
             with doing(f"reading {image.ref} (to write its proposal)"):
                 info = self.reads.image(context.store, image.digest)
             wheels, image_size = info.wheels, info.size
-        bump = plan_bump(component, seen.texts, image.ref, wheel_sha256s(wheels))
+        bump = plan_bump(component, seen.texts, image.ref, wheel_sha256s(wheels), context.components)
         constraints = self.reads.file(facts.base, component.constraints_file) if component.constraints_file else None
         against: tuple[str, ...] = ()
         broken: tuple[str, ...] = ()  # what the wheel would break in the consuming image

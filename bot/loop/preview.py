@@ -78,6 +78,7 @@ class ComponentPlan:
     build_said: str = ""  # when it starts none: what stands instead (a build under way, an image found)
     image: str | None = None  # the reference the proposal would pin
     edits: tuple[Edit, ...] = ()
+    left_behind: tuple[str, ...] = ()  # the component's image named where no pin moves it (core/pins/behind.py)
     title: str | None = None
     proposal: str = ""  # "create" | "update" | "keep" | "close" | "leave alone" | "": what it does with the proposal
     waits: str | None = None  # why, and until when, it would wait
@@ -111,6 +112,7 @@ class ComponentPlan:
             "build_said": self.build_said,
             "image": self.image,
             "edits": [{"file": e.file, "line": e.line, "old": e.old, "new": e.new, "what": e.what} for e in self.edits],
+            "left_behind": list(self.left_behind),
             "title": self.title,
             "proposal": self.proposal,
             "branch": self.branch,
@@ -314,11 +316,12 @@ def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads
         reference = f"{repository}:{stand_in}@{_STAND_IN_DIGEST}"
         said = {stand_in: known_tag, _STAND_IN_DIGEST: DIGEST, _STAND_IN_SHA256: SHA256}
     try:
-        bump = plan_bump(component, seen.texts, reference, sha256)
+        bump = plan_bump(component, seen.texts, reference, sha256, context.components)
     except (UsageError, VerificationError) as exc:
         plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     else:
         plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what) for e in bump.edits)
+        plan.left_behind = bump.left_behind_said
     plan.title = title(
         ProposalFacts(
             component=component.name,

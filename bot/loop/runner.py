@@ -168,6 +168,7 @@ class Reconciler:
             self._store(component),
             self.builder_for(component, upstream),
             self.config.defaults.branch_prefix + component.name,
+            tuple(self.config.components),
         )
 
     # -- a pass ---------------------------------------------------------------------------

@@ -501,9 +501,12 @@ def test_components_are_independent(world: World) -> None:
         config.split("[[component]]", 1)[1]
         .replace('name = "demo-cache"', 'name = "broken"')
         .replace('repo = "../upstream"', 'repo = "../no-such-upstream"')
+        .replace('file = "docker/Dockerfile"', 'file = "docker/Dockerfile.broken"')  # a pin is one component's
     )
+    (world.downstream / "docker/Dockerfile.broken").write_text((world.downstream / "docker/Dockerfile").read_text())
     (world.downstream / "wheelpin.toml").write_text(config + "\n[[component]]" + broken)
-    git(["commit", "--quiet", "-am", "second component"], cwd=world.downstream, env=HUMAN)
+    git(["add", "-A"], cwd=world.downstream)
+    git(["commit", "--quiet", "-m", "second component"], cwd=world.downstream, env=HUMAN)
     world.commit_upstream("work", NEW_VERSION)
     result = world.reconcile()
     assert result.code == 1
@@ -803,3 +806,56 @@ def test_a_build_left_running_by_a_killed_pass_is_ended_by_the_next(world: World
         time.sleep(0.05)
     else:
         raise AssertionError("the orphaned build still runs")
+
+
+def test_the_proposal_lists_every_line_its_commit_changes_once(world: World) -> None:
+    """Two files pinning the wheel with the same ARG names and the same values (a release
+    Dockerfile copied from the main one): each file's lines are their own in the list."""
+    dockerfile = (world.downstream / "docker/Dockerfile").read_text()
+    (world.downstream / "docker/Dockerfile.rocm_release").write_text("# the release image\n" + dockerfile)
+    pin = '{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256" },'
+    world.set_config(pin, pin + "\n  " + pin.replace("docker/Dockerfile", "docker/Dockerfile.rocm_release"))
+    git(["add", "-A"], cwd=world.downstream)
+    git(["commit", "--quiet", "--amend", "--no-edit"], cwd=world.downstream, env=HUMAN)
+    world.commit_upstream("work", NEW_VERSION)
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    diff = git(["diff", "--unified=0", "main", BRANCH], cwd=world.downstream)
+    changed: list[str] = []
+    file = ""
+    for line in diff.splitlines():
+        if line.startswith("+++ b/"):
+            file = line.removeprefix("+++ b/")
+        elif line.startswith("@@"):
+            start, _, count = line.split("+", 1)[1].split(" ", 1)[0].partition(",")
+            changed += [f"{file}:{int(start) + n}" for n in range(int(count or 1))]
+    assert len(changed) == 4
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    pins = message.split("Pins moved in: ", 1)[1].splitlines()[1:]
+    listed = [line.split("`")[1] for line in pins if line.startswith("- `")]
+    assert listed == changed  # every changed line, once, in file and line order
+
+
+def test_an_image_copied_from_by_reference_is_left_as_it_is_and_said(world: World) -> None:
+    """A test stage copying the wheel straight from the pinned image (`COPY --from=REF`,
+    which no pin format moves): the proposal moves the pins, keeps that line, and says so
+    in its notes, as the dry run does."""
+    path = world.downstream / "docker/Dockerfile"
+    pinned = path.read_text().split('ARG DEMO_WHEEL_IMAGE="', 1)[1].split('"', 1)[0]
+    copy = f"COPY --from={pinned} / /tmp/old-wheel/"
+    path.write_text(path.read_text() + f"\nFROM python:3.12-slim AS test\n{copy}\n")
+    git(["commit", "--quiet", "-am", "a test stage"], cwd=world.downstream, env=HUMAN)
+    line = path.read_text().splitlines().index(copy) + 1
+    behind = (
+        f"docker/Dockerfile:{line}: COPY --from names {pinned}, of demo-cache's image repository, but no pin moves "
+        "it: a bump leaves it as it is"
+    )
+    world.commit_upstream("work", NEW_VERSION)
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert dry.code == 0 and f"\n  ⚠️ left behind: {behind}\n" in dry.stdout, dry.stdout
+    result = world.reconcile()
+    assert result.code == 0, result.stderr
+    assert world.branch_file().splitlines()[line - 1] == copy
+    assert pinned not in world.branch_file().splitlines()[1]  # the pin itself moved
+    message = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+    assert f"### ⚠️ Notes\n- **{behind}**" in message

@@ -154,6 +154,7 @@ def load_config_text(
                 message = "unknown key" + _did_you_mean(tagged)
             problems.append(located(*_refine(loc, message)))
         raise ConfigInvalid(path, sorted(problems, key=_line_number)) from None
+    problems += shared_pins(config, located)
     if problems:
         raise ConfigInvalid(path, sorted(problems, key=_line_number))
     return LoadedConfig(config, path, root, positions)
@@ -189,6 +190,34 @@ def _duplicate_names(raw: dict[str, Any], located: Locate) -> list[str]:
                 )
             )
         seen.setdefault(name, index)
+    return problems
+
+
+def shared_pins(config: Config, located: Locate) -> list[str]:
+    """A pin site (a file's ARG, or its stage's FROM) that two components both pin: each
+    pass would move it to its own image, in two proposals that undo each other. One
+    sentence per later pin, at its key, naming the site and both components; the loader
+    says it, so `config validate` and every pass refuse the config alike."""
+    first: dict[tuple[str, str], int] = {}  # (file, site) → the component that pins it first
+    problems: list[str] = []
+    for number, component in enumerate(config.components):
+        for index, pin in enumerate(component.pins):
+            shared: dict[int, list[tuple[str, str]]] = {}  # another component → the sites it pins too
+            for key, site, said in pin.sites():
+                owner = first.setdefault((pin.file, site), number)
+                if owner != number:
+                    shared.setdefault(owner, []).append((key, said))
+            for owner, sites in shared.items():
+                names = " and ".join(said for _, said in sites)
+                problems.append(
+                    located(
+                        ("component", number, "pins", index, sites[0][0]),
+                        f"{pin.file}: {names} {'is' if len(sites) == 1 else 'are'} pinned by both "
+                        f"{config.components[owner].name} and {component.name}: each would move "
+                        f"{'it' if len(sites) == 1 else 'them'} to its own image, in two proposals "
+                        "that undo each other; keep the pin in one component",
+                    )
+                )
     return problems
 
 

@@ -443,6 +443,18 @@ def escape_problem(root: Path, file: str) -> str | None:
     return f"{file} resolves to {target}, outside the repository {real_root}: wheelpin edits only files inside it"
 
 
+def arg_site(name: str) -> str:
+    """An ARG as pin sites are compared: two pins (or a pin and a reference the file names)
+    at one site move the same characters."""
+    return f"ARG {name}"
+
+
+def stage_site(name: str) -> str:
+    """A stage's FROM as pin sites are compared: BuildKit compares stage names regardless
+    of case (`AS Wheels` is `--from=wheels`), and a file's stage names are unique."""
+    return f"FROM AS {name.lower()}"
+
+
 class _PinKind(_Model):
     """What every pin format's table carries besides the key that says where it pins."""
 
@@ -457,6 +469,12 @@ class _PinKind(_Model):
     @classmethod
     def _file(cls, value: str) -> str:
         return pin_path(value)
+
+    def sites(self) -> tuple[tuple[str, str, str], ...]:
+        """What the pin moves in its file, each as (its config key, the site as compared,
+        the site as a sentence says it): two pins of one file claiming one site would both
+        move it. Each format's model adds the site of its own key."""
+        return (("sha256_arg", arg_site(self.sha256_arg), f"ARG {self.sha256_arg}"),) if self.sha256_arg else ()
 
     @model_validator(mode="after")
     def _tag_of_a_sha256(self) -> Self:
@@ -485,6 +503,9 @@ class DockerfileArgPin(_PinKind):
         ),
     ]
 
+    def sites(self) -> tuple[tuple[str, str, str], ...]:
+        return (("image_arg", arg_site(self.image_arg), f"ARG {self.image_arg}"), *super().sites())
+
 
 class DockerfileFromPin(_PinKind):
     """`kind = "dockerfile-from"`: the FROM line of a stage holds the reference (+ a sha256 ARG)."""
@@ -496,6 +517,10 @@ class DockerfileFromPin(_PinKind):
         ),
     ] = "dockerfile-from"
     from_stage: str = Field(description="pin the FROM line `AS <stage>`")
+
+    def sites(self) -> tuple[tuple[str, str, str], ...]:
+        stage = ("from_stage", stage_site(self.from_stage), f"FROM … AS {self.from_stage}")
+        return (stage, *super().sites())
 
 
 # The pin formats by name, as `kind` says them: core/pins/formats/api.py maps the same names to

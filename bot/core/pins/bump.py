@@ -11,16 +11,17 @@ caller writes all new texts or none.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..config.model import Component, DockerfileArgPin, DockerfileFromPin, Pin
 from ..config.templates import tag_pattern
 from ..errors import UsageError
 from ..image.reference import ImageRef, ImageRefError, parse_pinned
+from .behind import left_behind, said
 from .formats.api import FORMATS
 from .formats.base import PinError as PinError  # raised here too, and caught by its callers
-from .formats.base import rewrite
+from .formats.base import Reference, rewrite
 from .locate import ValueSite
 from .sha256 import Several, ambiguous
 
@@ -109,6 +110,11 @@ class BumpPlan:
     component: str
     new_texts: dict[str, str]  # only files that change
     edits: tuple[Edit, ...]
+    left_behind: tuple[Reference, ...] = ()  # the component's image named where no pin moves it
+
+    @property
+    def left_behind_said(self) -> tuple[str, ...]:
+        return tuple(said(reference, self.component) for reference in self.left_behind)
 
     @property
     def changes_nothing(self) -> bool:
@@ -166,14 +172,20 @@ class PinFinding:
     refused: bool
 
 
-def pin_findings(component: Component, texts: Mapping[str, str]) -> list[PinFinding]:
+def pin_findings(
+    component: Component, texts: Mapping[str, str], components: Sequence[Component] = ()
+) -> list[PinFinding]:
     """What the pass would find in each pin of `component` before any build, for `config
     validate`, every problem of a pin at its own key. Refused: the pass stops there (a name
     the file does not declare, a value that is no reference, a reference in another
     repository than `image.repository`: refused only at the proposal, after building and
     publishing). Not refused: a tag the template does not give, which the first bump
     replaces (a bootstrap pin such as `:latest@sha256:…` is fine), so it is only said, once
-    for the pins of one line (Mooncake's pin per python tag shares one image ARG)."""
+    for the pins of one line (Mooncake's pin per python tag shares one image ARG); and a
+    reference of the component's repository that no pin of `components` (the config's) moves
+    (behind.py), said at the `file` of the first pin in its file: a bump leaves it as it is,
+    which may be meant (an old wheel kept on purpose), and the build still works, so it is
+    only said."""
     found: list[PinFinding] = []
     misfits_said: set[tuple[str, int]] = set()
     for index, pin in enumerate(component.pins):
@@ -193,6 +205,9 @@ def pin_findings(component: Component, texts: Mapping[str, str]) -> list[PinFind
             found.append(
                 PinFinding(index, at, f"{state.file}:{state.line}: {misfit}: the first bump replaces it", False)
             )
+    first = {pin.file: index for index, pin in reversed(list(enumerate(component.pins)))}
+    for reference in left_behind(component, texts, components):
+        found.append(PinFinding(first[reference.file], "file", said(reference, component.name), False))
     return found
 
 
@@ -209,12 +224,14 @@ def plan_bump(
     texts: Mapping[str, str],
     image: str,
     sha256: Sha256s | Callable[[], Sha256s],
+    components: Sequence[Component] = (),
 ) -> BumpPlan:
     """Plan moving every pin of `component` to `image` (+ wheel sha256s); PinError if any
     pin cannot move, before anything is written. `sha256` may be a function (reading the
     image), called only once every reference has been checked and only if a pin needs it;
     a pin whose key it holds several wheels for is refused (VerificationError): its sha256
-    would be a guess."""
+    would be a guess. The plan holds what the bump leaves behind too: the component's image
+    named in its files where no pin of `components` (the config's) moves it (behind.py)."""
     try:
         new_ref = parse_pinned(image)
     except ImageRefError as exc:
@@ -262,4 +279,4 @@ def plan_bump(
         if changed:
             new_texts[file] = text
     edits.sort(key=lambda edit: (edit.file, edit.line))
-    return BumpPlan(component.name, new_texts, tuple(edits))
+    return BumpPlan(component.name, new_texts, tuple(edits), tuple(left_behind(component, texts, components)))

@@ -202,7 +202,11 @@ def assemble(
         check_refs=tuple(check_refs),
         reach=reach,
         changes=changes,
-        notes=moved + notes(component, wheels) + growth_notes(component, changes) + tuple(more_notes),
+        notes=moved
+        + notes(component, wheels)
+        + growth_notes(component, changes)
+        + bump.left_behind_said
+        + tuple(more_notes),
         history=history,
         known_conflicts=known_conflicts(component, diff.conflicts, pinned, constraints_text),
         provenance=provenance,

@@ -580,3 +580,46 @@ def test_an_upstream_folder_the_pass_cannot_fetch_from_is_a_problem(repo: Path) 
     ):
         code, problems, _ = validate(repo, GOOD.replace("https://github.com/LMCache/LMCache", upstream), PINNED)
         assert (code, problems) == (0, []), upstream
+
+
+def test_two_components_pinning_one_site_are_refused_by_validate_and_by_the_pass(repo: Path) -> None:
+    """A component's table copied under a new name (another ROCm, another repository) still
+    pins the same ARGs and stage: two passes would each move them, in two proposals that
+    undo each other. The loader refuses it, so validate and the pass say the same sentence."""
+    (repo / "docker/Dockerfile").write_text(
+        PINNED.replace("FROM a\n", f"FROM docker.io/rocm/atom-dev:wheels@sha256:{'c' * 64} AS Wheels\nFROM a\n")
+    )
+    copy = GOOD.replace('name = "lmcache"', 'name = "lmcache-rocm7"').replace(
+        "docker.io/rocm/atom-dev", "docker.io/rocm/atom-dev-rocm7"
+    )
+    copy = copy.replace(
+        '  { file = "docker/atom_release.dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE", '
+        'sha256_arg = "LMCACHE_WHEEL_SHA256" },\n',
+        '  { file = "./docker//atom_release.dockerfile", image_arg = "LMCACHE_WHEEL_IMAGE" },\n'
+        '  { file = "docker/Dockerfile", from_stage = "wheels" },\n',
+    )
+    extra = '\n[[component]]\nname = "wheels"' + GOOD.split('name = "lmcache"', 1)[1].replace(
+        "docker.io/rocm/atom-dev", "docker.io/rocm/other"
+    )
+    extra = extra.split("pins = [", 1)[0] + 'pins = [{ file = "docker/Dockerfile", from_stage = "Wheels" }]\n'
+    text = GOOD + "\n" + copy + extra
+    problems = problems_of(repo, text)
+    path = repo / "wheelpin.toml"
+    assert problems == [
+        f"{path}:23: lmcache-rocm7.pins[0].image_arg: docker/Dockerfile: ARG LMCACHE_WHEEL_IMAGE and ARG "
+        "LMCACHE_WHEEL_SHA256 are pinned by both lmcache and lmcache-rocm7: each would move them to its own image, "
+        "in two proposals that undo each other; keep the pin in one component",
+        f"{path}:24: lmcache-rocm7.pins[1].image_arg: docker/atom_release.dockerfile: ARG LMCACHE_WHEEL_IMAGE is "
+        "pinned by both lmcache and lmcache-rocm7: each would move it to its own image, in two proposals that undo "
+        "each other; keep the pin in one component",
+        f"{path}:36: wheels.pins[0].from_stage: docker/Dockerfile: FROM … AS Wheels is pinned by both lmcache-rocm7 "
+        "and wheels: each would move it to its own image, in two proposals that undo each other; keep the pin in "
+        "one component",
+    ]
+    validated = wheelpin("config", "validate", str(path))
+    assert validated.code == 2 and validated.stderr.splitlines()[:3] == problems, validated.stderr
+    assert "is not in the component's repository" not in validated.stderr  # the sharing is said, not a symptom
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(repo))
+    passed = wheelpin("reconcile", "--once", "--repo", str(repo))
+    for result in (dry, passed):
+        assert result.code == 2 and problems[0] in result.stderr, result.stderr

@@ -4,7 +4,8 @@ of the config, whose model requires the format's key and is chosen by that key a
 reads the pinned reference and the wheel sha256 from a file's text with their lines; a bump
 planned through it re-reads as the new pin with every other byte as it was (for any
 reference, sha256 and quoting: hypothesis); a pin naming what the file lacks is refused
-with the file and the closest name it has; and before any config (`wheelpin init`) it finds
+with the file and the closest name it has; it lists its pin's reference at the site the
+pin's table claims (what no pin claims is said to be left behind); and before any config (`wheelpin init`) it finds
 the pin in a file it looks in, as its config key names it, which reads back through it.
 
 Each format's case is a Dockerfile written as a downstream repository writes it (ATOM's
@@ -23,6 +24,7 @@ from pydantic_core import PydanticUndefined
 
 from bot.core.config.initconfig import PinDraft
 from bot.core.config.model import PIN_KINDS, Component
+from bot.core.pins.behind import left_behind
 from bot.core.pins.bump import plan_bump, read_pins
 from bot.core.pins.formats.api import FORMATS
 from bot.core.pins.formats.base import PinError, PinSites, rewrite
@@ -199,6 +201,22 @@ def test_init_finds_the_pin_as_its_config_key_names_it_and_it_reads_back(name: s
     sites = fmt.read(component(table).pins[0], text)  # what init writes is a pin of this format
     assert ({s.value for s in sites.image}, sites.image[0].line) == ({OLD_IMAGE}, found.line)
     assert [pin.kind for pin in scan(text, "docker/Dockerfile")[0]] == [name]  # found once, by its format alone
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_the_references_a_format_lists_hold_its_pin_at_the_site_its_config_claims(name: str) -> None:
+    """What a component's pins leave behind (core/pins/behind.py) is every reference of its
+    repository but those at a site some pin claims: the format says its pin's reference at
+    the site the pin's table claims, so a pinned line is never said to be left behind."""
+    case = CASES[name]
+    pin = component(case.pin).pins[0]
+    text = case.dockerfile(OLD_IMAGE, OLD_SHA, '"')
+    listed = FORMATS[name].references(text, "docker/Dockerfile")
+    assert [r.line for r in listed] == sorted(r.line for r in listed)
+    (own,) = [r for r in listed if r.value == OLD_IMAGE]
+    assert (own.file, own.line) == ("docker/Dockerfile", case.image_line)
+    assert own.site == pin.sites()[0][1]
+    assert not left_behind(component(case.pin), {"docker/Dockerfile": text}, ())
 
 
 @pytest.mark.parametrize("name", list(FORMATS))

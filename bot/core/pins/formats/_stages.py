@@ -91,6 +91,32 @@ def _sources(flags: tuple[str, ...]) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=64)
+def image_sources(text: str) -> tuple[tuple[int, str, str], ...]:
+    """The images a COPY (`--from=REF`) or a RUN (`--mount=…,from=REF`) reads straight from
+    a registry, not through a stage: each (line, the instruction as said, the reference).
+    BuildKit reads a `--from` value as an image when no stage has that name or index
+    (https://docs.docker.com/reference/dockerfile/#copy---from); a value built from a
+    variable is chosen at build time, so it is no reference here."""
+    commands = dockerfile.parse_string(text)
+    heads = [list(c.value) for c in commands if c.cmd.upper() == "FROM"]
+    names = {words[2].lower() for words in heads if len(words) >= 3 and words[1].lower() == "as"}
+    count = len(heads)
+    found: list[tuple[int, str, str]] = []
+    for command in commands:
+        instruction = command.cmd.upper()
+        for source in _sources(command.flags):
+            if "$" in source or source.lower() in names or (source.isdigit() and int(source) < count):
+                continue
+            try:
+                ImageRef.parse(source)
+            except ImageRefError:
+                continue  # BuildKit refuses it at build time
+            said = "COPY --from" if instruction == "COPY" else f"{instruction} --mount from"
+            found.append((command.start_line, said, source))
+    return tuple(found)
+
+
 def _index_named(heads: list[tuple[str | None, int, str]], name: str) -> int | None:
     if name.isdigit() and int(name) < len(heads):
         return int(name)

@@ -124,6 +124,23 @@ class Skipped:
         return f"{self.file}:{self.line}: {self.what}: {self.why}"
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A literal value a file names where an image reference can stand, pinned or not: its
+    place, the instruction as a sentence says it (`COPY --from`), the value, and the site a
+    pin of the config moves it by (config.model `arg_site`, `stage_site`), None when no pin
+    format can (an image named in `COPY --from=`), and whether a stage is built on it (runs
+    in it: a base image, which no wheel image is, even in a repository that holds both).
+    What a component's pins leave behind is found from these (core/pins/behind.py)."""
+
+    file: str
+    line: int
+    what: str
+    value: str
+    site: str | None
+    base: bool = False
+
+
 class PinFormat(Protocol[PinTable]):
     """One way a file pins a wheel image; `api.FORMATS` holds one of each by `name`."""
 
@@ -157,6 +174,12 @@ class PinFormat(Protocol[PinTable]):
         """The wheel pins of this format that `text` (the text of `file`) holds, before any
         config, and the references of this format's shape it skipped, with why; PinError
         naming the file when the text cannot be read."""
+        ...
+
+    def references(self, text: str, file: str) -> list[Reference]:
+        """Every literal value of this format's shape in `text` that may be an image
+        reference, pinned or not, in line order (a later check keeps those of a component's
+        repository that no pin moves); PinError naming the file when the text cannot be read."""
         ...
 
 

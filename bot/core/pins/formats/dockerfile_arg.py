@@ -5,10 +5,10 @@ where a global ARG's default is a digest pin and a wheel stage's `FROM ${X_IMAGE
 
 from __future__ import annotations
 
-from ...config.model import DockerfileArgPin
+from ...config.model import DockerfileArgPin, arg_site
 from ._dockerfile import arg_sites, is_dockerfile, parsed, with_sha256
 from ._stages import built_on, consumer_of, global_defaults, not_a_pin, sha256_args, stages_of, unique, variable_of
-from .base import FoundPin, PinSites, Skipped, literal
+from .base import FoundPin, PinSites, Reference, Skipped, literal
 
 
 class DockerfileArg:
@@ -66,3 +66,17 @@ class DockerfileArg:
                 Skipped(file, arg.default.line, f"ARG {name}", "pinned by digest, but no stage's FROM names it")
             )
         return unique(found), skipped
+
+    def references(self, text: str, file: str) -> list[Reference]:
+        """Every ARG default written out (one with a variable is chosen at build time), a
+        base image's when a stage built on it starts `FROM ${NAME}`."""
+        dockerfile = parsed(text, file)
+        stages = stages_of(text)
+        bases = {variable_of(stage.image) for stage in stages if built_on(stage, stages) is not None}
+        return [
+            Reference(
+                file, arg.default.line, f"ARG {arg.name}", arg.default.value, arg_site(arg.name), arg.name in bases
+            )
+            for arg in dockerfile.args
+            if arg.default is not None and "$" not in arg.default.value
+        ]

@@ -6,11 +6,21 @@ from __future__ import annotations
 
 import re
 
-from ...config.model import DockerfileFromPin
+from ...config.model import DockerfileFromPin, stage_site
 from ..locate import ParsedDockerfile, ValueSite
 from ._dockerfile import is_dockerfile, parsed, with_sha256
-from ._stages import built_on, consumer_of, not_a_pin, sha256_args, stage_named, stages_of, unique, variable_of
-from .base import FoundPin, PinError, PinSites, Skipped, closest, literal
+from ._stages import (
+    built_on,
+    consumer_of,
+    image_sources,
+    not_a_pin,
+    sha256_args,
+    stage_named,
+    stages_of,
+    unique,
+    variable_of,
+)
+from .base import FoundPin, PinError, PinSites, Reference, Skipped, closest, literal
 
 
 class DockerfileFrom:
@@ -88,4 +98,31 @@ class DockerfileFrom:
                         why or "the stage has no name (FROM … AS NAME) to pin it by",
                     )
                 )
+        for line, what, source in image_sources(text):
+            skipped.append(
+                Skipped(
+                    file,
+                    line,
+                    f"{what}={source}",
+                    "an image named in the instruction, not through a stage: no pin format moves it (to pin a "
+                    "wheel image, name it in a stage, FROM … AS NAME, and take it from that stage)",
+                )
+            )
         return unique(found), skipped
+
+    def references(self, text: str, file: str) -> list[Reference]:
+        """Every stage's literal FROM (its stage the site, when it has a name) and every image
+        a COPY or RUN takes straight from a registry, which no pin can name."""
+        dockerfile = parsed(text, file)
+        stages = stages_of(text)
+        found: list[Reference] = []
+        for stage in dockerfile.stages:
+            image = stage.image.value
+            earlier = {s.name.lower() for s in dockerfile.stages[: stage.index] if s.name}
+            if "$" in image or image.lower() == "scratch" or image.lower() in earlier:
+                continue  # a variable, no image, or another stage
+            site = stage_site(stage.name) if stage.name else None
+            base = built_on(stages[stage.index], stages) is not None
+            found.append(Reference(file, stage.line, "FROM", image, site, base))
+        found += [Reference(file, line, what, source, None) for line, what, source in image_sources(text)]
+        return sorted(found, key=lambda reference: reference.line)
