@@ -1,0 +1,141 @@
+"""The pass checks the wheels against the consuming image's real platform (loop/consumers.py,
+core/image/consumer.wrong_platform): pure-Python wheels against the one linux image of an
+index, or each of an index's linux images; wheels naming an architecture against the image of
+it, whose config must say that architecture too, or they are refused before anything is
+published. Consuming images pushed by buildah and skopeo to the loopback registry, as an
+arm64-only index, a two-platform index and a lone arm64 image (tests/fixtures/foreignpush.py);
+each pass run dry first, the plan held to it (tests/fixtures/dryreal.py)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import requests
+
+from bot.adapters.git import git
+from tests.app.test_consumer_platform import PURE, consuming
+from tests.app.worlds import BRANCH, NEW_VERSION, World, component, make_world
+from tests.cli import wheelpin
+from tests.fixtures.foreignpush import push_platforms
+from tests.fixtures.servers import Registry
+from tests.fixtures.wheels import build_wheel
+
+
+def platform_digests(registry: Registry, image: str) -> dict[str, str]:
+    """The linux architectures of the index `image` (host/path:tag@digest), each to the
+    digest of its image, read from the registry as any client reads them."""
+    path, digest = repository(image).split("/", 1)[1], image.split("@")[1]
+    index = requests.get(
+        f"http://{registry.host}/v2/{path}/manifests/{digest}",
+        headers={"Accept": "application/vnd.oci.image.index.v1+json"},
+        timeout=30,
+    ).json()
+    return {entry["platform"]["architecture"]: entry["digest"] for entry in index["manifests"]}
+
+
+def repository(image: str) -> str:
+    """host/path of host/path:tag@digest: the name the pass gives the image it reads."""
+    return image.split("@")[0].rsplit(":", 1)[0]
+
+
+def proposal_message(world: World) -> str:
+    return git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+
+
+def lone_arm64(registry: Registry, tmp_path: Path) -> str:
+    return push_platforms(
+        f"{registry.host}/consumers/lone-{uuid.uuid4().hex[:8]}:1", tmp_path, ["linux/arm64"], index=False
+    )
+
+
+def test_a_pure_python_wheel_is_published_against_an_arm64_only_consuming_image(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """A pure wheel installs on any platform: the index's only linux image is the one read."""
+    world = make_world(tmp_path)
+    image = push_platforms(f"{registry.host}/consumers/arm64-{uuid.uuid4().hex[:8]}:1", tmp_path, ["linux/arm64"])
+    consuming(world, image)
+    world.commit_upstream("work", NEW_VERSION)
+    result = world.reconcile()
+    assert result.code == 0 and component(result)["status"] == "done", result.stdout + result.stderr
+    arm64 = platform_digests(registry, image)["arm64"]
+    assert f"### Against the consuming image\nAgainst `{repository(image)}@{arm64}`" in proposal_message(world)
+
+
+def test_pure_python_wheels_are_checked_against_each_platform_of_a_consuming_index(
+    registry: Registry, tmp_path: Path
+) -> None:
+    world = make_world(tmp_path)
+    image = push_platforms(
+        f"{registry.host}/consumers/multi-{uuid.uuid4().hex[:8]}:1", tmp_path, ["linux/amd64", "linux/arm64"]
+    )
+    consuming(world, image)
+    world.commit_upstream("work", NEW_VERSION)
+    result = world.reconcile()
+    assert result.code == 0 and component(result)["status"] == "done", result.stdout + result.stderr
+    message, name = proposal_message(world), repository(image)
+    digests = platform_digests(registry, image)
+    against = message.split("### Against the consuming image\n", 1)[1].split("\n###", 1)[0]
+    assert [f"`{name}@{digests['amd64']}`", f"`{name}@{digests['arm64']}`"] == re.findall(
+        r"^Against (`[^`]+`)", against, re.MULTILINE
+    ), against
+
+
+def test_wheels_of_another_architecture_than_a_lone_consuming_image_are_refused(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """An amd64 wheel against one image (no index) whose config says linux/arm64: pip there
+    would refuse it, so the pass refuses it before publishing, in one sentence naming both."""
+    world = make_world(tmp_path)
+    image = lone_arm64(registry, tmp_path)
+    consuming(world, image)
+    script = (world.upstream / "build_wheel.py").read_text()
+    assert PURE in script
+    head = world.commit_upstream(
+        "build for x86_64",
+        {"VERSION": "0.1.1\n", "build_wheel.py": script.replace(PURE, 'platform = "linux_x86_64"')},
+    )
+    tags = world.layout_tags()
+    result = world.reconcile()
+    assert result.code == 1 and component(result)["error_kind"] == "verification", result.stdout + result.stderr
+    said = component(result)["messages"][-1]
+    assert re.search(
+        rf"verification of {head[:8]} failed, nothing published: platform: demo_cache-0\.1\.1\+g{head[:8]}"
+        rf"[^ ]*-linux_x86_64\.whl is built for linux/amd64, and the consuming image "
+        rf"{re.escape(repository(image))}@sha256:[0-9a-f]{{64}} is linux/arm64: pip there would refuse it "
+        r"\(the platform tag does not match\)$",
+        said,
+    ), said
+    assert world.layout_tags() == tags and world.branch() is None
+
+
+def test_the_dry_run_refuses_adopting_wheels_of_another_architecture_than_the_consuming_image(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """An image of the head found under its tag: its wheels are known before the pass, so the
+    plan refuses its adoption where the pass does, by the same rule."""
+    world = make_world(tmp_path)
+    consuming(world, lone_arm64(registry, tmp_path))
+    head = world.commit_upstream("work", NEW_VERSION)
+    wheel = build_wheel(
+        tmp_path / "theirs",
+        name="demo-cache",
+        version=f"0.1.1+g{head[:8]}.rocm7.2.4",
+        files={"demo_cache/__init__.py": b"x = 1\n"},
+        tag="py3-none-linux_x86_64",
+    )
+    tag = f"demo-cache-v0.1.1-g{head[:8]}"
+    published = wheelpin("image", "publish", str(wheel), "--to", f"oci:{world.root / 'images'}:{tag}", env=world.env)
+    assert published.code == 0, published.stderr
+    dry = world.reconcile("--dry-run")
+    plan = component(dry)["plan"]
+    assert (dry.code, plan["fails_at"], plan["error_kind"]) == (1, "adopt", "verification"), dry.stdout
+    assert plan["refusals"] == [
+        f"{wheel.name} is built for linux/amd64, and the consuming image {plan['refusals'][0].split(' image ')[1]}"
+    ] and plan["refusals"][0].endswith(" is linux/arm64: pip there would refuse it (the platform tag does not match)")
+    real = world.reconcile()  # dry, then real: the plan held to the pass
+    assert real.code == 1 and [a["kind"] for a in component(real)["actions"]] == ["adopt"], real.stdout
+    assert "platform: " + plan["refusals"][0] in component(real)["messages"][-1], component(real)
+    assert world.branch() is None
