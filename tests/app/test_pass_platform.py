@@ -139,3 +139,35 @@ def test_the_dry_run_refuses_adopting_wheels_of_another_architecture_than_the_co
     assert real.code == 1 and [a["kind"] for a in component(real)["actions"]] == ["adopt"], real.stdout
     assert "platform: " + plan["refusals"][0] in component(real)["messages"][-1], component(real)
     assert world.branch() is None
+
+
+def test_the_plan_says_a_lone_consuming_image_is_not_the_platform_of_the_wheels_pinned_today(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """x86_64 wheels pinned (a first pass, merged), then the consuming image named is a lone
+    arm64 image: before the next build the plan and `config validate --online` say that
+    wheels built alike are refused; the pass then refuses them after the build."""
+    world = make_world(tmp_path)
+    script = (world.upstream / "build_wheel.py").read_text()
+    x86_64 = {"build_wheel.py": script.replace(PURE, 'platform = "linux_x86_64"')}
+    world.commit_upstream("build for x86_64", {"VERSION": "0.1.1\n", **x86_64})
+    assert world.reconcile().code == 0
+    git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
+    image = lone_arm64(registry, tmp_path)
+    consuming(world, image)
+    head = world.commit_upstream("work", {"VERSION": "0.1.2\n"})
+    dry = world.reconcile("--dry-run")
+    plan = component(dry)["plan"]
+    assert dry.code == 0 and plan["refusals"] == [] and plan["after_build"], dry.stdout
+    assert re.fullmatch(
+        r"not the platform of the wheels pinned today: built so again, demo_cache-0\.1\.1\+g[0-9a-f]{8}"
+        rf"[^ ]*-linux_x86_64\.whl is built for linux/amd64, and the consuming image {re.escape(repository(image))}"
+        r"@sha256:[0-9a-f]{64} is linux/arm64: pip there would refuse it \(the platform tag does not match\)",
+        plan["consumer_platform"],
+    ), plan["consumer_platform"]
+    online = wheelpin("config", "validate", "--online", "--json", "--repo", str(world.downstream), env=world.env)
+    (check,) = [c for c in online.json()["online"]["checks"] if c["check"] == "consumer"]
+    assert check["outcome"] == "ok" and check["sentence"].endswith(f"its platform: {plan['consumer_platform']}"), check
+    real = world.reconcile()  # dry, then real: failing after the build, as the plan allows
+    assert real.code == 1 and component(real)["error_kind"] == "verification", real.stdout
+    assert f"verification of {head[:8]} failed, nothing published: platform: " in component(real)["messages"][-1]
