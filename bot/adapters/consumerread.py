@@ -148,18 +148,20 @@ class ConsumerPlatforms:
 
     name: str  # store@digest of the index
     platforms: tuple[str, ...]  # its linux architectures, in its order
-    digest: str = ""  # the index's: each platform is read from it, not from a tag that may move
+    # the digest of each one's image, as the index lists it: read by it, not by a tag that may move
+    images: tuple[str, ...] = ()
 
 
-def platforms_read(index: ConsumerPlatforms) -> tuple[str, ...]:
-    """The platforms of the index that pure-Python wheels are checked against: every linux
-    one, since such a wheel installs on each; InputError past MAX_PLATFORMS, in one sentence."""
+def platforms_read(index: ConsumerPlatforms) -> dict[str, str]:
+    """The platforms of the index that pure-Python wheels are checked against, each to the
+    digest of its image: every linux one, since such a wheel installs on each; InputError
+    past MAX_PLATFORMS, in one sentence."""
     if len(index.platforms) > MAX_PLATFORMS:
         raise InputError(
             f"{index.name}: the image index has {len(index.platforms)} linux platforms, more than the "
             f"{MAX_PLATFORMS} wheelpin checks pure-Python wheels against"
         )
-    return index.platforms
+    return dict(zip(index.platforms, index.images, strict=True))
 
 
 @overload
@@ -204,7 +206,8 @@ def _resolve(store: ImageStore, reference: str, architecture: str | None) -> Res
             if not platforms:
                 raise InputError(f"{what}: the image index has no linux image")
             if len(platforms) > 1:
-                return ConsumerPlatforms(what, platforms, digest)
+                images = tuple(imagedocs.platform_digest(manifest, platform, what) for platform in platforms)
+                return ConsumerPlatforms(what, platforms, images)
             architecture = platforms[0]
         digest = imagedocs.platform_digest(manifest, architecture, what)
         manifest = imagedocs.document(store.get_manifest(digest), f"{store.name}@{digest}")

@@ -71,8 +71,8 @@ class Consumers:
                 found = read_consumer(store, _tag_or_digest(target), cache=self.layers, architecture=architecture)
                 self._seen[key] = (
                     [
-                        read_consumer(store, found.digest, cache=self.layers, architecture=platform)
-                        for platform in platforms_read(found)
+                        read_consumer(store, image, cache=self.layers, architecture=platform)
+                        for platform, image in platforms_read(found).items()
                     ]
                     if isinstance(found, ConsumerPlatforms)
                     else [found]
@@ -206,9 +206,9 @@ def resolve(registries: Stores, observation: Observation, files: Sequence[str], 
                 each = platforms_read(resolved)
                 found += [
                     Resolved(
-                        resolve_consumer(store, resolved.digest, architecture=platform), tuple(wheels), platform, each
+                        resolve_consumer(store, image, architecture=platform), tuple(wheels), platform, tuple(each)
                     )
-                    for platform in each
+                    for platform, image in each.items()
                 ]
             else:
                 found.append(Resolved(resolved, tuple(wheels), architecture))

@@ -87,9 +87,11 @@ def test_wheels_are_read_against_the_image_of_each_architecture_they_name() -> N
 def test_pure_wheels_are_read_against_at_most_max_platforms_of_an_index() -> None:
     many = ("amd64", "arm", "arm64", "386", "mips64le", "ppc64le", "riscv64", "s390x", "loong64")
     digest = "sha256:" + "d" * 64
-    assert platforms_read(ConsumerPlatforms(f"r/base@{digest}", many[:MAX_PLATFORMS], digest)) == many[:MAX_PLATFORMS]
+    images = tuple(f"sha256:{number:064x}" for number in range(len(many)))
+    read = platforms_read(ConsumerPlatforms(f"r/base@{digest}", many[:MAX_PLATFORMS], images[:MAX_PLATFORMS]))
+    assert list(read.items()) == list(zip(many, images, strict=False))[:MAX_PLATFORMS]
     with pytest.raises(InputError) as raised:
-        platforms_read(ConsumerPlatforms(f"r/base@{digest}", many[: MAX_PLATFORMS + 1], digest))
+        platforms_read(ConsumerPlatforms(f"r/base@{digest}", many[: MAX_PLATFORMS + 1], images[: MAX_PLATFORMS + 1]))
     assert raised.value.message == (
         f"r/base@{digest}: the image index has {MAX_PLATFORMS + 1} linux platforms, more than the "
         f"{MAX_PLATFORMS} wheelpin checks pure-Python wheels against"
