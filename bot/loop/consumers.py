@@ -241,6 +241,8 @@ def _said(one: Resolved, *, built: bool) -> str | None:
         return f"not the platform of the wheels pinned today: built so again, {wrong}"
     if one.architecture is None and found.platforms:
         (only,) = found.platforms
+        if built:  # the image found's wheels are pure Python
+            return f"linux/{only}, its index's only linux platform, the wheels being pure Python"
         return (
             f"linux/{only}, its index's only linux platform (the build's wheels decide: wheels built for "
             "another architecture fail where it is read; pure-Python ones are checked against it)"

@@ -171,3 +171,35 @@ def test_the_plan_says_a_lone_consuming_image_is_not_the_platform_of_the_wheels_
     real = world.reconcile()  # dry, then real: failing after the build, as the plan allows
     assert real.code == 1 and component(real)["error_kind"] == "verification", real.stdout
     assert f"verification of {head[:8]} failed, nothing published: platform: " in component(real)["messages"][-1]
+
+
+def test_an_image_of_pure_python_wheels_found_is_adopted_against_each_platform_of_a_consuming_index(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Its wheels known before the pass, the plan lists the platforms the adoption reads."""
+    world = make_world(tmp_path)
+    image = push_platforms(
+        f"{registry.host}/consumers/multi-{uuid.uuid4().hex[:8]}:1", tmp_path, ["linux/amd64", "linux/arm64"]
+    )
+    consuming(world, image)
+    head = world.commit_upstream("work", NEW_VERSION)
+    wheel = build_wheel(
+        tmp_path / "theirs",
+        name="demo-cache",
+        version=f"0.1.1+g{head[:8]}.rocm7.2.4",
+        files={"demo_cache/__init__.py": b"x = 1\n"},
+    )
+    tag = f"demo-cache-v0.1.1-g{head[:8]}"
+    published = wheelpin("image", "publish", str(wheel), "--to", f"oci:{world.root / 'images'}:{tag}", env=world.env)
+    assert published.code == 0, published.stderr
+    dry = world.reconcile("--dry-run")
+    plan = component(dry)["plan"]
+    assert dry.code == 0 and plan["refusals"] == [], dry.stdout
+    assert plan["consumer_platform"] == (
+        "each linux platform of its index, the wheels being pure Python: linux/amd64, linux/arm64"
+    ), plan
+    real = world.reconcile()
+    assert real.code == 0 and [a["kind"] for a in component(real)["actions"]] == ["adopt", "propose"], real.stdout
+    digests = platform_digests(registry, image)
+    against = proposal_message(world).split("### Against the consuming image\n", 1)[1]
+    assert all(f"Against `{repository(image)}@{digests[arch]}`" in against for arch in ("amd64", "arm64")), against
