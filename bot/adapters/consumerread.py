@@ -42,6 +42,10 @@ _MAX_CACHED = 4 * MAX_KEPT_BYTES + (8 << 20)
 # entries of all the layers of one image: Python's tarfile reads some 50,000 headers a second,
 # and no image a hostile registry serves may take wheelpin minutes (a layer has MAX_MEMBERS)
 MAX_IMAGE_MEMBERS = 2_000_000
+# the linux images of one index read for pure-Python wheels, which install on each: a
+# multi-platform release lists two to four (amd64, arm64, ppc64le, s390x); python's official
+# images list eight, seven architectures once arm's variants count once
+MAX_PLATFORMS = 8
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class ConsumerImage:
     layers_read: int  # streamed this time
     layers_cached: int  # taken from the cache
     size: int = 0  # config and layers as the manifest declares them (imagedocs.pulled_size)
+    platform: tuple[str, str] | None = None  # its config's os and architecture (imagedocs.config_platform)
 
 
 class LayerCache:
@@ -97,11 +102,26 @@ class LayerCache:
             self.bounded.touch(path)
 
 
+@overload
 def read_consumer(
     store: ImageStore, reference: str, *, cache: LayerCache, architecture: str = "amd64"
-) -> ConsumerImage:
+) -> ConsumerImage: ...
+
+
+@overload
+def read_consumer(
+    store: ImageStore, reference: str, *, cache: LayerCache, architecture: str | None
+) -> ConsumerImage | ConsumerPlatforms: ...
+
+
+def read_consumer(
+    store: ImageStore, reference: str, *, cache: LayerCache, architecture: str | None = "amd64"
+) -> ConsumerImage | ConsumerPlatforms:
     """The image `reference` (a digest, or a tag read once to its digest) names in `store`,
-    read within one deadline (`adapters/readdeadline.py`)."""
+    read within one deadline (`adapters/readdeadline.py`); an index is resolved to
+    `architecture`, or with None (pure-Python wheels) as `resolve_consumer` resolves it:
+    an index of several linux images is left as ConsumerPlatforms, each of which the
+    caller reads by the index's digest (`platforms_read`)."""
     with image_deadline(f"{store.name}@{reference}"):
         return _read(store, reference, cache, architecture)
 
@@ -128,6 +148,20 @@ class ConsumerPlatforms:
 
     name: str  # store@digest of the index
     platforms: tuple[str, ...]  # its linux architectures, in its order
+    # the digest of each one's image, as the index lists it: read by it, not by a tag that may move
+    images: tuple[str, ...] = ()
+
+
+def platforms_read(index: ConsumerPlatforms) -> dict[str, str]:
+    """The platforms of the index that pure-Python wheels are checked against, each to the
+    digest of its image: every linux one, since such a wheel installs on each; InputError
+    past MAX_PLATFORMS, in one sentence."""
+    if len(index.platforms) > MAX_PLATFORMS:
+        raise InputError(
+            f"{index.name}: the image index has {len(index.platforms)} linux platforms, more than the "
+            f"{MAX_PLATFORMS} wheelpin checks pure-Python wheels against"
+        )
+    return dict(zip(index.platforms, index.images, strict=True))
 
 
 @overload
@@ -172,7 +206,8 @@ def _resolve(store: ImageStore, reference: str, architecture: str | None) -> Res
             if not platforms:
                 raise InputError(f"{what}: the image index has no linux image")
             if len(platforms) > 1:
-                return ConsumerPlatforms(what, platforms)
+                images = tuple(imagedocs.platform_digest(manifest, platform, what) for platform in platforms)
+                return ConsumerPlatforms(what, platforms, images)
             architecture = platforms[0]
         digest = imagedocs.platform_digest(manifest, architecture, what)
         manifest = imagedocs.document(store.get_manifest(digest), f"{store.name}@{digest}")
@@ -193,8 +228,12 @@ def _resolve(store: ImageStore, reference: str, architecture: str | None) -> Res
     )
 
 
-def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: str) -> ConsumerImage:
+def _read(
+    store: ImageStore, reference: str, cache: LayerCache, architecture: str | None
+) -> ConsumerImage | ConsumerPlatforms:
     resolved = _resolve(store, reference, architecture)
+    if isinstance(resolved, ConsumerPlatforms):
+        return resolved
     name, digest, descriptors, config, diff_ids = (
         resolved.name,
         resolved.digest,
@@ -232,7 +271,9 @@ def _read(store: ImageStore, reference: str, cache: LayerCache, architecture: st
             )
         summaries.append(summary)
     files = merge(summaries, env_of(config))
-    return ConsumerImage(name, digest, files, read, len(descriptors) - read, resolved.size)
+    return ConsumerImage(
+        name, digest, files, read, len(descriptors) - read, resolved.size, imagedocs.config_platform(config)
+    )
 
 
 __all__ = [
@@ -241,6 +282,7 @@ __all__ = [
     "LayerCache",
     "LayerError",
     "ResolvedConsumer",
+    "platforms_read",
     "read_consumer",
     "resolve_consumer",
 ]

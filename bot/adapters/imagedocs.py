@@ -138,6 +138,16 @@ def diff_ids(config: dict[str, Any], what: str) -> list[str]:
     return found
 
 
+def config_platform(config: dict[str, Any]) -> tuple[str, str] | None:
+    """The `os` and `architecture` an image's config says it runs on (the OCI image spec's
+    config, github.com/opencontainers/image-spec/blob/main/config.md: both REQUIRED, as Go's
+    GOOS and GOARCH); None when it does not say both, as strings: not known, so not compared."""
+    system, architecture = config.get("os"), config.get("architecture")
+    if isinstance(system, str) and system and isinstance(architecture, str) and architecture:
+        return system, architecture
+    return None
+
+
 def labels(config: dict[str, Any], what: str) -> dict[str, str]:
     inner = _object(config.get("config"), f"{what}'s config")
     return {str(k): str(v) for k, v in _object(inner.get("Labels"), f"{what}'s labels").items()}

@@ -360,7 +360,7 @@ def _consumer(
     `silent`: the registry of `image.repository` did not answer its tag list, so a consuming
     image in that registry is not asked for."""
     from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
-    from ..loop.consumers import platform_said
+    from ..loop.consumers import Resolved, platform_said
 
     consumer, name = component.consumer, component.name
     assert consumer is not None
@@ -370,7 +370,8 @@ def _consumer(
             consumer, (loaded.root / file).read_text(encoding="utf-8"), where=file
         )
         target = ImageRef.parse(reference)
-        architecture = named_architecture([wheel.file for info in infos for wheel in info.wheels])
+        pinned = tuple(wheel.file for info in infos for wheel in info.wheels)
+        architecture = named_architecture(pinned)
     except (OSError, UnicodeDecodeError, ValueError, ImageRefError) as exc:
         return Check(name, "consumer", f"the consuming image in {file}", PROBLEM, f"{name}: consumer: {exc}")
     store = registries.store(target)
@@ -401,7 +402,7 @@ def _consumer(
         resolved = resolve_consumer(store, named, architecture=architecture)
     except WheelpinError as exc:
         return _failed(name, "consumer", asked, _who(store), f"the consuming image {reference}", exc)
-    said = platform_said(resolved)
+    said = platform_said([Resolved(resolved, pinned, architecture)], built=False)
     if isinstance(resolved, ConsumerPlatforms):
         return Check(
             name,

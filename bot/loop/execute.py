@@ -388,12 +388,14 @@ class Executor:
         said["more_verification"] = (*said.get("more_verification", ()), *judgement.verification)
         said["more_notes"] = (*said.get("more_notes", ()), *judgement.notes, *kept.notes)
         found_in_image = self.consumers.seen(seen, wheels)
-        if found_in_image is not None:  # what the image has installed is a constraint, as if typed by hand
-            found, header = found_in_image
-            constraints = "\n".join([constraints or "", *found.constraints])
-            broken = tuple(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in found.dependents)
-            absent = new_to_image(found.absent)
-            against = (header, *broken, *absent)
+        if found_in_image:  # what the image has installed is a constraint, as if typed by hand
+            # pure-Python wheels are read against each platform of the image: true of each
+            reports = [found for found, _ in found_in_image]
+            constraints = "\n".join([constraints or "", *dict.fromkeys(c for f in reports for c in f.constraints)])
+            dependents = dict.fromkeys(d for f in reports for d in f.dependents)
+            broken = tuple(f"`{d.dependent}` needs `{d.requirement}`: {d.why}" for d in dependents)
+            absent = new_to_image(list(dict.fromkeys(a for f in reports for a in f.absent)))
+            against = ("\n\n".join(header for _, header in found_in_image), *broken, *absent)  # one paragraph each
             said["more_verification"] = (*said.get("more_verification", ()), libraries_found(wheels))
         since, from_tag = seen.since
         history = context.upstream.history(since, head, from_tag=from_tag)

@@ -219,10 +219,15 @@ def _consumer(
     manifest and config, as the pass's read of it starts (loop/consumers.py
     `resolve`), so a registry that cannot be reached or does not hold it is refused here in
     the pass's own sentence, at the action the pass would stop at. Its layers are left to
-    the pass. The architecture is that of the wheels of the image found, or else, before a
-    build, the one the image pinned today's wheels name (as `config validate --online`
+    the pass. The architectures are those of the wheels of the image found, or else, before
+    a build, those the image pinned today's wheels name (as `config validate --online`
     resolves it); when they name none, the build decides, and the plan says which platform
-    of the consuming image's index that leaves the pass (`consumer_platform`)."""
+    of the consuming image's index that leaves the pass (`consumer_platform`).
+
+    An image found is adopted only once its wheels pass the consumer checks: one whose
+    wheels are of another platform than the consuming image's config says is refused
+    here by the pass's own rule (core/image/consumer.wrong_platform). Before a build it is
+    a forecast from the pinned wheels, said in `consumer_platform`: the build decides."""
     if reading is None:
         return
     from .consumers import platform_said, resolve  # the consumer's reading: only for a component that names one
@@ -235,8 +240,10 @@ def _consumer(
     except WheelpinError as exc:
         plan.refuse(reading.kind, kind_of(exc), exc.message)
         return
-    if resolved is not None:
-        plan.consumer_platform = platform_said(resolved)
+    if isinstance(reading, AdoptImage):  # the pass checks the wheels it adopts (loop/execute.py)
+        for wrong in filter(None, (one.refusal() for one in resolved)):
+            plan.refuse(reading.kind, "verification", wrong)
+    plan.consumer_platform = platform_said(resolved, built=found is not None)
 
 
 def _this_pass(actions: list[Action]) -> Iterator[Action]:

@@ -294,6 +294,7 @@ def test_an_index_is_resolved_to_the_wheels_platform(registry: Registry, docker:
     # BuildKit pushes one: tests/fixtures/foreignpush.py) being none; one of none is refused
     several = resolve_consumer(store, "multi", architecture=None)
     assert isinstance(several, ConsumerPlatforms) and several.platforms == ("arm64", "amd64"), several
+    assert several.images == (manifests[0]["digest"], manifests[1]["digest"])  # each read by its digest
     attestation = {**manifests[1], "platform": {"os": "unknown", "architecture": "unknown"}}
     for tag, entries in (("arm64-only", [manifests[0], attestation]), ("no-linux", [attestation])):
         document = canonical_json({"schemaVersion": 2, "mediaType": index_type, "manifests": entries})

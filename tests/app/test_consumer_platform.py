@@ -20,8 +20,8 @@ from tests.fixtures.foreignpush import push_platforms
 from tests.fixtures.servers import Registry
 
 ONE_PLATFORM = (
-    "linux/arm64, its index's only linux platform (the build's wheels decide: wheels of another "
-    "architecture, pure-Python ones included (read as amd64), fail where it is read)"
+    "linux/arm64, its index's only linux platform (the build's wheels decide: wheels built for another "
+    "architecture fail where it is read; pure-Python ones are checked against it)"
 )
 PURE = 'platform = "linux_x86_64" if any(path.endswith(".so") for path in files) else "any"'
 
@@ -108,8 +108,8 @@ def test_a_consuming_index_of_two_platforms_is_left_to_the_build(registry: Regis
     plan = component(dry)["plan"]
     assert dry.code == 0 and plan["refusals"] == [], dry.stdout + dry.stderr
     assert plan["consumer_platform"] == (
-        "decided after the build: the built wheels' architecture, amd64 for pure-Python wheels "
-        "(its index lists linux/amd64, linux/arm64)"
+        "decided after the build: the linux image of each architecture the built wheels name, "
+        "each of them for pure-Python wheels (its index lists linux/amd64, linux/arm64)"
     ), plan
     assert dry.json()["requests"]["registry"] == 1, dry.json()["requests"]  # the index, no platform's manifest
     real = world.reconcile()

@@ -4,12 +4,15 @@ command, and the libraries check said as what it was for wheels with no library 
 
 from __future__ import annotations
 
-from bot.adapters.consumerread import ConsumerImage
+import pytest
+
+from bot.adapters.consumerread import MAX_PLATFORMS, ConsumerImage, ConsumerPlatforms, platforms_read
 from bot.commands.image_cmd import against_lines
+from bot.core.errors import InputError
 from bot.core.image.consumer import ConsumerReport, check
 from bot.core.image.files import ImageFiles, Installed
 from bot.core.image.oci import WheelEntry
-from bot.loop.consumers import against_header, libraries_found, new_to_image
+from bot.loop.consumers import against_header, by_architecture, libraries_found, new_to_image
 
 SITE = "usr/lib/python3.12/site-packages"
 
@@ -70,3 +73,26 @@ def test_image_check_counts_its_packages_as_written_too() -> None:
     one = ConsumerReport("r/base:1", "3.12", "7.2.4", {"numpy": "2.3.5"}, ())
     lines = against_lines(one, [], None, "read", libraries=libraries_found([wheel(())]))
     assert lines[1] == "  no conflict with its 1 installed package; no ELF file in the wheels needs a shared library"
+
+
+def test_wheels_are_read_against_the_image_of_each_architecture_they_name() -> None:
+    """A set spanning amd64 and arm64 is read twice, pure-Python wheels with each; a set that
+    names none is read for the image's own platforms (None)."""
+    x86, arm, pure = "a-1-cp312-cp312-linux_x86_64.whl", "a-1-cp311-cp311-linux_aarch64.whl", "b-1-py3-none-any.whl"
+    assert by_architecture([x86, pure, arm]) == {"amd64": [x86, pure], "arm64": [pure, arm]}
+    assert by_architecture([pure]) == {None: [pure]}
+    assert by_architecture([]) == {None: []}
+
+
+def test_pure_wheels_are_read_against_at_most_max_platforms_of_an_index() -> None:
+    many = ("amd64", "arm", "arm64", "386", "mips64le", "ppc64le", "riscv64", "s390x", "loong64")
+    digest = "sha256:" + "d" * 64
+    images = tuple(f"sha256:{number:064x}" for number in range(len(many)))
+    read = platforms_read(ConsumerPlatforms(f"r/base@{digest}", many[:MAX_PLATFORMS], images[:MAX_PLATFORMS]))
+    assert list(read.items()) == list(zip(many, images, strict=False))[:MAX_PLATFORMS]
+    with pytest.raises(InputError) as raised:
+        platforms_read(ConsumerPlatforms(f"r/base@{digest}", many[: MAX_PLATFORMS + 1], images[: MAX_PLATFORMS + 1]))
+    assert raised.value.message == (
+        f"r/base@{digest}: the image index has {MAX_PLATFORMS + 1} linux platforms, more than the "
+        f"{MAX_PLATFORMS} wheelpin checks pure-Python wheels against"
+    )

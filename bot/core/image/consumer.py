@@ -18,6 +18,10 @@ Pure.
   files are there), ld.so.conf and the default folders. One not found is a verification
   problem (`libamdhip64.so.7` against a ROCm 6 image); one an installed distribution that
   the wheel does not require has is said with its name.
+- **Platform**: a wheel whose platform tag names an architecture (`linux_x86_64`) against
+  the `os` and `architecture` of the image's config (`wrong_platform`): pip there refuses
+  a wheel of another platform, so it is a verification problem too. A pure-Python wheel
+  (`any`) installs on every platform, and is never refused for it.
 Requirements are evaluated for the image's Python and for linux x86_64, no extra.
 """
 
@@ -40,6 +44,7 @@ from ..wheel.localversion import carried
 from ..wheel.rocmlibs import hip_majors
 from .files import ImageFiles, Installed
 from .ldso import Tree, conf_folders, locate, search_folders
+from .oci import wheel_architecture
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
     from ..wheel.report import WheelReport
@@ -128,6 +133,34 @@ def check(
         tuple(dict.fromkeys(dependents)),
         tuple(dict.fromkeys(unresolved)),
         tuple(_absent(wheels, installed, env)),
+    )
+
+
+def wrong_platform(image: str, platform: tuple[str, str] | None, wheels: Sequence[str]) -> str | None:
+    """The wheels (file names) whose platform tag names an architecture the image `image`
+    is not, in one sentence naming both; None when every one fits, or the image's config
+    says no platform (`platform`: its `os` and `architecture`, adapters/imagedocs
+    `config_platform`). pip in that image refuses them ("is not a supported wheel on this
+    platform": the platform tag does not match). The one rule of the pass's check
+    (loop/consumers.py) and of the dry run's forecast of it (loop/preview.py)."""
+    if platform is None:
+        return None
+    system, architecture = platform
+    wrong: dict[str, list[str]] = {}
+    for wheel in wheels:
+        named = wheel_architecture(wheel)
+        if named is not None and (system != "linux" or named != architecture):
+            wrong.setdefault(named, []).append(wheel)
+    if not wrong:
+        return None
+    built = "; ".join(
+        f"{', '.join(files)} {'is' if len(files) == 1 else 'are'} built for linux/{named}"
+        for named, files in wrong.items()
+    )
+    them = "it" if sum(map(len, wrong.values())) == 1 else "them"
+    return (
+        f"{built}, and the consuming image {image} is {system}/{architecture}: "
+        f"pip there would refuse {them} (the platform tag does not match)"
     )
 
 

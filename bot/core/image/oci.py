@@ -188,18 +188,23 @@ def architecture_of(filenames: Sequence[str]) -> str:
 def named_architecture(filenames: Sequence[str]) -> str | None:
     """The architecture the wheels' platform tags name; None when none names one (no wheel,
     or pure Python ones). ValueError for wheels of several."""
-    from ..wheel.metadata import split_variant_label  # a wheel's name is parsed only where one is published
-
-    found: set[str] = set()
-    for filename in filenames:
-        tags = split_variant_label(filename)[0].removesuffix(".whl").split("-")[-3:]
-        for tag in parse_tag("-".join(tags)):
-            for arch, name in _ARCHS.items():
-                if tag.platform.endswith(arch):
-                    found.add(name)
+    found = {named for named in map(wheel_architecture, filenames) if named is not None}
     if len(found) > 1:
         raise ValueError(f"the wheels are for several architectures: {sorted(found)}")
     return found.pop() if found else None
+
+
+def wheel_architecture(filename: str) -> str | None:
+    """The image architecture one wheel's platform tags name (`amd64` for x86_64); None for
+    a pure-Python wheel (`any`), which installs on every platform."""
+    from ..wheel.metadata import split_variant_label  # a wheel's name is parsed only where one is published
+
+    tags = split_variant_label(filename)[0].removesuffix(".whl").split("-")[-3:]
+    for tag in parse_tag("-".join(tags)):
+        for arch, name in _ARCHS.items():
+            if tag.platform.endswith(arch):
+                return name
+    return None
 
 
 def _tar_info(name: str, size: int) -> tarfile.TarInfo:

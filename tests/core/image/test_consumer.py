@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.config.model import Consumer
-from bot.core.image.consumer import check, reference_in
+from bot.core.image.consumer import check, reference_in, wrong_platform
 from bot.core.image.files import LayerSummary, merge
 from bot.core.image.ldso import MAXSYMLINKS, Tree, conf_folders, locate, search_folders
 from bot.core.wheel.elf import ElfReport
@@ -349,3 +349,36 @@ def test_the_consumer_is_read_from_the_dockerfile(consumer: Consumer, expected: 
 def test_a_dockerfile_that_does_not_say_is_one_sentence(consumer: Consumer, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         reference_in(consumer, DOCKERFILE, where="docker/Dockerfile")
+
+
+X86_64 = "lmcache-0.4.1+rocm7.2.4-cp312-cp312-manylinux_2_28_x86_64.whl"
+AARCH64 = "lmcache-0.4.1+rocm7.2.4-cp312-cp312-manylinux_2_28_aarch64.whl"
+PURE = "lmcache-0.4.1-py3-none-any.whl"
+IMAGE = "r/base@sha256:" + "c" * 64
+
+
+def test_a_wheel_of_another_platform_than_the_image_config_says_is_refused_in_one_sentence() -> None:
+    assert wrong_platform(IMAGE, ("linux", "arm64"), [X86_64, PURE]) == (
+        f"{X86_64} is built for linux/amd64, and the consuming image {IMAGE} is linux/arm64: "
+        "pip there would refuse it (the platform tag does not match)"
+    )
+    cp311 = X86_64.replace("cp312", "cp311")
+    assert wrong_platform(IMAGE, ("windows", "amd64"), [X86_64, cp311]) == (
+        f"{X86_64}, {cp311} are built for linux/amd64, and the consuming image {IMAGE} is windows/amd64: "
+        "pip there would refuse them (the platform tag does not match)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("platform", "wheels"),
+    [
+        (("linux", "arm64"), [AARCH64]),
+        (("linux", "amd64"), [X86_64, PURE]),
+        (("linux", "s390x"), [PURE]),  # pure Python installs on every platform
+        (None, [X86_64]),  # a config that does not say its platform is not compared
+    ],
+)
+def test_wheels_of_the_image_platform_or_of_none_are_not_refused(
+    platform: tuple[str, str] | None, wheels: list[str]
+) -> None:
+    assert wrong_platform(IMAGE, platform, wheels) is None
