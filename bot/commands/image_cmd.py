@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..adapters import logs
-from ..adapters.consumerread import LayerCache, read_consumer
 from ..adapters.imageread import ImageInfo, read_image
 from ..adapters.imagestore import ImageStore, reference_of
 from ..adapters.inspectpool import inspect_wheel
@@ -25,13 +24,13 @@ from ..core.checks.digest import rules_digest
 from ..core.checks.rules import WheelRules
 from ..core.decide.revision import is_full_commit
 from ..core.errors import UsageError, VerificationError, WheelpinError, doing
-from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm
-from ..core.image.oci import WheelEntry, architecture_of
+from ..core.image.consumer import ConsumerReport, check, conflicts_with, wheel_rocm, wrong_platform
+from ..core.image.oci import WheelEntry
 from ..core.image.reference import ImageRef, LayoutTarget
 from ..core.proposal.requirements import Conflict
 from ..core.sizes import size_text
 from ..core.wheel.amdgpu import TargetId
-from ..loop.consumers import libraries_found
+from ..loop.consumers import Consumers, libraries_found
 from .output import emit_json, emit_text
 from .publishtrust import Trusted, judge_published
 from .repo import load
@@ -283,51 +282,56 @@ def show_text(info: ImageInfo, attached: Sequence[Attached] = ()) -> str:
 
 def check_command(*, wheels: tuple[Path, ...], consumer: str, json: bool, settings: Settings) -> int:
     """`wheelpin image check WHEEL… --consumer REF`: the wheels against the image that will
-    consume them, read from its layers. Exit 1 when a library is missing there, or the
-    image's installed packages conflict with the wheels; the requirements the image has
-    no distribution for are said (`absent`), and are no failure."""
+    consume them, read from its layers as a pass reads it (loop/consumers.py): for each
+    architecture the wheels name, its image; for pure-Python wheels, each linux image of
+    an index. Exit 1 when the image is another platform than a wheel's, a library is
+    missing there, or the image's installed packages conflict with the wheels; the
+    requirements the image has no distribution for are said (`absent`), and are no
+    failure. `--json`: the first image's report, and each one's under `images`."""
     target = target_of(consumer)
     reference = reference_of(target)
     if isinstance(target, LayoutTarget) or reference is None:
         raise UsageError(f"{consumer}: name the consuming image in a registry, by tag or digest")
     reports = [inspect_wheel(wheel) for wheel in wheels]
-    try:
-        architecture = architecture_of([report.filename for report in reports])
-    except ValueError as exc:
-        raise UsageError(f"{', '.join(map(str, wheels))}: {exc}") from None
-    with doing(f"reading the consuming image {consumer}"):
-        image = read_consumer(
-            Registries(settings).store(target),
-            reference,
-            cache=LayerCache(settings.cache_dir / "layers"),
-            architecture=architecture,
-        )
-    found = check(image.name, image.files, reports, reports)
-    conflicts = conflicts_with(found, reports, image.files)
-    built = wheel_rocm([r.version for r in reports], [n for r in reports for e in r.elf for n in e.needed])
-    if json:
-        emit_json(
+    consumers = Consumers(Registries(settings), settings.cache_dir)
+    images = consumers.images_of(consumer, target, [report.filename for report in reports])
+    failed = False
+    said: list[dict[str, object]] = []
+    lines: list[str] = []
+    for image, files in images:
+        checked = [report for report in reports if report.filename in files]
+        wrong = wrong_platform(image.name, image.platform, files)
+        if wrong is not None:  # its files are another platform's: nothing else is checked
+            failed = True
+            said.append({"image": image.name, "platform": wrong})
+            lines += [f"Against {image.name}:", f"  {wrong}"]
+            continue
+        found = check(image.name, image.files, checked, checked)
+        conflicts = conflicts_with(found, checked, image.files)
+        built = wheel_rocm([r.version for r in checked], [n for r in checked for e in r.elf for n in e.needed])
+        failed = failed or bool(found.unresolved or conflicts or found.dependents)
+        said.append(
             {
                 **found.to_json(),
                 "conflicts": [c.to_json() for c in conflicts],
                 "wheel_rocm": built,
                 "layers_read": image.layers_read,
                 "layers_cached": image.layers_cached,
+                "platform": None,
             }
         )
-    else:
-        emit_text(
-            "\n".join(
-                against_lines(
-                    found,
-                    conflicts,
-                    built,
-                    f"{image.layers_read} layers read, {image.layers_cached} cached",
-                    libraries=libraries_found([WheelEntry.of_report(report) for report in reports]),
-                )
-            )
+        lines += against_lines(
+            found,
+            conflicts,
+            built,
+            f"{image.layers_read} layers read, {image.layers_cached} cached",
+            libraries=libraries_found([WheelEntry.of_report(report) for report in checked]),
         )
-    return 1 if found.unresolved or conflicts or found.dependents else 0
+    if json:
+        emit_json({**said[0], "images": said})
+    else:
+        emit_text("\n".join(lines))
+    return 1 if failed else 0
 
 
 def against_lines(

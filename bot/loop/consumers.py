@@ -56,7 +56,13 @@ class Consumers:
         named = _named(observation)
         if named is None:
             return []
-        reference, target = named
+        return self.images_of(*named, files)
+
+    def images_of(
+        self, reference: str, target: ImageRef, files: Sequence[str]
+    ) -> list[tuple[ConsumerImage, list[str]]]:
+        """`images` of the consuming image `reference` (`target` parsed), however it was
+        named: by observe for a pass, by hand for `image check`."""
         return [
             (image, wheels)
             for architecture, wheels in by_architecture(files).items()

@@ -203,3 +203,42 @@ def test_an_image_of_pure_python_wheels_found_is_adopted_against_each_platform_o
     digests = platform_digests(registry, image)
     against = proposal_message(world).split("### Against the consuming image\n", 1)[1]
     assert all(f"Against `{repository(image)}@{digests[arch]}`" in against for arch in ("amd64", "arm64")), against
+
+
+def test_image_check_reads_the_consuming_image_as_a_pass_does(
+    registry: Registry, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """`wheelpin image check` is the pass's check by hand: a pure wheel against an arm64-only
+    index reads its one image (not "no linux/amd64 image"), and against a two-platform
+    index reads each; an x86_64 wheel against a lone arm64 image is refused in the pass's
+    sentence, exit 1."""
+    pure = build_wheel(tmp_path / "pure", name="demo", version="1.0", files={"demo/__init__.py": b""})
+    x86_64 = build_wheel(
+        tmp_path / "x86", name="demo", version="1.0", files={"demo/_c.so": b""}, tag="py3-none-linux_x86_64"
+    )
+    arm64_only = push_platforms(
+        f"{registry.host}/consumers/check-{uuid.uuid4().hex[:8]}:one", tmp_path, ["linux/arm64"]
+    )
+    one = wheelpin("image", "check", str(pure), "--consumer", arm64_only, "--json", env=env)
+    assert one.code == 0, one.stdout + one.stderr
+    arm64 = platform_digests(registry, arm64_only)["arm64"]
+    assert [said["image"] for said in one.json()["images"]] == [f"{repository(arm64_only)}@{arm64}"]
+    both = push_platforms(
+        f"{registry.host}/consumers/check-{uuid.uuid4().hex[:8]}:both", tmp_path, ["linux/amd64", "linux/arm64"]
+    )
+    each = wheelpin("image", "check", str(pure), "--consumer", both, env=env)
+    assert each.code == 0, each.stdout + each.stderr
+    digests = platform_digests(registry, both)
+    headers = [line for line in each.stdout.splitlines() if line.startswith("Against ")]
+    assert [header.split(" ")[1] for header in headers] == [
+        f"{repository(both)}@{digests['amd64']}",
+        f"{repository(both)}@{digests['arm64']}",
+    ]
+    lone = lone_arm64(registry, tmp_path)
+    refused = wheelpin("image", "check", str(x86_64), "--consumer", lone, "--json", env=env)
+    assert refused.code == 1, refused.stdout + refused.stderr
+    assert re.fullmatch(
+        rf"[^ ]*-linux_x86_64\.whl is built for linux/amd64, and the consuming image {re.escape(repository(lone))}"
+        r"@sha256:[0-9a-f]{64} is linux/arm64: .*",
+        refused.json()["images"][0]["platform"],
+    ), refused.json()
