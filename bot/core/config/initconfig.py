@@ -21,6 +21,7 @@ from ..checks.wheelset import python_tags_of
 from ..decide.revision import commit_hints
 from ..errors import UsageError
 from ..image.oci import SOURCE, WheelEntry
+from ..image.reference import short_digest
 from ..pins.formats.base import FoundPin
 from ..wheel.amdgpu import TargetId
 from ..wheel.localversion import ABI_NAMES, segment_name, segments
@@ -315,7 +316,7 @@ def _pin_drafts(image: PinnedImage, *, multiple: bool) -> list[PinDraft]:
 
 def _short(reference: str) -> str:
     name, _, digest = reference.partition("@")
-    return f"{name}@{digest[:19]}…" if digest else name
+    return f"{name}@{short_digest(digest)}…" if digest else name
 
 
 def _consumer(pin: FoundPin) -> tuple[dict[str, str] | None, str]:
