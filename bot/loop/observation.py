@@ -63,12 +63,16 @@ class Observation:
         return self.consumer
 
 
-def pinned_problem(pins: tuple[PinState, ...], missing: bool) -> str | None:
-    """Why the pinned image could not be read, with its reference, in one sentence."""
-    if not missing:
+def pinned_problem(pins: tuple[PinState, ...], unread: str | None) -> str | None:
+    """Why the pinned image could not be read (`unread`: not in the registry, or the
+    sentence its reading failed with), with its reference, in one sentence; None when it
+    was read or nothing names it."""
+    if unread is None:
         return None
     ref = pins[0].ref if pins else None
-    return f"{PINNED_NOT_FOUND}: {ref}" if ref is not None else PINNED_NOT_FOUND
+    if unread == PINNED_NOT_FOUND:
+        return f"{PINNED_NOT_FOUND}: {ref}" if ref is not None else PINNED_NOT_FOUND
+    return f"the pinned image {ref} could not be read: {unread}" if ref is not None else unread
 
 
 def pin_repository(component: Component, pins: tuple[PinState, ...]) -> str:

@@ -68,7 +68,7 @@ class _Read:
 
     @property
     def problem(self) -> str | None:
-        return pinned_problem(self.pins, self.pinned_missing)
+        return None if self.pinned is not None else pinned_problem(self.pins, self.pinned_unread)
 
 
 class Observer:
@@ -108,7 +108,8 @@ class Observer:
                     head=head,
                     error=exc.message,
                     error_kind=kind_of(exc),
-                    pinned_problem=read.problem,
+                    # the pinned image's own failure, when it is what stopped the pass, is said once: as the error
+                    pinned_problem=None if read.pinned_unread and read.pinned_unread in exc.message else read.problem,
                     pinned_commit=read.pinned_commit,
                 )
             )

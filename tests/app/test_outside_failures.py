@@ -6,6 +6,8 @@ real registry (the Distribution API answers 404 MANIFEST_UNKNOWN), a build that 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import uuid
 from pathlib import Path
@@ -185,6 +187,53 @@ def test_a_pinned_digest_the_registry_lost_is_said_so_not_none_pinned(registry: 
     assert "added" not in body and "(none)" not in body and "does not record" not in body
     assert "none pinned" not in body and "nothing pinned" not in body
     assert sentence in component(world.reconcile())["notes"]  # and in --json, and on the dashboard
+
+
+def test_a_pinned_image_that_cannot_be_read_is_said_by_the_pass_too(registry: Registry, tmp_path: Path) -> None:
+    """A pinned digest the registry holds, but whose one layer is no archive (an image
+    pushed by a broken tool): the pass says why on its own `!` line, as it says a lost
+    digest, not only the proposal."""
+    path = f"broken-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}")
+    client = RegistryClient(registry.host)
+    layer = b"not an archive of any kind\n"
+    layer_digest = "sha256:" + hashlib.sha256(layer).hexdigest()
+    config = json.dumps(
+        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [layer_digest]}}
+    ).encode()
+    config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+    for digest, data in ((layer_digest, layer), (config_digest, config)):
+        client.upload_blob(path, digest, len(data), lambda data=data: [data])
+    # an OCI image manifest (https://github.com/opencontainers/image-spec/blob/main/manifest.md)
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": config_digest,
+                "size": len(config),
+            },
+            "layers": [
+                {"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer_digest, "size": len(layer)}
+            ],
+        }
+    ).encode()
+    digest = client.put_manifest(path, "broken", manifest, "application/vnd.oci.image.manifest.v1+json")
+    dockerfile = world.downstream / "docker/Dockerfile"
+    text = dockerfile.read_text()
+    pinned = re.search(r'DEMO_WHEEL_IMAGE="([^"]+)"', text)
+    assert pinned is not None
+    ref = pinned.group(1).rsplit("@", 1)[0] + "@" + digest
+    dockerfile.write_text(text.replace(pinned.group(1), ref))
+    git(["commit", "--quiet", "-am", "pin an image another tool broke"], cwd=world.downstream, env=HUMAN)
+    world.commit_upstream("work", {"VERSION": "0.1.1\n"})
+
+    result = wheelpin("reconcile", "--once", "--repo", str(world.downstream), env=world.env)
+    assert result.code == 0, said(result)
+    line = next((line for line in result.stdout.splitlines() if line.startswith("  ! the pinned image ")), None)
+    assert line is not None and line.startswith(f"  ! the pinned image {ref} could not be read: "), said(result)
+    assert said(result).count(line[4:]) == 1, said(result)
 
 
 def test_a_consuming_image_the_registry_cannot_give_is_refused_by_the_dry_run(tmp_path: Path) -> None:

@@ -372,8 +372,9 @@ def test_a_pin_in_another_repository_is_refused_by_the_plan_before_any_build(loo
     )
     done = loop.run()
     assert kinds(done) == ["build", "publish", "propose"] and done.components[0].error_kind == "usage"
-    listed = [line for line in pass_text(done).splitlines() if line.startswith("  ") and not line.startswith("  - ")]
+    listed = [line for line in pass_text(done).splitlines() if line.startswith("  ") and line[2:4] not in ("- ", "! ")]
     assert [line.split()[0] for line in listed] == ["build", "publish", "propose"]
+    assert "  ! the pinned digest is not in the registry (404): registry.test/other/demo-cache:" in pass_text(done)
     assert [line.endswith(" (failed)") for line in listed] == [False, False, True]  # tried, not done
     assert done.to_json()["components"][0]["failed_at"] == "propose"
 
