@@ -67,6 +67,16 @@ def test_push_to_the_base_or_the_config() -> None:
     assert len(work_for("push", payload)) == 1
 
 
+def test_a_repository_renamed_or_transferred_reads_the_watch_list_again() -> None:
+    """Every later delivery names it by its new `full_name`: the watch list is read again at
+    once, from an App's delivery or a repository webhook's (no installation object)."""
+    moved = [(p["action"], p) for name, p in ALL if name == "repository" and p["action"] in ("renamed", "transferred")]
+    assert {action for action, _ in moved} == {"renamed", "transferred"}
+    assert any("installation" not in payload for _, payload in moved)  # a repository's own webhook
+    for _, payload in moved:
+        assert work_for("repository", payload) == [Job(JobKind.INSTALLATIONS)]
+
+
 def test_signatures() -> None:
     body = b'{"zen": "Keep it logically awesome."}'
     good = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
