@@ -9,14 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from bot.adapters.github.platform import GitHubPlatform
-from bot.app.forges import forge_of
-from bot.core.errors import ConfigError
-from tests.app.bots import COMPONENT, SECRET, TOKEN, Bot, running_bot, settings_for
+from tests.app.bots import COMPONENT, Bot, running_bot
 from tests.app.worlds import NEW_VERSION, World, on_github
-from tests.fixtures.github.emulator import GitHubEmulator, comment_id
+from tests.fixtures.github.emulator import comment_id
 from tests.fixtures.webhooks import example
 
 
@@ -126,19 +122,3 @@ def test_a_platform_made_with_the_old_name_finds_its_pull_request_after_a_transf
         world.commit_upstream("two", {"VERSION": "0.1.2\n"})
         assert gh.reconciler.run().components[0].status == "done"
         assert list(gh.repo.pulls.values()) == [pull] and "0.1.2" in pull.title
-
-
-def test_a_configured_repository_github_does_not_have_is_said_at_start(world: World, tmp_path: Path) -> None:
-    emulator = GitHubEmulator(tmp_path / "github", tokens={TOKEN})
-    emulator.create_repo("rocm", "atom", world.downstream)
-    try:
-        given = {"github_api_url": emulator.url, "github_token": TOKEN, "webhook_secret": SECRET.decode()}
-        forge_of(settings_for(tmp_path, repositories="ROCm/Atom", **given)).check_settings()
-        with pytest.raises(ConfigError) as said:
-            forge_of(settings_for(tmp_path, repositories="rocm/atom, rocm/atomm", **given)).check_settings()
-        assert said.value.message == (
-            "WHEELPIN_REPOSITORIES names rocm/atomm, which GitHub does not have or the token cannot see: "
-            "check the name and the token's access"
-        )
-    finally:
-        emulator.stop()
