@@ -271,6 +271,8 @@ class Service:
             urgent = job.kind is JobKind.COMMAND  # a human waits for a command
             if urgent:
                 self.commands.heard(job)
+            if job.kind is JobKind.INSTALLATIONS:
+                self.watchlist.asked()
             self.intake.put(job, note=delivery.id, urgent=urgent)
         self.metrics.deliveries.labels(event=delivery.event, outcome="queued" if jobs else "ignored").inc()
         log.info(
@@ -399,6 +401,9 @@ class Service:
         if job.kind is JobKind.INSTALLATIONS:
             return self._installations(job)
         watched = self.watchlist.get(job.repository)
+        if watched is None and self.watchlist.awaited():
+            log.info("job.awaits_the_watch_list")  # tried again after a backoff, once the list is read
+            return False
         if watched is None:
             log.info("job.unwatched")  # not (or no longer) installed (or another shard's): nothing to do
             self.commands.forget(job)

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .shared import Shared
 
 log = logs.get_logger("wheelpin.serve")
+# How long after a delivery asked for the list to be read again (a repository renamed,
+# transferred or added) a job of a repository not on it waits for that read, not dropped
+ASKED_FOR = 600.0
 
 
 def digest(text: str) -> str:
@@ -96,6 +99,8 @@ class WatchList:
         self._routing: dict[str, Routing] = {}  # by repository_key, as `watched`
         self._schedules: dict[str, str] = {}  # scheduler job id → the schedule it was made from
         self._lock = threading.Lock()
+        self._asked = -ASKED_FOR  # when (monotonic) a delivery last asked for the list to be read again
+        self._read = 0.0  # when the last refresh that succeeded started
 
     def routing(self, repository: str | None) -> Routing:
         if self.shared is not None:  # any replica routes any delivery
@@ -127,6 +132,19 @@ class WatchList:
         is not read again."""
         return self.watched.get(repository_key(repository))
 
+    def asked(self) -> None:
+        """A delivery asked for the list to be read again (webhook threads)."""
+        self._asked = time.monotonic()
+
+    def awaited(self) -> bool:
+        """A delivery asked, a moment ago, for the list to be read again, and it has not been
+        since: a repository not on it may be on it then (the delivery of a rename came
+        before those that name the new name, whose jobs may run first: the installations
+        job waits for every running job, and a command is taken before others). Without a
+        database only: with one, another replica may have heard the delivery."""
+        now = time.monotonic()
+        return self.shared is None and self._read < self._asked and now - self._asked < ASKED_FOR
+
     def platform(self, watched: Watched) -> Platform:
         if watched.platform is None:
             watched.platform = self.forge.platform(watched.where)
@@ -157,12 +175,14 @@ class WatchList:
         the repositories it had, and the job is tried again after a backoff."""
         if not self.watching:
             return True
+        started = time.monotonic()
         try:
             answer = self.forge.repositories()
         except CredentialsError as exc:
             self.forge_ok, self.forge_error = False, exc.message
             raise
         self.forge_ok, self.forge_error = True, None
+        self._read = started
         found = {listed.name: listed.grant for listed in answer.repositories}
         for unread in answer.unread:
             found.update(self._kept(unread))

@@ -6,11 +6,13 @@ write) from the old path to the repository by its id."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 from bot.adapters.github.platform import GitHubPlatform
-from tests.app.bots import COMPONENT, Bot, running_bot
+from bot.app.jobs import Job, JobKind
+from tests.app.bots import COMPONENT, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, on_github
 from tests.fixtures.github.emulator import comment_id
 from tests.fixtures.webhooks import example
@@ -55,6 +57,36 @@ def test_a_renamed_repository_is_served_from_its_rename_on(world: World, tmp_pat
         world.commit_upstream("two", {"VERSION": "0.1.2\n"})
         bot.poll_and_build()
         assert bot.pulls() == [pull] and "0.1.2" in pull.title  # the same pull request, brought up to date
+
+
+def test_a_command_heard_before_the_list_is_read_again_waits_for_it(world: World, tmp_path: Path) -> None:
+    """The rename's delivery asks for the list to be read again, but that job waits for every
+    running job (another repository's long pass here), while the maintainer's command, for
+    a repository not on the list yet, may run at once: it waits for the list, not dropped."""
+    with running_bot(world, tmp_path) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        release = threading.Event()
+        hold = Job(JobKind.CONFIG, "amd/elsewhere")
+        real = bot.service.run_job
+
+        def run_job(job: Job) -> bool:
+            return release.wait(30) if job == hold else real(job)
+
+        bot.service.run_job = run_job  # type: ignore[method-assign]
+        bot.service.intake.put(hold)
+        wait_until(lambda: bot.service.stats().running == 1, what="another repository's pass running")
+        bot.emulator.move_repo(bot.repo, name="atom-ng")
+        moved(bot, "renamed", repository={"name": {"from": "atom"}})
+        runs = bot.service.queue.runs
+        bot.comment(pull.number, "/wheelpin recheck", "maintainer")
+        asked = comment_id(pull.number, len(pull.comments) - 1)
+        wait_until(lambda: bot.service.queue.runs > runs, what="the command taken")  # the list's job cannot run
+        assert list(bot.service.watched) == ["rocm/atom"]  # not read again yet: the command ran first
+        release.set()
+        bot.idle()
+        assert bot.repo.reactions.get(asked) == ["eyes"], bot.repo.reactions
 
 
 def test_a_delivery_naming_the_repository_in_another_case_is_served(world: World, tmp_path: Path) -> None:
