@@ -7,6 +7,7 @@ write) from the old path to the repository by its id."""
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, on_github
 from tests.fixtures.github.emulator import comment_id
+from tests.fixtures.postgres import Postgres
 from tests.fixtures.webhooks import example
 
 
@@ -154,3 +156,23 @@ def test_a_platform_made_with_the_old_name_finds_its_pull_request_after_a_transf
         world.commit_upstream("two", {"VERSION": "0.1.2\n"})
         assert gh.reconciler.run().components[0].status == "done"
         assert list(gh.repo.pulls.values()) == [pull] and "0.1.2" in pull.title
+
+
+def test_on_postgresql_a_name_is_matched_without_case_and_a_rename_followed(
+    world: World, postgres: Postgres, tmp_path: Path
+) -> None:
+    """The replicas' shared watch list: a delivery's spelling finds the repository there,
+    and the rename's delivery makes it watched as GitHub now spells it."""
+    with running_bot(
+        world, tmp_path, database_url=postgres.database(f"names_{uuid.uuid4().hex[:8]}"), tick_seconds=1
+    ) as bot:
+        assert bot.service.shared is not None
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        bot.emulator.move_repo(bot.repo, name="Atom")
+        recheck_is_answered(bot, pull.number)
+        moved(bot, "renamed", repository={"name": {"from": "atom"}})
+        bot.idle()
+        assert list(bot.service.shared.watched()) == ["rocm/Atom"]
+        recheck_is_answered(bot, pull.number)
