@@ -91,6 +91,28 @@ def test_a_command_heard_before_the_list_is_read_again_waits_for_it(world: World
         assert bot.repo.reactions.get(asked) == ["eyes"], bot.repo.reactions
 
 
+def test_an_account_renamed_is_followed(world: World, tmp_path: Path) -> None:
+    """The organization the App is installed on renamed: GitHub says so to the App
+    (`installation_target` renamed), and its repositories are watched by their new names."""
+    with running_bot(world, tmp_path) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (pull,) = bot.pulls()
+        installation = bot.emulator.installations["rocm"]
+        bot.emulator.rename_owner("rocm", "rocm-platform")
+        payload = {  # @octokit/webhooks-types' InstallationTargetRenamedEvent (no example payload)
+            "action": "renamed",
+            "changes": {"login": {"from": "rocm"}},
+            "account": {"login": "rocm-platform", "id": 1, "avatar_url": "https://x", "html_url": "https://x"},
+            "installation": {"id": installation, "node_id": "I"},
+            "target_type": "Organization",
+        }
+        bot.send("installation_target", payload)
+        bot.idle()
+        assert [(w.repository, w.grant) for w in bot.service.watched.values()] == [("rocm-platform/atom", installation)]
+        recheck_is_answered(bot, pull.number)
+
+
 def test_a_delivery_naming_the_repository_in_another_case_is_served(world: World, tmp_path: Path) -> None:
     """Renamed in case only, its delivery lost: the name still matches; once the list is
     read again, the repository is watched as GitHub now spells it."""

@@ -245,6 +245,9 @@ def _in_a_repository(route: Callable[[dict[str, Any], Routing, str], list[Job]])
 ROUTES: dict[tuple[str, str], Route] = {
     ("installation", ANY): _installations("installation"),
     ("installation_repositories", ANY): _installations("installation_repositories"),
+    # the account the App is installed on renamed: every repository of it has a new full_name
+    # (https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation_target)
+    ("installation_target", "renamed"): _installations("installation_target"),
     ("push", ANY): _in_a_repository(_push),
     **{
         ("pull_request", action): _in_a_repository(_bot_pull_request)
