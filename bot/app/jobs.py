@@ -24,7 +24,8 @@ def repository_key(name: str) -> str:
     not case sensitive" (its OpenAPI description, `repos/get`'s parameters), so a delivery
     naming `ROCm/Atom` is about the repository watched as `rocm/atom`. Its names are ASCII
     (letters, digits, `-`, `_`, `.`), where `lower()` is PostgreSQL's `lower()` too
-    (app/shared.py matches so). The forge spells a name as it lists it: the key is for matching only.."""
+    (app/shared.py matches so). A name is still spelt as the forge lists it: the key only
+    matches."""
     return name.lower()
 
 
