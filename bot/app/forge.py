@@ -69,6 +69,13 @@ class Forge(Protocol):
         """Raise unless the forge takes the bot's credentials; reads no list (readiness)."""
         ...
 
+    def check_settings(self) -> None:
+        """At `wheelpin serve`'s start: ConfigError, in one sentence, for a repository the
+        settings name that the forge does not have. What cannot be told now (credentials
+        refused, the forge not reached) is not raised: /readyz says it, and the watch list
+        is read again."""
+        ...
+
     def repositories(self) -> Watching:
         """The repositories to watch now, and why each (its grant)."""
         ...

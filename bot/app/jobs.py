@@ -17,6 +17,18 @@ from typing import Any, Protocol, Self
 from ..core.config.model import BRANCH_PREFIX, ActionsBuild, Config
 
 
+def repository_key(name: str) -> str:
+    """What every spelling of one repository's `OWNER/NAME` shares: the one rule by which the
+    service matches a repository's name (its watch list, the routing of deliveries, the
+    queue's one-job-a-repository, the leases). GitHub's owner and repository names "are
+    not case sensitive" (its OpenAPI description, `repos/get`'s parameters), so a delivery
+    naming `ROCm/Atom` is about the repository watched as `rocm/atom`. Its names are ASCII
+    (letters, digits, `-`, `_`, `.`), where `lower()` is PostgreSQL's `lower()` too
+    (app/shared.py matches so). A name is still spelt as the forge lists it: the key only
+    matches."""
+    return name.lower()
+
+
 class JobKind(StrEnum):
     INSTALLATIONS = "installations"  # which repositories to watch
     CONFIG = "config"  # read a repository's config again, schedule its components
@@ -55,7 +67,9 @@ class Job:
     def lock(self) -> str:
         """What runs one job at a time: the repository (its reconciler and state are used by
         one job only); the installations job, which changes the watch list, has its own."""
-        return f"repository:{self.repository}" if self.kind is not JobKind.INSTALLATIONS else "installations"
+        if self.kind is JobKind.INSTALLATIONS:
+            return "installations"
+        return f"repository:{repository_key(self.repository)}"  # however a delivery spelt it
 
     def to_args(self) -> dict[str, Any]:
         """As JSON-able arguments of a task on PostgreSQL (every field, the comment too)."""

@@ -31,7 +31,7 @@ from ..loop.results import Status
 from . import dashboards
 from .comment_commands import Commands
 from .forge import Forge
-from .jobs import Delivery, Intake, Job, JobKind
+from .jobs import Delivery, Intake, Job, JobKind, repository_key
 from .lease import Fenced, Leases
 from .metrics import Metrics
 from .schedule import trigger_of
@@ -85,8 +85,8 @@ class Service:
             from apscheduler.schedulers.background import BackgroundScheduler
 
             intake = self.queue = WorkQueue(
-                backoff=settings.queue_backoff, clock=clock, group=lambda job: job.repository
-            )  # one job a repository
+                backoff=settings.queue_backoff, clock=clock, group=lambda job: repository_key(job.repository)
+            )  # one job a repository, however a delivery spelt its name
             self.scheduler = BackgroundScheduler(timezone="UTC")
         self.intake = intake
         self.metrics.track_queue(lambda: self._gauge("waiting"), lambda: self._gauge("running"))
@@ -271,6 +271,8 @@ class Service:
             urgent = job.kind is JobKind.COMMAND  # a human waits for a command
             if urgent:
                 self.commands.heard(job)
+            if job.kind is JobKind.INSTALLATIONS:
+                self.watchlist.asked()
             self.intake.put(job, note=delivery.id, urgent=urgent)
         self.metrics.deliveries.labels(event=delivery.event, outcome="queued" if jobs else "ignored").inc()
         log.info(
@@ -367,7 +369,7 @@ class Service:
             try:
                 if leased:  # the repository's lease: its epoch fences this job's writes (lease.py)
                     assert self.leases is not None and job.repository is not None
-                    wait = self.leases.take(job.repository)
+                    wait = self.leases.take(repository_key(job.repository))
                     if wait is not None:
                         raise TransientError(
                             f"{job.repository}: another job's lease on it lasts {wait:.1f} s more",
@@ -384,7 +386,7 @@ class Service:
                 self.metrics.failures.labels(kind="internal").inc()
                 log.error("job.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=True)
             finally:
-                kept = self.watched.get(job.repository)
+                kept = self.watchlist.kept(job.repository)
                 if kept is not None and kept.reconciler is not None:
                     kept.reconciler.state.release()  # a command's or skip's state use too
                 fenced = leased and self.leases is not None and self.leases.release()
@@ -399,6 +401,9 @@ class Service:
         if job.kind is JobKind.INSTALLATIONS:
             return self._installations(job)
         watched = self.watchlist.get(job.repository)
+        if watched is None and self.watchlist.awaited():
+            log.info("job.awaits_the_watch_list")  # tried again after a backoff, once the list is read
+            return False
         if watched is None:
             log.info("job.unwatched")  # not (or no longer) installed (or another shard's): nothing to do
             self.commands.forget(job)

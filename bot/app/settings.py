@@ -125,7 +125,9 @@ class Settings(BaseModel):
     webhook_secret: SecretStr | None = None
     webhook_secret_file: Path | None = None
     repositories: str = Field(
-        default="", description="with a token instead of an App: comma-separated OWNER/NAMEs to watch"
+        default="",
+        description="with a token instead of an App: comma-separated OWNER/NAMEs to watch, in any case "
+        "(read as GitHub names each)",
     )
     installation_ids: str = Field(
         default="", description="a shard: comma-separated installation ids this process serves (default: all)"

@@ -138,13 +138,16 @@ class Shared:
         with self.cursor() as cursor:
             return dict(cursor.execute("select repository, installation from wheelpin_watched").fetchall())
 
-    def installation_of(self, repository: str) -> tuple[bool, int | None, str | None]:
-        """(watched?, its installation, the digest of its config as last read)."""
+    def installation_of(self, repository: str) -> tuple[str | None, int | None, str | None]:
+        """(its name as the watch list spells it, None when not watched; its installation;
+        the digest of its config as last read). `repository` in any case (app/forge.py
+        `repository_key`: the names are ASCII, where lower() is that rule)."""
         with self.cursor() as cursor:
             row = cursor.execute(
-                "select installation, config from wheelpin_watched where repository = %s", (repository,)
+                "select repository, installation, config from wheelpin_watched where lower(repository) = lower(%s)",
+                (repository,),
             ).fetchone()
-            return (True, row[0], row[1]) if row else (False, None, None)
+            return (row[0], row[1], row[2]) if row else (None, None, None)
 
     def set_watched(self, found: dict[str, int | None]) -> list[str]:
         """The watch list is now `found` (routing kept for those still watched); the
@@ -164,7 +167,9 @@ class Shared:
 
     def routing(self, repository: str) -> dict[str, Any] | None:
         with self.cursor() as cursor:
-            row = cursor.execute("select routing from wheelpin_watched where repository = %s", (repository,)).fetchone()
+            row = cursor.execute(  # in any case, as installation_of
+                "select routing from wheelpin_watched where lower(repository) = lower(%s)", (repository,)
+            ).fetchone()
             return row[0] if row else None
 
     def set_config(self, repository: str, routing: dict[str, Any] | None, config: str) -> None:

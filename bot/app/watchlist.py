@@ -26,7 +26,7 @@ from ..core.errors import ConfigError, CredentialsError, WheelpinError
 from ..loop.runner import Reconciler
 from .conversation import Conversation, Row
 from .forge import Forge, WatchedRepository
-from .jobs import Intake, Job, JobKind, Routing
+from .jobs import Intake, Job, JobKind, Routing, repository_key
 from .metrics import Metrics
 from .schedule import next_pass, schedule_of, trigger_of
 from .settings import Settings
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .shared import Shared
 
 log = logs.get_logger("wheelpin.serve")
+# How long after a delivery asked for the list to be read again (a repository renamed,
+# transferred or added) a job of a repository not on it waits for that read, not dropped
+ASKED_FOR = 600.0
 
 
 def digest(text: str) -> str:
@@ -88,35 +91,59 @@ class WatchList:
         self.shared = shared
         self.metrics = metrics
         self.registries = registries
+        # repository_key(name) → its entry, named as the forge last listed it: a delivery that
+        # spells the name in another case is about the same repository
         self.watched: dict[str, Watched] = {}
         self.forge_ok: bool | None = None  # None until the forge was first asked
         self.forge_error: str | None = None
-        self._routing: dict[str, Routing] = {}
+        self._routing: dict[str, Routing] = {}  # by repository_key, as `watched`
         self._schedules: dict[str, str] = {}  # scheduler job id → the schedule it was made from
         self._lock = threading.Lock()
+        self._asked = -ASKED_FOR  # when (monotonic) a delivery last asked for the list to be read again
+        self._read = 0.0  # when the last refresh that succeeded started
 
     def routing(self, repository: str | None) -> Routing:
         if self.shared is not None:  # any replica routes any delivery
             found = self.shared.routing(str(repository)) if repository else None
             return Routing.from_json(found) if found else Routing()
         with self._lock:
-            return self._routing.get(str(repository), Routing())
+            return self._routing.get(repository_key(str(repository)), Routing())
 
     def get(self, repository: str) -> Watched | None:
-        """The entry of a repository watched, None when it is not (or no longer). With a
-        database the list there decides, and this replica's entry is built at first use."""
+        """The entry of a repository watched (its name in any case), None when it is not (or
+        no longer). With a database the list there decides, and this replica's entry is
+        built at first use."""
+        key = repository_key(repository)
         if self.shared is None:
-            return self.watched.get(repository)
+            return self.watched.get(key)
         listed, grant, config = self.shared.installation_of(repository)
         with self._lock:
-            if not listed or not self.watching:
-                self.watched.pop(repository, None)
+            if listed is None or not self.watching:
+                self.watched.pop(key, None)
                 return None
-            kept = self.watched.get(repository)
-            if kept is None or kept.grant != grant:
-                kept = self.watched[repository] = Watched(repository, grant, shared=self.shared)
+            kept = self.watched.get(key)
+            if kept is None or kept.grant != grant or kept.repository != listed:
+                kept = self.watched[key] = Watched(listed, grant, shared=self.shared)
             kept.shared_config = config
             return kept
+
+    def kept(self, repository: str) -> Watched | None:
+        """This replica's entry of a repository (its name in any case), as it is: the list
+        is not read again."""
+        return self.watched.get(repository_key(repository))
+
+    def asked(self) -> None:
+        """A delivery asked for the list to be read again (webhook threads)."""
+        self._asked = time.monotonic()
+
+    def awaited(self) -> bool:
+        """A delivery asked, a moment ago, for the list to be read again, and it has not been
+        since: a repository not on it may be on it then (the delivery of a rename came
+        before those that name the new name, whose jobs may run first: the installations
+        job waits for every running job, and a command is taken before others). Without a
+        database only: with one, another replica may have heard the delivery."""
+        now = time.monotonic()
+        return self.shared is None and self._read < self._asked and now - self._asked < ASKED_FOR
 
     def platform(self, watched: Watched) -> Platform:
         if watched.platform is None:
@@ -148,33 +175,40 @@ class WatchList:
         the repositories it had, and the job is tried again after a backoff."""
         if not self.watching:
             return True
+        started = time.monotonic()
         try:
             answer = self.forge.repositories()
         except CredentialsError as exc:
             self.forge_ok, self.forge_error = False, exc.message
             raise
         self.forge_ok, self.forge_error = True, None
+        self._read = started
         found = {listed.name: listed.grant for listed in answer.repositories}
         for unread in answer.unread:
             found.update(self._kept(unread))
+        named = {repository_key(name): name for name in found}  # the forge's spelling of each
         if self.shared is not None:
             self.shared.set_watched(found)
             with self._lock:
-                self.watched = {name: kept for name, kept in self.watched.items() if name in found}
+                self.watched = {key: kept for key, kept in self.watched.items() if named.get(key) == kept.repository}
             for repository in found:
                 self.queue.put(Job(JobKind.REPOSITORY if passes else JobKind.CONFIG, repository), note=cause)
             self.metrics.watched.set(len(found))
             return not answer.unread
-        for gone in set(self.watched) - set(found):
-            self._unschedule(gone)
-            del self.watched[gone]
+        for key, kept in list(self.watched.items()):
+            if named.get(key) == kept.repository:
+                continue
+            # gone, or renamed in another case only: its schedule was made under the old name
+            self._unschedule(kept.repository)
+            del self.watched[key]
             with self._lock:
-                self._routing.pop(gone, None)
-            log.info("repository.unwatched", repository=gone)
-        for repository, reached_by in found.items():
-            if repository not in self.watched or self.watched[repository].grant != reached_by:
-                self.watched[repository] = Watched(repository, reached_by)
-            self.watched[repository].dashboard_off = False  # issues turned on since: tried again (hourly)
+                self._routing.pop(key, None)
+            log.info("repository.unwatched", repository=kept.repository)
+        for key, repository in named.items():
+            reached_by = found[repository]
+            if key not in self.watched or self.watched[key].grant != reached_by:
+                self.watched[key] = Watched(repository, reached_by)
+            self.watched[key].dashboard_off = False  # issues turned on since: tried again (hourly)
             self.queue.put(Job(JobKind.REPOSITORY if passes else JobKind.CONFIG, repository), note=cause)
         self.metrics.watched.set(len(self.watched))
         return not answer.unread
@@ -183,7 +217,7 @@ class WatchList:
         """The repositories a grant had when it was last read."""
         if self.shared is not None:
             return {name: grant for name, had in self.shared.watched().items() if had == grant}
-        return {name: grant for name, kept in self.watched.items() if kept.grant == grant}
+        return {kept.repository: grant for kept in self.watched.values() if kept.grant == grant}
 
     # -- one repository's config --------------------------------------------------------------
 
@@ -232,7 +266,7 @@ class WatchList:
         if self.shared is not None:
             self.shared.set_config(watched.repository, Routing.of(config).to_json(), watched.config_digest)
         with self._lock:
-            self._routing[watched.repository] = Routing.of(config)
+            self._routing[repository_key(watched.repository)] = Routing.of(config)
         self._schedule(watched.repository, config)
         if passes or changed:
             for component in config.components:

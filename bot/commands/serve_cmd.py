@@ -22,7 +22,10 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
             "WHEELPIN_INSTALLATION_IDS shards by hand, and WHEELPIN_DATABASE_URL makes the replicas "
             "share every installation: unset one of them"
         )
-    service = Service(settings, forge=forge_of(settings))
+    forge = forge_of(settings)
+    if forge.missing_credentials() is None:
+        forge.check_settings()  # a repository named that the forge does not have: said now
+    service = Service(settings, forge=forge)
     try:
         server = HTTPServer(service, host=host, port=port)
     except OSError as exc:

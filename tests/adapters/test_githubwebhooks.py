@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 
 import pytest
 
 from bot.adapters.github.sansio import ROUTES, Command, command_of, signature_ok, work_for
 from bot.app.jobs import Job, JobKind
-from tests.fixtures.webhooks import examples
+from tests.fixtures.webhooks import EXAMPLES, examples
 
 ALL = examples()
 
@@ -67,6 +68,16 @@ def test_push_to_the_base_or_the_config() -> None:
     assert len(work_for("push", payload)) == 1
 
 
+def test_a_repository_renamed_or_transferred_reads_the_watch_list_again() -> None:
+    """Every later delivery names it by its new `full_name`: the watch list is read again at
+    once, from an App's delivery or a repository webhook's (no installation object)."""
+    moved = [(p["action"], p) for name, p in ALL if name == "repository" and p["action"] in ("renamed", "transferred")]
+    assert {action for action, _ in moved} == {"renamed", "transferred"}
+    assert any("installation" not in payload for _, payload in moved)  # a repository's own webhook
+    for _, payload in moved:
+        assert work_for("repository", payload) == [Job(JobKind.INSTALLATIONS)]
+
+
 def test_signatures() -> None:
     body = b'{"zen": "Keep it logically awesome."}'
     good = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
@@ -90,9 +101,26 @@ def test_a_run_id_is_ascii_digits(given: str, run: int | None) -> None:
 
 
 def test_every_route_names_an_event_github_sends() -> None:
-    """The routing table's events are GitHub's own names (a misspelt one would route nothing)."""
-    sent = {name for name, _payload in ALL}
-    assert {event for event, _action in ROUTES} <= sent
+    """The routing table's events are GitHub's own names (a misspelt one would route nothing):
+    those of an example payload, or of @octokit/webhooks-types' map of events to payloads."""
+    types = (EXAMPLES.parents[2] / "webhooks-types/schema.d.ts").read_text()
+    mapped = re.search(r"export interface EventPayloadMap \{(.*?)\n\}", types, re.S)
+    assert mapped is not None
+    sent = {name for name, _payload in ALL} | set(re.findall(r"^\s+(\w+): \w+Event;", mapped.group(1), re.M))
+    assert "installation_target" in sent and {event for event, _action in ROUTES} <= sent
+
+
+def test_an_account_the_app_is_installed_on_renamed_reads_the_watch_list_again() -> None:
+    """`installation_target` renamed (no example payload: shaped as @octokit/webhooks-types'
+    InstallationTargetRenamedEvent): each of the account's repositories has a new full_name."""
+    payload = {
+        "action": "renamed",
+        "changes": {"login": {"from": "ROCmSoftwarePlatform"}},
+        "account": {"login": "ROCm", "id": 1, "avatar_url": "https://x", "html_url": "https://x", "node_id": "O"},
+        "installation": {"id": 7, "node_id": "I"},
+        "target_type": "Organization",
+    }
+    assert work_for("installation_target", payload) == [Job(JobKind.INSTALLATIONS)]
 
 
 @pytest.mark.parametrize(

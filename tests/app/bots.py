@@ -18,6 +18,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.adapters.git import git
 from bot.adapters.github.forge import GitHubAccess, GitHubForge
+from bot.app.forge import Forge
+from bot.app.forges import forge_of
 from bot.app.service import Service
 from bot.app.settings import Settings
 from bot.app.webapp import HTTPServer
@@ -29,6 +31,7 @@ from tests.fixtures.webhooks import deliver, example
 
 SECRET = b"wheelpin-webhook-secret-7f3a"
 APP_ID = 11
+TOKEN = "ghp_wheelpin_service"  # a token's service (`token_watching`)
 WORKFLOW = 'build = { workflow = "w.yaml", inputs = { c = "{sha}" } }\n# was: ['
 COMPONENT = "demo-cache"
 
@@ -197,11 +200,13 @@ def running_bot(
     *,
     switches: dict[str, Any] | None = None,
     edit: tuple[str, str] | None = None,
+    token_watching: str | None = None,
     **settings: Any,
 ) -> Iterator[Bot]:
     """The service watching the world's downstream on the emulator, its behaviour
     `switches` (GitHubEmulator attributes) set before the service first speaks to it, and
-    its config changed by `edit` (old, new)."""
+    its config changed by `edit` (old, new). `token_watching`: with a token instead of the
+    App, watching these repositories (WHEELPIN_REPOSITORIES), made and checked as `serve` does."""
     github_world(world)
     if edit is not None:
         world.set_config(*edit)
@@ -218,9 +223,17 @@ def running_bot(
     try:
         repo = emulator.create_repo("rocm", "atom", world.downstream)
         repo.permissions.update({"maintainer": "maintain", "visitor": "read"})
-        access = GitHubAccess(emulator.url, app_id=APP_ID, private_key=private)
-        settings = settings_for(tmp_path, **settings)
-        forge = GitHubForge(access, secret=SECRET, shard=settings.shard)
+        forge: Forge
+        if token_watching is None:
+            access = GitHubAccess(emulator.url, app_id=APP_ID, private_key=private)
+            settings = settings_for(tmp_path, **settings)
+            forge = GitHubForge(access, secret=SECRET, shard=settings.shard)
+        else:
+            emulator.tokens.add(TOKEN)
+            given = {"github_token": TOKEN, "repositories": token_watching, "webhook_secret": SECRET.decode()}
+            settings = settings_for(tmp_path, github_api_url=emulator.url, **given, **settings)
+            forge = forge_of(settings)
+            forge.check_settings()
         service = Service(settings, forge=forge)
         server = HTTPServer(service, host="127.0.0.1", port=0)
         server.start()

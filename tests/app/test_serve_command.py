@@ -17,6 +17,7 @@ import requests
 from tests.app.bots import APP_ID, SECRET, app_on_emulator, wait_until
 from tests.app.worlds import NEW_VERSION, World
 from tests.cli import environment, wheelpin
+from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.webhooks import deliver, example, sign
 
 
@@ -145,6 +146,23 @@ def test_serve_refuses_bad_settings_in_one_sentence(tmp_path: Path) -> None:
     assert gone.code == 4 and gone.stderr.strip() == (
         "wheelpin: PostgreSQL at 127.0.0.1:1/wheelpin cannot be reached (OperationalError)"
     ), gone.stderr
+
+
+def test_serve_says_a_repository_github_does_not_have_in_one_sentence(world: World, tmp_path: Path) -> None:
+    """With a token, WHEELPIN_REPOSITORIES is read as GitHub names each repository (its
+    names are not case sensitive): one GitHub does not have stops serve before it listens."""
+    emulator = GitHubEmulator(tmp_path / "github", tokens={"ghp_serve"})
+    emulator.create_repo("rocm", "atom", world.downstream)
+    try:
+        given = {"WHEELPIN_GITHUB_API_URL": emulator.url, "WHEELPIN_GITHUB_TOKEN": "ghp_serve"}
+        missing = wheelpin("serve", env={**given, "WHEELPIN_REPOSITORIES": "ROCm/Atom,rocm/atomm"})
+        assert missing.code == 2 and missing.stderr.strip() == (
+            "wheelpin: WHEELPIN_REPOSITORIES names rocm/atomm, which GitHub does not have or the token "
+            "cannot see: check the name and the token's access"
+        ), missing.stderr
+        assert [r.path for r in emulator.recorded] == ["/repos/ROCm/Atom"]  # read as named, in any case
+    finally:
+        emulator.stop()
 
 
 def test_serve_answers_health_before_any_credentials_and_stops_on_sigterm(tmp_path: Path) -> None:

@@ -62,9 +62,12 @@ def test_the_watch_list_keeps_routing_and_forgets_what_left(shared: Shared) -> N
     shared.save_row("rocm/vllm", Row("lmcache"))
     shared.schedule("rocm/vllm", {"lmcache": "30m UTC"}, first_due=lambda spec: 1.0)
     assert shared.set_watched({"rocm/atom": 9}) == ["rocm/vllm"]
-    assert shared.installation_of("rocm/atom") == (True, 9, "digest1")  # moved installation, config kept
+    assert shared.installation_of("rocm/atom") == ("rocm/atom", 9, "digest1")  # moved installation, config kept
     assert shared.routing("rocm/atom") == {"prefix": "wheelpin/", "bases": ["main"], "workflows": []}
-    assert shared.installation_of("rocm/vllm") == (False, None, None)
+    # GitHub's names are not case sensitive: a delivery's spelling finds the entry, named as listed
+    assert shared.installation_of("ROCm/Atom") == ("rocm/atom", 9, "digest1")
+    assert shared.routing("ROCm/Atom") == shared.routing("rocm/atom")
+    assert shared.installation_of("rocm/vllm") == (None, None, None)
     assert shared.rows("rocm/vllm", ["lmcache"]) == {} and shared.schedules() == {}
 
 

@@ -45,6 +45,20 @@ def check_token(*, api_url: str | None, token: str) -> None:
         raise translate(exc, "checking the token") from None
 
 
+def canonical_name(*, api_url: str | None, token: str, repository: str) -> str | None:
+    """GitHub's own `full_name` of the repository `repository` names (OWNER/NAME, in any
+    case, or a name it had before a rename or transfer), None when the token sees none.
+    `GET /repos/{owner}/{repo}`: its names "are not case sensitive" (OpenAPI repos/get's
+    parameters), and a repository's old name answers 301 to where it is now, which the
+    client follows ("Follow redirects" in https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api;
+    a rename, an owner's rename and a transfer each move a repository:
+    https://developer.github.com/changes/2015-04-17-preview-repository-redirects/)."""
+    owner, _, name = repository.partition("/")
+    client = Client(api_url, token=token)
+    found = client.call("GET", client.url("repos", owner, name), f"reading {repository}", missing=None).data
+    return str(found["full_name"]) if isinstance(found, Mapping) and found.get("full_name") else None
+
+
 def installation_repositories(*, api_url: str | None, app: AppCredentials) -> list[str]:
     """`owner/name` of every repository the installation may see: the repositories to watch."""
     client = Client(api_url, app=app)

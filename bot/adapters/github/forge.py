@@ -14,12 +14,13 @@ from typing import TypeVar
 
 from ...app.conversation import Conversation
 from ...app.forge import RepositoryConfig, WatchedRepository, Watching
+from ...app.jobs import repository_key
 from ...core.config.load import LoadedConfig, load_config_text
 from ...core.config.model import CONFIG_FILES, Author
-from ...core.errors import ConfigError, CredentialsError, UsageError, WheelpinError
+from ...core.errors import ConfigError, CredentialsError, TransientError, UsageError, WheelpinError
 from .. import logs
 from ..platform import Platform
-from .app import Installation, app_installations, check_token, installation_repositories
+from .app import Installation, app_installations, canonical_name, check_token, installation_repositories
 from .client import AppCredentials, forget_installation_tokens
 from .door import GitHubDoor
 from .platform import GitHubPlatform
@@ -113,6 +114,7 @@ class GitHubForge:
         self.access = access
         self.secret = secret
         self.configured = list(repositories)  # a token's: WHEELPIN_REPOSITORIES
+        self._renamed: dict[str, str] = {}  # a configured name → GitHub's, once said
         self.shard = None if shard is None else frozenset(shard)
         self._suspended: set[int] = set()  # installations said to be suspended (said again once unsuspended)
 
@@ -148,7 +150,7 @@ class GitHubForge:
         access = self._access
         if not access.is_app:
             access.check()
-            return Watching([WatchedRepository(name) for name in self.configured])
+            return Watching([WatchedRepository(name) for name in self._configured_as_named(access)])
         installations = access.installations()
         served = [i for i in installations if self.shard is None or i.id in self.shard]
         self._said_suspended({i.id for i in served if i.suspended}, {i.id: i.account for i in installations})
@@ -167,6 +169,47 @@ class GitHubForge:
                 continue
             found += [WatchedRepository(name, listed.id) for name in names]
         return Watching(found, frozenset(unread))
+
+    def check_settings(self) -> None:
+        """A token's WHEELPIN_REPOSITORIES, each a repository GitHub has: else ConfigError in
+        one sentence. An App's repositories are its installations': nothing to check."""
+        access = self._access
+        if access.is_app:
+            return
+        for configured in self.configured:
+            owner, _, name = configured.partition("/")
+            if not owner or not name or "/" in name:
+                raise ConfigError(f"WHEELPIN_REPOSITORIES: {configured!r} is not OWNER/NAME")
+            try:
+                found = canonical_name(api_url=access.api_url, token=str(access.token), repository=configured)
+            except (CredentialsError, TransientError):
+                return  # the token refused, GitHub not reached: /readyz says so, the list is read again
+            if found is None:
+                raise ConfigError(
+                    f"WHEELPIN_REPOSITORIES names {configured}, which GitHub does not have "
+                    "or the token cannot see: check the name and the token's access"
+                )
+
+    def _configured_as_named(self, access: GitHubAccess) -> list[str]:
+        """WHEELPIN_REPOSITORIES as GitHub names each now: its canonical `full_name`, read
+        again at every refresh, so a name in another case, or one a rename or transfer left
+        behind, is the repository GitHub's deliveries name. A repository gone (or out of the
+        token's reach) is not watched, and said."""
+        named: dict[str, str] = {}
+        for configured in self.configured:
+            found = canonical_name(api_url=access.api_url, token=str(access.token), repository=configured)
+            if found is None:
+                log.warning(
+                    "repository.missing",
+                    repository=configured,
+                    reason="GitHub does not have it, or the token cannot see it (WHEELPIN_REPOSITORIES): not watched",
+                )
+                continue
+            if found != configured and self._renamed.get(configured) != found:
+                self._renamed[configured] = found
+                log.info("repository.named", configured=configured, repository=found)
+            named.setdefault(repository_key(found), found)
+        return list(named.values())
 
     def _said_suspended(self, suspended: set[int], accounts: dict[int, str]) -> None:
         """Say each installation that became suspended once, not at every refresh."""

@@ -14,6 +14,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...app.jobs import repository_key
 from ...core.config.model import BRANCH_PREFIX, Author
 from ...core.errors import (
     ConfigError,
@@ -71,8 +72,7 @@ class GitHubPlatform:
         self.client = Client(api_url, token=token, app=app, http=http)
         self.http = self.client.http
         self.repo = self.client.repository(owner, repo)
-        self.owner = owner
-        self.name = repo
+        self.owner, self.name = self._named()
         self.author = author
         self.prefix = branch_prefix
         self.signoff = signoff
@@ -97,6 +97,16 @@ class GitHubPlatform:
         """Read the repository again: its default branch (where the config is read) is read
         once, and a maintainer may rename or change it while the service runs."""
         self.repo = self.client.repository(self.owner, self.name)
+        self.owner, self.name = self._named()
+
+    def _named(self) -> tuple[str, str]:
+        """The owner and name as GitHub answered them, not as asked: a name in another case,
+        or one a rename or transfer left behind, is answered (the old one by a redirect the
+        client follows) with the repository's own. Requests then go to its own path, and
+        the pull requests' `head` filter names its owner as GitHub filters it: "Filter
+        pulls by head user or head organization and branch name in the format of
+        `user:ref-name`" (OpenAPI pulls/list): the owner before a transfer would match none."""
+        return str(self.repo.owner.login), str(self.repo.name)
 
     def begin_pass(self) -> None:
         """A pass starts: the bot's branches are listed afresh, once (one request, 304 when
@@ -349,9 +359,8 @@ class GitHubPlatform:
         """A pull request is the bot's only when its head is a branch of this repository
         under the prefix: a fork's `wheelpin/x` (same owner or not) never is."""
         owner, name = getattr(pull.head, "repo", ("", ""))
-        return f"{owner}/{name}".lower() == str(self.repo.full_name).lower() and str(pull.head.ref).startswith(
-            self.prefix
-        )
+        same = repository_key(f"{owner}/{name}") == repository_key(str(self.repo.full_name))
+        return same and str(pull.head.ref).startswith(self.prefix)
 
     def pulls(self, state: str, branch: str | None = None) -> list[Any]:
         head = {"head": f"{self.owner}:{branch}"} if branch else {}

@@ -155,6 +155,14 @@ def _installations(event: str) -> Route:
     return route
 
 
+def _moved(payload: dict[str, Any], routing: Routing) -> list[Job]:
+    # A repository renamed or transferred: every later delivery names it by its new
+    # `full_name` (https://docs.github.com/en/webhooks/webhook-events-and-payloads#repository,
+    # `renamed`, `transferred`), so the watch list is read again now, not at the next
+    # refresh. A repository's own webhook sends these too, without an installation object.
+    return [Job(JobKind.INSTALLATIONS)]
+
+
 def _push(payload: dict[str, Any], routing: Routing, repository: str) -> list[Job]:
     ref = payload.get("ref")
     touched = {
@@ -237,12 +245,16 @@ def _in_a_repository(route: Callable[[dict[str, Any], Routing, str], list[Job]])
 ROUTES: dict[tuple[str, str], Route] = {
     ("installation", ANY): _installations("installation"),
     ("installation_repositories", ANY): _installations("installation_repositories"),
+    # the account the App is installed on renamed: every repository of it has a new full_name
+    # (https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation_target)
+    ("installation_target", "renamed"): _installations("installation_target"),
     ("push", ANY): _in_a_repository(_push),
     **{
         ("pull_request", action): _in_a_repository(_bot_pull_request)
         for action in ("closed", "edited", "reopened", "synchronize")
     },
-    ("repository", "renamed"): _in_a_repository(_config),
+    ("repository", "renamed"): _moved,
+    ("repository", "transferred"): _moved,
     ("repository", "edited"): _in_a_repository(_repository_edited),
     ("workflow_run", "completed"): _in_a_repository(_workflow_run),
     ("issue_comment", "created"): _in_a_repository(_comment),
