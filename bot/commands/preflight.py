@@ -47,7 +47,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..adapters.consumerread import ConsumerPlatforms, resolve_consumer
 from ..adapters.github.workflowfile import workflow_path
@@ -56,8 +56,10 @@ from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, l
 from ..adapters.platform import Platform
 from ..adapters.referrers import is_attachment_tag
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo, host_folder
+from ..core.checks.base import WheelCheck
+from ..core.checks.commit import CommitCheck
 from ..core.checks.digest import rules_digest
-from ..core.checks.name import same_distribution
+from ..core.checks.name import NameCheck, same_distribution
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
 from ..core.decide.revision import is_full_commit
@@ -88,7 +90,7 @@ LAYERS_READ_AT_MOST = 500_000_000
 # python tags, the libraries needed, the GPU archs, the manylinux tag, the local
 # segments), which the next build of the same recipe decides alike.
 _MAY_PASS_NEXT = {
-    "expect_commit": "the next commit's build may carry its commit: a build of a release tag's commit often carries "
+    CommitCheck.name: "the next commit's build may carry its commit: a build of a release tag's commit often carries "
     "none (set version_carries_commit = false for an upstream whose every build is of a tag)",
 }
 
@@ -366,22 +368,20 @@ def _rules(component: Component, state: PinState, info: ImageInfo | None) -> Ite
         found = checked_wheels(component, [wheel.as_report() for wheel in info.wheels], rules)
     except ValueError:  # a record no wheel has (a version or arch that does not parse): the pass reads the wheel
         return
-    broken: dict[str, list[str]] = {}
-    fields: dict[str, str] = {}
+    broken: dict[WheelCheck[Any], list[str]] = {}
     for check, problem in found:
-        if check is None or check.name == "expect_name" or (check.wants_elf and problem.file in unknown):
+        if check is None or isinstance(check, NameCheck) or (check.wants_elf and problem.file in unknown):
             continue
-        fields[check.name] = check.field
-        broken.setdefault(check.name, []).append(str(problem))
-    for rule, texts in broken.items():
+        broken.setdefault(check, []).append(str(problem))
+    for check, texts in broken.items():
         said = "; ".join(dict.fromkeys(texts))
-        later = _MAY_PASS_NEXT.get(rule)
+        later = _MAY_PASS_NEXT.get(check.name)
         yield Check(
             name,
             "rules",
             asked,
             WARNING if later else PROBLEM,
-            f"{name}: {where}: today's wheel.{fields[rule]} refuses the pinned image's {what}: {said}; "
+            f"{name}: {where}: today's wheel.{check.field} refuses the pinned image's {what}: {said}; "
             + (later or "the pass refuses its next build if it makes wheels like these"),
         )
     if not broken:
