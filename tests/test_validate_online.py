@@ -830,10 +830,10 @@ def test_todays_rules_the_pinned_wheel_breaks_are_said_each_in_its_own_sentence(
 def test_the_wheel_of_an_image_another_tool_pushed_is_read_from_its_layer(
     world: World, tmp_path: Path, tool: str
 ) -> None:
-    """An image pushed as another tool pushes it (buildah: Docker's manifest and a gzip layer;
-    skopeo: OCI media types and a zstd layer; no wheelpin annotation nor label): its layer is read (it is far under
-    LAYERS_READ_AT_MOST) and its wheel judged as a wheel of wheelpin's own image is; with
-    no revision label, its commit is not."""
+    """An image pushed as another tool pushes it (buildah: Docker's manifest and a gzip
+    layer; skopeo: OCI media types and a zstd layer; no wheelpin annotation nor label): its
+    layer is read (it is far under LAYERS_READ_AT_MOST) and its wheel judged as a wheel of
+    wheelpin's own image is; with no revision label, its commit is not."""
     wheel = device_wheel(tmp_path)
     ref = push_foreign(f"{repository(world)}:{tool}", [wheel], tmp_path, tool=tool)
     edit(world, "docker/Dockerfile", pinned(world), ref)
