@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.configdisk import load_config
+from bot.adapters.imageread import FACTS_FORMAT
 from bot.adapters.imagestore import RegistryRepository
 from bot.adapters.publisher import publish
 from bot.adapters.referrers import Subject, attach, fallback_tag, is_attachment_tag
 from bot.adapters.registry import RegistryClient
 from bot.core.checks.digest import rules_digest
 from bot.core.image.oci import MANIFEST_TYPE
+from bot.core.wheel.hipstub import hip_library
 from bot.core.wheel.report import inspect_wheel
 from tests.adapters.test_consumer import push_busybox
 from tests.app.worlds import World, make_world
@@ -101,15 +103,20 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
         "readable: demo-cache 0.1.0+g"
     )
     assert lines[2].endswith(" (from its annotations)")
+    # published with no rules digest (make_downstream), so judged by today's rules from its annotations
     assert lines[3] == (
-        "demo-cache: docker/Dockerfile:3: the pinned image holds one wheel and DEMO_WHEEL_SHA256 is its sha256"
+        "demo-cache: docker/Dockerfile:2: the pinned image's wheel passes today's [wheel] rules, judged from its "
+        "annotations"
     )
     assert lines[4] == (
+        "demo-cache: docker/Dockerfile:3: the pinned image holds one wheel and DEMO_WHEEL_SHA256 is its sha256"
+    )
+    assert lines[5] == (
         f"demo-cache: the consuming image {registry.host}/base/busybox@{base} resolves to "
         f"{registry.host}/base/busybox@{base} (1 layer(s), read by the pass)"
     )
     assert (
-        lines[5] == f"{world.downstream}/wheelpin.toml: valid, 1 component(s): demo-cache; 5 online check(s) answered"
+        lines[6] == f"{world.downstream}/wheelpin.toml: valid, 1 component(s): demo-cache; 6 online check(s) answered"
     )
     document = validate(world, "--online", "--json").json()
     assert document["valid"] is True and document["problems"] == []
@@ -118,6 +125,7 @@ def test_a_good_config_answers_every_check(world: World, registry: Registry) -> 
         ("upstream", "ok"),
         ("registry", "ok"),
         ("pinned", "ok"),
+        ("rules", "ok"),
         ("sha256", "ok"),
         ("consumer", "ok"),
     ]
@@ -332,12 +340,11 @@ def test_the_trusted_roots_a_trust_table_needs(world: World) -> None:
     ) in sentences(result, "ok")
 
 
-def test_an_image_whose_wheels_only_its_layers_say_is_not_streamed(world: World, registry: Registry) -> None:
-    """A pinned image another tool pushed (no wheelpin annotations nor labels): its manifest
-    and config are read, its layers left to the pass, which reads them once. Which wheel the
-    pin's sha256 ARG takes is not judged from it (the pass judges the image it publishes);
-    once the image's layers have been read into the cache folder (by a pass, or `image show`
-    here), it is."""
+def test_an_image_whose_wheels_only_its_layers_say_has_its_layers_read(world: World, registry: Registry) -> None:
+    """A pinned image another tool pushed (no wheelpin annotations nor labels), of fewer bytes
+    than LAYERS_READ_AT_MOST: its layers are read, as `image show` reads them, so its wheels
+    are judged as wheelpin's own images' are. busybox holds none: nothing for the sha256 ARG
+    to take, no rule to judge."""
     base = push_busybox(registry)
     edit(world, "wheelpin.toml", repository(world), f"{registry.host}/base/busybox")
     edit(world, "docker/Dockerfile", pinned(world), f"{registry.host}/base/busybox:latest@{base}")
@@ -347,20 +354,21 @@ def test_an_image_whose_wheels_only_its_layers_say_is_not_streamed(world: World,
     (sentence,) = [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "pinned"]
     assert sentence == (
         f"demo-cache: docker/Dockerfile:2: the pinned image {registry.host}/base/busybox@{base} is "
-        "readable: its wheels are said only by its layers, which the pass reads"
+        "readable: its layers hold no wheel"
     )
     assert [c["check"] for c in result.json()["online"]["checks"]] == ["upstream", "registry", "pinned"]
-    shown = wheelpin("image", "show", f"{registry.host}/base/busybox@{base}", env=world.env)
-    assert shown.code == 0, shown.stderr
-    again = validate(world, "--online", "--json")
-    assert again.code == 0, again.stderr  # busybox holds no wheel: nothing for the ARG to take, nothing judged
-    assert [c["check"] for c in again.json()["online"]["checks"]] == ["upstream", "registry", "pinned"]
 
 
 # The demo's wheel built for CPython 3.12 on two manylinux platforms, as a build matrix over
 # glibc versions yields them: two wheels answering python tag cp312.
 TWO_CP312 = ("cp312-cp312-manylinux_2_28_x86_64", "cp312-cp312-manylinux_2_34_x86_64")
 CP312_PIN = 'sha256_arg = "DEMO_WHEEL_SHA256", python_tag = "cp312"'
+# What the pass's set rule (core/checks/wheelset.py) says of two wheels where the config
+# lists no python tag, as validate says it of a pinned image holding them
+TWO_WHEELS = (
+    "today's wheel.python_tags refuses the pinned image's 2 wheels: expected one wheel, found 2 (list "
+    "wheel.python_tags for several); the pass refuses its next build if it makes wheels like these"
+)
 
 
 def demo_wheel(folder: Path, tag: str, label: str | None = None) -> Path:
@@ -376,10 +384,10 @@ def demo_wheel(folder: Path, tag: str, label: str | None = None) -> Path:
     )
 
 
-def pin_an_image_of(world: World, wheels: list[Path], *, rules: bool = True) -> list[str]:
+def pin_an_image_of(world: World, wheels: list[Path], *, rules: bool = True, revision: str | None = None) -> list[str]:
     """Publish the image of `wheels` to the world's repository (the real registry), as a pass
-    would under the component's rules (`rules`: their digest annotated), and pin it in the
-    Dockerfile's working tree; the wheels' file names, sorted."""
+    would under the component's rules (`rules`: their digest annotated) for the commit
+    `revision`, and pin it in the Dockerfile's working tree; the wheels' file names, sorted."""
     host, _, path = repository(world).partition("/")
     (component,) = load_config(world.downstream / "wheelpin.toml", root=world.downstream).config.components
     result = publish(
@@ -388,6 +396,7 @@ def pin_an_image_of(world: World, wheels: list[Path], *, rules: bool = True) -> 
         wheels,
         [inspect_wheel(wheel) for wheel in wheels],
         component="demo-cache",
+        revision=revision,
         rules=rules_digest(component) if rules else None,
         settle=0,
     )
@@ -443,8 +452,8 @@ def test_a_sha256_arg_without_python_tag_and_a_pinned_image_of_two_wheels(world:
 def test_several_wheels_of_an_image_made_under_other_rules_are_no_forecast(world: World, tmp_path: Path) -> None:
     """Several wheels answering a sha256 pin are judged only of an image wheelpin published
     under the component's rules as they are: one pushed by another tool (its wheels read
-    from its layers once a pass or `image show` has read them) or made under other rules
-    says nothing of the wheels the next build makes, which the pass judges."""
+    from its layers) or made under other rules says nothing of the wheels the next build
+    makes, which the pass judges."""
     pin_an_image_of(
         world,
         [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64"), demo_wheel(tmp_path, TWO_CP312[0])],
@@ -452,22 +461,25 @@ def test_several_wheels_of_an_image_made_under_other_rules_are_no_forecast(world
     )
     assert_offline_valid(world)
     result = validate(world, "--online", "--json")
-    assert result.code == 0, result.stderr
+    assert result.code == 2, result.stderr
     assert "sha256" not in [c["check"] for c in result.json()["online"]["checks"]]
+    # the set of wheels is a forecast whoever made the image: the config and the build decide it
+    assert result.json()["problems"] == [f"demo-cache: docker/Dockerfile:2: {TWO_WHEELS}"]
 
 
-def test_several_wheels_of_an_image_another_tool_pushed_are_no_forecast_once_read(world: World, tmp_path: Path) -> None:
+def test_several_wheels_of_an_image_another_tool_pushed_are_no_forecast(world: World, tmp_path: Path) -> None:
     """As another tool pushes one (buildah: Docker's manifest, gzip layers, no wheelpin
-    annotation): once `image show` has read its two wheels into the cache folder, validate
-    knows them and still judges nothing, since the pass will pin an image wheelpin publishes."""
+    annotation): validate reads its two wheels from its layers and still judges nothing of
+    the sha256 pin, since the pass will pin an image wheelpin publishes."""
     wheels = [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64"), demo_wheel(tmp_path, TWO_CP312[0])]
     ref = push_foreign(f"{repository(world)}:latest", wheels, tmp_path)
     edit(world, "docker/Dockerfile", pinned(world), ref)
-    shown = wheelpin("image", "show", ref, "--json", env=world.env)
-    assert shown.code == 0 and len(shown.json()["wheels"]) == 2, shown.stderr
     result = validate(world, "--online", "--json")
-    assert result.code == 0, result.stderr
-    assert "sha256" not in [c["check"] for c in result.json()["online"]["checks"]]
+    assert result.code == 2, result.stderr
+    checks = {c["check"]: c["sentence"] for c in result.json()["online"]["checks"]}
+    assert checks["pinned"].endswith("readable: demo-cache 0.1.0, demo-cache 0.1.0 (from its layers)")
+    assert "sha256" not in checks
+    assert result.json()["problems"] == [f"demo-cache: docker/Dockerfile:2: {TWO_WHEELS}"]
 
 
 def test_one_wheel_of_the_pins_python_tag_is_fine(world: World, tmp_path: Path) -> None:
@@ -714,3 +726,158 @@ def test_a_misspelt_distribution_is_a_problem_once_the_pinned_wheel_says_its_nam
     ]
     (check,) = [c for c in result.json()["online"]["checks"] if c["check"] == "distribution"]
     assert check["outcome"] == "problem"
+
+
+def device_wheel(folder: Path) -> Path:
+    """A demo-cache 0.1.0 wheel (no commit in its version) shipping the demo's HIP library: a
+    real x86-64 ELF needing libamdhip64.so.7 with code objects for gfx942 and gfx950
+    (core/wheel/hipstub.py), for CPython 3.12 on manylinux_2_28."""
+    return build_wheel(
+        folder / "device",
+        name="demo-cache",
+        version="0.1.0",
+        tag=TWO_CP312[0],
+        files={
+            "demo_cache/__init__.py": b"",
+            "demo_cache/_demo_hip.so": hip_library(
+                soname="_demo_hip.so", needed=["libamdhip64.so.7"], targets=("gfx942", "gfx950")
+            ),
+        },
+    )
+
+
+RULES = 'wheel = { distribution = "demo-cache" }'
+# Typos that offline validate accepts (each is a well-formed value) and the pass refuses
+# after a build: a glob with the HIP runtime's digits swapped, an arch of another GPU than
+# the build's, a python tag of no CPython, a glibc older than the manylinux tag's.
+TYPOS = (
+    'wheel = { distribution = "demo-cache", archs = ["gfx942", "gfx90a"], require_needed = ["libamdhip46.so*"], '
+    'python_tags = ["cp321"], max_glibc = "2.17" }'
+)
+CP321 = 'python_tag = "cp321"'
+RIGHT = (
+    'wheel = { distribution = "demo-cache", archs = ["gfx942", "gfx950"], require_needed = ["libamdhip64.so*"], '
+    'python_tags = ["cp312"], max_glibc = "2.28", version_carries_commit = false }'
+)
+
+
+def test_todays_rules_the_pinned_wheel_breaks_are_said_each_in_its_own_sentence(world: World, tmp_path: Path) -> None:
+    """The pinned image's wheel judged by the pass's own checks from what its annotations
+    record: while the config's rules are those it was published under (its rules digest),
+    it passed them and nothing is judged again; once they are edited, each rule it breaks
+    is one sentence, a problem where the config and the build decide it (exit 2), a
+    warning for the commit its version carries, which the next commit's build may."""
+    wheel = device_wheel(tmp_path)
+    (name,) = pin_an_image_of(world, [wheel], revision="2" * 40)
+    write_arg(world, "DEMO_WHEEL_SHA256", sha256_of(wheel))
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stdout
+    (check,) = [c for c in result.json()["online"]["checks"] if c["check"] == "rules"]
+    (component,) = load_config(world.downstream / "wheelpin.toml", root=world.downstream).config.components
+    assert check == {
+        "component": "demo-cache",
+        "check": "rules",
+        "asked": f"the wheels of {pinned(world)} against today's [wheel] rules",
+        "outcome": "ok",
+        "sentence": "demo-cache: docker/Dockerfile:2: the pinned image's wheel passed today's [wheel] rules when "
+        f"wheelpin published it (its rules digest {rules_digest(component)} is today's)",
+    }
+    assert result.json()["warnings"] == []  # its version carries no commit, but it passed these rules
+
+    edit(world, "wheelpin.toml", RULES, TYPOS)
+    edit(
+        world,
+        "wheelpin.toml",
+        'sha256_arg = "DEMO_WHEEL_SHA256"',
+        'sha256_arg = "DEMO_WHEEL_SHA256", python_tag = "cp321"',
+    )
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 2, result.stdout
+    where = "demo-cache: docker/Dockerfile:2: today's wheel."
+    refused = "the pass refuses its next build if it makes wheels like these"
+    assert result.json()["problems"] == [
+        f"{where}python_tags refuses the pinned image's wheel: expected one wheel for cp321, found 0; "
+        f"{name} is for none of the python tags cp321; {refused}",
+        f"{where}archs refuses the pinned image's wheel: {name}: the wheel has no code for gfx90a (it carries "
+        f"gfx942, gfx950); {refused}",
+        f"{where}require_needed refuses the pinned image's wheel: {name}: no ELF file in the wheel needs a library "
+        f"matching libamdhip46.so*; {refused}",
+        f"{where}max_glibc refuses the pinned image's wheel: {name}: platform tag manylinux_2_28_x86_64 needs glibc "
+        f"2.28 or newer, the images have 2.17 (wheel.max_glibc); {refused}",
+    ]
+    assert result.json()["warnings"] == [
+        f"{where}version_carries_commit refuses the pinned image's wheel: {name}: version 0.1.0 carries no commit "
+        "(expected g22222222); the next commit's build may carry its commit: a build of a release tag's commit "
+        "often carries none (set version_carries_commit = false for an upstream whose every build is of a tag)"
+    ]
+    text = validate(world, "--online")
+    assert text.code == 2
+    assert f"warning: {result.json()['warnings'][0]}" in text.stderr.splitlines()
+
+    edit(world, "wheelpin.toml", TYPOS, RIGHT)
+    edit(world, "wheelpin.toml", CP321, 'python_tag = "cp312"')
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stdout
+    assert [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "rules"] == [
+        "demo-cache: docker/Dockerfile:2: the pinned image's wheel passes today's [wheel] rules, judged from its "
+        "annotations"
+    ]
+    assert result.json()["warnings"] == []
+
+
+@pytest.mark.parametrize("tool", ["buildah", "skopeo"])
+def test_the_wheel_of_an_image_another_tool_pushed_is_read_from_its_layer(
+    world: World, tmp_path: Path, tool: str
+) -> None:
+    """An image pushed as another tool pushes it (buildah: Docker's manifest and a gzip
+    layer; skopeo: OCI media types and a zstd layer; no wheelpin annotation nor label): its
+    layer is read (it is far under LAYERS_READ_AT_MOST) and its wheel judged as a wheel of
+    wheelpin's own image is; with no revision label, its commit is not."""
+    wheel = device_wheel(tmp_path)
+    ref = push_foreign(f"{repository(world)}:{tool}", [wheel], tmp_path, tool=tool)
+    edit(world, "docker/Dockerfile", pinned(world), ref)
+    write_arg(world, "DEMO_WHEEL_SHA256", sha256_of(wheel))
+    edit(world, "wheelpin.toml", RULES, 'wheel = { distribution = "demo-cache", require_needed = ["libamdhip46.so*"] }')
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 2, result.stdout
+    checks = {c["check"]: c for c in result.json()["online"]["checks"]}
+    assert checks["pinned"]["sentence"].endswith("readable: demo-cache 0.1.0 (from its layers)")
+    assert checks["sha256"]["outcome"] == "ok"
+    assert result.json()["problems"] == [
+        "demo-cache: docker/Dockerfile:2: today's wheel.require_needed refuses the pinned image's wheel: "
+        f"{wheel.name}: no ELF file in the wheel needs a library matching libamdhip46.so*; the pass refuses its "
+        "next build if it makes wheels like these"
+    ]
+    assert "warning" not in [c["outcome"] for c in result.json()["online"]["checks"]]  # its commit: not judged
+
+
+def test_layers_past_the_bound_are_left_to_the_pass(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image whose wheels only its layers say, declaring more bytes than
+    LAYERS_READ_AT_MOST (lowered here under the demo image's few kB): nothing of its layers
+    is fetched, the pinned check says why, and no rule is judged."""
+    from bot.app.settings import Settings
+    from bot.app.wiring import Registries
+    from bot.commands import preflight
+    from bot.commands.repo import load
+
+    wheel = device_wheel(tmp_path)
+    ref = push_foreign(f"{repository(world)}:big", [wheel], tmp_path)
+    edit(world, "docker/Dockerfile", pinned(world), ref)
+    monkeypatch.setattr(preflight, "LAYERS_READ_AT_MOST", 1000)
+    registries = Registries(Settings(cache_dir=tmp_path / "fresh-cache"))
+    checks = preflight.online_checks(
+        load(config=None, repo=world.downstream), registries, cache=tmp_path / "fresh-cache"
+    )
+    (said,) = [check for check in checks if check.check == "pinned"]
+    assert said.outcome == "ok"
+    size = said.sentence.split("only by its layers (", 1)[1].split(")", 1)[0]
+    assert said.sentence.endswith(
+        f"readable: its wheels are said only by its layers ({size}), more than the 1.0 kB validate reads of "
+        "them; the pass reads them"
+    )
+    assert [check.check for check in checks] == ["upstream", "registry", "pinned"]
+    assert not [path for path in (tmp_path / "fresh-cache").rglob("*") if FACTS_FORMAT in str(path)]  # none read

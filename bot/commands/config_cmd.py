@@ -94,7 +94,7 @@ def _online(
     github_repo: str | None,
 ) -> int:
     from ..app.wiring import Registries
-    from .preflight import OK, PROBLEM, UNANSWERED, online_checks, workflow_checks
+    from .preflight import OK, PROBLEM, UNANSWERED, WARNING, online_checks, workflow_checks
 
     platform = None
     if github_repo is not None:  # its settings are checked before anything is asked
@@ -107,6 +107,7 @@ def _online(
         checks += workflow_checks(loaded, platform, github_repo)
     problems = [check.sentence for check in checks if check.outcome == PROBLEM]
     unanswered = [check.sentence for check in checks if check.outcome == UNANSWERED]
+    warned = [check.sentence for check in checks if check.outcome == WARNING]  # said in their order below
     if as_json:
         emit_json(
             {
@@ -115,7 +116,7 @@ def _online(
                 "root": str(loaded.root),
                 "components": names,
                 "problems": problems,
-                "warnings": warnings,
+                "warnings": warnings + warned,
                 "online": {
                     "checks": [check.to_json() for check in checks],
                     "answered": not unanswered,
@@ -129,6 +130,8 @@ def _online(
         for check in checks:
             if check.outcome == OK:
                 emit_text(check.sentence)
+            elif check.outcome == WARNING:
+                sys.stderr.write(f"warning: {check.sentence}\n")
             else:
                 sys.stderr.write(f"{check.sentence}\n")
         if problems:

@@ -8,9 +8,16 @@ the same credentials, retries and deadlines apply):
   (adapters/registry.py with the settings' retries and timeouts), or the OCI layout
   folder on disk;
 - each pinned image, by its digest: that the registry holds it (a HEAD), then its
-  manifest and config, and its wheels where those say them (adapters/imageread.py
-  without streaming a layer, within its deadline), and that its wheels are of
-  `wheel.distribution` where it says them;
+  manifest and config, and its wheels where those say them (adapters/imageread.py,
+  within its deadline); an image whose wheels only its layers say (another tool pushed
+  it) has its layers read when the manifest declares at most `LAYERS_READ_AT_MOST` bytes
+  of config and layers (each layer held to its declared size as it streams), else they
+  are left to the pass; that its wheels are of `wheel.distribution`; and that they pass
+  the component's other `[wheel]` rules as the pass applies them to a build
+  (core/checks/component.py), judged from what the image records of each wheel
+  (WheelEntry.as_report), unless wheelpin published it under today's rules (its rules
+  digest), when they passed already: a rule the build decides is a problem, one the
+  next commit may meet otherwise (`version_carries_commit`) a warning;
 - each pin's sha256 ARG (`sha256_arg`): that the image it pins today holds one wheel of
   the pin's python tag (or one wheel, for a pin naming none), from that read: several
   are where the pass's proposal stops (core/pins/sha256.py); and that the ARG holds that
@@ -29,7 +36,8 @@ in one sentence naming the component and what was asked of whom. An answer the p
 would stop at (no such branch, a digest the registry does not hold, credentials refused,
 a malformed manifest, an upstream folder that is no git repository) is a problem; an
 outside system that did not answer (refused, timed out, 5xx after the retries) is
-`unanswered`, as the pass's TransientError is. Nothing is written but the cache folder's
+`unanswered`, as the pass's TransientError is; a rule the pinned wheels break that the
+next build may meet is a `warning`. Nothing is written but the cache folder's
 content-addressed copies of what was read.
 """
 
@@ -39,7 +47,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..adapters.consumerread import ConsumerPlatforms, resolve_consumer
 from ..adapters.github.workflowfile import workflow_path
@@ -48,16 +56,20 @@ from ..adapters.imagestore import ImageStore, LayoutStore, RegistryRepository, l
 from ..adapters.platform import Platform
 from ..adapters.referrers import is_attachment_tag
 from ..adapters.upstream import LsRemoteFailed, UpstreamRefMissing, UpstreamRepo, host_folder
+from ..core.checks.base import WheelCheck
+from ..core.checks.commit import CommitCheck
 from ..core.checks.digest import rules_digest
-from ..core.checks.name import same_distribution
+from ..core.checks.name import NameCheck, same_distribution
 from ..core.config.load import LoadedConfig
 from ..core.config.model import ActionsBuild, Component
+from ..core.decide.revision import is_full_commit
 from ..core.errors import TransientError, WheelpinError
-from ..core.image.oci import ANNOTATION_RULES, named_architecture
+from ..core.image.oci import ANNOTATION_RULES, REVISION, named_architecture
 from ..core.image.reference import ImageRef, ImageRefError
 from ..core.pins.bump import PinState, read_pins
 from ..core.pins.sha256 import Several, ambiguity, wheel_sha256s
 from ..core.redact import public_url
+from ..core.sizes import size_text
 
 if TYPE_CHECKING:
     from ..app.wiring import Registries
@@ -65,6 +77,22 @@ if TYPE_CHECKING:
 OK = "ok"
 PROBLEM = "problem"  # an answer the pass would stop at: fix the config, the image or the credentials
 UNANSWERED = "unanswered"  # the outside did not answer: try again
+WARNING = "warning"  # what the pass may stop at, or may not: look at it
+
+# The most bytes of config and layers (as its manifest declares them) of a pinned image
+# whose wheels only its layers say that validate streams to read them (as `image show`
+# does); a larger image's wheels are left to the pass. Wheel images of one ROCm wheel
+# per python tag are tens to hundreds of MB; a self-contained torch wheel is GBs.
+LAYERS_READ_AT_MOST = 500_000_000
+
+# The rules a pinned wheel may break while the next build meets them, and why: a rule
+# not named here asks what the config and the build decide (the distribution name, the
+# python tags, the libraries needed, the GPU archs, the manylinux tag, the local
+# segments), which the next build of the same recipe decides alike.
+_MAY_PASS_NEXT = {
+    CommitCheck.name: "the next commit's build may carry its commit: a build of a release tag's commit often carries "
+    "none (set version_carries_commit = false for an upstream whose every build is of a tag)",
+}
 
 
 @dataclass(frozen=True)
@@ -72,9 +100,10 @@ class Check:
     """One question asked of the outside world for one component, and how it ended."""
 
     component: str
-    check: str  # "upstream" | "registry" | "pinned" | "distribution" | "sha256" | "consumer" | "trust" | "workflow"
+    # "upstream" | "registry" | "pinned" | "distribution" | "rules" | "sha256" | "consumer" | "trust" | "workflow"
+    check: str
     asked: str  # what was asked of whom
-    outcome: str  # OK | PROBLEM | UNANSWERED
+    outcome: str  # OK | PROBLEM | UNANSWERED | WARNING
     sentence: str  # one sentence naming the component
 
     def to_json(self) -> dict[str, str]:
@@ -118,6 +147,7 @@ def _component_checks(
                 misnamed = _distribution(component, state, read[state.image])
                 if misnamed is not None:
                     yield misnamed
+                yield from _rules(component, state, read[state.image])
         if state.pin.sha256_arg:
             sha256 = _sha256(component, state, read[state.image])
             if sha256 is not None:
@@ -248,6 +278,8 @@ def _pinned(
                 f"{name}: {where}: the pinned {what} is not in {holder}{status}: {store.name}@{reference}",
             ), None
         info = read_image(store, digest, layers=False)
+        if info.metadata_from == "unread" and info.size <= LAYERS_READ_AT_MOST:
+            info = read_image(store, digest)  # its manifest is the cache's now; its layers streamed once
     except WheelpinError as exc:
         return _failed(
             name, "pinned", asked, _who(store), f"the image pinned at {where}, {store.name}@{reference}", exc
@@ -255,8 +287,13 @@ def _pinned(
     if info.wheels:
         wheels = ", ".join(f"{wheel.name} {wheel.version}" for wheel in info.wheels)
         said = f"{wheels} (from its {info.metadata_from})"
+    elif info.metadata_from == "layers":
+        said = "its layers hold no wheel"
     else:
-        said = "its wheels are said only by its layers, which the pass reads"
+        said = (
+            f"its wheels are said only by its layers ({size_text(info.size)}), more than the "
+            f"{size_text(LAYERS_READ_AT_MOST)} validate reads of them; the pass reads them"
+        )
     return Check(
         name, "pinned", asked, OK, f"{name}: {where}: the pinned image {store.name}@{digest} is readable: {said}"
     ), info
@@ -288,6 +325,76 @@ def _distribution(component: Component, state: PinState, info: ImageInfo | None)
     )
 
 
+def _published_under_todays_rules(component: Component, info: ImageInfo) -> bool:
+    """Whether wheelpin published the image under the component's rules as they are now (its
+    rules digest, core/checks/digest.py): its wheels passed them, and the next build is
+    judged by them alike."""
+    return info.annotations.get(ANNOTATION_RULES) == rules_digest(component)
+
+
+def _rules(component: Component, state: PinState, info: ImageInfo | None) -> Iterator[Check]:
+    """The pinned image's wheels against the component's `[wheel]` rules, by the pass's own
+    checks (core/checks/component.py checked_wheels) applied to what the image records of
+    them (WheelEntry.as_report), for the commit it names it was built from (none named: the
+    commit rule is not judged). One check per rule broken, in the rule's own sentences: a
+    problem where the config and the build decide it, so the next build of the same recipe
+    breaks it too; a warning for a rule the next commit may meet otherwise
+    (`_MAY_PASS_NEXT`). The name rule is the distribution check's, and a rule asking
+    for what ELF files carry is not judged of a wheel whose image records none of them.
+    Nothing is judged of an image wheelpin published under today's rules (its wheels
+    passed them), nor of one not read or holding no wheel (the pinned check says which);
+    one passing every rule judged is one ok check."""
+    from ..core.checks.component import checked_wheels, component_rules
+
+    if info is None or not info.wheels:
+        return
+    name, where = component.name, f"{state.file}:{state.line}"
+    asked = f"the wheels of {state.image} against today's [wheel] rules"
+    what = "wheel" if len(info.wheels) == 1 else f"{len(info.wheels)} wheels"
+    if _published_under_todays_rules(component, info):
+        yield Check(
+            name,
+            "rules",
+            asked,
+            OK,
+            f"{name}: {where}: the pinned image's {what} passed today's [wheel] rules when wheelpin published it "
+            f"(its rules digest {info.annotations.get(ANNOTATION_RULES)} is today's)",
+        )
+        return
+    revision = info.annotations.get(REVISION) or info.labels.get(REVISION)
+    unknown = {wheel.file for wheel in info.wheels if wheel.needed is None}
+    try:
+        rules = component_rules(component, commit=revision if revision and is_full_commit(revision) else None)
+        found = checked_wheels(component, [wheel.as_report() for wheel in info.wheels], rules)
+    except ValueError:  # a record no wheel has (a version or arch that does not parse): the pass reads the wheel
+        return
+    broken: dict[WheelCheck[Any], list[str]] = {}
+    for check, problem in found:
+        if check is None or isinstance(check, NameCheck) or (check.wants_elf and problem.file in unknown):
+            continue
+        broken.setdefault(check, []).append(str(problem))
+    for check, texts in broken.items():
+        said = "; ".join(dict.fromkeys(texts))
+        later = _MAY_PASS_NEXT.get(check.name)
+        yield Check(
+            name,
+            "rules",
+            asked,
+            WARNING if later else PROBLEM,
+            f"{name}: {where}: today's wheel.{check.field} refuses the pinned image's {what}: {said}; "
+            + (later or "the pass refuses its next build if it makes wheels like these"),
+        )
+    if not broken:
+        yield Check(
+            name,
+            "rules",
+            asked,
+            OK,
+            f"{name}: {where}: the pinned image's {what} {'passes' if len(info.wheels) == 1 else 'pass'} today's "
+            f"[wheel] rules, judged from its {info.metadata_from}",
+        )
+
+
 def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Check | None:
     """Whether the pin's sha256 ARG has one wheel to take in the image it pins today, by the
     rule a pass's bump follows (core/pins/sha256.py): several wheels answering its key are
@@ -313,7 +420,7 @@ def _sha256(component: Component, state: PinState, info: ImageInfo | None) -> Ch
     if answer is None:
         return None
     if isinstance(answer, Several):
-        if info.annotations.get(ANNOTATION_RULES) != rules_digest(component):
+        if not _published_under_todays_rules(component, info):
             return None
         sentence = ambiguity(where, arg, python_tag, answer, image="the pinned image")
         return Check(name, "sha256", asked, PROBLEM, f"{name}: {sentence}")

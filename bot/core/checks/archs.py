@@ -18,6 +18,7 @@ class ArchsCheck(TargetsCheck):
     kind = "archs"
     label = "GPU archs"
     field = "archs"
+    wants_elf = True
     flag = Flag(
         "--require-arch",
         "every ELF with HIP code must carry this GPU target (repeatable)",

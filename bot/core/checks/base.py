@@ -67,6 +67,10 @@ class WheelCheck(ABC, Generic[Rule]):
     field: str  # the field of config.Wheel it reads
     flag: Flag | None  # None only for a rule about several wheels (wheel inspect reads one)
     default: Rule  # the rule when none is given (WheelRules(), wheel inspect without its flag)
+    # Whether a wheel breaks it by what its ELF files lack (code for an arch, a library
+    # needed): a wheel whose ELF files are not known (an image an older wheelpin published
+    # records none of their facts) cannot be judged by it, where the others can
+    wants_elf: bool = False
 
     def accept(self, value: Any) -> Rule:
         """The rule `value` is, checked; ValueError when it cannot be one."""

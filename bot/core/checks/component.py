@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.model import Component
 from .api import CHECKS, KINDS, LABELS
+from .base import WheelCheck
 from .name import NameCheck
-from .rules import WheelRules, kinded_problems
+from .rules import WheelRules, checked_problems
 from .wheelset import python_tags_of
 
 if TYPE_CHECKING:  # a wheel's report is read here; the reading (wheelreport) loads where a wheel is read
@@ -40,25 +41,38 @@ class Problem:
 def check_wheels(component: Component | None, reports: Sequence[WheelReport], rules: WheelRules) -> list[Problem]:
     """Every problem of every wheel and, for a component's wheels, of the set as `rules` asks it
     (component_rules: its python_tags), the root cause first."""
-    found = (
+    return [problem for _, problem in checked_wheels(component, reports, rules)]
+
+
+def checked_wheels(
+    component: Component | None, reports: Sequence[WheelReport], rules: WheelRules
+) -> list[tuple[WheelCheck[Any] | None, Problem]]:
+    """`check_wheels`, each problem with the check (the rule) that found it; None for an
+    archive's own integrity."""
+    found: list[tuple[WheelCheck[Any] | None, Problem]] = (
         []
         if component is None
         else [
-            Problem(check.kind, text) for check in CHECKS.values() for text in check.check_set(reports, rules.of(check))
+            (check, Problem(check.kind, text))
+            for check in CHECKS.values()
+            for text in check.check_set(reports, rules.of(check))
         ]
     )
     for report in reports:
         found += [
-            Problem(
-                finding.kind,
-                _explained(finding.kind, finding.text, report, rules),
-                report.filename,
-                finding.head,
-                finding.item,
+            (
+                check,
+                Problem(
+                    finding.kind,
+                    _explained(finding.kind, finding.text, report, rules),
+                    report.filename,
+                    finding.head,
+                    finding.item,
+                ),
             )
-            for finding in kinded_problems(report, rules)
+            for check, finding in checked_problems(report, rules)
         ]
-    return sorted(found, key=lambda problem: KINDS.index(problem.kind))
+    return sorted(found, key=lambda pair: KINDS.index(pair[1].kind))
 
 
 _NAME = NameCheck()

@@ -17,6 +17,7 @@ class NeededCheck(WheelCheck[tuple[str, ...]]):
     kind = "libraries"
     label = "libraries"
     field = "require_needed"
+    wants_elf = True
     flag = Flag(
         "--require-needed", "some ELF must need a library matching GLOB (repeatable)", metavar="GLOB", repeatable=True
     )

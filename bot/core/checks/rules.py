@@ -74,14 +74,23 @@ def kinded_problems(report: WheelReport, rules: WheelRules) -> list[Finding]:
     """Every rule the wheel breaks, kinds from api.KINDS, in the order the checks run. A
     library an ELF needs is said once, by the first check that names it (libcudart is a
     CUDA library, and not also a forbidden one for a forbid_needed that lists it)."""
-    found = [Finding("integrity", text) for text in report.integrity]
+    return [finding for _, finding in checked_problems(report, rules)]
+
+
+def checked_problems(report: WheelReport, rules: WheelRules) -> list[tuple[WheelCheck[Any] | None, Finding]]:
+    """`kinded_problems`, each with the check that found it (None for the archive's own
+    integrity, which no rule asks): which rule a wheel breaks, for a caller that weighs
+    rules apart (`config validate --online`)."""
+    found: list[tuple[WheelCheck[Any] | None, Finding]] = [
+        (None, Finding("integrity", text)) for text in report.integrity
+    ]
     said: set[tuple[str, str]] = set()
     for check in CHECKS.values():
         for finding in check.check(report, rules.of(check)):
             if finding.item and (finding.head, finding.item) in said:
                 continue
             said.add((finding.head, finding.item))
-            found.append(finding)
+            found.append((check, finding))
     return found
 
 

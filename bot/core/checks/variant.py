@@ -26,6 +26,7 @@ class VariantArchsCheck(WheelCheck[bool]):
     kind = "variant"
     label = "variant"
     field = "allow_variant_mismatch"
+    wants_elf = True
     flag = Flag(
         "--allow-variant-mismatch",
         "allow a variant wheel whose `amd :: gfx_arch` properties name GPU "

@@ -17,6 +17,7 @@ class WantedArchsCheck(TargetsCheck):
     kind = "archs"
     label = "GPU archs"
     field = "archs_wanted"
+    wants_elf = True
     flag = Flag(
         "--want-arch",
         "a GPU target used where present; a wheel with code for none of them fails (repeatable)",

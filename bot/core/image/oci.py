@@ -143,6 +143,50 @@ class WheelEntry:
             report.variant.properties if report.variant else (),
         )
 
+    def as_report(self) -> WheelReport:
+        """The wheel as the checks judge it, made of what the image says of it: its name,
+        version, file name, variant and size as they are, and its ELF files as one, named
+        "the wheel", holding all they need and all the HIP processors any carries (features
+        dropped). So a rule it breaks the wheel breaks: a library no ELF file needs, an arch
+        no GPU library has code for, one some ELF file needs. What the record keeps no fact
+        of passes (an arch only some GPU libraries carry, CUDA device code, a ROCm library
+        carried but not needed); with no DT_NEEDED recorded (an older wheelpin's image) it
+        has no ELF file at all, and a check that `wants_elf` cannot judge it."""
+        from ..wheel.elf import ElfReport
+        from ..wheel.metadata import Variant
+        from ..wheel.report import WheelReport
+
+        elf = (
+            ()
+            if self.needed is None
+            else (
+                ElfReport(
+                    path="the wheel",
+                    needed=self.needed,
+                    gpu="hip" if self.archs else None,
+                    targets=self.archs,
+                    archs=self.archs,
+                    bundles=0,
+                    compressed_bundles=0,
+                ),
+            )
+        )
+        return WheelReport(
+            path=self.file,
+            filename=self.file,
+            name=self.name,
+            version=self.version,
+            build=None,
+            tags=self.tags,
+            sha256=self.sha256,
+            size=self.size,
+            requires_dist=self.requires_dist,
+            requires_python=None,
+            elf=elf,
+            installed_size=self.installed or 0,
+            variant=Variant(self.variant, self.variant_properties) if self.variant is not None else None,
+        )
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
         needed = data.get("needed")
