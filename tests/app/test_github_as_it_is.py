@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.configdisk import load_config
 from bot.adapters.git import git
 from bot.adapters.github import GitHubConversation, GitHubPlatform
 from bot.adapters.github.transport import GitHubHTTP
 from bot.core.errors import ConfigError, RefusedError, TransientError
+from bot.loop.runner import Reconciler
 from tests.adapters.test_githubhttp import Clock
 from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
-from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github
+from tests.app.worlds import HUMAN, NEW_VERSION, World, base_commit, component, on_github
 from tests.cli import wheelpin
 from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest
 from tests.fixtures.github.openapi import validate_recorded
@@ -32,24 +34,6 @@ on:
 {run_name}jobs:
   build: {{ runs-on: ubuntu-latest, steps: [ {{ run: "true" }} ] }}
 """
-
-
-def base_commit(repo_path: Path, files: dict[str, str], message: str = "base") -> str:
-    """A human commit on the emulated repository's main branch."""
-    with_files = git(["rev-parse", "main^{tree}"], cwd=repo_path).strip()
-    import os
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        env = {**HUMAN, "GIT_INDEX_FILE": os.path.join(folder, "index")}
-        git(["read-tree", with_files], cwd=repo_path, env=env)
-        for path, text in files.items():
-            blob = git(["hash-object", "-w", "--stdin"], cwd=repo_path, input=text).strip()
-            git(["update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo_path, env=env)
-        tree = git(["write-tree"], cwd=repo_path, env=env).strip()
-        commit = git(["commit-tree", tree, "-p", "main", "-m", message], cwd=repo_path, env=env).strip()
-    git(["update-ref", "refs/heads/main", commit], cwd=repo_path)
-    return commit
 
 
 # -- workflow files -----------------------------------------------------------------------
@@ -653,4 +637,38 @@ def test_a_pinned_path_that_is_a_symlink_is_not_written_through(world: World, tm
         result = gh.reconciler.run().components[0]
         assert result.status != "done" and "symbolic link" in result.messages[-1], result.to_json()
         assert not [r for r in gh.emulator.recorded if r.method == "POST" and "/git/" in r.template]
+        validate_recorded(gh.emulator.recorded)
+
+
+def test_a_new_base_branch_moves_the_pull_request_onto_it(world: World, tmp_path: Path) -> None:
+    """`defaults.base_branch` changes from main to release: the branch is written on release
+    and its pull request is moved there with `base` in "Update a pull request" (OpenAPI
+    pulls/update), the only way its base changes: left on main, it would merge release's
+    commits into main."""
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        main = git(["rev-parse", "main"], cwd=gh.repo.path).strip()
+        dockerfile = git(["show", "main:docker/Dockerfile"], cwd=gh.repo.path)
+        release = base_commit(gh.repo.path, {"docker/Dockerfile": dockerfile + "# release only\n"}, "release work")
+        git(["update-ref", "refs/heads/release", release], cwd=gh.repo.path)
+        git(["update-ref", "refs/heads/main", main], cwd=gh.repo.path)
+        world.set_config('base_branch = "main"', 'base_branch = "release"')
+        before = gh.reconciler
+        gh.reconciler = Reconciler(
+            load_config(world.downstream / "wheelpin.toml", root=world.downstream),
+            platform=before.platform,
+            registries=before.registries,
+            cache=before.cache,
+            local_commands=before.local_commands,
+            attestations=before.attestations,
+        )
+        moved = gh.reconciler.run().components[0]
+        assert moved.status == "done" and moved.messages[0].startswith("updated wheelpin/demo-cache"), moved.to_json()
+        (pull,) = gh.repo.pulls.values()
+        assert pull.base == "release" and pull.state == "open"
+        assert git(["rev-parse", "wheelpin/demo-cache^"], cwd=gh.repo.path).strip() == release
+        (patch,) = [r for r in gh.emulator.recorded if r.method == "PATCH" and "/pulls/" in r.path]
+        assert patch.request["base"] == "release"
+        assert gh.reconciler.run().components[0].status == "nothing"  # and then at rest
         validate_recorded(gh.emulator.recorded)
