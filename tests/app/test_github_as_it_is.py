@@ -16,13 +16,13 @@ from bot.adapters.configdisk import load_config
 from bot.adapters.git import git
 from bot.adapters.github import GitHubConversation, GitHubPlatform
 from bot.adapters.github.transport import GitHubHTTP
-from bot.core.errors import ConfigError, RefusedError, TransientError
+from bot.core.errors import ConfigError, InputError, RefusedError, TransientError
 from bot.loop.runner import Reconciler
 from tests.adapters.test_githubhttp import Clock
 from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
 from tests.app.worlds import HUMAN, NEW_VERSION, World, base_commit, component, on_github
 from tests.cli import wheelpin
-from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest
+from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest, Run
 from tests.fixtures.github.openapi import validate_recorded
 
 WORKFLOW_FILE = """\
@@ -671,4 +671,51 @@ def test_a_new_base_branch_moves_the_pull_request_onto_it(world: World, tmp_path
         (patch,) = [r for r in gh.emulator.recorded if r.method == "PATCH" and "/pulls/" in r.path]
         assert patch.request["base"] == "release"
         assert gh.reconciler.run().components[0].status == "nothing"  # and then at rest
+        validate_recorded(gh.emulator.recorded)
+
+
+def age(run: Run, days: float) -> None:
+    """A run that ended `days` ago (its artifacts were uploaded then)."""
+    run.created_at -= days * 86400
+    run.ended_at = (run.ended_at or time.time()) - days * 86400
+
+
+def test_a_run_whose_artifacts_expired_is_said_so_and_built_again(world: World, tmp_path: Path) -> None:
+    """The run followed ended past the repository's artifact retention: GitHub lists its
+    artifacts `expired: true`. Said with the date, not "left no wheel"; no failure is recorded
+    (no backoff), and the next pass dispatches a new run."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, auto_advance=False) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (run,) = gh.repo.runs.values()
+        gh.emulator.finish_run(gh.repo, run)
+        age(run, 91)
+        expired = gh.reconciler.run().components[0]
+        day = time.strftime("%Y-%m-%d", time.gmtime(run.ended_at + 90 * 86400))  # type: ignore[operator]
+        assert expired.status == "failed" and expired.error_kind == "input", expired.to_json()
+        assert f"run {run.id}'s artifacts expired on {day}" in expired.messages[-1]
+        assert "left no wheel" not in expired.messages[-1]
+        assert gh.reconciler.state.failure("demo-cache", head) is None  # not a failed build: no backoff
+        again = gh.reconciler.run().components[0]
+        assert again.actions[0].kind == "build" and len(gh.repo.runs) == 2, again.to_json()
+
+
+def test_build_from_an_expired_run_is_refused_before_it_is_followed(world: World, tmp_path: Path) -> None:
+    """`/wheelpin build --from-run N` naming a run whose artifacts expired: refused with the
+    date before the run is followed, so nothing fails later and nothing is recorded."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True) as gh:
+        head = world.commit_upstream("one", NEW_VERSION)
+        old = Run(gh.emulator.next_id, "w.yaml", "main", {"c": head}, actor="nightly-bot")
+        gh.emulator.next_id += 1
+        gh.repo.runs[old.id] = old
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        gh.emulator.finish_run(gh.repo, old)
+        age(old, 100)
+        (component,) = gh.reconciler.config.components
+        with pytest.raises(InputError, match=rf"^run {old.id}'s artifacts expired on \d{{4}}-\d\d-\d\d "):
+            gh.reconciler.reuse_run(component, run_id=old.id)
+        assert gh.reconciler.state.run_of("demo-cache", head) is None
         validate_recorded(gh.emulator.recorded)

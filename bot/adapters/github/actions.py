@@ -24,6 +24,9 @@ session, beside the GitHub platform. As GitHub really behaves:
   MAX_ARTIFACTS of them: a matrix build uploads one per job.
 - Artifacts can be missing from the listing for a while after the run completed: that
   is transient for ARTIFACT_GRACE after the run's end, a failed build after.
+- Past the repository's retention period (90 days unless set) GitHub still lists a run's
+  artifacts, `expired: true`, and answers their download 410: a run whose every artifact
+  expired is said so, with the date, never taken for a build that left no wheel.
 - An artifact uploaded with `archive: false` (actions/upload-artifact v7) downloads as
   the file itself: a `.whl` is a zip too, and is taken whole under the artifact's name.
 The artifact download answers with a redirect to storage, which `requests` follows
@@ -206,11 +209,20 @@ class ActionsClient:
             raise InputError(f"run {run_id} has more than {MAX_ARTIFACTS} artifacts: too many to take as one build")
         return listed
 
+    def expired(self, run_id: int) -> ArtifactsExpired | None:
+        """Why run `run_id`'s artifacts can no longer be taken (all expired), or None."""
+        self.client.fresh()
+        return _expired(run_id, [a for a in self.artifacts(run_id) if isinstance(a, dict)])
+
     def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
         """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,
         within `artifact_grace` of the run's end, is a TransientError (GitHub lists them
-        late); after it, an empty list."""
-        artifacts = [a for a in self.artifacts(run_id) if isinstance(a, dict) and not a.get("expired")]
+        late); after it, an empty list. A run whose every artifact expired is ArtifactsExpired."""
+        listed = [a for a in self.artifacts(run_id) if isinstance(a, dict)]
+        expired = _expired(run_id, listed)
+        if expired is not None:
+            raise expired
+        artifacts = [a for a in listed if not a.get("expired")]
         if not artifacts and ended_at is not None and time.time() - ended_at < self.artifact_grace:
             raise TransientError(f"run {run_id} has ended, but GitHub lists no artifact of it yet", retry_after=15.0)
         folder.mkdir(parents=True, exist_ok=True)
@@ -237,6 +249,21 @@ class ActionsClient:
 
 class _NotPermitted(WheelpinError):
     pass
+
+
+class ArtifactsExpired(InputError):
+    """Every artifact of a run is past the repository's retention: there is nothing to fetch."""
+
+
+def _expired(run_id: int, listed: list[dict[str, Any]]) -> ArtifactsExpired | None:
+    """The error for a run whose artifacts are listed and all expired, else None."""
+    if not listed or not all(artifact.get("expired") for artifact in listed):
+        return None
+    latest = max(str(artifact.get("expires_at") or "") for artifact in listed)  # ISO 8601: sorts by time
+    return ArtifactsExpired(
+        f"run {run_id}'s artifacts expired on {latest[:10] or 'a date GitHub did not give'} "
+        "(GitHub keeps them for the repository's artifact retention period)"
+    )
 
 
 def _unpack(spool: Any, run_id: int, artifact: dict[str, Any], folder: Path) -> list[Path]:
