@@ -288,6 +288,23 @@ def test_a_post_whose_answer_was_lost_is_not_written_twice(world: World, tmp_pat
         assert [c for c in pull.comments if "hello" in c] == [pull.comments[-1]] and len(pull.comments) == 1
 
 
+def test_a_reply_whose_answer_was_lost_is_posted_once(world: World, tmp_path: Path) -> None:
+    """GitHub ends a request after 10 s of work with a 502 or 504 ("Troubleshooting the REST
+    API", timeouts), and the comment may have landed: the job that posted the reply to a
+    command fails and runs again, and finds its reply there instead of posting it twice."""
+    with on_github(world, tmp_path) as gh:
+        issue = PullRequest(1, "", "", "Dashboard", "", False, is_issue=True)
+        gh.repo.pulls[1], gh.repo.next_number = issue, 2
+        conversation = GitHubConversation(gh.reconciler.platform)
+        gh.emulator.faults.append(Fault("POST", r"/issues/1/comments$", 502, land=True))
+        with pytest.raises(TransientError):
+            conversation.comment(1, "@maintainer: say which component to build", key="reply-11")
+        conversation.comment(1, "@maintainer: say which component to build", key="reply-11")  # the job again
+        assert len(issue.comments) == 1 and issue.comments[0].startswith("@maintainer: say which component")
+        conversation.comment(1, "@maintainer: say which component to build", key="reply-12")  # asked again
+        assert len(issue.comments) == 2
+
+
 def test_a_branch_and_a_dashboard_whose_answers_were_lost_are_made_once(world: World, tmp_path: Path) -> None:
     """GitHub created the ref (and the dashboard issue) but answered 502: the bot reads
     the branch (the issues) before writing again, so there is one branch and one issue."""
