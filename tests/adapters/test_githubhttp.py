@@ -419,3 +419,22 @@ def test_replicas_space_their_writes_by_their_number(pacing_clock: FastForward) 
         assert pacer.gap == 3.0 and pacing_clock.slept and 2.9 < pacing_clock.slept[-1] <= 3.0
     finally:
         share_writes(1)
+
+
+def test_the_gap_between_writes_is_the_settings() -> None:
+    """WHEELPIN_GITHUB_WRITE_GAP reaches every pacer of the process (GitHub Enterprise Server
+    may run without secondary limits; a cautious operator may leave more)."""
+    from bot.adapters.github.client import Client
+    from bot.adapters.github.forge import GitHubForge
+    from bot.adapters.github.transport import WRITE_GAP, space_writes
+    from bot.app.forges import github_access
+    from bot.app.settings import Settings
+
+    url = "http://127.0.0.1:9"
+    try:
+        assert Client(url, token="t").http.pacer.gap == WRITE_GAP == 1.0
+        settings = Settings.from_environment({"WHEELPIN_GITHUB_TOKEN": "t", "WHEELPIN_GITHUB_WRITE_GAP": "2.5"})
+        GitHubForge(github_access(settings))
+        assert Client(url, token="t").http.pacer.gap == 2.5
+    finally:
+        space_writes(WRITE_GAP)

@@ -152,6 +152,7 @@ class PacingClock:
 
 
 _CLOCK = [PacingClock()]
+_GAP = [WRITE_GAP]  # seconds between two writes of one identity, before the replicas' share
 
 
 def share_writes(replicas: int) -> None:
@@ -163,6 +164,17 @@ def share_writes(replicas: int) -> None:
     with _PACERS_LOCK:
         _SHARE[0] = replicas
         _PACERS.clear()
+
+
+def space_writes(gap: float) -> None:
+    """Two writes of one identity go at least `gap` seconds apart (WHEELPIN_GITHUB_WRITE_GAP)
+    from now; pacers made before are dropped when it changes."""
+    if gap < 0:
+        raise ValueError("the gap between writes cannot be negative")
+    with _PACERS_LOCK:
+        if _GAP[0] != gap:
+            _GAP[0] = gap
+            _PACERS.clear()
 
 
 def pace_on(clock: PacingClock) -> None:
@@ -181,7 +193,7 @@ def identity_pacer(identity: str, *, per_minute: int = 70, per_hour: int = 500) 
             pacer = _PACERS[identity] = WritePacer(
                 max(1, per_minute // share),
                 max(1, per_hour // share),
-                gap=WRITE_GAP * share,
+                gap=_GAP[0] * share,
                 sleep=clock.sleep,
                 monotonic=clock.monotonic,
             )
