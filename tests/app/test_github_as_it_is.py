@@ -719,6 +719,29 @@ def test_a_run_whose_artifacts_expired_is_said_so_and_built_again(world: World, 
         assert again.actions[0].kind == "build" and len(gh.repo.runs) == 2, again.to_json()
 
 
+def test_wheels_kept_shorter_than_a_log_are_said_expired(world: World, tmp_path: Path) -> None:
+    """upload-artifact's `retention-days` kept the wheel 7 days and the build log 90: 30 days
+    on, the log is all there is, and the run's wheels are said expired, not "left no wheel"."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, auto_advance=False, archive=False) as gh:
+        build, logs = workflow_build(world, tmp_path), io.BytesIO()
+        with zipfile.ZipFile(logs, "w") as archive:
+            archive.writestr("build.log", "built\n")
+        gh.emulator.actions = lambda repo, run: {**build(repo, run), "logs.zip": logs.getvalue()}
+        gh.emulator.artifact_retention = {"logs.zip": 90}
+        gh.emulator.artifact_retention_days = 7
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (run,) = gh.repo.runs.values()
+        gh.emulator.finish_run(gh.repo, run)
+        age(run, 30)
+        expired = gh.reconciler.run().components[0]
+        assert f"run {run.id}'s artifacts expired on " in expired.messages[-1], expired.to_json()
+        assert expired.error_kind == "input"
+        again = gh.reconciler.run().components[0]  # that run is not followed again
+        assert again.actions[0].kind == "build" and len(gh.repo.runs) == 2, again.to_json()
+
+
 def test_build_from_an_expired_run_is_refused_before_it_is_followed(world: World, tmp_path: Path) -> None:
     """`/wheelpin build --from-run N` naming a run whose artifacts expired: refused with the
     date before the run is followed, so nothing fails later and nothing is recorded."""

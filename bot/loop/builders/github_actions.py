@@ -157,8 +157,8 @@ class WorkflowBuilder(CachedBuilds):
         existing = actions.find_run(workflow, commit, since=pending, claimed=claimed)
         if existing is not None and existing.done and existing.conclusion != "success":
             existing = None  # a failed run is retried with a new one, not followed again
-        elif existing is not None and existing.done and actions.expired(existing.id) is not None:
-            existing = None  # nor is one whose artifacts expired: its wheels are gone
+        elif existing is not None and existing.done and actions.expired(existing.id, every=False) is not None:
+            existing = None  # nor is one whose artifacts (some of them) expired: its wheels may be gone
         if existing is None and pending is not None and time.time() - pending < DISPATCH_GRACE:
             raise TransientError(
                 f"{name}: the run dispatched for {commit[:8]} is not listed yet; "
