@@ -449,7 +449,7 @@ class GitHubPlatform:
                 elif pull.merged_at is None:
                     declined.add(commit)
         except GitHubError as exc:
-            raise translate(exc, f"the closed pull requests of {branch}") from None
+            raise translate(exc, f"the pull requests of {branch}") from None
         return declined - proposed
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
