@@ -37,10 +37,12 @@ OFFLINE = {
 
 def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a wheelpin subprocess of a test runs in: offline, none of the
-    caller's WHEELPIN_ settings or registry credentials, then `env`."""
+    caller's WHEELPIN_ settings or registry credentials, GitHub writes unspaced, then `env`."""
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("WHEELPIN_") or k == "WHEELPIN_TEST_CACHE"}
     inherited.pop("DOCKER_CONFIG", None)  # a test's registry credentials are its own
-    return {**inherited, **OFFLINE, **(env or {})}
+    # GitHub writes not a second apart: a subprocess cannot be given the clock that skips the
+    # waits (tests/conftest.py's `pacing_clock`), under which the spacing is tested in-process
+    return {**inherited, **OFFLINE, "WHEELPIN_GITHUB_WRITE_GAP": "0", **(env or {})}
 
 
 def wheelpin(

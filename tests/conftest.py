@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from bot.adapters.github.transport import PacingClock, pace_on
 from tests.fixtures import consumerimages, hip, pypi
+from tests.fixtures.clocks import FastForward
 from tests.fixtures.consumerimages import ConsumerImages
 from tests.fixtures.postgres import Postgres
 from tests.fixtures.wheels import build_wheel
@@ -85,7 +88,6 @@ def lmcache_cuda_wheel() -> Path:
 
 # -- registries ---------------------------------------------------------------------------
 
-from collections.abc import Iterator  # noqa: E402
 
 from tests.fixtures.servers import Registry, TokenServer  # noqa: E402
 
@@ -170,3 +172,13 @@ def postgres() -> Iterator[Postgres]:
     server = Postgres()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def pacing_clock() -> Iterator[FastForward]:
+    """GitHub writes of this process are paced one second apart (transport.WritePacer) on a
+    clock that skips the waits: each test still sees the pacing, in `slept`, without sleeping."""
+    clock = FastForward()
+    pace_on(PacingClock(clock.sleep, clock.monotonic))
+    yield clock
+    pace_on(PacingClock())

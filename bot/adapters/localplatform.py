@@ -122,9 +122,10 @@ class LocalPlatform:
     def say_once(self, branch: str, *, key: str, text: str) -> None:
         """Nothing to comment on locally: the pass's report says it."""
 
-    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> None:
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> bool:
         """Nothing more to do here: the branch's commit message is the title and body."""
         self._check_branch(branch)
+        return False
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         """Retire a proposal: the branch goes, `refs/wheelpin/closed/…` keeps it and why."""

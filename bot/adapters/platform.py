@@ -50,11 +50,15 @@ class Platform(Protocol):
         """Ensure the proposal: `branch` = one bot commit on `base` with `files` and
         `message` (title + body); compare-and-swap on `expected`. Returns the commit."""
 
-    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> None:
-        """Ensure the proposal's title, body and labels (a draft pull request on GitHub)."""
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> bool:
+        """Ensure the proposal's base, title, body and labels (a draft pull request on GitHub).
+        True when that opened a new one (beside a declined one's kept branch too); False when
+        it brought one up to date, or where the branch itself is the proposal (locally)."""
 
     def skipped_commits(self, branch: str) -> set[str]:
-        """Commits whose proposal a human closed without merging: skip those, not later ones."""
+        """Commits whose proposal a human declined (closed without merging, its branch kept or
+        deleted; on GitHub, one an open pull request carries again is not): skip those, not
+        later ones."""
 
     def say_once(self, branch: str, *, key: str, text: str) -> None:
         """Tell the proposal's readers something, once per `key` (a pull request comment)."""

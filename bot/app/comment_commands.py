@@ -8,6 +8,7 @@ nothing (the pull request already proposed the head)."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 
@@ -174,7 +175,8 @@ class Commands:
 
         def answer(content: str, text: str | None = None) -> None:
             if text is not None:
-                conversation.comment(job.number or 0, f"@{job.sender}: {text}")
+                reply = f"@{job.sender}: {text}"
+                conversation.comment(job.number or 0, reply, key=_reply_key(comments, reply))
             _react(conversation, comments, content)
 
         refused = self._refused(watched, conversation, job)
@@ -182,7 +184,7 @@ class Commands:
             if self._said_lately(watched.repository, job):
                 log.info("command.refused_quietly", sender=job.sender, command=job.command)
                 return True
-            conversation.comment(job.number, refused)
+            conversation.comment(job.number, refused, key=_reply_key(comments, refused))
             _react(conversation, comments, "confused")
             return True
         names = [c.name for c in reconciler.config.components]
@@ -249,6 +251,14 @@ class Commands:
         if known is None or now - known[1] > PERMISSION_TTL:
             known = watched.permissions[login] = (conversation.permission_of(login), now)
         return known[0]
+
+
+def _reply_key(comments: list[Comment], text: str) -> str | None:
+    """What a reply is made once for: the comments it answers, and what it says (a command's
+    job may run again after its reply landed unanswered; the same command given again in a
+    new comment gets its own reply). None when no comment is known: nothing to tell apart."""
+    answered = [str(comment) for comment, _seen in comments if comment is not None]
+    return "-".join([*answered, hashlib.sha256(text.encode()).hexdigest()[:12]]) if answered else None
 
 
 def _react(conversation: Conversation, comments: list[Comment], content: str) -> None:

@@ -50,6 +50,7 @@ def github_access(settings: Settings) -> GitHubAccess:
             app_id=settings.github_app_id,
             private_key=key,
             installation_id=settings.github_installation_id,
+            write_gap=settings.github_write_gap,
         )
     if settings.github_token is None:
         raise UsageError(
@@ -57,8 +58,11 @@ def github_access(settings: Settings) -> GitHubAccess:
             "WHEELPIN_GITHUB_PRIVATE_KEY_FILE)"
         )
     return GitHubAccess(
-        settings.github_api_url, token=settings.github_token.get_secret_value(), login=settings.github_login or None
-    )  # an empty input is none given
+        settings.github_api_url,
+        token=settings.github_token.get_secret_value(),
+        login=settings.github_login or None,  # an empty input is none given
+        write_gap=settings.github_write_gap,
+    )
 
 
 def github_forge(settings: Settings) -> GitHubForge:

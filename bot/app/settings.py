@@ -120,6 +120,13 @@ class Settings(BaseModel):
     github_app_id: int | None = None
     github_private_key_file: Path | None = None
     github_installation_id: int | None = None
+    github_write_gap: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="seconds at least between two GitHub writes of one App or token (GitHub's REST "
+        "best practices ask 1; N replicas on PostgreSQL each leave N times as long)",
+    )
 
     # the service (`wheelpin serve`)
     webhook_secret: SecretStr | None = None

@@ -432,14 +432,17 @@ class Executor:
             expected=expected,
         )
         labels = component.labels if component.labels is not None else self.config.defaults.labels
-        self.platform.publish_proposal(
+        opened = self.platform.publish_proposal(
             context.branch,
             base=self.config.defaults.base_branch,
             title=title(proposal),
             body=body(proposal),
             labels=labels,
         )
-        result.messages.append(f"{'updated' if expected else 'opened'} {context.branch}: {title(proposal)}")
+        # a declined proposal's kept branch is written over, and a new pull request opened
+        result.messages.append(
+            f"{'opened' if opened or not expected else 'updated'} {context.branch}: {title(proposal)}"
+        )
         # what the proposal's body is loud about, said by the pass too (the terminal, the dashboard)
         result.note(*proposal.notes)
         result.note(

@@ -156,8 +156,8 @@ class Observer:
         )
         if base_has_head:
             return facts
-        if proposal is None:  # only then can a declined proposal matter
-            facts = replace(facts, skipped=head in self.platform.skipped_commits(context.branch))
+        # a declined proposal's branch may be kept: asked whether or not the branch is there
+        facts = replace(facts, skipped=head in self.platform.skipped_commits(context.branch))
         quiet = component.quiet_minutes if component.quiet_minutes is not None else self.config.defaults.quiet_minutes
         if quiet:
             committed_at = context.upstream.committed_at(head)

@@ -258,6 +258,8 @@ class Reconciler:
         run = self.actions.run(run_id)
         if run.done and run.conclusion != "success":
             raise InputError(f"run {run_id} ended: {run.conclusion}, so its artifacts are no build")
+        if run.done and (expired := self.actions.expired(run_id)) is not None:
+            raise expired  # nothing left to take: not followed, nothing recorded
         context = self._context(component)
         head = context.upstream.head()
         self._nothing_to_take(context, head)

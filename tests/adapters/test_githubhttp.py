@@ -16,6 +16,7 @@ import requests
 
 from bot.adapters.github.sansio import limit_wait
 from bot.adapters.github.transport import GitHubHTTP, WritePacer, WritesPaced, retry_after
+from tests.fixtures.clocks import FastForward
 
 ARTIFACT = 8 << 20
 
@@ -228,7 +229,9 @@ def test_idempotent_requests_are_retried_on_5xx(server: Server, method: str) -> 
     clock = Clock()
     server.script += [(502, {}, "Bad Gateway"), (503, {}, "Unavailable")]
     answer = session_with(paced(clock, backoff=0.5)).request(method, server.url + "/repos/a/pulls/1", json={})
-    assert answer.ok and server.sent == [f"{method} /repos/a/pulls/1"] * 3 and clock.slept == [0.5, 1.0]
+    assert answer.ok and server.sent == [f"{method} /repos/a/pulls/1"] * 3
+    # a write's attempts are writes GitHub counts: the second waits out the rest of its second
+    assert clock.slept == ([0.5, 1.0] if method == "GET" else [0.5, 0.5, 1.0])
 
 
 def test_a_rate_limited_post_is_retried(server: Server) -> None:
@@ -382,3 +385,56 @@ def test_the_client_waits_past_githubs_own_time_limit_for_an_answer() -> None:
 
     connect, read = Client(None, token="t").session.timeout
     assert read > 10 + connect
+
+
+def test_writes_go_one_second_apart_and_reads_are_not_held(server: Server) -> None:
+    """GitHub's REST best practices: "wait at least one second between each" POST, PATCH,
+    PUT or DELETE request. A write sent just after another waits out the rest of that
+    second; a read waits for nothing."""
+    clock = Clock()
+    session = session_with(paced(clock))
+    times = []
+    for number in range(3):
+        session.post(server.url + f"/repos/a/issues/{number}/comments", json={})
+        times.append(clock.now)
+        clock.now += 0.25  # the work between two writes counts toward their gap
+    assert [b - a for a, b in zip(times, times[1:], strict=False)] == [1.0, 1.0]
+    assert clock.slept == [0.75, 0.75]
+    assert session.get(server.url + "/repos/a").ok and clock.slept == [0.75, 0.75]
+    clock.now += 5.0  # a write long after the last is sent at once
+    session.delete(server.url + "/repos/a/git/refs/heads/x")
+    assert clock.slept == [0.75, 0.75]
+
+
+def test_replicas_space_their_writes_by_their_number(pacing_clock: FastForward) -> None:
+    """N replicas writing as one identity each keep 1/N of the limits and write N seconds
+    apart: about one write a second together, with no counter shared between them."""
+    from bot.adapters.github.transport import identity_pacer, share_writes
+
+    try:
+        share_writes(3)
+        pacer = identity_pacer("app:5")
+        pacer.wait()
+        pacer.wait()
+        assert pacer.gap == 3.0 and pacing_clock.slept and 2.9 < pacing_clock.slept[-1] <= 3.0
+    finally:
+        share_writes(1)
+
+
+def test_the_gap_between_writes_is_the_settings() -> None:
+    """WHEELPIN_GITHUB_WRITE_GAP reaches every pacer of the process (GitHub Enterprise Server
+    may run without secondary limits; a cautious operator may leave more)."""
+    from bot.adapters.github.client import Client
+    from bot.adapters.github.forge import GitHubForge
+    from bot.adapters.github.transport import WRITE_GAP, space_writes
+    from bot.app.forges import github_access
+    from bot.app.settings import Settings
+
+    url = "http://127.0.0.1:9"
+    try:
+        assert Client(url, token="t").http.pacer.gap == WRITE_GAP == 1.0
+        settings = Settings.from_environment({"WHEELPIN_GITHUB_TOKEN": "t", "WHEELPIN_GITHUB_WRITE_GAP": "2.5"})
+        GitHubForge(github_access(settings))
+        assert Client(url, token="t").http.pacer.gap == 2.5
+    finally:
+        space_writes(WRITE_GAP)

@@ -21,6 +21,7 @@ from bot.commands.platforms.api import PLATFORMS, config_on_this_host, downstrea
 from bot.commands.platforms.base import Where
 from bot.core.config.model import Author
 from bot.core.errors import RefusedError, UsageError
+from tests.fixtures.clocks import FastForward
 from tests.fixtures.github.emulator import GitHubEmulator
 from tests.fixtures.github.openapi import validate
 
@@ -300,13 +301,13 @@ def test_draft_refused_falls_back_to_a_marked_title(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_conditional_requests_and_retries(tmp_path: Path) -> None:
+def test_conditional_requests_and_retries(tmp_path: Path, pacing_clock: FastForward) -> None:
     from bot.adapters.github.transport import GitHubHTTP
 
     server = GitHubEmulator(tmp_path / "gh", tokens={"t"})
     try:
         server.create_repo("rocm", "atom", seed(tmp_path / "seed"))
-        http = GitHubHTTP(backoff=0.01)
+        http = GitHubHTTP(backoff=0.01, sleep=pacing_clock.sleep, monotonic=pacing_clock.monotonic)
         platform = GitHubPlatform(api_url=server.url, token="t", owner="rocm", repo="atom", author=BOT, http=http)
         assert platform.bot_login() == "wheelpin-user"  # the token's own user
         validate("GET", "/user", 200, next(r.body for r in server.recorded if r.template == "/user"))

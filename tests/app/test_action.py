@@ -91,8 +91,9 @@ def run_action(
         "GITHUB_API_URL": github["api_url"],
         "GITHUB_STEP_SUMMARY": str(summary),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "WHEELPIN_ALLOW_HOST_PATHS": "1",
-    }  # the world's upstream is a repository on this host
+        "WHEELPIN_ALLOW_HOST_PATHS": "1",  # the world's upstream is a repository on this host
+        "WHEELPIN_GITHUB_WRITE_GAP": "0",  # as tests/cli.py's subprocesses: the spacing is tested in-process
+    }
     code, output = 0, ""
     for step in action["runs"]["steps"]:
         if "run" not in step:

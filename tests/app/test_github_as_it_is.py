@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.configdisk import load_config
 from bot.adapters.git import git
 from bot.adapters.github import GitHubConversation, GitHubPlatform
 from bot.adapters.github.transport import GitHubHTTP
-from bot.core.errors import ConfigError, RefusedError, TransientError
+from bot.core.errors import ConfigError, InputError, RefusedError, TransientError
+from bot.loop.runner import Reconciler
 from tests.adapters.test_githubhttp import Clock
 from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
-from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github
+from tests.app.worlds import HUMAN, NEW_VERSION, World, base_commit, component, on_github
 from tests.cli import wheelpin
-from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest
+from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest, Run
 from tests.fixtures.github.openapi import validate_recorded
 
 WORKFLOW_FILE = """\
@@ -32,24 +34,6 @@ on:
 {run_name}jobs:
   build: {{ runs-on: ubuntu-latest, steps: [ {{ run: "true" }} ] }}
 """
-
-
-def base_commit(repo_path: Path, files: dict[str, str], message: str = "base") -> str:
-    """A human commit on the emulated repository's main branch."""
-    with_files = git(["rev-parse", "main^{tree}"], cwd=repo_path).strip()
-    import os
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        env = {**HUMAN, "GIT_INDEX_FILE": os.path.join(folder, "index")}
-        git(["read-tree", with_files], cwd=repo_path, env=env)
-        for path, text in files.items():
-            blob = git(["hash-object", "-w", "--stdin"], cwd=repo_path, input=text).strip()
-            git(["update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo_path, env=env)
-        tree = git(["write-tree"], cwd=repo_path, env=env).strip()
-        commit = git(["commit-tree", tree, "-p", "main", "-m", message], cwd=repo_path, env=env).strip()
-    git(["update-ref", "refs/heads/main", commit], cwd=repo_path)
-    return commit
 
 
 # -- workflow files -----------------------------------------------------------------------
@@ -302,6 +286,23 @@ def test_a_post_whose_answer_was_lost_is_not_written_twice(world: World, tmp_pat
                 pass
         (pull,) = gh.repo.pulls.values()
         assert [c for c in pull.comments if "hello" in c] == [pull.comments[-1]] and len(pull.comments) == 1
+
+
+def test_a_reply_whose_answer_was_lost_is_posted_once(world: World, tmp_path: Path) -> None:
+    """GitHub ends a request after 10 s of work with a 502 or 504 ("Troubleshooting the REST
+    API", timeouts), and the comment may have landed: the job that posted the reply to a
+    command fails and runs again, and finds its reply there instead of posting it twice."""
+    with on_github(world, tmp_path) as gh:
+        issue = PullRequest(1, "", "", "Dashboard", "", False, is_issue=True)
+        gh.repo.pulls[1], gh.repo.next_number = issue, 2
+        conversation = GitHubConversation(gh.reconciler.platform)
+        gh.emulator.faults.append(Fault("POST", r"/issues/1/comments$", 502, land=True))
+        with pytest.raises(TransientError):
+            conversation.comment(1, "@maintainer: say which component to build", key="reply-11")
+        conversation.comment(1, "@maintainer: say which component to build", key="reply-11")  # the job again
+        assert len(issue.comments) == 1 and issue.comments[0].startswith("@maintainer: say which component")
+        conversation.comment(1, "@maintainer: say which component to build", key="reply-12")  # asked again
+        assert len(issue.comments) == 2
 
 
 def test_a_branch_and_a_dashboard_whose_answers_were_lost_are_made_once(world: World, tmp_path: Path) -> None:
@@ -653,4 +654,108 @@ def test_a_pinned_path_that_is_a_symlink_is_not_written_through(world: World, tm
         result = gh.reconciler.run().components[0]
         assert result.status != "done" and "symbolic link" in result.messages[-1], result.to_json()
         assert not [r for r in gh.emulator.recorded if r.method == "POST" and "/git/" in r.template]
+        validate_recorded(gh.emulator.recorded)
+
+
+def test_a_new_base_branch_moves_the_pull_request_onto_it(world: World, tmp_path: Path) -> None:
+    """`defaults.base_branch` changes from main to release: the branch is written on release
+    and its pull request is moved there with `base` in "Update a pull request" (OpenAPI
+    pulls/update), the only way its base changes: left on main, it would merge release's
+    commits into main."""
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        main = git(["rev-parse", "main"], cwd=gh.repo.path).strip()
+        dockerfile = git(["show", "main:docker/Dockerfile"], cwd=gh.repo.path)
+        release = base_commit(gh.repo.path, {"docker/Dockerfile": dockerfile + "# release only\n"}, "release work")
+        git(["update-ref", "refs/heads/release", release], cwd=gh.repo.path)
+        git(["update-ref", "refs/heads/main", main], cwd=gh.repo.path)
+        world.set_config('base_branch = "main"', 'base_branch = "release"')
+        before = gh.reconciler
+        gh.reconciler = Reconciler(
+            load_config(world.downstream / "wheelpin.toml", root=world.downstream),
+            platform=before.platform,
+            registries=before.registries,
+            cache=before.cache,
+            local_commands=before.local_commands,
+            attestations=before.attestations,
+        )
+        moved = gh.reconciler.run().components[0]
+        assert moved.status == "done" and moved.messages[0].startswith("updated wheelpin/demo-cache"), moved.to_json()
+        (pull,) = gh.repo.pulls.values()
+        assert pull.base == "release" and pull.state == "open"
+        assert git(["rev-parse", "wheelpin/demo-cache^"], cwd=gh.repo.path).strip() == release
+        (patch,) = [r for r in gh.emulator.recorded if r.method == "PATCH" and "/pulls/" in r.path]
+        assert patch.request["base"] == "release"
+        assert gh.reconciler.run().components[0].status == "nothing"  # and then at rest
+        validate_recorded(gh.emulator.recorded)
+
+
+def age(run: Run, days: float) -> None:
+    """A run that ended `days` ago (its artifacts were uploaded then)."""
+    run.created_at -= days * 86400
+    run.ended_at = (run.ended_at or time.time()) - days * 86400
+
+
+def test_a_run_whose_artifacts_expired_is_said_so_and_built_again(world: World, tmp_path: Path) -> None:
+    """The run followed ended past the repository's artifact retention: GitHub lists its
+    artifacts `expired: true`. Said with the date, not "left no wheel"; no failure is recorded
+    (no backoff), and the next pass dispatches a new run."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, auto_advance=False) as gh:
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (run,) = gh.repo.runs.values()
+        gh.emulator.finish_run(gh.repo, run)
+        age(run, 91)
+        expired = gh.reconciler.run().components[0]
+        day = time.strftime("%Y-%m-%d", time.gmtime(run.ended_at + 90 * 86400))  # type: ignore[operator]
+        assert expired.status == "failed" and expired.error_kind == "input", expired.to_json()
+        assert f"run {run.id}'s artifacts expired on {day}" in expired.messages[-1]
+        assert "left no wheel" not in expired.messages[-1]
+        assert gh.reconciler.state.failure("demo-cache", head) is None  # not a failed build: no backoff
+        again = gh.reconciler.run().components[0]
+        assert again.actions[0].kind == "build" and len(gh.repo.runs) == 2, again.to_json()
+
+
+def test_wheels_kept_shorter_than_a_log_are_said_expired(world: World, tmp_path: Path) -> None:
+    """upload-artifact's `retention-days` kept the wheel 7 days and the build log 90: 30 days
+    on, the log is all there is, and the run's wheels are said expired, not "left no wheel"."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, auto_advance=False, archive=False) as gh:
+        build, logs = workflow_build(world, tmp_path), io.BytesIO()
+        with zipfile.ZipFile(logs, "w") as archive:
+            archive.writestr("build.log", "built\n")
+        gh.emulator.actions = lambda repo, run: {**build(repo, run), "logs.zip": logs.getvalue()}
+        gh.emulator.artifact_retention = {"logs.zip": 90}
+        gh.emulator.artifact_retention_days = 7
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (run,) = gh.repo.runs.values()
+        gh.emulator.finish_run(gh.repo, run)
+        age(run, 30)
+        expired = gh.reconciler.run().components[0]
+        assert f"run {run.id}'s artifacts expired on " in expired.messages[-1], expired.to_json()
+        assert expired.error_kind == "input"
+        again = gh.reconciler.run().components[0]  # that run is not followed again
+        assert again.actions[0].kind == "build" and len(gh.repo.runs) == 2, again.to_json()
+
+
+def test_build_from_an_expired_run_is_refused_before_it_is_followed(world: World, tmp_path: Path) -> None:
+    """`/wheelpin build --from-run N` naming a run whose artifacts expired: refused with the
+    date before the run is followed, so nothing fails later and nothing is recorded."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True) as gh:
+        head = world.commit_upstream("one", NEW_VERSION)
+        old = Run(gh.emulator.next_id, "w.yaml", "main", {"c": head}, actor="nightly-bot")
+        gh.emulator.next_id += 1
+        gh.repo.runs[old.id] = old
+        gh.emulator.actions = workflow_build(world, tmp_path)
+        gh.emulator.finish_run(gh.repo, old)
+        age(old, 100)
+        (component,) = gh.reconciler.config.components
+        with pytest.raises(InputError, match=rf"^run {old.id}'s artifacts expired on \d{{4}}-\d\d-\d\d "):
+            gh.reconciler.reuse_run(component, run_id=old.id)
+        assert gh.reconciler.state.run_of("demo-cache", head) is None
         validate_recorded(gh.emulator.recorded)

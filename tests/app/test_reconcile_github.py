@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import requests
 
 from bot.adapters.git import git
 from bot.adapters.imagestore import LayoutStore
@@ -17,7 +18,7 @@ from bot.commands.reconcile_cmd import exit_code
 from bot.core.provenance.statement import PAYLOAD_TYPE
 from bot.core.wheel.report import inspect_wheel
 from bot.loop.builders.base import BuildPreview
-from tests.app.worlds import HUMAN, NEW_VERSION, World, component, on_github, runner_build
+from tests.app.worlds import HUMAN, NEW_VERSION, OnGitHub, World, base_commit, component, on_github, runner_build
 from tests.cli import wheelpin
 from tests.fixtures.dryreal import predicted
 from tests.fixtures.github.emulator import GitHubEmulator
@@ -201,18 +202,41 @@ def test_an_image_the_workflow_pushes_is_adopted(world: World, tmp_path: Path) -
         assert len(world.layout_tags()) == 2  # the first pin's and the workflow's: the bot pushed nothing
 
 
-def test_a_declined_pull_request_skips_that_commit_only(world: World, tmp_path: Path) -> None:
+def maintainer_closes(gh: OnGitHub, number: int, *, delete_branch: bool) -> None:
+    """A maintainer's "Close pull request" (PATCH `state: closed`), then, if asked, the
+    "Delete branch" button on the closed pull request (DELETE the ref): GitHub deletes a
+    head branch by itself only after a merge ("Managing the automatic deletion of branches")."""
+    gh.emulator.tokens.add("maintainer")
+    headers = {"Authorization": "token maintainer"}
+    api = f"{gh.emulator.url}/repos/rocm/atom"
+    closed = requests.patch(f"{api}/pulls/{number}", json={"state": "closed"}, headers=headers, timeout=10)
+    assert closed.status_code == 200
+    if delete_branch:
+        gone = requests.delete(f"{api}/git/refs/heads/wheelpin/demo-cache", headers=headers, timeout=10)
+        assert gone.status_code == 204
+
+
+@pytest.mark.parametrize("delete_branch", [False, True], ids=["branch-kept", "branch-deleted"])
+def test_a_declined_pull_request_skips_that_commit_only(world: World, tmp_path: Path, delete_branch: bool) -> None:
     with on_github(world, tmp_path) as gh:
         world.commit_upstream("one", NEW_VERSION)
         gh.reconciler.run()
-        (pull,) = gh.repo.pulls.values()
-        pull.state = "closed"  # a maintainer declines it, and deletes the branch
-        git(["update-ref", "-d", "refs/heads/wheelpin/demo-cache"], cwd=gh.repo.path)
+        proposed = branch_sha(gh.repo.path)
+        maintainer_closes(gh, 1, delete_branch=delete_branch)
         again = gh.reconciler.run().components[0]
         assert again.status == "nothing" and len(gh.repo.pulls) == 1  # that commit is skipped
+        # the base moves under the declined proposal: still declined, no second pull request
+        dockerfile = git(["show", "main:docker/Dockerfile"], cwd=gh.repo.path)
+        base_commit(gh.repo.path, {"docker/Dockerfile": dockerfile + "# a maintainer's unrelated edit\n"})
+        moved = gh.reconciler.run().components[0]
+        assert moved.status == "nothing" and len(gh.repo.pulls) == 1, moved.to_json()
+        assert branch_sha(gh.repo.path) == ("" if delete_branch else proposed)  # not written again
         newer = world.commit_upstream("two", {"VERSION": "0.1.2\n"})
-        assert gh.reconciler.run().components[0].status == "done"  # a later one is proposed
+        later = gh.reconciler.run().components[0]
+        assert later.status == "done"  # a later one is proposed, in a new pull request
         assert len(gh.repo.pulls) == 2 and newer[:8] in gh.repo.pulls[2].title and gh.repo.pulls[2].state == "open"
+        assert gh.repo.pulls[1].state == "closed" and newer[:8] not in gh.repo.pulls[1].title
+        assert [m for m in later.messages if m.startswith("opened wheelpin/demo-cache: ")], later.messages
 
 
 def test_merged_superseded_and_human_edits(world: World, tmp_path: Path) -> None:

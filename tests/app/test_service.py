@@ -16,7 +16,7 @@ from bot.adapters.github.forge import GitHubForge
 from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, HUMAN, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, make_world
-from tests.fixtures.github.emulator import PullRequest, Run, comment_id
+from tests.fixtures.github.emulator import Fault, PullRequest, Run, comment_id
 from tests.fixtures.servers import Registry
 from tests.fixtures.webhooks import example, examples
 
@@ -348,7 +348,6 @@ def test_a_shard_watches_only_its_installations(world: World, tmp_path: Path) ->
 def test_one_unreadable_installation_holds_up_no_other(world: World, tmp_path: Path) -> None:
     """An installation whose repositories GitHub will not list keeps what it watched; the
     others are refreshed, the bot stays ready, and the refresh is tried again by itself."""
-    from tests.fixtures.github.emulator import Fault
 
     with running_bot(world, tmp_path) as bot:
         other = bot.emulator.create_repo("amd", "atom", world.downstream)
@@ -565,6 +564,30 @@ def test_a_run_is_not_taken_where_the_workflow_publishes_the_image(world: World,
             and "wheelpin adopts it at its next pass" in said
         ), said
         assert bot.pulls() == []
+
+
+def test_a_reply_github_answered_with_a_timeout_is_not_posted_twice(world: World, tmp_path: Path) -> None:
+    """GitHub ends a request after 10 s of work with a 502 ("Troubleshooting the REST API",
+    timeouts) though the reply landed: the job fails, runs again after its backoff, and finds
+    its reply instead of posting a second one."""
+    with running_bot(
+        world, tmp_path, edit=('inputs = { c = "{sha}" } }', 'inputs = { c = "{sha}" }, publishes_image = true }')
+    ) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (dashboard,) = dashboards(bot)
+        (run,) = bot.repo.runs
+        number = dashboard.number  # type: ignore[attr-defined]
+        bot.emulator.faults.append(Fault("POST", rf"/issues/{number}/comments$", 502, land=True))
+        bot.comment(number, f"/wheelpin build --from-run {run}", "maintainer")
+        bot.idle()
+        comments: list[str] = dashboard.comments  # type: ignore[attr-defined]
+        reply = f"@maintainer: run {run} was not taken"
+        assert len([c for c in comments if c.startswith(reply)]) == 1
+        assert not any(f.times for f in bot.emulator.faults if isinstance(f, Fault))  # the 502 was met
+        bot.comment(number, f"/wheelpin build --from-run {run}", "maintainer")  # asked again: answered again
+        bot.idle()
+        assert len([c for c in comments if c.startswith(reply)]) == 2
 
 
 def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_request(

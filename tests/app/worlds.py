@@ -6,7 +6,9 @@ like a workflow would."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +36,21 @@ HUMAN = {
     "GIT_COMMITTER_NAME": "A Human",
     "GIT_COMMITTER_EMAIL": "human@example.org",
 }
+
+
+def base_commit(repo_path: Path, files: dict[str, str], message: str = "base") -> str:
+    """A human commit on the emulated repository's main branch."""
+    with_files = git(["rev-parse", "main^{tree}"], cwd=repo_path).strip()
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**HUMAN, "GIT_INDEX_FILE": os.path.join(folder, "index")}
+        git(["read-tree", with_files], cwd=repo_path, env=env)
+        for path, text in files.items():
+            blob = git(["hash-object", "-w", "--stdin"], cwd=repo_path, input=text).strip()
+            git(["update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo_path, env=env)
+        tree = git(["write-tree"], cwd=repo_path, env=env).strip()
+        commit = git(["commit-tree", tree, "-p", "main", "-m", message], cwd=repo_path, env=env).strip()
+    git(["update-ref", "refs/heads/main", commit], cwd=repo_path)
+    return commit
 
 
 @dataclass

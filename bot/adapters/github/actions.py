@@ -24,6 +24,11 @@ session, beside the GitHub platform. As GitHub really behaves:
   MAX_ARTIFACTS of them: a matrix build uploads one per job.
 - Artifacts can be missing from the listing for a while after the run completed: that
   is transient for ARTIFACT_GRACE after the run's end, a failed build after.
+- Past the repository's retention period (90 days unless set) GitHub still lists a run's
+  artifacts, `expired: true`, and answers their download 410: a run whose wheels were in
+  artifacts that expired (all of them, or the others hold none: upload-artifact's
+  `retention-days` may keep a log longer) is said so, with the date, never taken for a
+  build that left no wheel.
 - An artifact uploaded with `archive: false` (actions/upload-artifact v7) downloads as
   the file itself: a `.whl` is a zip too, and is taken whole under the artifact's name.
 The artifact download answers with a redirect to storage, which `requests` follows
@@ -206,11 +211,24 @@ class ActionsClient:
             raise InputError(f"run {run_id} has more than {MAX_ARTIFACTS} artifacts: too many to take as one build")
         return listed
 
+    def expired(self, run_id: int, *, every: bool = True) -> ArtifactsExpired | None:
+        """Why run `run_id`'s artifacts can no longer be taken: all of them expired (with
+        `every=False`: any of them, which may have held its wheels), or None."""
+        self.client.fresh()
+        listed = [a for a in self.artifacts(run_id) if isinstance(a, dict)]
+        gone = [a for a in listed if a.get("expired")]
+        return _expired(run_id, gone) if gone and (len(gone) == len(listed) or not every) else None
+
     def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
         """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,
         within `artifact_grace` of the run's end, is a TransientError (GitHub lists them
-        late); after it, an empty list."""
-        artifacts = [a for a in self.artifacts(run_id) if isinstance(a, dict) and not a.get("expired")]
+        late); after it, an empty list. Wheels that can only have been in artifacts that
+        expired (all of them, or the others hold none) are ArtifactsExpired."""
+        listed = [a for a in self.artifacts(run_id) if isinstance(a, dict)]
+        gone = [a for a in listed if a.get("expired")]
+        artifacts = [a for a in listed if not a.get("expired")]
+        if gone and not artifacts:
+            raise _expired(run_id, gone)
         if not artifacts and ended_at is not None and time.time() - ended_at < self.artifact_grace:
             raise TransientError(f"run {run_id} has ended, but GitHub lists no artifact of it yet", retry_after=15.0)
         folder.mkdir(parents=True, exist_ok=True)
@@ -232,11 +250,26 @@ class ActionsClient:
                         )
                     spool.write(chunk)
                 wheels += _unpack(spool, run_id, artifact, folder)
+        if gone and not wheels:  # a log kept longer than the wheels (upload-artifact `retention-days`)
+            raise _expired(run_id, gone)
         return sorted(wheels)
 
 
 class _NotPermitted(WheelpinError):
     pass
+
+
+class ArtifactsExpired(InputError):
+    """The artifacts that held a run's wheels are past their retention: nothing to fetch."""
+
+
+def _expired(run_id: int, gone: list[dict[str, Any]]) -> ArtifactsExpired:
+    """What is said of a run's wheels lost with its expired artifacts `gone`."""
+    latest = max(str(artifact.get("expires_at") or "") for artifact in gone)  # ISO 8601: sorts by time
+    return ArtifactsExpired(
+        f"run {run_id}'s artifacts expired on {latest[:10] or 'a date GitHub did not give'} "
+        "(GitHub keeps them for the repository's artifact retention period)"
+    )
 
 
 def _unpack(spool: Any, run_id: int, artifact: dict[str, Any], folder: Path) -> list[Path]:

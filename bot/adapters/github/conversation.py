@@ -40,14 +40,21 @@ class GitHubConversation:
     def say_once(self, branch: str, *, key: str, text: str) -> None:
         self.platform.say_once(branch, key=key, text=text)
 
-    def comment(self, number: int, text: str) -> None:
-        """A comment on issue `number` (the answer to a command given there)."""
-        self.client.call(
-            "POST",
-            self.platform.url("issues", str(number), "comments"),
-            f"commenting on issue #{number}",
-            json={"body": text},
-        )
+    def comment(self, number: int, text: str, *, key: str | None) -> None:
+        """A comment on issue `number` (the answer to a command given there), made once per
+        `key`, which it carries in a hidden note: looked for first, since a comment GitHub
+        answered with a 502 or 504 (its 10 s of work over) may have landed, and the job that
+        made it then runs again. None: made without looking."""
+        url = self.platform.url("issues", str(number), "comments")
+        self.client.fresh()
+        body = text
+        if key is not None:
+            tag = f"<!-- wheelpin-reply: {key} -->"
+            listed = self.client.paginate(url, f"reading the comments of #{number}")
+            if any(tag in str(found.get("body") or "") for found in listed):
+                return
+            body = f"{text}\n\n{tag}"
+        self.client.call("POST", url, f"commenting on issue #{number}", json={"body": body})
         self.platform.writes += 1
 
     def permission_of(self, user: str) -> str:

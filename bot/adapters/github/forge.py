@@ -24,7 +24,7 @@ from .app import Installation, app_installations, canonical_name, check_token, i
 from .client import AppCredentials, forget_installation_tokens
 from .door import GitHubDoor
 from .platform import GitHubPlatform
-from .transport import share_writes
+from .transport import WRITE_GAP, share_writes, space_writes
 from .workflowfile import components_warnings
 
 log = logs.get_logger("wheelpin.github")
@@ -46,6 +46,7 @@ class GitHubAccess:
     private_key: bytes | None = field(default=None, repr=False)
     installation_id: int | None = None
     login: str | None = None  # with a token: who it acts as (WHEELPIN_GITHUB_LOGIN)
+    write_gap: float = WRITE_GAP  # seconds at least between two writes (WHEELPIN_GITHUB_WRITE_GAP)
 
     @property
     def is_app(self) -> bool:
@@ -112,6 +113,8 @@ class GitHubForge:
         shard: Collection[int] | None = None,
     ) -> None:
         self.access = access
+        if access is not None:
+            space_writes(access.write_gap)
         self.secret = secret
         self.configured = list(repositories)  # a token's: WHEELPIN_REPOSITORIES
         self._renamed: dict[str, str] = {}  # a configured name → GitHub's, once said

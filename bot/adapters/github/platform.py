@@ -374,12 +374,15 @@ class GitHubPlatform:
         found = self.pulls("open", branch)
         return found[0] if found else None
 
-    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> None:
-        """Open the draft pull request of `branch`, or bring its title, body, labels up to date."""
+    def publish_proposal(self, branch: str, *, base: str, title: str, body: str, labels: Sequence[str]) -> bool:
+        """Open the draft pull request of `branch`, or bring its base, title, body and labels
+        up to date; True when it opened one. The base changes only when asked: GitHub moves a
+        pull request to another base by itself only when its base branch is renamed."""
         self._check_branch(branch)
         self.client.fresh()
         try:
             pull = self._open_pull(branch)
+            opened = pull is None
             if pull is None:
                 url = self.url("pulls")
                 data = {"title": title, "head": branch, "base": base, "body": body, "draft": True}
@@ -390,7 +393,8 @@ class GitHubPlatform:
                     pull = self._open_pull(branch)
                     if pull is None:
                         raise refusal(answer_of(answer), f"opening the pull request of {branch}")
-                    return self.publish_proposal(branch, base=base, title=title, body=body, labels=labels)
+                    self.publish_proposal(branch, base=base, title=title, body=body, labels=labels)
+                    return True
                 if answer.status_code != 201:
                     raise refusal(answer_of(answer), f"opening the pull request of {branch}")
                 number = answer.json()["number"]
@@ -398,8 +402,11 @@ class GitHubPlatform:
             else:
                 number = pull.number
                 desired = DRAFT_PREFIX + title if pull.title.startswith(DRAFT_PREFIX) else title
-                if pull.title != desired or (pull.body or "") != body:
-                    pull.update(title=desired, body=body)
+                # `base` of "Update a pull request" (OpenAPI pulls/update): the branch the
+                # changes are pulled into, sent only when it differs
+                moved = {"base": base} if str(pull.base.ref) != base else {}
+                if pull.title != desired or (pull.body or "") != body or moved:
+                    pull.update(title=desired, body=body, **moved)
                     self.writes += 1
             issue = self.repo.issue(number)
             have = {str(found.name).lower() for found in issue.labels()}  # GitHub's names ignore case
@@ -408,6 +415,7 @@ class GitHubPlatform:
                 self.add_labels(number, missing)
         except GitHubError as exc:
             raise translate(exc, f"the pull request of {branch}") from None
+        return opened
 
     def add_labels(self, number: int, labels: Sequence[str]) -> None:
         """As GitHub's description has it: `{"labels": [...]}` (github3 sends a bare list,
@@ -433,16 +441,25 @@ class GitHubPlatform:
             raise translate(exc, f"commenting on the pull request of {branch}") from None
 
     def skipped_commits(self, branch: str) -> set[str]:
-        skipped: set[str] = set()
+        """The commits of the branch's pull requests closed unmerged, read from their markers,
+        whether the branch was kept or not: GitHub deletes a head branch by itself only after
+        a merge ("Managing the automatic deletion of branches"). A commit an open pull request
+        carries (one reopened) is not declined. One listing of all states."""
+        declined: set[str] = set()
+        proposed: set[str] = set()
         try:
-            for pull in self.pulls("closed", branch):
-                if pull.merged_at is None:
-                    state = read_marker(pull.body or "")
-                    if state and isinstance(state.get("commit"), str):
-                        skipped.add(state["commit"])
+            for pull in self.pulls("all", branch):
+                state = read_marker(pull.body or "")
+                commit = state.get("commit") if state else None
+                if not isinstance(commit, str):
+                    continue
+                if pull.state == "open":
+                    proposed.add(commit)
+                elif pull.merged_at is None:
+                    declined.add(commit)
         except GitHubError as exc:
-            raise translate(exc, f"the closed pull requests of {branch}") from None
-        return skipped
+            raise translate(exc, f"the pull requests of {branch}") from None
+        return declined - proposed
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         self._check_branch(branch)

@@ -15,7 +15,8 @@ a wheelpin error — a rate limit into TransientError(retry_after=…), waited o
   with each attempt. 5xx are retried with backoff — except a POST, which may have landed
   (the caller checks before writing again). A wait past `max_wait` is not slept here:
   the answer is returned as final. Content-creating requests are paced under GitHub's
-  80 a minute (70 by default) and 500 an hour.
+  80 a minute (70 by default) and 500 an hour, and sent one second apart at least, as
+  GitHub's REST best practices ask.
 - Counting: every request is counted, split into counted and free (304).
 """
 
@@ -38,6 +39,7 @@ from .. import writes
 from .sansio import Answer, limit_wait, read_answer, seconds_of
 
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
+WRITE_GAP = 1.0  # seconds at least between two content-creating requests of one identity (WritePacer)
 _ATTEMPT: weakref.WeakKeyDictionary[requests.Response, int] = weakref.WeakKeyDictionary()  # final answer → its attempt
 
 
@@ -75,18 +77,31 @@ class WritesPaced(TransientError):
 
 class WritePacer:
     """At most `per_minute` content-creating requests in any 60 s and `per_hour` in any
-    3600 s; remembers at most max(per_minute, per_hour) send times.
+    3600 s, and `gap` seconds at least between two; remembers at most max(per_minute,
+    per_hour) send times. Its clock is injected (`sleep`, `monotonic`).
 
     https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits
-    ("no more than 80 content-generating requests per minute and no more than 500 ... per hour")
+    ("no more than 80 content-generating requests per minute and no more than 500 ... per hour");
+    https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api
+    ("If you are making a large number of POST, PATCH, PUT, or DELETE requests ..., wait at
+    least one second between each request")
     """
 
     def __init__(
-        self, per_minute: int, per_hour: int, *, sleep: Callable[[float], None], monotonic: Callable[[], float]
+        self,
+        per_minute: int,
+        per_hour: int,
+        *,
+        gap: float = WRITE_GAP,
+        sleep: Callable[[float], None],
+        monotonic: Callable[[], float],
     ) -> None:
         if per_minute < 1 or per_hour < 1:
             raise ValueError("write limits must be at least 1")
+        if gap < 0:
+            raise ValueError("the gap between writes cannot be negative")
         self.windows = ((60.0, per_minute), (3600.0, per_hour))
+        self.gap = gap
         self._sleep, self._monotonic = sleep, monotonic
         self._sent: deque[float] = deque(maxlen=max(per_minute, per_hour))
         self._lock = threading.Lock()
@@ -107,6 +122,8 @@ class WritePacer:
                 (self._sent[-limit] + span - now for span, limit in self.windows if len(self._sent) >= limit),
                 default=0.0,
             )
+            if self._sent:  # one write at a time, `gap` after the last
+                wait = max(wait, self._sent[-1] + self.gap - now)
             if wait > longest:
                 raise WritesPaced(
                     f"GitHub's limit of {self.windows[1][1]} writes an hour is reached; "
@@ -125,14 +142,45 @@ _PACERS_LOCK = threading.Lock()
 _SHARE = [1]  # the replicas writing as the same identities (PostgreSQL), each paced at 1/N
 
 
+@dataclass(frozen=True)
+class PacingClock:
+    """What the pacers of this process sleep on: the real clock, unless a test or a
+    benchmark gives one that skips its sleeps."""
+
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+
+
+_CLOCK = [PacingClock()]
+_GAP = [WRITE_GAP]  # seconds between two writes of one identity, before the replicas' share
+
+
 def share_writes(replicas: int) -> None:
     """This process is one of `replicas` that write as the same identities: each paces its
-    writes at 1/N of the limits (no shared counter to keep; docs/sizing.md). Pacers made
-    before are dropped."""
+    writes at 1/N of the limits, and N seconds apart, so that together they write about one
+    a second (no shared counter to keep; docs/sizing.md). Pacers made before are dropped."""
     if replicas < 1:
         raise ValueError("replicas must be at least 1")
     with _PACERS_LOCK:
         _SHARE[0] = replicas
+        _PACERS.clear()
+
+
+def space_writes(gap: float) -> None:
+    """Two writes of one identity go at least `gap` seconds apart (WHEELPIN_GITHUB_WRITE_GAP)
+    from now; pacers made before are dropped when it changes."""
+    if gap < 0:
+        raise ValueError("the gap between writes cannot be negative")
+    with _PACERS_LOCK:
+        if _GAP[0] != gap:
+            _GAP[0] = gap
+            _PACERS.clear()
+
+
+def pace_on(clock: PacingClock) -> None:
+    """The clock the write pacers of this process sleep on from now. Pacers made before are dropped."""
+    with _PACERS_LOCK:
+        _CLOCK[0] = clock
         _PACERS.clear()
 
 
@@ -141,9 +189,13 @@ def identity_pacer(identity: str, *, per_minute: int = 70, per_hour: int = 500) 
     with _PACERS_LOCK:
         pacer = _PACERS.get(identity)
         if pacer is None:
-            share = _SHARE[0]
+            share, clock = _SHARE[0], _CLOCK[0]
             pacer = _PACERS[identity] = WritePacer(
-                max(1, per_minute // share), max(1, per_hour // share), sleep=time.sleep, monotonic=time.monotonic
+                max(1, per_minute // share),
+                max(1, per_hour // share),
+                gap=_GAP[0] * share,
+                sleep=clock.sleep,
+                monotonic=clock.monotonic,
             )
         return pacer
 

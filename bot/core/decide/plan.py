@@ -75,7 +75,7 @@ class Facts:
     base_has_head: bool = False  # the base pins `head`, a descendant of it, or a higher release
     base_pins_image: bool = False  # every pin already names the image found for `head`
     proposal: ProposalSeen | None = None
-    skipped: bool = False  # a human closed this commit's proposal without merging it
+    skipped: bool = False  # a human closed this commit's proposal without merging it (branch kept or not)
     committed_at: float | None = None  # when `head` was committed, read when a quiet period is set
     quiet_minutes: int = 0
     image: ImageFound | None = None
@@ -366,8 +366,8 @@ def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:
         return [
             ClosePR(name, head, branch=proposal.branch, expected=proposal.head, why=f"the base already pins {pinned}")
         ]
-    if facts.skipped and proposal is None:
-        return []  # that commit was declined; a newer one gets a new proposal
+    if facts.skipped:
+        return []  # that commit was declined (its branch may be kept); a newer one gets a new proposal
     if facts.quiet_minutes and facts.committed_at is not None:
         until = facts.committed_at + facts.quiet_minutes * 60
         if now < until:

@@ -157,6 +157,8 @@ class WorkflowBuilder(CachedBuilds):
         existing = actions.find_run(workflow, commit, since=pending, claimed=claimed)
         if existing is not None and existing.done and existing.conclusion != "success":
             existing = None  # a failed run is retried with a new one, not followed again
+        elif existing is not None and existing.done and actions.expired(existing.id, every=False) is not None:
+            existing = None  # nor is one whose artifacts (some of them) expired: its wheels may be gone
         if existing is None and pending is not None and time.time() - pending < DISPATCH_GRACE:
             raise TransientError(
                 f"{name}: the run dispatched for {commit[:8]} is not listed yet; "
@@ -197,7 +199,14 @@ class WorkflowBuilder(CachedBuilds):
         assert run_id is not None
         out = build_folder(self.cache, name, commit) / "out"
         shutil.rmtree(out, ignore_errors=True)
-        fetched = actions.download(run_id, out, ended_at=actions.run(run_id).ended_at)
+        from ...adapters.github.actions import ArtifactsExpired  # loaded already: `actions` is its client
+
+        try:
+            fetched = actions.download(run_id, out, ended_at=actions.run(run_id).ended_at)
+        except ArtifactsExpired as exc:
+            # no build failed: its wheels are gone, so the next pass builds the commit anew, with no backoff
+            self.discard(commit)
+            raise ArtifactsExpired(f"{exc.message}; {commit[:8]} is built again at the next pass") from None
         if not fetched:
             raise BuildFailed(
                 f"build run {run_id} of {commit[:8]} left no wheel in its artifacts",

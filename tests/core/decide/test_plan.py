@@ -90,7 +90,7 @@ def test_an_up_to_date_proposal_plans_nothing() -> None:
         ({"base_pins_image": True, "proposal": PROPOSAL}, [ClosePR]),
         # declined, left alone, broken
         ({"skipped": True}, []),
-        ({"skipped": True, "proposal": PROPOSAL, "image": IMAGE}, [WriteProposal]),
+        ({"skipped": True, "proposal": PROPOSAL, "image": IMAGE}, []),  # declined, its branch kept
         ({"proposal": replace(PROPOSAL, foreign=("d" * 40,))}, [Comment, Report]),
         ({"error": "upstream unreachable"}, [Report]),
         ({"head": None}, []),
