@@ -358,7 +358,9 @@ SECOND = (
     GOOD.replace('name = "lmcache"', 'name = "lmcache-nightly"')
     .replace('branch = "dev"', 'branch = "nightly"')
     .replace("lmcache-v{version_base}", "lmcache-nightly-v{version_base}")
+    .replace("LMCACHE_WHEEL_", "LMCACHE_NIGHTLY_WHEEL_")  # a pin site belongs to one component
 )
+SECOND_PINNED = PINNED.replace("LMCACHE_WHEEL_", "LMCACHE_NIGHTLY_WHEEL_")
 
 
 def test_validate_warns_of_a_workflow_two_components_share_without_the_commit_in_its_title(repo: Path) -> None:
@@ -366,6 +368,8 @@ def test_validate_warns_of_a_workflow_two_components_share_without_the_commit_in
     by its title carrying the commit, else as the bot's oldest unclaimed run since the
     dispatch: two components on one untitled workflow could follow each other's run."""
     (repo / ".github/wheelpin.toml").write_text(GOOD + "\n" + SECOND)
+    for dockerfile in ("docker/Dockerfile", "docker/atom_release.dockerfile"):
+        (repo / dockerfile).write_text(PINNED + SECOND_PINNED)
     (repo / PATH).write_text(NO_RUN_NAME)
     result = wheelpin("config", "validate", "--repo", str(repo), "--json")
     assert result.code == 0, result.stderr
