@@ -34,6 +34,11 @@ _VARIANT_VALUE = re.compile(r"^[a-z0-9_.]+$")
 VARIANT_JSON = "variant.json"
 
 
+def is_variant_label(text: str) -> bool:
+    """Whether `text` is a variant label PEP 825 allows: 1 to 16 of 0-9, a-z, `_` and `.`."""
+    return bool(_VARIANT_LABEL.match(text))
+
+
 def split_variant_label(filename: str) -> tuple[str, str | None]:
     """`name-ver(-build)?-py-abi-plat-label.whl` as the file name without its variant label
     (PEP 825 adds it after the platform tag) and the label; the name itself and None for a
