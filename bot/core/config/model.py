@@ -706,6 +706,14 @@ class Component(_Model):
                     f"pins[{index}].sha256_arg: the image holds {len(tags)} wheels, so it needs "
                     "a python_tag naming its wheel"
                 )
+            variants = self.wheel.variants
+            if pin.sha256_arg and len(variants) > 1:
+                labels = ", ".join(label or '"" (the non-variant wheel)' for label in variants)
+                raise ValueError(
+                    f"pins[{index}].sha256_arg: wheel.variants gives each python tag {len(variants)} wheels "
+                    f"({labels}), and a sha256 ARG names its wheel by python tag, never by variant label: "
+                    "drop the pin's sha256_arg (its image pin alone moves), or list one variant"
+                )
         return self
 
 
