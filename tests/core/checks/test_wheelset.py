@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.checks.api import CHECKS
-from bot.core.checks.component import check_wheels
+from bot.core.checks.component import check_wheels, component_rules, summary
 from bot.core.checks.rules import WheelRules
 from bot.core.config.model import Component, Wheel
 from bot.core.wheel.report import WheelReport, inspect_wheel
@@ -204,3 +204,24 @@ def test_wheel_variants_with_the_non_variant_wheel(tmp_path: Path) -> None:
 def test_wheel_variants_holds_labels_pep_825_allows(labels: list[str], error: str) -> None:
     with pytest.raises(ValueError, match=error):
         Wheel.model_validate({"distribution": "kernels", "variants": labels})
+
+
+def test_a_refusal_says_which_variant_wheel_of_a_tag_broke_a_rule(tmp_path: Path) -> None:
+    """Of two wheels of cp312, the one of label amd_gfx950 promises a GPU target it has no
+    code for (core/checks/variant.py): the summary names its row, not the tag both share."""
+    reports = [wheel(tmp_path, variant=("x8664v3", {"x86_64": {"level": ["v3"]}})), wheel(tmp_path, variant=GFX950)]
+    component = Component.model_validate(
+        {
+            "name": "kernels",
+            "upstream": {"repo": "https://github.com/o/kernels", "branch": "main"},
+            "build": {"command": "true"},
+            "image": {"repository": "ghcr.io/o/kernels", "tag": "kernels-{version}-g{sha8}"},
+            "wheel": {"distribution": "kernels", "python_tags": ["cp312"]},
+            "pins": [{"file": "Dockerfile", "image_arg": "KERNELS_IMAGE"}],
+        }
+    )
+    found = check_wheels(component, reports, component_rules(component, commit=None))
+    assert summary(found, wheels=2) == (
+        "variant: variant amd_gfx950 promises gfx950, but the wheel has no HIP device code "
+        "(in cp312 (variant amd_gfx950))"
+    )
