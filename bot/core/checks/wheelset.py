@@ -63,36 +63,7 @@ class WheelSetCheck(WheelCheck[tuple[str, ...] | None]):
             return []
         if not reports:
             return ["no wheel was given"]
-        found: list[str] = []
-        if rule:
-            for tag in rule:
-                matching = [r for r in reports if tag in python_tags_of(r.filename)]
-                labels = _by_label(matching)
-                if not matching or set(labels) == {None}:
-                    if len(matching) != 1:
-                        found.append(f"expected one wheel for {tag}, found {len(matching)}")
-                    continue
-                for label, same in labels.items():
-                    if len(same) > 1:
-                        which = "no variant" if label is None else f"variant {label}"
-                        found.append(f"expected one wheel for {tag} ({which}), found {len(same)}")
-            extra = [r.filename for r in reports if not python_tags_of(r.filename) & set(rule)]
-            found += [f"{name} is for none of the python tags {', '.join(rule)}" for name in extra]
-        else:
-            labels = _by_label(reports)
-            if set(labels) == {None}:
-                if len(reports) != 1:
-                    found.append(f"expected one wheel, found {len(reports)} (list wheel.python_tags for several)")
-            else:
-                for label, same in labels.items():
-                    if len(same) > 1:
-                        which = "non-variant wheel" if label is None else f"wheel for variant {label}"
-                        found.append(f"expected one {which}, found {len(same)}")
-                tags = sorted({".".join(sorted(python_tags_of(r.filename))) for r in reports})
-                if len(tags) > 1:
-                    found.append(
-                        f"the wheels are of several python tags, {_listed(tags)} (list wheel.python_tags for several)"
-                    )
+        found = _per_listed_tag(reports, rule) if rule else _of_one_tag(reports)
         versions = sorted({r.version for r in reports})
         if len(versions) > 1:
             found.append(f"the wheels carry several versions: {', '.join(versions)}")
@@ -101,6 +72,44 @@ class WheelSetCheck(WheelCheck[tuple[str, ...] | None]):
 
     def passed(self, rule: tuple[str, ...] | None) -> list[str]:
         return ["one wheel each for " + ", ".join(rule)] if rule else []
+
+
+def _per_listed_tag(reports: Sequence[WheelReport], tags: tuple[str, ...]) -> list[str]:
+    """One wheel per listed python tag and variant label, and no wheel of a tag not listed."""
+    found: list[str] = []
+    for tag in tags:
+        matching = [r for r in reports if tag in python_tags_of(r.filename)]
+        labels = _by_label(matching)
+        if not matching or set(labels) == {None}:
+            if len(matching) != 1:
+                found.append(f"expected one wheel for {tag}, found {len(matching)}")
+            continue
+        for label, same in labels.items():
+            if len(same) > 1:
+                which = "no variant" if label is None else f"variant {label}"
+                found.append(f"expected one wheel for {tag} ({which}), found {len(same)}")
+    extra = [r.filename for r in reports if not python_tags_of(r.filename) & set(tags)]
+    return found + [f"{name} is for none of the python tags {', '.join(tags)}" for name in extra]
+
+
+def _of_one_tag(reports: Sequence[WheelReport]) -> list[str]:
+    """With no python tag listed: one wheel, or variant wheels of one python tag, one per label."""
+    labels = _by_label(reports)
+    if set(labels) == {None}:
+        return (
+            []
+            if len(reports) == 1
+            else [f"expected one wheel, found {len(reports)} (list wheel.python_tags for several)"]
+        )
+    found: list[str] = []
+    for label, same in labels.items():
+        if len(same) > 1:
+            which = "non-variant wheel" if label is None else f"wheel for variant {label}"
+            found.append(f"expected one {which}, found {len(same)}")
+    tags = sorted({".".join(sorted(python_tags_of(r.filename))) for r in reports})
+    if len(tags) > 1:
+        found.append(f"the wheels are of several python tags, {_listed(tags)} (list wheel.python_tags for several)")
+    return found
 
 
 def _property_sets(reports: Sequence[WheelReport]) -> list[str]:
