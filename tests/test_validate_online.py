@@ -419,9 +419,19 @@ def test_a_sha256_arg_whose_python_tag_the_pinned_image_holds_two_wheels_of(
     edit(world, "wheelpin.toml", 'sha256_arg = "DEMO_WHEEL_SHA256"', CP312_PIN)
     assert_offline_valid(world)
     sentence = (
-        "demo-cache: docker/Dockerfile:3: DEMO_WHEEL_SHA256 takes the sha256 of the cp312 wheel, but the pinned "
-        f"image holds 2 cp312 wheels ({first}, {second}), and a sha256 ARG names its wheel by python tag alone: the "
-        "component's image must hold one cp312 wheel for this pin to be written, or the pin must drop its sha256_arg"
+        (
+            "demo-cache: docker/Dockerfile:3: DEMO_WHEEL_SHA256 takes the sha256 of the cp312 wheel, but the pinned "
+            f"image holds 2 cp312 wheels ({first}, {second}), and a sha256 ARG names its wheel by python tag alone: "
+            "the component's image must hold one cp312 wheel for this pin to be written, or the pin must drop its "
+            "sha256_arg"
+        )
+        if shape == "platforms"
+        else (
+            "demo-cache: docker/Dockerfile:3: DEMO_WHEEL_SHA256 takes the sha256 of the cp312 wheel, but the pinned "
+            f"image holds 2 variant wheels of cp312 (amd_gfx942, amd_gfx950: {first}, {second}), and a sha256 ARG "
+            "names its wheel by python tag, never by variant label: drop the pin's sha256_arg (its image pin alone "
+            "moves to an image of any wheels), or have the component's image hold one cp312 wheel"
+        )
     )
     result = validate(world, "--online", "--json")
     assert result.code == 2
@@ -431,6 +441,40 @@ def test_a_sha256_arg_whose_python_tag_the_pinned_image_holds_two_wheels_of(
     text = validate(world, "--online")
     assert text.code == 2
     assert text.stderr.splitlines() == [sentence, f"wheelpin: {world.downstream}/wheelpin.toml: 1 problem(s) online"]
+
+
+def test_a_pinned_image_of_variant_wheels_is_held_to_the_variant_set_rules(world: World, tmp_path: Path) -> None:
+    """Variant wheels (PEP 825) of one python tag are one wheel per label to the pass's set
+    rule, so an image of them pinned today passes it; `wheel.variants` naming a label the
+    image lacks is a problem, as the pass would refuse its next build for it."""
+    wheels = [
+        build_wheel(
+            tmp_path / label,
+            name="demo-cache",
+            version="0.1.0",
+            tag=TWO_CP312[0],
+            files={"demo_cache/__init__.py": b""},
+            variant=(label, {"x86_64": {"level": [label.removeprefix("x8664")]}}),
+        )
+        for label in ("x8664v3", "x8664v4")
+    ]
+    pin_an_image_of(world, wheels, rules=False)
+    edit(world, "wheelpin.toml", ', sha256_arg = "DEMO_WHEEL_SHA256"', "")
+    assert_offline_valid(world)
+    result = validate(world, "--online", "--json")
+    assert result.code == 0, result.stdout
+    assert [c["sentence"] for c in result.json()["online"]["checks"] if c["check"] == "rules"] == [
+        "demo-cache: docker/Dockerfile:2: the pinned image's 2 wheels pass today's [wheel] rules, judged from "
+        "its annotations"
+    ]
+    edit(world, "wheelpin.toml", 'distribution = "demo-cache"', 'distribution = "demo-cache", variants = ["x8664v3"]')
+    result = validate(world, "--online", "--json")
+    assert result.code == 2, result.stdout
+    assert result.json()["problems"] == [
+        "demo-cache: docker/Dockerfile:2: today's wheel.variants refuses the pinned image's 2 wheels: "
+        "demo_cache-0.1.0-cp312-cp312-manylinux_2_28_x86_64-x8664v4.whl is of variant x8664v4, which "
+        "wheel.variants does not list; the pass refuses its next build if it makes wheels like these"
+    ]
 
 
 def test_a_sha256_arg_without_python_tag_and_a_pinned_image_of_two_wheels(world: World, tmp_path: Path) -> None:

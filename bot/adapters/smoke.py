@@ -70,8 +70,17 @@ def interpreter_for(tag: str) -> str | None:
 
 
 def smoke_wheels(command: str, wheels: Sequence[Path], *, seconds: int = SMOKE_SECONDS) -> SmokeResult:
-    """`command` against each of `wheels`, in a fresh venv per python tag its file name carries."""
-    return smoke_test(command, {tag: wheel for wheel in wheels for tag in python_tags_of(wheel.name)}, seconds=seconds)
+    """`command` against each of `wheels`, in a fresh venv per python tag its file name
+    carries, and per variant label (PEP 825) where the wheels of a tag are variant wheels:
+    each is said as its row, `cp312 (variant amd_gfx942)`."""
+    from ..core.wheel.metadata import split_variant_label
+
+    rows: dict[str, Path] = {}
+    for wheel in wheels:
+        label = split_variant_label(wheel.name)[1]
+        for tag in python_tags_of(wheel.name):
+            rows[tag if label is None else f"{tag} (variant {label})"] = wheel
+    return smoke_test(command, rows, seconds=seconds)
 
 
 def smoke_said(command: str, smoked: SmokeResult) -> list[str]:
@@ -80,13 +89,15 @@ def smoke_said(command: str, smoked: SmokeResult) -> list[str]:
 
 
 def smoke_test(command: str, wheels: dict[str, Path], *, seconds: int = SMOKE_SECONDS) -> SmokeResult:
-    """`command` in a fresh venv per python tag → wheel (`wheels`), stopped after `seconds`
-    (the venv and the wheel's install, which the command does not choose, have SMOKE_SECONDS
-    or `seconds` if longer: a loaded host's slow pip is not the command hanging)."""
+    """`command` in a fresh venv per python tag → wheel (`wheels`; a tag may be followed by
+    what tells its wheel from the others of that tag, `cp312 (variant amd_gfx942)`), stopped
+    after `seconds` (the venv and the wheel's install, which the command does not choose,
+    have SMOKE_SECONDS or `seconds` if longer: a loaded host's slow pip is not the command
+    hanging)."""
     result = SmokeResult()
     sandboxed = sandbox.enabled()  # refused in one sentence before anything runs
     for tag, wheel in sorted(wheels.items()):
-        python = interpreter_for(tag)
+        python = interpreter_for(tag.split(" ", 1)[0])
         if python is None:
             result.not_run.append(f"{tag}: no interpreter for it on this host, smoke test not run")
             continue
@@ -108,6 +119,15 @@ def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int, *, 
     if step is not None:
         return f"the venv could not be made ({step})"
     venv_python = venv / "bin" / "python"
+    # pip refuses a variant wheel's name (PEP 825, Backwards Compatibility: the label makes
+    # an installer of today read the python tag as a build tag), so it installs a copy
+    # named without the label: the same bytes, variant.json kept in its dist-info
+    from ..core.wheel.metadata import split_variant_label
+
+    installed, plain = wheel, split_variant_label(wheel.name)[0]
+    if plain != wheel.name:
+        (folder / "wheel").mkdir()
+        installed = Path(shutil.copyfile(wheel, folder / "wheel" / plain))
     pip = [sys.executable, "-m", "pip", "--python", str(venv_python)] if host_pip else [str(venv_python), "-m", "pip"]
     step = _run(
         [
@@ -118,7 +138,7 @@ def _one(command: str, python: str, wheel: Path, folder: Path, seconds: int, *, 
             "--no-cache-dir",
             "--disable-pip-version-check",
             "--quiet",
-            str(wheel),
+            str(installed),
         ],
         folder,
         setup,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bot.adapters.smoke import interpreter_for, smoke_test
+from bot.adapters.smoke import interpreter_for, smoke_test, smoke_wheels
 from tests.fixtures.wheels import build_wheel
 
 HERE = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -42,3 +42,29 @@ def test_a_tag_with_no_interpreter_is_said_not_passed(tmp_path: Path) -> None:
 def test_a_smoke_that_hangs_is_stopped(tmp_path: Path) -> None:
     result = smoke_test("sleep 30 & sleep 30", {HERE: wheel(tmp_path)}, seconds=2)
     assert result.failed == [f"{HERE}: `sleep 30 & sleep 30` failed (still running after 2 s, stopped)"]
+
+
+def test_each_variant_wheel_of_a_tag_is_smoked_in_a_venv_of_its_own(tmp_path: Path) -> None:
+    """Variant wheels (PEP 825) of one python tag are several wheels, each smoked; pip reads
+    none of their names (PEP 825's Backwards Compatibility: the label makes an installer of
+    today see a build tag where the python tag is), so each is installed from a copy named
+    without its label, its bytes as they are."""
+    built = [
+        build_wheel(
+            tmp_path / label,
+            name="demo-cache",
+            version="0.1.1",
+            files={"demo_cache/__init__.py": f"LABEL = {label!r}\n".encode()},
+            tag=f"{HERE}-none-any",
+            variant=(label, {"x86_64": {"level": [label.removeprefix("x8664")]}}),
+        )
+        for label in ("x8664v3", "x8664v4")
+    ]
+    probe = "python -c 'import demo_cache, importlib.metadata as m; print(demo_cache.LABEL); m.version(\"demo-cache\")'"
+    result = smoke_wheels(probe, built)
+    assert result.failed == [] and result.passed == [f"{HERE} (variant x8664v3)", f"{HERE} (variant x8664v4)"]
+    failing = smoke_wheels("python -c 'import demo_cache; assert demo_cache.LABEL == \"x8664v3\"'", built)
+    assert failing.passed == [f"{HERE} (variant x8664v3)"]
+    (failed,) = failing.failed
+    assert failed.startswith(f"{HERE} (variant x8664v4): ")
+    assert built[0].exists() and built[0].name.endswith("-x8664v3.whl")  # the wheel itself is not renamed

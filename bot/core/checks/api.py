@@ -26,7 +26,7 @@ from .segments import SegmentsCheck
 from .variant import VariantArchsCheck
 from .vendored import VendoredRocmCheck
 from .wanted import WantedArchsCheck
-from .wheelset import WheelSetCheck
+from .wheelset import VariantSetCheck, WheelSetCheck
 
 CHECKS: dict[str, WheelCheck[Any]] = {
     check.name: check
@@ -34,6 +34,7 @@ CHECKS: dict[str, WheelCheck[Any]] = {
         NameCheck(),
         CommitCheck(),
         WheelSetCheck(),
+        VariantSetCheck(),
         SegmentsCheck(),
         ArchsCheck(),
         WantedArchsCheck(),

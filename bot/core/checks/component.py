@@ -147,5 +147,14 @@ def _where(files: Sequence[str | None], wheels: int) -> str:
         return ""
     if len(named) == wheels:
         return " (every wheel)"
-    tags = sorted({tag for name in named for tag in python_tags_of(name)})
+    tags = sorted({row for name in named for row in _rows_of(name)})
     return f" (in {', '.join(tags) or ', '.join(named)})"
+
+
+def _rows_of(filename: str) -> list[str]:
+    """The python tags of a wheel, each with its variant label where it has one (`cp312
+    (variant amd_gfx942)`): the variant wheels of one tag are told apart by it."""
+    from ..wheel.metadata import split_variant_label
+
+    label = split_variant_label(filename)[1]
+    return [tag if label is None else f"{tag} (variant {label})" for tag in python_tags_of(filename)]

@@ -198,7 +198,14 @@ class Wheel(_Model):
         description="let a variant wheel (PEP 825) whose `amd :: gfx_arch` properties name GPU "
         "targets it has no code object for through; by default each target named must be in every GPU library",
     )
-    python_tags: list[str] = Field(default=[], description="one wheel per tag, e.g. cp310…cp313")
+    python_tags: list[str] = Field(
+        default=[], description="one wheel per tag (per tag and variant label for variant wheels), e.g. cp310…cp313"
+    )
+    variants: list[str] = Field(
+        default=[],
+        description="the variant labels (PEP 825) each python tag's wheels must carry, one wheel each, such as "
+        'amd_gfx942 and amd_gfx950; "" names the non-variant wheel beside them. Empty: whatever labels the build makes',
+    )
     version_carries_commit: bool = Field(
         default=True, description="the version's local part holds g<sha8> (LMCache yes, Mooncake no)"
     )
@@ -261,6 +268,21 @@ class Wheel(_Model):
                 raise ValueError(f"{tag!r} is not a python tag such as cp312")
         if len(set(value)) != len(value):
             raise ValueError("python_tags lists a tag twice")
+        return value
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, value: list[str]) -> list[str]:
+        from ..wheel.metadata import is_variant_label
+
+        for label in value:
+            if label and not is_variant_label(label):
+                raise ValueError(
+                    f"{label!r} is not a variant label (PEP 825: 1 to 16 of 0-9, a-z, _ and .), "
+                    'nor "" for the non-variant wheel'
+                )
+        if len(set(value)) != len(value):
+            raise ValueError("variants lists a label twice")
         return value
 
 
@@ -683,6 +705,14 @@ class Component(_Model):
                 raise ValueError(
                     f"pins[{index}].sha256_arg: the image holds {len(tags)} wheels, so it needs "
                     "a python_tag naming its wheel"
+                )
+            variants = self.wheel.variants
+            if pin.sha256_arg and len(variants) > 1:
+                labels = ", ".join(label or '"" (the non-variant wheel)' for label in variants)
+                raise ValueError(
+                    f"pins[{index}].sha256_arg: wheel.variants gives each python tag {len(variants)} wheels "
+                    f"({labels}), and a sha256 ARG names its wheel by python tag, never by variant label: "
+                    "drop the pin's sha256_arg (its image pin alone moves), or list one variant"
                 )
         return self
 

@@ -46,8 +46,20 @@ def ambiguity(where: str, arg: str, python_tag: str | None, several: Several, *,
     """The sentence refusing to write `arg` (at `where`, file:line) when several wheels of
     `image` answer its key: what was asked, which wheels answer, and what would let the pin
     be written. Said by the bump that refuses (`ambiguous`) and, of the image pinned today,
-    by `config validate --online` before the pass gets there."""
+    by `config validate --online` before the pass gets there. Variant wheels of one python
+    tag (PEP 825, which the wheel set rule lets a pass publish) are said as such: no
+    python_tag tells them apart, so only dropping the sha256 ARG or building one wheel does."""
     files = ", ".join(several.files)
+    variants = _variants_of_one_tag(several)
+    asked = f"the {python_tag} wheel" if python_tag else "the image's only wheel"
+    if variants is not None:
+        tag, labels = variants
+        return (
+            f"{where}: {arg} takes the sha256 of {asked}, but {image} holds {len(several.files)} variant "
+            f"wheels of {tag} ({', '.join(labels)}: {files}), and a sha256 ARG names its wheel by python tag, "
+            "never by variant label: drop the pin's sha256_arg (its image pin alone moves to an image of any "
+            f"wheels), or have the component's image hold one {tag} wheel"
+        )
     if python_tag is None:
         return (
             f"{where}: {arg} takes the sha256 of the image's only wheel, but {image} holds "
@@ -60,6 +72,19 @@ def ambiguity(where: str, arg: str, python_tag: str | None, several: Several, *,
         f"by python tag alone: the component's image must hold one {python_tag} wheel for this "
         "pin to be written, or the pin must drop its sha256_arg"
     )
+
+
+def _variants_of_one_tag(several: Several) -> tuple[str, list[str]] | None:
+    """The python tag and the labels of `several` where they are variant wheels of one
+    python tag (a non-variant one among them said as "no variant"), and no two of one label;
+    None otherwise (two platform tags, cp313 beside cp313t: another sentence)."""
+    from ..wheel.metadata import split_variant_label
+
+    labels = [split_variant_label(file)[1] for file in several.files]
+    tags = {".".join(sorted(python_tags_of(file))) for file in several.files}
+    if len(tags) != 1 or all(label is None for label in labels) or len(set(labels)) != len(labels):
+        return None
+    return tags.pop(), [label or "no variant" for label in labels]
 
 
 def ambiguous(where: str, arg: str, python_tag: str | None, several: Several) -> VerificationError:

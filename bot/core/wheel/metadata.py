@@ -32,6 +32,12 @@ _VARIANT_LABEL = re.compile(r"^[0-9a-z_.]{1,16}$")
 _VARIANT_KEY = re.compile(r"^[a-z0-9_]+$")
 _VARIANT_VALUE = re.compile(r"^[a-z0-9_.]+$")
 VARIANT_JSON = "variant.json"
+NULL_VARIANT = "null"  # PEP 825: "always corresponds to the variant with zero properties"
+
+
+def is_variant_label(text: str) -> bool:
+    """Whether `text` is a variant label PEP 825 allows: 1 to 16 of 0-9, a-z, `_` and `.`."""
+    return bool(_VARIANT_LABEL.match(text))
 
 
 def split_variant_label(filename: str) -> tuple[str, str | None]:
@@ -216,4 +222,10 @@ def parse_variant_json(data: bytes, label: str) -> tuple[str, ...]:
                 if not isinstance(value, str) or not _VARIANT_VALUE.match(value):
                     raise ValueError(f"has a value {namespace} :: {feature} :: {value!r} that PEP 825 does not allow")
                 found.add(f"{namespace} :: {feature} :: {value}")
+    if label == NULL_VARIANT and found:
+        said = ", ".join(sorted(found))
+        raise ValueError(
+            f"gives the null variant the propert{'y' if len(found) == 1 else 'ies'} {said}, but PEP 825 reserves "
+            "the label `null` for the variant with zero properties, which every system fits"
+        )
     return tuple(sorted(found))

@@ -63,6 +63,8 @@ CASES: dict[str, Case] = {
         ("--expect-commit", COMMIT[:8]), True, lambda r: replace(r, version=r.version.replace("g05fc77a0", "g3d3aa833"))
     ),
     "python_tags": Case((), ["cp312"], lambda r: r),  # broken by two wheels for cp312: see set_of
+    # broken by a wheel that is no variant wheel, where wheel.variants lists only amd_gfx942
+    "variants": Case((), ["amd_gfx942"], lambda r: r, fits=_variant("gfx942")),
     "local_segments": Case(
         ("--expect-segment", "torch2.10"),
         ["torch2.10"],
@@ -139,7 +141,7 @@ def test_every_check_has_a_case_and_a_declaration() -> None:
     for name, check in CHECKS.items():
         assert check.name == name and check.kind in KINDS and LABELS[check.kind] == check.label
         assert check.field in Wheel.model_fields, f"{name}: config.Wheel has no field {check.field}"
-        assert check.flag is not None or name == "python_tags"  # wheel inspect reads one wheel: no set
+        assert check.flag is not None or name in {"python_tags", "variants"}  # wheel inspect reads one wheel: no set
     flags = [check.flag.option for check in CHECKS.values() if check.flag]
     assert len(set(flags)) == len(flags)
 

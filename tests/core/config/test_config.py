@@ -182,6 +182,22 @@ def test_multi_wheel_images_need_python_tags(repo: Path) -> None:
     assert any("pins[0].sha256_arg: the image holds 2 wheels" in p for p in problems)
 
 
+def test_a_sha256_pin_over_several_variants_is_refused_saying_how_to_write_it(repo: Path) -> None:
+    """wheel.variants of two labels makes two wheels of each python tag, and a sha256 ARG
+    names one by its python tag alone: every pass would refuse to write it."""
+    two = GOOD.replace('distribution = "lmcache",', 'distribution = "lmcache", variants = ["amd_gfx942", ""],')
+    assert any(
+        'pins[0].sha256_arg: wheel.variants gives each python tag 2 wheels (amd_gfx942, "" (the non-variant '
+        "wheel)), and a sha256 ARG names its wheel by python tag, never by variant label: drop the pin's "
+        "sha256_arg (its image pin alone moves), or list one variant" in problem
+        for problem in problems_of(repo, two)
+    )
+    one = GOOD.replace('distribution = "lmcache",', 'distribution = "lmcache", variants = ["amd_gfx942"],')
+    (repo / "wheelpin.toml").write_text(one)
+    (lmcache,) = load_config(repo / "wheelpin.toml", root=repo).config.components
+    assert lmcache.wheel.variants == ["amd_gfx942"]
+
+
 def test_not_toml(repo: Path) -> None:
     (problem,) = problems_of(repo, "[[component]\nname = ")
     assert "not valid TOML" in problem

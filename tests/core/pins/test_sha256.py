@@ -97,9 +97,18 @@ def test_a_sha256_arg_of_a_tag_the_image_holds_two_wheels_for_is_refused(tmp_pat
                 wheel_sha256s(order),
             )
         assert refused.value.message == (
-            f"Dockerfile:2: {arg} takes the sha256 of the {tag} wheel, but the image holds 2 {tag} wheels "
-            f"({first}, {second}), and a sha256 ARG names its wheel by python tag alone: the component's "
-            f"image must hold one {tag} wheel for this pin to be written, or the pin must drop its sha256_arg"
+            (  # no python_tag tells variant wheels apart: dropping the ARG is what resolves it
+                f"Dockerfile:2: {arg} takes the sha256 of the {tag} wheel, but the image holds 2 variant wheels "
+                f"of {tag} (amd_gfx942, amd_gfx950: {first}, {second}), and a sha256 ARG names its wheel by "
+                "python tag, never by variant label: drop the pin's sha256_arg (its image pin alone moves to an "
+                f"image of any wheels), or have the component's image hold one {tag} wheel"
+            )
+            if shape == "variants"
+            else (
+                f"Dockerfile:2: {arg} takes the sha256 of the {tag} wheel, but the image holds 2 {tag} wheels "
+                f"({first}, {second}), and a sha256 ARG names its wheel by python tag alone: the component's "
+                f"image must hold one {tag} wheel for this pin to be written, or the pin must drop its sha256_arg"
+            )
         )
         assert refused.value.problems == (refused.value.message,)
 

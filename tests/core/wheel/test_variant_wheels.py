@@ -275,3 +275,13 @@ def test_with_several_wheels_the_python_tag_says_which_variant_moved() -> None:
         "- ⚠️ **variant properties of `cp312` removed: `amd :: gfx_arch :: gfx942`**",
         "- variant properties of `cp312` added: `amd :: gfx_arch :: gfx950`",
     ]
+
+
+def test_a_null_variant_with_properties_is_a_problem_of_its_own(tmp_path: Path) -> None:
+    """PEP 825 reserves the label `null` for the variant of zero properties, the fallback
+    every system fits (and the wheel set rule lets stand beside the variants for it)."""
+    wheel = variant_wheel(tmp_path / "null", "null", {"amd": {"gfx_arch": ["gfx942"]}})
+    assert inspect_wheel(wheel).integrity == (
+        "kernels-1.0.0.dist-info/variant.json gives the null variant the property amd :: gfx_arch :: gfx942, "
+        "but PEP 825 reserves the label `null` for the variant with zero properties, which every system fits",
+    )
