@@ -73,6 +73,11 @@ class WheelSetCheck(WheelCheck[tuple[str, ...] | None]):
     def passed(self, rule: tuple[str, ...] | None) -> list[str]:
         return ["one wheel each for " + ", ".join(rule)] if rule else []
 
+    def passed_with_variants(self, rule: tuple[str, ...] | None) -> list[str]:
+        """`passed` of a set holding variant wheels, which has one wheel per python tag and
+        variant label, so several of one tag."""
+        return ["one wheel each for " + ", ".join(rule) + " and variant label"] if rule else []
+
 
 def _per_listed_tag(reports: Sequence[WheelReport], tags: tuple[str, ...]) -> list[str]:
     """One wheel per listed python tag and variant label, and no wheel of a tag not listed."""

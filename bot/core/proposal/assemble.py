@@ -13,6 +13,7 @@ from packaging.utils import canonicalize_name
 from ..checks.api import CHECKS
 from ..checks.archs import missing_wanted
 from ..checks.rules import WheelRules
+from ..checks.wheelset import WheelSetCheck
 from ..config.model import Component
 from ..image.oci import WheelEntry
 from ..image.reach import Reach
@@ -35,10 +36,20 @@ def constraint_lines(text: str) -> list[str]:
     return lines
 
 
-def verification_lines(component: Component, commit: str) -> tuple[str, ...]:
-    """The checks every published wheel of `component` passed, one line each."""
+def verification_lines(component: Component, commit: str, wheels: Sequence[WheelEntry] = ()) -> tuple[str, ...]:
+    """The checks every published wheel of `component` passed, one line each; the wheel
+    set's said per variant label too when `wheels` hold variant wheels."""
     rules = WheelRules.from_config(component.wheel, commit=commit)
-    return tuple(line for check in CHECKS.values() for line in check.passed(rules.of(check)))
+    labelled = any(wheel.variant is not None for wheel in wheels)
+    return tuple(
+        line
+        for check in CHECKS.values()
+        for line in (
+            check.passed_with_variants(rules.of(check))
+            if labelled and isinstance(check, WheelSetCheck)
+            else check.passed(rules.of(check))
+        )
+    )
 
 
 def _constraints(component: Component, constraints_text: str | None) -> list[str]:
@@ -195,7 +206,7 @@ def assemble(
         wheels=tuple(wheels),
         commits=tuple(commits),
         diff=diff,
-        verification=verification_lines(component, new_commit) + tuple(more_verification),
+        verification=verification_lines(component, new_commit, wheels) + tuple(more_verification),
         files=tuple(sorted(bump.new_texts)),
         edits=bump.edits,
         state=dict(state),
