@@ -327,7 +327,7 @@ def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads
     except (UsageError, VerificationError) as exc:
         plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     else:
-        plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what) for e in bump.edits)
+        plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what, e.python_tag) for e in bump.edits)
         plan.left_behind = bump.left_behind_said
     plan.title = title(
         ProposalFacts(

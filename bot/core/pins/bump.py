@@ -103,6 +103,9 @@ class Edit:
     old: str
     new: str
     what: str  # "image" | "sha256"
+    # a sha256 edit's: the python tag its pin names, so the old value is that wheel's too;
+    # None where the pin takes the image's only wheel, whatever its tag (and for an image)
+    python_tag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -252,13 +255,13 @@ def plan_bump(
         raise UsageError(f"{image} {elsewhere}")
     if callable(sha256) and any(state.pin.sha256_arg for state in states):
         sha256 = sha256()
-    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str]]] = {}
+    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str, str | None]]] = {}
     for state in states:
         written_from = pinned_ref(state)  # checked above: a reference
         written = str(written_from.with_(tag=new_ref.tag, digest=new_ref.digest))
         sites = edits_by_file.setdefault(state.file, {})
         for site in state.image_sites:
-            sites[site.start] = (site, written, "image")
+            sites[site.start] = (site, written, "image", None)
         if state.pin.sha256_arg:
             wanted = None if callable(sha256) else sha256.get(state.pin.python_tag)
             if isinstance(wanted, Several):
@@ -270,12 +273,12 @@ def plan_bump(
                     python_tag=state.pin.python_tag,
                 )
             for site in state.sha256_sites:
-                sites[site.start] = (site, wanted, "sha256")
+                sites[site.start] = (site, wanted, "sha256", state.pin.python_tag)
     new_texts: dict[str, str] = {}
     edits: list[Edit] = []
     for file, sites in edits_by_file.items():
-        text, changed = rewrite(texts[file], {start: (site, value) for start, (site, value, _) in sites.items()})
-        edits += [Edit(file, site.line, site.value, value, sites[site.start][2]) for site, value in changed]
+        text, changed = rewrite(texts[file], {start: (site, value) for start, (site, value, *_) in sites.items()})
+        edits += [Edit(file, site.line, site.value, value, *sites[site.start][2:]) for site, value in changed]
         if changed:
             new_texts[file] = text
     edits.sort(key=lambda edit: (edit.file, edit.line))
