@@ -166,3 +166,32 @@ def test_a_sha256_given_by_hand_is_taken_as_given(tmp_path: Path) -> None:
     with pytest.raises(Sha256Unknown, match="the cp312 wheel, which the image does not say$") as unknown:
         plan_bump(component(CP312), {"Dockerfile": dockerfile("KERNELS_SHA256_CP312")}, NEW, {"cp311": given})
     assert unknown.value.python_tag == "cp312"  # `pins bump` says how to give it; a pass has no --sha256
+
+
+def test_an_only_wheel_sha256_arg_moved_to_a_wheel_of_another_python_tag_says_so(tmp_path: Path) -> None:
+    """A pin taking the image's only wheel, whose pinned wheel was cp311, bumped to an image
+    of one py3 wheel: the bump writes the py3 wheel's sha256 (it installs where the cp311
+    one did) and says that the ARG now holds it, file:line and ARG named, where the bump
+    reads the pinned image's wheels; the same python tag on both sides says nothing."""
+    cp311 = kernels(tmp_path, "cp311-cp311-manylinux_2_28_x86_64")
+    py3 = kernels(tmp_path, "py3-none-any")
+    text = dockerfile("KERNELS_SHA256").replace(OLD_SHA, cp311.sha256)
+    asked: list[str] = []
+
+    def pinned() -> dict[str | None, str | Several]:
+        asked.append("pinned")
+        return wheel_sha256s([cp311])
+
+    plan = plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([py3]), pinned=pinned)
+    assert [(edit.what, edit.new) for edit in plan.edits] == [("image", NEW), ("sha256", py3.sha256)]
+    assert plan.tags_moved == (
+        "Dockerfile:2 KERNELS_SHA256 now holds the py3 wheel's sha256: no cp311 wheel in the image "
+        "(the pin takes its only wheel)",
+    )
+    assert asked == ["pinned"]
+    again = kernels(tmp_path / "again", "cp311-cp311-manylinux_2_34_x86_64")  # another cp311 wheel
+    assert plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([again]), pinned=pinned).tags_moved == ()
+    # not known: the pinned image not read, or its wheels not holding the sha256 the ARG holds
+    assert plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([py3])).tags_moved == ()
+    other = dockerfile("KERNELS_SHA256")
+    assert plan_bump(component(ONLY), {"Dockerfile": other}, NEW, wheel_sha256s([py3]), pinned=pinned).tags_moved == ()
