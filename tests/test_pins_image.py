@@ -188,7 +188,9 @@ def test_an_only_wheel_sha256_arg_moved_from_a_cp311_wheel_to_a_py3_one_is_said(
     only = '{ file = "docker/Dockerfile", image_arg = "KERNELS_IMAGE", sha256_arg = "KERNELS_SHA256_CP311" }'
     (repo / "wheelpin.toml").write_text(CONFIG.format(repository=repository, pins=only))
     old_sha = inspect_wheel(cp311).sha256
-    dockerfile = f'ARG KERNELS_IMAGE="{pinned}"\nARG KERNELS_SHA256_CP311={old_sha}\nFROM ${{KERNELS_IMAGE}} AS kernels\n'
+    dockerfile = (
+        f'ARG KERNELS_IMAGE="{pinned}"\nARG KERNELS_SHA256_CP311={old_sha}\nFROM ${{KERNELS_IMAGE}} AS kernels\n'
+    )
     (repo / "docker" / "Dockerfile").write_text(dockerfile)
     result = bump(tmp_path, repo, image, "--json")
     assert result.code == 0, result.stderr

@@ -20,7 +20,7 @@ from ..core.pins.behind import left_behind, said
 from ..core.pins.bump import PinState, Sha256s, Sha256Unknown, parse_sha256_options, plan_bump, read_pins
 from ..core.pins.formats.api import FORMATS
 from ..core.pins.formats.base import Reference
-from ..core.pins.sha256 import wheel_sha256s
+from ..core.pins.sha256 import held_sha256s, wheel_sha256s
 from .output import emit_json, emit_text
 from .repo import load
 
@@ -51,7 +51,7 @@ def pinned_sha256s(states: list[PinState], settings: Settings) -> Sha256s:
     except WheelpinError as exc:
         log.info("pins.pinned_unread", image=str(ref), problem=exc.message)
         return {}
-    return wheel_sha256s(info.wheels)
+    return held_sha256s(info.wheels)
 
 
 def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> int:

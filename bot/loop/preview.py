@@ -36,7 +36,7 @@ from ..core.decide.plan import (
 )
 from ..core.errors import UsageError, VerificationError, WheelpinError, kind_of
 from ..core.pins.bump import Edit, Sha256s, plan_bump
-from ..core.pins.sha256 import wheel_sha256s
+from ..core.pins.sha256 import held_sha256s, wheel_sha256s
 from ..core.proposal.upstreamcommit import Commit, History
 from ..core.redact import public_url
 from .builders.base import BuildPreview
@@ -325,7 +325,7 @@ def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads
         reference = f"{repository}:{stand_in}@{_STAND_IN_DIGEST}"
         said = {stand_in: known_tag, _STAND_IN_DIGEST: DIGEST, _STAND_IN_SHA256: SHA256}
     try:
-        pinned = wheel_sha256s(seen.pinned.wheels) if seen.pinned is not None else None
+        pinned = held_sha256s(seen.pinned.wheels) if seen.pinned is not None else None
         bump = plan_bump(component, seen.texts, reference, sha256, context.components, pinned)
     except (UsageError, VerificationError) as exc:
         plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)

@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from packaging.utils import InvalidWheelFilename
+from packaging.version import InvalidVersion
+
 from ..checks.wheelset import python_tags_of
 from ..errors import VerificationError
 
@@ -40,6 +43,16 @@ def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str | Severa
         key: entries[0].sha256 if len(entries) == 1 else Several(tuple(sorted(entry.file for entry in entries)))
         for key, entries in found.items()
     }
+
+
+def held_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str | Several]:
+    """`wheel_sha256s` of the pinned image's wheels, to tell which wheel a sha256 ARG held
+    (`tags_holding`): nothing where a file name of them does not parse (an image another
+    tool pushed), since that is only ever said, never a reason to stop."""
+    try:
+        return wheel_sha256s(wheels)
+    except (InvalidWheelFilename, InvalidVersion):
+        return {}
 
 
 def tags_holding(sha256s: Mapping[str | None, str | Several], value: str | None) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ read as a pass reads them (inspect_wheel, then the image's entry of each)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from bot.core.config.model import Component
 from bot.core.errors import VerificationError
 from bot.core.image.oci import WheelEntry
 from bot.core.pins.bump import Sha256Unknown, plan_bump
-from bot.core.pins.sha256 import Several, wheel_sha256s
+from bot.core.pins.sha256 import Several, held_sha256s, wheel_sha256s
 from bot.core.wheel.report import inspect_wheel
 from tests.fixtures.wheels import build_wheel
 
@@ -195,3 +196,15 @@ def test_an_only_wheel_sha256_arg_moved_to_a_wheel_of_another_python_tag_says_so
     assert plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([py3])).tags_moved == ()
     other = dockerfile("KERNELS_SHA256")
     assert plan_bump(component(ONLY), {"Dockerfile": other}, NEW, wheel_sha256s([py3]), pinned=pinned).tags_moved == ()
+
+
+def test_a_pinned_wheel_whose_file_name_does_not_parse_tells_nothing_and_stops_nothing(tmp_path: Path) -> None:
+    """An image another tool pushed may name its wheel so that its version does not parse:
+    which wheel the ARG held is then not known, and the bump goes on without a word."""
+    cp311 = kernels(tmp_path, "cp311-cp311-manylinux_2_28_x86_64")
+    odd = replace(cp311, file="kernels-nightly-cp311-cp311-manylinux_2_28_x86_64.whl")
+    assert held_sha256s([odd]) == {} and held_sha256s([cp311])[None] == cp311.sha256
+    py3 = kernels(tmp_path, "py3-none-any")
+    text = dockerfile("KERNELS_SHA256").replace(OLD_SHA, cp311.sha256)
+    plan = plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([py3]), pinned=held_sha256s([odd]))
+    assert plan.tags_moved == () and [edit.new for edit in plan.edits][-1] == py3.sha256

@@ -233,7 +233,10 @@ def test_a_proposal_whose_pinned_image_could_not_be_read() -> None:
     plan = edits(
         "docker/Dockerfile",
         ("image", pinned_image.removeprefix("docker.io/"), image.removeprefix("docker.io/")),
-        *(("sha256", letter * 64, str(i) * 64, tag) for i, (letter, tag) in enumerate(zip("abcd", tags), start=1)),
+        *(
+            ("sha256", letter * 64, str(i) * 64, tag)
+            for i, (letter, tag) in enumerate(zip("abcd", tags, strict=True), start=1)
+        ),
     )
     commits = (Commit(NEW, "Support ROCm 7.2 in the transfer engine"), Commit("5a9eda73" + "5" * 32, "Faster path"))
     facts = assemble(
