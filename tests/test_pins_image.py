@@ -46,12 +46,12 @@ def kernels_wheels(folder: Path, *tags: str) -> list[Path]:
     ]
 
 
-def published(registry: Registry, repository: str, wheels: list[Path]) -> str:
+def published(registry: Registry, repository: str, wheels: list[Path], tag: str = "kernels-g22222222") -> str:
     """The image of `wheels`, pushed to the registry: its `repository:tag@digest`."""
     path = repository.partition("/")[2]
     result = publish(
         RegistryRepository(RegistryClient(registry.host), path),
-        "kernels-g22222222",
+        tag,
         wheels,
         [inspect_wheel(wheel) for wheel in wheels],
         component="kernels",
@@ -170,3 +170,36 @@ def test_a_sha256_the_image_does_not_say_is_asked_for_by_its_option(
         "does not say: pass --sha256 cp312=HEX\n",
     )
     assert (repo / "docker" / "Dockerfile").read_bytes() == before
+
+
+def test_an_only_wheel_sha256_arg_moved_from_a_cp311_wheel_to_a_py3_one_is_said(
+    registry: Registry, repository: str, tmp_path: Path
+) -> None:
+    """A pin with no python_tag whose ARG holds the pinned image's cp311 wheel's sha256,
+    bumped to an image of one py3 wheel: the py3 wheel's sha256 is written (it installs on
+    CPython 3.11 too), and a warning names the ARG, its line and both tags, read from the
+    pinned image in the registry; `--json` lists it under `tags_moved`."""
+    (cp311,) = kernels_wheels(tmp_path / "old", "cp311-cp311-manylinux_2_28_x86_64")
+    (py3,) = kernels_wheels(tmp_path / "new", "py3-none-any")
+    pinned = published(registry, repository, [cp311], "kernels-g11111111")
+    image = published(registry, repository, [py3])
+    repo = tmp_path / "downstream"
+    (repo / "docker").mkdir(parents=True)
+    only = '{ file = "docker/Dockerfile", image_arg = "KERNELS_IMAGE", sha256_arg = "KERNELS_SHA256_CP311" }'
+    (repo / "wheelpin.toml").write_text(CONFIG.format(repository=repository, pins=only))
+    old_sha = inspect_wheel(cp311).sha256
+    dockerfile = (
+        f'ARG KERNELS_IMAGE="{pinned}"\nARG KERNELS_SHA256_CP311={old_sha}\nFROM ${{KERNELS_IMAGE}} AS kernels\n'
+    )
+    (repo / "docker" / "Dockerfile").write_text(dockerfile)
+    result = bump(tmp_path, repo, image, "--json")
+    assert result.code == 0, result.stderr
+    sentence = (
+        "docker/Dockerfile:2 KERNELS_SHA256_CP311 now holds the py3 wheel's sha256: no cp311 wheel in the image "
+        "(the pin takes its only wheel)"
+    )
+    assert result.json()["tags_moved"] == [sentence]
+    assert f"ARG KERNELS_SHA256_CP311={inspect_wheel(py3).sha256}\n" in (repo / "docker" / "Dockerfile").read_text()
+    (repo / "docker" / "Dockerfile").write_text(dockerfile)
+    text = bump(tmp_path, repo, image)
+    assert text.code == 0 and text.stderr.count(f"warning: {sentence}\n") == 1, text.stderr

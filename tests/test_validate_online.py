@@ -770,6 +770,13 @@ def test_a_misspelt_distribution_is_a_problem_once_the_pinned_wheel_says_its_nam
     ]
     (check,) = [c for c in result.json()["online"]["checks"] if c["check"] == "distribution"]
     assert check["outcome"] == "problem"
+    # the rules check judged the others: it does not say the wheel passes the [wheel] rules
+    (rules,) = [c for c in result.json()["online"]["checks"] if c["check"] == "rules"]
+    assert rules["outcome"] == "ok"
+    assert rules["sentence"].startswith(
+        "demo-cache: docker/Dockerfile:2: the pinned image's wheel passes today's other [wheel] rules "
+        "(all but wheel.distribution), judged from its "
+    ), rules["sentence"]
 
 
 def device_wheel(folder: Path) -> Path:

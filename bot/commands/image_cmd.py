@@ -342,9 +342,11 @@ def against_lines(
     *,
     libraries: str,
 ) -> list[str]:
-    """What `image check` prints: the image, then one line per finding; with none, that
+    """What `image check` prints: the image, then one line per problem; with none, that
     nothing conflicts and `libraries` (loop/consumers.libraries_found: what was found of the
-    libraries the wheels need, the same words as the proposal's)."""
+    libraries the wheels need, the same words as the proposal's). Then what is only said,
+    each line marked `(info)` so that no reader takes it for one more problem: the ROCm the
+    wheel is built for beside the image's, the requirements new to the image."""
     lines = [f"Against {found.image} (Python {found.python or 'unknown'}, ROCm {found.rocm or 'unknown'}; {read}):"]
     installed = found.installed
     for conflict in conflicts:
@@ -352,11 +354,11 @@ def against_lines(
         lines.append(f"  {name} {installed.get(name, '?')} installed, the wheel asks {conflict.requirement}")
     lines += [f"  {d.dependent} needs {d.requirement}: {d.why}" for d in found.dependents]
     lines += [f"  {problem}" for problem in found.unresolved]
-    if rocm is not None:
-        lines.append(f"  the wheel is built for ROCm {rocm}; the image has ROCm {found.rocm or 'unknown'}")
-    if found.absent:  # not a failure: pip installs them with the wheel, but the image grows by them
-        lines.append(f"  new to the image: {', '.join(found.absent)}")
-    if len(lines) == 1 + (rocm is not None) + bool(found.absent):
+    if len(lines) == 1:
         packages = f"{len(installed)} installed package{'' if len(installed) == 1 else 's'}"
-        lines.insert(1, f"  no conflict with its {packages}; {libraries}")
+        lines.append(f"  no conflict with its {packages}; {libraries}")
+    if rocm is not None:
+        lines.append(f"  (info) the wheel is built for ROCm {rocm}; the image has ROCm {found.rocm or 'unknown'}")
+    if found.absent:  # not a failure: pip installs them with the wheel, but the image grows by them
+        lines.append(f"  (info) new to the image: {', '.join(found.absent)}")
     return lines

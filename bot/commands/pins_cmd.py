@@ -15,12 +15,12 @@ from ..adapters.checkoutfiles import canonical_component, read_texts, write_text
 from ..adapters.imageread import read_image
 from ..app.settings import Settings
 from ..app.wiring import Registries, target_of
-from ..core.errors import UsageError, doing
+from ..core.errors import UsageError, WheelpinError, doing
 from ..core.pins.behind import left_behind, said
 from ..core.pins.bump import PinState, Sha256s, Sha256Unknown, parse_sha256_options, plan_bump, read_pins
 from ..core.pins.formats.api import FORMATS
 from ..core.pins.formats.base import Reference
-from ..core.pins.sha256 import wheel_sha256s
+from ..core.pins.sha256 import held_sha256s, wheel_sha256s
 from .output import emit_json, emit_text
 from .repo import load
 
@@ -35,6 +35,23 @@ def sha256_from_image(image: str, settings: Settings) -> Sha256s:
     with doing(f"reading {image} (for its wheels' sha256)"):
         info = read_image(Registries(settings).store(target), target.digest)
     return wheel_sha256s(info.wheels)
+
+
+def pinned_sha256s(states: list[PinState], settings: Settings) -> Sha256s:
+    """The sha256 of each wheel of the image the pins hold today (the first pin's), to say
+    which wheel a sha256 ARG held before the bump (sha256.tag_moved); nothing where it
+    cannot be read (a digest deleted, a registry down): the bump does not need it."""
+    ref = states[0].ref if states else None
+    if ref is None or ref.digest is None:
+        return {}
+    try:
+        target = target_of(str(ref))
+        with doing(f"reading {ref} (the pinned image, for its wheels' sha256)"):
+            info = read_image(Registries(settings).store(target), ref.digest)
+    except WheelpinError as exc:
+        log.info("pins.pinned_unread", image=str(ref), problem=exc.message)
+        return {}
+    return held_sha256s(info.wheels)
 
 
 def list_command(*, config: Path | None, repo: Path | None, as_json: bool) -> int:
@@ -93,8 +110,9 @@ def bump_command(
     else:
         wheel_sha256 = lambda: sha256_from_image(image, settings)  # noqa: E731
     texts = read_texts(loaded.root, sorted({pin.file for pin in component.pins}))
+    pinned = None if sha256 else lambda: pinned_sha256s(read_pins(component, texts), settings)  # noqa: E731
     try:
-        plan = plan_bump(component, texts, image, wheel_sha256, loaded.config.components)
+        plan = plan_bump(component, texts, image, wheel_sha256, loaded.config.components, pinned)
     except Sha256Unknown as exc:
         raise UsageError(f"{exc.message}: pass --sha256 {exc.python_tag + '=' if exc.python_tag else ''}HEX") from None
     if not plan.changes_nothing:
@@ -111,6 +129,7 @@ def bump_command(
                     {"file": e.file, "line": e.line, "what": e.what, "old": e.old, "new": e.new} for e in plan.edits
                 ],
                 "left_behind": list(plan.left_behind_said),
+                "tags_moved": list(plan.tags_moved),
             }
         )
     elif plan.changes_nothing:
@@ -120,6 +139,6 @@ def bump_command(
             emit_text(f"{edit.file}:{edit.line}: {edit.what} {edit.old} → {edit.new}")
         emit_text(f"{component.name}: {len(plan.edits)} value(s) moved in {len(plan.new_texts)} file(s)")
     if not as_json:
-        for sentence in plan.left_behind_said:
+        for sentence in (*plan.tags_moved, *plan.left_behind_said):
             sys.stderr.write(f"warning: {sentence}\n")
     return 0

@@ -71,6 +71,7 @@ def _component(component: ComponentResult) -> list[str]:
     if plan.edits:
         lines.append("  pins:")
         lines += [f"    {e.file}:{e.line} {e.old} → {e.new}" for e in plan.edits]
+        lines += [f"    ! {sentence}" for sentence in plan.tags_moved]
     lines += [f"  ⚠️ left behind: {sentence}" for sentence in plan.left_behind]
     if plan.title is not None:
         verb = {"create": "creates", "update": "updates"}.get(plan.proposal, plan.proposal)

@@ -147,7 +147,7 @@ def _component_checks(
                 misnamed = _distribution(component, state, read[state.image])
                 if misnamed is not None:
                     yield misnamed
-                yield from _rules(component, state, read[state.image])
+                yield from _rules(component, state, read[state.image], name_refused=misnamed is not None)
         if state.pin.sha256_arg:
             sha256 = _sha256(component, state, read[state.image])
             if sha256 is not None:
@@ -332,7 +332,9 @@ def _published_under_todays_rules(component: Component, info: ImageInfo) -> bool
     return info.annotations.get(ANNOTATION_RULES) == rules_digest(component)
 
 
-def _rules(component: Component, state: PinState, info: ImageInfo | None) -> Iterator[Check]:
+def _rules(
+    component: Component, state: PinState, info: ImageInfo | None, *, name_refused: bool = False
+) -> Iterator[Check]:
     """The pinned image's wheels against the component's `[wheel]` rules, by the pass's own
     checks (core/checks/component.py checked_wheels) applied to what the image records of
     them (WheelEntry.as_report), for the commit it names it was built from (none named: the
@@ -343,7 +345,9 @@ def _rules(component: Component, state: PinState, info: ImageInfo | None) -> Ite
     for what ELF files carry is not judged of a wheel whose image records none of them.
     Nothing is judged of an image wheelpin published under today's rules (its wheels
     passed them), nor of one not read or holding no wheel (the pinned check says which);
-    one passing every rule judged is one ok check."""
+    one passing every rule judged is one ok check, which names them "the other rules" where
+    the distribution check refused the name (`name_refused`): "passes" is not said of a
+    wheel a problem line above refuses."""
     from ..core.checks.component import checked_wheels, component_rules
 
     if info is None or not info.wheels:
@@ -385,13 +389,14 @@ def _rules(component: Component, state: PinState, info: ImageInfo | None) -> Ite
             + (later or "the pass refuses its next build if it makes wheels like these"),
         )
     if not broken:
+        rules_said = "other [wheel] rules (all but wheel.distribution)" if name_refused else "[wheel] rules"
         yield Check(
             name,
             "rules",
             asked,
             OK,
             f"{name}: {where}: the pinned image's {what} {'passes' if len(info.wheels) == 1 else 'pass'} today's "
-            f"[wheel] rules, judged from its {info.metadata_from}",
+            f"{rules_said}, judged from its {info.metadata_from}",
         )
 
 
@@ -463,7 +468,9 @@ def _consumer(
     """The consuming image, named by the config or by the Dockerfile, resolved for the
     wheels' architecture as the pass resolves it: the one the pinned wheels name; when they
     name none (none read, or pure Python), the build decides, and an index is resolved to
-    its one linux image, or left to the build when it has several (loop/consumers.py).
+    its one linux image, or left to the build when it has several (loop/consumers.py). A
+    platform pip there refuses the pinned wheels for is a problem: the pass refuses the
+    wheels its next build makes alike, as the rules check forecasts of a rule broken.
     `silent`: the registry of `image.repository` did not answer its tag list, so a consuming
     image in that registry is not asked for."""
     from ..core.image.consumer import reference_in  # the consumer checks' module: loaded for a component with one
@@ -509,7 +516,17 @@ def _consumer(
         resolved = resolve_consumer(store, named, architecture=architecture)
     except WheelpinError as exc:
         return _failed(name, "consumer", asked, _who(store), f"the consuming image {reference}", exc)
-    said = platform_said([Resolved(resolved, pinned, architecture)], built=False)
+    one = Resolved(resolved, pinned, architecture)
+    said = platform_said([one], built=False)
+    if one.refusal() is not None:  # a forecast the pass makes true after the build, as the rules check's
+        return Check(
+            name,
+            "consumer",
+            asked,
+            PROBLEM,
+            f"{name}: the consuming image {reference} resolves to {resolved.name}; its platform: {said}; "
+            "the pass refuses its next build if it makes wheels like these",
+        )
     if isinstance(resolved, ConsumerPlatforms):
         return Check(
             name,

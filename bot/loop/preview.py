@@ -36,7 +36,7 @@ from ..core.decide.plan import (
 )
 from ..core.errors import UsageError, VerificationError, WheelpinError, kind_of
 from ..core.pins.bump import Edit, Sha256s, plan_bump
-from ..core.pins.sha256 import wheel_sha256s
+from ..core.pins.sha256 import held_sha256s, wheel_sha256s
 from ..core.proposal.upstreamcommit import Commit, History
 from ..core.redact import public_url
 from .builders.base import BuildPreview
@@ -79,6 +79,7 @@ class ComponentPlan:
     image: str | None = None  # the reference the proposal would pin
     edits: tuple[Edit, ...] = ()
     left_behind: tuple[str, ...] = ()  # the component's image named where no pin moves it (core/pins/behind.py)
+    tags_moved: tuple[str, ...] = ()  # a sha256 ARG of the only wheel moved to another python tag's (pins/sha256.py)
     title: str | None = None
     proposal: str = ""  # "create" | "update" | "keep" | "close" | "leave alone" | "": what it does with the proposal
     waits: str | None = None  # why, and until when, it would wait
@@ -113,6 +114,7 @@ class ComponentPlan:
             "image": self.image,
             "edits": [{"file": e.file, "line": e.line, "old": e.old, "new": e.new, "what": e.what} for e in self.edits],
             "left_behind": list(self.left_behind),
+            "tags_moved": list(self.tags_moved),
             "title": self.title,
             "proposal": self.proposal,
             "branch": self.branch,
@@ -323,12 +325,14 @@ def _bump(context: Context, seen: Observation, plan: ComponentPlan, reads: Reads
         reference = f"{repository}:{stand_in}@{_STAND_IN_DIGEST}"
         said = {stand_in: known_tag, _STAND_IN_DIGEST: DIGEST, _STAND_IN_SHA256: SHA256}
     try:
-        bump = plan_bump(component, seen.texts, reference, sha256, context.components)
+        pinned = held_sha256s(seen.pinned.wheels) if seen.pinned is not None else None
+        bump = plan_bump(component, seen.texts, reference, sha256, context.components, pinned)
     except (UsageError, VerificationError) as exc:
         plan.refuse(Kind.PROPOSE, kind_of(exc), exc.message)
     else:
-        plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what) for e in bump.edits)
+        plan.edits = tuple(Edit(e.file, e.line, e.old, _said(e.new, said), e.what, e.python_tag) for e in bump.edits)
         plan.left_behind = bump.left_behind_said
+        plan.tags_moved = bump.tags_moved
     plan.title = title(
         ProposalFacts(
             component=component.name,

@@ -193,8 +193,9 @@ def test_image_check_names_conflicts_and_missing_libraries(
         "  opentelemetry-api 1.44.0 installed, the wheel asks opentelemetry-api<1.40",
         "  vllm==0.11.0 needs lmcache<=0.5.6: excludes lmcache 0.5.7+g3d3aa833",
         "  vllm==0.11.0 needs numpy>=2.3: lmcache asks numpy<=2.2.6, and no version satisfies both",
-        "  the wheel is built for ROCm 7; the image has ROCm 7.2.4-97",
-        "  new to the image: grpcio>=1.78.0, redis",
+        # information, marked apart from the problems above it
+        "  (info) the wheel is built for ROCm 7; the image has ROCm 7.2.4-97",
+        "  (info) new to the image: grpcio>=1.78.0, redis",
     ]
     again = wheelpin("image", "check", str(wheel), "--consumer", consumers.rocm7_zstd, "--json", env=env)
     assert (again.json()["layers_read"], again.json()["unresolved"]) == (0, [])  # every layer from the cache

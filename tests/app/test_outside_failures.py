@@ -179,7 +179,8 @@ def test_a_pinned_digest_the_registry_lost_is_said_so_not_none_pinned(registry: 
     assert section[:3] == [
         f"- ⚠️ **the pinned image could not be read ({PINNED_NOT_FOUND}): nothing below is compared with it**",
         f"- version `0.1.1+g{head[:8]}.rocm7.2.4`",
-        f"- `py3` sha256 `{held.group(1)[:16]}…` (`docker/Dockerfile:3`) → `{new.group(1)[:16]}…`",
+        # the pin takes the image's only wheel: the value it held is not said to be a py3 wheel's
+        f"- sha256 `{held.group(1)[:16]}…` (`docker/Dockerfile:3`, the pinned wheel's) → `py3` `{new.group(1)[:16]}…`",
     ]
     assert len(section) == 3, section
     assert f"### Commits\n1 commit after {first[:8]} (named by the pinned image's tag):\n- `{head[:8]}` work\n" in body

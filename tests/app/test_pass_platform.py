@@ -165,9 +165,14 @@ def test_the_plan_says_a_lone_consuming_image_is_not_the_platform_of_the_wheels_
         r"@sha256:[0-9a-f]{64} is linux/arm64: pip there would refuse it \(the platform tag does not match\)",
         plan["consumer_platform"],
     ), plan["consumer_platform"]
+    # a forecast of a refusal, as the rules check makes one: a problem, so a CI gate on validate stops
     online = wheelpin("config", "validate", "--online", "--json", "--repo", str(world.downstream), env=world.env)
     (check,) = [c for c in online.json()["online"]["checks"] if c["check"] == "consumer"]
-    assert check["outcome"] == "ok" and check["sentence"].endswith(f"its platform: {plan['consumer_platform']}"), check
+    assert online.code == 2 and check["outcome"] == "problem", online.stdout
+    assert check["sentence"].endswith(
+        f"its platform: {plan['consumer_platform']}; the pass refuses its next build if it makes wheels like these"
+    ), check
+    assert check["sentence"] in online.json()["problems"]
     real = world.reconcile()  # dry, then real: failing after the build, as the plan allows
     assert real.code == 1 and component(real)["error_kind"] == "verification", real.stdout
     assert f"verification of {head[:8]} failed, nothing published: platform: " in component(real)["messages"][-1]

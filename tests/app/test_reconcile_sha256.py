@@ -16,13 +16,15 @@ import re
 from pathlib import Path
 
 from bot.adapters.configdisk import load_config
+from bot.adapters.git import git
 from bot.adapters.imageread import read_image
 from bot.adapters.imagestore import LayoutStore
 from bot.adapters.publisher import publish
 from bot.commands.demo import BUILD_SCRIPT
 from bot.core.checks.digest import rules_digest
 from bot.core.wheel.report import inspect_wheel
-from tests.app.worlds import World, component, runner_build
+from tests.app.worlds import BRANCH, World, component, runner_build
+from tests.cli import wheelpin
 
 # The demo's build script, building its wheel for two manylinux platforms of CPython 3.12,
 # as a build matrix over glibc versions yields them: two wheels of one python tag.
@@ -119,3 +121,40 @@ def test_one_wheel_of_the_pins_tag_is_proposed_with_its_own_sha256(world: World)
     (wheel,) = read_image(LayoutStore(world.root / "images"), digest.group(1)).wheels
     assert wheel.file.endswith("-cp312-cp312-manylinux_2_28_x86_64.whl")
     assert f"ARG DEMO_WHEEL_SHA256_CP312={wheel.sha256}\n" in text
+
+
+def test_the_dry_run_says_an_only_wheel_sha256_arg_moving_from_a_cp312_wheel_to_a_py3_one(
+    world: World, tmp_path: Path
+) -> None:
+    """The pin takes the image's only wheel; a cp312 wheel was proposed and merged, then
+    the upstream builds a py3 wheel again, its image already published: the dry run's pin
+    lines say that DEMO_WHEEL_SHA256 moves to the py3 wheel's sha256, as `pins bump` says
+    it (core/pins/sha256.py tag_moved), and its --json lists it under `tags_moved`."""
+    world.commit_upstream("one glibc build", {"VERSION": "0.1.1\n", "build_wheel.py": ONE_CP312_WHEEL})
+    assert component(world.reconcile())["status"] == "done"
+    git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
+    head = world.commit_upstream("pure Python again", {"VERSION": "0.1.2\n", "build_wheel.py": BUILD_SCRIPT})
+    wheels = runner_build(world, tmp_path, head)
+    demo = load_config(world.downstream / "wheelpin.toml", root=world.downstream).config.components[0]
+    publish(
+        LayoutStore(world.root / "images"),
+        f"demo-cache-v0.1.2-g{head[:8]}",
+        wheels,
+        [inspect_wheel(wheel) for wheel in wheels],
+        revision=head,
+        component=demo.name,
+        rules=rules_digest(demo),
+        settle=0,
+    )
+    line = next(
+        number
+        for number, text in enumerate((world.downstream / "docker" / "Dockerfile").read_text().splitlines(), start=1)
+        if text.startswith("ARG DEMO_WHEEL_SHA256=")
+    )
+    sentence = (
+        f"docker/Dockerfile:{line} DEMO_WHEEL_SHA256 now holds the py3 wheel's sha256: no cp312 wheel in the image "
+        "(the pin takes its only wheel)"
+    )
+    assert component(world.reconcile("--dry-run"))["plan"]["tags_moved"] == [sentence]
+    text = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert f"\n    ! {sentence}\n" in text.stdout, text.stdout

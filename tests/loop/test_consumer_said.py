@@ -75,6 +75,25 @@ def test_image_check_counts_its_packages_as_written_too() -> None:
     assert lines[1] == "  no conflict with its 1 installed package; no ELF file in the wheels needs a shared library"
 
 
+def test_image_check_says_its_information_apart_from_its_problems() -> None:
+    """A refusal and what is only said (the ROCm versions, what pip brings in) are told
+    apart line by line: the problems first, then each piece of information marked so."""
+    missing = "mooncake/engine.so needs libibverbs.so.1, which the image does not have where the loader looks"
+    one = ConsumerReport("r/base:1", "3.11", "6.4.1-83", {"numpy": "2.3.5"}, (), (missing,), ("redis",))
+    lines = against_lines(one, [], "6", "read", libraries=libraries_found([wheel(())]))
+    assert lines[1:] == [
+        f"  {missing}",
+        "  (info) the wheel is built for ROCm 6; the image has ROCm 6.4.1-83",
+        "  (info) new to the image: redis",
+    ]
+    fine = ConsumerReport("r/base:1", "3.11", "6.4.1-83", {"numpy": "2.3.5"}, ())
+    lines = against_lines(fine, [], "6", "read", libraries=libraries_found([wheel(())]))
+    assert lines[1:] == [
+        "  no conflict with its 1 installed package; no ELF file in the wheels needs a shared library",
+        "  (info) the wheel is built for ROCm 6; the image has ROCm 6.4.1-83",
+    ]
+
+
 def test_wheels_are_read_against_the_image_of_each_architecture_they_name() -> None:
     """A set spanning amd64 and arm64 is read twice, pure-Python wheels with each; a set that
     names none is read for the image's own platforms (None)."""

@@ -1,5 +1,6 @@
 """`wheelpin init` in a repository whose config exists: one component's tables added at the
-end of its text, or put where that component's own are (with `--force`), every other byte
+end of its text (above a footer: the comment block closing the file after a blank line),
+or put where that component's own are (with `--force`), every other byte
 of the file left as its maintainer wrote it (comments, order, spacing, line endings). The
 result is read back as TOML and must hold what the file held with only that component
 added or replaced; a file whose layout hides where a component ends (its components in
@@ -26,7 +27,8 @@ def components_of(text: str) -> list[str]:
 
 def with_component(text: str, table: str, name: str) -> str:
     """`text` with `table` (the TOML of one `[[component]]` and its subtables, named `name`)
-    put in place of the component of that name, else added at the end."""
+    put in place of the component of that name, else added at the end, above the file's
+    footer if it has one (`_footer`)."""
     old = _toml(text)
     tables = _components(old)
     new_table = _components(_toml(table))[0]
@@ -34,9 +36,15 @@ def with_component(text: str, table: str, name: str) -> str:
     table = table.replace("\n", newline)
     index = next((i for i, each in enumerate(tables) if each.get("name") == name), None)
     if index is None:
-        body = text if not text or text.endswith(("\n", "\r")) else text + newline
-        blank = bool(body.strip()) and not body.endswith(newline * 2)  # one blank line before it
-        result = body + (newline if blank else "") + table
+        lines = text.splitlines(keepends=True)
+        footer = _footer(lines)
+        if footer < len(lines):  # above the file's closing comments, which stay its last lines
+            ending = "" if table.endswith(newline) else newline
+            result = "".join(lines[:footer]) + table + ending + newline + "".join(lines[footer:])
+        else:
+            body = text if not text or text.endswith(("\n", "\r")) else text + newline
+            blank = bool(body.strip()) and not body.endswith(newline * 2)  # one blank line before it
+            result = body + (newline if blank else "") + table
         expected = {**old, "component": [*tables, new_table]}
         refused = "its components are not written as [[component]] tables that one can follow"
     else:
@@ -53,6 +61,24 @@ def with_component(text: str, table: str, name: str) -> str:
     if written != expected:
         raise NotAddable(f"{refused}: edit it by hand")
     return result
+
+
+def _footer(lines: list[str]) -> int:
+    """Where the file's footer starts (a line index), len(lines) where it has none: the
+    comment block that closes the file after a blank line, below its last key. Comment
+    lines right after that key (no blank line between) are its table's, and stay above
+    what is added; a file of comments alone has no table to tell a footer from."""
+    last = len(lines)  # just after the last line that is neither blank nor a comment
+    while last > 0 and (not lines[last - 1].strip() or lines[last - 1].lstrip().startswith("#")):
+        last -= 1
+    if last == 0:
+        return len(lines)
+    start = last
+    while start < len(lines) and lines[start].strip():  # the last table's own comments
+        start += 1
+    while start < len(lines) and not lines[start].strip():  # the blank lines above the footer
+        start += 1
+    return start
 
 
 def _span(text: str, index: int) -> tuple[int, int]:

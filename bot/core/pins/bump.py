@@ -23,7 +23,7 @@ from .formats.api import FORMATS
 from .formats.base import PinError as PinError  # raised here too, and caught by its callers
 from .formats.base import Reference, rewrite
 from .locate import ValueSite
-from .sha256 import Several, ambiguous
+from .sha256 import Several, ambiguous, tag_moved, tags_holding
 
 # The wheels' sha256s a bump writes, by the python tag a pin names (None: the only wheel):
 # given by hand (`--sha256`), or read from the image (sha256.wheel_sha256s).
@@ -103,6 +103,9 @@ class Edit:
     old: str
     new: str
     what: str  # "image" | "sha256"
+    # a sha256 edit's: the python tag its pin names, so the old value is that wheel's too;
+    # None where the pin takes the image's only wheel, whatever its tag (and for an image)
+    python_tag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class BumpPlan:
     new_texts: dict[str, str]  # only files that change
     edits: tuple[Edit, ...]
     left_behind: tuple[Reference, ...] = ()  # the component's image named where no pin moves it
+    # a sha256 ARG taking the image's only wheel moved to one of another python tag (sha256.tag_moved)
+    tags_moved: tuple[str, ...] = ()
 
     @property
     def left_behind_said(self) -> tuple[str, ...]:
@@ -225,13 +230,18 @@ def plan_bump(
     image: str,
     sha256: Sha256s | Callable[[], Sha256s],
     components: Sequence[Component] = (),
+    pinned: Sha256s | Callable[[], Sha256s] | None = None,
 ) -> BumpPlan:
     """Plan moving every pin of `component` to `image` (+ wheel sha256s); PinError if any
     pin cannot move, before anything is written. `sha256` may be a function (reading the
     image), called only once every reference has been checked and only if a pin needs it;
     a pin whose key it holds several wheels for is refused (VerificationError): its sha256
     would be a guess. The plan holds what the bump leaves behind too: the component's image
-    named in its files where no pin of `components` (the config's) moves it (behind.py)."""
+    named in its files where no pin of `components` (the config's) moves it (behind.py),
+    and where a sha256 ARG taking the image's only wheel moves to a wheel of other python
+    tags than the one it held, the sentence saying so (sha256.tag_moved): `pinned` holds
+    the sha256s of the pinned image's wheels (a function reading them, called only then;
+    None, not known: nothing is said)."""
     try:
         new_ref = parse_pinned(image)
     except ImageRefError as exc:
@@ -252,13 +262,13 @@ def plan_bump(
         raise UsageError(f"{image} {elsewhere}")
     if callable(sha256) and any(state.pin.sha256_arg for state in states):
         sha256 = sha256()
-    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str]]] = {}
+    edits_by_file: dict[str, dict[int, tuple[ValueSite, str, str, str | None]]] = {}
     for state in states:
         written_from = pinned_ref(state)  # checked above: a reference
         written = str(written_from.with_(tag=new_ref.tag, digest=new_ref.digest))
         sites = edits_by_file.setdefault(state.file, {})
         for site in state.image_sites:
-            sites[site.start] = (site, written, "image")
+            sites[site.start] = (site, written, "image", None)
         if state.pin.sha256_arg:
             wanted = None if callable(sha256) else sha256.get(state.pin.python_tag)
             if isinstance(wanted, Several):
@@ -270,13 +280,29 @@ def plan_bump(
                     python_tag=state.pin.python_tag,
                 )
             for site in state.sha256_sites:
-                sites[site.start] = (site, wanted, "sha256")
+                sites[site.start] = (site, wanted, "sha256", state.pin.python_tag)
+    moved: list[str] = []
+    for state in states:
+        if state.pin.sha256_arg and state.pin.python_tag is None and not callable(sha256) and pinned is not None:
+            new = sha256.get(None)
+            if isinstance(new, str) and state.sha256 and new != state.sha256:
+                pinned = pinned() if callable(pinned) else pinned
+                said = tag_moved(
+                    f"{state.file}:{state.sha256_line}",
+                    state.pin.sha256_arg,
+                    tags_holding(pinned, state.sha256),
+                    tags_holding(sha256, new),
+                )
+                if said is not None and said not in moved:
+                    moved.append(said)
     new_texts: dict[str, str] = {}
     edits: list[Edit] = []
     for file, sites in edits_by_file.items():
-        text, changed = rewrite(texts[file], {start: (site, value) for start, (site, value, _) in sites.items()})
-        edits += [Edit(file, site.line, site.value, value, sites[site.start][2]) for site, value in changed]
+        text, changed = rewrite(texts[file], {start: (site, value) for start, (site, value, *_) in sites.items()})
+        edits += [Edit(file, site.line, site.value, value, *sites[site.start][2:]) for site, value in changed]
         if changed:
             new_texts[file] = text
     edits.sort(key=lambda edit: (edit.file, edit.line))
-    return BumpPlan(component.name, new_texts, tuple(edits), tuple(left_behind(component, texts, components)))
+    return BumpPlan(
+        component.name, new_texts, tuple(edits), tuple(left_behind(component, texts, components)), tuple(moved)
+    )

@@ -9,9 +9,12 @@ validate --online` says the same sentence of the image pinned today, before a pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from packaging.utils import InvalidWheelFilename
+from packaging.version import InvalidVersion
 
 from ..checks.wheelset import python_tags_of
 from ..errors import VerificationError
@@ -40,6 +43,37 @@ def wheel_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str | Severa
         key: entries[0].sha256 if len(entries) == 1 else Several(tuple(sorted(entry.file for entry in entries)))
         for key, entries in found.items()
     }
+
+
+def held_sha256s(wheels: Sequence[WheelEntry]) -> dict[str | None, str | Several]:
+    """`wheel_sha256s` of the pinned image's wheels, to tell which wheel a sha256 ARG held
+    (`tags_holding`): nothing where a file name of them does not parse (an image another
+    tool pushed), since that is only ever said, never a reason to stop."""
+    try:
+        return wheel_sha256s(wheels)
+    except (InvalidWheelFilename, InvalidVersion):
+        return {}
+
+
+def tags_holding(sha256s: Mapping[str | None, str | Several], value: str | None) -> tuple[str, ...]:
+    """The python tags of the one wheel of `sha256s` (as `wheel_sha256s` gives them) whose
+    sha256 is `value`: none where no wheel of them has it (or it is not known)."""
+    return tuple(sorted(tag for tag, held in sha256s.items() if tag is not None and value and held == value))
+
+
+def tag_moved(where: str, arg: str, old: Sequence[str], new: Sequence[str]) -> str | None:
+    """The sentence saying that `arg` (at `where`, file:line), which takes the image's only
+    wheel, now holds the sha256 of a wheel of other python tags than the one it held (`old`,
+    the pinned image's wheel; `new`, the new image's): a cp311 wheel become py3 installs
+    where it did, so the bump goes on, but the ARG's name and the Dockerfile may say cp311.
+    None where either side is not known or they share a tag. Said by `pins bump` and the
+    dry run's pin lines, both from the bump's plan (core/pins/bump.py)."""
+    if not old or not new or set(old) & set(new):
+        return None
+    return (
+        f"{where} {arg} now holds the {'.'.join(new)} wheel's sha256: no {'.'.join(old)} wheel in the image "
+        "(the pin takes its only wheel)"
+    )
 
 
 def ambiguity(where: str, arg: str, python_tag: str | None, several: Several, *, image: str = "the image") -> str:

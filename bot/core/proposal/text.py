@@ -285,8 +285,14 @@ def _unread_lines(changes: WheelChanges, problem: str, edits: Sequence[Edit]) ->
         if after is None:
             continue
         edit = held.get(after)
-        before = f"`{edit.old[:16]}…` (`{edit.file}:{edit.line}`) → " if edit is not None and edit.old else ""
-        lines.append(f"- `{tag}` sha256 {before}`{after[:16]}…`")
+        if edit is None or not edit.old:
+            lines.append(f"- `{tag}` sha256 `{after[:16]}…`")
+        elif edit.python_tag is not None:  # the pin names the tag: the value it held is that wheel's too
+            lines.append(f"- `{tag}` sha256 `{edit.old[:16]}…` (`{edit.file}:{edit.line}`) → `{after[:16]}…`")
+        else:  # the image's only wheel, whose tag then is not known: not said to be the new one's
+            lines.append(
+                f"- sha256 `{edit.old[:16]}…` (`{edit.file}:{edit.line}`, the pinned wheel's) → `{tag}` `{after[:16]}…`"
+            )
     return lines
 
 

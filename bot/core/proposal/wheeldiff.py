@@ -105,7 +105,8 @@ class WheelChanges:
     old_version: str | None
     new_version: str
     # each wheel's row: its python tag (or file), with what tells it from the others of that
-    # tag where the image holds several (`cp312 (variant amd_gfx942)`); old, new
+    # tag where the image holds several (`cp312 (variant amd_gfx942)`), or both tags where
+    # one wheel each changed it (`cp311 → py3`); old, new
     sha256: tuple[tuple[str, str | None, str | None], ...]
     archs_added: tuple[str, ...] = ()
     archs_dropped: tuple[str, ...] = ()
@@ -237,7 +238,9 @@ def _row_of_pair(
 def _pairs(pinned: Sequence[WheelEntry], new: Sequence[WheelEntry]) -> list[_Pair]:
     """The new wheels beside the pinned ones they replace, and those with none, by row."""
     if len(pinned) == 1 and len(new) == 1:  # one wheel each: the same wheel, whatever its tags
-        return [_Pair(python_tag(new[0]), pinned[0], new[0])]
+        before, after = python_tag(pinned[0]), python_tag(new[0])
+        # its row names the tag each sha256 is of where they differ (a cp311 wheel become py3)
+        return [_Pair(after if before == after else f"{before} → {after}", pinned[0], new[0])]
     pairs = []
     for tag in sorted({python_tag(w) for w in (*pinned, *new)}):
         olds = [w for w in pinned if python_tag(w) == tag]

@@ -63,6 +63,40 @@ def test_line_endings_and_a_missing_last_newline_are_kept() -> None:
     assert with_component("", table("b", "b"), "b") == table("b", "b")
 
 
+FOOTER = "# end of components; keep mooncake last\n# (ask #ml-infra)\n"
+
+
+def test_a_comment_block_after_a_blank_line_at_the_end_stays_the_files_footer() -> None:
+    """A comment block closing the file after a blank line is the file's, not the last
+    table's: the new component goes above it, with a blank line each side, and it still
+    ends the file."""
+    text = MINE + "\n" + FOOTER
+    added = with_component(text, table("vllm", "vllm"), "vllm")
+    assert added == MINE + "\n" + table("vllm", "vllm") + "\n" + FOOTER
+    assert components_of(added) == ["lmcache", "mooncake", "vllm"]
+    two_blanks = MINE + "\n\n" + FOOTER + "\n"  # its blank lines kept as written
+    assert with_component(two_blanks, table("vllm", "vllm"), "vllm") == (
+        MINE + "\n\n" + table("vllm", "vllm") + "\n" + FOOTER + "\n"
+    )
+    crlf = text.replace("\n", "\r\n")
+    assert with_component(crlf, table("vllm", "vllm"), "vllm") == added.replace("\n", "\r\n")
+
+
+def test_a_comment_right_after_the_last_key_stays_with_its_table() -> None:
+    """A comment with no blank line above it is its table's last word: the new component
+    goes after it, as after any byte of that table."""
+    text = MINE + "# mooncake's defaults, above\n"
+    added = with_component(text, table("vllm", "vllm"), "vllm")
+    assert added == text + "\n" + table("vllm", "vllm")
+    both = text + "\n" + FOOTER  # its own comment, then a footer
+    assert with_component(both, table("vllm", "vllm"), "vllm") == text + "\n" + table("vllm", "vllm") + "\n" + FOOTER
+
+
+def test_a_file_of_comments_alone_keeps_them_above_the_new_component() -> None:
+    header = "#:schema https://example.org/schema.json\n\n# our wheels\n"
+    assert with_component(header, table("b", "b"), "b") == header + "\n" + table("b", "b")
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [

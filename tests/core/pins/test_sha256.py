@@ -7,6 +7,7 @@ read as a pass reads them (inspect_wheel, then the image's entry of each)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from bot.core.config.model import Component
 from bot.core.errors import VerificationError
 from bot.core.image.oci import WheelEntry
 from bot.core.pins.bump import Sha256Unknown, plan_bump
-from bot.core.pins.sha256 import Several, wheel_sha256s
+from bot.core.pins.sha256 import Several, held_sha256s, wheel_sha256s
 from bot.core.wheel.report import inspect_wheel
 from tests.fixtures.wheels import build_wheel
 
@@ -175,3 +176,44 @@ def test_a_sha256_given_by_hand_is_taken_as_given(tmp_path: Path) -> None:
     with pytest.raises(Sha256Unknown, match="the cp312 wheel, which the image does not say$") as unknown:
         plan_bump(component(CP312), {"Dockerfile": dockerfile("KERNELS_SHA256_CP312")}, NEW, {"cp311": given})
     assert unknown.value.python_tag == "cp312"  # `pins bump` says how to give it; a pass has no --sha256
+
+
+def test_an_only_wheel_sha256_arg_moved_to_a_wheel_of_another_python_tag_says_so(tmp_path: Path) -> None:
+    """A pin taking the image's only wheel, whose pinned wheel was cp311, bumped to an image
+    of one py3 wheel: the bump writes the py3 wheel's sha256 (it installs where the cp311
+    one did) and says that the ARG now holds it, file:line and ARG named, where the bump
+    reads the pinned image's wheels; the same python tag on both sides says nothing."""
+    cp311 = kernels(tmp_path, "cp311-cp311-manylinux_2_28_x86_64")
+    py3 = kernels(tmp_path, "py3-none-any")
+    text = dockerfile("KERNELS_SHA256").replace(OLD_SHA, cp311.sha256)
+    asked: list[str] = []
+
+    def pinned() -> dict[str | None, str | Several]:
+        asked.append("pinned")
+        return wheel_sha256s([cp311])
+
+    plan = plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([py3]), pinned=pinned)
+    assert [(edit.what, edit.new) for edit in plan.edits] == [("image", NEW), ("sha256", py3.sha256)]
+    assert plan.tags_moved == (
+        "Dockerfile:2 KERNELS_SHA256 now holds the py3 wheel's sha256: no cp311 wheel in the image "
+        "(the pin takes its only wheel)",
+    )
+    assert asked == ["pinned"]
+    again = kernels(tmp_path / "again", "cp311-cp311-manylinux_2_34_x86_64")  # another cp311 wheel
+    assert plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([again]), pinned=pinned).tags_moved == ()
+    # not known: the pinned image not read, or its wheels not holding the sha256 the ARG holds
+    assert plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([py3])).tags_moved == ()
+    other = dockerfile("KERNELS_SHA256")
+    assert plan_bump(component(ONLY), {"Dockerfile": other}, NEW, wheel_sha256s([py3]), pinned=pinned).tags_moved == ()
+
+
+def test_a_pinned_wheel_whose_file_name_does_not_parse_tells_nothing_and_stops_nothing(tmp_path: Path) -> None:
+    """An image another tool pushed may name its wheel so that its version does not parse:
+    which wheel the ARG held is then not known, and the bump goes on without a word."""
+    cp311 = kernels(tmp_path, "cp311-cp311-manylinux_2_28_x86_64")
+    odd = replace(cp311, file="kernels-nightly-cp311-cp311-manylinux_2_28_x86_64.whl")
+    assert held_sha256s([odd]) == {} and held_sha256s([cp311])[None] == cp311.sha256
+    py3 = kernels(tmp_path, "py3-none-any")
+    text = dockerfile("KERNELS_SHA256").replace(OLD_SHA, cp311.sha256)
+    plan = plan_bump(component(ONLY), {"Dockerfile": text}, NEW, wheel_sha256s([py3]), pinned=held_sha256s([odd]))
+    assert plan.tags_moved == () and [edit.new for edit in plan.edits][-1] == py3.sha256

@@ -346,3 +346,16 @@ def test_one_variant_wheel_per_python_tag_says_its_properties_as_ever(tmp_path: 
         "- ⚠️ **variant properties removed: `amd :: gfx_arch :: gfx942`**",
         "- variant properties added: `amd :: gfx_arch :: gfx950`",
     ]
+
+
+def test_one_wheel_each_of_another_python_tag_names_both_tags_on_its_sha256_row(tmp_path: Path) -> None:
+    """One wheel each is the same wheel whatever its tags, but its sha256 row names the
+    python tag each value belongs to: a cp311 wheel's sha256 is never said to be a py3
+    wheel's when the pin's wheel became pure Python."""
+    cp311 = kernels(tmp_path / "cp311", "cp311-cp311-manylinux_2_28_x86_64")
+    py3 = kernels(tmp_path / "py3", "py3-none-any")
+    changes = wheel_changes([cp311], [py3])
+    assert changes.sha256 == (("cp311 → py3", cp311.sha256, py3.sha256),)
+    assert changes.tags_dropped == ("cp311",) and changes.tags_added == ("py3",)
+    lines, _ = from_to(changes, [py3])
+    assert f"- `cp311 → py3` sha256 {sha(cp311)} → {sha(py3)}" in lines, lines

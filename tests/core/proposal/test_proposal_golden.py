@@ -80,11 +80,12 @@ def check(name: str, text: str) -> None:
     assert text == path.read_text(), f"{path} differs (WHEELPIN_UPDATE_GOLDEN=1 writes it again)"
 
 
-def edits(file: str, *values: tuple[str, str, str]) -> BumpPlan:
+def edits(file: str, *values: tuple[str, str, str] | tuple[str, str, str, str]) -> BumpPlan:
+    """A bump's edits from (what, old, new), a sha256 one with the python tag its pin names after."""
     return BumpPlan(
         "x",
         {file: ""},
-        tuple(Edit(file, line, old, new, what) for line, (what, old, new) in enumerate(values, start=2)),
+        tuple(Edit(file, line, *value[1:3], value[0], *value[3:]) for line, value in enumerate(values, start=2)),
     )
 
 
@@ -232,7 +233,10 @@ def test_a_proposal_whose_pinned_image_could_not_be_read() -> None:
     plan = edits(
         "docker/Dockerfile",
         ("image", pinned_image.removeprefix("docker.io/"), image.removeprefix("docker.io/")),
-        *(("sha256", letter * 64, str(i) * 64) for i, letter in enumerate("abcd", start=1)),
+        *(
+            ("sha256", letter * 64, str(i) * 64, tag)
+            for i, (letter, tag) in enumerate(zip("abcd", tags, strict=True), start=1)
+        ),
     )
     commits = (Commit(NEW, "Support ROCm 7.2 in the transfer engine"), Commit("5a9eda73" + "5" * 32, "Faster path"))
     facts = assemble(
