@@ -228,6 +228,10 @@ class Observer:
         try:
             with doing(f"reading the image pinned at {pin.file}:{pin.line} (to compare its wheels)"):
                 try:
+                    # its documents may come from the digest cache, which cannot tell that the
+                    # registry deleted them since: asked each pass, as an empty cache would
+                    if not store.still_holds(ref.digest):
+                        raise NotFound(f"{store.name}@{ref.digest}: no such manifest (404)")
                     read.pinned = self.reads.image(store, ref.digest)
                 except TransientError as exc:
                     read.pinned_unread = exc.message  # the pass stops here; a dry run says why on the pin's line too

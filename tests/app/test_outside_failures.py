@@ -189,6 +189,36 @@ def test_a_pinned_digest_the_registry_lost_is_said_so_not_none_pinned(registry: 
     assert sentence in component(world.reconcile())["notes"]  # and in --json, and on the dashboard
 
 
+def test_a_pinned_digest_the_registry_lost_after_it_was_cached_is_said_as_with_an_empty_cache(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """The pinned image read once (its manifest and config now in the digest cache), then
+    deleted from the registry, the upstream unchanged: the cache cannot tell, so each pass
+    asks the registry (a HEAD); the dry run and the pass say the 404 and repair the pin,
+    as they do with an empty cache, instead of "nothing" at the head."""
+    path = f"lostcached-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}")
+    pinned = re.search(r'DEMO_WHEEL_IMAGE="([^"]+)"', (world.downstream / "docker/Dockerfile").read_text())
+    assert pinned is not None
+    ref = pinned.group(1)
+    held = world.reconcile()
+    assert held.code == 0 and component(held)["status"] == "nothing", said(held)
+    cached = Path(world.env["WHEELPIN_CACHE_DIR"]) / "content" / "sha256" / ref.rsplit(":", 1)[1]
+    assert cached.is_file()  # the pinned manifest, as bot/app/wiring.py's DigestCache keeps it
+    assert RegistryClient(registry.host).delete_manifest(path, ref.rsplit("@", 1)[1])
+
+    head = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert dry.code == 0, said(dry)
+    assert f"    not read: {PINNED_NOT_FOUND}; its tag names {head[:8]}\n" in dry.stdout, said(dry)
+    assert "nothing to do" not in dry.stdout, said(dry)
+
+    text = world.reconcile()  # the dry run before it must predict it (tests/fixtures/dryreal.py)
+    assert text.code == 0 and component(text)["status"] == "done", said(text)
+    assert f"the pinned digest is not in the registry (404): {ref}" in component(text)["notes"]
+    assert f"g{head[:8]}" in world.branch_file() and ref not in world.branch_file()
+
+
 def test_a_pinned_image_that_cannot_be_read_is_said_by_the_pass_too(registry: Registry, tmp_path: Path) -> None:
     """A pinned digest the registry holds, but whose one layer is no archive (an image
     pushed by a broken tool): the pass says why on its own `!` line, as it says a lost
