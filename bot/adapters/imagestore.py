@@ -57,6 +57,7 @@ class ImageStore(Protocol):
         """False when the store no longer holds the manifest `digest` that the digest cache
         still does (a registry deletes, and garbage-collects); True otherwise, asking
         nothing when reading the manifest asks the store anyway."""
+
     # documents attached to an image (adapters/referrers.py says the OCI 1.1 shapes)
     def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
         """Push a manifest by its digest, with no tag; True when the store lists it among
