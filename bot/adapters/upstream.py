@@ -48,13 +48,14 @@ NOT_OUR_REF = "upload-pack: not our ref"
 
 
 class CommitNotUpstream(TransientError):
-    """The upstream answered that it has no commit by this id (its history rewritten, a
-    branch deleted, then collected). An answer, not an outside failure, where a pinned
-    commit is asked after (`is_ancestor`, `history`); elsewhere transient still (a head
-    just listed and gone by its fetch: a push in between, the next pass lists anew)."""
+    """The upstream answered that it has no commit by this id, one its listing does not
+    name either (its history rewritten, a branch deleted, then collected). An answer, not
+    an outside failure, where a pinned commit is asked after (`is_ancestor`, `history`);
+    transient to any other caller. A commit the listing names and the upstream does not
+    give (its object lost, a push in between) is a plain TransientError."""
 
-    def __init__(self, url: str, commit: str) -> None:
-        super().__init__(f"{public_url(url)}: has no commit {commit[:8]} (its history was rewritten since)")
+    def __init__(self, message: str, commit: str) -> None:
+        super().__init__(message)
         self.commit = commit
 
 
@@ -132,6 +133,7 @@ class UpstreamRepo:
         self.mirror = cache / "upstream" / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
         self.calls = UpstreamCalls()
         self.tags: dict[str, str] = {}  # every tag → its commit, as the last listing gave them
+        self.listed: set[str] = set()  # the commits the last listing named (the branch head, or every tag's)
 
     def head(self) -> str:
         """The commit to follow: the branch head, or the commit of the newest matching tag.
@@ -146,6 +148,7 @@ class UpstreamRepo:
                 for line in out.splitlines():
                     sha, ref = line.split("\t")
                     if ref == f"refs/heads/{self.upstream.branch}":
+                        self.listed = {sha}
                         return sha
                 raise UpstreamRefMissing(f"{public_url(self.url)}: no branch {self.upstream.branch}")
             out = git(["ls-remote", "--tags", self.url], timeout=120)
@@ -165,6 +168,7 @@ class UpstreamRepo:
             if peeled or name not in every:
                 every[name] = sha
         self.tags = every
+        self.listed = set(every.values())
         tags = {name: sha for name, sha in every.items() if pattern.version_of(name) is not None}
         chosen = newest(tags, pattern, self.upstream.versioning)
         if chosen is None:
@@ -226,11 +230,10 @@ class UpstreamRepo:
         try:
             git(args, cwd=self.mirror, timeout=1800)
         except GitError as exc:
-            if NOT_OUR_REF in exc.stderr:
-                raise CommitNotUpstream(self.url, commit) from None
-            raise TransientError(
-                f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})"
-            ) from None
+            said = f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})"
+            if NOT_OUR_REF in exc.stderr and commit not in self.listed:
+                raise CommitNotUpstream(said, commit) from None
+            raise TransientError(said) from None
 
     def committed_at(self, commit: str) -> int:
         self.fetch(commit, depth=1)
@@ -288,11 +291,11 @@ class UpstreamRepo:
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether `older` is an ancestor of `newer` in the upstream's history; False when
-        the upstream answers that it has no such commit as either (and the mirror has not
-        kept it): `older` is then in none of its histories, and a `newer` it has not is no
-        descendant it holds. TransientError when either cannot be fetched: not knowing is
-        no "no" (the pass would take a pin on a descendant of the head for one behind it,
-        and propose going back)."""
+        the upstream answers that it has no such commit as either, unlisted (and the mirror
+        has not kept it): `older` is then in none of its histories, and a `newer` it has not
+        is no descendant it holds. TransientError when either cannot be fetched: not
+        knowing is no "no" (the pass would take a pin on a descendant of the head for one
+        behind it, and propose going back)."""
         try:
             self.fetch(newer)
             self.fetch(older)

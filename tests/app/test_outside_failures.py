@@ -81,7 +81,8 @@ def test_a_dry_run_says_why_the_pinned_image_was_not_read(registry: Registry, tm
 def test_a_registry_stopped_after_the_pinned_image_was_read_keeps_its_commit(tmp_path: Path) -> None:
     """The pinned image's manifest is in the digest cache from an earlier pass; the
     registry then stops. The plan still names the commit the image was built from (it was
-    read), and says where the pass stops: at the registry, refusing the connection."""
+    read), and says where the pass stops: asking the registry whether it still holds that
+    image (as an empty cache would stop reading it), refused the connection."""
     own = Registry(tmp_path / "registry")
     try:
         world = make_world(tmp_path, registry=f"{own.host}/stopped/demo-cache")
@@ -96,7 +97,9 @@ def test_a_registry_stopped_after_the_pinned_image_was_read_keeps_its_commit(tmp
     assert planned.code == 4, said(planned)
     assert f"    its wheel 0.1.0+g{pinned_commit[:8]}.rocm7.2.4, built from {pinned_commit[:8]}\n" in planned.stdout
     assert "commit is not known" not in planned.stdout and "no revision" not in planned.stdout
-    assert f"  refused: looking for the image of {head[:8]} in {own.host}/stopped/demo-cache" in planned.stdout
+    asked = f"asking {own.host}/stopped/demo-cache whether it still holds the image pinned at docker/Dockerfile:2"
+    assert f"  refused: {asked}: " in planned.stdout, said(planned)
+    assert head[:8] not in planned.stdout.split("  refused:", 1)[1]  # nothing looked for after it
     assert f"{own.host} refused the connection, 2 tries in " in planned.stdout
     document = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), "--json", env=env)
     assert component(document)["plan"]["pinned"]["commit"] == pinned_commit
