@@ -244,8 +244,8 @@ class Observer:
 
     def _pinned_still_held(self, context: Context, read: _Read) -> None:
         """The pinned image read, its documents perhaps from the digest cache (what a digest
-        names never changes): whether the registry still holds it can, so it is asked each
-        pass (`ImageStore.still_holds`), and one deleted since is said as an empty cache
+        names never changes): whether the registry still holds it can, so it is asked once
+        each pass (`Reads.still_held`), and one deleted since is said as an empty cache
         would say it. Asked once its commit is known: a registry that does not answer stops
         the pass here, and a dry run still names what the image was built from."""
         pin = read.pins[0] if read.pins else None
@@ -254,7 +254,7 @@ class Observer:
             return
         store = context.store if context.component.image.is_layout else self.registries.store(ref)
         with doing(f"asking {store.name} whether it still holds the image pinned at {pin.file}:{pin.line}"):
-            held = store.still_holds(ref.digest)
+            held = self.reads.still_held(store, ref.digest)
         if not held:
             read.pinned, read.pinned_commit = None, None
             read.pinned_missing, read.pinned_unread = True, PINNED_NOT_FOUND
