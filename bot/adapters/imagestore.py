@@ -53,6 +53,11 @@ class ImageStore(Protocol):
     def get_blob(self, digest: str) -> Iterator[bytes]: ...
     @property
     def cache(self) -> DigestCache: ...
+    def still_holds(self, digest: str) -> bool:
+        """False when the store no longer holds the manifest `digest` that the digest cache
+        still does (a registry deletes, and garbage-collects); True otherwise, asking
+        nothing when reading the manifest asks the store anyway."""
+
     # documents attached to an image (adapters/referrers.py says the OCI 1.1 shapes)
     def put_artifact(self, data: bytes, media_type: str, subject: str) -> bool:
         """Push a manifest by its digest, with no tag; True when the store lists it among
@@ -100,6 +105,11 @@ class DigestCache:
 
     def put(self, digest: str, data: bytes) -> None:
         self._write(self._path(digest), data)
+
+    def holds(self, digest: str) -> bool:
+        """Whether `digest`'s bytes are kept (a kept file that does not match is a miss later)."""
+        path = self._path(digest)
+        return path is not None and path.is_file()
 
     def _derived_path(self, kind: str, digest: str) -> Path | None:
         if self.folder is None or not SHA256_DIGEST.match(digest):
@@ -228,6 +238,19 @@ class RegistryRepository:
 
     def get_blob(self, digest: str) -> Iterator[bytes]:
         return self.client.get_blob(self.repository, digest)
+
+    def still_holds(self, digest: str) -> bool:
+        """The content a digest names never changes, so its manifest is read from the cache;
+        whether the registry still holds it can change. So when the cache holds it, one HEAD
+        asks the registry (the OCI distribution spec's "Checking if content exists in the
+        registry"; Docker Hub counts a HEAD as a version check, not a pull: "Using GET
+        emulates a real pull and counts towards the limit. Using HEAD won't.",
+        https://docs.docker.com/docker-hub/usage/pulls/). A 404 is False; any other
+        failure is the client's TransientError. When the cache does not hold it, the GET
+        that reads it asks, and says a 404 itself."""
+        if not self.cache.holds(digest):
+            return True
+        return self.client.manifest_digest(self.repository, digest) is not None
 
     def delete(self, reference: str) -> bool:
         return self.client.delete_manifest(self.repository, reference)
@@ -367,6 +390,10 @@ class LayoutStore:
             ]
             _atomic_write(self.folder / "index.json", canonical_json(index))
         return digest
+
+    def still_holds(self, digest: str) -> bool:
+        del digest  # no digest cache: reading the blob from the folder says whether it is there
+        return True
 
     def get_manifest(self, reference: str) -> bytes:
         digest = reference if reference.startswith("sha256:") else self.tag_digest(reference)

@@ -36,6 +36,29 @@ class LsRemoteFailed(TransientError):
         self.reason = reason
 
 
+# What git says when the remote answers that it has no object by the id asked for:
+# upload-pack's "not our ref <id>" (git's upload-pack.c, receive_needs and check_non_tip),
+# printed as "fatal: remote error: upload-pack: not our ref …" when it comes over the
+# protocol (git://, ssh, smart HTTP, file://) and "fatal: git upload-pack: not our ref …"
+# from a local upload-pack's own stderr. Not among them: "couldn't find remote ref" and
+# "no such remote ref", said of ref names (only whole ids are fetched here), and "Server
+# does not allow request for unadvertised object", which a protocol v0 client says before
+# asking, of a commit the server may well hold (any one not at a ref's tip).
+NOT_OUR_REF = "upload-pack: not our ref"
+
+
+class CommitNotUpstream(TransientError):
+    """The upstream answered that it has no commit by this id, one its listing does not
+    name either (its history rewritten, a branch deleted, then collected). An answer, not
+    an outside failure, where a pinned commit is asked after (`is_ancestor`, `history`);
+    transient to any other caller. A commit the listing names and the upstream does not
+    give (its object lost, a push in between) is a plain TransientError."""
+
+    def __init__(self, message: str, commit: str) -> None:
+        super().__init__(message)
+        self.commit = commit
+
+
 class UpstreamRefMissing(TransientError):
     """The upstream answered, without the branch followed or any tag the pattern matches
     (transient to the pass: a branch may come back; `config validate --online` says it)."""
@@ -110,6 +133,7 @@ class UpstreamRepo:
         self.mirror = cache / "upstream" / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
         self.calls = UpstreamCalls()
         self.tags: dict[str, str] = {}  # every tag → its commit, as the last listing gave them
+        self.listed: set[str] = set()  # the commits the last listing named (the branch head, or every tag's)
 
     def head(self) -> str:
         """The commit to follow: the branch head, or the commit of the newest matching tag.
@@ -124,6 +148,7 @@ class UpstreamRepo:
                 for line in out.splitlines():
                     sha, ref = line.split("\t")
                     if ref == f"refs/heads/{self.upstream.branch}":
+                        self.listed = {sha}
                         return sha
                 raise UpstreamRefMissing(f"{public_url(self.url)}: no branch {self.upstream.branch}")
             out = git(["ls-remote", "--tags", self.url], timeout=120)
@@ -143,6 +168,7 @@ class UpstreamRepo:
             if peeled or name not in every:
                 every[name] = sha
         self.tags = every
+        self.listed = set(every.values())
         tags = {name: sha for name, sha in every.items() if pattern.version_of(name) is not None}
         chosen = newest(tags, pattern, self.upstream.versioning)
         if chosen is None:
@@ -204,9 +230,10 @@ class UpstreamRepo:
         try:
             git(args, cwd=self.mirror, timeout=1800)
         except GitError as exc:
-            raise TransientError(
-                f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})"
-            ) from None
+            said = f"{public_url(self.url)}: fetching {commit[:8]} failed ({exc.stderr.strip()[:200]})"
+            if NOT_OUR_REF in exc.stderr and commit not in self.listed:
+                raise CommitNotUpstream(said, commit) from None
+            raise TransientError(said) from None
 
     def committed_at(self, commit: str) -> int:
         self.fetch(commit, depth=1)
@@ -231,9 +258,17 @@ class UpstreamRepo:
         """The commits after `old` up to `new` (commits_between), and whether `old` is still
         in `new`'s history: when it is not (a branch force-pushed or reset, a release on
         another line), the newest commit the two share and `old`'s own commits `new` does
-        not hold. TransientError when either cannot be fetched."""
-        commits = tuple(self.commits_between(old, new, limit=limit))
+        not hold; when the upstream has no `old` at all (and the mirror has not kept it),
+        `new` alone, as where the two part is not known. TransientError when either cannot
+        be fetched."""
         branch = self.upstream.branch
+        try:
+            commits = tuple(self.commits_between(old, new, limit=limit))
+        except CommitNotUpstream as exc:
+            if old is None or exc.commit != old:
+                raise
+            alone = tuple(self.commits_between(None, new, limit=limit))
+            return History(old, alone, branch, from_tag, Divergence(None, (), upstream_has=False))
         if old is None or old == new or self.is_ancestor(old, new):
             return History(old, commits, branch, from_tag)
         fork = git(["merge-base", old, new], cwd=self.mirror, check=False).strip() or None
@@ -255,11 +290,17 @@ class UpstreamRepo:
         return out if len(out) == 40 and out.startswith(hint) else None  # ambiguous: git says nothing
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        """Whether `older` is an ancestor of `newer`; TransientError when either cannot be
-        fetched: not knowing is no "no" (the pass would take a pin on a descendant of the
-        head for one behind it, and propose going back)."""
-        self.fetch(newer)
-        self.fetch(older)
+        """Whether `older` is an ancestor of `newer` in the upstream's history; False when
+        the upstream answers that it has no such commit as either, unlisted (and the mirror
+        has not kept it): `older` is then in none of its histories, and a `newer` it has not
+        is no descendant it holds. TransientError when either cannot be fetched: not
+        knowing is no "no" (the pass would take a pin on a descendant of the head for one
+        behind it, and propose going back)."""
+        try:
+            self.fetch(newer)
+            self.fetch(older)
+        except CommitNotUpstream:
+            return False
         return git_ok(["merge-base", "--is-ancestor", older, newer], cwd=self.mirror)
 
     def checkout(self, commit: str, folder: Path) -> Path:

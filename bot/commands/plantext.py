@@ -52,7 +52,7 @@ def _component(component: ComponentResult) -> list[str]:
     if plan.head is not None:
         lines.append(f"  upstream: {plan.upstream} at {plan.head[:8]}")
     if plan.commits and plan.history is not None:
-        order = ", newest first" if plan.history.since is not None else ""
+        order = "" if plan.history.head_only else ", newest first"
         lines.append(f"  commits: {plan.history.said()}{order}")
         warning = plan.history.warning(plan.head or "")
         if warning:

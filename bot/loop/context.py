@@ -51,16 +51,18 @@ class Context:
 
 class Reads:
     """A file of a downstream commit and an image by digest never change: each is read once
-    a pass, whoever asks (observe, execute, prune, the dry run's plan)."""
+    a pass, whoever asks (observe, execute, prune, the dry run's plan); whether a registry
+    still holds an image is asked once a pass too."""
 
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
         self._files: dict[tuple[str, str], str | None] = {}
         self._images: dict[str, ImageInfo] = {}
+        self._held: dict[str, bool] = {}
 
     def new_pass(self) -> None:
         """Forgotten at each pass: a long-running service reads what later passes ask anew."""
-        self._files, self._images = {}, {}
+        self._files, self._images, self._held = {}, {}, {}
 
     def file_or_none(self, commit: str, path: str) -> str | None:
         if (commit, path) not in self._files:
@@ -81,6 +83,15 @@ class Reads:
         if key not in self._images:
             self._images[key] = read_image(store, digest)
         return self._images[key]
+
+    def still_held(self, store: ImageStore, digest: str) -> bool:
+        """Whether the store still holds the image `digest` names (`ImageStore.still_holds`):
+        what it holds never changes, whether it is still there can, so it is asked once a
+        pass, not at each of its steps (a failure to ask is not kept)."""
+        key = f"{store.name}@{digest}"
+        if key not in self._held:
+            self._held[key] = store.still_holds(digest)
+        return self._held[key]
 
 
 @dataclass

@@ -130,7 +130,9 @@ class Observer:
         read.pins = tuple(read_pins(component, read.texts))
         base_files = hashlib.sha256(json.dumps(read.texts, sort_keys=True).encode()).hexdigest()
         self._read_pinned(context, read)
-        read.pinned_commit = pinned_commit = self._pinned_commit(context, read, head)
+        read.pinned_commit = self._pinned_commit(context, read, head)
+        self._pinned_still_held(context, read)
+        pinned_commit = read.pinned_commit
         read.tag_commit = self._tag_commit(context, read, head)
         read.commit_sought = "yes"
         # the base pins `head`, a descendant of it, or (following tags) a higher release:
@@ -239,6 +241,23 @@ class Observer:
             raise
         except WheelpinError as exc:
             read.pinned_unread = exc.message  # a dry run says why; the proposal says "unknown"
+
+    def _pinned_still_held(self, context: Context, read: _Read) -> None:
+        """The pinned image read, its documents perhaps from the digest cache (what a digest
+        names never changes): whether the registry still holds it can, so it is asked once
+        each pass (`Reads.still_held`), and one deleted since is said as an empty cache
+        would say it. Asked once its commit is known: a registry that does not answer stops
+        the pass here, and a dry run still names what the image was built from."""
+        pin = read.pins[0] if read.pins else None
+        ref = pin.ref if pin else None
+        if read.pinned is None or pin is None or ref is None or ref.digest is None:
+            return
+        store = context.store if context.component.image.is_layout else self.registries.store(ref)
+        with doing(f"asking {store.name} whether it still holds the image pinned at {pin.file}:{pin.line}"):
+            held = self.reads.still_held(store, ref.digest)
+        if not held:
+            read.pinned, read.pinned_commit = None, None
+            read.pinned_missing, read.pinned_unread = True, PINNED_NOT_FOUND
 
     def _pinned_commit(self, context: Context, read: _Read, head: str) -> str | None:
         """The commit the base pins: wheelpin's revision annotation when it is a whole commit,

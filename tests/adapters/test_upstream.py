@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.git import git
-from bot.adapters.upstream import UpstreamRepo
+from bot.adapters.upstream import CommitNotUpstream, UpstreamRepo
 from bot.core.config.model import Upstream
 from bot.core.errors import TransientError
 
@@ -147,3 +147,34 @@ def test_a_history_rewritten_under_the_pinned_commit_is_told_from_a_successor(re
     unrelated = observed.history(pinned, alone)
     assert unrelated.divergence is not None and unrelated.divergence.fork is None
     assert [c.subject for c in unrelated.divergence.left] == ["dev3", "base"]
+
+
+def test_a_pinned_commit_the_upstream_has_not_is_an_answer_and_an_unreachable_upstream_is_not(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A bare upstream over file:// that reset dev and collected the pinned commit, fetched
+    into an empty mirror: upload-pack answers "not our ref", so the commit is in no history
+    it holds (no ancestor, the head alone listed), not an outside failure. An upstream that
+    is not there to ask still is one (TransientError): never said as an absent commit."""
+    base = commit(repo, "base")
+    pinned = commit(repo, "dev3")
+    bare = tmp_path / "up.git"
+    git(["clone", "--quiet", "--bare", str(repo), str(bare)])
+    git(["reset", "--quiet", "--hard", base], cwd=repo)
+    head = commit(repo, "rewritten")
+    git(["push", "--quiet", "--force", str(bare), "dev:dev"], cwd=repo)
+    git(["reflog", "expire", "--expire=now", "--all"], cwd=bare)
+    git(["gc", "--quiet", "--prune=now"], cwd=bare)
+    observed = upstream(bare, tmp_path, branch="dev")
+    assert observed.head() == head
+    assert observed.is_ancestor(pinned, head) is False and observed.is_ancestor(head, pinned) is False
+    history = observed.history(pinned, head)
+    assert [c.subject for c in history.commits] == ["rewritten"] and history.head_only
+    assert history.divergence is not None and not history.divergence.upstream_has
+    with pytest.raises(TransientError, match="not our ref"):  # transient where no caller expects it
+        observed.fetch(pinned)
+
+    unreachable = upstream(tmp_path / "gone.git", tmp_path / "other", branch="dev")
+    with pytest.raises(TransientError) as failed:
+        unreachable.is_ancestor(pinned, head)
+    assert not isinstance(failed.value, CommitNotUpstream), failed.value.message

@@ -81,7 +81,8 @@ def test_a_dry_run_says_why_the_pinned_image_was_not_read(registry: Registry, tm
 def test_a_registry_stopped_after_the_pinned_image_was_read_keeps_its_commit(tmp_path: Path) -> None:
     """The pinned image's manifest is in the digest cache from an earlier pass; the
     registry then stops. The plan still names the commit the image was built from (it was
-    read), and says where the pass stops: at the registry, refusing the connection."""
+    read), and says where the pass stops: asking the registry whether it still holds that
+    image (as an empty cache would stop reading it), refused the connection."""
     own = Registry(tmp_path / "registry")
     try:
         world = make_world(tmp_path, registry=f"{own.host}/stopped/demo-cache")
@@ -96,7 +97,9 @@ def test_a_registry_stopped_after_the_pinned_image_was_read_keeps_its_commit(tmp
     assert planned.code == 4, said(planned)
     assert f"    its wheel 0.1.0+g{pinned_commit[:8]}.rocm7.2.4, built from {pinned_commit[:8]}\n" in planned.stdout
     assert "commit is not known" not in planned.stdout and "no revision" not in planned.stdout
-    assert f"  refused: looking for the image of {head[:8]} in {own.host}/stopped/demo-cache" in planned.stdout
+    asked = f"asking {own.host}/stopped/demo-cache whether it still holds the image pinned at docker/Dockerfile:2"
+    assert f"  refused: {asked}: " in planned.stdout, said(planned)
+    assert head[:8] not in planned.stdout.split("  refused:", 1)[1]  # nothing looked for after it
     assert f"{own.host} refused the connection, 2 tries in " in planned.stdout
     document = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), "--json", env=env)
     assert component(document)["plan"]["pinned"]["commit"] == pinned_commit
@@ -188,6 +191,36 @@ def test_a_pinned_digest_the_registry_lost_is_said_so_not_none_pinned(registry: 
     assert "added" not in body and "(none)" not in body and "does not record" not in body
     assert "none pinned" not in body and "nothing pinned" not in body
     assert sentence in component(world.reconcile())["notes"]  # and in --json, and on the dashboard
+
+
+def test_a_pinned_digest_the_registry_lost_after_it_was_cached_is_said_as_with_an_empty_cache(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """The pinned image read once (its manifest and config now in the digest cache), then
+    deleted from the registry, the upstream unchanged: the cache cannot tell, so each pass
+    asks the registry (a HEAD); the dry run and the pass say the 404 and repair the pin,
+    as they do with an empty cache, instead of "nothing" at the head."""
+    path = f"lostcached-{uuid.uuid4().hex[:8]}/demo-cache"
+    world = make_world(tmp_path, registry=f"{registry.host}/{path}")
+    pinned = re.search(r'DEMO_WHEEL_IMAGE="([^"]+)"', (world.downstream / "docker/Dockerfile").read_text())
+    assert pinned is not None
+    ref = pinned.group(1)
+    held = world.reconcile()
+    assert held.code == 0 and component(held)["status"] == "nothing", said(held)
+    cached = Path(world.env["WHEELPIN_CACHE_DIR"]) / "content" / "sha256" / ref.rsplit(":", 1)[1]
+    assert cached.is_file()  # the pinned manifest, as bot/app/wiring.py's DigestCache keeps it
+    assert RegistryClient(registry.host).delete_manifest(path, ref.rsplit("@", 1)[1])
+
+    head = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
+    dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+    assert dry.code == 0, said(dry)
+    assert f"    not read: {PINNED_NOT_FOUND}; its tag names {head[:8]}\n" in dry.stdout, said(dry)
+    assert "nothing to do" not in dry.stdout, said(dry)
+
+    text = world.reconcile()  # the dry run before it must predict it (tests/fixtures/dryreal.py)
+    assert text.code == 0 and component(text)["status"] == "done", said(text)
+    assert f"the pinned digest is not in the registry (404): {ref}" in component(text)["notes"]
+    assert f"g{head[:8]}" in world.branch_file() and ref not in world.branch_file()
 
 
 def test_a_pinned_image_that_cannot_be_read_is_said_by_the_pass_too(registry: Registry, tmp_path: Path) -> None:

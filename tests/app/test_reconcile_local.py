@@ -15,7 +15,7 @@ from tests.app.worlds import BRANCH, HUMAN, NEW_VERSION, World, component, make_
 from tests.cli import wheelpin
 from tests.conftest import HipArtifacts
 from tests.fixtures.hip import link_shared, tool
-from tests.fixtures.servers import Registry
+from tests.fixtures.servers import GitDaemon, Registry
 
 
 def test_first_proposal_then_nothing(world: World) -> None:
@@ -718,8 +718,8 @@ def test_an_upstream_branch_rewritten_under_the_pin_is_said_and_a_version_going_
     dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
     assert dry.code == 0, dry.stdout + dry.stderr
     gone = (
-        f"the pinned commit {dropped[:8]} is no longer on main: its history was rewritten (force-pushed or "
-        f"reset); 1 commit of the pinned history left it: {dropped[:8]} (0.2.0 work)"
+        f"the pinned commit {dropped[:8]} is not on main: main was rewritten (force-pushed or reset), or the "
+        f"image was built from another branch; 1 commit of the pinned history is not on it: {dropped[:8]} (0.2.0 work)"
     )
     assert (
         f"  commits: 1 commit not in the history of the pinned commit {dropped[:8]} (since {first[:8]}, the newest "
@@ -738,6 +738,56 @@ def test_an_upstream_branch_rewritten_under_the_pin_is_said_and_a_version_going_
         f"newest commit the two share):\n- `{head[:8]}` rewritten\n"
     ) in body
     assert gone in component(done)["notes"]  # the pass says it too
+
+
+@pytest.mark.parametrize("served", ["path", "git daemon"])
+def test_a_pinned_commit_the_upstream_no_longer_has_is_said_not_failed_as_transient(
+    world: World, tmp_path: Path, served: str
+) -> None:
+    """The upstream reset its branch and collected the pinned commit, and wheelpin's mirror
+    of it is new (an empty cache): the fetch of the pinned commit gets git's "not our ref",
+    an answer (the commit is not in the upstream), not an outside failure. The dry run and
+    the pass say so, list the head alone, and propose it (exit 0, not 4). Served from its
+    folder (upload-pack run locally) and by `git daemon` (the smart protocol, which says it
+    as a remote error, as GitHub does)."""
+    daemon = GitDaemon(world.root) if served == "git daemon" else None
+    try:
+        if daemon is not None:
+            world.set_config('"../upstream", branch = "main"', f'"{daemon.url}/upstream", branch = "main"')
+        first = git(["rev-parse", "HEAD"], cwd=world.upstream).strip()
+        dropped = world.commit_upstream("0.2.0 work", {"VERSION": "0.2.0\n"})
+        assert world.reconcile().code == 0
+        git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
+        assert world.reconcile().code == 0  # the base pins it now
+        git(["reset", "--quiet", "--hard", first], cwd=world.upstream)
+        head = world.commit_upstream("rewritten", {"VERSION": "0.1.5\n"})
+        git(["reflog", "expire", "--expire=now", "--all"], cwd=world.upstream)
+        git(["gc", "--quiet", "--prune=now"], cwd=world.upstream)
+        assert subprocess.run(["git", "cat-file", "-e", dropped], cwd=world.upstream).returncode != 0
+        shutil.rmtree(Path(world.env["WHEELPIN_CACHE_DIR"]) / "upstream")  # the mirror: an empty cache
+
+        dry = wheelpin("reconcile", "--once", "--dry-run", "--repo", str(world.downstream), env=world.env)
+        assert dry.code == 0, dry.stdout + dry.stderr
+        gone = (
+            f"the pinned commit {dropped[:8]} is not in the upstream at all: its history was rewritten "
+            "(force-pushed or reset), or the image was built from a branch deleted since or from another repository"
+        )
+        listed = (
+            f"the head only (the pinned commit {dropped[:8]} is not in the upstream: where the two histories part "
+            "is not known)"
+        )
+        assert f"  commits: {listed}\n    ! {gone}\n    {head[:8]} rewritten\n" in dry.stdout, dry.stdout
+
+        done = world.reconcile()  # predicted by the dry run before it (tests/fixtures/dryreal.py)
+        assert done.code == 0 and component(done)["status"] == "done", done.stdout + done.stderr
+        assert gone in component(done)["notes"]
+        body = git(["log", "-1", "--format=%B", BRANCH], cwd=world.downstream)
+        assert f"### ⚠️ Notes\n- **{gone}**\n" in body, body
+        assert f"### Commits\n{listed}:\n- `{head[:8]}` rewritten\n" in body, body
+        assert f"g{head[:8]}" in world.branch_file()
+    finally:
+        if daemon is not None:
+            daemon.stop()
 
 
 def test_a_config_change_judges_a_refused_commit_again(world: World) -> None:

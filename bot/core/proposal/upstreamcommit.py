@@ -23,8 +23,11 @@ class Divergence:
     """The commit the list starts from is not in the new commit's history: a branch
     force-pushed or reset under it, or (following tags) a release on another line."""
 
-    fork: str | None  # the newest commit the two histories share; None: they share none
+    fork: str | None  # the newest commit the two histories share; None: they share none (or not known)
     left: tuple[Commit, ...]  # the older commit's history not in the new one's, newest first (bounded)
+    # False: the upstream has no such older commit (git's "not our ref"), and the mirror
+    # kept none: where the two histories part is not known, and the list is the new commit alone
+    upstream_has: bool = True
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,18 @@ class History:
     from_tag: bool = False
     divergence: Divergence | None = None
 
+    @property
+    def head_only(self) -> bool:
+        """The list is the new commit alone, for want of the pinned one: no order to say."""
+        return self.since is None or (self.divergence is not None and not self.divergence.upstream_has)
+
     def said(self) -> str:
         """What the list is, after its count (`3 commits` …)."""
         if self.since is None:
             return "the head only (the pinned commit is not known)"
         count = _count(len(self.commits))
+        if self.divergence is not None and not self.divergence.upstream_has:
+            return f"the head only ({self._pinned()} is not in the upstream: where the two histories part is not known)"
         if self.divergence is not None:
             where = (
                 f"since {self.divergence.fork[:8]}, the newest commit the two share"
@@ -65,9 +75,20 @@ class History:
         named = ", ".join(f"{c.sha[:8]} ({c.subject})" for c in left[:LEFT_NAMED])
         more = f" and {len(left) - LEFT_NAMED} more" if len(left) > LEFT_NAMED else ""
         pinned = self._pinned()
+        # only what is known: a commit the head's history lacks may have left a rewritten
+        # branch, or never been on it (an image built from another branch, by `image publish
+        # --revision` or before `upstream.branch` changed); the mirror holds no branches to tell
+        if not self.divergence.upstream_has:
+            return (
+                f"{pinned} is not in the upstream at all: its history was rewritten (force-pushed or reset), "
+                "or the image was built from a branch deleted since or from another repository"
+            )
         if self.branch is not None:
-            said = f"{pinned} is no longer on {self.branch}: its history was rewritten (force-pushed or reset)"
-            gone = "left it"
+            said = (
+                f"{pinned} is not on {self.branch}: {self.branch} was rewritten (force-pushed or reset), "
+                "or the image was built from another branch"
+            )
+            gone = "are not on it" if len(left) != 1 else "is not on it"
         else:
             said = f"{pinned} is not in the history of {new[:8]}: the release is on another line"
             gone = "are not in it" if len(left) != 1 else "is not in it"

@@ -267,3 +267,25 @@ def test_a_release_on_another_line_is_said_as_such() -> None:
     assert History(None, left).warning("2" * 40) is None and History("1" * 40, ()).said() == (
         "0 commits after the pinned one"
     )
+
+
+def test_a_pinned_commit_the_upstream_lacks_is_said_without_claiming_where_it_went() -> None:
+    """A pinned commit not on the branch is said as what may have happened (a rewrite, or
+    a build from another branch); one the upstream has not at all lists the head alone,
+    with no order and no fork claimed."""
+    head = (Commit("2" * 40, "rewritten"),)
+    left = (Commit("1" * 40, "0.2.0 work"),)
+    off = History("1" * 40, head, "dev", divergence=Divergence("3" * 40, left))
+    assert off.warning("2" * 40) == (
+        "the pinned commit 11111111 is not on dev: dev was rewritten (force-pushed or reset), or the image was "
+        "built from another branch; 1 commit of the pinned history is not on it: 11111111 (0.2.0 work)"
+    )
+    assert not off.head_only
+    absent = History("1" * 40, head, "dev", divergence=Divergence(None, (), upstream_has=False))
+    assert absent.head_only and absent.said() == (
+        "the head only (the pinned commit 11111111 is not in the upstream: where the two histories part is not known)"
+    )
+    assert absent.warning("2" * 40) == (
+        "the pinned commit 11111111 is not in the upstream at all: its history was rewritten (force-pushed or "
+        "reset), or the image was built from a branch deleted since or from another repository"
+    )
