@@ -4,7 +4,9 @@ GitHub Actions, all against the GitHub emulator (held to GitHub's OpenAPI descri
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import requests
@@ -89,6 +91,63 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
         assert any("/actions/" in template for _method, template, _status in kinds)
         for (method, template, status), answer in kinds.items():  # held to GitHub's own schema
             validate(method, template, status, answer)
+
+
+def _commits_said(gh: OnGitHub) -> str:
+    """The "Commits" section of the one pull request's body."""
+    (pull,) = gh.repo.pulls.values()
+    return pull.body.split("### Commits", 1)[1].split("###", 1)[0]
+
+
+@pytest.mark.parametrize("again", ["recheck", "backoff-expired"])
+def test_a_commit_built_after_a_failed_run_is_not_said_failed(
+    world: World, tmp_path: Path, again: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run of the head fails (a runner lost), a later one builds it, asked by
+    `/wheelpin recheck` or once the backoff has run out: its failure is forgotten once its
+    wheels are fetched, and the pull request proposing it never lists it as failed."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, auto_advance=False) as gh:
+        build, runs = workflow_build(world, tmp_path), []
+
+        def flaky(repo, run):  # type: ignore[no-untyped-def]
+            runs.append(run.id)
+            if len(runs) == 1:
+                raise RuntimeError("runner lost")
+            return build(repo, run)
+
+        gh.emulator.actions = flaky
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (first,) = gh.repo.runs.values()
+        gh.emulator.finish_run(gh.repo, first)
+        if again == "backoff-expired":  # the failure recorded two days ago: its backoff is over
+            from bot.adapters import statefile
+
+            two_days_ago = time.time() - 2 * 86400
+            monkeypatch.setattr(statefile, "time", SimpleNamespace(time=lambda: two_days_ago))
+        failed = gh.reconciler.run().components[0]
+        monkeypatch.undo()
+        assert failed.status == "failed" and "ended: failure" in failed.messages[-1], failed.to_json()
+        assert gh.reconciler.state.failure("demo-cache", head) is not None
+        dispatched = gh.reconciler.run(recheck=again == "recheck").components[0]
+        assert [a.kind for a in dispatched.actions] == ["build", "wait"], dispatched.to_json()
+        (second,) = [run for run in gh.repo.runs.values() if run.id != first.id]
+        gh.emulator.finish_run(gh.repo, second)
+        done = gh.reconciler.run().components[0]
+        assert [a.kind for a in done.actions] == ["fetch", "publish", "propose"], done.to_json()
+        assert gh.reconciler.state.failure("demo-cache", head) is None  # built: nothing failed stands
+        said = _commits_said(gh)
+        assert f"`{head[:8]}` one" in said and "❌" not in said and "ended: failure" not in said, said
+        assert gh.reconciler.run().components[0].status == "nothing"
+        # a failure of it on record all the same (a state file an older wheelpin kept): the
+        # proposal, rewritten on a moved base, still never says the commit it pins failed
+        gh.reconciler.state.record("demo-cache", head, "build", "build run 99 of it ended: failure")
+        dockerfile = git(["show", "main:docker/Dockerfile"], cwd=gh.repo.path)
+        base_commit(gh.repo.path, {"docker/Dockerfile": dockerfile + "# a maintainer's unrelated edit\n"})
+        rewritten = gh.reconciler.run().components[0]
+        assert [a.kind for a in rewritten.actions] == ["propose"], rewritten.to_json()
+        assert "❌" not in _commits_said(gh), _commits_said(gh)
 
 
 def test_the_statement_names_the_run_attempt_that_built_the_wheels(world: World, tmp_path: Path) -> None:
