@@ -16,15 +16,12 @@ from bot.adapters.configdisk import load_config
 from bot.adapters.git import git
 from bot.adapters.github import GitHubConversation, GitHubPlatform
 from bot.adapters.github.transport import GitHubHTTP
-from bot.commands.reconcile_cmd import exit_code
 from bot.core.errors import ConfigError, InputError, RefusedError, TransientError
-from bot.loop.results import ComponentResult
 from bot.loop.runner import Reconciler
 from tests.adapters.test_githubhttp import Clock
-from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
-from tests.app.worlds import HUMAN, NEW_VERSION, OnGitHub, World, base_commit, component, on_github
+from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, dry_then_real, workflow_build
+from tests.app.worlds import HUMAN, NEW_VERSION, World, base_commit, component, on_github
 from tests.cli import wheelpin
-from tests.fixtures.dryreal import predicted
 from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest, Run
 from tests.fixtures.github.openapi import validate_recorded
 
@@ -698,14 +695,6 @@ def age(run: Run, days: float) -> None:
     """A run that ended `days` ago (its artifacts were uploaded then)."""
     run.created_at -= days * 86400
     run.ended_at = (run.ended_at or time.time()) - days * 86400
-
-
-def dry_then_real(gh: OnGitHub) -> ComponentResult:
-    """A dry run, then the pass, the plan held to what the pass did (tests/fixtures/dryreal.py)."""
-    dry = gh.reconciler.run(dry_run=True)
-    real = gh.reconciler.run()
-    predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real), proposal=None)
-    return real.components[0]
 
 
 def test_a_run_whose_artifacts_expired_is_said_so_and_built_again(world: World, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from bot.commands.reconcile_cmd import exit_code
 from bot.core.provenance.statement import PAYLOAD_TYPE
 from bot.core.wheel.report import inspect_wheel
 from bot.loop.builders.base import BuildPreview
+from bot.loop.results import ComponentResult
 from tests.app.worlds import HUMAN, NEW_VERSION, OnGitHub, World, base_commit, component, on_github, runner_build
 from tests.cli import wheelpin
 from tests.fixtures.dryreal import predicted
@@ -36,6 +37,14 @@ def workflow_build(world: World, folder: Path):  # type: ignore[no-untyped-def]
         return {w.name: w.read_bytes() for w in runner_build(world, folder, run.inputs["c"])}
 
     return run
+
+
+def dry_then_real(gh: OnGitHub) -> ComponentResult:
+    """A dry run, then the pass, the plan held to what the pass did (tests/fixtures/dryreal.py)."""
+    dry = gh.reconciler.run(dry_run=True)
+    real = gh.reconciler.run()
+    predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real), proposal=None)
+    return real.components[0]
 
 
 def branch_sha(repo_path: Path, ref: str = "refs/heads/wheelpin/demo-cache") -> str:
@@ -296,6 +305,27 @@ def test_a_declined_pull_request_skips_that_commit_only(world: World, tmp_path: 
         assert len(gh.repo.pulls) == 2 and newer[:8] in gh.repo.pulls[2].title and gh.repo.pulls[2].state == "open"
         assert gh.repo.pulls[1].state == "closed" and newer[:8] not in gh.repo.pulls[1].title
         assert [m for m in later.messages if m.startswith("opened wheelpin/demo-cache: ")], later.messages
+
+
+def test_after_a_declined_pull_request_whose_branch_was_kept_the_plan_opens_a_new_one(
+    world: World, tmp_path: Path
+) -> None:
+    """The kept branch of a declined pull request is no open proposal: for a newer commit
+    the dry run says it creates one, and the pass writes the branch over and opens a new
+    pull request, saying "opened" (tests/fixtures/dryreal.py holds the verbs alike)."""
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        maintainer_closes(gh, 1, delete_branch=False)
+        assert dry_then_real(gh).status == "nothing"
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        plan = gh.reconciler.run(dry_run=True).components[0].plan
+        assert plan is not None and plan.proposal == "create", plan
+        opened = dry_then_real(gh)
+        assert opened.messages[-1].startswith("opened wheelpin/demo-cache: "), opened.messages
+        assert [p.state for p in gh.repo.pulls.values()] == ["closed", "open"]
+        updated = dry_then_real(gh)  # at rest now: the open one is kept
+        assert updated.status == "nothing", updated.to_json()
 
 
 def test_merged_superseded_and_human_edits(world: World, tmp_path: Path) -> None:

@@ -211,9 +211,7 @@ class ActionsClient:
             raise InputError(f"run {run_id} has more than {MAX_ARTIFACTS} artifacts: too many to take as one build")
         return listed
 
-    def expired(
-        self, run_id: int, *, every: bool = True, listed: list[Any] | None = None
-    ) -> ArtifactsExpired | None:
+    def expired(self, run_id: int, *, every: bool = True, listed: list[Any] | None = None) -> ArtifactsExpired | None:
         """Why run `run_id`'s artifacts can no longer be taken: all of them expired (with
         `every=False`: any of them, which may have held its wheels), or None. `listed`: its
         artifacts as `artifacts` listed them already this pass (None: listed now)."""
