@@ -112,6 +112,10 @@ class LocalPlatform:
     def begin_pass(self) -> None:
         """Nothing to prepare: every look is a local git command."""
 
+    def proposal_open(self, branch: str) -> bool:
+        """The branch is the proposal: there, it is open."""
+        return True
+
     def skipped_commits(self, branch: str) -> set[str]:
         """A human skips a commit locally by deleting the bot's branch and keeping a note:
         `git update-ref refs/wheelpin/skip/<component>/<commit> <any commit>`."""

@@ -55,6 +55,11 @@ class Platform(Protocol):
         True when that opened a new one (beside a declined one's kept branch too); False when
         it brought one up to date, or where the branch itself is the proposal (locally)."""
 
+    def proposal_open(self, branch: str) -> bool:
+        """Whether `branch` (which exists) carries a proposal open for review: on GitHub an
+        open pull request (a declined one's kept branch has none, and writing it opens a new
+        one); locally the branch itself is the proposal."""
+
     def skipped_commits(self, branch: str) -> set[str]:
         """Commits whose proposal a human declined (closed without merging, its branch kept or
         deleted; on GitHub, one an open pull request carries again is not): skip those, not

@@ -166,6 +166,13 @@ class Executor:
         self.state.record(context.name, commit, what, message, judged_under=judged_under, reason=reason)
         context.builder.forget(commit)
 
+    def _built(self, context: Context, commit: str) -> None:
+        """`commit`'s wheels are in hand (fetched from a build, or published): a failure
+        recorded of an earlier build of it (a run lost, then `/wheelpin recheck` or the
+        backoff's end built it again) is no longer true, so the commit list, the dashboard
+        and the backoff forget it."""
+        self.state.forget(context.name, commit)
+
     def _refused(self, context: Context, facts: Facts, head: str, why: str, problems: tuple[str, ...]) -> NoReturn:
         """The wheels of `head`'s build failed the checks: nothing is published. A build
         wheelpin made (or dispatched) is recorded as refused, so that commit is not built
@@ -218,6 +225,7 @@ class Executor:
                 ) from None
             self._failed(context, facts, head, "build", exc.recorded)
             raise
+        self._built(context, head)
         result.messages.append(f"fetched {len(wheels)} wheel(s) of the build of {head[:8]}")
         return replace(
             done, facts=replace(facts, build=replace(facts.build, state=BuildState.READY)), wheels=tuple(wheels)
@@ -293,6 +301,7 @@ class Executor:
         except RefusedError as exc:
             self._failed(context, facts, head, "verify", exc.message)
             raise
+        self._built(context, head)
         result.messages.append(f"{published.status} {published.ref}")
         self.memory.published[(component.name, head)] = (tag, published.digest)
         self.memory.verified.add((component.name, published.digest))
@@ -586,10 +595,11 @@ class Executor:
 
     def _with_refusals(self, context: Context, facts: Facts, commits: Sequence[Commit]) -> list[Commit]:
         """The commit list, each commit whose wheel was refused under today's config and consuming
-        image marked with why, and each whose last build failed (under any config: it did)."""
+        image marked with why, and each whose last build failed (under any config: it did).
+        The commit proposed is never marked: its wheels are the ones the proposal pins."""
         judged_under, marked = facts.judged_under or config_digest(context.component), []
         for commit in commits:
-            failure = self.state.failure(context.name, commit.sha)
+            failure = None if commit.sha == facts.head else self.state.failure(context.name, commit.sha)
             if failure is None:
                 marked.append(commit)
             elif not failure.refused:

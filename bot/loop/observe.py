@@ -322,7 +322,7 @@ class Observer:
         foreign = tuple(c.sha for c in commits if not self.platform.is_bot_commit(c))
         mine = [c for c in commits if self.platform.is_bot_commit(c)]
         state = read_marker(mine[-1].message) if mine else None
-        return ProposalSeen(branch, head, state, foreign)
+        return ProposalSeen(branch, head, state, foreign, open=self.platform.proposal_open(branch))
 
     def _found(
         self, context: Context, read: _Read, tag: str, digest: str, head: str, *, verified: bool = False

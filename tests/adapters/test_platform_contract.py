@@ -163,6 +163,7 @@ def test_write_update_and_close(downstream: Downstream) -> None:
         "wheelpin/x", base=base, files={"docker/Dockerfile": "ARG X=2\n"}, message=MESSAGE, expected=None
     )
     platform.publish_proposal("wheelpin/x", base="main", title="Bump x", body="body", labels=["wheelpin"])
+    assert platform.proposal_open("wheelpin/x")
     assert platform.read_file(first, "docker/Dockerfile") == "ARG X=2\n"
     (commit,) = platform.branch_commits("wheelpin/x", base)
     assert platform.is_bot_commit(commit) and commit.sha == first
@@ -176,6 +177,12 @@ def test_write_update_and_close(downstream: Downstream) -> None:
         pulls = list(downstream.emulator.repos[(downstream.owner, downstream.name)].pulls.values())
         assert len(pulls) == 1 and pulls[0].draft and pulls[0].title == "Bump x again"
         assert pulls[0].labels == ["wheelpin"]
+        # declined on GitHub, its branch kept: the branch carries no open proposal any more
+        pulls[0].state = "closed"
+        platform.begin_pass()
+        assert not platform.proposal_open("wheelpin/x")
+        pulls[0].state = "open"
+        platform.begin_pass()
     platform.close("wheelpin/x", expected=second, reason="the base already pins it")
     assert platform.resolve("refs/heads/wheelpin/x") is None
     if downstream.emulator is not None:

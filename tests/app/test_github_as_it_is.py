@@ -19,7 +19,7 @@ from bot.adapters.github.transport import GitHubHTTP
 from bot.core.errors import ConfigError, InputError, RefusedError, TransientError
 from bot.loop.runner import Reconciler
 from tests.adapters.test_githubhttp import Clock
-from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, workflow_build
+from tests.app.test_reconcile_github import WORKFLOW, branch_sha, cli_world, dry_then_real, workflow_build
 from tests.app.worlds import HUMAN, NEW_VERSION, World, base_commit, component, on_github
 from tests.cli import wheelpin
 from tests.fixtures.github.emulator import Fault, GitHubEmulator, PullRequest, Run
@@ -699,8 +699,9 @@ def age(run: Run, days: float) -> None:
 
 def test_a_run_whose_artifacts_expired_is_said_so_and_built_again(world: World, tmp_path: Path) -> None:
     """The run followed ended past the repository's artifact retention: GitHub lists its
-    artifacts `expired: true`. Said with the date, not "left no wheel"; no failure is recorded
-    (no backoff), and the next pass dispatches a new run."""
+    artifacts `expired: true`. It is no longer followed: the dry run and the pass both start
+    a new build, the pass saying why with the date (not "left no wheel"), and no failure is
+    recorded (no backoff)."""
     world.set_config("build = { command = [", WORKFLOW)
     with on_github(world, tmp_path, actions=True, auto_advance=False) as gh:
         gh.emulator.actions = workflow_build(world, tmp_path)
@@ -709,14 +710,16 @@ def test_a_run_whose_artifacts_expired_is_said_so_and_built_again(world: World, 
         (run,) = gh.repo.runs.values()
         gh.emulator.finish_run(gh.repo, run)
         age(run, 91)
-        expired = gh.reconciler.run().components[0]
+        again = dry_then_real(gh)
         day = time.strftime("%Y-%m-%d", time.gmtime(run.ended_at + 90 * 86400))  # type: ignore[operator]
-        assert expired.status == "failed" and expired.error_kind == "input", expired.to_json()
-        assert f"run {run.id}'s artifacts expired on {day}" in expired.messages[-1]
-        assert "left no wheel" not in expired.messages[-1]
+        assert [a.kind for a in again.actions] == ["build", "wait"] and len(gh.repo.runs) == 2, again.to_json()
+        assert again.messages[0].startswith(f"run {run.id}'s artifacts expired on {day} "), again.messages
+        assert "left no wheel" not in again.messages[0]
         assert gh.reconciler.state.failure("demo-cache", head) is None  # not a failed build: no backoff
-        again = gh.reconciler.run().components[0]
-        assert again.actions[0].kind == "build" and len(gh.repo.runs) == 2, again.to_json()
+        (new,) = [r for r in gh.repo.runs.values() if r.id != run.id]
+        gh.emulator.finish_run(gh.repo, new)
+        done = dry_then_real(gh)
+        assert [a.kind for a in done.actions] == ["fetch", "publish", "propose"], done.to_json()
 
 
 def test_wheels_kept_shorter_than_a_log_are_said_expired(world: World, tmp_path: Path) -> None:
@@ -735,10 +738,8 @@ def test_wheels_kept_shorter_than_a_log_are_said_expired(world: World, tmp_path:
         (run,) = gh.repo.runs.values()
         gh.emulator.finish_run(gh.repo, run)
         age(run, 30)
-        expired = gh.reconciler.run().components[0]
-        assert f"run {run.id}'s artifacts expired on " in expired.messages[-1], expired.to_json()
-        assert expired.error_kind == "input"
-        again = gh.reconciler.run().components[0]  # that run is not followed again
+        again = dry_then_real(gh)  # that run is not followed again
+        assert again.messages[0].startswith(f"run {run.id}'s artifacts expired on "), again.to_json()
         assert again.actions[0].kind == "build" and len(gh.repo.runs) == 2, again.to_json()
 
 

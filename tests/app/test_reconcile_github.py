@@ -4,7 +4,9 @@ GitHub Actions, all against the GitHub emulator (held to GitHub's OpenAPI descri
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import requests
@@ -18,6 +20,7 @@ from bot.commands.reconcile_cmd import exit_code
 from bot.core.provenance.statement import PAYLOAD_TYPE
 from bot.core.wheel.report import inspect_wheel
 from bot.loop.builders.base import BuildPreview
+from bot.loop.results import ComponentResult
 from tests.app.worlds import HUMAN, NEW_VERSION, OnGitHub, World, base_commit, component, on_github, runner_build
 from tests.cli import wheelpin
 from tests.fixtures.dryreal import predicted
@@ -34,6 +37,14 @@ def workflow_build(world: World, folder: Path):  # type: ignore[no-untyped-def]
         return {w.name: w.read_bytes() for w in runner_build(world, folder, run.inputs["c"])}
 
     return run
+
+
+def dry_then_real(gh: OnGitHub) -> ComponentResult:
+    """A dry run, then the pass, the plan held to what the pass did (tests/fixtures/dryreal.py)."""
+    dry = gh.reconciler.run(dry_run=True)
+    real = gh.reconciler.run()
+    predicted(dry.to_json(), real.to_json(), dry_exit=exit_code(dry), real_exit=exit_code(real), proposal=None)
+    return real.components[0]
 
 
 def branch_sha(repo_path: Path, ref: str = "refs/heads/wheelpin/demo-cache") -> str:
@@ -89,6 +100,63 @@ def test_builds_on_github_actions(world: World, tmp_path: Path) -> None:
         assert any("/actions/" in template for _method, template, _status in kinds)
         for (method, template, status), answer in kinds.items():  # held to GitHub's own schema
             validate(method, template, status, answer)
+
+
+def _commits_said(gh: OnGitHub) -> str:
+    """The "Commits" section of the one pull request's body."""
+    (pull,) = gh.repo.pulls.values()
+    return pull.body.split("### Commits", 1)[1].split("###", 1)[0]
+
+
+@pytest.mark.parametrize("again", ["recheck", "backoff-expired"])
+def test_a_commit_built_after_a_failed_run_is_not_said_failed(
+    world: World, tmp_path: Path, again: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run of the head fails (a runner lost), a later one builds it, asked by
+    `/wheelpin recheck` or once the backoff has run out: its failure is forgotten once its
+    wheels are fetched, and the pull request proposing it never lists it as failed."""
+    world.set_config("build = { command = [", WORKFLOW)
+    with on_github(world, tmp_path, actions=True, auto_advance=False) as gh:
+        build, runs = workflow_build(world, tmp_path), []
+
+        def flaky(repo, run):  # type: ignore[no-untyped-def]
+            runs.append(run.id)
+            if len(runs) == 1:
+                raise RuntimeError("runner lost")
+            return build(repo, run)
+
+        gh.emulator.actions = flaky
+        head = world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        (first,) = gh.repo.runs.values()
+        gh.emulator.finish_run(gh.repo, first)
+        if again == "backoff-expired":  # the failure recorded two days ago: its backoff is over
+            from bot.adapters import statefile
+
+            two_days_ago = time.time() - 2 * 86400
+            monkeypatch.setattr(statefile, "time", SimpleNamespace(time=lambda: two_days_ago))
+        failed = gh.reconciler.run().components[0]
+        monkeypatch.undo()
+        assert failed.status == "failed" and "ended: failure" in failed.messages[-1], failed.to_json()
+        assert gh.reconciler.state.failure("demo-cache", head) is not None
+        dispatched = gh.reconciler.run(recheck=again == "recheck").components[0]
+        assert [a.kind for a in dispatched.actions] == ["build", "wait"], dispatched.to_json()
+        (second,) = [run for run in gh.repo.runs.values() if run.id != first.id]
+        gh.emulator.finish_run(gh.repo, second)
+        done = gh.reconciler.run().components[0]
+        assert [a.kind for a in done.actions] == ["fetch", "publish", "propose"], done.to_json()
+        assert gh.reconciler.state.failure("demo-cache", head) is None  # built: nothing failed stands
+        said = _commits_said(gh)
+        assert f"`{head[:8]}` one" in said and "❌" not in said and "ended: failure" not in said, said
+        assert gh.reconciler.run().components[0].status == "nothing"
+        # a failure of it on record all the same (a state file an older wheelpin kept): the
+        # proposal, rewritten on a moved base, still never says the commit it pins failed
+        gh.reconciler.state.record("demo-cache", head, "build", "build run 99 of it ended: failure")
+        dockerfile = git(["show", "main:docker/Dockerfile"], cwd=gh.repo.path)
+        base_commit(gh.repo.path, {"docker/Dockerfile": dockerfile + "# a maintainer's unrelated edit\n"})
+        rewritten = gh.reconciler.run().components[0]
+        assert [a.kind for a in rewritten.actions] == ["propose"], rewritten.to_json()
+        assert "❌" not in _commits_said(gh), _commits_said(gh)
 
 
 def test_the_statement_names_the_run_attempt_that_built_the_wheels(world: World, tmp_path: Path) -> None:
@@ -237,6 +305,27 @@ def test_a_declined_pull_request_skips_that_commit_only(world: World, tmp_path: 
         assert len(gh.repo.pulls) == 2 and newer[:8] in gh.repo.pulls[2].title and gh.repo.pulls[2].state == "open"
         assert gh.repo.pulls[1].state == "closed" and newer[:8] not in gh.repo.pulls[1].title
         assert [m for m in later.messages if m.startswith("opened wheelpin/demo-cache: ")], later.messages
+
+
+def test_after_a_declined_pull_request_whose_branch_was_kept_the_plan_opens_a_new_one(
+    world: World, tmp_path: Path
+) -> None:
+    """The kept branch of a declined pull request is no open proposal: for a newer commit
+    the dry run says it creates one, and the pass writes the branch over and opens a new
+    pull request, saying "opened" (tests/fixtures/dryreal.py holds the verbs alike)."""
+    with on_github(world, tmp_path) as gh:
+        world.commit_upstream("one", NEW_VERSION)
+        gh.reconciler.run()
+        maintainer_closes(gh, 1, delete_branch=False)
+        assert dry_then_real(gh).status == "nothing"
+        world.commit_upstream("two", {"VERSION": "0.1.2\n"})
+        plan = gh.reconciler.run(dry_run=True).components[0].plan
+        assert plan is not None and plan.proposal == "create", plan
+        opened = dry_then_real(gh)
+        assert opened.messages[-1].startswith("opened wheelpin/demo-cache: "), opened.messages
+        assert [p.state for p in gh.repo.pulls.values()] == ["closed", "open"]
+        updated = dry_then_real(gh)  # at rest now: the open one is kept
+        assert updated.status == "nothing", updated.to_json()
 
 
 def test_merged_superseded_and_human_edits(world: World, tmp_path: Path) -> None:

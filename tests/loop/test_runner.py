@@ -89,7 +89,7 @@ class Loop:
         writes, tags, started = self.platform.writes, dict(self.store.tags), list(self.builder.started)
         dry = self.reconciler.run(dry_run=True, **options)
         assert (self.platform.writes, self.store.tags, self.builder.started) == (writes, tags, started)
-        existed = f"refs/heads/{BRANCH}" in self.platform.refs
+        existed = BRANCH in self.platform.proposals
         real = self.reconciler.run(**options)
         predicted(
             dry.to_json(),

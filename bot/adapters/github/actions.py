@@ -211,20 +211,24 @@ class ActionsClient:
             raise InputError(f"run {run_id} has more than {MAX_ARTIFACTS} artifacts: too many to take as one build")
         return listed
 
-    def expired(self, run_id: int, *, every: bool = True) -> ArtifactsExpired | None:
+    def expired(self, run_id: int, *, every: bool = True, listed: list[Any] | None = None) -> ArtifactsExpired | None:
         """Why run `run_id`'s artifacts can no longer be taken: all of them expired (with
-        `every=False`: any of them, which may have held its wheels), or None."""
+        `every=False`: any of them, which may have held its wheels), or None. `listed`: its
+        artifacts as `artifacts` listed them already this pass (None: listed now)."""
         self.client.fresh()
-        listed = [a for a in self.artifacts(run_id) if isinstance(a, dict)]
+        listed = [a for a in (self.artifacts(run_id) if listed is None else listed) if isinstance(a, dict)]
         gone = [a for a in listed if a.get("expired")]
         return _expired(run_id, gone) if gone and (len(gone) == len(listed) or not every) else None
 
-    def download(self, run_id: int, folder: Path, *, ended_at: float | None = None) -> list[Path]:
+    def download(
+        self, run_id: int, folder: Path, *, ended_at: float | None = None, listed: list[Any] | None = None
+    ) -> list[Path]:
         """The wheels of the run's artifacts, written into `folder`. No artifact listed yet,
         within `artifact_grace` of the run's end, is a TransientError (GitHub lists them
         late); after it, an empty list. Wheels that can only have been in artifacts that
-        expired (all of them, or the others hold none) are ArtifactsExpired."""
-        listed = [a for a in self.artifacts(run_id) if isinstance(a, dict)]
+        expired (all of them, or the others hold none) are ArtifactsExpired. `listed`: as
+        `expired` takes it."""
+        listed = [a for a in (self.artifacts(run_id) if listed is None else listed) if isinstance(a, dict)]
         gone = [a for a in listed if a.get("expired")]
         artifacts = [a for a in listed if not a.get("expired")]
         if gone and not artifacts:

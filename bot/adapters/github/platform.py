@@ -84,6 +84,7 @@ class GitHubPlatform:
         self.bot_signed = app is not None or is_installation_token(token)
         self.page_size = 100
         self._bot_refs: dict[str, str] | None = None
+        self._branch_pulls: dict[str, list[Any]] = {}  # a branch's pull requests of all states, once a pass
         self._login: str | None = login  # given with a token, which may not ask GitHub who it is
         self._login_refused = False  # GitHub refused to tell the token who it is (GET /user: 403)
 
@@ -112,6 +113,7 @@ class GitHubPlatform:
         """A pass starts: the bot's branches are listed afresh, once (one request, 304 when
         nothing moved), instead of one lookup per component."""
         self._bot_refs = None
+        self._branch_pulls.clear()
 
     def _bot_branches(self) -> dict[str, str]:
         if self._bot_refs is None:
@@ -379,6 +381,7 @@ class GitHubPlatform:
         up to date; True when it opened one. The base changes only when asked: GitHub moves a
         pull request to another base by itself only when its base branch is renamed."""
         self._check_branch(branch)
+        self._branch_pulls.pop(branch, None)  # what was listed of it is no longer so
         self.client.fresh()
         try:
             pull = self._open_pull(branch)
@@ -440,6 +443,20 @@ class GitHubPlatform:
         except GitHubError as exc:
             raise translate(exc, f"commenting on the pull request of {branch}") from None
 
+    def _pulls_of(self, branch: str) -> list[Any]:
+        """The branch's pull requests, open and closed: listed once a pass, for whether one
+        is open and which commits were declined."""
+        if branch not in self._branch_pulls:
+            try:
+                self._branch_pulls[branch] = self.pulls("all", branch)
+            except GitHubError as exc:
+                raise translate(exc, f"the pull requests of {branch}") from None
+        return self._branch_pulls[branch]
+
+    def proposal_open(self, branch: str) -> bool:
+        """Whether an open pull request carries the branch (a declined one's may be kept)."""
+        return any(pull.state == "open" for pull in self._pulls_of(branch))
+
     def skipped_commits(self, branch: str) -> set[str]:
         """The commits of the branch's pull requests closed unmerged, read from their markers,
         whether the branch was kept or not: GitHub deletes a head branch by itself only after
@@ -448,7 +465,7 @@ class GitHubPlatform:
         declined: set[str] = set()
         proposed: set[str] = set()
         try:
-            for pull in self.pulls("all", branch):
+            for pull in self._pulls_of(branch):
                 state = read_marker(pull.body or "")
                 commit = state.get("commit") if state else None
                 if not isinstance(commit, str):
@@ -463,6 +480,7 @@ class GitHubPlatform:
 
     def close(self, branch: str, *, expected: str, reason: str) -> None:
         self._check_branch(branch)
+        self._branch_pulls.pop(branch, None)  # what was listed of it is no longer so
         self.client.fresh()
         try:
             pull = self._open_pull(branch)

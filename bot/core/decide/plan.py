@@ -58,6 +58,7 @@ class ProposalSeen:
     head: str
     state: dict[str, Any] | None  # the marker of the bot's commit
     foreign: tuple[str, ...] = ()  # commits on the branch that the bot did not make
+    open: bool = True  # a proposal is open on it (False: a declined pull request's kept branch)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -380,7 +381,8 @@ def plan(facts: Facts, now: float, asks: Asks = Asks()) -> list[Action]:
                     why=f"in its quiet period ({int(age // 60)} of {facts.quiet_minutes} minutes)",
                 )
             ]
-    verb = "update" if proposal is not None else "open"
+    # a declined proposal's kept branch is written over, and a new pull request opened
+    verb = "update" if proposal is not None and proposal.open else "open"
     image = facts.image
     if image is None:
         failure = live_failure(facts, now, asks)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...adapters.buildcache import COMPLETE, build_folder
 from ...adapters.statefile import StateFile
@@ -20,7 +20,7 @@ from ...core.errors import BuildFailed, TransientError, WheelpinError
 from .base import Builder, BuildPreview, BuildSite, CachedBuilds
 
 if TYPE_CHECKING:  # GitHub's modules load only when a build runs on Actions
-    from ...adapters.github.actions import ActionsClient, RunSeen
+    from ...adapters.github.actions import ActionsClient, ArtifactsExpired, RunSeen
     from ...adapters.smoke import SmokeResult
 
 DISPATCH_GRACE = 600.0  # seconds a noted dispatch is waited for before it counts as lost
@@ -47,6 +47,8 @@ class WorkflowBuilder(CachedBuilds):
         self.base_branch = base_branch
         self.adopts = build.publishes_image
         self._described: dict[int, RunSeen] = {}  # runs read for what is said of a build: once a pass
+        self._lapsed: dict[str, str] = {}  # commit → why its finished run is no longer followed
+        self._listed: dict[int, list[Any]] = {}  # a run's artifacts, listed by `status`, taken by `collect`
 
     def describe(self, commit: str) -> str | None:
         run_id = self.state.run_of(self.component.name, commit)
@@ -137,14 +139,28 @@ class WorkflowBuilder(CachedBuilds):
         run_id = self.state.run_of(self.component.name, commit)
         if run_id is None:
             return seen
-        run = self._actions().run(run_id)
+        actions = self._actions()
+        run = actions.run(run_id)
         if not run.done:
             state, detail = BuildState.RUNNING, f"build run {run.url} is {run.status}"
+        elif run.conclusion == "success" and not self.adopts and (gone := self._expired(run_id)):
+            # its wheels may be gone with them: not followed, so the plan and the pass both
+            # start a new build (`start` does not follow such a run either), rather than
+            # planning a fetch that fails
+            self._lapsed[commit] = gone.message
+            return seen
         elif run.conclusion == "success":
             state, detail = BuildState.SUCCEEDED, f"build run {run.url} succeeded"
         else:
             state, detail = BuildState.FAILED, f"build run {run.url} of {commit[:8]} ended: {run.conclusion}"
         return BuildSeen(state, detail, asynchronous=True, adopts=self.adopts, followed=True, where=WHERE)
+
+    def _expired(self, run_id: int) -> ArtifactsExpired | None:
+        """Why the finished run's artifacts (any of them) can no longer be taken, or None;
+        listed once a pass, and the fetch that follows takes that listing."""
+        actions = self._actions()
+        self._listed[run_id] = actions.artifacts(run_id)
+        return actions.expired(run_id, every=False, listed=self._listed[run_id])
 
     def start(self, commit: str) -> str:
         """Dispatch the build of `commit` once. A dispatch is noted before it is sent; a
@@ -152,6 +168,8 @@ class WorkflowBuilder(CachedBuilds):
         bot's oldest unclaimed run since the note) and follows it instead."""
         actions, name = self._actions(), self.component.name
         workflow = self.build.workflow
+        if commit in self._lapsed:  # nor what named that run (`/wheelpin build --from-run`)
+            self.discard(commit)
         pending = self.state.dispatch_of(name, commit)
         claimed = self.state.claimed_runs()
         existing = actions.find_run(workflow, commit, since=pending, claimed=claimed)
@@ -187,7 +205,8 @@ class WorkflowBuilder(CachedBuilds):
         if run_id is None:
             raise TransientError(f"{name}: the dispatched run of {commit[:8]} is not listed yet", retry_after=15.0)
         self.state.record_run(name, commit, run_id)
-        return f"dispatched {workflow} for {commit[:8]} (run {run_id})"
+        lapsed = self._lapsed.pop(commit, None)
+        return f"{lapsed + '; ' if lapsed else ''}dispatched {workflow} for {commit[:8]} (run {run_id})"
 
     def collect(self, commit: str) -> list[Path]:
         """The run's wheels, fetched from its artifacts into the build cache once."""
@@ -202,7 +221,8 @@ class WorkflowBuilder(CachedBuilds):
         from ...adapters.github.actions import ArtifactsExpired  # loaded already: `actions` is its client
 
         try:
-            fetched = actions.download(run_id, out, ended_at=actions.run(run_id).ended_at)
+            listed = self._listed.pop(run_id, None)
+            fetched = actions.download(run_id, out, ended_at=actions.run(run_id).ended_at, listed=listed)
         except ArtifactsExpired as exc:
             # no build failed: its wheels are gone, so the next pass builds the commit anew, with no backoff
             self.discard(commit)

@@ -53,6 +53,15 @@ def test_an_up_to_date_proposal_plans_nothing() -> None:
 
 
 @pytest.mark.parametrize(
+    ("proposal", "verb"), [(None, "open"), (PROPOSAL, "update"), (replace(PROPOSAL, open=False), "open")]
+)
+def test_the_proposal_is_updated_only_where_one_is_open(proposal: ProposalSeen | None, verb: str) -> None:
+    """A declined pull request's kept branch is written over, and a new one is opened."""
+    (write,) = [a for a in plan(replace(FACTS, image=IMAGE, proposal=proposal), NOW) if isinstance(a, WriteProposal)]
+    assert write.verb == verb
+
+
+@pytest.mark.parametrize(
     ("changes", "expected"),
     [
         # nothing yet: the whole way to a proposal, as far as it can be foreseen
