@@ -19,8 +19,15 @@ from ..core.errors import ConfigError, TransientError
 CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispatches that far apart
 
 # the tables whose rows carry a scope (the prefix of `component`), each with the rest of its key
-SCOPED_TABLES = {"failures": "commit_sha", "runs": "commit_sha", "dispatches": "commit_sha", "unpinned": "tag", "prunes": ""}
-_ADOPTED: set[tuple[str, str]] = set()  # (where the state is kept, scope): its former scopes' rows moved in this process
+SCOPED_TABLES = {
+    "failures": "commit_sha",
+    "runs": "commit_sha",
+    "dispatches": "commit_sha",
+    "unpinned": "tag",
+    "prunes": "",
+}
+# (where the state is kept, scope): its former scopes' rows were moved by this process
+_ADOPTED: set[tuple[str, str]] = set()
 _ADOPTED_LOCK = threading.Lock()
 
 
