@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.github.platform import GitHubPlatform
+from bot.adapters.statefile import StateFile
 from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, on_github
@@ -163,8 +164,20 @@ def test_a_delivery_naming_the_repository_in_another_case_is_served(world: World
 
 
 def test_a_token_watches_its_repositories_as_github_names_them(world: World, tmp_path: Path) -> None:
+    """…and what an earlier wheelpin recorded under the name as WHEELPIN_REPOSITORIES spelt
+    it (a run followed, here) is the repository's still."""
+    earlier = StateFile(tmp_path / "cache" / "state.sqlite", scope="ROCm/ATOM:")
+    earlier.record_run(COMPONENT, "f" * 40, 42)
+    earlier.close()
     with running_bot(world, tmp_path, token_watching="ROCm/ATOM") as bot:
         assert [w.repository for w in bot.service.watched.values()] == ["rocm/atom"]
+        (watched,) = bot.service.watched.values()
+        assert watched.reconciler is not None
+        state = watched.reconciler.state  # the bot is idle: read here, then let go for its workers' threads
+        try:
+            assert state.scope.startswith("github#") and state.run_of(COMPONENT, "f" * 40) == 42
+        finally:
+            state.release()
         world.commit_upstream("one", NEW_VERSION)
         bot.poll_and_build()
         (pull,) = bot.pulls()
