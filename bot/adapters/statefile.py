@@ -38,8 +38,9 @@ class StateFile:
 
     `formerly` are scopes the same repository's rows may have been recorded under before
     (an earlier wheelpin's, or a spelling of its name in another case), matched without
-    case: at first use their rows are moved under `scope`, once, and a row already
-    recorded under `scope` is kept over a former one (it is the later)."""
+    case: at first use their rows are moved under `scope`, once (the `adopted` table says
+    so to every later process), and a row already recorded under `scope` is kept over a
+    former one (it is the later)."""
 
     def __init__(self, path: Path, *, scope: str = "", formerly: Sequence[str] = ()) -> None:
         self.path = path
@@ -96,6 +97,8 @@ class StateFile:
             "create table if not exists unpinned (component text, tag text, since real, primary key (component, tag))"
         )
         db.execute("create table if not exists prunes (component text primary key, at real)")
+        # the scopes whose former rows were taken over: looked at once, not every table scanned again
+        db.execute("create table if not exists adopted (scope text primary key)")
         if prune:
             db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
             db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
@@ -108,6 +111,10 @@ class StateFile:
         with _ADOPTED_LOCK:
             if not self.formerly or adopted in _ADOPTED:
                 return
+        if self._q("select 1 from adopted where scope = ?", (self.scope,)).fetchone() is not None:
+            with _ADOPTED_LOCK:
+                _ADOPTED.add(adopted)  # another process (or replica) took them over already
+            return
         for table, rest in SCOPED_TABLES.items():
             same_rest = f" and kept.{rest} = {table}.{rest}" if rest else ""
             for former in self.formerly:
@@ -125,6 +132,7 @@ class StateFile:
                         (moved, component, moved),
                     )
                     self._q(f"delete from {table} where component = ?", (component,))
+        self._q("insert into adopted values (?) on conflict (scope) do nothing", (self.scope,))
         self._commit()
         if not self._unsaved:
             with _ADOPTED_LOCK:
@@ -422,6 +430,7 @@ class PostgresState(StateFile):
             " primary key (component, tag))"
         )
         self._pg.execute("create table if not exists prunes (component text primary key, at double precision)")
+        self._pg.execute("create table if not exists adopted (scope text primary key)")
         if not self._unsaved:
             self._pg.execute("delete from refusals where at < %s", (time.time() - CLAIMS_KEPT,))
             self._pg.execute("delete from claimed where at < %s", (time.time() - CLAIMS_KEPT,))

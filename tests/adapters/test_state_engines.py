@@ -222,3 +222,22 @@ def test_what_was_recorded_under_another_spelling_is_read_under_the_repository_s
     finally:
         gone.close()
         kept.close()
+
+
+def test_the_rows_of_former_scopes_are_taken_over_once_for_every_process(state: StateFile) -> None:
+    """A service of 2,500 repositories opens 2,500 scopes at each start: the tables are looked
+    through for a scope's former rows once, recorded in the state, not at every start."""
+    from bot.adapters import statefile
+
+    first = _at_same_place(state, "github#9:", formerly=("rocm/vllm:",))
+    assert first.run_of("c", "x") is None
+    first.close()
+    later = _at_same_place(state, "rocm/vllm:")  # written under the name after that (a replica not upgraded yet)
+    later.record_run("c", "x", 5)
+    later.close()
+    statefile._ADOPTED.clear()  # another process
+    again = _at_same_place(state, "github#9:", formerly=("rocm/vllm:",))
+    try:
+        assert again.run_of("c", "x") is None
+    finally:
+        again.close()
