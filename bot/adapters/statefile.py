@@ -18,15 +18,34 @@ from ..core.errors import ConfigError, TransientError
 
 CLAIMS_KEPT = 30 * 86_400  # a run followed is remembered a month: no one dispatches that far apart
 
+# the tables whose rows carry a scope (the prefix of `component`), each with the rest of its key
+SCOPED_TABLES = {
+    "failures": "commit_sha",
+    "runs": "commit_sha",
+    "dispatches": "commit_sha",
+    "unpinned": "tag",
+    "prunes": "",
+}
+# (where the state is kept, scope): its former scopes' rows were moved by this process
+_ADOPTED: set[tuple[str, str]] = set()
+_ADOPTED_LOCK = threading.Lock()
+
 
 class StateFile:
     """`scope` keeps apart the components of several repositories in one state (a service
     watching rocm/vllm and rocm/sglang, both with a component `lmcache`): it prefixes
-    every component name stored (`rocm/vllm:`); the names given and returned are bare."""
+    every component name stored (`rocm/vllm:`); the names given and returned are bare.
 
-    def __init__(self, path: Path, *, scope: str = "") -> None:
+    `formerly` are scopes the same repository's rows may have been recorded under before
+    (an earlier wheelpin's, or a spelling of its name in another case), matched without
+    case: at first use their rows are moved under `scope`, once (the `adopted` table says
+    so to every later process), and a row already recorded under `scope` is kept over a
+    former one (it is the later)."""
+
+    def __init__(self, path: Path, *, scope: str = "", formerly: Sequence[str] = ()) -> None:
         self.path = path
         self.scope = scope
+        self.formerly = tuple(dict.fromkeys(former.lower() for former in formerly if former))
         self._db: sqlite3.Connection | None = None
         self._in_memory = False
         self._unsaved = False
@@ -41,6 +60,7 @@ class StateFile:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(":memory:" if self._in_memory else self.path)
             self._create(self._db, prune=not self._unsaved)
+            self._adopt_former(str(self.path))
         return self._db
 
     @staticmethod
@@ -77,10 +97,46 @@ class StateFile:
             "create table if not exists unpinned (component text, tag text, since real, primary key (component, tag))"
         )
         db.execute("create table if not exists prunes (component text primary key, at real)")
+        # the scopes whose former rows were taken over: looked at once, not every table scanned again
+        db.execute("create table if not exists adopted (scope text primary key)")
         if prune:
             db.execute("delete from refusals where at < ?", (time.time() - CLAIMS_KEPT,))
             db.execute("delete from claimed where at < ?", (time.time() - CLAIMS_KEPT,))
         db.commit()
+
+    def _adopt_former(self, kept_at: str) -> None:
+        """The rows of the `formerly` scopes moved under `scope` (once a process: the first
+        open after an upgrade or a rename moves them; the statements are both engines')."""
+        adopted = (kept_at, self.scope)
+        with _ADOPTED_LOCK:
+            if not self.formerly or adopted in _ADOPTED:
+                return
+        if self._q("select 1 from adopted where scope = ?", (self.scope,)).fetchone() is not None:
+            with _ADOPTED_LOCK:
+                _ADOPTED.add(adopted)  # another process (or replica) took them over already
+            return
+        for table, rest in SCOPED_TABLES.items():
+            same_rest = f" and kept.{rest} = {table}.{rest}" if rest else ""
+            for former in self.formerly:
+                found = self._q(
+                    f"select distinct component from {table} where lower(substr(component, 1, {len(former)})) = ?",
+                    (former,),
+                ).fetchall()
+                for (component,) in found:
+                    if component.startswith(self.scope):  # already this scope's (a former spelt alike)
+                        continue
+                    moved = self.scope + component[len(former) :]
+                    self._q(
+                        f"update {table} set component = ? where component = ? and not exists"
+                        f" (select 1 from {table} as kept where kept.component = ?{same_rest})",
+                        (moved, component, moved),
+                    )
+                    self._q(f"delete from {table} where component = ?", (component,))
+        self._q("insert into adopted values (?) on conflict (scope) do nothing", (self.scope,))
+        self._commit()
+        if not self._unsaved:
+            with _ADOPTED_LOCK:
+                _ADOPTED.add(adopted)
 
     @contextmanager
     def unsaved(self) -> Iterator[None]:
@@ -314,8 +370,8 @@ class PostgresState(StateFile):
     A connection is borrowed from the process's pool at first use and given back by
     `release()` (the end of each pass)."""
 
-    def __init__(self, url: str, *, scope: str = "") -> None:
-        super().__init__(Path("/nonexistent"), scope=scope)
+    def __init__(self, url: str, *, scope: str = "", formerly: Sequence[str] = ()) -> None:
+        super().__init__(Path("/nonexistent"), scope=scope, formerly=formerly)
         self.url = url
         self._pg: Any = None
         self._pool: Any = None
@@ -337,6 +393,7 @@ class PostgresState(StateFile):
                     self._prepare()
                     with _POOLS_LOCK:
                         _PREPARED.add(self.url)
+                self._adopt_former(self.url)
             except psycopg.Error as exc:
                 self.release()
                 raise TransientError(unreachable(self.url, exc)) from None
@@ -373,6 +430,7 @@ class PostgresState(StateFile):
             " primary key (component, tag))"
         )
         self._pg.execute("create table if not exists prunes (component text primary key, at double precision)")
+        self._pg.execute("create table if not exists adopted (scope text primary key)")
         if not self._unsaved:
             self._pg.execute("delete from refusals where at < %s", (time.time() - CLAIMS_KEPT,))
             self._pg.execute("delete from claimed where at < %s", (time.time() - CLAIMS_KEPT,))
@@ -423,9 +481,12 @@ def unreachable(url: str, exc: BaseException) -> str:
     )
 
 
-def open_state(cache: Path, database_url: str | None = None, *, scope: str = "") -> StateFile:
+def open_state(
+    cache: Path, database_url: str | None = None, *, scope: str = "", formerly: Sequence[str] = ()
+) -> StateFile:
     """The state: in PostgreSQL when a database is named (`WHEELPIN_DATABASE_URL`), else the
-    SQLite file in the cache folder; its components kept apart by `scope` (a repository)."""
+    SQLite file in the cache folder; its components kept apart by `scope` (a repository),
+    with what was recorded under its `formerly` scopes moved there."""
     if database_url:
-        return PostgresState(database_url, scope=scope)
-    return StateFile(cache / "state.sqlite", scope=scope)
+        return PostgresState(database_url, scope=scope, formerly=formerly)
+    return StateFile(cache / "state.sqlite", scope=scope, formerly=formerly)

@@ -176,7 +176,9 @@ class Commands:
         def answer(content: str, text: str | None = None) -> None:
             if text is not None:
                 reply = f"@{job.sender}: {text}"
-                conversation.comment(job.number or 0, reply, key=_reply_key(comments, reply))
+                conversation.comment(
+                    job.number or 0, reply, key=_reply_key(comments, reply), answering=_first(comments)
+                )
             _react(conversation, comments, content)
 
         refused = self._refused(watched, conversation, job)
@@ -184,7 +186,7 @@ class Commands:
             if self._said_lately(watched.repository, job):
                 log.info("command.refused_quietly", sender=job.sender, command=job.command)
                 return True
-            conversation.comment(job.number, refused, key=_reply_key(comments, refused))
+            conversation.comment(job.number, refused, key=_reply_key(comments, refused), answering=_first(comments))
             _react(conversation, comments, "confused")
             return True
         names = [c.name for c in reconciler.config.components]
@@ -259,6 +261,11 @@ def _reply_key(comments: list[Comment], text: str) -> str | None:
     new comment gets its own reply). None when no comment is known: nothing to tell apart."""
     answered = [str(comment) for comment, _seen in comments if comment is not None]
     return "-".join([*answered, hashlib.sha256(text.encode()).hexdigest()[:12]]) if answered else None
+
+
+def _first(comments: list[Comment]) -> int | None:
+    """The earliest of the comments a reply answers (ids grow as comments are made)."""
+    return min((comment for comment, _seen in comments if comment is not None), default=None)
 
 
 def _react(conversation: Conversation, comments: list[Comment], content: str) -> None:

@@ -53,9 +53,10 @@ class Conversation(Protocol):
 
     def say_once(self, branch: str, *, key: str, text: str) -> None: ...
 
-    def comment(self, number: int, text: str, *, key: str | None) -> None:
+    def comment(self, number: int, text: str, *, key: str | None, answering: int | None = None) -> None:
         """A reply on issue `number`, made once per `key` (the job making it may run again;
-        None: made without looking)."""
+        None: made without looking), looked for among the comments since `answering`, the
+        comment it answers."""
         ...
 
     def open_proposals(self) -> dict[str, str]: ...

@@ -259,6 +259,22 @@ class Settings(BaseModel):
             )
         return {int(part) for part in parts}
 
+    def check_write_pacing(self) -> None:
+        """Each replica leaves WHEELPIN_GITHUB_WRITE_GAP × WHEELPIN_REPLICAS seconds between its
+        GitHub writes (adapters/github/transport.py `share_writes`): a gap longer than a
+        write may wait would refuse every write, so it is refused here, at start."""
+        from ..adapters.github.transport import MAX_WAIT
+        from ..core.errors import ConfigError
+
+        replicas = self.replicas if self.database_url is not None else 1
+        gap = self.github_write_gap * replicas
+        if gap > MAX_WAIT:
+            raise ConfigError(
+                f"WHEELPIN_GITHUB_WRITE_GAP × WHEELPIN_REPLICAS is {self.github_write_gap:g} s × {replicas} = "
+                f"{gap:g} s between one replica's writes, longer than the {MAX_WAIT:.0f} s a write may wait: "
+                "lower one of them"
+            )
+
     def webhook_key(self) -> bytes | None:
         """The webhook secret's bytes, None when unset; an empty one is refused, since
         every delivery signed with an empty key would pass."""

@@ -22,6 +22,7 @@ def serve_command(*, host: str, port: int, settings: Settings) -> int:
             "WHEELPIN_INSTALLATION_IDS shards by hand, and WHEELPIN_DATABASE_URL makes the replicas "
             "share every installation: unset one of them"
         )
+    settings.check_write_pacing()  # a gap between writes that would refuse them all: said now
     forge = forge_of(settings)
     if forge.missing_credentials() is None:
         forge.check_settings()  # a repository named that the forge does not have: said now

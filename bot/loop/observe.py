@@ -81,8 +81,10 @@ class Observer:
         state: StateFile,
         memory: Memory,
         reads: Reads,
+        where: str,
     ) -> None:
         self.loaded = loaded
+        self.where = where  # the repository, as its refused writes are recorded (runner.py)
         self.config = loaded.config
         self.platform = platform
         self.registries = registries
@@ -182,7 +184,7 @@ class Observer:
         if read.pins and all(p.ref is not None and p.ref.digest == image.digest for p in read.pins):
             return replace(facts, base_pins_image=True)  # its revision was unknown
         facts = replace(facts, image=image)
-        return replace(facts, refusal=self.state.refusal(write_key(facts, where=str(self.loaded.root))))
+        return replace(facts, refusal=self.state.refusal(write_key(facts, where=self.where)))
 
     def _head(self, upstream: UpstreamRepo) -> str:
         """The upstream's head, listed once a pass for all the components that follow it."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -76,6 +76,7 @@ class Reconciler:
         settle: float | None = None,
         database_url: str | None = None,
         state_scope: str = "",
+        state_formerly: Sequence[str] = (),
         attestations: Callable[[], AttestationsReader] | None = None,
         signing_key: SigningKey | None = None,
     ) -> None:
@@ -90,11 +91,20 @@ class Reconciler:
         self.retry_failed = retry_failed
         self.builder_for = builder_for or self._builder  # tests give an in-memory one (tests/fixtures/fakes.py)
         # the SQLite file, or PostgreSQL; a repository's components apart from another's
-        self.state = open_state(cache, database_url, scope=state_scope)
+        self.state = open_state(cache, database_url, scope=state_scope, formerly=state_formerly)
+        # what a refused write is recorded against: the state's scope where one is given (a
+        # repository on GitHub is scoped by its id, which a rename or a transfer keeps)
+        self.where = state_scope or str(loaded.root)
         self.memory = Memory()
         self.reads = Reads(platform)
         self.observer = Observer(
-            loaded, platform=platform, registries=registries, state=self.state, memory=self.memory, reads=self.reads
+            loaded,
+            platform=platform,
+            registries=registries,
+            state=self.state,
+            memory=self.memory,
+            reads=self.reads,
+            where=self.where,
         )
         self.settle = settle  # None: the publisher's own (tests give 0)
         self.signing_key = signing_key  # signs the provenance of the images published (None: unsigned)
@@ -120,7 +130,7 @@ class Reconciler:
             trust = TrustCheck(self.attestations, self.cache) if self.attestations is not None else None
             self._executor = Executor(
                 self.config,
-                str(self.loaded.root),
+                self.where,
                 self.platform,
                 self.state,
                 self.memory,

@@ -9,6 +9,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -438,3 +439,49 @@ def test_the_gap_between_writes_is_the_settings() -> None:
         assert Client(url, token="t").http.pacer.gap == 2.5
     finally:
         space_writes(WRITE_GAP)
+
+
+def test_a_gap_longer_than_a_write_may_wait_is_refused_at_start_and_never_said_as_the_hourly_limit() -> None:
+    """WHEELPIN_GITHUB_WRITE_GAP × WHEELPIN_REPLICAS is the gap each replica leaves between its
+    writes: one longer than a write may wait (300 s) would refuse every write with "GitHub's
+    limit of N writes an hour is reached", which is false. The settings are refused at start
+    in one sentence; a pacer made with such a gap anyway says the gap."""
+    from bot.app.settings import Settings
+    from bot.core.errors import ConfigError
+
+    too_long = Settings.from_environment(
+        {"WHEELPIN_GITHUB_WRITE_GAP": "60", "WHEELPIN_REPLICAS": "6", "WHEELPIN_DATABASE_URL": "postgresql://x/y"}
+    )
+    with pytest.raises(ConfigError) as refused:
+        too_long.check_write_pacing()
+    assert refused.value.message == (
+        "WHEELPIN_GITHUB_WRITE_GAP × WHEELPIN_REPLICAS is 60 s × 6 = 360 s between one replica's writes, "
+        "longer than the 300 s a write may wait: lower one of them"
+    )
+    Settings.from_environment({"WHEELPIN_GITHUB_WRITE_GAP": "60", "WHEELPIN_REPLICAS": "5"}).check_write_pacing()
+    Settings.from_environment({"WHEELPIN_GITHUB_WRITE_GAP": "60", "WHEELPIN_REPLICAS": "6"}).check_write_pacing()
+
+    clock = Clock()
+    pacer = WritePacer(70, 500, gap=360.0, sleep=clock.sleep, monotonic=clock.time)
+    pacer.wait(300.0)
+    with pytest.raises(WritesPaced) as paced_:
+        pacer.wait(300.0)
+    assert "writes an hour" not in paced_.value.message
+    assert paced_.value.message == "writes of one App or token are spaced 360 s apart; writing again in 6 min"
+
+
+def test_serve_refuses_a_gap_longer_than_a_write_may_wait(tmp_path: Path) -> None:
+    from bot.app.settings import Settings
+    from bot.commands.serve_cmd import serve_command
+    from bot.core.errors import ConfigError
+
+    settings = Settings.from_environment(
+        {
+            "WHEELPIN_CACHE_DIR": str(tmp_path),
+            "WHEELPIN_GITHUB_WRITE_GAP": "60",
+            "WHEELPIN_REPLICAS": "6",
+            "WHEELPIN_DATABASE_URL": "postgresql://127.0.0.1:9/none",
+        }
+    )
+    with pytest.raises(ConfigError, match="between one replica's writes"):
+        serve_command(host="127.0.0.1", port=0, settings=settings)

@@ -175,3 +175,69 @@ def test_a_read_leaves_no_transaction_open(postgres: Postgres, tmp_path: Path) -
         assert open_ == (0,)
     finally:
         state.close()
+
+
+def _at_same_place(state: StateFile, scope: str, formerly: tuple[str, ...] = ()) -> StateFile:
+    """Another state on the same file or database, as another repository's reconciler (or a
+    later wheelpin's) opens it."""
+    if isinstance(state, PostgresState):
+        return PostgresState(state.url, scope=scope, formerly=formerly)
+    return StateFile(state.path, scope=scope, formerly=formerly)
+
+
+def test_what_was_recorded_under_another_spelling_is_read_under_the_repository_s_id(state: StateFile) -> None:
+    """An earlier wheelpin kept a repository's state under its name as WHEELPIN_REPOSITORIES
+    spelt it (`rocm/atom:`); GitHub spells it `ROCm/Atom`, and its state is now kept under
+    its id. Every row moves there once, nothing of another repository (`rocm/atom-dev`)
+    moves, and a row already recorded under the id is kept over the older one."""
+    before = _at_same_place(state, "rocm/atom:")
+    before.record("lmcache", "x", "build", "exit 1")
+    before.record_run("lmcache", "x", 42)
+    before.record_dispatch("lmcache", "y")
+    before.record_unpinned("lmcache", {"old-tag": 1.0}, at=5.0)
+    before.record_run("mooncake", "z", 7)
+    before.close()
+    other = _at_same_place(state, "rocm/atom-dev:")
+    other.record("lmcache", "x", "build", "exit 2")
+    other.close()
+    since = _at_same_place(state, "github#123:")
+    since.record_run("mooncake", "z", 8)  # recorded after the upgrade, before the rows were moved
+    since.close()
+
+    now = _at_same_place(state, "github#123:", formerly=("ROCm/Atom:",))
+    try:
+        failed = now.failure("lmcache", "x")
+        assert failed is not None and (failed.component, failed.message) == ("lmcache", "exit 1")
+        assert now.run_of("lmcache", "x") == 42 and now.dispatch_of("lmcache", "y") is not None
+        assert now.unpinned_since("lmcache") == {"old-tag": 1.0} and now.pruned_at("lmcache") == 5.0
+        assert now.run_of("mooncake", "z") == 8
+    finally:
+        now.close()
+    gone = _at_same_place(state, "rocm/atom:")
+    kept = _at_same_place(state, "rocm/atom-dev:")
+    try:
+        assert gone.failure("lmcache", "x") is None and gone.run_of("mooncake", "z") is None
+        failed = kept.failure("lmcache", "x")
+        assert failed is not None and failed.message == "exit 2"
+    finally:
+        gone.close()
+        kept.close()
+
+
+def test_the_rows_of_former_scopes_are_taken_over_once_for_every_process(state: StateFile) -> None:
+    """A service of 2,500 repositories opens 2,500 scopes at each start: the tables are looked
+    through for a scope's former rows once, recorded in the state, not at every start."""
+    from bot.adapters import statefile
+
+    first = _at_same_place(state, "github#9:", formerly=("rocm/vllm:",))
+    assert first.run_of("c", "x") is None
+    first.close()
+    later = _at_same_place(state, "rocm/vllm:")  # written under the name after that (a replica not upgraded yet)
+    later.record_run("c", "x", 5)
+    later.close()
+    statefile._ADOPTED.clear()  # another process
+    again = _at_same_place(state, "github#9:", formerly=("rocm/vllm:",))
+    try:
+        assert again.run_of("c", "x") is None
+    finally:
+        again.close()

@@ -141,7 +141,7 @@ class Bot:
         """`sender` comments `body` on pull request (or issue) `number`: the comment is made,
         then delivered with its body as it is (or as it was: `seen`)."""
         item = self.repo.pulls[number]
-        item.comments.append(body)
+        item.add_comment(body)
         payload = example("issue_comment", "created")
         payload["repository"] = {**payload["repository"], "full_name": self.repository}
         payload["issue"] = {

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.github.platform import GitHubPlatform
+from bot.adapters.statefile import StateFile
 from bot.app.jobs import Job, JobKind
 from tests.app.bots import COMPONENT, Bot, running_bot, wait_until
 from tests.app.worlds import NEW_VERSION, World, on_github
@@ -31,6 +32,11 @@ def moved(bot: Bot, action: str, **changes: Any) -> None:
     }
     payload["changes"] = changes
     bot.send("repository", payload)
+
+
+def dispatches(bot: Bot) -> list[Any]:
+    """The workflow dispatches the bot asked GitHub for (each starts a build)."""
+    return [r for r in bot.emulator.recorded if r.method == "POST" and r.template.endswith("/dispatches")]
 
 
 def recheck_is_answered(bot: Bot, number: int) -> None:
@@ -59,6 +65,31 @@ def test_a_renamed_repository_is_served_from_its_rename_on(world: World, tmp_pat
         world.commit_upstream("two", {"VERSION": "0.1.2\n"})
         bot.poll_and_build()
         assert bot.pulls() == [pull] and "0.1.2" in pull.title  # the same pull request, brought up to date
+
+
+def test_a_failed_build_s_backoff_holds_across_a_rename(world: World, tmp_path: Path) -> None:
+    """The state a repository's passes keep (a failed build's backoff, here) is the
+    repository's whatever GitHub names it: the rename's delivery makes its reconciler anew,
+    as a restart does, and the failed build is not dispatched again at once."""
+    with running_bot(world, tmp_path) as bot:
+
+        def failing(repo: Any, run: Any) -> dict[str, bytes]:
+            raise RuntimeError("the build failed")  # the emulator's run ends: failure
+
+        bot.emulator.actions = failing
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        assert len(dispatches(bot)) == 1 and bot.pulls() == []
+        bot.poll()
+        bot.idle()
+        assert len(dispatches(bot)) == 1  # backing off
+        bot.emulator.move_repo(bot.repo, name="Atom-NG")
+        moved(bot, "renamed", repository={"name": {"from": "atom"}})
+        bot.idle()
+        assert [w.repository for w in bot.service.watched.values()] == ["rocm/Atom-NG"]
+        bot.poll()
+        bot.idle()
+        assert len(dispatches(bot)) == 1  # backing off still
 
 
 def test_a_command_heard_before_the_list_is_read_again_waits_for_it(world: World, tmp_path: Path) -> None:
@@ -133,8 +164,20 @@ def test_a_delivery_naming_the_repository_in_another_case_is_served(world: World
 
 
 def test_a_token_watches_its_repositories_as_github_names_them(world: World, tmp_path: Path) -> None:
+    """…and what an earlier wheelpin recorded under the name as WHEELPIN_REPOSITORIES spelt
+    it (a run followed, here) is the repository's still."""
+    earlier = StateFile(tmp_path / "cache" / "state.sqlite", scope="ROCm/ATOM:")
+    earlier.record_run(COMPONENT, "f" * 40, 42)
+    earlier.close()
     with running_bot(world, tmp_path, token_watching="ROCm/ATOM") as bot:
         assert [w.repository for w in bot.service.watched.values()] == ["rocm/atom"]
+        (watched,) = bot.service.watched.values()
+        assert watched.reconciler is not None
+        state = watched.reconciler.state  # the bot is idle: read here, then let go for its workers' threads
+        try:
+            assert state.scope.startswith("github#") and state.run_of(COMPONENT, "f" * 40) == 42
+        finally:
+            state.release()
         world.commit_upstream("one", NEW_VERSION)
         bot.poll_and_build()
         (pull,) = bot.pulls()

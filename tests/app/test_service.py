@@ -5,6 +5,7 @@ issue, and the `/wheelpin` commands."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -588,6 +589,34 @@ def test_a_reply_github_answered_with_a_timeout_is_not_posted_twice(world: World
         bot.comment(number, f"/wheelpin build --from-run {run}", "maintainer")  # asked again: answered again
         bot.idle()
         assert len([c for c in comments if c.startswith(reply)]) == 2
+
+
+def test_a_reply_is_looked_for_only_among_the_comments_since_its_command(world: World, tmp_path: Path) -> None:
+    """Before replying to a command, the bot looks whether its reply landed already (a 5xx
+    may hide that): among the comments since the command only (the listing's `since`), not
+    through every comment anyone made on the dashboard before it."""
+    with running_bot(
+        world, tmp_path, edit=('inputs = { c = "{sha}" } }', 'inputs = { c = "{sha}" }, publishes_image = true }')
+    ) as bot:
+        world.commit_upstream("one", NEW_VERSION)
+        bot.poll_and_build()
+        (dashboard,) = dashboards(bot)
+        (run,) = bot.repo.runs
+        number = dashboard.number  # type: ignore[attr-defined]
+        for index in range(250):  # a day of chatter, three pages of it
+            dashboard.add_comment(f"chatter {index}", at=time.time() - 86_400)  # type: ignore[attr-defined]
+        bot.emulator.faults.append(Fault("POST", rf"/issues/{number}/comments$", 502, land=True))
+        listed = len(bot.emulator.recorded)
+        bot.comment(number, f"/wheelpin build --from-run {run}", "maintainer")
+        bot.idle()
+        comments: list[str] = dashboard.comments  # type: ignore[attr-defined]
+        assert len([c for c in comments if c.startswith(f"@maintainer: run {run} was not taken")]) == 1
+        reads = [
+            r
+            for r in bot.emulator.recorded[listed:]
+            if r.method == "GET" and r.template == "/repos/{owner}/{repo}/issues/{issue_number}/comments"
+        ]
+        assert len(reads) == 2 and all(len(r.body) <= 2 for r in reads)  # once a try, the command and its reply
 
 
 def test_a_build_is_taken_from_a_run_on_the_dashboard_when_there_is_no_pull_request(

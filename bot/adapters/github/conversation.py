@@ -6,6 +6,8 @@ service's `Conversation` (app/conversation.py) on GitHub; the loop never needs i
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 import requests
@@ -19,6 +21,10 @@ from .client import GitHubError, NotFoundError, said, translate
 from .platform import GitHubPlatform
 
 log = logs.get_logger("wheelpin.github")
+
+# the comments since a command looked through for its reply made already (a 5xx answered
+# to the reply may hide that it landed): three pages of 100; past them, it is made again
+REPLIES_LOOKED_AT = 300
 
 
 def _oldest_marked(issues: Any, marker: str) -> Any:
@@ -40,22 +46,43 @@ class GitHubConversation:
     def say_once(self, branch: str, *, key: str, text: str) -> None:
         self.platform.say_once(branch, key=key, text=text)
 
-    def comment(self, number: int, text: str, *, key: str | None) -> None:
+    def comment(self, number: int, text: str, *, key: str | None, answering: int | None = None) -> None:
         """A comment on issue `number` (the answer to a command given there), made once per
         `key`, which it carries in a hidden note: looked for first, since a comment GitHub
         answered with a 502 or 504 (its 10 s of work over) may have landed, and the job that
-        made it then runs again. None: made without looking."""
+        made it then runs again. None: made without looking. Only the comments since the
+        command (`answering`, its comment) are looked at, at most REPLIES_LOOKED_AT of them:
+        anyone who may comment decides how many the issue has."""
         url = self.platform.url("issues", str(number), "comments")
         self.client.fresh()
         body = text
         if key is not None:
             tag = f"<!-- wheelpin-reply: {key} -->"
-            listed = self.client.paginate(url, f"reading the comments of #{number}")
-            if any(tag in str(found.get("body") or "") for found in listed):
+            since = self._since(answering)
+            listed = self.client.paginate(
+                url, f"reading the comments of #{number}", params={"since": since} if since else None
+            )
+            if any(tag in str(found.get("body") or "") for found in islice(listed, REPLIES_LOOKED_AT)):
                 return
             body = f"{text}\n\n{tag}"
         self.client.call("POST", url, f"commenting on issue #{number}", json={"body": body})
         self.platform.writes += 1
+
+    def _since(self, comment: int | None) -> str | None:
+        """A minute before comment `comment` was made (GitHub's times are to the second, and
+        `since` is "last updated after"), as the comments listing's `since` takes it (ISO
+        8601, OpenAPI `issues/list-comments`); None when it is not known, or gone."""
+        if comment is None:
+            return None
+        data = self.client.call(
+            "GET", self.platform.url("issues", "comments", str(comment)), "reading the command's comment", missing={}
+        ).data
+        made = str(data.get("created_at") or "") if isinstance(data, dict) else ""
+        try:
+            at = datetime.strptime(made, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        except ValueError:
+            return None
+        return (at - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def permission_of(self, user: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none`: may `user` command the bot?"""

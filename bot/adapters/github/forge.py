@@ -274,11 +274,22 @@ class GitHubForge:
         return make(
             loaded,
             platform=github,
-            state_scope=f"{repository}:",
+            state_scope=state_scope(github),
+            state_formerly=self._spelt_before(repository),
             actions=ActionsClient(github),
             local_commands=False,
             attestations=lambda: AttestationsReader(github.client),
         )
+
+    def _spelt_before(self, repository: str) -> list[str]:
+        """The scopes a repository's state was recorded under by an earlier wheelpin: its name
+        as spelt (matched without case) and as WHEELPIN_REPOSITORIES named it before GitHub's
+        canonical name replaced it (a name another case or a rename left behind)."""
+        key = repository_key(repository)
+        return [
+            f"{name}:"
+            for name in (repository, *(given for given, now in self._renamed.items() if repository_key(now) == key))
+        ]
 
     def conversation(self, platform: Platform) -> Conversation:
         from .conversation import GitHubConversation
@@ -290,6 +301,14 @@ class GitHubForge:
 
     def share_writes(self, replicas: int) -> None:
         share_writes(replicas)  # GitHub's write limits are the App's, whichever replica writes
+
+
+def state_scope(github: GitHubPlatform) -> str:
+    """What a repository's saved state (runs followed, dispatches, failures, refusals, prune
+    timers) is kept under: GitHub's id of the repository, which no spelling of its name,
+    rename or transfer changes (GitHub keeps a repository's `id` through both: the OpenAPI
+    description's `repository` schema, and "Transferring a repository" in its docs)."""
+    return f"github#{github.repo.id}:"
 
 
 def _github(platform: Platform) -> GitHubPlatform:

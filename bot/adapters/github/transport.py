@@ -40,6 +40,7 @@ from .sansio import Answer, limit_wait, read_answer, seconds_of
 
 WRITES = {"POST", "PATCH", "PUT", "DELETE"}
 WRITE_GAP = 1.0  # seconds at least between two content-creating requests of one identity (WritePacer)
+MAX_WAIT = 300.0  # seconds a request may sleep for a limit; a longer wait is said, not slept
 _ATTEMPT: weakref.WeakKeyDictionary[requests.Response, int] = weakref.WeakKeyDictionary()  # final answer → its attempt
 
 
@@ -118,18 +119,20 @@ class WritePacer:
             while self._sent and now - self._sent[0] >= 3600.0:
                 self._sent.popleft()
             # the write `limit` back must be a whole window old before another is sent
-            wait = max(
+            limited = max(
                 (self._sent[-limit] + span - now for span, limit in self.windows if len(self._sent) >= limit),
                 default=0.0,
             )
-            if self._sent:  # one write at a time, `gap` after the last
-                wait = max(wait, self._sent[-1] + self.gap - now)
+            spaced = self._sent[-1] + self.gap - now if self._sent else 0.0  # one write at a time, `gap` apart
+            wait = max(limited, spaced)
             if wait > longest:
-                raise WritesPaced(
-                    f"GitHub's limit of {self.windows[1][1]} writes an hour is reached; "
-                    f"writing again in {wait / 60:.0f} min",
-                    retry_after=wait,
+                # a gap this long is refused at start (Settings.check_write_pacing); said as itself
+                reason = (
+                    f"GitHub's limit of {self.windows[1][1]} writes an hour is reached"
+                    if limited >= spaced
+                    else f"writes of one App or token are spaced {self.gap:.0f} s apart"
                 )
+                raise WritesPaced(f"{reason}; writing again in {wait / 60:.0f} min", retry_after=wait)
             if wait > 0:
                 self._sleep(wait)
             self._sent.append(self._monotonic())
@@ -256,7 +259,7 @@ class GitHubHTTP(HTTPAdapter):
         *,
         attempts: int = 5,
         backoff: float = 1.0,
-        max_wait: float = 300.0,
+        max_wait: float = MAX_WAIT,
         writes_per_minute: int = 70,
         writes_per_hour: int = 500,
         sleep: Callable[[float], None] = time.sleep,
