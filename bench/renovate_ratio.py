@@ -17,8 +17,8 @@ one patch up, whose image is published already: both tools find it). Each case r
 A B A B (wheelpin, then Renovate), prints both times and their ratio pair by pair, and the
 median ratio of the pairs. This machine's speed drifts, so the pairs are compared within
 the run. Next to them, wheelpin's floor: a script that only loads the libraries such a pass
-cannot do without (pydantic, validating the config; tomli; packaging; requests, when the
-registry is asked, which the no-op answers from the digest cache) and lists the upstream
+cannot do without (pydantic, validating the config; tomli; packaging; requests, since
+both ask the registry: the no-op whether it still holds the pinned digest) and lists the upstream
 with git, and the ratio Renovate's time would have to that floor: what is left above it is
 wheelpin's own. Renovate's caches are emptied before each of its runs (`forget`). wheelpin runs as
 users have it installed (bench/startup.py's venv without the editable install's hook, which a
@@ -251,7 +251,7 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     return seconds
 
 
-def floor(python: str, upstream: Path, *, registry: bool) -> list[str]:
+def floor(python: str, upstream: Path) -> list[str]:
     """The floor of one pass: its libraries loaded and used once, the upstream listed."""
     script = f"""import gc; gc.disable()
 import os; os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"  # as wheelpin's own process (cli.main)
@@ -262,7 +262,7 @@ class Upstream(BaseModel):
     branch: str
 Upstream.model_validate(tomli.loads('repo = "{upstream}"\\nbranch = "main"'))
 packaging.version.Version("0.1.2+g8ce0d451")
-{"import requests" if registry else ""}
+import requests
 subprocess.run(["git", "ls-remote", "--heads", "{upstream}"], check=True, capture_output=True)
 """
     return [python, "-c", script]
@@ -336,8 +336,8 @@ def main() -> None:
             found = renovate_found(renovate, downstream, their_env)
             print(f"no-op: wheelpin says {said.splitlines()[0]!r}; Renovate finds {found or 'no update'}")
             upstream = work / "demo" / "upstream"
-            quiet = floor(ours[0], upstream, registry=False)
-            no_op = pairs("no-op (the pin is current)", ours, quiet, theirs, downstream, env, their_env, args.pairs)
+            base = floor(ours[0], upstream)
+            no_op = pairs("no-op (the pin is current)", ours, base, theirs, downstream, env, their_env, args.pairs)
             head = new_release(work, downstream, env)
             said = wheelpin(*ours[3:], cwd=downstream, env=env)
             found = renovate_found(renovate, downstream, their_env)
@@ -345,11 +345,10 @@ def main() -> None:
                 f"\nfound-update (upstream {head[:8]}): wheelpin says {said.splitlines()[0]!r}; "
                 f"Renovate finds {found or 'no update'}"
             )
-            asked = floor(ours[0], upstream, registry=True)
             update = pairs(
                 "found-update (a new head, its image published)",
                 ours,
-                asked,
+                base,
                 theirs,
                 downstream,
                 env,
