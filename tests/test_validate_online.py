@@ -580,14 +580,9 @@ def test_a_sha256_arg_that_is_not_the_pinned_wheels_sha256(world: World) -> None
     ), empty.stdout
 
 
-def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, registry: Registry, tmp_path: Path) -> None:
-    """Two pins of one image, a sha256 ARG each (cp311, cp312): the image is read once (its
-    manifest requested once, through a proxy that counts; its annotations say its wheels),
-    each ARG judged on its own: one cp311 wheel is fine, two cp312 wheels are not."""
-    wheels = [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64")] + [
-        demo_wheel(tmp_path, tag) for tag in TWO_CP312
-    ]
-    names = pin_an_image_of(world, wheels)
+def pin_cp311_beside_cp312(world: World, cp311: Path) -> None:
+    """Mooncake's shape: the image ARG's pins for cp312 and for cp311, each with its sha256
+    ARG, the cp311 one holding `cp311`'s sha256."""
     edit(
         world,
         "wheelpin.toml",
@@ -602,8 +597,19 @@ def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, regis
         world,
         "docker/Dockerfile",
         "ARG DEMO_WHEEL_SHA256=",
-        f"ARG DEMO_WHEEL_SHA256_CP311={sha256_of(wheels[0])}\nARG DEMO_WHEEL_SHA256=",
+        f"ARG DEMO_WHEEL_SHA256_CP311={sha256_of(cp311)}\nARG DEMO_WHEEL_SHA256=",
     )
+
+
+def test_pins_sharing_an_image_are_judged_each_from_one_read(world: World, registry: Registry, tmp_path: Path) -> None:
+    """Two pins of one image, a sha256 ARG each (cp311, cp312): the image is read once (its
+    manifest requested once, through a proxy that counts; its annotations say its wheels),
+    each ARG judged on its own: one cp311 wheel is fine, two cp312 wheels are not."""
+    wheels = [demo_wheel(tmp_path, "cp311-cp311-manylinux_2_28_x86_64")] + [
+        demo_wheel(tmp_path, tag) for tag in TWO_CP312
+    ]
+    names = pin_an_image_of(world, wheels)
+    pin_cp311_beside_cp312(world, wheels[0])
     proxy = FaultProxy(registry.host)
     try:
         edit(world, "wheelpin.toml", registry.host, proxy.host)
@@ -722,22 +728,7 @@ def test_a_tag_the_template_does_not_give_is_said_once_for_the_pins_sharing_it(w
     cp311, cp312 = (demo_wheel(tmp_path, f"{tag}-{tag}-manylinux_2_28_x86_64") for tag in ("cp311", "cp312"))
     pin_an_image_of(world, [cp311, cp312])
     edit(world, "docker/Dockerfile", ":demo-cache-v0.1.0-g22222222@", ":latest@")
-    edit(
-        world,
-        "wheelpin.toml",
-        'sha256_arg = "DEMO_WHEEL_SHA256" }',
-        f"{CP312_PIN} }},\n  "
-        + (
-            '{ file = "docker/Dockerfile", image_arg = "DEMO_WHEEL_IMAGE", sha256_arg = "DEMO_WHEEL_SHA256_CP311", '
-            'python_tag = "cp311" }'
-        ),
-    )
-    edit(
-        world,
-        "docker/Dockerfile",
-        "ARG DEMO_WHEEL_SHA256=",
-        f"ARG DEMO_WHEEL_SHA256_CP311={sha256_of(cp311)}\nARG DEMO_WHEEL_SHA256=",
-    )
+    pin_cp311_beside_cp312(world, cp311)
     write_arg(world, "DEMO_WHEEL_SHA256", sha256_of(cp312))
     for args in ((), ("--online",)):
         result = validate(world, *args)

@@ -65,16 +65,14 @@ def test_a_build_of_two_wheels_of_one_python_tag_is_refused_before_publishing(wo
     assert world.branch() is None and len(world.layout_tags()) == 1
 
 
-def test_an_image_taken_as_verified_with_two_wheels_of_the_pins_tag_is_not_proposed(
-    world: World, tmp_path: Path
-) -> None:
-    pin_the_cp312_wheel(world)
-    head = world.commit_upstream("two glibc builds", {"VERSION": "0.1.1\n", "build_wheel.py": TWO_CP312_WHEELS})
+def publish_build(world: World, tmp_path: Path, head: str, version: str) -> list[Path]:
+    """Publish a runner's build of `head` to the world's layout under the tag a pass gives
+    it, with the component's name and rules digest, as if a pass had verified it."""
     wheels = runner_build(world, tmp_path, head)
     demo = load_config(world.downstream / "wheelpin.toml", root=world.downstream).config.components[0]
     publish(
         LayoutStore(world.root / "images"),
-        f"demo-cache-v0.1.1-g{head[:8]}",
+        f"demo-cache-v{version}-g{head[:8]}",
         wheels,
         [inspect_wheel(wheel) for wheel in wheels],
         revision=head,
@@ -82,6 +80,15 @@ def test_an_image_taken_as_verified_with_two_wheels_of_the_pins_tag_is_not_propo
         rules=rules_digest(demo),
         settle=0,
     )
+    return wheels
+
+
+def test_an_image_taken_as_verified_with_two_wheels_of_the_pins_tag_is_not_proposed(
+    world: World, tmp_path: Path
+) -> None:
+    pin_the_cp312_wheel(world)
+    head = world.commit_upstream("two glibc builds", {"VERSION": "0.1.1\n", "build_wheel.py": TWO_CP312_WHEELS})
+    wheels = publish_build(world, tmp_path, head, "0.1.1")
     sentence = (
         "docker/Dockerfile:3: DEMO_WHEEL_SHA256_CP312 takes the sha256 of the cp312 wheel, but the image "
         f"holds 2 cp312 wheels ({', '.join(wheel.name for wheel in wheels)}), and a sha256 ARG names its wheel "
@@ -134,18 +141,7 @@ def test_the_dry_run_says_an_only_wheel_sha256_arg_moving_from_a_cp312_wheel_to_
     assert component(world.reconcile())["status"] == "done"
     git(["merge", "--quiet", "--ff-only", BRANCH], cwd=world.downstream)  # the maintainer merges
     head = world.commit_upstream("pure Python again", {"VERSION": "0.1.2\n", "build_wheel.py": BUILD_SCRIPT})
-    wheels = runner_build(world, tmp_path, head)
-    demo = load_config(world.downstream / "wheelpin.toml", root=world.downstream).config.components[0]
-    publish(
-        LayoutStore(world.root / "images"),
-        f"demo-cache-v0.1.2-g{head[:8]}",
-        wheels,
-        [inspect_wheel(wheel) for wheel in wheels],
-        revision=head,
-        component=demo.name,
-        rules=rules_digest(demo),
-        settle=0,
-    )
+    publish_build(world, tmp_path, head, "0.1.2")
     line = next(
         number
         for number, text in enumerate((world.downstream / "docker" / "Dockerfile").read_text().splitlines(), start=1)
